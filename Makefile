@@ -1,0 +1,126 @@
+# rakazo: one Makefile, no generators.
+#   make            build ./rakazo (and librakazo.a)
+#   make check      layer check, unit tests, conformance, bats suites
+#   make bench      benchmarks (BENCH=NAME for one)
+#   make asan       ASan+UBSan build in build-asan/ and the tests against it
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make deps       the Debian packages the build and tests need (idempotent)
+#   make image      the computer image (debootstrap + docker import)
+
+VERSION := 0.1.0
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+CC ?= cc
+
+PKGS := libcurl libcjson libsodium libarchive libvncclient sqlite3 libpng libzstd
+UI_PKGS := ncursesw readline
+
+IMAGE_TAG := $(shell sh image/build.sh --tag 2>/dev/null)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(EXTRA_CFLAGS) -MMD -MP \
+	-DRK_VERSION='"$(VERSION)"' -DRK_IMAGE_TAG='"$(IMAGE_TAG)"' \
+	$(shell pkg-config --cflags $(PKGS) $(UI_PKGS) 2>/dev/null)
+LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lutil -lpthread -lm
+UI_LIBS := $(shell pkg-config --libs $(UI_PKGS) 2>/dev/null)
+LDFLAGS ?=
+ALL_LDFLAGS := $(LDFLAGS) $(EXTRA_LDFLAGS)
+
+ENGINE_SRC := $(sort $(wildcard engine/*.c engine/util/*.c providers/*.c providers/*/*.c))
+CLI_SRC := $(sort $(wildcard cmd/*.c tui/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+HELPER_SRC := $(sort $(wildcard tests/fixtures/*.c tests/emulators/*.c tests/bench/*.c tests/conformance/*.c))
+
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
+HELPER_BIN := $(HELPER_SRC:%.c=$(BUILD)/%)
+
+# The sub-commands that get rakazo-SUB links (kept equal to cmd/main.c's table by a test).
+SUBCOMMANDS := $(shell sed -n 's/^\tCMD("\([a-z-]*\)".*/\1/p' cmd/main.c 2>/dev/null)
+
+all: rakazo
+
+rakazo: $(BUILD)/rakazo
+	@ln -sf $(BUILD)/rakazo rakazo
+
+$(BUILD)/librakazo.a: $(ENGINE_OBJ)
+	@mkdir -p $(@D)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/rakazo: $(CLI_OBJ) $(BUILD)/librakazo.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/librakazo.a $(UI_LIBS) $(LIBS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(BUILD)/librakazo.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/librakazo.a $(LIBS)
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/librakazo.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/librakazo.a $(LIBS)
+
+test-bins: $(UNIT_BIN) $(HELPER_BIN)
+
+# The engine and providers never touch the terminal: no curses, no stdout, no exit().
+layer-check:
+	@bad=$$(grep -nE '#include *<n?curses|\bprintf *\(|\bexit *\(|\bstdout\b|\bputs *\(' \
+		engine/*.c engine/*.h engine/util/*.c engine/util/*.h providers/*.c providers/*.h \
+		$$(ls providers/*/*.[ch] 2>/dev/null) | grep -v 'layer-check: ok' ); \
+	if [ -n "$$bad" ]; then echo "layer check failed:"; echo "$$bad"; exit 1; fi; \
+	echo "layer check: ok"
+
+check: rakazo test-bins layer-check
+	RAKAZO_BIN=$(CURDIR)/$(BUILD)/rakazo BUILD=$(BUILD) sh tests/run.sh
+
+unit: test-bins
+	BUILD=$(BUILD) sh tests/run.sh unit
+
+bench: rakazo test-bins
+	RAKAZO_BIN=$(CURDIR)/$(BUILD)/rakazo BUILD=$(BUILD) sh tests/bench/run.sh $(BENCH)
+
+asan:
+	$(MAKE) BUILD=build-asan CFLAGS='-O1 -g -fno-omit-frame-pointer' \
+		EXTRA_CFLAGS='-fsanitize=address,undefined -fno-sanitize-recover=undefined' \
+		EXTRA_LDFLAGS='-fsanitize=address,undefined' build-asan/rakazo test-bins-asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+		RAKAZO_BIN=$(CURDIR)/build-asan/rakazo BUILD=build-asan sh tests/run.sh
+
+test-bins-asan:
+	$(MAKE) BUILD=build-asan CFLAGS='-O1 -g -fno-omit-frame-pointer' \
+		EXTRA_CFLAGS='-fsanitize=address,undefined -fno-sanitize-recover=undefined' \
+		EXTRA_LDFLAGS='-fsanitize=address,undefined' test-bins
+
+deps:
+	sh scripts/deps.sh
+
+image:
+	sh scripts/dockerd.sh >/dev/null
+	sh image/build.sh
+
+install: rakazo
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/rakazo/image \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	install -m 0755 $(BUILD)/rakazo $(DESTDIR)$(PREFIX)/bin/rakazo
+	for s in $(SUBCOMMANDS); do ln -sf rakazo $(DESTDIR)$(PREFIX)/bin/rakazo-$$s; done
+	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	cp -R image/. $(DESTDIR)$(PREFIX)/share/rakazo/image/
+	install -m 0644 completions/rakazo.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rakazo
+	install -m 0644 completions/_rakazo $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_rakazo
+	install -m 0644 completions/rakazo.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/rakazo.fish
+
+clean:
+	rm -rf build build-asan rakazo
+
+.PHONY: all check unit bench asan test-bins test-bins-asan layer-check deps image install clean
+
+-include $(ENGINE_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -1,0 +1,160 @@
+#include "buf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char empty_data[1];
+
+void *rk_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+void *rk_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+void *rk_xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+char *rk_xstrdup(const char *s)
+{
+	return s ? rk_xstrndup(s, strlen(s)) : NULL;
+}
+
+char *rk_xstrndup(const char *s, size_t n)
+{
+	char *p = rk_xmalloc(n + 1);
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *rk_xasprintf(const char *fmt, ...)
+{
+	struct rk_buf b;
+	va_list ap;
+	rk_buf_init(&b);
+	va_start(ap, fmt);
+	rk_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	return rk_buf_detach(&b, NULL);
+}
+
+void rk_buf_init(struct rk_buf *b)
+{
+	b->data = empty_data;
+	b->len = 0;
+	b->cap = 0;
+}
+
+void rk_buf_release(struct rk_buf *b)
+{
+	if (b->cap)
+		free(b->data);
+	rk_buf_init(b);
+}
+
+void rk_buf_reset(struct rk_buf *b)
+{
+	b->len = 0;
+	if (b->cap)
+		b->data[0] = '\0';
+}
+
+void rk_buf_grow(struct rk_buf *b, size_t extra)
+{
+	if (!b->data)
+		rk_buf_init(b);
+	if (b->len + extra + 1 <= b->cap)
+		return;
+	size_t cap = b->cap ? b->cap : 64;
+	while (cap < b->len + extra + 1)
+		cap *= 2;
+	if (b->cap) {
+		b->data = rk_xrealloc(b->data, cap);
+	} else {
+		b->data = rk_xmalloc(cap);
+		b->data[0] = '\0';
+	}
+	b->cap = cap;
+}
+
+void rk_buf_add(struct rk_buf *b, const void *data, size_t len)
+{
+	rk_buf_grow(b, len);
+	if (len)
+		memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+}
+
+void rk_buf_adds(struct rk_buf *b, const char *s)
+{
+	rk_buf_add(b, s, strlen(s));
+}
+
+void rk_buf_addc(struct rk_buf *b, char c)
+{
+	rk_buf_add(b, &c, 1);
+}
+
+void rk_buf_vprintf(struct rk_buf *b, const char *fmt, va_list ap)
+{
+	va_list cp;
+	va_copy(cp, ap);
+	int n = vsnprintf(NULL, 0, fmt, cp);
+	va_end(cp);
+	if (n < 0)
+		return;
+	rk_buf_grow(b, (size_t)n);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+}
+
+void rk_buf_printf(struct rk_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	rk_buf_vprintf(b, fmt, ap);
+	va_end(ap);
+}
+
+void rk_buf_consume(struct rk_buf *b, size_t n)
+{
+	if (n >= b->len) {
+		rk_buf_reset(b);
+		return;
+	}
+	memmove(b->data, b->data + n, b->len - n);
+	b->len -= n;
+	b->data[b->len] = '\0';
+}
+
+char *rk_buf_detach(struct rk_buf *b, size_t *len)
+{
+	char *p;
+	if (len)
+		*len = b->len;
+	if (b->cap) {
+		p = b->data;
+	} else {
+		p = rk_xmalloc(1);
+		p[0] = '\0';
+	}
+	rk_buf_init(b);
+	return p;
+}

@@ -1,0 +1,40 @@
+#ifndef RK_BUF_H
+#define RK_BUF_H
+/* A growable byte buffer, always NUL-terminated (like git's strbuf).
+ * rk_buf_init/rk_buf_release for caller-held buffers. Allocation failure
+ * aborts: there is nothing useful to do on an out-of-memory path. */
+
+#include <stdarg.h>
+#include <stddef.h>
+
+struct rk_buf {
+	char *data; /* never NULL after init; NUL at data[len] */
+	size_t len;
+	size_t cap;
+};
+
+#define RK_BUF_INIT {0}
+
+void rk_buf_init(struct rk_buf *b);
+void rk_buf_release(struct rk_buf *b);
+void rk_buf_reset(struct rk_buf *b);
+void rk_buf_grow(struct rk_buf *b, size_t extra);
+void rk_buf_add(struct rk_buf *b, const void *data, size_t len);
+void rk_buf_adds(struct rk_buf *b, const char *s);
+void rk_buf_addc(struct rk_buf *b, char c);
+void rk_buf_printf(struct rk_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rk_buf_vprintf(struct rk_buf *b, const char *fmt, va_list ap);
+/* Drops the first n bytes. */
+void rk_buf_consume(struct rk_buf *b, size_t n);
+/* Hands the data to the caller (free() it); the buffer is reset. */
+char *rk_buf_detach(struct rk_buf *b, size_t *len);
+
+/* Allocating helpers that abort on out-of-memory. */
+void *rk_xmalloc(size_t n);
+void *rk_xcalloc(size_t n, size_t size);
+void *rk_xrealloc(void *p, size_t n);
+char *rk_xstrdup(const char *s);            /* NULL stays NULL */
+char *rk_xstrndup(const char *s, size_t n);
+char *rk_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

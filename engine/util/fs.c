@@ -1,0 +1,205 @@
+#include "fs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int rk_fs_mkdirs(const char *path, mode_t mode, struct rk_error *err)
+{
+	char *p = rk_xstrdup(path);
+	int rc = 0;
+	for (char *s = p + 1; ; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+			*s = '\0';
+			if (mkdir(p, mode) != 0 && errno != EEXIST) {
+				rc = rk_error_errno(err, RK_EIO, errno, "cannot create directory %s", p);
+				break;
+			}
+			*s = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	if (rc == 0) {
+		struct stat st;
+		if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+			rc = rk_error_set(err, RK_EIO, "%s is not a directory", path);
+	}
+	free(p);
+	return rc;
+}
+
+int rk_fs_write_fd(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+ssize_t rk_fs_read_fd(int fd, void *data, size_t len)
+{
+	for (;;) {
+		ssize_t n = read(fd, data, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n;
+	}
+}
+
+int rk_fs_fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int r = fsync(fd);
+	close(fd);
+	return r;
+}
+
+int rk_fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct rk_error *err)
+{
+	char *tmp = rk_xasprintf("%s.tmp.%ld", path, (long)getpid());
+	int rc = 0;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0) {
+		rc = rk_error_errno(err, RK_EIO, errno, "cannot write %s", tmp);
+		goto out;
+	}
+	if (rk_fs_write_fd(fd, data, len) != 0 || fsync(fd) != 0) {
+		rc = rk_error_errno(err, RK_EIO, errno, "cannot write %s", tmp);
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	close(fd);
+	if (rename(tmp, path) != 0) {
+		rc = rk_error_errno(err, RK_EIO, errno, "cannot rename %s", tmp);
+		unlink(tmp);
+		goto out;
+	}
+	char *dir = rk_xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	if (slash) {
+		*slash = '\0';
+		rk_fs_fsync_dir(*dir ? dir : "/");
+	}
+	free(dir);
+out:
+	free(tmp);
+	return rc;
+}
+
+int rk_fs_read_all(const char *path, size_t max_bytes, struct rk_buf *out, struct rk_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rk_error_errno(err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno, "cannot open %s", path);
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return rk_error_errno(err, RK_EIO, errno, "cannot stat %s", path);
+	}
+	if (S_ISDIR(st.st_mode)) {
+		close(fd);
+		return rk_error_set(err, RK_EINVALID, "%s is a directory", path);
+	}
+	if ((size_t)st.st_size > max_bytes) {
+		close(fd);
+		return rk_error_set(err, RK_ETOOLARGE, "file exceeds %zu bytes", max_bytes);
+	}
+	char chunk[65536];
+	for (;;) {
+		ssize_t n = rk_fs_read_fd(fd, chunk, sizeof(chunk));
+		if (n < 0) {
+			close(fd);
+			return rk_error_errno(err, RK_EIO, errno, "cannot read %s", path);
+		}
+		if (n == 0)
+			break;
+		if (out->len + (size_t)n > max_bytes) {
+			close(fd);
+			return rk_error_set(err, RK_ETOOLARGE, "file exceeds %zu bytes", max_bytes);
+		}
+		rk_buf_add(out, chunk, (size_t)n);
+	}
+	close(fd);
+	return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+int rk_fs_remove_tree(const char *path, struct rk_error *err)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? 0 : rk_error_errno(err, RK_EIO, errno, "cannot remove %s", path);
+	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) != 0)
+		return rk_error_errno(err, RK_EIO, errno, "cannot remove %s", path);
+	return 0;
+}
+
+int rk_fs_exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+int rk_path_normalize(const char *path, char **out, struct rk_error *err)
+{
+	struct rk_buf b;
+	rk_buf_init(&b);
+	const char *p = path ? path : "";
+	while (*p) {
+		while (*p == '/' || *p == '\\')
+			p++;
+		if (!*p)
+			break;
+		const char *s = p;
+		while (*p && *p != '/' && *p != '\\')
+			p++;
+		size_t n = (size_t)(p - s);
+		if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.')) {
+			rk_buf_release(&b);
+			return rk_error_set(err, RK_EINVALID, "path escapes the computer workspace: %s", path);
+		}
+		if (b.len)
+			rk_buf_addc(&b, '/');
+		rk_buf_add(&b, s, n);
+	}
+	if (memchr(b.data, '\0', b.len)) {
+		rk_buf_release(&b);
+		return rk_error_set(err, RK_EINVALID, "path contains a NUL byte");
+	}
+	*out = rk_buf_detach(&b, NULL);
+	return 0;
+}
+
+char *rk_path_join(const char *dir, const char *name)
+{
+	if (!name || !*name)
+		return rk_xstrdup(dir);
+	size_t n = strlen(dir);
+	return rk_xasprintf("%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
+}

@@ -1,0 +1,34 @@
+#ifndef RK_FS_H
+#define RK_FS_H
+/* File helpers: directory creation, durable writes, bounded reads and the
+ * workspace path rule. */
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "buf.h"
+#include "err.h"
+
+/* mkdir -p with mode for the directories it creates. */
+int rk_fs_mkdirs(const char *path, mode_t mode, struct rk_error *err);
+/* Writes data to path.tmp, fsyncs it, renames it over path and fsyncs the
+ * directory: a crash leaves either the old or the new file. */
+int rk_fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct rk_error *err);
+/* Reads a whole file, refusing more than max_bytes (RK_ETOOLARGE) before reading. */
+int rk_fs_read_all(const char *path, size_t max_bytes, struct rk_buf *out, struct rk_error *err);
+int rk_fs_fsync_dir(const char *dir);
+/* rm -rf; a missing path is not an error. */
+int rk_fs_remove_tree(const char *path, struct rk_error *err);
+int rk_fs_exists(const char *path);
+/* Full write/read on an fd, retried on EINTR and short counts. */
+int rk_fs_write_fd(int fd, const void *data, size_t len);
+ssize_t rk_fs_read_fd(int fd, void *data, size_t len);
+
+/* The workspace path rule: "\" becomes "/", leading "/" and empty segments
+ * go, and a "." or ".." segment is refused ("path escapes the computer
+ * workspace"). Returns a malloc'd relative path ("" for the root). */
+int rk_path_normalize(const char *path, char **out, struct rk_error *err);
+/* dir + "/" + name, malloc'd. */
+char *rk_path_join(const char *dir, const char *name);
+
+#endif

@@ -1,0 +1,28 @@
+#ifndef RK_JSON_H
+#define RK_JSON_H
+/* Small helpers over cJSON for reading untrusted documents with clear errors. */
+
+#include <cJSON.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "err.h"
+
+/* Parses text (len bytes, not necessarily NUL-terminated); caller owns the
+ * result (cJSON_Delete). what names the document in the error. */
+cJSON *rk_json_parse(const char *text, size_t len, const char *what, struct rk_error *err);
+/* Members that must have a type, or may be absent (then *out is def). */
+const char *rk_json_string(const cJSON *obj, const char *key, const char *def);
+int rk_json_get_int(const cJSON *obj, const char *key, int64_t min, int64_t max, int64_t def, int64_t *out,
+		    const char *what, struct rk_error *err);
+int rk_json_get_bool(const cJSON *obj, const char *key, int def, int *out, const char *what, struct rk_error *err);
+int rk_json_get_string(const cJSON *obj, const char *key, int required, const char **out, const char *what,
+		       struct rk_error *err);
+/* Appends the unformatted document to b. */
+void rk_json_print(struct rk_buf *b, const cJSON *doc);
+/* Adds s, or null when s is NULL. */
+cJSON *rk_json_add_str_or_null(cJSON *obj, const char *key, const char *s);
+/* Canonical text (sorted keys, no whitespace) for comparing bodies; malloc'd. */
+char *rk_json_canonical(const cJSON *doc);
+
+#endif

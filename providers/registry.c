@@ -1,0 +1,29 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "provider.h"
+
+extern const struct rk_provider_ops rk_provider_fake;
+extern const struct rk_provider_ops rk_provider_docker;
+
+/* A new provider is a new file plus one line here. */
+const struct rk_provider_ops *const rk_providers[] = {
+	&rk_provider_docker,
+	&rk_provider_fake,
+	NULL,
+};
+
+const struct rk_provider_ops *rk_provider_find(const char *name)
+{
+	for (size_t i = 0; name && rk_providers[i]; i++)
+		if (strcmp(rk_providers[i]->name, name) == 0)
+			return rk_providers[i];
+	return NULL;
+}
+
+void rk_file_entries_free(struct rk_file_entry *entries, size_t n)
+{
+	for (size_t i = 0; entries && i < n; i++)
+		free(entries[i].name);
+	free(entries);
+}
