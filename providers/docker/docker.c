@@ -475,7 +475,7 @@ static int docker_destroy(const struct rk_machine *m, struct rk_error *err)
 /* The wrapper every command runs under: it records its container pid (it is
  * the session and process-group leader, so `kill -- -PID` reaches the whole
  * command) and the real wait status of `bash -lc COMMAND`, which bash's $?
- * cannot tell apart from exit(128+N). perl-base is in every Debian image and
+ * cannot tell apart from an exit status of 128+N. perl-base is in every Debian image and
  * starts in ~2 ms. Handlers (not SIG_IGN) so the child gets default ones. */
 static const char wrapper[] =
 	"my($t,$c)=@ARGV;my $d='" RUN_DIR "/exec';"
@@ -487,7 +487,7 @@ static const char wrapper[] =
 	"my $r;do{$r=waitpid($p,0)}while($r==-1&&$!{EINTR});"
 	"my $s=$?;"
 	"if(open(my $f,'>',\"$d/$t.st\")){print $f \"$s\\n\";close $f;rename(\"$d/$t.st\",\"$d/$t.status\")}"
-	"exit(($s&127)?128+($s&127):($s>>8));";
+	"my $x=($s&127)?128+($s&127):($s>>8);exit $x;";
 
 struct dproc {
 	struct rk_proc base;
@@ -601,8 +601,9 @@ static int dproc_poll_fd(struct rk_proc *base)
 	return ((struct dproc *)base)->fd;
 }
 
-/* Moves complete frames of the multiplexed stream to out (stdout) and errout
- * (stderr; may be out itself, which merges them in arrival order). */
+/* Moves complete frames of the multiplexed stream to out (standard output)
+ * and errout (standard error; may be out itself, which merges the two in
+ * arrival order). */
 static void demux(struct dproc *p, struct rk_buf *out, struct rk_buf *errout)
 {
 	if (p->tty) {
@@ -720,7 +721,7 @@ static int read_small_file(const char *path, char *buf, size_t size)
 	return 0;
 }
 
-/* Runs a short helper command (no stdin) to its end; stdout and stderr are
+/* Runs a short helper command (no input) to its end; its output and errors are
  * kept apart. *code is its exit code. */
 static int run(const char *container, const char *user, const cJSON *cmd, size_t max_out, struct rk_buf *out,
 	       struct rk_buf *errout, int *code, struct rk_error *err);
@@ -1716,6 +1717,17 @@ static int docker_workspace_export(const struct rk_machine *m, int fd, struct rk
 	return rc;
 }
 
+/* A relative archive name with no "." or ".." segment. */
+static int inside_name(const char *name)
+{
+	if (name[0] == '/')
+		return 0;
+	char *norm = NULL;
+	int ok = rk_path_normalize(name, &norm, NULL) == 0;
+	free(norm);
+	return ok;
+}
+
 /* Host-side extraction (as root, owner uid 1000), refusing anything that
  * would leave the workspace or pass through a symlink. */
 static int import_host(const struct rk_machine *m, int fd, struct rk_error *err)
@@ -1723,13 +1735,18 @@ static int import_host(const struct rk_machine *m, int fd, struct rk_error *err)
 	int rc = prepare_dir(m->home_dir, err);
 	if (rc < 0)
 		return rc;
+	/* the prefix is resolved once: SECURE_SYMLINKS would refuse a home dir
+	 * under a symlinked path, and the entry names are checked below */
+	char *home = realpath(m->home_dir, NULL);
+	if (!home)
+		return rk_error_errno(err, RK_EIO, errno, "cannot resolve the workspace %s", m->home_dir);
 	struct archive *in = archive_read_new();
 	archive_read_support_format_all(in);
 	archive_read_support_filter_all(in);
 	struct archive *out = archive_write_disk_new();
 	archive_write_disk_set_options(out, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_OWNER |
 						    ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-						    ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_UNLINK);
+						    ARCHIVE_EXTRACT_UNLINK);
 	if (archive_read_open_fd(in, fd, 65536) != ARCHIVE_OK) {
 		rc = tar_error(in, err, "read");
 		goto out;
@@ -1750,23 +1767,18 @@ static int import_host(const struct rk_machine *m, int fd, struct rk_error *err)
 		base = base ? base + 1 : name;
 		if (!name || !*name || strcmp(name, ".") == 0 || is_singleton(base))
 			continue;
-		if (name[0] == '/' || strstr(name, "..")) {
-			char *norm = NULL;
-			if (name[0] == '/' || rk_path_normalize(name, &norm, NULL) != 0) {
-				free(norm);
-				rc = rk_error_set(err, RK_EINVALID, "workspace archive entry leaves the workspace: %s", name);
-				break;
-			}
-			free(norm);
+		const char *hl = archive_entry_hardlink(e);
+		while (hl && hl[0] == '.' && hl[1] == '/')
+			hl += 2;
+		if (!inside_name(name) || (hl && !inside_name(hl))) {
+			rc = rk_error_set(err, RK_EINVALID, "workspace archive entry leaves the workspace: %s", name);
+			break;
 		}
-		char *full = rk_path_join(m->home_dir, name);
+		char *full = rk_path_join(home, name);
 		archive_entry_set_pathname(e, full);
 		free(full);
-		const char *hl = archive_entry_hardlink(e);
 		if (hl) {
-			while (hl[0] == '.' && hl[1] == '/')
-				hl += 2;
-			char *hfull = rk_path_join(m->home_dir, hl);
+			char *hfull = rk_path_join(home, hl);
 			archive_entry_set_hardlink(e, hfull);
 			free(hfull);
 		}
@@ -1802,6 +1814,7 @@ out:
 	archive_read_free(in);
 	archive_write_close(out);
 	archive_write_free(out);
+	free(home);
 	return rc;
 }
 
