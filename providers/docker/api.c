@@ -54,10 +54,11 @@ int rk_docker_socket_path(const char **out, struct rk_error *err)
 
 static int unavailable(struct rk_error *err, const char *sock, const char *why)
 {
+	rk_log(RK_LOG_WARN, "docker: cannot reach %s: %s", sock, why);
 	return rk_error_set(err, RK_EUNAVAILABLE,
-			    "docker is not running at %s (%s): start it with `sh scripts/dockerd.sh` or "
+			    "docker is not running at %s: start it with `sh scripts/dockerd.sh` or "
 			    "`sudo systemctl start docker`",
-			    sock, why);
+			    sock);
 }
 
 struct sink {
