@@ -39,7 +39,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
 HELPER_BIN := $(HELPER_SRC:%.c=$(BUILD)/%)
 
 # The sub-commands that get rakazo-SUB links (kept equal to cmd/main.c's table by a test).
-SUBCOMMANDS := $(shell sed -n 's/^\tCMD("\([a-z-]*\)".*/\1/p' cmd/main.c 2>/dev/null)
+SUBCOMMANDS := $(shell sh scripts/subcommands.sh)
 
 all: rakazo
 

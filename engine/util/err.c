@@ -72,7 +72,14 @@ int rk_error_prefix(struct rk_error *err, const char *fmt, ...)
 	vsnprintf(head, sizeof(head), fmt, ap);
 	va_end(ap);
 	memcpy(old, err->message, sizeof(old));
-	snprintf(err->message, sizeof(err->message), "%s: %s", head, old);
+	/* room for both, then cut to the message's size: truncation is fine here */
+	char whole[sizeof(head) + sizeof(old) + 2];
+	snprintf(whole, sizeof(whole), "%s: %s", head, old);
+	size_t n = strlen(whole);
+	if (n >= sizeof(err->message))
+		n = sizeof(err->message) - 1;
+	memcpy(err->message, whole, n);
+	err->message[n] = '\0';
 	if (err->code <= RK_OK || err->code >= RK_ECODE_COUNT)
 		err->code = RK_EFAILED;
 	return -(int)err->code;

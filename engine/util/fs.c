@@ -203,3 +203,60 @@ char *rk_path_join(const char *dir, const char *name)
 	size_t n = strlen(dir);
 	return rk_xasprintf("%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
 }
+
+int rk_fs_parent_beneath(const char *root, const char *rel, int create_dirs, const char **leaf,
+			 struct rk_error *err)
+{
+	int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return rk_error_errno(err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno, "cannot open workspace %s",
+				      root);
+	const char *p = rel;
+	for (;;) {
+		const char *slash = strchr(p, '/');
+		if (!slash)
+			break;
+		char *seg = rk_xstrndup(p, (size_t)(slash - p));
+		if (create_dirs && mkdirat(dfd, seg, 0755) != 0 && errno != EEXIST) {
+			int r = rk_error_errno(err, RK_EIO, errno, "cannot create directory %.*s", (int)(slash - rel), rel);
+			free(seg);
+			close(dfd);
+			return r;
+		}
+		int next = openat(dfd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		free(seg);
+		close(dfd);
+		if (next < 0) {
+			if (e == ELOOP || e == ENOTDIR)
+				return rk_error_set(err, RK_EINVALID, "path escapes the computer workspace through a link or file: %s", rel);
+			return rk_error_errno(err, e == ENOENT ? RK_ENOTFOUND : RK_EIO, e, "no such file or directory: %s", rel);
+		}
+		dfd = next;
+		p = slash + 1;
+	}
+	*leaf = p;
+	return dfd;
+}
+
+int rk_fs_open_beneath(const char *root, const char *rel, int flags, mode_t mode, int create_dirs,
+		       struct rk_error *err)
+{
+	if (!rel[0])
+		return open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	const char *leaf;
+	int dfd = rk_fs_parent_beneath(root, rel, create_dirs, &leaf, err);
+	if (dfd < 0)
+		return dfd;
+	int fd = openat(dfd, leaf, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+	int e = errno;
+	close(dfd);
+	if (fd < 0) {
+		if (e == ELOOP)
+			return rk_error_set(err, RK_EINVALID, "path is a symlink; refusing to follow it: %s", rel);
+		if (e == ENOENT)
+			return rk_error_set(err, RK_ENOTFOUND, "no such file or directory: %s", rel);
+		return rk_error_errno(err, e == EISDIR ? RK_EINVALID : RK_EIO, e, "cannot open %s", rel);
+	}
+	return fd;
+}

@@ -31,4 +31,15 @@ int rk_path_normalize(const char *path, char **out, struct rk_error *err);
 /* dir + "/" + name, malloc'd. */
 char *rk_path_join(const char *dir, const char *name);
 
+
+/* Opens rel (already normalized, relative) beneath root without following any
+ * symlink on the way (O_NOFOLLOW at each step), so a link cannot lead out of
+ * the workspace. With create_dirs the parent directories are made (mode
+ * 0755). Returns an fd or a negative rk_code. */
+int rk_fs_open_beneath(const char *root, const char *rel, int flags, mode_t mode, int create_dirs,
+		       struct rk_error *err);
+/* The fd of rel's parent directory beneath root and rel's last segment
+ * (*leaf points into rel). */
+int rk_fs_parent_beneath(const char *root, const char *rel, int create_dirs, const char **leaf,
+			 struct rk_error *err);
 #endif

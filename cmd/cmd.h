@@ -1,0 +1,46 @@
+#ifndef RK_CMD_H
+#define RK_CMD_H
+/* The command table: each cmd/<name>.c exports one struct cmd_entry; main.c
+ * lists them. A command either runs itself or has verbs (`computer create`). */
+
+#include "../engine/engine.h"
+#include "../engine/util/err.h"
+#include "opt.h"
+
+struct cmd_ctx {
+	char **args; /* positional arguments (after the verb) */
+	int nargs;
+	struct rk_error err;
+	struct rk_engine *eng; /* opened on first use by cmd_engine() */
+};
+
+/* Returns 0, or a negative rk code with ctx->err filled. */
+typedef int (*cmd_fn)(struct cmd_ctx *ctx);
+
+struct cmd_verb {
+	const char *name;
+	const char *args;    /* "COMPUTER [PATH]" */
+	const char *summary;
+	const struct rk_opt *opts;
+	cmd_fn run;
+	const struct cmd_verb *verbs; /* a verb with verbs of its own (`execution show`) */
+};
+
+struct cmd_entry {
+	const char *name;
+	const char *args;
+	const char *summary;
+	const char *description; /* a paragraph for --help */
+	const struct rk_opt *opts;
+	cmd_fn run;                   /* NULL when the command has verbs */
+	const struct cmd_verb *verbs; /* NULL-name terminated */
+};
+
+int cmd_engine(struct cmd_ctx *ctx);
+/* RK_EUSAGE unless min <= nargs <= max (max < 0: any). */
+int cmd_want_args(struct cmd_ctx *ctx, int min, int max, const char *what);
+
+extern const struct cmd_entry *const cmd_table[];
+const struct cmd_entry *cmd_find(const char *name);
+
+#endif

@@ -1,0 +1,1125 @@
+/* rakazo computer: computers, their saved lifecycle commands, shell
+ * sessions, files and workspaces. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../engine/computer.h"
+#include "../engine/execution.h"
+#include "../engine/lease.h"
+#include "../engine/session.h"
+#include "../engine/util/buf.h"
+#include "../engine/util/fs.h"
+#include "../engine/util/id.h"
+#include "../engine/util/json.h"
+#include "../engine/util/time.h"
+#include "../engine/worker.h"
+#include "cmd.h"
+#include "out.h"
+
+/* options shared by several verbs (one process runs one verb) */
+static const char *o_key, *o_provider, *o_name, *o_mode, *o_options, *o_pause_after, *o_cwd, *o_output,
+	*o_outcome, *o_bot, *o_holder, *o_session, *o_what, *o_encoding;
+static int o_wait, o_no_desktop, o_tty, o_follow, o_executable, o_base64;
+static int64_t o_timeout = 300, o_rows = 24, o_cols = 80, o_yield = 0, o_max_output = RK_SESSION_OUTPUT_DEFAULT,
+	       o_after = 0, o_max_bytes = RK_FILE_READ_DEFAULT_MAX, o_ttl = RK_LEASE_DEFAULT_TTL_MS, o_fence = 0,
+	       o_revisions = 1, o_limit = 1000;
+static struct rk_opt_list o_env;
+
+#define OPT_KEY OPT_STRING("command-key", 'k', &o_key, "KEY", "idempotency key: the same key and body give the same execution")
+#define OPT_WAIT OPT_BOOL("wait", 'w', &o_wait, "wait until the command has finished")
+#define OPT_TIMEOUT OPT_INT("timeout", 0, &o_timeout, "SECONDS", "with --wait: give up after this long (default 300)", 1, 86400)
+
+/* --- helpers ----------------------------------------------------------------- */
+
+static int load_computer(struct cmd_ctx *ctx, const char *ref, struct rk_computer *c)
+{
+	int r = cmd_engine(ctx);
+	if (r)
+		return r;
+	return rk_db_computer_get(ctx->eng->db, ref, c, &ctx->err);
+}
+
+/* Prints a receipt, or waits and prints the finished execution. */
+static int show_receipt(struct cmd_ctx *ctx, struct rk_execution *e, int existed)
+{
+	int r = 0;
+	if (!rk_execution_state_is_final(e->state) && strcmp(e->state, "outcome_unknown"))
+		r = rk_worker_ensure(ctx->eng, &ctx->err);
+	if (r == 0 && o_wait) {
+		struct rk_execution done = {0};
+		out_progress("waiting for %s (%s)...", e->id, e->op);
+		r = rk_execution_wait(ctx->eng, e->id, o_timeout * 1000, &done, &ctx->err);
+		if (r == 0) {
+			rk_execution_release(e);
+			*e = done;
+		}
+	}
+	if (r)
+		return r;
+	cJSON *doc = rk_execution_to_json(e);
+	if (existed)
+		cJSON_AddBoolToObject(doc, "reused", 1);
+	out_doc(doc);
+	if (o_wait && !strcmp(e->state, "failed"))
+		return rk_error_set(&ctx->err, rk_code_from_name(e->error_code), "%s %s failed: %s", e->op,
+				    e->computer_id, e->error_message ? e->error_message : "failed");
+	if (o_wait && !strcmp(e->state, "outcome_unknown"))
+		return rk_error_set(&ctx->err, RK_EOUTCOME_UNKNOWN,
+				    "%s %s: the provider's reply was lost; check it, then `rakazo computer execution "
+				    "decide %s --outcome succeeded|failed`",
+				    e->op, e->computer_id, e->id);
+	if (o_wait && !strcmp(e->state, "cancelled"))
+		return rk_error_set(&ctx->err, RK_EINTERRUPTED, "%s was cancelled", e->id);
+	return 0;
+}
+
+static int submit(struct cmd_ctx *ctx, const char *op, const char *computer, cJSON *body)
+{
+	int r = cmd_engine(ctx);
+	if (r) {
+		cJSON_Delete(body);
+		return r;
+	}
+	struct rk_submit s = {.op = op, .computer = computer, .body = body, .command_key = o_key};
+	struct rk_execution e = {0};
+	int existed = 0;
+	r = rk_execution_submit(ctx->eng, &s, &e, &existed, &ctx->err);
+	cJSON_Delete(body);
+	if (r == 0) {
+		if (!o_key && !opt_json)
+			out_progress("command key: %s (pass it again with --command-key to retry safely)", e.command_key);
+		r = show_receipt(ctx, &e, existed);
+	}
+	rk_execution_release(&e);
+	return r;
+}
+
+/* Reads all of fd (a file, a pipe, stdin), bounded. */
+static int read_fd_all(int fd, size_t max, struct rk_buf *out, struct rk_error *err)
+{
+	char buf[65536];
+	for (;;) {
+		ssize_t n = rk_fs_read_fd(fd, buf, sizeof(buf));
+		if (n < 0)
+			return rk_error_errno(err, RK_EIO, errno, "cannot read the input");
+		if (n == 0)
+			return 0;
+		if (out->len + (size_t)n > max)
+			return rk_error_set(err, RK_ETOOLARGE, "input exceeds %zu bytes", max);
+		rk_buf_add(out, buf, (size_t)n);
+	}
+}
+
+/* --- providers, create, list, show --------------------------------------------- */
+
+static int run_providers(struct cmd_ctx *ctx)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} caps[] = {{RK_CAP_DESKTOP, "desktop"},       {RK_CAP_MULTI_SCREEN, "multiScreen"}, {RK_CAP_TTY, "tty"},
+		    {RK_CAP_PAGE_BROWSER, "pageBrowser"}, {RK_CAP_SNAPSHOTS, "snapshots"},
+		    {RK_CAP_PERSISTENT_HOME, "persistentHome"}, {RK_CAP_TAKEOVER, "takeover"},
+		    {RK_CAP_VNC, "vnc"}, {RK_CAP_PAUSE, "pause"}};
+	(void)ctx;
+	cJSON *rows = cJSON_CreateArray();
+	for (size_t i = 0; rk_providers[i]; i++) {
+		const struct rk_provider_ops *p = rk_providers[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", p->name);
+		cJSON *cj = cJSON_AddObjectToObject(o, "capabilities");
+		struct rk_buf list;
+		rk_buf_init(&list);
+		for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
+			int on = (p->caps & caps[k].bit) != 0;
+			cJSON_AddBoolToObject(cj, caps[k].name, on);
+			if (on)
+				rk_buf_printf(&list, "%s%s", list.len ? "," : "", caps[k].name);
+		}
+		struct rk_error e;
+		int ok = !p->check || p->check(&e) == 0;
+		cJSON_AddBoolToObject(o, "available", ok);
+		if (!ok)
+			cJSON_AddStringToObject(o, "reason", e.message);
+		cJSON_AddStringToObject(o, "caps", list.data);
+		cJSON_AddStringToObject(o, "summary", p->summary);
+		rk_buf_release(&list);
+		cJSON_AddItemToArray(rows, o);
+	}
+	static const struct out_col cols[] = {{"name", "PROVIDER"}, {"available", "AVAILABLE"}, {"caps", "CAPABILITIES"},
+					      {"summary", "SUMMARY"}, {0}};
+	out_list(rows, cols);
+	return 0;
+}
+
+static const struct rk_opt create_opts[] = {
+	OPT_STRING("provider", 'p', &o_provider, "NAME", "provider: docker (default) or fake"),
+	OPT_STRING("name", 'n', &o_name, "NAME", "the computer's name (letters, digits, - _ .)"),
+	OPT_STRING("mode", 0, &o_mode, "team|private", "a Team computer shared by bots, or a Private one (default)"),
+	OPT_BOOL("no-desktop", 0, &o_no_desktop, "no graphical desktop"),
+	OPT_STRING("pause-after", 0, &o_pause_after, "SECONDS|never", "pause when idle this long (default 600)"),
+	OPT_INT("revisions", 0, &o_revisions, "N", "workspace checkpoints to keep (default 1)", 1, 1000),
+	OPT_STRING("options", 0, &o_options, "JSON", "provider options as a JSON object, e.g. '{\"network\":\"none\"}'"),
+	OPT_KEY, OPT_WAIT, OPT_TIMEOUT, OPT_END,
+};
+
+static int run_create(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 0, 1, "at most a NAME");
+	if (r)
+		return r;
+	const char *name = o_name ? o_name : ctx->nargs ? ctx->args[0] : NULL;
+	if (!name)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "a computer needs a name: --name NAME");
+	cJSON *body = cJSON_CreateObject();
+	cJSON_AddStringToObject(body, "name", name);
+	cJSON_AddStringToObject(body, "provider", o_provider ? o_provider : "docker");
+	cJSON_AddStringToObject(body, "mode", o_mode ? o_mode : "private");
+	cJSON_AddBoolToObject(body, "desktop", !o_no_desktop);
+	if (o_pause_after && !strcmp(o_pause_after, "never")) {
+		cJSON_AddNullToObject(body, "pause_after");
+	} else if (o_pause_after) {
+		char *end;
+		long long v = strtoll(o_pause_after, &end, 10);
+		if (end == o_pause_after || *end) {
+			cJSON_Delete(body);
+			return rk_error_set(&ctx->err, RK_EUSAGE, "--pause-after takes seconds or 'never', not '%s'",
+					    o_pause_after);
+		}
+		cJSON_AddNumberToObject(body, "pause_after", (double)v);
+	} else {
+		cJSON_AddNumberToObject(body, "pause_after", 600);
+	}
+	cJSON_AddNumberToObject(body, "revisions", (double)o_revisions);
+	if (o_options) {
+		cJSON *opt = rk_json_parse(o_options, strlen(o_options), "--options", &ctx->err);
+		if (!opt) {
+			cJSON_Delete(body);
+			return -ctx->err.code;
+		}
+		if (!cJSON_IsObject(opt)) {
+			cJSON_Delete(opt);
+			cJSON_Delete(body);
+			return rk_error_set(&ctx->err, RK_EINVALID, "--options must be a JSON object");
+		}
+		cJSON_AddItemToObject(body, "options", opt);
+	}
+	return submit(ctx, "create", NULL, body);
+}
+
+static int run_list(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 0, 0, "no arguments");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	struct rk_computer *cs;
+	size_t n;
+	if ((r = rk_db_computer_list(ctx->eng->db, &cs, &n, &ctx->err)))
+		return r;
+	cJSON *rows = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++) {
+		cJSON_AddItemToArray(rows, rk_computer_to_json(&cs[i]));
+		rk_computer_release(&cs[i]);
+	}
+	free(cs);
+	static const struct out_col cols[] = {{"name", "NAME"}, {"id", "ID"}, {"provider", "PROVIDER"}, {"state", "STATE"},
+					      {"mode", "MODE"}, {"home_revision", "CHECKPOINT"}, {0}};
+	out_list(rows, cols);
+	return 0;
+}
+
+static int run_show(struct cmd_ctx *ctx)
+{
+	struct rk_computer c = {0};
+	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
+	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
+		return r;
+	cJSON *doc = rk_computer_to_json(&c);
+	struct rk_execution e = {0};
+	struct rk_error e2;
+	if (rk_db_execution_active(ctx->eng->db, c.id, &e, &e2) == 0) {
+		cJSON_AddStringToObject(doc, "execution_id", e.id);
+		rk_execution_release(&e);
+	} else {
+		cJSON_AddNullToObject(doc, "execution_id");
+	}
+	rk_computer_release(&c);
+	out_doc(doc);
+	return 0;
+}
+
+static int lifecycle(struct cmd_ctx *ctx, const char *op)
+{
+	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
+	if (r)
+		return r;
+	return submit(ctx, op, ctx->args[0], cJSON_CreateObject());
+}
+
+static int run_pause(struct cmd_ctx *ctx) { return lifecycle(ctx, "pause"); }
+static int run_resume(struct cmd_ctx *ctx) { return lifecycle(ctx, "resume"); }
+static int run_stop(struct cmd_ctx *ctx) { return lifecycle(ctx, "stop"); }
+static int run_delete(struct cmd_ctx *ctx) { return lifecycle(ctx, "delete"); }
+
+static const struct rk_opt lifecycle_opts[] = {OPT_KEY, OPT_WAIT, OPT_TIMEOUT, OPT_END};
+
+/* --- executions ------------------------------------------------------------------ */
+
+static int run_exe_show(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "EXECUTION");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	struct rk_execution e = {0};
+	if ((r = rk_execution_get(ctx->eng, ctx->args[0], &e, &ctx->err)))
+		return r;
+	out_doc(rk_execution_to_json(&e));
+	rk_execution_release(&e);
+	return 0;
+}
+
+static int run_exe_list(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 0, 1, "[COMPUTER]");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	struct rk_computer c = {0};
+	if (ctx->nargs && (r = rk_db_computer_get(ctx->eng->db, ctx->args[0], &c, &ctx->err)))
+		return r;
+	struct rk_execution *es;
+	size_t n;
+	r = rk_db_execution_list(ctx->eng->db, ctx->nargs ? c.id : NULL, &es, &n, &ctx->err);
+	rk_computer_release(&c);
+	if (r)
+		return r;
+	cJSON *rows = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++) {
+		cJSON_AddItemToArray(rows, rk_execution_to_json(&es[i]));
+		rk_execution_release(&es[i]);
+	}
+	free(es);
+	static const struct out_col cols[] = {{"id", "EXECUTION"}, {"op", "OP"}, {"state", "STATE"},
+					      {"computer_id", "COMPUTER"}, {"created_at", "CREATED"}, {0}};
+	out_list(rows, cols);
+	return 0;
+}
+
+static volatile sig_atomic_t follow_stop;
+static void on_follow_signal(int sig)
+{
+	(void)sig;
+	follow_stop = 1;
+}
+
+static const struct rk_opt events_opts[] = {
+	OPT_INT("after-sequence", 0, &o_after, "N", "only events after this sequence number", 0, INT64_MAX),
+	OPT_BOOL("follow", 'f', &o_follow, "keep printing new events (NDJSON with --json) until the command ends"),
+	OPT_END,
+};
+
+static void print_event(const struct rk_event *ev)
+{
+	cJSON *doc = rk_event_to_json(ev);
+	char when[40];
+	char *human = rk_xasprintf("%4lld  %s  %-16s %s", (long long)ev->sequence,
+				   rk_iso8601(ev->created_at, when, sizeof(when)), ev->type, ev->data ? ev->data : "");
+	out_stream(doc, human);
+	free(human);
+}
+
+static int run_exe_events(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "EXECUTION");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	struct rk_execution e = {0};
+	if ((r = rk_execution_get(ctx->eng, ctx->args[0], &e, &ctx->err)))
+		return r;
+	int64_t after = o_after;
+	if (!o_follow) {
+		struct rk_event *ev;
+		size_t n;
+		if ((r = rk_db_events_after(ctx->eng->db, e.id, after, &ev, &n, &ctx->err)) == 0) {
+			if (opt_json) {
+				cJSON *arr = cJSON_CreateArray();
+				for (size_t i = 0; i < n; i++)
+					cJSON_AddItemToArray(arr, rk_event_to_json(&ev[i]));
+				out_doc(arr);
+			} else {
+				for (size_t i = 0; i < n; i++)
+					print_event(&ev[i]);
+			}
+			rk_events_free(ev, n);
+		}
+		rk_execution_release(&e);
+		return r;
+	}
+	/* closing this stream (Ctrl-C, a closed pipe) never stops the command itself */
+	signal(SIGINT, on_follow_signal);
+	signal(SIGTERM, on_follow_signal);
+	rk_worker_ensure(ctx->eng, NULL);
+	int settled = 0;
+	while (!follow_stop) {
+		struct rk_event *ev;
+		size_t n;
+		if ((r = rk_db_events_after(ctx->eng->db, e.id, after, &ev, &n, &ctx->err)))
+			break;
+		for (size_t i = 0; i < n; i++) {
+			print_event(&ev[i]);
+			after = ev[i].sequence;
+		}
+		rk_events_free(ev, n);
+		if (ferror(stdout))
+			break;
+		if (settled)
+			break;
+		struct rk_execution now = {0};
+		if (rk_execution_get(ctx->eng, e.id, &now, NULL) == 0) {
+			settled = rk_execution_state_is_final(now.state) || !strcmp(now.state, "outcome_unknown");
+			rk_execution_release(&now);
+		}
+		if (!settled)
+			rk_sleep_ms(50);
+	}
+	rk_execution_release(&e);
+	if (r == 0 && follow_stop)
+		return rk_error_set(&ctx->err, RK_EINTERRUPTED, "stopped following; the command goes on");
+	return r;
+}
+
+static int run_exe_cancel(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "EXECUTION");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	struct rk_execution e = {0};
+	if ((r = rk_execution_cancel(ctx->eng, ctx->args[0], &e, &ctx->err)))
+		return r;
+	out_doc(rk_execution_to_json(&e));
+	rk_execution_release(&e);
+	return 0;
+}
+
+static const struct rk_opt decide_opts[] = {
+	OPT_STRING("outcome", 0, &o_outcome, "succeeded|failed", "what the provider shows happened"),
+	OPT_END,
+};
+
+static int run_exe_decide(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "EXECUTION");
+	if (r)
+		return r;
+	if (!o_outcome)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "--outcome succeeded|failed is required");
+	if ((r = cmd_engine(ctx)))
+		return r;
+	struct rk_execution e = {0};
+	if ((r = rk_execution_decide(ctx->eng, ctx->args[0], o_outcome, &e, &ctx->err)))
+		return r;
+	out_doc(rk_execution_to_json(&e));
+	rk_execution_release(&e);
+	return 0;
+}
+
+static const struct rk_opt no_opts[] = {OPT_END};
+
+static const struct cmd_verb execution_verbs[] = {
+	{"show", "EXECUTION", "show a lifecycle command's saved state", no_opts, run_exe_show, NULL},
+	{"list", "[COMPUTER]", "list lifecycle commands", no_opts, run_exe_list, NULL},
+	{"events", "EXECUTION", "print a command's events (--follow streams them)", events_opts, run_exe_events, NULL},
+	{"cancel", "EXECUTION", "cancel a command that has not reached its provider", no_opts, run_exe_cancel, NULL},
+	{"decide", "EXECUTION --outcome succeeded|failed", "settle an outcome_unknown command", decide_opts,
+	 run_exe_decide, NULL},
+	{0},
+};
+
+/* --- shell sessions ---------------------------------------------------------------- */
+
+static int print_reply(struct cmd_ctx *ctx, struct rk_session_reply *rep)
+{
+	if (opt_json) {
+		out_doc(rk_session_reply_to_json(rep));
+		return 0;
+	}
+	fwrite(rep->output, 1, rep->output_len, stdout);
+	fflush(stdout);
+	if (rep->truncated)
+		fprintf(stderr, "rakazo: output truncated to its last %lld bytes\n", (long long)o_max_output);
+	if (rep->running)
+		fprintf(stderr, "rakazo: session %s still running; continue with `rakazo computer input %s %s ...`\n",
+			rep->session, ctx->args[0], rep->session);
+	else if (rep->lost)
+		fprintf(stderr, "rakazo: the computer went away while the command ran; how it ended is unknown\n");
+	else if (rep->signo > 0)
+		fprintf(stderr, "rakazo: command ended by signal %d\n", rep->signo);
+	else if (rep->exited && rep->exit_code)
+		fprintf(stderr, "rakazo: command exited with status %d\n", rep->exit_code);
+	return 0;
+}
+
+static const struct rk_opt exec_opts[] = {
+	OPT_STRING("cwd", 'C', &o_cwd, "DIR", "working directory (relative: inside the workspace)"),
+	OPT_LIST("env", 'e', &o_env, "K=V", "set an environment variable (repeatable)"),
+	OPT_BOOL("tty", 't', &o_tty, "give the command a terminal (stdout and stderr merged)"),
+	OPT_INT("rows", 0, &o_rows, "N", "terminal rows (default 24)", 1, 1000),
+	OPT_INT("cols", 0, &o_cols, "N", "terminal columns (default 80)", 1, 1000),
+	OPT_INT("yield-ms", 'y', &o_yield, "MS", "wait this long for the command (250 to 30000, default 10000)", 0,
+		INT64_MAX),
+	OPT_INT("max-output", 0, &o_max_output, "BYTES", "at most this much new output per answer (default 65536)", 1,
+		64 * 1024 * 1024),
+	OPT_STRING("bot", 0, &o_bot, "BOT", "the bot on whose behalf it runs (for history)"),
+	OPT_END,
+};
+
+static int run_exec(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 2, -1, "COMPUTER -- COMMAND...");
+	if (r)
+		return r;
+	for (int i = 0; i < o_env.n; i++)
+		if (!strchr(o_env.items[i], '=') || o_env.items[i][0] == '=')
+			return rk_error_set(&ctx->err, RK_EUSAGE, "--env takes K=V, not '%s'", o_env.items[i]);
+	if (o_yield && (r = rk_session_check_yield(o_yield, &ctx->err)))
+		return r;
+	struct rk_computer c = {0};
+	if ((r = load_computer(ctx, ctx->args[0], &c)))
+		return r;
+	struct rk_buf cmd;
+	rk_buf_init(&cmd);
+	for (int i = 1; i < ctx->nargs; i++)
+		rk_buf_printf(&cmd, "%s%s", i > 1 ? " " : "", ctx->args[i]);
+	const char **env = rk_xcalloc((size_t)o_env.n + 1, sizeof(*env));
+	for (int i = 0; i < o_env.n; i++)
+		env[i] = o_env.items[i];
+	struct rk_session_request req = {.command = cmd.data, .cwd = o_cwd, .env = env, .tty = o_tty,
+					 .rows = (int)o_rows, .cols = (int)o_cols, .yield_ms = o_yield,
+					 .max_output = (size_t)o_max_output, .bot_id = o_bot};
+	struct rk_session_reply rep = {0};
+	r = rk_session_start(ctx->eng, &c, &req, &rep, &ctx->err);
+	if (r == 0)
+		r = print_reply(ctx, &rep);
+	rk_session_reply_release(&rep);
+	free(env);
+	rk_buf_release(&cmd);
+	rk_computer_release(&c);
+	return r;
+}
+
+static const struct rk_opt input_opts[] = {
+	OPT_INT("yield-ms", 'y', &o_yield, "MS", "wait this long for output (250 to 30000, default 1000)", 0, INT64_MAX),
+	OPT_INT("max-output", 0, &o_max_output, "BYTES", "at most this much new output (default 65536)", 1,
+		64 * 1024 * 1024),
+	OPT_END,
+};
+
+static int run_input(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 2, 3, "COMPUTER SESSION [CHARS]");
+	if (r)
+		return r;
+	struct rk_buf data;
+	rk_buf_init(&data);
+	if (ctx->nargs == 3 && (r = rk_unescape_c(ctx->args[2], &data, &ctx->err))) {
+		rk_buf_release(&data);
+		return r;
+	}
+	struct rk_computer c = {0};
+	if ((r = load_computer(ctx, ctx->args[0], &c)) == 0) {
+		struct rk_session_reply rep = {0};
+		r = rk_session_input(ctx->eng, c.id, ctx->args[1], data.data, data.len, o_yield ? o_yield : 1000,
+				     (size_t)o_max_output, &rep, &ctx->err);
+		if (r == 0)
+			r = print_reply(ctx, &rep);
+		rk_session_reply_release(&rep);
+	}
+	rk_computer_release(&c);
+	rk_buf_release(&data);
+	return r;
+}
+
+static const struct rk_opt resize_opts[] = {
+	OPT_INT("rows", 0, &o_rows, "N", "terminal rows", 1, 1000),
+	OPT_INT("cols", 0, &o_cols, "N", "terminal columns", 1, 1000),
+	OPT_END,
+};
+
+static int run_resize(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 2, 2, "COMPUTER SESSION");
+	struct rk_computer c = {0};
+	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
+		return r;
+	r = rk_session_resize(ctx->eng, c.id, ctx->args[1], (int)o_rows, (int)o_cols, &ctx->err);
+	if (r == 0) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "session", ctx->args[1]);
+		cJSON_AddNumberToObject(o, "rows", (double)o_rows);
+		cJSON_AddNumberToObject(o, "cols", (double)o_cols);
+		out_doc(o);
+	}
+	rk_computer_release(&c);
+	return r;
+}
+
+static int run_kill(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 2, 2, "COMPUTER SESSION");
+	struct rk_computer c = {0};
+	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
+		return r;
+	struct rk_session_reply rep = {0};
+	r = rk_session_kill(ctx->eng, c.id, ctx->args[1], &rep, &ctx->err);
+	if (r == 0)
+		r = print_reply(ctx, &rep);
+	rk_session_reply_release(&rep);
+	rk_computer_release(&c);
+	return r;
+}
+
+static int run_sessions(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
+	struct rk_computer c = {0};
+	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
+		return r;
+	struct rk_session_row *rows;
+	size_t n;
+	r = rk_db_session_list(ctx->eng->db, c.id, &rows, &n, &ctx->err);
+	rk_computer_release(&c);
+	if (r)
+		return r;
+	cJSON *arr = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		char when[40];
+		cJSON_AddStringToObject(o, "id", rows[i].id);
+		cJSON_AddStringToObject(o, "state", rows[i].state);
+		cJSON_AddStringToObject(o, "owner", rows[i].owner);
+		cJSON_AddBoolToObject(o, "tty", rows[i].tty);
+		cJSON_AddStringToObject(o, "command", rows[i].command);
+		if (rows[i].exit_code >= 0)
+			cJSON_AddNumberToObject(o, "exit_code", (double)rows[i].exit_code);
+		else
+			cJSON_AddNullToObject(o, "exit_code");
+		cJSON_AddStringToObject(o, "last_used_at", rk_iso8601(rows[i].last_used_at, when, sizeof(when)));
+		cJSON_AddItemToArray(arr, o);
+		rk_session_row_release(&rows[i]);
+	}
+	free(rows);
+	static const struct out_col cols[] = {{"id", "SESSION"}, {"state", "STATE"}, {"exit_code", "EXIT"},
+					      {"command", "COMMAND"}, {0}};
+	out_list(arr, cols);
+	return 0;
+}
+
+static const struct rk_opt history_opts[] = {
+	OPT_STRING("session", 's', &o_session, "SESSION", "only this session"),
+	OPT_INT("after", 0, &o_after, "ID", "only entries after this id", 0, INT64_MAX),
+	OPT_INT("limit", 0, &o_limit, "N", "at most this many entries (default 1000)", 1, 100000),
+	OPT_END,
+};
+
+static int run_history(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
+	struct rk_computer c = {0};
+	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
+		return r;
+	struct rk_history_entry *h;
+	size_t n;
+	r = rk_db_history_list(ctx->eng->db, c.id, o_session, o_after, (size_t)o_limit, &h, &n, &ctx->err);
+	rk_computer_release(&c);
+	if (r)
+		return r;
+	cJSON *arr = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		char when[40];
+		cJSON_AddNumberToObject(o, "id", (double)h[i].id);
+		rk_json_add_str_or_null(o, "session", h[i].session_id);
+		rk_json_add_str_or_null(o, "bot", h[i].bot_id);
+		cJSON_AddStringToObject(o, "kind", h[i].kind);
+		cJSON_AddStringToObject(o, "data", h[i].data);
+		if (h[i].exit_code >= 0)
+			cJSON_AddNumberToObject(o, "exit_code", (double)h[i].exit_code);
+		if (h[i].signal >= 0)
+			cJSON_AddNumberToObject(o, "signal", (double)h[i].signal);
+		cJSON_AddStringToObject(o, "created_at", rk_iso8601(h[i].created_at, when, sizeof(when)));
+		if (opt_json) {
+			cJSON_AddItemToArray(arr, o);
+		} else {
+			if (!strcmp(h[i].kind, "command"))
+				printf("$ %s\n", h[i].data);
+			else if (!strcmp(h[i].kind, "output") || !strcmp(h[i].kind, "input"))
+				fwrite(h[i].data, 1, h[i].data_len, stdout);
+			else if (!strcmp(h[i].kind, "exit"))
+				h[i].signal >= 0 ? printf("[signal %lld]\n", (long long)h[i].signal)
+				: h[i].exit_code >= 0 ? printf("[exit %lld]\n", (long long)h[i].exit_code)
+						      : printf("[ended]\n");
+			cJSON_Delete(o);
+		}
+	}
+	rk_history_free(h, n);
+	if (opt_json)
+		out_doc(arr);
+	else
+		cJSON_Delete(arr);
+	return 0;
+}
+
+/* --- files ------------------------------------------------------------------------- */
+
+static int run_file_list(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 2, "COMPUTER [PATH]");
+	struct rk_computer c = {0};
+	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
+		return r;
+	struct rk_file_entry *es;
+	size_t n;
+	r = rk_computer_file_list(ctx->eng, &c, ctx->nargs > 1 ? ctx->args[1] : "", &es, &n, &ctx->err);
+	rk_computer_release(&c);
+	if (r)
+		return r;
+	cJSON *arr = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, rk_file_entry_to_json(&es[i]));
+	rk_file_entries_free(es, n);
+	static const struct out_col cols[] = {{"type", "TYPE"}, {"size", "SIZE"}, {"mtime", "MODIFIED"}, {"name", "NAME"}, {0}};
+	out_list(arr, cols);
+	return 0;
+}
+
+static int is_utf8(const char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		size_t k = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
+		if (k == 9 || (c == 0) || i + k >= n + (k ? 0 : 1))
+			return 0;
+		for (size_t j = 1; j <= k; j++)
+			if (i + j >= n || ((unsigned char)s[i + j] & 0xC0) != 0x80)
+				return 0;
+		i += k + 1;
+	}
+	return 1;
+}
+
+static const struct rk_opt read_opts[] = {
+	OPT_STRING("output", 'o', &o_output, "FILE", "write the bytes to FILE (- for stdout)"),
+	OPT_INT("max-bytes", 0, &o_max_bytes, "N", "refuse files larger than this (default 16 MiB)", 1, RK_FILE_READ_LIMIT),
+	OPT_STRING("encoding", 0, &o_encoding, "utf8|base64", "with --json: how content is given (default: utf8 when valid)"),
+	OPT_END,
+};
+
+static int run_file_read(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 2, 2, "COMPUTER PATH");
+	if (r)
+		return r;
+	if (o_encoding && strcmp(o_encoding, "utf8") && strcmp(o_encoding, "base64"))
+		return rk_error_set(&ctx->err, RK_EUSAGE, "--encoding must be utf8 or base64");
+	struct rk_computer c = {0};
+	if ((r = load_computer(ctx, ctx->args[0], &c)))
+		return r;
+	struct rk_buf data;
+	rk_buf_init(&data);
+	r = rk_computer_file_read(ctx->eng, &c, ctx->args[1], (size_t)o_max_bytes, &data, &ctx->err);
+	rk_computer_release(&c);
+	if (r)
+		goto out;
+	if (o_output && strcmp(o_output, "-")) {
+		if ((r = rk_fs_write_atomic(o_output, data.data, data.len, 0644, &ctx->err)))
+			goto out;
+		if (opt_json) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "path", ctx->args[1]);
+			cJSON_AddNumberToObject(o, "size", (double)data.len);
+			cJSON_AddStringToObject(o, "written_to", o_output);
+			out_doc(o);
+		}
+	} else if (opt_json) {
+		int utf8 = o_encoding ? !strcmp(o_encoding, "utf8") : is_utf8(data.data, data.len);
+		if (utf8 && !is_utf8(data.data, data.len)) {
+			r = rk_error_set(&ctx->err, RK_EINVALID, "%s is not valid UTF-8: use --encoding base64", ctx->args[1]);
+			goto out;
+		}
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "path", ctx->args[1]);
+		cJSON_AddNumberToObject(o, "size", (double)data.len);
+		cJSON_AddStringToObject(o, "encoding", utf8 ? "utf8" : "base64");
+		if (utf8) {
+			cJSON_AddStringToObject(o, "content", data.data);
+		} else {
+			size_t n = sodium_base64_encoded_len(data.len, sodium_base64_VARIANT_ORIGINAL);
+			char *b = rk_xmalloc(n);
+			sodium_bin2base64(b, n, (const unsigned char *)data.data, data.len, sodium_base64_VARIANT_ORIGINAL);
+			cJSON_AddStringToObject(o, "content", b);
+			free(b);
+		}
+		out_doc(o);
+	} else {
+		fwrite(data.data, 1, data.len, stdout);
+		fflush(stdout);
+	}
+out:
+	rk_buf_release(&data);
+	return r;
+}
+
+static const struct rk_opt write_opts[] = {
+	OPT_BOOL("executable", 'x', &o_executable, "mark the file executable (mode 0700; else 0600)"),
+	OPT_BOOL("base64", 0, &o_base64, "the input is base64 text to decode"),
+	OPT_END,
+};
+
+static int run_file_write(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 2, 3, "COMPUTER PATH [FILE|-]");
+	if (r)
+		return r;
+	struct rk_buf data;
+	rk_buf_init(&data);
+	const char *src = ctx->nargs == 3 ? ctx->args[2] : "-";
+	if (!strcmp(src, "-"))
+		r = read_fd_all(0, RK_FILE_WRITE_LIMIT, &data, &ctx->err);
+	else
+		r = rk_fs_read_all(src, RK_FILE_WRITE_LIMIT, &data, &ctx->err);
+	if (r == 0 && o_base64) {
+		unsigned char *bin = rk_xmalloc(data.len + 1);
+		size_t n = 0;
+		if (sodium_base642bin(bin, data.len + 1, data.data, data.len, " \t\r\n", &n, NULL,
+				      sodium_base64_VARIANT_ORIGINAL) != 0)
+			r = rk_error_set(&ctx->err, RK_EINVALID, "the input is not valid base64");
+		else {
+			rk_buf_reset(&data);
+			rk_buf_add(&data, bin, n);
+		}
+		free(bin);
+	}
+	struct rk_computer c = {0};
+	if (r == 0 && (r = load_computer(ctx, ctx->args[0], &c)) == 0)
+		r = rk_computer_file_write(ctx->eng, &c, ctx->args[1], data.data, data.len, o_executable, &ctx->err);
+	rk_computer_release(&c);
+	if (r == 0) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "path", ctx->args[1]);
+		cJSON_AddNumberToObject(o, "size", (double)data.len);
+		cJSON_AddBoolToObject(o, "executable", o_executable);
+		if (opt_json)
+			out_doc(o);
+		else
+			cJSON_Delete(o);
+	}
+	rk_buf_release(&data);
+	return r;
+}
+
+static int run_file_remove(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 2, 2, "COMPUTER PATH");
+	struct rk_computer c = {0};
+	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
+		return r;
+	r = rk_computer_file_remove(ctx->eng, &c, ctx->args[1], &ctx->err);
+	rk_computer_release(&c);
+	if (r == 0 && opt_json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "path", ctx->args[1]);
+		cJSON_AddBoolToObject(o, "removed", 1);
+		out_doc(o);
+	}
+	return r;
+}
+
+static const struct cmd_verb file_verbs[] = {
+	{"list", "COMPUTER [PATH]", "list a directory (name, type, size, mtime)", no_opts, run_file_list, NULL},
+	{"read", "COMPUTER PATH", "print a file (bytes; --json gives utf8 or base64)", read_opts, run_file_read, NULL},
+	{"write", "COMPUTER PATH [FILE|-]", "write a file from FILE or stdin", write_opts, run_file_write, NULL},
+	{"remove", "COMPUTER PATH", "remove a file or an empty directory", no_opts, run_file_remove, NULL},
+	{0},
+};
+
+static const struct rk_opt export_opts[] = {
+	OPT_STRING("output", 'o', &o_output, "FILE", "write the tar to FILE (default: stdout)"),
+	OPT_END,
+};
+
+static int run_export(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
+	if (r)
+		return r;
+	int fd = 1;
+	char *tmp = NULL;
+	if (o_output && strcmp(o_output, "-")) {
+		tmp = rk_xasprintf("%s.tmp.%d", o_output, (int)getpid());
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			r = rk_error_errno(&ctx->err, RK_EIO, errno, "cannot write %s", o_output);
+			free(tmp);
+			return r;
+		}
+	} else if (isatty(1)) {
+		return rk_error_set(&ctx->err, RK_EUSAGE, "refusing to write a tar stream to a terminal: use -o FILE or a pipe");
+	}
+	struct rk_computer c = {0};
+	if ((r = load_computer(ctx, ctx->args[0], &c)) == 0)
+		r = rk_computer_export(ctx->eng, &c, fd, &ctx->err);
+	rk_computer_release(&c);
+	if (tmp) {
+		if (r == 0 && fsync(fd) != 0)
+			r = rk_error_errno(&ctx->err, RK_EIO, errno, "cannot write %s", o_output);
+		close(fd);
+		if (r == 0 && rename(tmp, o_output) != 0)
+			r = rk_error_errno(&ctx->err, RK_EIO, errno, "cannot write %s", o_output);
+		if (r)
+			unlink(tmp);
+		free(tmp);
+	}
+	return r;
+}
+
+static int run_import(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 2, "COMPUTER [FILE|-]");
+	if (r)
+		return r;
+	int fd = 0;
+	if (ctx->nargs == 2 && strcmp(ctx->args[1], "-")) {
+		fd = open(ctx->args[1], O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return rk_error_errno(&ctx->err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno, "cannot open %s",
+					      ctx->args[1]);
+	}
+	struct rk_computer c = {0};
+	if ((r = load_computer(ctx, ctx->args[0], &c)) == 0)
+		r = rk_computer_import(ctx->eng, &c, fd, &ctx->err);
+	rk_computer_release(&c);
+	if (fd > 0)
+		close(fd);
+	return r;
+}
+
+/* --- leases -------------------------------------------------------------------------- */
+
+static const struct rk_opt lease_opts[] = {
+	OPT_STRING("bot", 'b', &o_bot, "BOT", "the bot the lease is for"),
+	OPT_STRING("holder", 0, &o_holder, "HOLDER", "who holds it (default: you)"),
+	OPT_INT("ttl-ms", 0, &o_ttl, "MS", "lease time (default 300000)", 1000, 86400000),
+	OPT_INT("fence", 0, &o_fence, "TOKEN", "the fencing token from acquire", 1, INT64_MAX),
+	OPT_STRING("what", 0, &o_what, "TEXT", "with write: what the fenced write records"),
+	OPT_END,
+};
+
+static int lease_prep(struct cmd_ctx *ctx, struct rk_computer *c, int need_fence)
+{
+	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
+	if (r)
+		return r;
+	if (!o_bot)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "--bot BOT is required");
+	if (need_fence && !o_fence)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "--fence TOKEN is required");
+	return load_computer(ctx, ctx->args[0], c);
+}
+
+static int run_lease_acquire(struct cmd_ctx *ctx)
+{
+	struct rk_computer c = {0};
+	int r = lease_prep(ctx, &c, 0);
+	if (r)
+		return r;
+	struct rk_lease l = {0};
+	r = rk_lease_acquire(ctx->eng, c.id, o_bot, o_holder ? o_holder : ctx->eng->owner, o_ttl, &l, &ctx->err);
+	if (r == 0)
+		out_doc(rk_lease_to_json(&l));
+	rk_lease_release_record(&l);
+	rk_computer_release(&c);
+	return r;
+}
+
+static int lease_simple(struct cmd_ctx *ctx, const char *op)
+{
+	struct rk_computer c = {0};
+	int r = lease_prep(ctx, &c, 1);
+	if (r)
+		return r;
+	if (!strcmp(op, "renew"))
+		r = rk_lease_renew(ctx->eng, c.id, o_bot, o_fence, o_ttl, &ctx->err);
+	else if (!strcmp(op, "release"))
+		r = rk_lease_release(ctx->eng, c.id, o_bot, o_fence, &ctx->err);
+	else
+		r = rk_lease_fenced_write(ctx->eng, c.id, o_bot, o_fence, o_what ? o_what : "write", &ctx->err);
+	if (r == 0) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "computer_id", c.id);
+		cJSON_AddStringToObject(o, "bot_id", o_bot);
+		cJSON_AddNumberToObject(o, "fence", (double)o_fence);
+		cJSON_AddStringToObject(o, "done", op);
+		out_doc(o);
+	}
+	rk_computer_release(&c);
+	return r;
+}
+
+static int run_lease_renew(struct cmd_ctx *ctx) { return lease_simple(ctx, "renew"); }
+static int run_lease_release(struct cmd_ctx *ctx) { return lease_simple(ctx, "release"); }
+static int run_lease_write(struct cmd_ctx *ctx) { return lease_simple(ctx, "write"); }
+
+static int run_lease_show(struct cmd_ctx *ctx)
+{
+	struct rk_computer c = {0};
+	int r = lease_prep(ctx, &c, 0);
+	if (r)
+		return r;
+	struct rk_lease l = {0};
+	r = rk_db_lease_get(ctx->eng->db, c.id, o_bot, &l, &ctx->err);
+	if (r == 0)
+		out_doc(rk_lease_to_json(&l));
+	rk_lease_release_record(&l);
+	rk_computer_release(&c);
+	return r;
+}
+
+static const struct cmd_verb lease_verbs[] = {
+	{"acquire", "COMPUTER --bot BOT", "take the bot's execution lease (prints the fencing token)", lease_opts,
+	 run_lease_acquire, NULL},
+	{"renew", "COMPUTER --bot BOT --fence TOKEN", "extend a live lease", lease_opts, run_lease_renew, NULL},
+	{"release", "COMPUTER --bot BOT --fence TOKEN", "give a lease back", lease_opts, run_lease_release, NULL},
+	{"write", "COMPUTER --bot BOT --fence TOKEN", "a write guarded by the token (refused when stale)", lease_opts,
+	 run_lease_write, NULL},
+	{"show", "COMPUTER --bot BOT", "show the lease and its current token", lease_opts, run_lease_show, NULL},
+	{0},
+};
+
+/* --- image ------------------------------------------------------------------------------ */
+
+static char *find_image_script(void)
+{
+	const char *dir = getenv("RAKAZO_IMAGE_DIR");
+	if (dir && *dir)
+		return rk_xasprintf("%s/build.sh", dir);
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			const char *rel[] = {"../share/rakazo/image/build.sh", "../image/build.sh", "image/build.sh"};
+			for (size_t i = 0; i < 3; i++) {
+				char *p = rk_xasprintf("%s/%s", self, rel[i]);
+				if (access(p, R_OK) == 0)
+					return p;
+				free(p);
+			}
+		}
+	}
+	return NULL;
+}
+
+static int run_image_build(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 0, 0, "no arguments");
+	if (r)
+		return r;
+	char *script = find_image_script();
+	if (!script)
+		return rk_error_set(&ctx->err, RK_ENOTFOUND,
+				    "cannot find the image recipe (image/build.sh); set RAKAZO_IMAGE_DIR");
+	int64_t t0 = rk_monotonic_ms();
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (opt_json) /* keep stdout for the one JSON document */
+			dup2(2, 1);
+		execl("/bin/sh", "sh", script, (char *)NULL);
+		_exit(127);
+	}
+	int status = 0;
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	free(script);
+	if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+		return rk_error_set(&ctx->err, code == 5 ? RK_EUNAVAILABLE : RK_EFAILED, "the image build failed (see above)");
+	}
+	if (opt_json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "image", RK_IMAGE_TAG);
+		cJSON_AddNumberToObject(o, "seconds", (double)(rk_monotonic_ms() - t0) / 1000.0);
+		out_doc(o);
+	}
+	return 0;
+}
+
+static int run_image_tag(struct cmd_ctx *ctx)
+{
+	(void)ctx;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "image", getenv("RAKAZO_IMAGE") ? getenv("RAKAZO_IMAGE") : RK_IMAGE_TAG);
+	if (opt_json)
+		out_doc(o);
+	else {
+		puts(cJSON_GetObjectItem(o, "image")->valuestring);
+		cJSON_Delete(o);
+	}
+	return 0;
+}
+
+static const struct cmd_verb image_verbs[] = {
+	{"build", "", "build the computer image from Debian packages (reused when its recipe is built)", no_opts,
+	 run_image_build, NULL},
+	{"tag", "", "print the image tag this rakazo uses", no_opts, run_image_tag, NULL},
+	{0},
+};
+
+/* --- the table ----------------------------------------------------------------------------- */
+
+static const struct cmd_verb computer_verbs[] = {
+	{"create", "--name NAME [--provider P]", "create a computer (a saved command)", create_opts, run_create, NULL},
+	{"list", "", "list computers", no_opts, run_list, NULL},
+	{"show", "COMPUTER", "show a computer", no_opts, run_show, NULL},
+	{"pause", "COMPUTER", "pause a computer (a saved command)", lifecycle_opts, run_pause, NULL},
+	{"resume", "COMPUTER", "resume a paused or stopped computer (a saved command)", lifecycle_opts, run_resume, NULL},
+	{"stop", "COMPUTER", "stop a computer, keeping its workspace (a saved command)", lifecycle_opts, run_stop, NULL},
+	{"delete", "COMPUTER", "delete a computer, its machine and its files (a saved command)", lifecycle_opts,
+	 run_delete, NULL},
+	{"execution", "VERB ...", "lifecycle commands: show, list, events, cancel, decide", NULL, NULL, execution_verbs},
+	{"exec", "COMPUTER [options] -- COMMAND...", "run a command with bash -lc in a session", exec_opts, run_exec, NULL},
+	{"input", "COMPUTER SESSION [CHARS]", "send stdin (C escapes: \\n, \\x03 Ctrl-C, \\x04 Ctrl-D) and read output",
+	 input_opts, run_input, NULL},
+	{"resize", "COMPUTER SESSION --rows R --cols C", "resize a session's terminal", resize_opts, run_resize, NULL},
+	{"kill", "COMPUTER SESSION", "stop a session's command and give its last output", no_opts, run_kill, NULL},
+	{"sessions", "COMPUTER", "list shell sessions", no_opts, run_sessions, NULL},
+	{"history", "COMPUTER", "the terminal history: commands, input, output, exits", history_opts, run_history, NULL},
+	{"file", "VERB ...", "files: list, read, write, remove", NULL, NULL, file_verbs},
+	{"export", "COMPUTER [-o FILE]", "the whole workspace as a tar stream", export_opts, run_export, NULL},
+	{"import", "COMPUTER [FILE|-]", "unpack a tar stream into the workspace", no_opts, run_import, NULL},
+	{"lease", "VERB ...", "fenced execution leases: acquire, renew, release, write, show", NULL, NULL, lease_verbs},
+	{"image", "VERB ...", "the computer image: build, tag", NULL, NULL, image_verbs},
+	{"providers", "", "list providers and their capabilities", no_opts, run_providers, NULL},
+	{0},
+};
+
+const struct cmd_entry cmd_computer = {
+	.name = "computer",
+	.args = "VERB [ARGS...]",
+	.summary = "computers: lifecycle, shell sessions, files and workspaces",
+	.description = "create, pause, resume, stop and delete are saved commands: each returns an execution\n"
+		       "receipt at once (--wait blocks until it ends), the same --command-key and body give\n"
+		       "the same execution, and only one runs per computer at a time.",
+	.verbs = computer_verbs,
+};

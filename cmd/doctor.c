@@ -1,0 +1,95 @@
+/* rakazo doctor: is the state sound, and what is installed and running. */
+
+#include <archive.h>
+#include <cJSON.h>
+#include <curl/curl.h>
+#include <png.h>
+#include <sodium.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "cmd.h"
+#include "out.h"
+
+static void add_check(cJSON *checks, const char *name, const char *status, const char *detail)
+{
+	cJSON *c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "check", name);
+	cJSON_AddStringToObject(c, "status", status);
+	cJSON_AddStringToObject(c, "detail", detail);
+	cJSON_AddItemToArray(checks, c);
+}
+
+static int run_doctor(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 0, 0, "no arguments");
+	if (r)
+		return r;
+	cJSON *checks = cJSON_CreateArray();
+	int failed = 0;
+	if ((r = cmd_engine(ctx)) != 0) {
+		add_check(checks, "state", "fail", ctx->err.message);
+		failed = 1;
+	} else {
+		char *result = NULL;
+		struct rk_error e;
+		if (rk_db_integrity_check(ctx->eng->db, &result, &e) != 0) {
+			add_check(checks, "database", "fail", e.message);
+			failed = 1;
+		} else {
+			char detail[512];
+			snprintf(detail, sizeof(detail), "%s: integrity %s, schema %d of %d, WAL", ctx->eng->db->path,
+				 result, rk_db_schema_version(ctx->eng->db), rk_db_migration_count());
+			int ok = !strcmp(result, "ok");
+			add_check(checks, "database", ok ? "ok" : "fail", detail);
+			failed |= !ok;
+		}
+		free(result);
+	}
+	for (size_t i = 0; rk_providers[i]; i++) {
+		const struct rk_provider_ops *p = rk_providers[i];
+		struct rk_error e;
+		char name[64];
+		snprintf(name, sizeof(name), "provider %s", p->name);
+		if (!p->check || p->check(&e) == 0)
+			add_check(checks, name, "ok", p->summary);
+		else
+			add_check(checks, name, "warn", e.message);
+	}
+	add_check(checks, "computer image", "ok", RK_IMAGE_TAG[0] ? RK_IMAGE_TAG : "(unknown recipe)");
+	char libs[512];
+	snprintf(libs, sizeof(libs), "sqlite %s, libcurl %s, cJSON %s, libsodium %s, %s, libpng %s, zstd %s",
+		 sqlite3_libversion(), curl_version_info(CURLVERSION_NOW)->version, cJSON_Version(),
+		 sodium_version_string(), archive_version_string(), png_get_libpng_ver(NULL), ZSTD_versionString());
+	add_check(checks, "libraries", "ok", libs);
+
+	cJSON *doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "version", RK_VERSION);
+	char *dd = rk_data_dir_resolve();
+	cJSON_AddStringToObject(doc, "data_dir", dd);
+	free(dd);
+	cJSON_AddBoolToObject(doc, "ok", !failed);
+	if (opt_json) {
+		cJSON_AddItemToObject(doc, "checks", checks);
+		out_doc(doc);
+	} else {
+		printf("rakazo %s, data in %s\n", RK_VERSION, cJSON_GetObjectItem(doc, "data_dir")->valuestring);
+		cJSON_Delete(doc);
+		static const struct out_col cols[] = {{"check", "CHECK"}, {"status", "STATUS"}, {"detail", "DETAIL"}, {0}};
+		out_list(checks, cols);
+	}
+	if (failed)
+		return rk_error_set(&ctx->err, RK_EFAILED, "doctor found problems (see above)");
+	return 0;
+}
+
+const struct cmd_entry cmd_doctor = {
+	.name = "doctor",
+	.summary = "check the state database and what is installed and running",
+	.description = "Runs PRAGMA integrity_check on the state database and reports the schema version,\n"
+		       "whether each provider's backend answers (dockerd for docker), the computer image\n"
+		       "this build expects, and the library versions. Exits 1 when a check fails.",
+	.run = run_doctor,
+};

@@ -1,0 +1,200 @@
+#include "out.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../engine/util/buf.h"
+#include "opt.h"
+
+int out_is_json(void)
+{
+	return opt_json;
+}
+
+int out_use_color(FILE *f)
+{
+	const char *nc = getenv("NO_COLOR");
+	if (nc && *nc)
+		return 0;
+	return isatty(fileno(f));
+}
+
+static void print_json_line(FILE *f, const cJSON *doc)
+{
+	char *s = cJSON_PrintUnformatted(doc);
+	fputs(s, f);
+	fputc('\n', f);
+	free(s);
+	fflush(f);
+}
+
+static void human_value(struct rk_buf *b, const cJSON *v)
+{
+	if (cJSON_IsString(v))
+		rk_buf_adds(b, v->valuestring);
+	else if (cJSON_IsNull(v))
+		rk_buf_adds(b, "-");
+	else if (cJSON_IsBool(v))
+		rk_buf_adds(b, cJSON_IsTrue(v) ? "yes" : "no");
+	else if (cJSON_IsNumber(v))
+		rk_buf_printf(b, "%.15g", v->valuedouble);
+	else {
+		char *s = cJSON_PrintUnformatted(v);
+		rk_buf_adds(b, s);
+		free(s);
+	}
+}
+
+static void human_object(const cJSON *o, int indent)
+{
+	size_t w = 0;
+	for (const cJSON *c = o->child; c; c = c->next)
+		if (c->string && strlen(c->string) > w)
+			w = strlen(c->string);
+	int color = out_use_color(stdout);
+	for (const cJSON *c = o->child; c; c = c->next) {
+		if (cJSON_IsObject(c) && c->child) {
+			printf("%*s%s%s%s:\n", indent, "", color ? "\033[1m" : "", c->string, color ? "\033[0m" : "");
+			human_object(c, indent + 2);
+			continue;
+		}
+		struct rk_buf b;
+		rk_buf_init(&b);
+		human_value(&b, c);
+		printf("%*s%s%-*s%s  %s\n", indent, "", color ? "\033[1m" : "", (int)w, c->string ? c->string : "",
+		       color ? "\033[0m" : "", b.data);
+		rk_buf_release(&b);
+	}
+}
+
+void out_doc(cJSON *doc)
+{
+	if (opt_json)
+		print_json_line(stdout, doc);
+	else if (cJSON_IsObject(doc))
+		human_object(doc, 0);
+	else {
+		struct rk_buf b;
+		rk_buf_init(&b);
+		human_value(&b, doc);
+		puts(b.data);
+		rk_buf_release(&b);
+	}
+	fflush(stdout);
+	cJSON_Delete(doc);
+}
+
+static const cJSON *dig(const cJSON *row, const char *key)
+{
+	char *k = rk_xstrdup(key);
+	const cJSON *v = row;
+	for (char *part = strtok(k, "."); part && v; part = strtok(NULL, "."))
+		v = cJSON_GetObjectItemCaseSensitive(v, part);
+	free(k);
+	return v;
+}
+
+void out_list(cJSON *rows, const struct out_col *cols)
+{
+	if (opt_json) {
+		print_json_line(stdout, rows);
+		cJSON_Delete(rows);
+		return;
+	}
+	size_t ncol = 0;
+	while (cols[ncol].key)
+		ncol++;
+	size_t nrow = (size_t)cJSON_GetArraySize(rows);
+	char **cells = rk_xcalloc((nrow + 1) * ncol, sizeof(*cells));
+	size_t *w = rk_xcalloc(ncol, sizeof(*w));
+	for (size_t c = 0; c < ncol; c++) {
+		cells[c] = rk_xstrdup(cols[c].title);
+		w[c] = strlen(cols[c].title);
+	}
+	size_t r = 1;
+	for (const cJSON *row = rows->child; row; row = row->next, r++) {
+		for (size_t c = 0; c < ncol; c++) {
+			struct rk_buf b;
+			rk_buf_init(&b);
+			const cJSON *v = dig(row, cols[c].key);
+			if (v)
+				human_value(&b, v);
+			else
+				rk_buf_adds(&b, "-");
+			/* one line per row: a newline in a value would break the table */
+			for (size_t i = 0; i < b.len; i++)
+				if (b.data[i] == '\n' || b.data[i] == '\t')
+					b.data[i] = ' ';
+			cells[r * ncol + c] = rk_buf_detach(&b, NULL);
+			size_t len = strlen(cells[r * ncol + c]);
+			if (len > w[c])
+				w[c] = len;
+		}
+	}
+	int color = out_use_color(stdout);
+	for (size_t i = 0; i < r; i++) {
+		for (size_t c = 0; c < ncol; c++) {
+			const char *cell = cells[i * ncol + c];
+			if (i == 0 && color)
+				fputs("\033[1m", stdout);
+			if (c + 1 < ncol)
+				printf("%-*s  ", (int)w[c], cell);
+			else
+				fputs(cell, stdout);
+			if (i == 0 && color)
+				fputs("\033[0m", stdout);
+		}
+		fputc('\n', stdout);
+	}
+	if (nrow == 0 && isatty(1))
+		fputs("(none)\n", stdout);
+	for (size_t i = 0; i < r * ncol; i++)
+		free(cells[i]);
+	free(cells);
+	free(w);
+	fflush(stdout);
+	cJSON_Delete(rows);
+}
+
+void out_stream(cJSON *doc, const char *human)
+{
+	if (opt_json)
+		print_json_line(stdout, doc);
+	else if (human) {
+		fputs(human, stdout);
+		fputc('\n', stdout);
+		fflush(stdout);
+	}
+	cJSON_Delete(doc);
+}
+
+int out_error(const struct rk_error *err)
+{
+	const char *code = rk_code_name(err->code);
+	if (opt_json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON *e = cJSON_AddObjectToObject(o, "error");
+		cJSON_AddStringToObject(e, "code", code);
+		cJSON_AddStringToObject(e, "message", err->message);
+		print_json_line(stderr, o);
+		cJSON_Delete(o);
+	} else {
+		int color = out_use_color(stderr);
+		fprintf(stderr, "rakazo: %s%s%s: %s\n", color ? "\033[31m" : "", code, color ? "\033[0m" : "",
+			err->message);
+	}
+	return rk_code_exit_status(err->code);
+}
+
+void out_progress(const char *fmt, ...)
+{
+	if (opt_json || !isatty(2))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}

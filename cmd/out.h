@@ -1,0 +1,29 @@
+#ifndef RK_CMD_OUT_H
+#define RK_CMD_OUT_H
+/* The one printer: every result is a cJSON document; with --json it is
+ * printed as it is (one line), on a terminal as aligned human text. */
+
+#include <cJSON.h>
+#include <stdio.h>
+
+#include "../engine/util/err.h"
+
+struct out_col {
+	const char *key;   /* member of each row; "a.b" reaches into objects */
+	const char *title; /* column heading */
+};
+
+/* Prints an object (human: "key  value" lines) and frees it. */
+void out_doc(cJSON *doc);
+/* Prints an array of objects (human: a table of cols) and frees it. */
+void out_list(cJSON *rows, const struct out_col *cols);
+/* One NDJSON line (JSON mode) or a human line from fmt_human; frees doc. */
+void out_stream(cJSON *doc, const char *human);
+/* Errors: "rakazo: code: message" or {"error":{...}} on stderr; returns the exit status. */
+int out_error(const struct rk_error *err);
+int out_is_json(void);
+int out_use_color(FILE *f);
+/* Progress lines on stderr, only on a terminal and never with --json. */
+void out_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,222 @@
+#include "computer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "execution.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/time.h"
+
+static void add_time(cJSON *o, const char *key, int64_t ms)
+{
+	char buf[40];
+	if (ms)
+		cJSON_AddStringToObject(o, key, rk_iso8601(ms, buf, sizeof(buf)));
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+cJSON *rk_computer_to_json(const struct rk_computer *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", c->id);
+	cJSON_AddStringToObject(o, "name", c->name);
+	cJSON_AddStringToObject(o, "provider", c->kind);
+	cJSON_AddStringToObject(o, "state", c->state);
+	cJSON_AddStringToObject(o, "mode", c->mode);
+	cJSON_AddBoolToObject(o, "desktop", c->desktop);
+	if (c->pause_after < 0)
+		cJSON_AddNullToObject(o, "pause_after");
+	else
+		cJSON_AddNumberToObject(o, "pause_after", (double)c->pause_after);
+	rk_json_add_str_or_null(o, "provider_ref", c->provider_ref);
+	cJSON_AddStringToObject(o, "home_key", c->home_key);
+	cJSON_AddStringToObject(o, "home_revision", c->home_revision);
+	cJSON_AddNumberToObject(o, "revisions_kept", c->revisions_kept);
+	cJSON_AddStringToObject(o, "owner", c->owner);
+	cJSON *opt = c->options ? cJSON_Parse(c->options) : NULL;
+	if (opt)
+		cJSON_AddItemToObject(o, "options", opt);
+	else
+		cJSON_AddNullToObject(o, "options");
+	add_time(o, "created_at", c->created_at);
+	add_time(o, "updated_at", c->updated_at);
+	return o;
+}
+
+const char *rk_file_type_name(enum rk_file_type t)
+{
+	switch (t) {
+	case RK_FILE_REGULAR: return "file";
+	case RK_FILE_DIR: return "dir";
+	case RK_FILE_LINK: return "link";
+	default: return "other";
+	}
+}
+
+cJSON *rk_file_entry_to_json(const struct rk_file_entry *e)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", e->name);
+	cJSON_AddStringToObject(o, "type", rk_file_type_name(e->type));
+	cJSON_AddNumberToObject(o, "size", (double)e->size);
+	add_time(o, "mtime", e->mtime_ms);
+	if (e->executable)
+		cJSON_AddBoolToObject(o, "executable", 1);
+	return o;
+}
+
+int rk_computer_path(const char *path, char **out, struct rk_error *err)
+{
+	if (!path)
+		path = "";
+	int absolute = path[0] == '/';
+	char *rel = NULL;
+	int r = rk_path_normalize(path, &rel, err);
+	if (r)
+		return r;
+	if (absolute) {
+		*out = rk_xasprintf("/%s", rel);
+		free(rel);
+	} else {
+		*out = rel;
+	}
+	return 0;
+}
+
+/* Resolves the provider and the path, resuming the computer when needed. */
+static int prepare(struct rk_engine *eng, struct rk_computer *c, const char *path, int need_op,
+		   const struct rk_provider_ops **ops, char **norm, struct rk_error *err)
+{
+	int r = 0;
+	*norm = NULL;
+	if (path && (r = rk_computer_path(path, norm, err)))
+		return r;
+	if (!need_op) {
+		r = rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' cannot do that", c->kind);
+		goto fail;
+	}
+	if ((r = rk_computer_ensure_running(eng, c, err)))
+		goto fail;
+	if (!(*ops = rk_engine_provider(c, err))) {
+		r = -err->code;
+		goto fail;
+	}
+	return 0;
+fail:
+	free(*norm);
+	*norm = NULL;
+	return r;
+}
+
+#define PROVIDER_OP(c, op) (rk_provider_find((c)->kind) && rk_provider_find((c)->kind)->op)
+
+int rk_computer_file_list(struct rk_engine *eng, struct rk_computer *c, const char *path,
+			  struct rk_file_entry **out, size_t *n, struct rk_error *err)
+{
+	const struct rk_provider_ops *ops;
+	char *norm;
+	int r = prepare(eng, c, path ? path : "", PROVIDER_OP(c, file_list), &ops, &norm, err);
+	if (r)
+		return r;
+	struct rk_machine_ctx mc;
+	rk_machine_ctx_init(&mc, eng, c);
+	r = ops->file_list(&mc.m, norm, out, n, err);
+	rk_machine_ctx_release(&mc);
+	free(norm);
+	return r;
+}
+
+int rk_computer_file_read(struct rk_engine *eng, struct rk_computer *c, const char *path, size_t max_bytes,
+			  struct rk_buf *out, struct rk_error *err)
+{
+	if (max_bytes > RK_FILE_READ_LIMIT)
+		return rk_error_set(err, RK_EINVALID, "max bytes must be at most %u", RK_FILE_READ_LIMIT);
+	const struct rk_provider_ops *ops;
+	char *norm;
+	int r = prepare(eng, c, path, PROVIDER_OP(c, file_read), &ops, &norm, err);
+	if (r)
+		return r;
+	if (!norm[0]) {
+		free(norm);
+		return rk_error_set(err, RK_EINVALID, "the workspace root is a directory, not a file");
+	}
+	struct rk_machine_ctx mc;
+	rk_machine_ctx_init(&mc, eng, c);
+	r = ops->file_read(&mc.m, norm, max_bytes ? max_bytes : RK_FILE_READ_DEFAULT_MAX, out, err);
+	rk_machine_ctx_release(&mc);
+	free(norm);
+	return r;
+}
+
+int rk_computer_file_write(struct rk_engine *eng, struct rk_computer *c, const char *path, const void *data,
+			   size_t len, int executable, struct rk_error *err)
+{
+	if (len > RK_FILE_WRITE_LIMIT)
+		return rk_error_set(err, RK_ETOOLARGE, "file of %zu bytes exceeds the write limit of %u bytes", len,
+				    RK_FILE_WRITE_LIMIT);
+	const struct rk_provider_ops *ops;
+	char *norm;
+	int r = prepare(eng, c, path, PROVIDER_OP(c, file_write), &ops, &norm, err);
+	if (r)
+		return r;
+	if (!norm[0] || !strcmp(norm, "/")) {
+		free(norm);
+		return rk_error_set(err, RK_EINVALID, "a file path is needed, not the root");
+	}
+	struct rk_machine_ctx mc;
+	rk_machine_ctx_init(&mc, eng, c);
+	r = ops->file_write(&mc.m, norm, data, len, executable, err);
+	rk_machine_ctx_release(&mc);
+	free(norm);
+	return r;
+}
+
+int rk_computer_file_remove(struct rk_engine *eng, struct rk_computer *c, const char *path, struct rk_error *err)
+{
+	const struct rk_provider_ops *ops;
+	char *norm;
+	int r = prepare(eng, c, path, PROVIDER_OP(c, file_remove), &ops, &norm, err);
+	if (r)
+		return r;
+	if (!norm[0] || !strcmp(norm, "/")) {
+		free(norm);
+		return rk_error_set(err, RK_EINVALID, "refusing to remove the root");
+	}
+	struct rk_machine_ctx mc;
+	rk_machine_ctx_init(&mc, eng, c);
+	r = ops->file_remove(&mc.m, norm, err);
+	rk_machine_ctx_release(&mc);
+	free(norm);
+	return r;
+}
+
+int rk_computer_export(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err)
+{
+	const struct rk_provider_ops *ops;
+	char *norm;
+	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_export), &ops, &norm, err);
+	if (r)
+		return r;
+	struct rk_machine_ctx mc;
+	rk_machine_ctx_init(&mc, eng, c);
+	r = ops->workspace_export(&mc.m, fd, err);
+	rk_machine_ctx_release(&mc);
+	return r;
+}
+
+int rk_computer_import(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err)
+{
+	const struct rk_provider_ops *ops;
+	char *norm;
+	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_import), &ops, &norm, err);
+	if (r)
+		return r;
+	struct rk_machine_ctx mc;
+	rk_machine_ctx_init(&mc, eng, c);
+	r = ops->workspace_import(&mc.m, fd, err);
+	rk_machine_ctx_release(&mc);
+	return r;
+}

@@ -1,0 +1,33 @@
+#ifndef RK_COMPUTER_H
+#define RK_COMPUTER_H
+/* Computers: records, and the file and workspace calls that go through
+ * their provider (the computer is resumed first when it is paused). */
+
+#include <cJSON.h>
+
+#include "db.h"
+#include "engine.h"
+
+#define RK_FILE_READ_DEFAULT_MAX (16u * 1024 * 1024)
+#define RK_FILE_READ_LIMIT (256u * 1024 * 1024)
+#define RK_FILE_WRITE_LIMIT (256u * 1024 * 1024)
+
+cJSON *rk_computer_to_json(const struct rk_computer *c);
+cJSON *rk_file_entry_to_json(const struct rk_file_entry *e);
+const char *rk_file_type_name(enum rk_file_type t);
+
+/* Workspace paths: "\\" becomes "/", "." and ".." are refused; relative paths
+ * are inside the workspace, absolute ones are the machine's own. malloc'd. */
+int rk_computer_path(const char *path, char **out, struct rk_error *err);
+
+int rk_computer_file_list(struct rk_engine *eng, struct rk_computer *c, const char *path,
+			  struct rk_file_entry **out, size_t *n, struct rk_error *err);
+int rk_computer_file_read(struct rk_engine *eng, struct rk_computer *c, const char *path, size_t max_bytes,
+			  struct rk_buf *out, struct rk_error *err);
+int rk_computer_file_write(struct rk_engine *eng, struct rk_computer *c, const char *path, const void *data,
+			   size_t len, int executable, struct rk_error *err);
+int rk_computer_file_remove(struct rk_engine *eng, struct rk_computer *c, const char *path, struct rk_error *err);
+int rk_computer_export(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err);
+int rk_computer_import(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err);
+
+#endif

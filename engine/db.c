@@ -1,0 +1,1251 @@
+#include "db.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/time.h"
+
+/* Migrations run in order, each in one transaction. Adding a table is one
+ * more entry here. Never edit an entry that has shipped. */
+static const char *const migrations[] = {
+	/* 1: the core */
+	"CREATE TABLE computers ("
+	"  id TEXT PRIMARY KEY,"
+	"  name TEXT NOT NULL,"
+	"  kind TEXT NOT NULL,"
+	"  provider_ref TEXT,"
+	"  home_key TEXT NOT NULL UNIQUE,"
+	"  home_revision TEXT NOT NULL DEFAULT 'empty',"
+	"  state TEXT NOT NULL DEFAULT 'stopped' CHECK (state IN"
+	"    ('starting','running','paused','stopped','offline','failed','restoring','deleted')),"
+	"  mode TEXT NOT NULL DEFAULT 'private' CHECK (mode IN ('team','private')),"
+	"  desktop INTEGER NOT NULL DEFAULT 1,"
+	"  pause_after INTEGER DEFAULT 600,"
+	"  revisions_kept INTEGER NOT NULL DEFAULT 1,"
+	"  owner TEXT NOT NULL,"
+	"  options TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  updated_at INTEGER NOT NULL,"
+	"  deleted_at INTEGER);"
+	"CREATE UNIQUE INDEX computers_live_name ON computers(name) WHERE deleted_at IS NULL;"
+	"CREATE TABLE bots ("
+	"  id TEXT PRIMARY KEY,"
+	"  name TEXT NOT NULL UNIQUE,"
+	"  computer_id TEXT REFERENCES computers(id),"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE TABLE runs ("
+	"  id TEXT PRIMARY KEY,"
+	"  bot_id TEXT,"
+	"  thread_id TEXT,"
+	"  computer_id TEXT,"
+	"  task TEXT NOT NULL,"
+	"  model TEXT,"
+	"  state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued','running','waiting_takeover',"
+	"    'completed','failed','interrupted','cancelled')),"
+	"  steps INTEGER NOT NULL DEFAULT 0,"
+	"  input_tokens INTEGER NOT NULL DEFAULT 0,"
+	"  output_tokens INTEGER NOT NULL DEFAULT 0,"
+	"  final_answer TEXT,"
+	"  error TEXT,"
+	"  worker_pid INTEGER,"
+	"  heartbeat_at INTEGER,"
+	"  created_at INTEGER NOT NULL,"
+	"  started_at INTEGER,"
+	"  finished_at INTEGER);"
+	"CREATE TABLE execution_leases ("
+	"  computer_id TEXT NOT NULL,"
+	"  bot_id TEXT NOT NULL,"
+	"  fence INTEGER NOT NULL DEFAULT 0,"
+	"  holder TEXT,"
+	"  expires_at INTEGER,"
+	"  updated_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (computer_id, bot_id));"
+	"CREATE TABLE lease_writes ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  computer_id TEXT NOT NULL,"
+	"  bot_id TEXT NOT NULL,"
+	"  fence INTEGER NOT NULL,"
+	"  what TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE TABLE computer_reservations ("
+	"  computer_id TEXT NOT NULL,"
+	"  display INTEGER NOT NULL,"
+	"  bot_id TEXT NOT NULL,"
+	"  fence INTEGER NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (computer_id, display),"
+	"  UNIQUE (computer_id, bot_id));"
+	"CREATE TABLE lifecycle_executions ("
+	"  id TEXT PRIMARY KEY,"
+	"  computer_id TEXT NOT NULL,"
+	"  op TEXT NOT NULL CHECK (op IN ('create','pause','resume','stop','delete')),"
+	"  command_key TEXT NOT NULL UNIQUE,"
+	"  body TEXT NOT NULL,"
+	"  body_hash TEXT NOT NULL,"
+	"  state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN"
+	"    ('pending','running','succeeded','failed','cancelled','outcome_unknown')),"
+	"  phase TEXT NOT NULL DEFAULT 'submitted',"
+	"  error_code TEXT,"
+	"  error_message TEXT,"
+	"  result TEXT,"
+	"  cancel_requested INTEGER NOT NULL DEFAULT 0,"
+	"  worker_pid INTEGER,"
+	"  provider_call_at INTEGER,"
+	"  created_at INTEGER NOT NULL,"
+	"  started_at INTEGER,"
+	"  finished_at INTEGER);"
+	"CREATE INDEX lifecycle_executions_computer ON lifecycle_executions(computer_id, state);"
+	"CREATE INDEX lifecycle_executions_pending ON lifecycle_executions(state, created_at);"
+	"CREATE TABLE execution_events ("
+	"  execution_id TEXT NOT NULL REFERENCES lifecycle_executions(id),"
+	"  sequence INTEGER NOT NULL,"
+	"  type TEXT NOT NULL,"
+	"  data TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (execution_id, sequence));"
+	"CREATE TABLE usage_records ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  computer_id TEXT NOT NULL,"
+	"  started_at INTEGER NOT NULL,"
+	"  ended_at INTEGER);"
+	"CREATE INDEX usage_records_open ON usage_records(computer_id) WHERE ended_at IS NULL;"
+	"CREATE TABLE terminal_history ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  computer_id TEXT NOT NULL,"
+	"  session_id TEXT,"
+	"  bot_id TEXT,"
+	"  run_id TEXT,"
+	"  kind TEXT NOT NULL CHECK (kind IN ('command','input','output','exit')),"
+	"  data BLOB,"
+	"  exit_code INTEGER,"
+	"  signal INTEGER,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE INDEX terminal_history_computer ON terminal_history(computer_id, id);"
+	"CREATE TABLE exec_sessions ("
+	"  id TEXT PRIMARY KEY,"
+	"  computer_id TEXT NOT NULL,"
+	"  owner TEXT NOT NULL,"
+	"  command TEXT NOT NULL,"
+	"  tty INTEGER NOT NULL DEFAULT 0,"
+	"  state TEXT NOT NULL DEFAULT 'running' CHECK (state IN ('running','ended')),"
+	"  holder_pid INTEGER,"
+	"  exit_code INTEGER,"
+	"  signal INTEGER,"
+	"  created_at INTEGER NOT NULL,"
+	"  last_used_at INTEGER NOT NULL);"
+	"CREATE TABLE home_revisions ("
+	"  id TEXT PRIMARY KEY,"
+	"  home_key TEXT NOT NULL,"
+	"  reason TEXT NOT NULL,"
+	"  bytes INTEGER NOT NULL DEFAULT 0,"
+	"  files INTEGER NOT NULL DEFAULT 0,"
+	"  checksum TEXT,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE INDEX home_revisions_key ON home_revisions(home_key, created_at);",
+};
+
+#define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+int rk_db_migration_count(void)
+{
+	return MIGRATION_COUNT;
+}
+
+static int sql_error(struct rk_db *db, struct rk_error *err, const char *what)
+{
+	int rc = sqlite3_errcode(db->handle);
+	enum rk_code code = RK_EFAILED;
+	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+		code = RK_EUNAVAILABLE;
+	else if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
+		code = RK_ECORRUPT;
+	else if (rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN || rc == SQLITE_IOERR || rc == SQLITE_FULL)
+		code = RK_EIO;
+	else if (rc == SQLITE_CONSTRAINT)
+		code = RK_ECONFLICT;
+	return rk_error_set(err, code, "database: %s: %s", what, sqlite3_errmsg(db->handle));
+}
+
+int rk_db_exec(struct rk_db *db, const char *sql, struct rk_error *err)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(db->handle, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		int r = sql_error(db, err, "statement failed");
+		sqlite3_free(msg);
+		return r;
+	}
+	return 0;
+}
+
+int rk_db_begin(struct rk_db *db, struct rk_error *err)
+{
+	return rk_db_exec(db, "BEGIN IMMEDIATE", err);
+}
+
+int rk_db_commit(struct rk_db *db, struct rk_error *err)
+{
+	return rk_db_exec(db, "COMMIT", err);
+}
+
+void rk_db_rollback(struct rk_db *db)
+{
+	if (!sqlite3_get_autocommit(db->handle))
+		sqlite3_exec(db->handle, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* --- statement helpers ---------------------------------------------------- */
+
+static sqlite3_stmt *prep(struct rk_db *db, const char *sql, struct rk_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db->handle, sql, -1, &st, NULL) != SQLITE_OK) {
+		sql_error(db, err, "prepare failed");
+		return NULL;
+	}
+	return st;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static char *col_text(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	return t ? rk_xstrdup((const char *)t) : NULL;
+}
+
+static int64_t col_int(sqlite3_stmt *st, int i, int64_t null_value)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? null_value : sqlite3_column_int64(st, i);
+}
+
+/* Steps a statement that returns no rows; finalizes it. */
+static int step_done(struct rk_db *db, sqlite3_stmt *st, const char *what, struct rk_error *err)
+{
+	int rc = sqlite3_step(st);
+	int r = 0;
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		r = sql_error(db, err, what);
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* --- open and migrate ------------------------------------------------------- */
+
+int rk_db_schema_version(struct rk_db *db)
+{
+	sqlite3_stmt *st = prep(db, "SELECT coalesce(max(version),0) FROM schema_migrations", NULL);
+	int v = -1;
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int migrate(struct rk_db *db, struct rk_error *err)
+{
+	int r = rk_db_exec(db,
+			   "CREATE TABLE IF NOT EXISTS schema_migrations ("
+			   " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+			   err);
+	if (r)
+		return r;
+	for (int v = 1; v <= MIGRATION_COUNT; v++) {
+		if ((r = rk_db_begin(db, err)))
+			return r;
+		/* checked inside the write lock: another process may have just done it */
+		int have = rk_db_schema_version(db);
+		if (have > MIGRATION_COUNT) {
+			rk_db_rollback(db);
+			return rk_error_set(err, RK_EFAILED,
+					    "database %s has schema %d, newer than this rakazo knows (%d): "
+					    "upgrade rakazo",
+					    db->path, have, MIGRATION_COUNT);
+		}
+		if (have >= v) {
+			rk_db_rollback(db);
+			continue;
+		}
+		if ((r = rk_db_exec(db, migrations[v - 1], err))) {
+			rk_db_rollback(db);
+			return rk_error_prefix(err, "migration %d", v);
+		}
+		sqlite3_stmt *st = prep(db, "INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)", err);
+		if (!st) {
+			rk_db_rollback(db);
+			return -err->code;
+		}
+		sqlite3_bind_int(st, 1, v);
+		sqlite3_bind_int64(st, 2, rk_now_ms());
+		if ((r = step_done(db, st, "record migration", err)) || (r = rk_db_commit(db, err))) {
+			rk_db_rollback(db);
+			return r;
+		}
+	}
+	return 0;
+}
+
+int rk_db_open(const char *data_dir, struct rk_db **out, struct rk_error *err)
+{
+	int r = rk_fs_mkdirs(data_dir, 0700, err);
+	if (r)
+		return rk_error_prefix(err, "cannot use data directory %s (set RAKAZO_DATA_DIR)", data_dir);
+	if (access(data_dir, W_OK | X_OK) != 0)
+		return rk_error_errno(err, RK_EIO, errno, "data directory %s is not writable (set RAKAZO_DATA_DIR)",
+				      data_dir);
+	struct rk_db *db = rk_xcalloc(1, sizeof(*db));
+	db->path = rk_path_join(data_dir, "rakazo.db");
+	if (sqlite3_open_v2(db->path, &db->handle,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
+		r = rk_error_set(err, RK_EIO, "cannot open database %s: %s", db->path,
+				 db->handle ? sqlite3_errmsg(db->handle) : "out of memory");
+		goto fail;
+	}
+	sqlite3_busy_timeout(db->handle, 15000);
+	if ((r = rk_db_exec(db, "PRAGMA journal_mode=WAL", err)) ||
+	    (r = rk_db_exec(db, "PRAGMA synchronous=NORMAL", err)) ||
+	    (r = rk_db_exec(db, "PRAGMA foreign_keys=ON", err)))
+		goto fail;
+	if ((r = migrate(db, err)))
+		goto fail;
+	*out = db;
+	return 0;
+fail:
+	rk_db_close(db);
+	return r;
+}
+
+void rk_db_close(struct rk_db *db)
+{
+	if (!db)
+		return;
+	if (db->handle)
+		sqlite3_close_v2(db->handle);
+	free(db->path);
+	free(db);
+}
+
+int rk_db_integrity_check(struct rk_db *db, char **result, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, "PRAGMA integrity_check", err);
+	if (!st)
+		return -err->code;
+	struct rk_buf b;
+	rk_buf_init(&b);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (b.len)
+			rk_buf_adds(&b, "; ");
+		const unsigned char *t = sqlite3_column_text(st, 0);
+		rk_buf_adds(&b, t ? (const char *)t : "");
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		rk_buf_release(&b);
+		return sql_error(db, err, "integrity check");
+	}
+	*result = rk_buf_detach(&b, NULL);
+	return 0;
+}
+
+/* --- computers ---------------------------------------------------------------- */
+
+void rk_computer_release(struct rk_computer *c)
+{
+	if (!c)
+		return;
+	free(c->id);
+	free(c->name);
+	free(c->kind);
+	free(c->provider_ref);
+	free(c->home_key);
+	free(c->home_revision);
+	free(c->state);
+	free(c->mode);
+	free(c->owner);
+	free(c->options);
+	memset(c, 0, sizeof(*c));
+}
+
+#define COMPUTER_COLS                                                                               \
+	"id, name, kind, provider_ref, home_key, home_revision, state, mode, owner, options, desktop, " \
+	"pause_after, revisions_kept, created_at, updated_at"
+
+static void computer_from_row(sqlite3_stmt *st, struct rk_computer *c)
+{
+	c->id = col_text(st, 0);
+	c->name = col_text(st, 1);
+	c->kind = col_text(st, 2);
+	c->provider_ref = col_text(st, 3);
+	c->home_key = col_text(st, 4);
+	c->home_revision = col_text(st, 5);
+	c->state = col_text(st, 6);
+	c->mode = col_text(st, 7);
+	c->owner = col_text(st, 8);
+	c->options = col_text(st, 9);
+	c->desktop = (int)col_int(st, 10, 1);
+	c->pause_after = col_int(st, 11, -1);
+	c->revisions_kept = (int)col_int(st, 12, 1);
+	c->created_at = col_int(st, 13, 0);
+	c->updated_at = col_int(st, 14, 0);
+}
+
+int rk_db_computer_insert(struct rk_db *db, const struct rk_computer *c, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"INSERT INTO computers (" COMPUTER_COLS
+				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, c->id);
+	bind_text(st, 2, c->name);
+	bind_text(st, 3, c->kind);
+	bind_text(st, 4, c->provider_ref);
+	bind_text(st, 5, c->home_key);
+	bind_text(st, 6, c->home_revision ? c->home_revision : "empty");
+	bind_text(st, 7, c->state ? c->state : "stopped");
+	bind_text(st, 8, c->mode ? c->mode : "private");
+	bind_text(st, 9, c->owner);
+	bind_text(st, 10, c->options);
+	sqlite3_bind_int(st, 11, c->desktop);
+	if (c->pause_after < 0)
+		sqlite3_bind_null(st, 12);
+	else
+		sqlite3_bind_int64(st, 12, c->pause_after);
+	sqlite3_bind_int(st, 13, c->revisions_kept > 0 ? c->revisions_kept : 1);
+	sqlite3_bind_int64(st, 14, c->created_at);
+	sqlite3_bind_int64(st, 15, c->updated_at);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_CONSTRAINT)
+		return rk_error_set(err, RK_ECONFLICT, "a computer named '%s' already exists", c->name);
+	if (rc != SQLITE_DONE)
+		return sql_error(db, err, "insert computer");
+	return 0;
+}
+
+int rk_db_computer_get(struct rk_db *db, const char *id_or_name, struct rk_computer *out, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"SELECT " COMPUTER_COLS " FROM computers WHERE (id = ?1 OR name = ?1) "
+				"AND deleted_at IS NULL ORDER BY id = ?1 DESC LIMIT 1",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id_or_name);
+	int rc = sqlite3_step(st);
+	int r = 0;
+	if (rc == SQLITE_ROW)
+		computer_from_row(st, out);
+	else if (rc == SQLITE_DONE)
+		r = rk_error_set(err, RK_ENOTFOUND, "no computer '%s' (see `rakazo computer list`)", id_or_name);
+	else
+		r = sql_error(db, err, "get computer");
+	sqlite3_finalize(st);
+	return r;
+}
+
+int rk_db_computer_list(struct rk_db *db, struct rk_computer **out, size_t *n, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"SELECT " COMPUTER_COLS
+				" FROM computers WHERE deleted_at IS NULL ORDER BY created_at, id",
+				err);
+	if (!st)
+		return -err->code;
+	size_t cap = 8, count = 0;
+	struct rk_computer *arr = rk_xcalloc(cap, sizeof(*arr));
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (count == cap) {
+			cap *= 2;
+			arr = rk_xrealloc(arr, cap * sizeof(*arr));
+		}
+		memset(&arr[count], 0, sizeof(arr[count]));
+		computer_from_row(st, &arr[count++]);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		for (size_t i = 0; i < count; i++)
+			rk_computer_release(&arr[i]);
+		free(arr);
+		return sql_error(db, err, "list computers");
+	}
+	*out = arr;
+	*n = count;
+	return 0;
+}
+
+static int update_computer_text(struct rk_db *db, const char *sql, const char *id, const char *value,
+				struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, sql, err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, value);
+	sqlite3_bind_int64(st, 2, rk_now_ms());
+	bind_text(st, 3, id);
+	return step_done(db, st, "update computer", err);
+}
+
+int rk_db_computer_set_state(struct rk_db *db, const char *id, const char *state, struct rk_error *err)
+{
+	return update_computer_text(db, "UPDATE computers SET state = ?, updated_at = ? WHERE id = ?", id, state,
+				    err);
+}
+
+int rk_db_computer_set_ref(struct rk_db *db, const char *id, const char *ref, struct rk_error *err)
+{
+	return update_computer_text(db, "UPDATE computers SET provider_ref = ?, updated_at = ? WHERE id = ?", id,
+				    ref, err);
+}
+
+int rk_db_computer_set_home_revision(struct rk_db *db, const char *id, const char *revision, struct rk_error *err)
+{
+	return update_computer_text(db, "UPDATE computers SET home_revision = ?, updated_at = ? WHERE id = ?", id,
+				    revision, err);
+}
+
+int rk_db_computer_mark_deleted(struct rk_db *db, const char *id, struct rk_error *err)
+{
+	return update_computer_text(db,
+				    "UPDATE computers SET state = ?, updated_at = ?2, deleted_at = ?2 WHERE id = ?3",
+				    id, "deleted", err);
+}
+
+/* --- executions ------------------------------------------------------------------ */
+
+void rk_execution_release(struct rk_execution *e)
+{
+	if (!e)
+		return;
+	free(e->id);
+	free(e->computer_id);
+	free(e->op);
+	free(e->command_key);
+	free(e->body);
+	free(e->body_hash);
+	free(e->state);
+	free(e->phase);
+	free(e->error_code);
+	free(e->error_message);
+	free(e->result);
+	memset(e, 0, sizeof(*e));
+}
+
+#define EXECUTION_COLS                                                                              \
+	"id, computer_id, op, command_key, body, body_hash, state, phase, error_code, error_message, " \
+	"result, created_at, started_at, finished_at, provider_call_at, cancel_requested, worker_pid"
+
+static void execution_from_row(sqlite3_stmt *st, struct rk_execution *e)
+{
+	e->id = col_text(st, 0);
+	e->computer_id = col_text(st, 1);
+	e->op = col_text(st, 2);
+	e->command_key = col_text(st, 3);
+	e->body = col_text(st, 4);
+	e->body_hash = col_text(st, 5);
+	e->state = col_text(st, 6);
+	e->phase = col_text(st, 7);
+	e->error_code = col_text(st, 8);
+	e->error_message = col_text(st, 9);
+	e->result = col_text(st, 10);
+	e->created_at = col_int(st, 11, 0);
+	e->started_at = col_int(st, 12, 0);
+	e->finished_at = col_int(st, 13, 0);
+	e->provider_call_at = col_int(st, 14, 0);
+	e->cancel_requested = col_int(st, 15, 0);
+	e->worker_pid = col_int(st, 16, 0);
+}
+
+static void bind_time(sqlite3_stmt *st, int i, int64_t t)
+{
+	if (t)
+		sqlite3_bind_int64(st, i, t);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+int rk_db_execution_insert(struct rk_db *db, const struct rk_execution *e, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"INSERT INTO lifecycle_executions (" EXECUTION_COLS
+				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, e->id);
+	bind_text(st, 2, e->computer_id);
+	bind_text(st, 3, e->op);
+	bind_text(st, 4, e->command_key);
+	bind_text(st, 5, e->body);
+	bind_text(st, 6, e->body_hash);
+	bind_text(st, 7, e->state ? e->state : "pending");
+	bind_text(st, 8, e->phase ? e->phase : "submitted");
+	bind_text(st, 9, e->error_code);
+	bind_text(st, 10, e->error_message);
+	bind_text(st, 11, e->result);
+	sqlite3_bind_int64(st, 12, e->created_at);
+	bind_time(st, 13, e->started_at);
+	bind_time(st, 14, e->finished_at);
+	bind_time(st, 15, e->provider_call_at);
+	sqlite3_bind_int64(st, 16, e->cancel_requested);
+	bind_time(st, 17, e->worker_pid);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_CONSTRAINT)
+		return rk_error_set(err, RK_ECONFLICT, "command key '%s' is already used", e->command_key);
+	if (rc != SQLITE_DONE)
+		return sql_error(db, err, "insert execution");
+	return 0;
+}
+
+static int execution_query_one(struct rk_db *db, const char *sql, const char *arg, struct rk_execution *out,
+			       const char *missing, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, sql, err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, arg);
+	int rc = sqlite3_step(st);
+	int r = 0;
+	if (rc == SQLITE_ROW)
+		execution_from_row(st, out);
+	else if (rc == SQLITE_DONE)
+		r = rk_error_set(err, RK_ENOTFOUND, missing, arg);
+	else
+		r = sql_error(db, err, "get execution");
+	sqlite3_finalize(st);
+	return r;
+}
+
+int rk_db_execution_get(struct rk_db *db, const char *id, struct rk_execution *out, struct rk_error *err)
+{
+	return execution_query_one(db, "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE id = ?", id, out,
+				   "no execution '%s'", err);
+}
+
+int rk_db_execution_by_key(struct rk_db *db, const char *key, struct rk_execution *out, struct rk_error *err)
+{
+	return execution_query_one(db, "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE command_key = ?",
+				   key, out, "no execution with command key '%s'", err);
+}
+
+int rk_db_execution_active(struct rk_db *db, const char *computer_id, struct rk_execution *out,
+			   struct rk_error *err)
+{
+	return execution_query_one(db,
+				   "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE computer_id = ? "
+				   "AND state IN ('pending','running','outcome_unknown') ORDER BY created_at LIMIT 1",
+				   computer_id, out, "no active execution on computer '%s'", err);
+}
+
+int rk_db_execution_claim(struct rk_db *db, int64_t worker_pid, struct rk_execution *out, struct rk_error *err)
+{
+	int r = execution_query_one(db,
+				    "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE state = 'pending' "
+				    "AND ?1 IS NOT NULL ORDER BY created_at, id LIMIT 1",
+				    "", out, "no pending execution%s", err);
+	if (r)
+		return r;
+	free(out->state);
+	out->state = rk_xstrdup("running");
+	out->worker_pid = worker_pid;
+	if (!out->started_at)
+		out->started_at = rk_now_ms();
+	return rk_db_execution_update(db, out, err);
+}
+
+int rk_db_execution_update(struct rk_db *db, const struct rk_execution *e, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"UPDATE lifecycle_executions SET state = ?, phase = ?, error_code = ?, "
+				"error_message = ?, result = ?, started_at = ?, finished_at = ?, "
+				"provider_call_at = ?, cancel_requested = ?, worker_pid = ? WHERE id = ?",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, e->state);
+	bind_text(st, 2, e->phase);
+	bind_text(st, 3, e->error_code);
+	bind_text(st, 4, e->error_message);
+	bind_text(st, 5, e->result);
+	bind_time(st, 6, e->started_at);
+	bind_time(st, 7, e->finished_at);
+	bind_time(st, 8, e->provider_call_at);
+	sqlite3_bind_int64(st, 9, e->cancel_requested);
+	bind_time(st, 10, e->worker_pid);
+	bind_text(st, 11, e->id);
+	return step_done(db, st, "update execution", err);
+}
+
+int rk_db_execution_request_cancel(struct rk_db *db, const char *id, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, "UPDATE lifecycle_executions SET cancel_requested = 1 WHERE id = ?", err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id);
+	return step_done(db, st, "cancel execution", err);
+}
+
+int rk_db_execution_running_ids(struct rk_db *db, char ***ids, size_t *n, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, "SELECT id FROM lifecycle_executions WHERE state = 'running' ORDER BY created_at",
+				err);
+	if (!st)
+		return -err->code;
+	size_t cap = 4, count = 0;
+	char **arr = rk_xcalloc(cap, sizeof(*arr));
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (count == cap) {
+			cap *= 2;
+			arr = rk_xrealloc(arr, cap * sizeof(*arr));
+		}
+		arr[count++] = col_text(st, 0);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		for (size_t i = 0; i < count; i++)
+			free(arr[i]);
+		free(arr);
+		return sql_error(db, err, "list running executions");
+	}
+	*ids = arr;
+	*n = count;
+	return 0;
+}
+
+int rk_db_execution_list(struct rk_db *db, const char *computer_id, struct rk_execution **out, size_t *n,
+			 struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE ?1 IS NULL OR "
+				"computer_id = ?1 ORDER BY created_at, id",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, computer_id);
+	size_t cap = 8, count = 0;
+	struct rk_execution *arr = rk_xcalloc(cap, sizeof(*arr));
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (count == cap) {
+			cap *= 2;
+			arr = rk_xrealloc(arr, cap * sizeof(*arr));
+		}
+		memset(&arr[count], 0, sizeof(arr[count]));
+		execution_from_row(st, &arr[count++]);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		for (size_t i = 0; i < count; i++)
+			rk_execution_release(&arr[i]);
+		free(arr);
+		return sql_error(db, err, "list executions");
+	}
+	*out = arr;
+	*n = count;
+	return 0;
+}
+
+int rk_db_execution_count_pending(struct rk_db *db, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, "SELECT count(*) FROM lifecycle_executions WHERE state IN ('pending','running')",
+				err);
+	if (!st)
+		return -err->code;
+	int n = 0;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+int rk_db_event_append(struct rk_db *db, const char *execution_id, const char *type, const char *data,
+		       struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"INSERT INTO execution_events (execution_id, sequence, type, data, created_at) "
+				"SELECT ?1, coalesce(max(sequence), 0) + 1, ?2, ?3, ?4 FROM execution_events "
+				"WHERE execution_id = ?1",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, execution_id);
+	bind_text(st, 2, type);
+	bind_text(st, 3, data);
+	sqlite3_bind_int64(st, 4, rk_now_ms());
+	return step_done(db, st, "append event", err);
+}
+
+void rk_events_free(struct rk_event *ev, size_t n)
+{
+	for (size_t i = 0; ev && i < n; i++) {
+		free(ev[i].type);
+		free(ev[i].data);
+	}
+	free(ev);
+}
+
+int rk_db_events_after(struct rk_db *db, const char *execution_id, int64_t after, struct rk_event **out,
+		       size_t *n, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"SELECT sequence, type, data, created_at FROM execution_events WHERE "
+				"execution_id = ? AND sequence > ? ORDER BY sequence",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, execution_id);
+	sqlite3_bind_int64(st, 2, after);
+	size_t cap = 8, count = 0;
+	struct rk_event *arr = rk_xcalloc(cap, sizeof(*arr));
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (count == cap) {
+			cap *= 2;
+			arr = rk_xrealloc(arr, cap * sizeof(*arr));
+		}
+		arr[count].sequence = sqlite3_column_int64(st, 0);
+		arr[count].type = col_text(st, 1);
+		arr[count].data = col_text(st, 2);
+		arr[count].created_at = sqlite3_column_int64(st, 3);
+		count++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		rk_events_free(arr, count);
+		return sql_error(db, err, "list events");
+	}
+	*out = arr;
+	*n = count;
+	return 0;
+}
+
+/* --- leases ------------------------------------------------------------------------ */
+
+void rk_lease_release_record(struct rk_lease *l)
+{
+	if (!l)
+		return;
+	free(l->computer_id);
+	free(l->bot_id);
+	free(l->holder);
+	memset(l, 0, sizeof(*l));
+}
+
+int rk_db_lease_get(struct rk_db *db, const char *computer_id, const char *bot_id, struct rk_lease *out,
+		    struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"SELECT computer_id, bot_id, holder, fence, expires_at FROM execution_leases "
+				"WHERE computer_id = ? AND bot_id = ?",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, computer_id);
+	bind_text(st, 2, bot_id);
+	int rc = sqlite3_step(st);
+	int r = 0;
+	if (rc == SQLITE_ROW) {
+		out->computer_id = col_text(st, 0);
+		out->bot_id = col_text(st, 1);
+		out->holder = col_text(st, 2);
+		out->fence = col_int(st, 3, 0);
+		out->expires_at = col_int(st, 4, 0);
+	} else if (rc == SQLITE_DONE) {
+		r = rk_error_set(err, RK_ENOTFOUND, "no lease for bot '%s' on computer '%s'", bot_id, computer_id);
+	} else {
+		r = sql_error(db, err, "get lease");
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int rk_db_lease_acquire(struct rk_db *db, const char *computer_id, const char *bot_id, const char *holder,
+			int64_t ttl_ms, int64_t now_ms, struct rk_lease *out, struct rk_error *err)
+{
+	struct rk_lease cur = {0};
+	struct rk_error e2;
+	int r = rk_db_lease_get(db, computer_id, bot_id, &cur, &e2);
+	if (r && e2.code != RK_ENOTFOUND)
+		return rk_error_set(err, e2.code, "%s", e2.message);
+	if (r == 0 && cur.holder && cur.expires_at > now_ms && strcmp(cur.holder, holder) != 0) {
+		r = rk_error_set(err, RK_ECONFLICT, "bot '%s' on computer '%s' is leased by '%s' until %lld", bot_id,
+				 computer_id, cur.holder, (long long)cur.expires_at);
+		rk_lease_release_record(&cur);
+		return r;
+	}
+	int64_t fence = cur.fence + 1;
+	rk_lease_release_record(&cur);
+	sqlite3_stmt *st = prep(db,
+				"INSERT INTO execution_leases (computer_id, bot_id, fence, holder, expires_at, updated_at) "
+				"VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (computer_id, bot_id) DO UPDATE SET "
+				"fence = excluded.fence, holder = excluded.holder, expires_at = excluded.expires_at, "
+				"updated_at = excluded.updated_at",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, computer_id);
+	bind_text(st, 2, bot_id);
+	sqlite3_bind_int64(st, 3, fence);
+	bind_text(st, 4, holder);
+	sqlite3_bind_int64(st, 5, now_ms + ttl_ms);
+	sqlite3_bind_int64(st, 6, now_ms);
+	if ((r = step_done(db, st, "acquire lease", err)))
+		return r;
+	if (out) {
+		out->computer_id = rk_xstrdup(computer_id);
+		out->bot_id = rk_xstrdup(bot_id);
+		out->holder = rk_xstrdup(holder);
+		out->fence = fence;
+		out->expires_at = now_ms + ttl_ms;
+	}
+	return 0;
+}
+
+static int lease_fenced_update(struct rk_db *db, const char *sql, const char *computer_id, const char *bot_id,
+			       int64_t fence, int64_t a, int64_t b, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, sql, err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, computer_id);
+	bind_text(st, 2, bot_id);
+	sqlite3_bind_int64(st, 3, fence);
+	sqlite3_bind_int64(st, 4, a);
+	sqlite3_bind_int64(st, 5, b);
+	int r = step_done(db, st, "update lease", err);
+	if (r)
+		return r;
+	if (sqlite3_changes(db->handle) == 0)
+		return rk_error_set(err, RK_ESTALE,
+				    "lease token %lld for bot '%s' on computer '%s' is stale: another holder took it",
+				    (long long)fence, bot_id, computer_id);
+	return 0;
+}
+
+int rk_db_lease_renew(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
+		      int64_t ttl_ms, int64_t now_ms, struct rk_error *err)
+{
+	return lease_fenced_update(db,
+				   "UPDATE execution_leases SET expires_at = ?4 + ?5, updated_at = ?4 WHERE "
+				   "computer_id = ?1 AND bot_id = ?2 AND fence = ?3 AND holder IS NOT NULL AND "
+				   "expires_at > ?4",
+				   computer_id, bot_id, fence, now_ms, ttl_ms, err);
+}
+
+int rk_db_lease_drop(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
+		     struct rk_error *err)
+{
+	return lease_fenced_update(db,
+				   "UPDATE execution_leases SET holder = NULL, expires_at = NULL, updated_at = ?4 "
+				   "WHERE computer_id = ?1 AND bot_id = ?2 AND fence = ?3 AND holder IS NOT NULL "
+				   "AND ?5 = ?5",
+				   computer_id, bot_id, fence, rk_now_ms(), 0, err);
+}
+
+int rk_db_lease_check(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
+		      int64_t now_ms, struct rk_error *err)
+{
+	struct rk_lease cur = {0};
+	int r = rk_db_lease_get(db, computer_id, bot_id, &cur, err);
+	if (r)
+		return r == -RK_ENOTFOUND ? rk_error_set(err, RK_ESTALE, "no live lease for bot '%s'", bot_id) : r;
+	int live = cur.fence == fence && cur.holder && cur.expires_at > now_ms;
+	rk_lease_release_record(&cur);
+	if (!live)
+		return rk_error_set(err, RK_ESTALE,
+				    "lease token %lld for bot '%s' on computer '%s' is stale: another holder took it",
+				    (long long)fence, bot_id, computer_id);
+	return 0;
+}
+
+int rk_db_lease_fenced_write(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
+			     const char *what, int64_t now_ms, struct rk_error *err)
+{
+	/* the fence check and the write are one statement, so no stale holder can slip in between */
+	sqlite3_stmt *st = prep(db,
+				"INSERT INTO lease_writes (computer_id, bot_id, fence, what, created_at) "
+				"SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM execution_leases WHERE "
+				"computer_id = ?1 AND bot_id = ?2 AND fence = ?3 AND holder IS NOT NULL AND "
+				"expires_at > ?5)",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, computer_id);
+	bind_text(st, 2, bot_id);
+	sqlite3_bind_int64(st, 3, fence);
+	bind_text(st, 4, what);
+	sqlite3_bind_int64(st, 5, now_ms);
+	int r = step_done(db, st, "fenced write", err);
+	if (r)
+		return r;
+	if (sqlite3_changes(db->handle) == 0)
+		return rk_error_set(err, RK_ESTALE, "write refused: lease token %lld for bot '%s' is stale",
+				    (long long)fence, bot_id);
+	return 0;
+}
+
+/* --- usage ---------------------------------------------------------------------------- */
+
+int rk_db_usage_open(struct rk_db *db, const char *computer_id, int64_t now_ms, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"INSERT INTO usage_records (computer_id, started_at) SELECT ?1, ?2 WHERE NOT EXISTS "
+				"(SELECT 1 FROM usage_records WHERE computer_id = ?1 AND ended_at IS NULL)",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, computer_id);
+	sqlite3_bind_int64(st, 2, now_ms);
+	return step_done(db, st, "open usage", err);
+}
+
+int rk_db_usage_close(struct rk_db *db, const char *computer_id, int64_t now_ms, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, "UPDATE usage_records SET ended_at = ?2 WHERE computer_id = ?1 AND ended_at IS NULL",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, computer_id);
+	sqlite3_bind_int64(st, 2, now_ms);
+	return step_done(db, st, "close usage", err);
+}
+
+/* --- exec sessions and terminal history ---------------------------------------------- */
+
+void rk_session_row_release(struct rk_session_row *s)
+{
+	if (!s)
+		return;
+	free(s->id);
+	free(s->computer_id);
+	free(s->owner);
+	free(s->command);
+	free(s->state);
+	memset(s, 0, sizeof(*s));
+}
+
+int rk_db_session_insert(struct rk_db *db, const struct rk_session_row *s, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"INSERT INTO exec_sessions (id, computer_id, owner, command, tty, state, holder_pid, "
+				"created_at, last_used_at) VALUES (?,?,?,?,?,'running',?,?,?)",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, s->id);
+	bind_text(st, 2, s->computer_id);
+	bind_text(st, 3, s->owner);
+	bind_text(st, 4, s->command);
+	sqlite3_bind_int(st, 5, s->tty);
+	bind_time(st, 6, s->holder_pid);
+	sqlite3_bind_int64(st, 7, s->created_at);
+	sqlite3_bind_int64(st, 8, s->created_at);
+	return step_done(db, st, "insert session", err);
+}
+
+#define SESSION_COLS "id, computer_id, owner, command, state, tty, holder_pid, exit_code, signal, created_at, last_used_at"
+
+static void session_from_row(sqlite3_stmt *st, struct rk_session_row *s)
+{
+	s->id = col_text(st, 0);
+	s->computer_id = col_text(st, 1);
+	s->owner = col_text(st, 2);
+	s->command = col_text(st, 3);
+	s->state = col_text(st, 4);
+	s->tty = (int)col_int(st, 5, 0);
+	s->holder_pid = col_int(st, 6, 0);
+	s->exit_code = col_int(st, 7, -1);
+	s->signal = col_int(st, 8, -1);
+	s->created_at = col_int(st, 9, 0);
+	s->last_used_at = col_int(st, 10, 0);
+}
+
+int rk_db_session_get(struct rk_db *db, const char *id, struct rk_session_row *out, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, "SELECT " SESSION_COLS " FROM exec_sessions WHERE id = ?", err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id);
+	int rc = sqlite3_step(st);
+	int r = 0;
+	if (rc == SQLITE_ROW)
+		session_from_row(st, out);
+	else if (rc == SQLITE_DONE)
+		r = rk_error_set(err, RK_ENOTFOUND, "no session '%s'", id);
+	else
+		r = sql_error(db, err, "get session");
+	sqlite3_finalize(st);
+	return r;
+}
+
+int rk_db_session_touch(struct rk_db *db, const char *id, int64_t holder_pid, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"UPDATE exec_sessions SET last_used_at = ?2, holder_pid = coalesce(?3, holder_pid) "
+				"WHERE id = ?1",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id);
+	sqlite3_bind_int64(st, 2, rk_now_ms());
+	bind_time(st, 3, holder_pid);
+	return step_done(db, st, "touch session", err);
+}
+
+int rk_db_session_end(struct rk_db *db, const char *id, int64_t exit_code, int64_t signal, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"UPDATE exec_sessions SET state = 'ended', exit_code = ?2, signal = ?3, "
+				"last_used_at = ?4 WHERE id = ?1",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id);
+	if (exit_code < 0)
+		sqlite3_bind_null(st, 2);
+	else
+		sqlite3_bind_int64(st, 2, exit_code);
+	if (signal < 0)
+		sqlite3_bind_null(st, 3);
+	else
+		sqlite3_bind_int64(st, 3, signal);
+	sqlite3_bind_int64(st, 4, rk_now_ms());
+	return step_done(db, st, "end session", err);
+}
+
+int rk_db_session_list(struct rk_db *db, const char *computer_id, struct rk_session_row **out, size_t *n,
+		       struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"SELECT " SESSION_COLS " FROM exec_sessions WHERE computer_id = ? ORDER BY created_at, id",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, computer_id);
+	size_t cap = 8, count = 0;
+	struct rk_session_row *arr = rk_xcalloc(cap, sizeof(*arr));
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (count == cap) {
+			cap *= 2;
+			arr = rk_xrealloc(arr, cap * sizeof(*arr));
+		}
+		memset(&arr[count], 0, sizeof(arr[count]));
+		session_from_row(st, &arr[count++]);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		for (size_t i = 0; i < count; i++)
+			rk_session_row_release(&arr[i]);
+		free(arr);
+		return sql_error(db, err, "list sessions");
+	}
+	*out = arr;
+	*n = count;
+	return 0;
+}
+
+int rk_db_history_append(struct rk_db *db, const char *computer_id, const char *session_id, const char *bot_id,
+			 const char *kind, const void *data, size_t len, int64_t exit_code, int64_t signal,
+			 struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"INSERT INTO terminal_history (computer_id, session_id, bot_id, kind, data, exit_code, "
+				"signal, created_at) VALUES (?,?,?,?,?,?,?,?)",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, computer_id);
+	bind_text(st, 2, session_id);
+	bind_text(st, 3, bot_id);
+	bind_text(st, 4, kind);
+	if (data)
+		sqlite3_bind_blob64(st, 5, data, len, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, 5);
+	if (exit_code < 0)
+		sqlite3_bind_null(st, 6);
+	else
+		sqlite3_bind_int64(st, 6, exit_code);
+	if (signal < 0)
+		sqlite3_bind_null(st, 7);
+	else
+		sqlite3_bind_int64(st, 7, signal);
+	sqlite3_bind_int64(st, 8, rk_now_ms());
+	return step_done(db, st, "append history", err);
+}
+
+void rk_history_free(struct rk_history_entry *h, size_t n)
+{
+	for (size_t i = 0; h && i < n; i++) {
+		free(h[i].session_id);
+		free(h[i].bot_id);
+		free(h[i].kind);
+		free(h[i].data);
+	}
+	free(h);
+}
+
+int rk_db_history_list(struct rk_db *db, const char *computer_id, const char *session_id, int64_t after,
+		       size_t limit, struct rk_history_entry **out, size_t *n, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"SELECT id, session_id, bot_id, kind, data, exit_code, signal, created_at FROM "
+				"terminal_history WHERE computer_id = ?1 AND (?2 IS NULL OR session_id = ?2) AND "
+				"id > ?3 ORDER BY id LIMIT ?4",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, computer_id);
+	bind_text(st, 2, session_id);
+	sqlite3_bind_int64(st, 3, after);
+	sqlite3_bind_int64(st, 4, limit ? (int64_t)limit : 1000);
+	size_t cap = 16, count = 0;
+	struct rk_history_entry *arr = rk_xcalloc(cap, sizeof(*arr));
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (count == cap) {
+			cap *= 2;
+			arr = rk_xrealloc(arr, cap * sizeof(*arr));
+		}
+		struct rk_history_entry *h = &arr[count++];
+		memset(h, 0, sizeof(*h));
+		h->id = sqlite3_column_int64(st, 0);
+		h->session_id = col_text(st, 1);
+		h->bot_id = col_text(st, 2);
+		h->kind = col_text(st, 3);
+		int len = sqlite3_column_bytes(st, 4);
+		const void *blob = sqlite3_column_blob(st, 4);
+		h->data = rk_xmalloc((size_t)len + 1);
+		if (len > 0)
+			memcpy(h->data, blob, (size_t)len);
+		h->data[len] = '\0';
+		h->data_len = (size_t)len;
+		h->exit_code = col_int(st, 5, -1);
+		h->signal = col_int(st, 6, -1);
+		h->created_at = sqlite3_column_int64(st, 7);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		rk_history_free(arr, count);
+		return sql_error(db, err, "list history");
+	}
+	*out = arr;
+	*n = count;
+	return 0;
+}

@@ -1,0 +1,106 @@
+#include "engine.h"
+
+#include <limits.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/log.h"
+
+char *rk_data_dir_resolve(void)
+{
+	const char *d = getenv("RAKAZO_DATA_DIR");
+	if (d && *d)
+		return rk_xstrdup(d);
+	const char *xdg = getenv("XDG_DATA_HOME");
+	if (xdg && *xdg == '/')
+		return rk_xasprintf("%s/rakazo", xdg);
+	const char *home = getenv("HOME");
+	if (!home || !*home) {
+		struct passwd *pw = getpwuid(getuid());
+		home = pw ? pw->pw_dir : "/tmp";
+	}
+	return rk_xasprintf("%s/.local/share/rakazo", home);
+}
+
+static char *resolve_owner(void)
+{
+	const char *o = getenv("RAKAZO_OWNER");
+	if (o && *o)
+		return rk_xstrdup(o);
+	struct passwd *pw = getpwuid(getuid());
+	if (pw)
+		return rk_xasprintf("user:%s", pw->pw_name);
+	return rk_xasprintf("user:%d", (int)getuid());
+}
+
+static char *resolve_self(void)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return rk_xstrdup("rakazo");
+	buf[n] = '\0';
+	return rk_xstrdup(buf);
+}
+
+int rk_engine_open(struct rk_engine **out, struct rk_error *err)
+{
+	struct rk_engine *eng = rk_xcalloc(1, sizeof(*eng));
+	eng->data_dir = rk_data_dir_resolve();
+	int r = rk_db_open(eng->data_dir, &eng->db, err);
+	if (r) {
+		rk_engine_free(eng);
+		return r;
+	}
+	rk_log_open(eng->data_dir);
+	eng->owner = resolve_owner();
+	const char *bin = getenv("RAKAZO_SELF");
+	eng->self_exe = bin && *bin ? rk_xstrdup(bin) : resolve_self();
+	*out = eng;
+	return 0;
+}
+
+void rk_engine_free(struct rk_engine *eng)
+{
+	if (!eng)
+		return;
+	rk_db_close(eng->db);
+	free(eng->data_dir);
+	free(eng->owner);
+	free(eng->self_exe);
+	free(eng);
+}
+
+const struct rk_provider_ops *rk_engine_provider(const struct rk_computer *c, struct rk_error *err)
+{
+	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
+	if (!ops)
+		rk_error_set(err, RK_EUNAVAILABLE, "computer '%s' uses provider '%s', which this rakazo does not have",
+			     c->name, c->kind);
+	return ops;
+}
+
+void rk_machine_ctx_init(struct rk_machine_ctx *mc, struct rk_engine *eng, const struct rk_computer *c)
+{
+	memset(mc, 0, sizeof(*mc));
+	mc->home_dir = rk_xasprintf("%s/homes/%s", eng->data_dir, c->home_key);
+	mc->run_dir = rk_xasprintf("%s/run/%s", eng->data_dir, c->id);
+	mc->m.computer_id = c->id;
+	mc->m.home_key = c->home_key;
+	mc->m.data_dir = eng->data_dir;
+	mc->m.home_dir = mc->home_dir;
+	mc->m.run_dir = mc->run_dir;
+	mc->m.ref = c->provider_ref;
+	mc->m.options_json = c->options;
+}
+
+void rk_machine_ctx_release(struct rk_machine_ctx *mc)
+{
+	free(mc->home_dir);
+	free(mc->run_dir);
+	memset(mc, 0, sizeof(*mc));
+}

@@ -1,0 +1,33 @@
+#ifndef RK_ENGINE_H
+#define RK_ENGINE_H
+/* The engine handle: the data directory, the database and who is acting.
+ * cmd/ and tui/ open one per process with rk_engine_open. */
+
+#include "../providers/provider.h"
+#include "db.h"
+#include "util/err.h"
+
+struct rk_engine {
+	char *data_dir;
+	struct rk_db *db;
+	char *owner;   /* who acts: RAKAZO_OWNER, else "user:<login>" */
+	char *self_exe; /* path of the rakazo binary, for spawning the worker and holders */
+};
+
+/* DATA_DIR: RAKAZO_DATA_DIR, else $XDG_DATA_HOME/rakazo, else ~/.local/share/rakazo. malloc'd. */
+char *rk_data_dir_resolve(void);
+int rk_engine_open(struct rk_engine **out, struct rk_error *err);
+void rk_engine_free(struct rk_engine *eng);
+
+/* The provider of a computer; RK_EUNAVAILABLE when the kind is unknown here. */
+const struct rk_provider_ops *rk_engine_provider(const struct rk_computer *c, struct rk_error *err);
+
+/* A struct rk_machine for a computer, with the strings it points to. */
+struct rk_machine_ctx {
+	struct rk_machine m;
+	char *home_dir, *run_dir;
+};
+void rk_machine_ctx_init(struct rk_machine_ctx *mc, struct rk_engine *eng, const struct rk_computer *c);
+void rk_machine_ctx_release(struct rk_machine_ctx *mc);
+
+#endif

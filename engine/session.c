@@ -1,0 +1,861 @@
+#include "session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "execution.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/id.h"
+#include "util/json.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define HOLD_MAX (8u * 1024 * 1024) /* unread output a holder keeps */
+#define REQUEST_MAX (16u * 1024 * 1024)
+
+/* --- replies ------------------------------------------------------------- */
+
+void rk_session_reply_release(struct rk_session_reply *r)
+{
+	if (!r)
+		return;
+	free(r->session);
+	free(r->output);
+	memset(r, 0, sizeof(*r));
+}
+
+static const char *signal_name(int signo)
+{
+	static const struct {
+		int n;
+		const char *name;
+	} names[] = {{SIGHUP, "SIGHUP"}, {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+		     {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"}, {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
+		     {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"}, {SIGPIPE, "SIGPIPE"},
+		     {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].n == signo)
+			return names[i].name;
+	return NULL;
+}
+
+cJSON *rk_session_reply_to_json(const struct rk_session_reply *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	rk_json_add_str_or_null(o, "session", r->session);
+	cJSON_AddBoolToObject(o, "running", r->running);
+	if (r->exited)
+		cJSON_AddNumberToObject(o, "exitCode", r->exit_code);
+	else
+		cJSON_AddNullToObject(o, "exitCode");
+	if (r->signo > 0) {
+		const char *n = signal_name(r->signo);
+		if (n)
+			cJSON_AddStringToObject(o, "signal", n);
+		else
+			cJSON_AddNumberToObject(o, "signal", r->signo);
+	} else {
+		cJSON_AddNullToObject(o, "signal");
+	}
+	cJSON_AddStringToObject(o, "output", r->output ? r->output : "");
+	cJSON_AddBoolToObject(o, "truncated", r->truncated);
+	if (r->lost)
+		cJSON_AddBoolToObject(o, "lost", 1);
+	return o;
+}
+
+/* Valid UTF-8 only: JSON consumers choke on anything else. */
+static char *utf8_sanitize(const unsigned char *s, size_t n, size_t *out_len)
+{
+	struct rk_buf b;
+	rk_buf_init(&b);
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = s[i];
+		size_t need = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
+		int ok = need != 9 && i + need < n + (need ? 0 : 1);
+		if (ok && need) {
+			if (i + need >= n + 1)
+				ok = 0;
+			for (size_t k = 1; ok && k <= need; k++)
+				if (i + k >= n || (s[i + k] & 0xC0) != 0x80)
+					ok = 0;
+			if (ok) {
+				uint32_t cp = need == 1 ? (uint32_t)(c & 0x1F) : need == 2 ? (uint32_t)(c & 0x0F) : (uint32_t)(c & 0x07);
+				for (size_t k = 1; k <= need; k++)
+					cp = (cp << 6) | (s[i + k] & 0x3F);
+				if ((need == 1 && cp < 0x80) || (need == 2 && cp < 0x800) || (need == 3 && cp < 0x10000) ||
+				    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+					ok = 0;
+			}
+		}
+		if (!ok) {
+			rk_buf_adds(&b, "\xEF\xBF\xBD");
+			i++;
+			continue;
+		}
+		if (c == 0) {
+			rk_buf_adds(&b, "\xEF\xBF\xBD"); /* NUL would cut C strings */
+		} else {
+			rk_buf_add(&b, s + i, need + 1);
+		}
+		i += need + 1;
+	}
+	return rk_buf_detach(&b, out_len);
+}
+
+int rk_session_check_yield(int64_t yield_ms, struct rk_error *err)
+{
+	if (yield_ms < RK_SESSION_YIELD_MIN_MS || yield_ms > RK_SESSION_YIELD_MAX_MS)
+		return rk_error_set(err, RK_EINVALID, "yield must be from %d to %d ms, not %lld",
+				    RK_SESSION_YIELD_MIN_MS, RK_SESSION_YIELD_MAX_MS, (long long)yield_ms);
+	return 0;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static void add_utf8(struct rk_buf *b, uint32_t cp)
+{
+	char u[4];
+	if (cp < 0x80) {
+		rk_buf_addc(b, (char)cp);
+	} else if (cp < 0x800) {
+		u[0] = (char)(0xC0 | (cp >> 6));
+		u[1] = (char)(0x80 | (cp & 0x3F));
+		rk_buf_add(b, u, 2);
+	} else if (cp < 0x10000) {
+		u[0] = (char)(0xE0 | (cp >> 12));
+		u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		u[2] = (char)(0x80 | (cp & 0x3F));
+		rk_buf_add(b, u, 3);
+	} else {
+		u[0] = (char)(0xF0 | (cp >> 18));
+		u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+		u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		u[3] = (char)(0x80 | (cp & 0x3F));
+		rk_buf_add(b, u, 4);
+	}
+}
+
+int rk_unescape_c(const char *in, struct rk_buf *out, struct rk_error *err)
+{
+	for (const char *p = in; *p; p++) {
+		if (*p != '\\') {
+			rk_buf_addc(out, *p);
+			continue;
+		}
+		p++;
+		switch (*p) {
+		case 'n': rk_buf_addc(out, '\n'); break;
+		case 't': rk_buf_addc(out, '\t'); break;
+		case 'r': rk_buf_addc(out, '\r'); break;
+		case 'a': rk_buf_addc(out, '\a'); break;
+		case 'b': rk_buf_addc(out, '\b'); break;
+		case 'e': rk_buf_addc(out, 0x1b); break;
+		case 'f': rk_buf_addc(out, '\f'); break;
+		case 'v': rk_buf_addc(out, '\v'); break;
+		case '\\': rk_buf_addc(out, '\\'); break;
+		case '"': rk_buf_addc(out, '"'); break;
+		case '\'': rk_buf_addc(out, '\''); break;
+		case 'x': {
+			int h1 = hexval(p[1]), h2 = h1 >= 0 ? hexval(p[2]) : -1;
+			if (h1 < 0)
+				return rk_error_set(err, RK_EINVALID, "bad escape \\x at byte %zu: two hex digits expected",
+						    (size_t)(p - in));
+			if (h2 >= 0) {
+				rk_buf_addc(out, (char)(h1 * 16 + h2));
+				p += 2;
+			} else {
+				rk_buf_addc(out, (char)h1);
+				p += 1;
+			}
+			break;
+		}
+		case 'u': {
+			uint32_t cp = 0;
+			for (int k = 1; k <= 4; k++) {
+				int h = hexval(p[k]);
+				if (h < 0)
+					return rk_error_set(err, RK_EINVALID, "bad escape \\u at byte %zu: four hex digits expected",
+							    (size_t)(p - in));
+				cp = cp * 16 + (uint32_t)h;
+			}
+			add_utf8(out, cp);
+			p += 4;
+			break;
+		}
+		case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
+			int v = 0, k = 0;
+			while (k < 3 && p[k] >= '0' && p[k] <= '7')
+				v = v * 8 + (p[k++] - '0');
+			rk_buf_addc(out, (char)(v & 0xFF));
+			p += k - 1;
+			break;
+		}
+		case '\0':
+			return rk_error_set(err, RK_EINVALID, "input ends with a lone backslash");
+		default:
+			return rk_error_set(err, RK_EINVALID, "unknown escape \\%c at byte %zu", *p, (size_t)(p - in));
+		}
+	}
+	return 0;
+}
+
+/* --- the socket ----------------------------------------------------------------- */
+
+/* Abstract names have no length trouble with deep data dirs and leave nothing
+ * behind; SO_PEERCRED stands in for file permissions. */
+static socklen_t session_addr(const char *sid, struct sockaddr_un *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	int n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "rakazo-session-%s", sid);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static int send_all(int fd, const char *data, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		data += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Reads one '\n'-terminated line (bounded) with a deadline. */
+static int recv_line(int fd, struct rk_buf *line, int64_t timeout_ms)
+{
+	int64_t deadline = rk_monotonic_ms() + timeout_ms;
+	for (;;) {
+		char *nl = memchr(line->data, '\n', line->len);
+		if (nl) {
+			line->len = (size_t)(nl - line->data);
+			line->data[line->len] = '\0';
+			return 0;
+		}
+		if (line->len > REQUEST_MAX)
+			return -1;
+		int64_t left = deadline - rk_monotonic_ms();
+		if (left <= 0)
+			return -2;
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		int pr = poll(&pfd, 1, (int)(left > 1000 ? 1000 : left));
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
+			continue;
+		char buf[65536];
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		rk_buf_add(line, buf, (size_t)n);
+	}
+}
+
+static char *b64_encode(const void *data, size_t len)
+{
+	size_t n = sodium_base64_encoded_len(len, sodium_base64_VARIANT_ORIGINAL);
+	char *s = rk_xmalloc(n);
+	sodium_bin2base64(s, n, data, len, sodium_base64_VARIANT_ORIGINAL);
+	return s;
+}
+
+static int b64_decode(const char *s, struct rk_buf *out)
+{
+	size_t cap = strlen(s) / 4 * 3 + 3, len = 0;
+	rk_buf_grow(out, cap);
+	if (sodium_base642bin((unsigned char *)out->data + out->len, cap, s, strlen(s), NULL, &len, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) != 0)
+		return -1;
+	out->len += len;
+	out->data[out->len] = '\0';
+	return 0;
+}
+
+/* --- the holder ------------------------------------------------------------------ */
+
+struct holder {
+	struct rk_db *db;
+	const struct rk_provider_ops *ops;
+	struct rk_proc *proc;
+	char *sid, *computer_id, *owner, *bot_id;
+	int tty;
+	struct rk_buf pending; /* output not yet handed out */
+	int dropped;           /* pending lost its head to HOLD_MAX */
+	int eof;
+	int ended;
+	struct rk_exit_status status;
+	int64_t idle_ms;
+};
+
+static void holder_pump(struct holder *h)
+{
+	if (h->eof)
+		return;
+	struct rk_error e;
+	size_t before = h->pending.len;
+	if (h->proc->ops->read(h->proc, &h->pending, &h->eof, &e) != 0)
+		h->eof = 1; /* a broken stream ends the output */
+	(void)before;
+	if (h->pending.len > HOLD_MAX) {
+		rk_buf_consume(&h->pending, h->pending.len - HOLD_MAX);
+		h->dropped = 1;
+	}
+}
+
+static void holder_check_end(struct holder *h)
+{
+	if (h->ended || !h->eof)
+		return;
+	struct rk_error e;
+	struct rk_exit_status st = {0};
+	if (h->proc->ops->wait(h->proc, &st, &e) != 0) {
+		st.lost = 1;
+		st.exited = 1;
+	}
+	if (st.exited || st.lost) {
+		h->status = st;
+		h->ended = 1;
+	}
+}
+
+/* Waits (pumping output) until the command ends or the deadline passes. */
+static void holder_wait(struct holder *h, int64_t deadline)
+{
+	for (;;) {
+		holder_pump(h);
+		holder_check_end(h);
+		if (h->ended)
+			return;
+		int64_t left = deadline - rk_monotonic_ms();
+		if (left <= 0)
+			return;
+		if (h->eof) {
+			rk_sleep_ms(left < 10 ? left : 10);
+			continue;
+		}
+		struct pollfd pfd = {.fd = h->proc->ops->poll_fd(h->proc), .events = POLLIN};
+		poll(&pfd, 1, (int)(left > 200 ? 200 : left));
+	}
+}
+
+static void holder_reply(struct holder *h, int client, size_t max_output, const char *error_code,
+			 const char *error_message)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (error_code) {
+		cJSON *er = cJSON_AddObjectToObject(o, "error");
+		cJSON_AddStringToObject(er, "code", error_code);
+		cJSON_AddStringToObject(er, "message", error_message);
+	} else {
+		size_t take = h->pending.len, skip = 0;
+		int truncated = h->dropped;
+		if (take > max_output) {
+			skip = take - max_output;
+			/* start the tail on a character, not inside one */
+			while (skip < h->pending.len && ((unsigned char)h->pending.data[skip] & 0xC0) == 0x80)
+				skip++;
+			take = h->pending.len - skip;
+			truncated = 1;
+		}
+		if (h->pending.len)
+			rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, "output", h->pending.data,
+					     h->pending.len, -1, -1, NULL);
+		char *b64 = b64_encode(h->pending.data + skip, take);
+		cJSON_AddStringToObject(o, "output_b64", b64);
+		free(b64);
+		cJSON_AddBoolToObject(o, "truncated", truncated);
+		cJSON_AddBoolToObject(o, "running", !h->ended);
+		if (h->ended) {
+			cJSON_AddBoolToObject(o, "exited", h->status.exited && !h->status.lost && h->status.signo <= 0);
+			cJSON_AddNumberToObject(o, "exit_code", h->status.code);
+			cJSON_AddNumberToObject(o, "signo", h->status.signo);
+			cJSON_AddBoolToObject(o, "lost", h->status.lost);
+		}
+		rk_buf_reset(&h->pending);
+		h->dropped = 0;
+	}
+	char *text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	struct rk_buf b;
+	rk_buf_init(&b);
+	rk_buf_adds(&b, text);
+	rk_buf_addc(&b, '\n');
+	free(text);
+	send_all(client, b.data, b.len);
+	rk_buf_release(&b);
+}
+
+static void holder_input(struct holder *h, const char *data, size_t len, struct rk_error *err)
+{
+	size_t start = 0;
+	for (size_t i = 0; i <= len; i++) {
+		int special = i < len && !h->tty && (data[i] == 0x03 || data[i] == 0x04);
+		if (i < len && !special)
+			continue;
+		if (i > start && h->proc->ops->write(h->proc, data + start, i - start, err) != 0)
+			return;
+		if (special) {
+			if (data[i] == 0x03)
+				h->proc->ops->signal(h->proc, SIGINT, err);
+			else
+				h->proc->ops->close_stdin(h->proc, err);
+		}
+		start = i + 1;
+	}
+}
+
+static void holder_serve(struct holder *h, int client)
+{
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	if (getsockopt(client, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.uid != getuid())
+		return; /* not ours: say nothing */
+	struct rk_buf line;
+	rk_buf_init(&line);
+	if (recv_line(client, &line, 5000) != 0) {
+		rk_buf_release(&line);
+		return;
+	}
+	struct rk_error e;
+	cJSON *req = rk_json_parse(line.data, line.len, "session request", &e);
+	rk_buf_release(&line);
+	if (!req) {
+		holder_reply(h, client, 0, "invalid_argument", e.message);
+		return;
+	}
+	const char *op = rk_json_string(req, "op", "");
+	const char *owner = rk_json_string(req, "owner", "");
+	int64_t yield = 0, max_out = RK_SESSION_OUTPUT_DEFAULT;
+	rk_json_get_int(req, "yield_ms", 0, RK_SESSION_YIELD_MAX_MS, 0, &yield, "request", NULL);
+	rk_json_get_int(req, "max_output", 1, 64 * 1024 * 1024, RK_SESSION_OUTPUT_DEFAULT, &max_out, "request", NULL);
+	rk_db_session_touch(h->db, h->sid, 0, NULL);
+	if (strcmp(owner, h->owner) != 0) {
+		holder_reply(h, client, 0, "denied", "this session belongs to someone else");
+		cJSON_Delete(req);
+		return;
+	}
+	rk_error_clear(&e);
+	if (!strcmp(op, "read") || !strcmp(op, "input")) {
+		const char *b64 = rk_json_string(req, "data_b64", NULL);
+		if (b64 && *b64 && !h->ended) {
+			struct rk_buf in;
+			rk_buf_init(&in);
+			if (b64_decode(b64, &in) == 0) {
+				rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, "input", in.data, in.len, -1,
+						     -1, NULL);
+				holder_input(h, in.data, in.len, &e);
+			}
+			rk_buf_release(&in);
+		}
+		holder_wait(h, rk_monotonic_ms() + yield);
+		if (e.code && !h->ended)
+			holder_reply(h, client, 0, rk_code_name(e.code), e.message);
+		else
+			holder_reply(h, client, (size_t)max_out, NULL, NULL);
+	} else if (!strcmp(op, "resize")) {
+		int64_t rows = 24, cols = 80;
+		rk_json_get_int(req, "rows", 1, 1000, 24, &rows, "request", NULL);
+		rk_json_get_int(req, "cols", 1, 1000, 80, &cols, "request", NULL);
+		if (h->ended)
+			holder_reply(h, client, (size_t)max_out, NULL, NULL);
+		else if (h->proc->ops->resize(h->proc, (int)rows, (int)cols, &e) != 0)
+			holder_reply(h, client, 0, rk_code_name(e.code), e.message);
+		else {
+			/* a resize hands back nothing: keep the output for the next read */
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddBoolToObject(o, "ok", 1);
+			char *t = cJSON_PrintUnformatted(o);
+			cJSON_Delete(o);
+			send_all(client, t, strlen(t));
+			send_all(client, "\n", 1);
+			free(t);
+		}
+	} else if (!strcmp(op, "kill")) {
+		if (!h->ended) {
+			h->proc->ops->signal(h->proc, SIGTERM, &e);
+			holder_wait(h, rk_monotonic_ms() + 2000);
+			if (!h->ended) {
+				h->proc->ops->signal(h->proc, SIGKILL, &e);
+				holder_wait(h, rk_monotonic_ms() + 3000);
+			}
+			if (!h->ended) { /* the machine does not answer: give up on it */
+				h->ended = 1;
+				h->status.lost = 1;
+			}
+		}
+		holder_reply(h, client, (size_t)max_out, NULL, NULL);
+	} else {
+		holder_reply(h, client, 0, "invalid_argument", "unknown session operation");
+	}
+	cJSON_Delete(req);
+}
+
+static void holder_loop(struct holder *h, int lsock)
+{
+	int64_t last_used = rk_monotonic_ms();
+	for (;;) {
+		struct pollfd pfd[2] = {{.fd = lsock, .events = POLLIN},
+					{.fd = h->eof ? -1 : h->proc->ops->poll_fd(h->proc), .events = POLLIN}};
+		int pr = poll(pfd, 2, h->eof && !h->ended ? 50 : 1000);
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents)
+			holder_pump(h);
+		holder_check_end(h);
+		if (pfd[0].revents & POLLIN) {
+			int client = accept4(lsock, NULL, NULL, SOCK_CLOEXEC);
+			if (client >= 0) {
+				holder_serve(h, client);
+				close(client);
+				last_used = rk_monotonic_ms();
+				/* the end has been handed out: the session is over */
+				if (h->ended && h->pending.len == 0)
+					break;
+			}
+		}
+		if (rk_monotonic_ms() - last_used > h->idle_ms) {
+			rk_log(RK_LOG_INFO, "session %s: idle for %lld ms, ending it", h->sid, (long long)h->idle_ms);
+			struct rk_error e;
+			if (!h->ended) {
+				h->proc->ops->signal(h->proc, SIGKILL, &e);
+				holder_wait(h, rk_monotonic_ms() + 2000);
+			}
+			break;
+		}
+	}
+	int64_t code = h->ended && h->status.exited && !h->status.lost && h->status.signo <= 0 ? h->status.code : -1;
+	int64_t sig = h->ended && h->status.signo > 0 ? h->status.signo : -1;
+	rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, "exit", NULL, 0, code, sig, NULL);
+	rk_db_session_end(h->db, h->sid, code, sig, NULL);
+}
+
+/* In the detached holder process; never returns. */
+static void holder_main(const char *data_dir, const struct rk_computer *c, const char *owner, const char *sid,
+			const struct rk_session_request *req, int ready_fd)
+{
+	struct rk_error err;
+	struct holder h = {0};
+	struct rk_machine_ctx mc;
+	struct rk_engine eng = {0};
+	const char *msg = NULL;
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	/* a fresh connection: the parent's must not be used across fork */
+	if (rk_db_open(data_dir, &h.db, &err) != 0)
+		goto fail;
+	eng.data_dir = (char *)data_dir;
+	rk_machine_ctx_init(&mc, &eng, c);
+	h.ops = rk_provider_find(c->kind);
+	if (!h.ops || !h.ops->exec_spawn) {
+		rk_error_set(&err, RK_EUNSUPPORTED, "provider '%s' cannot run commands", c->kind);
+		goto fail;
+	}
+	if (req->tty && !(h.ops->caps & RK_CAP_TTY)) {
+		rk_error_set(&err, RK_EUNSUPPORTED, "provider '%s' gives no terminal: run without --tty", c->kind);
+		goto fail;
+	}
+	int lsock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa;
+	socklen_t sl = session_addr(sid, &sa);
+	if (lsock < 0 || bind(lsock, (struct sockaddr *)&sa, sl) != 0 || listen(lsock, 16) != 0) {
+		rk_error_errno(&err, RK_EFAILED, errno, "cannot open the session socket");
+		goto fail;
+	}
+	struct rk_exec_request xr = {.command = req->command, .cwd = req->cwd, .env = req->env, .tty = req->tty,
+				     .rows = req->rows, .cols = req->cols};
+	if (h.ops->exec_spawn(&mc.m, &xr, &h.proc, &err) != 0)
+		goto fail;
+	h.sid = (char *)sid;
+	h.computer_id = c->id;
+	h.owner = (char *)owner;
+	h.bot_id = (char *)req->bot_id;
+	h.tty = req->tty;
+	rk_buf_init(&h.pending);
+	const char *idle = getenv("RAKAZO_SESSION_IDLE_MS");
+	h.idle_ms = idle && atoll(idle) > 0 ? atoll(idle) : 30LL * 60 * 1000;
+	rk_db_session_touch(h.db, sid, getpid(), NULL);
+	rk_db_history_append(h.db, c->id, sid, req->bot_id, "command", req->command, strlen(req->command), -1, -1,
+			     NULL);
+	(void)!write(ready_fd, "ok\n", 3);
+	close(ready_fd);
+	holder_loop(&h, lsock);
+	h.proc->ops->free(h.proc);
+	rk_db_close(h.db);
+	_exit(0);
+fail:
+	msg = err.message;
+	{
+		char *line = rk_xasprintf("%s\t%s\n", rk_code_name(err.code), msg);
+		(void)!write(ready_fd, line, strlen(line));
+		free(line);
+	}
+	if (h.db)
+		rk_db_session_end(h.db, sid, -1, -1, NULL);
+	_exit(1);
+}
+
+/* --- the caller's side ------------------------------------------------------------------ */
+
+static int call_holder(const char *sid, cJSON *req, int64_t timeout_ms, cJSON **reply, struct rk_error *err)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa;
+	socklen_t sl = session_addr(sid, &sa);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sl) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return rk_error_set(err, RK_ENOTFOUND, "session %s has ended (its holder is gone)", sid);
+	}
+	char *text = cJSON_PrintUnformatted(req);
+	struct rk_buf b;
+	rk_buf_init(&b);
+	rk_buf_adds(&b, text);
+	rk_buf_addc(&b, '\n');
+	free(text);
+	int r = 0;
+	if (send_all(fd, b.data, b.len) != 0) {
+		r = rk_error_set(err, RK_EOUTCOME_UNKNOWN, "session %s: the request could not be sent whole", sid);
+		goto out;
+	}
+	rk_buf_reset(&b);
+	int lr = recv_line(fd, &b, timeout_ms);
+	if (lr != 0) {
+		/* the input may have reached the command: never send it again */
+		r = rk_error_set(err, RK_EOUTCOME_UNKNOWN, "session %s: the reply was lost; its input may have been "
+				 "delivered (read with empty input to see)", sid);
+		goto out;
+	}
+	*reply = rk_json_parse(b.data, b.len, "session reply", err);
+	if (!*reply)
+		r = -err->code;
+out:
+	rk_buf_release(&b);
+	close(fd);
+	return r;
+}
+
+static int reply_from_json(const char *sid, const cJSON *o, struct rk_session_reply *out, struct rk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	const cJSON *er = cJSON_GetObjectItemCaseSensitive(o, "error");
+	if (cJSON_IsObject(er))
+		return rk_error_set(err, rk_code_from_name(rk_json_string(er, "code", "failed")), "session %s: %s", sid,
+				    rk_json_string(er, "message", "failed"));
+	struct rk_buf raw;
+	rk_buf_init(&raw);
+	if (b64_decode(rk_json_string(o, "output_b64", ""), &raw) != 0) {
+		rk_buf_release(&raw);
+		return rk_error_set(err, RK_ECORRUPT, "session %s: bad output encoding", sid);
+	}
+	out->output = utf8_sanitize((const unsigned char *)raw.data, raw.len, &out->output_len);
+	rk_buf_release(&raw);
+	out->truncated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "truncated"));
+	out->running = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "running"));
+	if (!out->running) {
+		out->exited = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "exited"));
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "exit_code");
+		out->exit_code = cJSON_IsNumber(c) ? c->valueint : 0;
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "signo");
+		out->signo = cJSON_IsNumber(s) ? s->valueint : 0;
+		out->lost = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "lost"));
+	} else {
+		out->session = rk_xstrdup(sid);
+	}
+	return 0;
+}
+
+static int session_call(struct rk_engine *eng, const char *sid, const char *op, const void *data, size_t len,
+			int64_t yield_ms, size_t max_output, cJSON *extra, struct rk_session_reply *out,
+			struct rk_error *err)
+{
+	cJSON *req = extra ? extra : cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "op", op);
+	cJSON_AddStringToObject(req, "owner", eng->owner);
+	cJSON_AddNumberToObject(req, "yield_ms", (double)yield_ms);
+	cJSON_AddNumberToObject(req, "max_output", (double)(max_output ? max_output : RK_SESSION_OUTPUT_DEFAULT));
+	if (len) {
+		char *b64 = b64_encode(data, len);
+		cJSON_AddStringToObject(req, "data_b64", b64);
+		free(b64);
+	}
+	cJSON *reply = NULL;
+	/* the holder answers within the yield, or within the kill's 5 s */
+	int r = call_holder(sid, req, yield_ms + 15000, &reply, err);
+	cJSON_Delete(req);
+	if (r)
+		return r;
+	if (out)
+		r = reply_from_json(sid, reply, out, err);
+	else if (cJSON_GetObjectItemCaseSensitive(reply, "error"))
+		r = rk_error_set(err, rk_code_from_name(rk_json_string(cJSON_GetObjectItemCaseSensitive(reply, "error"), "code", "failed")),
+				 "session %s: %s", sid,
+				 rk_json_string(cJSON_GetObjectItemCaseSensitive(reply, "error"), "message", "failed"));
+	cJSON_Delete(reply);
+	return r;
+}
+
+/* The session must be this computer's and this caller's. */
+static int check_session(struct rk_engine *eng, const char *computer_id, const char *sid, struct rk_error *err)
+{
+	struct rk_session_row s = {0};
+	int r = rk_db_session_get(eng->db, sid, &s, err);
+	if (r)
+		return r;
+	if (strcmp(s.computer_id, computer_id) != 0)
+		r = rk_error_set(err, RK_ENOTFOUND, "session %s does not belong to this computer", sid);
+	else if (strcmp(s.owner, eng->owner) != 0)
+		r = rk_error_set(err, RK_EDENIED, "session %s belongs to %s", sid, s.owner);
+	else if (!strcmp(s.state, "ended"))
+		r = rk_error_set(err, RK_ENOTFOUND, "session %s has ended", sid);
+	rk_session_row_release(&s);
+	return r;
+}
+
+int rk_session_start(struct rk_engine *eng, struct rk_computer *c, const struct rk_session_request *req,
+		     struct rk_session_reply *out, struct rk_error *err)
+{
+	int64_t yield = req->yield_ms ? req->yield_ms : RK_SESSION_YIELD_DEFAULT_MS;
+	int r;
+	if ((r = rk_session_check_yield(yield, err)))
+		return r;
+	if (!req->command || !*req->command)
+		return rk_error_set(err, RK_EUSAGE, "no command given");
+	if (req->tty && (req->rows < 0 || req->rows > 1000 || req->cols < 0 || req->cols > 1000))
+		return rk_error_set(err, RK_EINVALID, "rows and cols must be from 1 to 1000");
+	if ((r = rk_computer_ensure_running(eng, c, err)))
+		return r;
+	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
+	if (!ops)
+		return -err->code;
+	if (req->tty && !(ops->caps & RK_CAP_TTY))
+		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' gives no terminal: run without --tty", c->kind);
+
+	char *sid = rk_id_new("cse");
+	struct rk_session_row row = {.id = sid, .computer_id = c->id, .owner = eng->owner,
+				     .command = (char *)req->command, .tty = req->tty, .created_at = rk_now_ms()};
+	if ((r = rk_db_session_insert(eng->db, &row, err))) {
+		free(sid);
+		return r;
+	}
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) != 0) {
+		r = rk_error_errno(err, RK_EFAILED, errno, "cannot make a pipe");
+		free(sid);
+		return r;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		r = rk_error_errno(err, RK_EFAILED, errno, "cannot start the session holder");
+		close(pfd[0]);
+		close(pfd[1]);
+		free(sid);
+		return r;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		setsid();
+		pid_t p2 = fork();
+		if (p2 != 0)
+			_exit(p2 < 0 ? 1 : 0);
+		int dn = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (dn >= 0) {
+			dup2(dn, 0);
+			dup2(dn, 1);
+			dup2(dn, 2);
+		}
+		holder_main(eng->data_dir, c, eng->owner, sid, req, pfd[1]);
+	}
+	close(pfd[1]);
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	struct rk_buf ready;
+	rk_buf_init(&ready);
+	char buf[4096];
+	ssize_t n;
+	while ((n = rk_fs_read_fd(pfd[0], buf, sizeof(buf))) > 0 && ready.len < 65536)
+		rk_buf_add(&ready, buf, (size_t)n);
+	close(pfd[0]);
+	if (strncmp(ready.data, "ok\n", 3) != 0) {
+		char *tab = strchr(ready.data, '\t');
+		if (tab) {
+			*tab = '\0';
+			size_t l = strlen(tab + 1);
+			if (l && tab[l] == '\n')
+				tab[l] = '\0';
+			r = rk_error_set(err, rk_code_from_name(ready.data), "%s", tab + 1);
+		} else {
+			r = rk_error_set(err, RK_EFAILED, "the session holder died while starting");
+		}
+		rk_buf_release(&ready);
+		free(sid);
+		return r;
+	}
+	rk_buf_release(&ready);
+	r = session_call(eng, sid, "read", NULL, 0, yield, req->max_output, NULL, out, err);
+	free(sid);
+	return r;
+}
+
+int rk_session_input(struct rk_engine *eng, const char *computer_id, const char *session_id, const void *data,
+		     size_t len, int64_t yield_ms, size_t max_output, struct rk_session_reply *out,
+		     struct rk_error *err)
+{
+	int r = check_session(eng, computer_id, session_id, err);
+	if (r)
+		return r;
+	if ((r = rk_session_check_yield(yield_ms, err)))
+		return r;
+	return session_call(eng, session_id, "input", data, len, yield_ms, max_output, NULL, out, err);
+}
+
+int rk_session_resize(struct rk_engine *eng, const char *computer_id, const char *session_id, int rows, int cols,
+		      struct rk_error *err)
+{
+	int r = check_session(eng, computer_id, session_id, err);
+	if (r)
+		return r;
+	if (rows < 1 || rows > 1000 || cols < 1 || cols > 1000)
+		return rk_error_set(err, RK_EINVALID, "rows and cols must be from 1 to 1000");
+	cJSON *extra = cJSON_CreateObject();
+	cJSON_AddNumberToObject(extra, "rows", rows);
+	cJSON_AddNumberToObject(extra, "cols", cols);
+	return session_call(eng, session_id, "resize", NULL, 0, 0, 0, extra, NULL, err);
+}
+
+int rk_session_kill(struct rk_engine *eng, const char *computer_id, const char *session_id,
+		    struct rk_session_reply *out, struct rk_error *err)
+{
+	int r = check_session(eng, computer_id, session_id, err);
+	if (r)
+		return r;
+	return session_call(eng, session_id, "kill", NULL, 0, 0, 0, NULL, out, err);
+}

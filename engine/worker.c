@@ -1,0 +1,153 @@
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "execution.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/time.h"
+
+static char *lock_path(struct rk_engine *eng)
+{
+	return rk_xasprintf("%s/worker.lock", eng->data_dir);
+}
+
+/* Takes the worker lock; the fd holds it until closed (or the process dies,
+ * which is how a crashed worker's commands become recoverable). */
+static int take_lock(struct rk_engine *eng, struct rk_error *err)
+{
+	char *path = lock_path(eng);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int r = rk_error_errno(err, RK_EIO, errno, "cannot open %s", path);
+		free(path);
+		return r;
+	}
+	free(path);
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		close(fd);
+		return rk_error_set(err, RK_ECONFLICT, "another worker is running for this data directory");
+	}
+	char pid[32];
+	int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) == 0)
+		(void)!pwrite(fd, pid, (size_t)n, 0);
+	return fd;
+}
+
+int rk_worker_running(struct rk_engine *eng)
+{
+	char *path = lock_path(eng);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(path);
+	if (fd < 0)
+		return 0;
+	int busy = flock(fd, LOCK_EX | LOCK_NB) != 0;
+	close(fd);
+	return busy;
+}
+
+int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, struct rk_error *err)
+{
+	int lock = take_lock(eng, err);
+	if (lock < 0)
+		return lock;
+	rk_log(RK_LOG_INFO, "worker started");
+	int r = rk_execution_recover(eng, err);
+	int64_t idle_since = rk_monotonic_ms();
+	while (r == 0 && !(opt->stop && *opt->stop)) {
+		struct rk_execution e = {0};
+		struct rk_error e2;
+		int got = 0;
+		if ((r = rk_db_begin(eng->db, err)))
+			break;
+		int c = rk_db_execution_claim(eng->db, getpid(), &e, &e2);
+		if (c == 0) {
+			got = 1;
+			rk_db_event_append(eng->db, e.id, "started", NULL, NULL);
+			r = rk_db_commit(eng->db, err);
+		} else {
+			rk_db_rollback(eng->db);
+			if (e2.code != RK_ENOTFOUND)
+				r = rk_error_set(err, e2.code, "%s", e2.message);
+		}
+		if (r) {
+			rk_execution_release(&e);
+			break;
+		}
+		if (got) {
+			rk_log(RK_LOG_INFO, "worker: %s %s on %s", e.id, e.op, e.computer_id);
+			if (rk_execution_run(eng, &e, &e2) != 0)
+				rk_log(RK_LOG_ERROR, "worker: %s: %s", e.id, e2.message);
+			rk_execution_release(&e);
+			idle_since = rk_monotonic_ms();
+			continue;
+		}
+		if (opt->once)
+			break;
+		if (opt->idle_exit_ms && rk_monotonic_ms() - idle_since > opt->idle_exit_ms) {
+			/* a command submitted while we decided to leave would wait for
+			 * nobody: drop the lock, then look once more */
+			close(lock);
+			lock = -1;
+			if (rk_db_execution_count_pending(eng->db, NULL) <= 0)
+				break;
+			if ((lock = take_lock(eng, NULL)) < 0)
+				break; /* another worker has it */
+			idle_since = rk_monotonic_ms();
+			continue;
+		}
+		rk_sleep_ms(20);
+	}
+	rk_log(RK_LOG_INFO, "worker stopped");
+	if (lock >= 0)
+		close(lock);
+	return r;
+}
+
+int rk_worker_ensure(struct rk_engine *eng, struct rk_error *err)
+{
+	if (rk_worker_running(eng))
+		return 0;
+	const char *no = getenv("RAKAZO_NO_WORKER");
+	if (no && *no && strcmp(no, "0"))
+		return 0; /* tests that want commands to stay pending */
+	pid_t pid = fork();
+	if (pid < 0)
+		return rk_error_errno(err, RK_EFAILED, errno, "cannot start the worker");
+	if (pid == 0) {
+		/* double fork: the worker is nobody's child and outlives the CLI */
+		setsid();
+		pid_t p2 = fork();
+		if (p2 != 0)
+			_exit(p2 < 0 ? 1 : 0);
+		int dn = open("/dev/null", O_RDWR);
+		if (dn >= 0) {
+			dup2(dn, 0);
+			dup2(dn, 1);
+			dup2(dn, 2);
+			if (dn > 2)
+				close(dn);
+		}
+		signal(SIGHUP, SIG_IGN);
+		setenv("RAKAZO_DATA_DIR", eng->data_dir, 1);
+		execl(eng->self_exe, "rakazo", "worker", "--idle-exit", "30", (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	/* wait until the new worker holds the lock, so callers see it */
+	for (int i = 0; i < 200 && !rk_worker_running(eng); i++)
+		rk_sleep_ms(5);
+	return 0;
+}

@@ -1,0 +1,24 @@
+#ifndef RK_WORKER_H
+#define RK_WORKER_H
+/* The background worker: one per DATA_DIR (a lock file says which), it runs
+ * pending lifecycle commands. The CLI starts one on demand; `rakazo worker`
+ * runs one in the foreground. */
+
+#include <stdint.h>
+
+#include "engine.h"
+
+struct rk_worker_options {
+	int64_t idle_exit_ms; /* exit after this long with nothing to do; 0 = never */
+	int once;             /* run what is pending, then return */
+	volatile int *stop;   /* set by a signal handler to stop between commands */
+};
+
+/* RK_ECONFLICT when another worker holds the lock. */
+int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, struct rk_error *err);
+/* Starts a detached worker (`rakazo worker --idle-exit 30`) unless one runs. */
+int rk_worker_ensure(struct rk_engine *eng, struct rk_error *err);
+/* 1 when a worker holds the lock now. */
+int rk_worker_running(struct rk_engine *eng);
+
+#endif
