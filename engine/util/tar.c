@@ -130,18 +130,39 @@ int rk_tar_write_dir(const char *dir, int fd, const char *const *exclude, struct
 	return r;
 }
 
+/* A tar member name as a workspace-relative path: a leading "./" (as
+ * `tar -C dir -c .` writes) is fine, ".." and absolute names are not. */
+static int safe_name(const char *name, char **out, struct rk_error *err)
+{
+	if (name[0] == '/')
+		return rk_error_set(err, RK_EINVALID, "absolute tar member %s", name);
+	while (name[0] == '.' && name[1] == '/')
+		name += 2;
+	if (!strcmp(name, "."))
+		name = "";
+	return rk_path_normalize(name, out, err);
+}
+
 int rk_tar_extract(int fd, const char *dir, int uid, int gid, struct rk_tar_stats *stats, struct rk_error *err)
 {
 	int r = rk_fs_mkdirs(dir, 0755, err);
 	if (r)
 		return r;
+	/* the secure-symlink check covers every component of the names we give
+	 * it, so the prefix must hold no links of its own */
+	char *real = realpath(dir, NULL);
+	if (!real)
+		return rk_error_errno(err, RK_EIO, errno, "cannot resolve %s", dir);
+	dir = real;
 	struct archive *in = archive_read_new();
 	archive_read_support_format_tar(in);
 	archive_read_support_format_gnutar(in);
 	archive_read_support_filter_all(in);
 	struct archive *out = archive_write_disk_new();
+	/* names are checked and made absolute under dir by us (safe_name), so
+	 * libarchive's no-absolute-paths check would refuse every entry */
 	int flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-		    ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS;
+		    ARCHIVE_EXTRACT_SECURE_SYMLINKS;
 	if (uid >= 0)
 		flags |= ARCHIVE_EXTRACT_OWNER;
 	archive_write_disk_set_options(out, flags);
@@ -152,25 +173,42 @@ int rk_tar_extract(int fd, const char *dir, int uid, int gid, struct rk_tar_stat
 	struct archive_entry *e;
 	int rc;
 	while ((rc = archive_read_next_header(in, &e)) == ARCHIVE_OK) {
-		const char *name = archive_entry_pathname(e);
+		char *name = rk_xstrdup(archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
 		char *norm = NULL;
-		if (rk_path_normalize(name, &norm, err) != 0 || !norm[0]) {
-			free(norm);
-			if (!norm && name && name[0] == '.' && (name[1] == '\0' || (name[1] == '/' && name[2] == '\0')))
-				continue; /* "./" itself */
+		if (safe_name(name, &norm, err) != 0) {
 			r = rk_error_set(err, RK_EINVALID, "tar entry escapes the workspace: %s", name);
+			free(name);
 			goto done;
+		}
+		if (!norm[0]) { /* "./" itself */
+			free(norm);
+			free(name);
+			continue;
 		}
 		char *full = rk_path_join(dir, norm);
 		archive_entry_set_pathname(e, full);
 		free(full);
 		free(norm);
+		if (archive_entry_hardlink(e)) {
+			char *target = NULL;
+			if (safe_name(archive_entry_hardlink(e), &target, err) != 0 || !target[0]) {
+				r = rk_error_set(err, RK_EINVALID, "tar hard link escapes the workspace: %s", name);
+				free(target);
+				free(name);
+				goto done;
+			}
+			char *tfull = rk_path_join(dir, target);
+			archive_entry_set_hardlink(e, tfull);
+			free(tfull);
+			free(target);
+		}
 		if (uid >= 0) {
 			archive_entry_set_uid(e, uid);
 			archive_entry_set_gid(e, gid);
 		}
 		if (archive_write_header(out, e) != ARCHIVE_OK) {
 			r = rk_error_set(err, RK_EIO, "cannot extract %s: %s", name, archive_error_string(out));
+			free(name);
 			goto done;
 		}
 		const void *buf;
@@ -179,18 +217,22 @@ int rk_tar_extract(int fd, const char *dir, int uid, int gid, struct rk_tar_stat
 		while ((rc = archive_read_data_block(in, &buf, &size, &off)) == ARCHIVE_OK) {
 			if (archive_write_data_block(out, buf, size, off) != ARCHIVE_OK) {
 				r = rk_error_set(err, RK_EIO, "cannot write %s: %s", name, archive_error_string(out));
+				free(name);
 				goto done;
 			}
 		}
 		if (rc != ARCHIVE_EOF) {
 			r = rk_error_set(err, RK_EINVALID, "truncated tar stream at %s: %s", name,
 					 archive_error_string(in));
+			free(name);
 			goto done;
 		}
 		if (archive_write_finish_entry(out) != ARCHIVE_OK) {
 			r = rk_error_set(err, RK_EIO, "cannot finish %s: %s", name, archive_error_string(out));
+			free(name);
 			goto done;
 		}
+		free(name);
 		if (stats && archive_entry_filetype(e) == AE_IFREG) {
 			stats->files++;
 			stats->bytes += (uint64_t)archive_entry_size(e);
@@ -202,5 +244,6 @@ done:
 	archive_read_free(in);
 	archive_write_close(out);
 	archive_write_free(out);
+	free(real);
 	return r;
 }
