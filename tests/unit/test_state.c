@@ -1,0 +1,436 @@
+/* engine/db, lease, execution, worker: real SQLite in a temporary DATA_DIR. */
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../engine/db.h"
+#include "../../engine/engine.h"
+#include "../../engine/execution.h"
+#include "../../engine/lease.h"
+#include "../../engine/util/buf.h"
+#include "../../engine/util/fs.h"
+#include "../../engine/util/json.h"
+#include "../../engine/util/time.h"
+#include "../../engine/worker.h"
+#include "check.h"
+
+static char *new_data_dir(void)
+{
+	char tmpl[] = "/tmp/rk-state-XXXXXX";
+	char *d = mkdtemp(tmpl);
+	setenv("RAKAZO_DATA_DIR", d, 1);
+	return rk_xstrdup(d);
+}
+
+static struct rk_engine *open_engine(void)
+{
+	struct rk_engine *eng = NULL;
+	struct rk_error e;
+	if (rk_engine_open(&eng, &e) != 0)
+		printf("  engine: %s\n", e.message);
+	return eng;
+}
+
+static cJSON *create_body(const char *name)
+{
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddStringToObject(b, "name", name);
+	cJSON_AddStringToObject(b, "provider", "fake");
+	return b;
+}
+
+TEST(migrations_idempotent)
+{
+	char *dir = new_data_dir();
+	struct rk_engine *eng = open_engine();
+	REQUIRE(eng != NULL);
+	CHECK_EQ_INT(rk_db_schema_version(eng->db), rk_db_migration_count());
+	char *res = NULL;
+	struct rk_error e;
+	CHECK_EQ_INT(rk_db_integrity_check(eng->db, &res, &e), 0);
+	CHECK_EQ_STR(res, "ok");
+	free(res);
+	rk_engine_free(eng);
+	/* opening again applies nothing and keeps the version */
+	eng = open_engine();
+	REQUIRE(eng != NULL);
+	CHECK_EQ_INT(rk_db_schema_version(eng->db), rk_db_migration_count());
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, NULL);
+	free(dir);
+}
+
+TEST(unusable_data_dir)
+{
+	char *dir = new_data_dir();
+	char *file = rk_path_join(dir, "plain-file");
+	rk_fs_write_atomic(file, "x", 1, 0600, NULL);
+	char *under = rk_path_join(file, "sub");
+	setenv("RAKAZO_DATA_DIR", under, 1);
+	struct rk_engine *eng = NULL;
+	struct rk_error e;
+	CHECK(rk_engine_open(&eng, &e) != 0);
+	CHECK(eng == NULL);
+	CHECK(strstr(e.message, "RAKAZO_DATA_DIR") != NULL);
+	rk_fs_remove_tree(dir, NULL);
+	free(under);
+	free(file);
+	free(dir);
+}
+
+TEST(submit_same_key_same_execution)
+{
+	char *dir = new_data_dir();
+	struct rk_engine *eng = open_engine();
+	REQUIRE(eng != NULL);
+	cJSON *body = create_body("t");
+	struct rk_submit s = {.op = "create", .body = body, .command_key = "k1"};
+	struct rk_execution a = {0}, b = {0};
+	struct rk_error e;
+	int existed;
+	REQUIRE(rk_execution_submit(eng, &s, &a, &existed, &e) == 0);
+	CHECK_EQ_INT(existed, 0);
+	REQUIRE(rk_execution_submit(eng, &s, &b, &existed, &e) == 0);
+	CHECK_EQ_INT(existed, 1);
+	CHECK_EQ_STR(a.id, b.id);
+	CHECK_EQ_STR(a.computer_id, b.computer_id);
+	/* the same key with a different body is a conflict */
+	cJSON *other = create_body("u");
+	struct rk_submit s2 = {.op = "create", .body = other, .command_key = "k1"};
+	struct rk_execution c = {0};
+	CHECK_EQ_INT(rk_execution_submit(eng, &s2, &c, &existed, &e), -RK_ECONFLICT);
+	CHECK(strstr(e.message, a.id) != NULL);
+	/* a second lifecycle command while one is pending: conflict naming it */
+	struct rk_submit p = {.op = "pause", .computer = a.computer_id};
+	CHECK_EQ_INT(rk_execution_submit(eng, &p, &c, &existed, &e), -RK_ECONFLICT);
+	CHECK(strstr(e.message, a.id) != NULL);
+	cJSON_Delete(body);
+	cJSON_Delete(other);
+	rk_execution_release(&a);
+	rk_execution_release(&b);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, NULL);
+	free(dir);
+}
+
+TEST(bad_create_bodies)
+{
+	char *dir = new_data_dir();
+	struct rk_engine *eng = open_engine();
+	REQUIRE(eng != NULL);
+	const char *bad[] = {"{\"provider\":\"fake\"}", "{\"name\":\"a b\",\"provider\":\"fake\"}",
+			     "{\"name\":\"t\",\"provider\":\"nope\"}", "{\"name\":\"t\",\"provider\":\"fake\",\"x\":1}",
+			     "{\"name\":\"t\",\"provider\":\"fake\",\"pause_after\":\"soon\"}",
+			     "{\"name\":\"t\",\"provider\":\"fake\",\"mode\":\"shared\"}", "[]"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct rk_error e;
+		cJSON *b = cJSON_Parse(bad[i]);
+		struct rk_submit s = {.op = "create", .body = b};
+		struct rk_execution x = {0};
+		int existed;
+		CHECK_EQ_INT(rk_execution_submit(eng, &s, &x, &existed, &e), -RK_EINVALID);
+		cJSON_Delete(b);
+	}
+	struct rk_computer *cs;
+	size_t n;
+	struct rk_error e;
+	CHECK_EQ_INT(rk_db_computer_list(eng->db, &cs, &n, &e), 0);
+	CHECK_EQ_INT(n, 0);
+	free(cs);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, NULL);
+	free(dir);
+}
+
+/* runs the worker in this process until nothing is pending */
+static void drain(struct rk_engine *eng)
+{
+	struct rk_worker_options o = {.once = 1};
+	struct rk_error e;
+	rk_worker_run(eng, &o, &e);
+}
+
+TEST(lifecycle_through_worker)
+{
+	char *dir = new_data_dir();
+	struct rk_engine *eng = open_engine();
+	REQUIRE(eng != NULL);
+	cJSON *body = create_body("life");
+	struct rk_submit s = {.op = "create", .body = body};
+	struct rk_execution x = {0};
+	struct rk_error e;
+	int existed;
+	REQUIRE(rk_execution_submit(eng, &s, &x, &existed, &e) == 0);
+	drain(eng);
+	struct rk_execution done = {0};
+	REQUIRE(rk_execution_get(eng, x.id, &done, &e) == 0);
+	CHECK_EQ_STR(done.state, "succeeded");
+	struct rk_computer c = {0};
+	REQUIRE(rk_db_computer_get(eng->db, "life", &c, &e) == 0);
+	CHECK_EQ_STR(c.state, "running");
+	CHECK(c.provider_ref != NULL);
+	const char *ops[] = {"pause", "resume", "stop", "resume", "delete"};
+	const char *states[] = {"paused", "running", "stopped", "running", NULL};
+	for (int i = 0; i < 5; i++) {
+		struct rk_submit l = {.op = ops[i], .computer = c.id};
+		struct rk_execution y = {0}, z = {0};
+		REQUIRE(rk_execution_submit(eng, &l, &y, &existed, &e) == 0);
+		drain(eng);
+		REQUIRE(rk_execution_get(eng, y.id, &z, &e) == 0);
+		CHECK_EQ_STR(z.state, "succeeded");
+		struct rk_computer now = {0};
+		int r = rk_db_computer_get(eng->db, c.id, &now, &e);
+		if (states[i]) {
+			CHECK_EQ_INT(r, 0);
+			CHECK_EQ_STR(now.state, states[i]);
+		} else {
+			CHECK_EQ_INT(r, -RK_ENOTFOUND); /* deleted */
+		}
+		rk_computer_release(&now);
+		/* events are numbered 1.. in order */
+		struct rk_event *ev;
+		size_t n;
+		CHECK_EQ_INT(rk_db_events_after(eng->db, y.id, 0, &ev, &n, &e), 0);
+		CHECK(n >= 4);
+		for (size_t k = 0; k < n; k++)
+			CHECK_EQ_INT(ev[k].sequence, (int64_t)k + 1);
+		if (n >= 4) {
+			CHECK_EQ_STR(ev[0].type, "submitted");
+			CHECK_EQ_STR(ev[n - 1].type, "succeeded");
+		}
+		rk_events_free(ev, n);
+		rk_execution_release(&y);
+		rk_execution_release(&z);
+	}
+	cJSON_Delete(body);
+	rk_computer_release(&c);
+	rk_execution_release(&x);
+	rk_execution_release(&done);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, NULL);
+	free(dir);
+}
+
+TEST(lost_reply_needs_decision)
+{
+	char *dir = new_data_dir();
+	struct rk_engine *eng = open_engine();
+	REQUIRE(eng != NULL);
+	setenv("RAKAZO_FAKE_FAULTS", "provision=lost_reply", 1);
+	cJSON *body = create_body("lost");
+	struct rk_submit s = {.op = "create", .body = body};
+	struct rk_execution x = {0}, y = {0};
+	struct rk_error e;
+	int existed;
+	REQUIRE(rk_execution_submit(eng, &s, &x, &existed, &e) == 0);
+	drain(eng);
+	unsetenv("RAKAZO_FAKE_FAULTS");
+	REQUIRE(rk_execution_get(eng, x.id, &y, &e) == 0);
+	CHECK_EQ_STR(y.state, "outcome_unknown");
+	struct rk_event *ev;
+	size_t n;
+	CHECK_EQ_INT(rk_db_events_after(eng->db, x.id, 0, &ev, &n, &e), 0);
+	CHECK(n > 0 && !strcmp(ev[n - 1].type, "decision_needed"));
+	rk_events_free(ev, n);
+	/* it blocks further lifecycle commands until decided */
+	struct rk_submit p = {.op = "pause", .computer = x.computer_id};
+	struct rk_execution z = {0};
+	CHECK_EQ_INT(rk_execution_submit(eng, &p, &z, &existed, &e), -RK_ECONFLICT);
+	CHECK_EQ_INT(rk_execution_decide(eng, x.id, "maybe", &z, &e), -RK_EUSAGE);
+	CHECK_EQ_INT(rk_execution_decide(eng, x.id, "succeeded", &z, &e), 0);
+	CHECK_EQ_STR(z.state, "succeeded");
+	rk_execution_release(&z);
+	CHECK_EQ_INT(rk_execution_decide(eng, x.id, "failed", &z, &e), -RK_ECONFLICT);
+	cJSON_Delete(body);
+	rk_execution_release(&x);
+	rk_execution_release(&y);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, NULL);
+	free(dir);
+}
+
+TEST(recovery_after_crash)
+{
+	char *dir = new_data_dir();
+	struct rk_engine *eng = open_engine();
+	REQUIRE(eng != NULL);
+	struct rk_error e;
+	int existed;
+	/* two creates, left "running" as if a worker died: one before, one during its provider call */
+	struct rk_execution a = {0}, b = {0};
+	cJSON *ba = create_body("before"), *bb = create_body("during");
+	struct rk_submit sa = {.op = "create", .body = ba}, sb = {.op = "create", .body = bb};
+	REQUIRE(rk_execution_submit(eng, &sa, &a, &existed, &e) == 0);
+	REQUIRE(rk_execution_submit(eng, &sb, &b, &existed, &e) == 0);
+	free(a.state);
+	a.state = rk_xstrdup("running");
+	free(b.state);
+	b.state = rk_xstrdup("running");
+	b.provider_call_at = 12345;
+	CHECK_EQ_INT(rk_db_execution_update(eng->db, &a, &e), 0);
+	CHECK_EQ_INT(rk_db_execution_update(eng->db, &b, &e), 0);
+	CHECK_EQ_INT(rk_execution_recover(eng, &e), 0);
+	struct rk_execution ra = {0}, rb = {0};
+	CHECK_EQ_INT(rk_execution_get(eng, a.id, &ra, &e), 0);
+	CHECK_EQ_INT(rk_execution_get(eng, b.id, &rb, &e), 0);
+	CHECK_EQ_STR(ra.state, "pending");
+	CHECK_EQ_STR(rb.state, "outcome_unknown");
+	drain(eng);
+	rk_execution_release(&ra);
+	CHECK_EQ_INT(rk_execution_get(eng, a.id, &ra, &e), 0);
+	CHECK_EQ_STR(ra.state, "succeeded");
+	cJSON_Delete(ba);
+	cJSON_Delete(bb);
+	rk_execution_release(&a);
+	rk_execution_release(&b);
+	rk_execution_release(&ra);
+	rk_execution_release(&rb);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, NULL);
+	free(dir);
+}
+
+TEST(cancel_pending)
+{
+	char *dir = new_data_dir();
+	struct rk_engine *eng = open_engine();
+	REQUIRE(eng != NULL);
+	cJSON *body = create_body("gone");
+	struct rk_submit s = {.op = "create", .body = body};
+	struct rk_execution x = {0}, y = {0};
+	struct rk_error e;
+	int existed;
+	REQUIRE(rk_execution_submit(eng, &s, &x, &existed, &e) == 0);
+	CHECK_EQ_INT(rk_execution_cancel(eng, x.id, &y, &e), 0);
+	CHECK_EQ_STR(y.state, "cancelled");
+	rk_execution_release(&y);
+	CHECK_EQ_INT(rk_execution_cancel(eng, x.id, &y, &e), -RK_ECONFLICT);
+	/* the name is free again */
+	struct rk_computer c = {0};
+	CHECK_EQ_INT(rk_db_computer_get(eng->db, "gone", &c, &e), -RK_ENOTFOUND);
+	cJSON_Delete(body);
+	rk_execution_release(&x);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, NULL);
+	free(dir);
+}
+
+TEST(lease_fencing)
+{
+	char *dir = new_data_dir();
+	struct rk_engine *eng = open_engine();
+	REQUIRE(eng != NULL);
+	struct rk_lease l1 = {0}, l2 = {0};
+	struct rk_error e;
+	REQUIRE(rk_lease_acquire(eng, "cmp_x", "bot1", "alice", 1000, &l1, &e) == 0);
+	CHECK_EQ_INT(l1.fence, 1);
+	CHECK_EQ_INT(rk_lease_acquire(eng, "cmp_x", "bot1", "bob", 1000, &l2, &e), -RK_ECONFLICT);
+	CHECK_EQ_INT(rk_lease_fenced_write(eng, "cmp_x", "bot1", 1, "w1", &e), 0);
+	/* another bot on the same computer has its own lease */
+	REQUIRE(rk_lease_acquire(eng, "cmp_x", "bot2", "bob", 1000, &l2, &e) == 0);
+	CHECK_EQ_INT(l2.fence, 1);
+	rk_lease_release_record(&l2);
+	rk_sleep_ms(1100);
+	REQUIRE(rk_lease_acquire(eng, "cmp_x", "bot1", "bob", 60000, &l2, &e) == 0);
+	CHECK_EQ_INT(l2.fence, 2);
+	CHECK_EQ_INT(rk_lease_fenced_write(eng, "cmp_x", "bot1", 1, "late", &e), -RK_ESTALE);
+	CHECK_EQ_INT(rk_lease_renew(eng, "cmp_x", "bot1", 1, 1000, &e), -RK_ESTALE);
+	CHECK_EQ_INT(rk_lease_release(eng, "cmp_x", "bot1", 1, &e), -RK_ESTALE);
+	CHECK_EQ_INT(rk_lease_renew(eng, "cmp_x", "bot1", 2, 60000, &e), 0);
+	CHECK_EQ_INT(rk_lease_release(eng, "cmp_x", "bot1", 2, &e), 0);
+	/* released: the fence keeps growing, never reused */
+	struct rk_lease l3 = {0};
+	REQUIRE(rk_lease_acquire(eng, "cmp_x", "bot1", "carol", 60000, &l3, &e) == 0);
+	CHECK_EQ_INT(l3.fence, 3);
+	rk_lease_release_record(&l1);
+	rk_lease_release_record(&l2);
+	rk_lease_release_record(&l3);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, NULL);
+	free(dir);
+}
+
+TEST(lease_many_processes)
+{
+	char *dir = new_data_dir();
+	struct rk_engine *eng = open_engine();
+	REQUIRE(eng != NULL);
+	rk_engine_free(eng);
+	/* 16 processes race for the same lease, 10 rounds, short ttl; each winner
+	 * records a fenced write. Never two holders: every fence wins once. */
+	enum { PROCS = 16 };
+	int pipes[PROCS][2];
+	for (int i = 0; i < PROCS; i++) {
+		(void)!pipe(pipes[i]);
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(pipes[i][0]);
+			struct rk_engine *me = open_engine();
+			int wins = 0;
+			for (int round = 0; me && round < 40; round++) {
+				struct rk_lease l = {0};
+				struct rk_error e;
+				char holder[32];
+				snprintf(holder, sizeof(holder), "p%d", i);
+				if (rk_lease_acquire(me, "cmp_race", "bot", holder, 1000, &l, &e) == 0) {
+					if (rk_lease_fenced_write(me, "cmp_race", "bot", l.fence, holder, &e) == 0)
+						wins++;
+					rk_lease_release(me, "cmp_race", "bot", l.fence, &e);
+				}
+				rk_lease_release_record(&l);
+			}
+			(void)!write(pipes[i][1], &wins, sizeof(wins));
+			rk_engine_free(me);
+			_exit(0);
+		}
+		close(pipes[i][1]);
+	}
+	int total = 0;
+	for (int i = 0; i < PROCS; i++) {
+		int w = 0;
+		(void)!read(pipes[i][0], &w, sizeof(w));
+		close(pipes[i][0]);
+		total += w;
+	}
+	while (wait(NULL) > 0)
+		;
+	eng = open_engine();
+	REQUIRE(eng != NULL);
+	struct rk_lease cur = {0};
+	struct rk_error e;
+	REQUIRE(rk_db_lease_get(eng->db, "cmp_race", "bot", &cur, &e) == 0);
+	/* every acquisition took a fresh fence and made exactly one write */
+	CHECK(total > 0);
+	CHECK_EQ_INT(cur.fence, total);
+	sqlite3_stmt *st;
+	sqlite3_prepare_v2(eng->db->handle,
+			   "SELECT count(*), count(DISTINCT fence) FROM lease_writes WHERE computer_id='cmp_race'", -1,
+			   &st, NULL);
+	REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+	CHECK_EQ_INT(sqlite3_column_int(st, 0), total);
+	CHECK_EQ_INT(sqlite3_column_int(st, 1), total);
+	sqlite3_finalize(st);
+	rk_lease_release_record(&cur);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, NULL);
+	free(dir);
+}
+
+int main(void)
+{
+	setenv("RAKAZO_NO_WORKER", "1", 1);
+	RUN(migrations_idempotent);
+	RUN(unusable_data_dir);
+	RUN(submit_same_key_same_execution);
+	RUN(bad_create_bodies);
+	RUN(lifecycle_through_worker);
+	RUN(lost_reply_needs_decision);
+	RUN(recovery_after_crash);
+	RUN(cancel_pending);
+	RUN(lease_fencing);
+	RUN(lease_many_processes);
+	return check_summary("state");
+}

@@ -1,0 +1,225 @@
+/* engine/util: paths, JSON, buffers, errors, escapes, tar. */
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../engine/session.h"
+#include "../../engine/util/buf.h"
+#include "../../engine/util/err.h"
+#include "../../engine/util/fs.h"
+#include "../../engine/util/id.h"
+#include "../../engine/util/json.h"
+#include "../../engine/util/tar.h"
+#include "../../engine/util/time.h"
+#include "check.h"
+
+static char *norm(const char *in, int *rc)
+{
+	char *out = NULL;
+	struct rk_error e;
+	*rc = rk_path_normalize(in, &out, &e);
+	return out;
+}
+
+TEST(path_rule)
+{
+	int rc;
+	char *p = norm("/notes\\result.txt", &rc);
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_STR(p, "notes/result.txt");
+	free(p);
+	p = norm("a//b///c/", &rc);
+	CHECK_EQ_STR(p, "a/b/c");
+	free(p);
+	p = norm("", &rc);
+	CHECK_EQ_STR(p, "");
+	free(p);
+	const char *bad[] = {"..", "../outside", "a/../../x", "safe/../../outside.txt", "..\\outside.txt", "./x", "a/./b"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct rk_error e;
+		char *o = NULL;
+		CHECK_EQ_INT(rk_path_normalize(bad[i], &o, &e), -RK_EINVALID);
+		CHECK(strstr(e.message, "escapes the computer workspace") != NULL);
+		CHECK(o == NULL);
+	}
+}
+
+TEST(error_table)
+{
+	CHECK_EQ_STR(rk_code_name(RK_ENOTFOUND), "not_found");
+	CHECK_EQ_INT(rk_code_exit_status(RK_ENOTFOUND), 3);
+	CHECK_EQ_INT(rk_code_exit_status(RK_ECONFLICT), 4);
+	CHECK_EQ_INT(rk_code_exit_status(RK_EUNAVAILABLE), 5);
+	CHECK_EQ_INT(rk_code_exit_status(RK_ETIMEOUT), 6);
+	CHECK_EQ_INT(rk_code_exit_status(RK_EOUTCOME_UNKNOWN), 7);
+	CHECK_EQ_INT(rk_code_exit_status(RK_EDENIED), 8);
+	CHECK_EQ_INT(rk_code_exit_status(RK_EINTERRUPTED), 130);
+	CHECK_EQ_INT(rk_code_exit_status(RK_EUSAGE), 2);
+	for (int c = 0; c < RK_ECODE_COUNT; c++)
+		CHECK_EQ_INT(rk_code_from_name(rk_code_name((enum rk_code)c)), c);
+	struct rk_error e;
+	CHECK_EQ_INT(rk_error_set(&e, RK_ENOTFOUND, "no %s", "x"), -RK_ENOTFOUND);
+	rk_error_prefix(&e, "looking up");
+	CHECK_EQ_STR(e.message, "looking up: no x");
+	/* a long message is cut, never overflowed */
+	char big[3000];
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	rk_error_set(&e, RK_EFAILED, "%s", big);
+	rk_error_prefix(&e, "%s", big);
+	CHECK_EQ_INT(strlen(e.message), sizeof(e.message) - 1);
+}
+
+TEST(json_strict)
+{
+	struct rk_error e;
+	cJSON *d = rk_json_parse("{\"a\":", 5, "doc", &e);
+	CHECK(d == NULL);
+	CHECK_EQ_INT(e.code, RK_EINVALID);
+	d = rk_json_parse("{} x", 4, "doc", &e);
+	CHECK(d == NULL);
+	CHECK(strstr(e.message, "trailing") != NULL);
+	d = rk_json_parse("{\"b\":1,\"a\":{\"y\":2,\"x\":3}}", 25, "doc", &e);
+	REQUIRE(d != NULL);
+	char *c = rk_json_canonical(d);
+	CHECK_EQ_STR(c, "{\"a\":{\"x\":3,\"y\":2},\"b\":1}");
+	free(c);
+	int64_t v;
+	CHECK_EQ_INT(rk_json_get_int(d, "b", 0, 10, 5, &v, "doc", &e), 0);
+	CHECK_EQ_INT(v, 1);
+	CHECK_EQ_INT(rk_json_get_int(d, "b", 2, 10, 5, &v, "doc", &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_json_get_int(d, "missing", 2, 10, 5, &v, "doc", &e), 0);
+	CHECK_EQ_INT(v, 5);
+	cJSON_Delete(d);
+}
+
+TEST(unescape)
+{
+	struct rk_buf b;
+	struct rk_error e;
+	rk_buf_init(&b);
+	CHECK_EQ_INT(rk_unescape_c("a\\nb\\x03\\x04\\t\\\\\\101\\u00e4", &b, &e), 0);
+	CHECK_EQ_INT(b.len, 10);
+	CHECK(memcmp(b.data, "a\nb\x03\x04\t\\A\xc3\xa4", 10) == 0);
+	rk_buf_reset(&b);
+	CHECK_EQ_INT(rk_unescape_c("bad\\q", &b, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_unescape_c("end\\", &b, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_unescape_c("\\xZZ", &b, &e), -RK_EINVALID);
+	rk_buf_release(&b);
+}
+
+TEST(buf_and_ids)
+{
+	struct rk_buf b;
+	rk_buf_init(&b);
+	for (int i = 0; i < 10000; i++)
+		rk_buf_printf(&b, "%d,", i);
+	CHECK(b.len > 40000);
+	rk_buf_consume(&b, 2);
+	CHECK(strncmp(b.data, "1,2,", 4) == 0);
+	rk_buf_release(&b);
+	char *a = rk_id_new("cmp"), *c = rk_id_new("cmp");
+	CHECK(strncmp(a, "cmp_", 4) == 0 && strlen(a) == 24);
+	CHECK(strcmp(a, c) != 0);
+	free(a);
+	free(c);
+	char when[40];
+	int64_t t = 1764687688123;
+	CHECK_EQ_INT(rk_iso8601_parse(rk_iso8601(t, when, sizeof(when))), t);
+	CHECK_EQ_STR(when, "2025-12-02T15:01:28.123Z");
+}
+
+TEST(atomic_write_and_beneath)
+{
+	char tmpl[] = "/tmp/rk-util-XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	REQUIRE(dir != NULL);
+	char *f = rk_path_join(dir, "x");
+	struct rk_error e;
+	CHECK_EQ_INT(rk_fs_write_atomic(f, "hello", 5, 0600, &e), 0);
+	struct rk_buf b;
+	rk_buf_init(&b);
+	CHECK_EQ_INT(rk_fs_read_all(f, 100, &b, &e), 0);
+	CHECK_EQ_STR(b.data, "hello");
+	rk_buf_reset(&b);
+	CHECK_EQ_INT(rk_fs_read_all(f, 4, &b, &e), -RK_ETOOLARGE);
+	rk_buf_release(&b);
+	/* a link inside must not be followed out */
+	char *link = rk_path_join(dir, "out");
+	CHECK(symlink("/etc", link) == 0);
+	int fd = rk_fs_open_beneath(dir, "out/passwd", O_RDONLY, 0, 0, &e);
+	CHECK(fd < 0);
+	CHECK_EQ_INT(e.code, RK_EINVALID);
+	fd = rk_fs_open_beneath(dir, "out", O_RDONLY, 0, 0, &e);
+	CHECK(fd < 0);
+	fd = rk_fs_open_beneath(dir, "new/deep/file", O_WRONLY | O_CREAT, 0600, 1, &e);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	CHECK_EQ_INT(rk_fs_remove_tree(dir, &e), 0);
+	CHECK(!rk_fs_exists(dir));
+	free(f);
+	free(link);
+}
+
+TEST(tar_roundtrip_and_hostile)
+{
+	char t1[] = "/tmp/rk-tar-a-XXXXXX", t2[] = "/tmp/rk-tar-b-XXXXXX";
+	char *a = mkdtemp(t1), *bdir = mkdtemp(t2);
+	REQUIRE(a && bdir);
+	struct rk_error e;
+	char *f = rk_xasprintf("%s/sub/tool", a);
+	rk_fs_mkdirs(rk_xasprintf("%s/sub", a), 0755, &e);
+	CHECK_EQ_INT(rk_fs_write_atomic(f, "#!/bin/sh\n", 10, 0700, &e), 0);
+	char *lock = rk_xasprintf("%s/SingletonLock", a);
+	CHECK(symlink("host-123", lock) == 0);
+	char tmpl[] = "/tmp/rk-tar-XXXXXX";
+	int fd = mkstemp(tmpl);
+	unlink(tmpl);
+	const char *ex[] = {"Singleton*", NULL};
+	struct rk_tar_stats st = {0};
+	CHECK_EQ_INT(rk_tar_write_dir(a, fd, ex, &st, &e), 0);
+	CHECK_EQ_INT(st.files, 1);
+	lseek(fd, 0, SEEK_SET);
+	CHECK_EQ_INT(rk_tar_extract(fd, bdir, -1, -1, NULL, &e), 0);
+	close(fd);
+	char *g = rk_xasprintf("%s/sub/tool", bdir);
+	struct stat sb;
+	CHECK(stat(g, &sb) == 0 && (sb.st_mode & 0700) == 0700 && sb.st_size == 10);
+	char *gl = rk_xasprintf("%s/SingletonLock", bdir);
+	CHECK(!rk_fs_exists(gl));
+	/* a stream with ../ is refused and writes nothing outside */
+	char tmpl2[] = "/tmp/rk-tar-XXXXXX";
+	fd = mkstemp(tmpl2);
+	unlink(tmpl2);
+	/* GNU tar strips "../" itself, so make the hostile member with python */
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import tarfile,io,sys; t=tarfile.open(fileobj=sys.stdout.buffer,mode=\"w|\"); "
+		 "i=tarfile.TarInfo(\"../evil\"); i.size=2; t.addfile(i, io.BytesIO(b\"no\")); t.close()' >/proc/%d/fd/%d",
+		 (int)getpid(), fd);
+	CHECK(system(cmd) == 0);
+	lseek(fd, 0, SEEK_SET);
+	CHECK_EQ_INT(rk_tar_extract(fd, bdir, -1, -1, NULL, &e), -RK_EINVALID);
+	close(fd);
+	char *evil = rk_xasprintf("%s/../evil", bdir);
+	CHECK(!rk_fs_exists(evil));
+	free(evil);
+	rk_fs_remove_tree(a, NULL);
+	rk_fs_remove_tree(bdir, NULL);
+}
+
+int main(void)
+{
+	RUN(path_rule);
+	RUN(error_table);
+	RUN(json_strict);
+	RUN(unescape);
+	RUN(buf_and_ids);
+	RUN(atomic_write_and_beneath);
+	RUN(tar_roundtrip_and_hostile);
+	return check_summary("util");
+}
