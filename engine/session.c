@@ -15,13 +15,14 @@
 #include "execution.h"
 #include "util/buf.h"
 #include "util/fs.h"
+#include "util/ipc.h"
 #include "util/id.h"
 #include "util/json.h"
 #include "util/log.h"
 #include "util/time.h"
 
 #define HOLD_MAX (8u * 1024 * 1024) /* unread output a holder keeps */
-#define REQUEST_MAX (16u * 1024 * 1024)
+#define HISTORY_CHUNK_MAX (256u * 1024)
 
 /* --- replies ------------------------------------------------------------- */
 
@@ -220,84 +221,6 @@ int rk_unescape_c(const char *in, struct rk_buf *out, struct rk_error *err)
 	return 0;
 }
 
-/* --- the socket ----------------------------------------------------------------- */
-
-/* Abstract names have no length trouble with deep data dirs and leave nothing
- * behind; SO_PEERCRED stands in for file permissions. */
-static socklen_t session_addr(const char *sid, struct sockaddr_un *sa)
-{
-	memset(sa, 0, sizeof(*sa));
-	sa->sun_family = AF_UNIX;
-	int n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "rakazo-session-%s", sid);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-}
-
-static int send_all(int fd, const char *data, size_t len)
-{
-	while (len) {
-		ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Reads one '\n'-terminated line (bounded) with a deadline. */
-static int recv_line(int fd, struct rk_buf *line, int64_t timeout_ms)
-{
-	int64_t deadline = rk_monotonic_ms() + timeout_ms;
-	for (;;) {
-		char *nl = memchr(line->data, '\n', line->len);
-		if (nl) {
-			line->len = (size_t)(nl - line->data);
-			line->data[line->len] = '\0';
-			return 0;
-		}
-		if (line->len > REQUEST_MAX)
-			return -1;
-		int64_t left = deadline - rk_monotonic_ms();
-		if (left <= 0)
-			return -2;
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		int pr = poll(&pfd, 1, (int)(left > 1000 ? 1000 : left));
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr <= 0)
-			continue;
-		char buf[65536];
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		rk_buf_add(line, buf, (size_t)n);
-	}
-}
-
-static char *b64_encode(const void *data, size_t len)
-{
-	size_t n = sodium_base64_encoded_len(len, sodium_base64_VARIANT_ORIGINAL);
-	char *s = rk_xmalloc(n);
-	sodium_bin2base64(s, n, data, len, sodium_base64_VARIANT_ORIGINAL);
-	return s;
-}
-
-static int b64_decode(const char *s, struct rk_buf *out)
-{
-	size_t cap = strlen(s) / 4 * 3 + 3, len = 0;
-	rk_buf_grow(out, cap);
-	if (sodium_base642bin((unsigned char *)out->data + out->len, cap, s, strlen(s), NULL, &len, NULL,
-			      sodium_base64_VARIANT_ORIGINAL) != 0)
-		return -1;
-	out->len += len;
-	out->data[out->len] = '\0';
-	return 0;
-}
-
 /* --- the holder ------------------------------------------------------------------ */
 
 struct holder {
@@ -384,10 +307,13 @@ static void holder_reply(struct holder *h, int client, size_t max_output, const 
 			take = h->pending.len - skip;
 			truncated = 1;
 		}
-		if (h->pending.len)
-			rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, "output", h->pending.data,
-					     h->pending.len, -1, -1, NULL);
-		char *b64 = b64_encode(h->pending.data + skip, take);
+		if (h->pending.len) {
+			/* history keeps the tail of a flood, like the reply does */
+			size_t keep = h->pending.len > HISTORY_CHUNK_MAX ? HISTORY_CHUNK_MAX : h->pending.len;
+			rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, "output",
+					     h->pending.data + h->pending.len - keep, keep, -1, -1, NULL);
+		}
+		char *b64 = rk_base64_encode(h->pending.data + skip, take);
 		cJSON_AddStringToObject(o, "output_b64", b64);
 		free(b64);
 		cJSON_AddBoolToObject(o, "truncated", truncated);
@@ -401,15 +327,8 @@ static void holder_reply(struct holder *h, int client, size_t max_output, const 
 		rk_buf_reset(&h->pending);
 		h->dropped = 0;
 	}
-	char *text = cJSON_PrintUnformatted(o);
+	rk_ipc_write_reply(client, o);
 	cJSON_Delete(o);
-	struct rk_buf b;
-	rk_buf_init(&b);
-	rk_buf_adds(&b, text);
-	rk_buf_addc(&b, '\n');
-	free(text);
-	send_all(client, b.data, b.len);
-	rk_buf_release(&b);
 }
 
 static void holder_input(struct holder *h, const char *data, size_t len, struct rk_error *err)
@@ -433,19 +352,8 @@ static void holder_input(struct holder *h, const char *data, size_t len, struct 
 
 static void holder_serve(struct holder *h, int client)
 {
-	struct ucred cred;
-	socklen_t cl = sizeof(cred);
-	if (getsockopt(client, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.uid != getuid())
-		return; /* not ours: say nothing */
-	struct rk_buf line;
-	rk_buf_init(&line);
-	if (recv_line(client, &line, 5000) != 0) {
-		rk_buf_release(&line);
-		return;
-	}
 	struct rk_error e;
-	cJSON *req = rk_json_parse(line.data, line.len, "session request", &e);
-	rk_buf_release(&line);
+	cJSON *req = rk_ipc_read_request(client, 5000, &e);
 	if (!req) {
 		holder_reply(h, client, 0, "invalid_argument", e.message);
 		return;
@@ -467,7 +375,7 @@ static void holder_serve(struct holder *h, int client)
 		if (b64 && *b64 && !h->ended) {
 			struct rk_buf in;
 			rk_buf_init(&in);
-			if (b64_decode(b64, &in) == 0) {
+			if (rk_base64_decode(b64, &in) == 0) {
 				rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, "input", in.data, in.len, -1,
 						     -1, NULL);
 				holder_input(h, in.data, in.len, &e);
@@ -491,11 +399,8 @@ static void holder_serve(struct holder *h, int client)
 			/* a resize hands back nothing: keep the output for the next read */
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddBoolToObject(o, "ok", 1);
-			char *t = cJSON_PrintUnformatted(o);
+			rk_ipc_write_reply(client, o);
 			cJSON_Delete(o);
-			send_all(client, t, strlen(t));
-			send_all(client, "\n", 1);
-			free(t);
 		}
 	} else if (!strcmp(op, "kill")) {
 		if (!h->ended) {
@@ -530,7 +435,7 @@ static void holder_loop(struct holder *h, int lsock)
 			holder_pump(h);
 		holder_check_end(h);
 		if (pfd[0].revents & POLLIN) {
-			int client = accept4(lsock, NULL, NULL, SOCK_CLOEXEC);
+			int client = rk_ipc_accept(lsock);
 			if (client >= 0) {
 				holder_serve(h, client);
 				close(client);
@@ -556,111 +461,70 @@ static void holder_loop(struct holder *h, int lsock)
 	rk_db_session_end(h->db, h->sid, code, sig, NULL);
 }
 
-/* In the detached holder process; never returns. */
-static void holder_main(const char *data_dir, const struct rk_computer *c, const char *owner, const char *sid,
-			const struct rk_session_request *req, int ready_fd)
+struct holder_args {
+	const char *data_dir, *owner, *sid;
+	const struct rk_computer *c;
+	const struct rk_session_request *req;
+};
+
+static char *session_name(const char *sid)
 {
+	return rk_xasprintf("session-%s", sid);
+}
+
+/* In the detached holder process; never returns. */
+static void holder_main(void *arg, int ready_fd)
+{
+	const struct holder_args *a = arg;
+	const struct rk_computer *c = a->c;
+	const struct rk_session_request *req = a->req;
 	struct rk_error err;
 	struct holder h = {0};
 	struct rk_machine_ctx mc;
 	struct rk_engine eng = {0};
-	const char *msg = NULL;
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGINT, SIG_IGN);
 	/* a fresh connection: the parent's must not be used across fork */
-	if (rk_db_open(data_dir, &h.db, &err) != 0)
+	if (rk_db_open(a->data_dir, &h.db, &err) != 0)
 		goto fail;
-	eng.data_dir = (char *)data_dir;
+	eng.data_dir = (char *)a->data_dir;
 	rk_machine_ctx_init(&mc, &eng, c);
 	h.ops = rk_provider_find(c->kind);
 	if (!h.ops || !h.ops->exec_spawn) {
 		rk_error_set(&err, RK_EUNSUPPORTED, "provider '%s' cannot run commands", c->kind);
 		goto fail;
 	}
-	if (req->tty && !(h.ops->caps & RK_CAP_TTY)) {
-		rk_error_set(&err, RK_EUNSUPPORTED, "provider '%s' gives no terminal: run without --tty", c->kind);
+	char *name = session_name(a->sid);
+	int lsock = rk_ipc_listen(name, &err);
+	free(name);
+	if (lsock < 0)
 		goto fail;
-	}
-	int lsock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_un sa;
-	socklen_t sl = session_addr(sid, &sa);
-	if (lsock < 0 || bind(lsock, (struct sockaddr *)&sa, sl) != 0 || listen(lsock, 16) != 0) {
-		rk_error_errno(&err, RK_EFAILED, errno, "cannot open the session socket");
-		goto fail;
-	}
 	struct rk_exec_request xr = {.command = req->command, .cwd = req->cwd, .env = req->env, .tty = req->tty,
 				     .rows = req->rows, .cols = req->cols};
 	if (h.ops->exec_spawn(&mc.m, &xr, &h.proc, &err) != 0)
 		goto fail;
-	h.sid = (char *)sid;
+	h.sid = (char *)a->sid;
 	h.computer_id = c->id;
-	h.owner = (char *)owner;
+	h.owner = (char *)a->owner;
 	h.bot_id = (char *)req->bot_id;
 	h.tty = req->tty;
 	rk_buf_init(&h.pending);
 	const char *idle = getenv("RAKAZO_SESSION_IDLE_MS");
 	h.idle_ms = idle && atoll(idle) > 0 ? atoll(idle) : 30LL * 60 * 1000;
-	rk_db_session_touch(h.db, sid, getpid(), NULL);
-	rk_db_history_append(h.db, c->id, sid, req->bot_id, "command", req->command, strlen(req->command), -1, -1,
-			     NULL);
-	(void)!write(ready_fd, "ok\n", 3);
-	close(ready_fd);
+	rk_db_session_touch(h.db, a->sid, getpid(), NULL);
+	rk_db_history_append(h.db, c->id, a->sid, req->bot_id, "command", req->command, strlen(req->command), -1,
+			     -1, NULL);
+	rk_ipc_ready(ready_fd, NULL);
 	holder_loop(&h, lsock);
 	h.proc->ops->free(h.proc);
 	rk_db_close(h.db);
 	_exit(0);
 fail:
-	msg = err.message;
-	{
-		char *line = rk_xasprintf("%s\t%s\n", rk_code_name(err.code), msg);
-		(void)!write(ready_fd, line, strlen(line));
-		free(line);
-	}
+	rk_ipc_ready(ready_fd, &err);
 	if (h.db)
-		rk_db_session_end(h.db, sid, -1, -1, NULL);
+		rk_db_session_end(h.db, a->sid, -1, -1, NULL);
 	_exit(1);
 }
 
 /* --- the caller's side ------------------------------------------------------------------ */
-
-static int call_holder(const char *sid, cJSON *req, int64_t timeout_ms, cJSON **reply, struct rk_error *err)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_un sa;
-	socklen_t sl = session_addr(sid, &sa);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sl) != 0) {
-		if (fd >= 0)
-			close(fd);
-		return rk_error_set(err, RK_ENOTFOUND, "session %s has ended (its holder is gone)", sid);
-	}
-	char *text = cJSON_PrintUnformatted(req);
-	struct rk_buf b;
-	rk_buf_init(&b);
-	rk_buf_adds(&b, text);
-	rk_buf_addc(&b, '\n');
-	free(text);
-	int r = 0;
-	if (send_all(fd, b.data, b.len) != 0) {
-		r = rk_error_set(err, RK_EOUTCOME_UNKNOWN, "session %s: the request could not be sent whole", sid);
-		goto out;
-	}
-	rk_buf_reset(&b);
-	int lr = recv_line(fd, &b, timeout_ms);
-	if (lr != 0) {
-		/* the input may have reached the command: never send it again */
-		r = rk_error_set(err, RK_EOUTCOME_UNKNOWN, "session %s: the reply was lost; its input may have been "
-				 "delivered (read with empty input to see)", sid);
-		goto out;
-	}
-	*reply = rk_json_parse(b.data, b.len, "session reply", err);
-	if (!*reply)
-		r = -err->code;
-out:
-	rk_buf_release(&b);
-	close(fd);
-	return r;
-}
 
 static int reply_from_json(const char *sid, const cJSON *o, struct rk_session_reply *out, struct rk_error *err)
 {
@@ -671,7 +535,7 @@ static int reply_from_json(const char *sid, const cJSON *o, struct rk_session_re
 				    rk_json_string(er, "message", "failed"));
 	struct rk_buf raw;
 	rk_buf_init(&raw);
-	if (b64_decode(rk_json_string(o, "output_b64", ""), &raw) != 0) {
+	if (rk_base64_decode(rk_json_string(o, "output_b64", ""), &raw) != 0) {
 		rk_buf_release(&raw);
 		return rk_error_set(err, RK_ECORRUPT, "session %s: bad output encoding", sid);
 	}
@@ -702,13 +566,22 @@ static int session_call(struct rk_engine *eng, const char *sid, const char *op, 
 	cJSON_AddNumberToObject(req, "yield_ms", (double)yield_ms);
 	cJSON_AddNumberToObject(req, "max_output", (double)(max_output ? max_output : RK_SESSION_OUTPUT_DEFAULT));
 	if (len) {
-		char *b64 = b64_encode(data, len);
+		char *b64 = rk_base64_encode(data, len);
 		cJSON_AddStringToObject(req, "data_b64", b64);
 		free(b64);
 	}
 	cJSON *reply = NULL;
 	/* the holder answers within the yield, or within the kill's 5 s */
-	int r = call_holder(sid, req, yield_ms + 15000, &reply, err);
+	char *name = session_name(sid);
+	int r = rk_ipc_call(name, req, yield_ms + 15000, &reply, err);
+	free(name);
+	if (r == -RK_ENOTFOUND)
+		r = rk_error_set(err, RK_ENOTFOUND, "session %s has ended (its holder is gone)", sid);
+	else if (r == -RK_EOUTCOME_UNKNOWN)
+		/* the input may have reached the command: never send it again */
+		r = rk_error_set(err, RK_EOUTCOME_UNKNOWN,
+				 "session %s: the reply was lost; its input may have been delivered (read with empty "
+				 "input to see)", sid);
 	cJSON_Delete(req);
 	if (r)
 		return r;
@@ -765,61 +638,11 @@ int rk_session_start(struct rk_engine *eng, struct rk_computer *c, const struct 
 		free(sid);
 		return r;
 	}
-	int pfd[2];
-	if (pipe2(pfd, O_CLOEXEC) != 0) {
-		r = rk_error_errno(err, RK_EFAILED, errno, "cannot make a pipe");
+	struct holder_args ha = {.data_dir = eng->data_dir, .owner = eng->owner, .sid = sid, .c = c, .req = req};
+	if ((r = rk_ipc_spawn(holder_main, &ha, err))) {
 		free(sid);
 		return r;
 	}
-	pid_t pid = fork();
-	if (pid < 0) {
-		r = rk_error_errno(err, RK_EFAILED, errno, "cannot start the session holder");
-		close(pfd[0]);
-		close(pfd[1]);
-		free(sid);
-		return r;
-	}
-	if (pid == 0) {
-		close(pfd[0]);
-		setsid();
-		pid_t p2 = fork();
-		if (p2 != 0)
-			_exit(p2 < 0 ? 1 : 0);
-		int dn = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (dn >= 0) {
-			dup2(dn, 0);
-			dup2(dn, 1);
-			dup2(dn, 2);
-		}
-		holder_main(eng->data_dir, c, eng->owner, sid, req, pfd[1]);
-	}
-	close(pfd[1]);
-	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	struct rk_buf ready;
-	rk_buf_init(&ready);
-	char buf[4096];
-	ssize_t n;
-	while ((n = rk_fs_read_fd(pfd[0], buf, sizeof(buf))) > 0 && ready.len < 65536)
-		rk_buf_add(&ready, buf, (size_t)n);
-	close(pfd[0]);
-	if (strncmp(ready.data, "ok\n", 3) != 0) {
-		char *tab = strchr(ready.data, '\t');
-		if (tab) {
-			*tab = '\0';
-			size_t l = strlen(tab + 1);
-			if (l && tab[l] == '\n')
-				tab[l] = '\0';
-			r = rk_error_set(err, rk_code_from_name(ready.data), "%s", tab + 1);
-		} else {
-			r = rk_error_set(err, RK_EFAILED, "the session holder died while starting");
-		}
-		rk_buf_release(&ready);
-		free(sid);
-		return r;
-	}
-	rk_buf_release(&ready);
 	r = session_call(eng, sid, "read", NULL, 0, yield, req->max_output, NULL, out, err);
 	free(sid);
 	return r;
