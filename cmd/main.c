@@ -11,13 +11,14 @@
 #include "cmd.h"
 #include "out.h"
 
-extern const struct cmd_entry cmd_computer, cmd_doctor, cmd_worker, cmd_help, cmd_version;
+extern const struct cmd_entry cmd_computer, cmd_screen, cmd_doctor, cmd_worker, cmd_help, cmd_version;
 
 #define CMD(name, entry) &entry
 /* The command table. Makefile's install and the completion test read the
  * names from these lines: keep one CMD per line. */
 const struct cmd_entry *const cmd_table[] = {
 	CMD("computer", cmd_computer),
+	CMD("screen", cmd_screen),
 	CMD("doctor", cmd_doctor),
 	CMD("worker", cmd_worker),
 	CMD("help", cmd_help),
