@@ -1,0 +1,16 @@
+#!/bin/sh
+# The engine and providers never touch the terminal: no curses, no printf or
+# puts, no stdout, no exit(). Comments are left out of the check.
+cd "$(dirname "$0")/.."
+bad=$(for f in engine/*.[ch] engine/util/*.[ch] providers/*.[ch] providers/*/*.[ch]; do
+	[ -f "$f" ] || continue
+	sed -e 's|/\*.*\*/||g' -e 's|//.*$||' -e 's|^[[:space:]]*\*.*$||' -e 's|^[[:space:]]*/\*.*$||' "$f" |
+		grep -nE '#include *<n?curses|(^|[^_a-z])(printf|puts|exit) *\(|\bstdout\b' |
+		sed "s|^|$f:|"
+done)
+if [ -n "$bad" ]; then
+	echo "layer check failed: the engine must not print, exit or use curses:"
+	echo "$bad"
+	exit 1
+fi
+echo "layer check: ok"
