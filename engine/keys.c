@@ -173,6 +173,38 @@ static uint32_t keysym_from_name(const char *name, size_t len)
 	return 0;
 }
 
+int rk_codepoint_is_upper(uint32_t cp)
+{
+	if (cp >= 'A' && cp <= 'Z')
+		return 1;
+	if (cp >= 0xc0 && cp <= 0xde)
+		return cp != 0xd7;
+	if ((cp >= 0x100 && cp <= 0x137) || (cp >= 0x14a && cp <= 0x177))
+		return cp % 2 == 0;
+	if ((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17e))
+		return cp % 2 == 1;
+	if (cp == 0x178)
+		return 1;
+	if (cp >= 0x391 && cp <= 0x3a9)
+		return cp != 0x3a2;
+	return cp >= 0x400 && cp <= 0x42f;
+}
+
+/* What shift makes of a key on a US layout; the key itself otherwise. */
+static uint32_t shifted(uint32_t ks)
+{
+	static const char plain[] = "`1234567890-=[]\\;',./";
+	static const char shift[] = "~!@#$%^&*()_+{}|:\"<>?";
+	if (ks >= 'a' && ks <= 'z')
+		return ks - 'a' + 'A';
+	if (ks >= 0xe0 && ks <= 0xfe && ks != 0xf7)
+		return ks - 0x20;
+	if (ks == XK_Tab)
+		return 0xfe20; /* ISO_Left_Tab */
+	const char *p = ks < 0x80 && ks ? strchr(plain, (int)ks) : NULL;
+	return p ? (uint32_t)(unsigned char)shift[p - plain] : ks;
+}
+
 int rk_keys_parse(const char *spec, struct rk_key_combo *out, struct rk_error *err)
 {
 	out->n = 0;
@@ -210,5 +242,11 @@ int rk_keys_parse(const char *spec, struct rk_key_combo *out, struct rk_error *e
 		if (p == end)
 			return rk_error_set(err, RK_EINVALID, "key combo \"%s\" ends with \"+\" (use \"plus\")", spec);
 	}
+	int shift = 0;
+	for (size_t i = 0; i < out->n; i++)
+		shift |= out->keysyms[i] == XK_Shift_L || out->keysyms[i] == 0xffe2;
+	if (shift)
+		for (size_t i = 0; i < out->n; i++)
+			out->keysyms[i] = shifted(out->keysyms[i]);
 	return 0;
 }

@@ -20,7 +20,11 @@ struct rk_key_combo {
  * "cmd"/"super"/"meta"/"win" (Super_L), "ctrl++" (ctrl and plus), or one
  * character ("a", "é"). Names are case-insensitive; X keysym names such as
  * "Page_Up" or "KP_Enter" work too. An unknown name is RK_EINVALID naming
- * it. */
+ * it.
+ * With shift in a combo the key is sent as its shifted keysym on a US
+ * layout ("ctrl+shift+t" sends Control_L, Shift_L, T; "shift+1" sends "!";
+ * "shift+Tab" ISO_Left_Tab): x11vnc's modifier tweaking (-xkb) would
+ * otherwise release shift for a keysym that does not need it. */
 int rk_keys_parse(const char *spec, struct rk_key_combo *out, struct rk_error *err);
 
 /* The keysym that types codepoint cp: Latin-1 maps to itself, "\n" and "\r"
@@ -28,6 +32,11 @@ int rk_keys_parse(const char *spec, struct rk_key_combo *out, struct rk_error *e
  * 0x01000000 + cp. 0 for what cannot be typed (other control characters,
  * surrogates, beyond U+10FFFF). */
 uint32_t rk_keysym_from_codepoint(uint32_t cp);
+
+/* An uppercase letter (Latin, Greek, Cyrillic) that has a lowercase form:
+ * such characters are typed with shift held, since a keysym x11vnc adds to
+ * the keymap lands on a key whose unshifted level is the lowercase one. */
+int rk_codepoint_is_upper(uint32_t cp);
 
 /* Decodes one UTF-8 sequence at s (len bytes available): returns the bytes
  * it takes (1-4) and sets *cp, or -1 for an invalid, overlong or truncated

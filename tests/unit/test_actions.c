@@ -218,7 +218,7 @@ TEST(key_combos)
 	CHECK_EQ_INT(k.n, 3);
 	CHECK_EQ_INT(k.keysyms[0], 0xffe3); /* Control_L */
 	CHECK_EQ_INT(k.keysyms[1], 0xffe1); /* Shift_L */
-	CHECK_EQ_INT(k.keysyms[2], 't');
+	CHECK_EQ_INT(k.keysyms[2], 'T'); /* sent shifted: see keys.h */
 	REQUIRE(rk_keys_parse("Ctrl + Alt + Delete", &k, &err) == 0);
 	CHECK_EQ_INT(k.n, 3);
 	CHECK_EQ_INT(k.keysyms[1], 0xffe9);
@@ -254,6 +254,27 @@ TEST(key_combos)
 	CHECK_EQ_INT(key1("f"), 'f');
 	CHECK_EQ_INT(key1("é"), 0xe9);
 	CHECK_EQ_INT(key1("漢"), 0x1006f22);
+
+	/* with shift, the key goes out shifted (US layout) */
+	REQUIRE(rk_keys_parse("shift+1", &k, &err) == 0);
+	CHECK_EQ_INT(k.keysyms[1], '!');
+	REQUIRE(rk_keys_parse("shift+Tab", &k, &err) == 0);
+	CHECK_EQ_INT(k.keysyms[1], 0xfe20);
+	REQUIRE(rk_keys_parse("ctrl+shift+slash", &k, &err) == 0);
+	CHECK_EQ_INT(k.keysyms[2], '?');
+	REQUIRE(rk_keys_parse("shift+é", &k, &err) == 0);
+	CHECK_EQ_INT(k.keysyms[1], 0xc9);
+	REQUIRE(rk_keys_parse("shift+Left", &k, &err) == 0);
+	CHECK_EQ_INT(k.keysyms[1], 0xff51);
+	REQUIRE(rk_keys_parse("ctrl+t", &k, &err) == 0);
+	CHECK_EQ_INT(k.keysyms[1], 't');
+	CHECK(rk_codepoint_is_upper('A'));
+	CHECK(!rk_codepoint_is_upper('a'));
+	CHECK(rk_codepoint_is_upper(0xc4));  /* Ä */
+	CHECK(!rk_codepoint_is_upper(0xe4)); /* ä */
+	CHECK(!rk_codepoint_is_upper(0xd7)); /* × */
+	CHECK(rk_codepoint_is_upper(0x416)); /* Ж */
+	CHECK(!rk_codepoint_is_upper(0x6f22));
 }
 
 TEST(unicode_keysyms)
