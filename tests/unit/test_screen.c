@@ -1,0 +1,756 @@
+/* The screen engine against a real X server: Xvfb + x11vnc on a unix socket
+ * (the flags of image/rootfs/usr/local/bin/rakazo-desktop, plus
+ * -add_keysyms) and tests/fixtures/xclient.py, a Tk client that draws
+ * where it is clicked and writes what it is typed to a file.
+ *
+ * Needs Xvfb, x11vnc and a python3 with tkinter (Debian: xvfb x11vnc
+ * python3-tk). Without them it prints "skip: ..." and passes nothing; with
+ * RAKAZO_REQUIRE_X=1 it fails instead. Every wait is bounded, and an alarm
+ * ends a hung run. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../engine/actions.h"
+#include "../../engine/image.h"
+#include "../../engine/screen.h"
+#include "../../engine/util/buf.h"
+#include "../../engine/util/fs.h"
+#include "../../engine/util/id.h"
+#include "../../engine/util/time.h"
+#include "check.h"
+
+#define W 1280
+#define H 800
+#define WAIT_MS 5000
+
+static char dir[256];
+static char sock[300];
+static char python[256];
+static char fixture[512];
+static pid_t xvfb_pid, vnc_pid, client_pid;
+static int display_no = -1;
+static struct rk_screen *screen;
+static struct rk_error err;
+static struct rk_observe_options scaled = {1024, 1024, NULL}; /* 1280x800 -> 1024x640 */
+
+/* --- the X server and its client ----------------------------------------- */
+
+static int have(const char *prog)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", prog);
+	return system(cmd) == 0;
+}
+
+static int find_python(void)
+{
+	const char *cands[] = {"python3", "/usr/bin/python3"};
+	for (size_t i = 0; i < 2; i++) {
+		char cmd[300];
+		snprintf(cmd, sizeof(cmd), "%s -c 'import tkinter' >/dev/null 2>&1", cands[i]);
+		if (system(cmd) == 0) {
+			snprintf(python, sizeof(python), "%s", cands[i]);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int find_fixture(void)
+{
+	/* __FILE__ is tests/unit/test_screen.c relative to where make ran */
+	const char *cands[] = {"tests/fixtures/xclient.py", "../fixtures/xclient.py", "../../tests/fixtures/xclient.py"};
+	const char *src = getenv("RAKAZO_SRC_DIR");
+	if (src) {
+		snprintf(fixture, sizeof(fixture), "%s/tests/fixtures/xclient.py", src);
+		if (rk_fs_exists(fixture))
+			return 1;
+	}
+	char here[400];
+	snprintf(here, sizeof(here), "%s", __FILE__);
+	char *slash = strrchr(here, '/');
+	if (slash) {
+		*slash = 0;
+		snprintf(fixture, sizeof(fixture), "%s/../fixtures/xclient.py", here);
+		if (rk_fs_exists(fixture))
+			return 1;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(fixture, sizeof(fixture), "%s", cands[i]);
+		if (rk_fs_exists(fixture))
+			return 1;
+	}
+	return 0;
+}
+
+static pid_t spawn(char *const argv[], const char *log, int extra_fd)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		int null = open("/dev/null", O_RDONLY);
+		if (null >= 0)
+			dup2(null, 0);
+		if (extra_fd >= 0 && extra_fd != 3) {
+			dup2(extra_fd, 3);
+		}
+		setpgid(0, 0);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void stop_pid(pid_t *pid)
+{
+	if (*pid <= 0)
+		return;
+	kill(*pid, SIGTERM);
+	for (int i = 0; i < 100; i++) {
+		if (waitpid(*pid, NULL, WNOHANG) == *pid) {
+			*pid = 0;
+			return;
+		}
+		rk_sleep_ms(20);
+	}
+	kill(*pid, SIGKILL);
+	waitpid(*pid, NULL, 0);
+	*pid = 0;
+}
+
+static void teardown(void)
+{
+	rk_screen_free(screen);
+	screen = NULL;
+	stop_pid(&client_pid);
+	stop_pid(&vnc_pid);
+	stop_pid(&xvfb_pid);
+	if (dir[0]) {
+		char cmd[400];
+		if (!getenv("RAKAZO_KEEP_TMP")) {
+			snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+			if (system(cmd) != 0)
+				printf("  could not remove %s\n", dir);
+		}
+	}
+}
+
+static void path_in(char *out, size_t n, const char *name)
+{
+	snprintf(out, n, "%s/%s", dir, name);
+}
+
+static int start_vnc(void)
+{
+	char disp[16], log[300];
+	snprintf(disp, sizeof(disp), ":%d", display_no);
+	path_in(log, sizeof(log), "x11vnc.log");
+	unlink(sock);
+	/* rakazo-desktop's flags, plus -add_keysyms for characters outside the keymap */
+	char *argv[] = {"x11vnc", "-display", disp, "-unixsock", sock, "-rfbport", "0", "-forever", "-shared",
+			"-nopw", "-nonap", "-wait", "5", "-defer", "5", "-noxrecord", "-noxfixes", "-xkb",
+			"-add_keysyms", "-quiet", NULL};
+	vnc_pid = spawn(argv, log, -1);
+	for (int i = 0; i < WAIT_MS / 20; i++) {
+		struct stat st;
+		if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
+			return 1;
+		rk_sleep_ms(20);
+	}
+	printf("  x11vnc did not create %s\n", sock);
+	return 0;
+}
+
+struct image {
+	unsigned char *rgb;
+	int w, h;
+};
+static int decode(const struct rk_observation *o, struct image *im);
+
+/* Returns 1 when all is up; 0 (with a message) when it could not start. */
+static int setup(const char **why)
+{
+	if (!have("Xvfb")) {
+		*why = "Xvfb is not installed (Debian: xvfb)";
+		return 0;
+	}
+	if (!have("x11vnc")) {
+		*why = "x11vnc is not installed (Debian: x11vnc)";
+		return 0;
+	}
+	if (!find_python()) {
+		*why = "no python3 with tkinter (Debian: python3-tk)";
+		return 0;
+	}
+	if (!find_fixture()) {
+		*why = "tests/fixtures/xclient.py not found (run from the source tree or set RAKAZO_SRC_DIR)";
+		return 0;
+	}
+	snprintf(dir, sizeof(dir), "/tmp/rk-screen-XXXXXX");
+	if (!mkdtemp(dir)) {
+		dir[0] = 0;
+		*why = "mkdtemp failed";
+		return 0;
+	}
+	path_in(sock, sizeof(sock), "vnc.sock");
+
+	/* Xvfb picks a free display itself and writes its number to fd 3 */
+	int pfd[2];
+	if (pipe(pfd) != 0) {
+		*why = "pipe failed";
+		return 0;
+	}
+	char log[300], geom[32];
+	path_in(log, sizeof(log), "xvfb.log");
+	snprintf(geom, sizeof(geom), "%dx%dx24", W, H);
+	char *xargv[] = {"Xvfb", "-displayfd", "3", "-screen", "0", geom, "-nolisten", "tcp", "-dpi", "96",
+			 "+extension", "RANDR", "-noreset", NULL};
+	xvfb_pid = spawn(xargv, log, pfd[1]);
+	close(pfd[1]);
+	char num[16] = {0};
+	size_t got = 0;
+	int64_t until = rk_monotonic_ms() + WAIT_MS;
+	fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+	while (rk_monotonic_ms() < until && !memchr(num, '\n', got) && got < sizeof(num) - 1) {
+		ssize_t n = read(pfd[0], num + got, sizeof(num) - 1 - got);
+		if (n > 0)
+			got += (size_t)n;
+		else if (n == 0)
+			break;
+		else
+			rk_sleep_ms(20);
+	}
+	close(pfd[0]);
+	if (!memchr(num, '\n', got)) {
+		*why = "Xvfb did not start (see xvfb.log)";
+		return -1;
+	}
+	display_no = atoi(num);
+	if (!start_vnc()) {
+		*why = "x11vnc did not start";
+		return -1;
+	}
+
+	char disp[32], ready[300];
+	snprintf(disp, sizeof(disp), "DISPLAY=:%d", display_no);
+	path_in(log, sizeof(log), "client.log");
+	path_in(ready, sizeof(ready), "ready");
+	putenv(disp);
+	char *cargv[] = {python, fixture, dir, NULL};
+	client_pid = spawn(cargv, log, -1);
+	for (int i = 0; i < WAIT_MS / 20 && !rk_fs_exists(ready); i++)
+		rk_sleep_ms(20);
+	if (!rk_fs_exists(ready)) {
+		*why = "the X test client did not start (see client.log)";
+		return -1;
+	}
+	if (rk_screen_open_vnc(sock, &screen, &err) < 0) {
+		printf("  open: %s\n", err.message);
+		*why = "rk_screen_open_vnc failed";
+		return -1;
+	}
+	/* x11vnc is slow to pick up changes for about a second after its first
+	 * client connects: click a corner and wait until the square shows */
+	struct rk_action_batch b;
+	const char *warm = "[{\"action\":\"click\",\"x\":20,\"y\":780}]";
+	struct rk_act_result r;
+	if (rk_action_batch_parse(warm, strlen(warm), &b, &err) < 0 || rk_screen_act(screen, &b, NULL, &r, &err) < 0) {
+		*why = "the warm-up click failed";
+		return -1;
+	}
+	rk_action_batch_release(&b);
+	rk_act_result_release(&r);
+	for (int i = 0; i < WAIT_MS / 50; i++) {
+		struct rk_observation o;
+		struct image im = {NULL, 0, 0};
+		int red = 0;
+		if (rk_screen_observe(screen, NULL, &o, &err) == 0 && decode(&o, &im))
+			red = im.rgb[((size_t)770 * im.w + 10) * 3] == 255;
+		free(im.rgb);
+		rk_observation_release(&o);
+		if (red)
+			return 1;
+		rk_sleep_ms(50);
+	}
+	*why = "the warm-up click never showed";
+	return -1;
+}
+
+/* --- what the client saw ------------------------------------------------- */
+
+static char *read_state(const char *name)
+{
+	char p[300];
+	path_in(p, sizeof(p), name);
+	struct rk_buf b = RK_BUF_INIT;
+	rk_buf_init(&b);
+	if (rk_fs_read_all(p, 1 << 20, &b, NULL) < 0) {
+		rk_buf_release(&b);
+		return rk_xstrdup("");
+	}
+	return rk_buf_detach(&b, NULL);
+}
+
+/* Waits (bounded) until the events file holds line as a whole line. */
+static int saw_event(const char *line)
+{
+	char want[256];
+	snprintf(want, sizeof(want), "%s\n", line);
+	int64_t until = rk_monotonic_ms() + WAIT_MS;
+	do {
+		char *ev = read_state("events");
+		int ok = strncmp(ev, want, strlen(want)) == 0;
+		if (!ok) {
+			char nl_want[260];
+			snprintf(nl_want, sizeof(nl_want), "\n%s", want);
+			ok = strstr(ev, nl_want) != NULL;
+		}
+		free(ev);
+		if (ok)
+			return 1;
+		rk_sleep_ms(20);
+	} while (rk_monotonic_ms() < until);
+	printf("  no event \"%s\" in events\n", line);
+	return 0;
+}
+
+static size_t count_events(const char *prefix)
+{
+	char *ev = read_state("events");
+	size_t n = 0, len = strlen(prefix);
+	for (char *p = ev; p && *p;) {
+		if (strncmp(p, prefix, len) == 0)
+			n++;
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	free(ev);
+	return n;
+}
+
+static void clear_events(void)
+{
+	char p[300];
+	path_in(p, sizeof(p), "events");
+	int fd = open(p, O_WRONLY | O_TRUNC);
+	if (fd >= 0)
+		close(fd);
+}
+
+static int text_is(const char *want)
+{
+	int64_t until = rk_monotonic_ms() + WAIT_MS;
+	char *t = NULL;
+	do {
+		free(t);
+		t = read_state("text");
+		if (strcmp(t, want) == 0) {
+			free(t);
+			return 1;
+		}
+		rk_sleep_ms(20);
+	} while (rk_monotonic_ms() < until);
+	printf("  text is \"%s\", expected \"%s\"\n", t, want);
+	free(t);
+	return 0;
+}
+
+/* --- helpers over the engine ---------------------------------------------- */
+
+/* Runs a batch given as JSON; returns the rc; r is filled (release it). */
+static int act(const char *json, const struct rk_observe_options *oo, int settle_ms, struct rk_act_result *r)
+{
+	struct rk_action_batch b;
+	rk_error_clear(&err);
+	memset(r, 0, sizeof(*r));
+	int rc = rk_action_batch_parse(json, strlen(json), &b, &err);
+	if (rc < 0) {
+		printf("  parse: %s\n", err.message);
+		return rc;
+	}
+	struct rk_act_options ao = RK_ACT_OPTIONS_INIT;
+	ao.settle_ms = settle_ms;
+	if (oo)
+		ao.observe_opt = *oo;
+	rc = rk_screen_act(screen, &b, &ao, r, &err);
+	rk_action_batch_release(&b);
+	if (rc < 0)
+		printf("  act: %s\n", err.message);
+	return rc;
+}
+
+static int decode(const struct rk_observation *o, struct image *im)
+{
+	im->rgb = NULL;
+	if (!o->png)
+		return 0;
+	return rk_image_png_decode(o->png, o->png_len, &im->rgb, &im->w, &im->h, &err) == 0;
+}
+
+static int pixel_is(const struct image *im, int x, int y, int r, int g, int b)
+{
+	if (!im->rgb || x < 0 || y < 0 || x >= im->w || y >= im->h)
+		return 0;
+	const unsigned char *p = im->rgb + ((size_t)y * im->w + x) * 3;
+	if (p[0] == r && p[1] == g && p[2] == b)
+		return 1;
+	printf("  pixel (%d, %d) is (%d, %d, %d), expected (%d, %d, %d)\n", x, y, p[0], p[1], p[2], r, g, b);
+	return 0;
+}
+
+/* --- the tests ------------------------------------------------------------ */
+
+TEST(observe_full_frame)
+{
+	struct rk_observation o;
+	REQUIRE(rk_screen_observe(screen, NULL, &o, &err) == 0);
+	CHECK_EQ_INT(o.width, W);
+	CHECK_EQ_INT(o.height, H);
+	CHECK_EQ_INT(o.screen_width, W);
+	CHECK_EQ_INT(o.screen_height, H);
+	CHECK(o.scale == 1.0);
+	CHECK_EQ_STR(o.mime_type, "image/png");
+	CHECK_EQ_INT(o.unchanged, 0);
+	struct image im;
+	REQUIRE(decode(&o, &im));
+	CHECK_EQ_INT(im.w, W);
+	CHECK_EQ_INT(im.h, H);
+	CHECK(pixel_is(&im, 640, 500, 0x80, 0x80, 0x80)); /* the client's grey */
+	/* the hash is of exactly the pixels sent */
+	char hex[65];
+	rk_sha256_hex(im.rgb, (size_t)im.w * im.h * 3, hex);
+	CHECK_EQ_STR(o.frame_hash, hex);
+	free(im.rgb);
+
+	cJSON *j = rk_observation_to_json(&o);
+	CHECK(cJSON_IsString(cJSON_GetObjectItem(j, "frame_id")));
+	CHECK_EQ_STR(cJSON_GetObjectItem(j, "mime_type")->valuestring, "image/png");
+	CHECK_EQ_INT(cJSON_GetObjectItem(j, "width")->valueint, W);
+	CHECK_EQ_INT(cJSON_GetObjectItem(j, "screen_height")->valueint, H);
+	CHECK_EQ_STR(cJSON_GetObjectItem(j, "frame_hash")->valuestring, hex);
+	CHECK(cJSON_IsFalse(cJSON_GetObjectItem(j, "unchanged")));
+	const char *at = cJSON_GetObjectItem(j, "captured_at")->valuestring;
+	CHECK(at && strlen(at) == 24 && at[23] == 'Z');
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(j, "active_window")));
+	cJSON_Delete(j);
+	rk_observation_release(&o);
+}
+
+TEST(observe_scaled_and_dedupe)
+{
+	struct rk_observe_options oo = {1024, 1024, "dedupe-a"};
+	struct rk_observation a, b, c;
+	REQUIRE(rk_screen_observe(screen, &oo, &a, &err) == 0);
+	CHECK_EQ_INT(a.width, 1024);
+	CHECK_EQ_INT(a.height, 640);
+	CHECK(a.scale > 0.7999 && a.scale < 0.8001);
+	CHECK(a.png != NULL);
+	struct image im;
+	REQUIRE(decode(&a, &im));
+	CHECK_EQ_INT(im.w, 1024);
+	CHECK_EQ_INT(im.h, 640);
+	CHECK(pixel_is(&im, 512, 400, 0x80, 0x80, 0x80));
+	free(im.rgb);
+
+	/* the same consumer again, nothing changed: metadata only */
+	REQUIRE(rk_screen_observe(screen, &oo, &b, &err) == 0);
+	CHECK_EQ_INT(b.unchanged, 1);
+	CHECK(b.png == NULL);
+	CHECK_EQ_INT(b.png_len, 0);
+	CHECK_EQ_STR(b.frame_hash, a.frame_hash);
+	CHECK(b.frame_id > a.frame_id);
+	CHECK_EQ_INT(b.width, 1024);
+	cJSON *j = rk_observation_to_json(&b);
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(j, "unchanged")));
+	cJSON_Delete(j);
+
+	/* another consumer still gets the image */
+	oo.consumer = "dedupe-b";
+	REQUIRE(rk_screen_observe(screen, &oo, &c, &err) == 0);
+	CHECK_EQ_INT(c.unchanged, 0);
+	CHECK(c.png != NULL);
+	CHECK_EQ_STR(c.frame_hash, a.frame_hash);
+	rk_observation_release(&a);
+	rk_observation_release(&b);
+	rk_observation_release(&c);
+}
+
+TEST(click_scaled_coordinates)
+{
+	clear_events();
+	struct rk_act_result r;
+	/* (200, 200) in the 1024x640 screenshot is (250, 250) on the screen */
+	REQUIRE(act("[{\"action\":\"click\",\"x\":200,\"y\":200}]", &scaled, -1, &r) == 0);
+	CHECK_EQ_INT(r.completed, 1);
+	CHECK(r.observed);
+	CHECK(saw_event("press 1 250 250"));
+	CHECK(saw_event("release 1 250 250"));
+	CHECK_EQ_INT(r.obs.width, 1024);
+	CHECK(r.obs.has_cursor);
+	CHECK_EQ_INT(r.obs.cursor_x, 200);
+	CHECK_EQ_INT(r.obs.cursor_y, 200);
+	struct image im;
+	REQUIRE(decode(&r.obs, &im));
+	/* the red square, up and left of the pointer (x11vnc draws the pointer) */
+	CHECK(pixel_is(&im, 190, 190, 255, 0, 0));
+	CHECK(pixel_is(&im, 150, 150, 0x80, 0x80, 0x80));
+	free(im.rgb);
+	rk_act_result_release(&r);
+}
+
+TEST(buttons_and_double_click)
+{
+	clear_events();
+	struct rk_act_result r;
+	REQUIRE(act("[{\"action\":\"click\",\"x\":400,\"y\":300,\"button\":\"middle\"},"
+		    "{\"action\":\"right_click\",\"x\":500,\"y\":300},"
+		    "{\"action\":\"double_click\",\"x\":600,\"y\":300}]",
+		    NULL, -1, &r) == 0);
+	CHECK_EQ_INT(r.completed, 3);
+	CHECK(saw_event("press 2 400 300"));
+	CHECK(saw_event("press 3 500 300"));
+	CHECK(saw_event("double 1 600 300"));
+	struct image im;
+	REQUIRE(decode(&r.obs, &im));
+	CHECK(pixel_is(&im, 390, 290, 0, 255, 0));
+	CHECK(pixel_is(&im, 490, 290, 0, 0, 255));
+	CHECK(pixel_is(&im, 590, 290, 255, 255, 0));
+	free(im.rgb);
+	rk_act_result_release(&r);
+}
+
+TEST(move_down_up_and_drag)
+{
+	clear_events();
+	struct rk_act_result r;
+	REQUIRE(act("[{\"action\":\"move\",\"x\":700,\"y\":500},{\"action\":\"down\"},{\"action\":\"up\"},"
+		    "{\"action\":\"drag\",\"path\":[[100,450],[300,450],[300,650]]}]",
+		    NULL, -1, &r) == 0);
+	CHECK_EQ_INT(r.completed, 4);
+	CHECK(saw_event("press 1 700 500"));
+	CHECK(saw_event("release 1 700 500"));
+	CHECK(saw_event("press 1 100 450"));
+	CHECK(saw_event("release 1 300 650"));
+	CHECK(count_events("motion ") >= 4);
+	CHECK_EQ_INT(r.obs.cursor_x, 300);
+	CHECK_EQ_INT(r.obs.cursor_y, 650);
+	/* a dot where the drag passed: the first motion the client logged */
+	char *ev = read_state("events");
+	char *m = strstr(ev, "motion ");
+	int mx = -1, my = -1;
+	if (m)
+		sscanf(m, "motion %d %d", &mx, &my);
+	free(ev);
+	struct image im;
+	REQUIRE(decode(&r.obs, &im));
+	CHECK(mx > 100 && mx <= 300);
+	CHECK(pixel_is(&im, mx - 2, my - 2, 0, 0, 0));
+	free(im.rgb);
+	rk_act_result_release(&r);
+}
+
+TEST(scroll)
+{
+	clear_events();
+	struct rk_act_result r;
+	REQUIRE(act("[{\"action\":\"scroll\",\"x\":640,\"y\":400,\"dy\":3}]", NULL, -1, &r) == 0);
+	CHECK_EQ_INT(count_events("scroll down 640 400"), 3);
+	struct image im;
+	REQUIRE(decode(&r.obs, &im));
+	CHECK(pixel_is(&im, W - 40, 40, 164, 164, 164)); /* 128 + 3 * 12 */
+	free(im.rgb);
+	rk_act_result_release(&r);
+	/* the reference's form: direction and amount */
+	REQUIRE(act("[{\"action\":\"scroll\",\"direction\":\"up\",\"amount\":2}]", NULL, -1, &r) == 0);
+	CHECK(saw_event("scroll up 640 400"));
+	CHECK_EQ_INT(count_events("scroll up"), 2);
+	REQUIRE(decode(&r.obs, &im));
+	CHECK(pixel_is(&im, W - 40, 40, 140, 140, 140));
+	free(im.rgb);
+	rk_act_result_release(&r);
+	/* sideways: shift + the wheel */
+	REQUIRE(act("[{\"action\":\"scroll\",\"dx\":-1},{\"action\":\"scroll\",\"dx\":2}]", NULL, 0, &r) == 0);
+	CHECK(saw_event("scroll left 640 400"));
+	CHECK(saw_event("scroll right 640 400"));
+	rk_act_result_release(&r);
+}
+
+TEST(type_ascii_and_unicode)
+{
+	struct rk_act_result r;
+	/* focus the client, clear its text with BackSpaces it ignores when empty */
+	REQUIRE(act("[{\"action\":\"click\",\"x\":900,\"y\":600}]", NULL, 0, &r) == 0);
+	rk_act_result_release(&r);
+	char *t = read_state("text");
+	size_t n = strlen(t);
+	free(t);
+	for (size_t i = 0; i < n; i += 20) {
+		REQUIRE(act("[{\"action\":\"key\",\"keys\":\"BackSpace\"},{\"action\":\"key\",\"keys\":\"BackSpace\"},"
+			    "{\"action\":\"key\",\"keys\":\"BackSpace\"},{\"action\":\"key\",\"keys\":\"BackSpace\"}]",
+			    NULL, 0, &r) == 0);
+		rk_act_result_release(&r);
+	}
+	REQUIRE(act("[{\"action\":\"type\",\"text\":\"Hello, World! 123 ~`{}|\\\\\"}]", NULL, -1, &r) == 0);
+	CHECK(text_is("Hello, World! 123 ~`{}|\\"));
+	rk_act_result_release(&r);
+	/* characters outside the keymap: x11vnc -add_keysyms maps them */
+	REQUIRE(act("[{\"action\":\"key\",\"keys\":\"ctrl+a\"},{\"action\":\"type\",\"text\":\" äéñ 漢 😀\"}]", NULL, -1,
+		    &r) == 0);
+	CHECK(text_is("Hello, World! 123 ~`{}|\\ äéñ 漢 😀"));
+	rk_act_result_release(&r);
+	REQUIRE(act("[{\"action\":\"key\",\"keys\":\"BackSpace\"},{\"action\":\"key\",\"keys\":\"Enter\"},"
+		    "{\"action\":\"type\",\"text\":\"ÄÉÑ\\nok\"}]",
+		    NULL, -1, &r) == 0);
+	CHECK(text_is("Hello, World! 123 ~`{}|\\ äéñ 漢 \nÄÉÑ\nok"));
+	rk_act_result_release(&r);
+}
+
+TEST(key_combos)
+{
+	clear_events();
+	struct rk_act_result r;
+	REQUIRE(act("[{\"action\":\"key\",\"keys\":\"ctrl+shift+t\"},{\"action\":\"key\",\"keys\":\"esc\"},"
+		    "{\"action\":\"key\",\"keys\":\"F5\"},{\"action\":\"key\",\"keys\":\"Enter\"},"
+		    "{\"action\":\"key\",\"keys\":\"alt+Tab\"},{\"action\":\"key\",\"keys\":\"cmd+l\"},"
+		    "{\"action\":\"key_down\",\"keys\":\"ctrl\"},{\"action\":\"key\",\"keys\":\"c\"},"
+		    "{\"action\":\"key_up\",\"keys\":\"ctrl\"},{\"action\":\"key\",\"keys\":\"shift+1\"},"
+		    "{\"action\":\"key\",\"keys\":\"shift+Left\"}]",
+		    NULL, 0, &r) == 0);
+	CHECK_EQ_INT(r.completed, 11);
+	CHECK(saw_event("key shift exclam"));
+	CHECK(saw_event("key shift Left"));
+	CHECK(saw_event("key ctrl+shift T"));
+	CHECK(saw_event("key - Escape"));
+	CHECK(saw_event("key - F5"));
+	CHECK(saw_event("key - Return"));
+	CHECK(saw_event("key alt Tab"));
+	CHECK(saw_event("key super l"));
+	CHECK(saw_event("key ctrl c"));
+	rk_act_result_release(&r);
+}
+
+TEST(person_input)
+{
+	clear_events();
+	struct rk_action a;
+	const char *t = "{\"action\":\"click\",\"x\":1000,\"y\":700,\"button\":\"right\"}";
+	REQUIRE(rk_action_parse(t, strlen(t), &a, &err) == 0);
+	CHECK_EQ_INT(rk_screen_input(screen, &a, &err), 0); /* screen coordinates, no scaling */
+	CHECK(saw_event("press 3 1000 700"));
+	rk_action_release(&a);
+	t = "{\"action\":\"move\",\"x\":1280,\"y\":10}";
+	REQUIRE(rk_action_parse(t, strlen(t), &a, &err) == 0);
+	CHECK(rk_screen_input(screen, &a, &err) == -RK_EINVALID);
+	rk_action_release(&a);
+}
+
+TEST(bad_batches_run_nothing)
+{
+	clear_events();
+	struct rk_act_result r;
+	/* (1024, 10) is off the 1024x640 screenshot, though it is on the screen */
+	CHECK(act("[{\"action\":\"click\",\"x\":10,\"y\":10},{\"action\":\"click\",\"x\":1024,\"y\":10}]", &scaled,
+		  0, &r) == -RK_EINVALID);
+	CHECK_EQ_INT(err.code, RK_EINVALID);
+	CHECK(strstr(err.message, "action 1: click: point (1024, 10) is off the screen") != NULL);
+	CHECK_EQ_INT(r.completed, 0);
+	CHECK_EQ_INT(r.observed, 0);
+	rk_act_result_release(&r);
+	rk_sleep_ms(200);
+	CHECK_EQ_INT(count_events("press"), 0); /* the first click did not run */
+	struct rk_action_batch empty = {NULL, 0, -1, -1};
+	CHECK(rk_screen_act(screen, &empty, NULL, &r, &err) == -RK_EINVALID);
+	rk_act_result_release(&r);
+	/* observe=false returns no observation */
+	REQUIRE(act("{\"actions\":[{\"action\":\"wait\",\"ms\":0}],\"observe\":false}", NULL, 0, &r) == 0);
+	CHECK_EQ_INT(r.observed, 0);
+	CHECK(r.obs.png == NULL);
+	rk_act_result_release(&r);
+}
+
+static void *killer(void *arg)
+{
+	rk_sleep_ms(300);
+	kill(vnc_pid, SIGKILL);
+	return arg;
+}
+
+TEST(display_dies_mid_batch)
+{
+	pthread_t t;
+	struct rk_act_result r;
+	REQUIRE(pthread_create(&t, NULL, killer, NULL) == 0);
+	int rc = act("[{\"action\":\"move\",\"x\":10,\"y\":10},{\"action\":\"wait\",\"ms\":4000},"
+		     "{\"action\":\"click\",\"x\":20,\"y\":20}]",
+		     NULL, -1, &r);
+	pthread_join(t, NULL);
+	waitpid(vnc_pid, NULL, 0);
+	vnc_pid = 0;
+	CHECK_EQ_INT(rc, -RK_EUNAVAILABLE);
+	CHECK_EQ_INT(err.code, RK_EUNAVAILABLE);
+	CHECK(strstr(err.message, "action 1: wait: the display went away") != NULL);
+	CHECK_EQ_INT(r.completed, 1);
+	rk_act_result_release(&r);
+	struct rk_observation o;
+	CHECK(rk_screen_observe(screen, NULL, &o, &err) == -RK_EUNAVAILABLE);
+	CHECK(rk_screen_act(screen, NULL, NULL, &r, &err) < 0);
+	rk_screen_free(screen);
+	screen = NULL;
+	/* the socket is gone or dead: a clear error, no hang */
+	struct rk_screen *s2 = NULL;
+	CHECK(rk_screen_open_vnc(sock, &s2, &err) == -RK_EUNAVAILABLE);
+	CHECK(s2 == NULL);
+	/* and a restarted x11vnc works again */
+	REQUIRE(start_vnc());
+	REQUIRE(rk_screen_open_vnc(sock, &screen, &err) == 0);
+	REQUIRE(rk_screen_observe(screen, NULL, &o, &err) == 0);
+	CHECK_EQ_INT(o.width, W);
+	rk_observation_release(&o);
+}
+
+int main(void)
+{
+	alarm(300); /* a hang is a failure, not a stuck CI job */
+	signal(SIGPIPE, SIG_DFL); /* the engine must cope without SIG_IGN */
+	const char *why = NULL;
+	int up = setup(&why);
+	if (up <= 0) {
+		int required = getenv("RAKAZO_REQUIRE_X") && strcmp(getenv("RAKAZO_REQUIRE_X"), "1") == 0;
+		if (up < 0 || required) {
+			printf("FAIL screen setup: %s (logs in %s)\n", why, dir);
+			setenv("RAKAZO_KEEP_TMP", "1", 1);
+			teardown();
+			check_failed++;
+			return check_summary("screen");
+		}
+		printf("skip: %s\n", why);
+		teardown();
+		return check_summary("screen");
+	}
+	RUN(observe_full_frame);
+	RUN(observe_scaled_and_dedupe);
+	RUN(click_scaled_coordinates);
+	RUN(buttons_and_double_click);
+	RUN(move_down_up_and_drag);
+	RUN(scroll);
+	RUN(type_ascii_and_unicode);
+	RUN(key_combos);
+	RUN(person_input);
+	RUN(bad_batches_run_nothing);
+	RUN(display_dies_mid_batch);
+	teardown();
+	return check_summary("screen");
+}
