@@ -138,6 +138,7 @@ int rk_worker_ensure(struct rk_engine *eng, struct rk_error *err)
 			if (dn > 2)
 				close(dn);
 		}
+		close_range(3, ~0U, 0); /* an inherited pipe would keep the caller waiting */
 		signal(SIGHUP, SIG_IGN);
 		setenv("RAKAZO_DATA_DIR", eng->data_dir, 1);
 		execl(eng->self_exe, "rakazo", "worker", "--idle-exit", "30", (char *)NULL);

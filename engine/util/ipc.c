@@ -199,10 +199,14 @@ int rk_ipc_spawn(rk_ipc_main_fn fn, void *arg, struct rk_error *err)
 			dup2(dn, 1);
 			dup2(dn, 2);
 		}
+		/* keep nothing of the caller's but the ready pipe: an inherited pipe
+		 * (a shell's $(...), bats' fd 3) would keep the caller waiting */
+		int ready = dup2(pfd[1], 3);
+		close_range(4, ~0U, 0);
 		signal(SIGPIPE, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
 		signal(SIGINT, SIG_IGN);
-		fn(arg, pfd[1]);
+		fn(arg, ready);
 		_exit(0);
 	}
 	close(pfd[1]);
