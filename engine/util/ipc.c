@@ -203,6 +203,7 @@ int rk_ipc_spawn(rk_ipc_main_fn fn, void *arg, struct rk_error *err)
 		 * (a shell's $(...), bats' fd 3) would keep the caller waiting */
 		int ready = dup2(pfd[1], 3);
 		close_range(4, ~0U, 0);
+		fcntl(ready, F_SETFD, FD_CLOEXEC); /* commands the helper starts must not hold it */
 		signal(SIGPIPE, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
 		signal(SIGINT, SIG_IGN);
