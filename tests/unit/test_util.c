@@ -172,7 +172,8 @@ TEST(tar_roundtrip_and_hostile)
 	REQUIRE(a && bdir);
 	struct rk_error e;
 	char *f = rk_xasprintf("%s/sub/tool", a);
-	rk_fs_mkdirs(rk_xasprintf("%s/sub", a), 0755, &e);
+	char *sub = rk_xasprintf("%s/sub", a);
+	rk_fs_mkdirs(sub, 0755, &e);
 	CHECK_EQ_INT(rk_fs_write_atomic(f, "#!/bin/sh\n", 10, 0700, &e), 0);
 	char *lock = rk_xasprintf("%s/SingletonLock", a);
 	CHECK(symlink("host-123", lock) == 0);
@@ -210,6 +211,11 @@ TEST(tar_roundtrip_and_hostile)
 	free(evil);
 	rk_fs_remove_tree(a, NULL);
 	rk_fs_remove_tree(bdir, NULL);
+	free(f);
+	free(sub);
+	free(lock);
+	free(g);
+	free(gl);
 }
 
 int main(void)
