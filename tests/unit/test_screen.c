@@ -25,6 +25,7 @@
 #include "../../engine/util/fs.h"
 #include "../../engine/util/id.h"
 #include "../../engine/util/time.h"
+#include "../../providers/provider.h"
 #include "check.h"
 
 #define W 1280
@@ -137,14 +138,8 @@ static void teardown(void)
 	stop_pid(&client_pid);
 	stop_pid(&vnc_pid);
 	stop_pid(&xvfb_pid);
-	if (dir[0]) {
-		char cmd[400];
-		if (!getenv("RAKAZO_KEEP_TMP")) {
-			snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-			if (system(cmd) != 0)
-				printf("  could not remove %s\n", dir);
-		}
-	}
+	if (dir[0] && !getenv("RAKAZO_KEEP_TMP") && rk_fs_remove_tree(dir, &err) < 0)
+		printf("  could not remove %s: %s\n", dir, err.message);
 }
 
 static void path_in(char *out, size_t n, const char *name)
@@ -681,6 +676,111 @@ TEST(bad_batches_run_nothing)
 	rk_act_result_release(&r);
 }
 
+/* --- the fake provider's display (no X needed) ----------------------------- */
+
+static char fake_dir[256];
+
+static void fake_machine(struct rk_machine *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->computer_id = "cmp_screen_test";
+	m->home_key = "home";
+	m->data_dir = fake_dir;
+	m->home_dir = fake_dir;
+	m->run_dir = fake_dir;
+	m->ref = "fake_screen_ref";
+}
+
+TEST(fake_display)
+{
+	const struct rk_provider_ops *ops = rk_provider_find("fake");
+	REQUIRE(ops && ops->display_start && ops->capture && ops->act);
+	snprintf(fake_dir, sizeof(fake_dir), "/tmp/rk-fake-screen-XXXXXX");
+	REQUIRE(mkdtemp(fake_dir) != NULL);
+	struct rk_machine m;
+	fake_machine(&m);
+	struct rk_screen_transport tr;
+	struct rk_display_options dopt = {1280, 800, NULL};
+	REQUIRE(ops->display_start(&m, 1, &dopt, &tr, &err) == 0);
+	CHECK(tr.vnc_socket == NULL);
+	CHECK_EQ_INT(tr.width, 1280);
+	struct rk_screen *s;
+	REQUIRE(rk_screen_open_provider(ops, &m, 1, &s, &err) == 0);
+
+	struct rk_observe_options oo = {1024, 1024, "fake"};
+	struct rk_observation o;
+	REQUIRE(rk_screen_observe(s, &oo, &o, &err) == 0);
+	CHECK_EQ_INT(o.width, 1024);
+	CHECK_EQ_INT(o.height, 640);
+	CHECK_EQ_INT(o.screen_width, 1280);
+	CHECK_EQ_STR(o.window_title, "fake desktop 1");
+	struct image im;
+	REQUIRE(decode(&o, &im));
+	CHECK(pixel_is(&im, 500, 500, 128, 128, 128));
+	CHECK(pixel_is(&im, 500, 25, 255, 255, 255)); /* the text field */
+	free(im.rgb);
+	rk_observation_release(&o);
+	REQUIRE(rk_screen_observe(s, &oo, &o, &err) == 0);
+	CHECK_EQ_INT(o.unchanged, 1);
+	CHECK(o.png == NULL);
+	rk_observation_release(&o);
+
+	/* a click at (400, 400) in the 1024x640 image lands on (500, 500) */
+	const char *batch = "{\"actions\":[{\"action\":\"click\",\"x\":400,\"y\":400},"
+			    "{\"action\":\"right_click\",\"x\":480,\"y\":400},{\"action\":\"type\",\"text\":\"Hi!\"},"
+			    "{\"action\":\"scroll\",\"dy\":2},{\"action\":\"key\",\"keys\":\"ctrl+s\"}],\"settle_ms\":0}";
+	struct rk_action_batch b;
+	REQUIRE(rk_action_batch_parse(batch, strlen(batch), &b, &err) == 0);
+	struct rk_act_options ao = RK_ACT_OPTIONS_INIT;
+	ao.observe_opt = oo;
+	struct rk_act_result r;
+	REQUIRE(rk_screen_act(s, &b, &ao, &r, &err) == 0);
+	rk_action_batch_release(&b);
+	CHECK_EQ_INT(r.completed, 5);
+	CHECK_EQ_INT(r.obs.unchanged, 0);
+	CHECK_EQ_INT(r.obs.width, 1024);
+	REQUIRE(decode(&r.obs, &im));
+	CHECK(pixel_is(&im, 400, 400, 255, 0, 0));
+	CHECK(pixel_is(&im, 480, 400, 0, 0, 255));
+	CHECK_EQ_INT(r.obs.cursor_x, 480); /* image coordinates */
+	free(im.rgb);
+	rk_act_result_release(&r);
+	REQUIRE(rk_screen_observe(s, NULL, &o, &err) == 0); /* full size */
+	REQUIRE(decode(&o, &im));
+	CHECK(pixel_is(&im, 500, 500, 255, 0, 0));
+	CHECK(pixel_is(&im, 600, 500, 0, 0, 255));
+	/* "H" at (28,33): its first column is full height, 2x scaled */
+	CHECK(pixel_is(&im, 28, 33, 0, 0, 0));
+	CHECK(pixel_is(&im, 29, 45, 0, 0, 0));
+	CHECK(pixel_is(&im, 27, 33, 255, 255, 255));
+	CHECK_EQ_INT(o.cursor_x, 600);
+	free(im.rgb);
+	rk_observation_release(&o);
+
+	/* the state is on disk: another screen (another process) sees it */
+	struct rk_screen *s2;
+	REQUIRE(rk_screen_open_provider(ops, &m, 1, &s2, &err) == 0);
+	REQUIRE(rk_screen_observe(s2, NULL, &o, &err) == 0);
+	REQUIRE(decode(&o, &im));
+	CHECK(pixel_is(&im, 500, 500, 255, 0, 0));
+	free(im.rgb);
+	rk_observation_release(&o);
+	/* off-screen coordinates are refused before anything runs */
+	batch = "[{\"action\":\"click\",\"x\":10,\"y\":10},{\"action\":\"move\",\"x\":1280,\"y\":0}]";
+	REQUIRE(rk_action_batch_parse(batch, strlen(batch), &b, &err) == 0);
+	CHECK(rk_screen_act(s2, &b, NULL, &r, &err) == -RK_EINVALID);
+	CHECK_EQ_INT(r.completed, 0);
+	rk_action_batch_release(&b);
+	rk_act_result_release(&r);
+	rk_screen_free(s2);
+
+	/* stopped: a clear error */
+	CHECK_EQ_INT(ops->display_stop(&m, 1, &err), 0);
+	CHECK(rk_screen_observe(s, NULL, &o, &err) == -RK_EUNAVAILABLE);
+	rk_screen_free(s);
+	CHECK_EQ_INT(rk_fs_remove_tree(fake_dir, &err), 0);
+}
+
 static void *killer(void *arg)
 {
 	rk_sleep_ms(300);
@@ -725,6 +825,7 @@ int main(void)
 {
 	alarm(300); /* a hang is a failure, not a stuck CI job */
 	signal(SIGPIPE, SIG_DFL); /* the engine must cope without SIG_IGN */
+	RUN(fake_display);
 	const char *why = NULL;
 	int up = setup(&why);
 	if (up <= 0) {
