@@ -688,8 +688,31 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 {
 	int r;
 	for (int round = 0; round < 3; round++) {
-		if (!strcmp(c->state, "running"))
-			return 0;
+		if (!strcmp(c->state, "running")) {
+			/* the machine may have gone behind our back (a killed container,
+			 * a host reboot): then the record follows it, and a saved resume
+			 * brings it back (a replacement when it is gone) */
+			const struct rk_provider_ops *ops = rk_provider_find(c->kind);
+			enum rk_machine_state ms = RK_MACHINE_RUNNING;
+			if (ops && ops->status && c->provider_ref) {
+				struct rk_machine_ctx mc;
+				rk_machine_ctx_init(&mc, eng, c);
+				struct rk_error e2;
+				if (ops->status(&mc.m, &ms, &e2) != 0)
+					ms = RK_MACHINE_RUNNING; /* cannot tell: let the call itself say */
+				rk_machine_ctx_release(&mc);
+			}
+			if (ms == RK_MACHINE_RUNNING)
+				return 0;
+			const char *now = ms == RK_MACHINE_PAUSED ? "paused" : "stopped";
+			rk_log(RK_LOG_WARN, "computer %s: recorded running but its machine is %s", c->id,
+			       ms == RK_MACHINE_GONE ? "gone" : now);
+			if ((r = rk_db_computer_set_state(eng->db, c->id, now, err)) ||
+			    (r = rk_db_usage_close(eng->db, c->id, rk_now_ms(), err)))
+				return r;
+			free(c->state);
+			c->state = rk_xstrdup(now);
+		}
 		struct rk_execution e = {0};
 		struct rk_error e2;
 		if (rk_db_execution_active(eng->db, c->id, &e, &e2) == 0) {

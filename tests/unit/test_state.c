@@ -419,6 +419,56 @@ TEST(lease_many_processes)
 	free(dir);
 }
 
+/* Regression: a machine that vanished under a "running" record (a killed
+ * container) is brought back by a saved resume before work runs. */
+TEST(vanished_machine_is_resumed)
+{
+	char *dir = new_data_dir();
+	struct rk_engine *eng = open_engine();
+	REQUIRE(eng != NULL);
+	cJSON *body = create_body("vanish");
+	struct rk_submit s = {.op = "create", .body = body};
+	struct rk_execution x = {0};
+	struct rk_error e;
+	int existed;
+	REQUIRE(rk_execution_submit(eng, &s, &x, &existed, &e) == 0);
+	drain(eng);
+	struct rk_computer c = {0};
+	REQUIRE(rk_db_computer_get(eng->db, "vanish", &c, &e) == 0);
+	char *old_ref = rk_xstrdup(c.provider_ref);
+	char *state = rk_xasprintf("%s/fake/%s/state", dir, c.provider_ref);
+	CHECK_EQ_INT(rk_fs_write_atomic(state, "gone\n", 5, 0600, &e), 0);
+	/* the worker runs in this process: ensure_running waits on it */
+	unsetenv("RAKAZO_NO_WORKER");
+	setenv("RAKAZO_SELF", getenv("RAKAZO_TEST_RAKAZO_BIN") ? getenv("RAKAZO_TEST_RAKAZO_BIN") : "/nonexistent", 1);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rk_engine *w = open_engine();
+		struct rk_worker_options o = {.idle_exit_ms = 3000};
+		struct rk_error we;
+		rk_worker_run(w, &o, &we);
+		_exit(0);
+	}
+	rk_sleep_ms(200);
+	int r = rk_computer_ensure_running(eng, &c, &e);
+	if (r)
+		printf("  ensure_running: %s\n", e.message);
+	CHECK_EQ_INT(r, 0);
+	CHECK_EQ_STR(c.state, "running");
+	CHECK(c.provider_ref && strcmp(c.provider_ref, old_ref) != 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	setenv("RAKAZO_NO_WORKER", "1", 1);
+	free(state);
+	free(old_ref);
+	cJSON_Delete(body);
+	rk_computer_release(&c);
+	rk_execution_release(&x);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, NULL);
+	free(dir);
+}
+
 int main(void)
 {
 	setenv("RAKAZO_NO_WORKER", "1", 1);
@@ -432,5 +482,6 @@ int main(void)
 	RUN(cancel_pending);
 	RUN(lease_fencing);
 	RUN(lease_many_processes);
+	RUN(vanished_machine_is_resumed);
 	return check_summary("state");
 }
