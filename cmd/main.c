@@ -12,6 +12,7 @@
 #include "out.h"
 
 extern const struct cmd_entry cmd_computer, cmd_screen, cmd_doctor, cmd_worker, cmd_help, cmd_version;
+extern const struct cmd_entry cmd_checkpoint;
 
 #define CMD(name, entry) &entry
 /* The command table. Makefile's install and the completion test read the
@@ -19,6 +20,7 @@ extern const struct cmd_entry cmd_computer, cmd_screen, cmd_doctor, cmd_worker, 
 const struct cmd_entry *const cmd_table[] = {
 	CMD("computer", cmd_computer),
 	CMD("screen", cmd_screen),
+	CMD("checkpoint", cmd_checkpoint),
 	CMD("doctor", cmd_doctor),
 	CMD("worker", cmd_worker),
 	CMD("help", cmd_help),

@@ -147,6 +147,13 @@ static const char *const migrations[] = {
 	"  checksum TEXT,"
 	"  created_at INTEGER NOT NULL);"
 	"CREATE INDEX home_revisions_key ON home_revisions(home_key, created_at);",
+	/* 2: checkpoints. ref_kind is the provider kind that made provider_ref, so
+	 * a ref from another kind counts as a replacement; home_revisions mirrors
+	 * the home store's revisions (the store's files are the truth). */
+	"ALTER TABLE computers ADD COLUMN ref_kind TEXT;"
+	"UPDATE computers SET ref_kind = kind WHERE provider_ref IS NOT NULL;"
+	"ALTER TABLE home_revisions ADD COLUMN kind TEXT NOT NULL DEFAULT 'snapshot';"
+	"ALTER TABLE home_revisions ADD COLUMN computer_id TEXT;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -515,6 +522,77 @@ int rk_db_computer_set_home_revision(struct rk_db *db, const char *id, const cha
 {
 	return update_computer_text(db, "UPDATE computers SET home_revision = ?, updated_at = ? WHERE id = ?", id,
 				    revision, err);
+}
+
+int rk_db_computer_mark_ref_kind(struct rk_db *db, const char *id, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, "UPDATE computers SET ref_kind = kind WHERE id = ?", err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id);
+	return step_done(db, st, "update computer", err);
+}
+
+int rk_db_computer_ref_kind(struct rk_db *db, const char *id, char **out, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, "SELECT ref_kind FROM computers WHERE id = ?", err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id);
+	int rc = sqlite3_step(st);
+	int r = 0;
+	*out = NULL;
+	if (rc == SQLITE_ROW)
+		*out = col_text(st, 0);
+	else if (rc == SQLITE_DONE)
+		r = rk_error_set(err, RK_ENOTFOUND, "no computer '%s'", id);
+	else
+		r = sql_error(db, err, "get computer");
+	sqlite3_finalize(st);
+	return r;
+}
+
+int rk_db_home_revision_record(struct rk_db *db, const struct rk_home_revision_row *h, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"INSERT OR REPLACE INTO home_revisions(id, home_key, reason, bytes, files, checksum, "
+				"created_at, kind, computer_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, h->id);
+	bind_text(st, 2, h->home_key);
+	bind_text(st, 3, h->reason);
+	sqlite3_bind_int64(st, 4, h->bytes);
+	sqlite3_bind_int64(st, 5, h->files);
+	bind_text(st, 6, h->checksum);
+	sqlite3_bind_int64(st, 7, h->created_at);
+	bind_text(st, 8, h->kind);
+	bind_text(st, 9, h->computer_id);
+	return step_done(db, st, "record home revision", err);
+}
+
+int rk_db_home_revision_prune(struct rk_db *db, const char *home_key, const char *const *keep, size_t n,
+			      struct rk_error *err)
+{
+	/* a temp table would do too; the lists are short (revisions kept) */
+	struct rk_buf sql;
+	rk_buf_init(&sql);
+	rk_buf_adds(&sql, "DELETE FROM home_revisions WHERE home_key = ?1");
+	if (n) {
+		rk_buf_adds(&sql, " AND id NOT IN (");
+		for (size_t i = 0; i < n; i++)
+			rk_buf_printf(&sql, "%s?%zu", i ? "," : "", i + 2);
+		rk_buf_adds(&sql, ")");
+	}
+	sqlite3_stmt *st = prep(db, sql.data, err);
+	rk_buf_release(&sql);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, home_key);
+	for (size_t i = 0; i < n; i++)
+		bind_text(st, (int)i + 2, keep[i]);
+	return step_done(db, st, "prune home revisions", err);
 }
 
 int rk_db_computer_mark_deleted(struct rk_db *db, const char *id, struct rk_error *err)

@@ -49,6 +49,21 @@ int rk_db_computer_set_state(struct rk_db *db, const char *id, const char *state
 int rk_db_computer_set_ref(struct rk_db *db, const char *id, const char *ref, struct rk_error *err);
 int rk_db_computer_set_home_revision(struct rk_db *db, const char *id, const char *revision, struct rk_error *err);
 int rk_db_computer_mark_deleted(struct rk_db *db, const char *id, struct rk_error *err);
+/* ref_kind: the provider kind that made the current provider_ref (a ref of
+ * another kind means a replacement). mark sets it to the computer's kind;
+ * *out is malloc'd, NULL when unknown. */
+int rk_db_computer_mark_ref_kind(struct rk_db *db, const char *id, struct rk_error *err);
+int rk_db_computer_ref_kind(struct rk_db *db, const char *id, char **out, struct rk_error *err);
+
+/* --- home revisions (a mirror of the home store's, for queries) --------------- */
+struct rk_home_revision_row {
+	const char *id, *home_key, *computer_id, *reason, *kind, *checksum;
+	int64_t bytes, files, created_at;
+};
+int rk_db_home_revision_record(struct rk_db *db, const struct rk_home_revision_row *h, struct rk_error *err);
+/* Deletes the rows of home_key whose id is not among keep[0..n). */
+int rk_db_home_revision_prune(struct rk_db *db, const char *home_key, const char *const *keep, size_t n,
+			      struct rk_error *err);
 
 /* --- lifecycle executions -------------------------------------------------- */
 struct rk_execution {

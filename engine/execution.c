@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/id.h"
@@ -376,7 +377,8 @@ static int apply_success(struct rk_engine *eng, const struct rk_execution *e, co
 	int64_t now = rk_now_ms();
 	int r = 0;
 	if (!strcmp(e->op, "create") || !strcmp(e->op, "resume")) {
-		if (ref && (r = rk_db_computer_set_ref(eng->db, id, ref, err)))
+		if (ref && ((r = rk_db_computer_set_ref(eng->db, id, ref, err)) ||
+			    (r = rk_db_computer_mark_ref_kind(eng->db, id, err))))
 			return r;
 		if ((r = rk_db_computer_set_state(eng->db, id, "running", err)))
 			return r;
@@ -496,9 +498,16 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 				*ref_out = rk_xstrdup(c->provider_ref);
 		} else {
 			struct rk_provision_result pr = {0};
-			if ((r = rk_fs_mkdirs(mc.home_dir, 0755, err)) == 0 &&
+			if ((r = rk_checkpoint_before_provision(eng, c, result, err)) == 0 &&
+			    (r = rk_fs_mkdirs(mc.home_dir, 0755, err)) == 0 &&
 			    (r = rk_fs_mkdirs(mc.run_dir, 0755, err)) == 0)
 				r = ops->provision(&mc.m, &pr, err);
+			/* a replacement machine gets the latest workspace before any tool runs */
+			if (r == 0 && (r = rk_checkpoint_after_provision(eng, c, ops, &mc.m, &pr, result, err)) != 0 &&
+			    pr.fresh && pr.ref) {
+				mc.m.ref = pr.ref;
+				ops->destroy(&mc.m, NULL);
+			}
 			if (r == 0) {
 				*ref_out = pr.ref;
 				cJSON_AddStringToObject(result, "provider_ref", pr.ref);
@@ -518,6 +527,8 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 			struct rk_error e2;
 			if (rk_fs_remove_tree(mc.home_dir, &e2) != 0)
 				rk_log(RK_LOG_WARN, "delete %s: %s", c->id, e2.message);
+			if (rk_checkpoint_forget(eng, c, &e2) != 0)
+				rk_log(RK_LOG_WARN, "delete %s: checkpoints: %s", c->id, e2.message);
 			rk_fs_remove_tree(mc.run_dir, NULL);
 		}
 	}
@@ -559,6 +570,15 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 	const struct rk_provider_ops *ops = rk_engine_provider(&c, &perr);
 	if (!ops || (ops->check && ops->check(&perr) != 0))
 		goto provider_failed_before_call;
+
+	/* A stop or pause checkpoints the workspace first; when that fails the
+	 * machine is left as it is (issue 6). A crash here is before the call. */
+	if (!strcmp(e->op, "stop") || !strcmp(e->op, "pause")) {
+		if ((r = set_phase(eng, e, "checkpoint", 0, NULL, err)))
+			goto fail_before_call;
+		if (rk_checkpoint_before_lifecycle(eng, &c, e->op, &perr) != 0)
+			goto provider_failed_before_call;
+	}
 
 	/* From here a crash means the provider may have acted: recovery marks it outcome_unknown. */
 	if ((r = set_phase(eng, e, "provider_call", 1, msg_data("provider", c.kind), err)))

@@ -1,0 +1,1997 @@
+/* The local home store (see home.h for the layout and the guarantees).
+ *
+ * Crash safety, step by step for a snapshot checkpoint:
+ *   1. objects are written to objects/tmp/<random> and renamed to
+ *      objects/<2 hex>/<sha256>; syncfs() makes them all durable at once
+ *      (one flush instead of one fsync per file);
+ *   2. the revision file (header + manifest) is written to a temp name,
+ *      fsynced and renamed to revs/<id>, and the dir fsynced;
+ *   3. `latest` is replaced the same way: from here the revision is latest;
+ *   4. older revisions past `keep` are removed, then the objects only they
+ *      named (checked against every home's manifests under the objects lock).
+ * A kill between any two steps leaves the previous latest and every object it
+ * names in place; what is left over (temp files, unreferenced objects) is
+ * garbage that gc and the next checkpoint remove. Restores build a staging
+ * dir beside the destination and swap it in with two renames; recovery puts
+ * a .previous dir back when the kill fell between them. */
+
+#include "home.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/id.h"
+#include "util/json.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define IOBUF (1u << 20)
+#define MANIFEST_MAX (1024u * 1024 * 1024)
+
+void rk_home_revision_release(struct rk_home_revision *r)
+{
+	if (!r)
+		return;
+	free(r->id);
+	free(r->reason);
+	free(r->checksum);
+	memset(r, 0, sizeof(*r));
+}
+
+void rk_home_revisions_free(struct rk_home_revision *r, size_t n)
+{
+	for (size_t i = 0; r && i < n; i++)
+		rk_home_revision_release(&r[i]);
+	free(r);
+}
+
+const char *rk_home_kind_name(enum rk_home_kind k)
+{
+	return k == RK_HOME_MARKER ? "marker" : "snapshot";
+}
+
+/* --- exclusions ------------------------------------------------------------- */
+
+static const char *const cache_dirs[] = {"Cache", "Code Cache", "GPUCache", "GrShaderCache", "ShaderCache",
+					 "DawnGraphiteCache", "DawnWebGPUCache", "Crashpad", "CacheStorage",
+					 "component_crx_cache", "optimization_guide_model_store", NULL};
+static const char *const lock_names[] = {"SingletonCookie", "SingletonLock", "SingletonSocket", "lockfile", "lock",
+					 ".parentlock", "DevToolsActivePort", "BrowserMetrics", NULL};
+
+static int seg_is(const char *seg, size_t len, const char *const *names)
+{
+	for (size_t i = 0; names[i]; i++)
+		if (strlen(names[i]) == len && !memcmp(seg, names[i], len))
+			return 1;
+	return 0;
+}
+
+int rk_home_excluded(const char *path)
+{
+	static const char top[] = ".browser-profiles";
+	size_t tl = sizeof(top) - 1;
+	if (strncmp(path, top, tl) != 0 || path[tl] != '/')
+		return 0;
+	const char *p = path + tl + 1;
+	while (*p) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+		int last = !slash;
+		if (seg_is(p, len, cache_dirs))
+			return 1;
+		if (last) {
+			if (seg_is(p, len, lock_names) || !strncmp(p, "Singleton", 9) ||
+			    !strncmp(p, "BrowserMetrics", 14) || (len > 4 && !memcmp(p + len - 4, ".tmp", 4)))
+				return 1;
+		}
+		if (!slash)
+			break;
+		p = slash + 1;
+	}
+	return 0;
+}
+
+/* --- paths and locks --------------------------------------------------------- */
+
+struct local {
+	struct rk_home_store base;
+	char *data_dir, *objects, *revisions, *homes;
+};
+
+static int check_key(const char *key, struct rk_error *err)
+{
+	if (!key || !*key || !strcmp(key, ".") || !strcmp(key, "..") || strchr(key, '/') || strchr(key, '\\') ||
+	    strlen(key) > 200)
+		return rk_error_set(err, RK_EINVALID, "home key '%s' is not one path segment", key ? key : "");
+	return 0;
+}
+
+int rk_home_dir(const char *data_dir, const char *key, char **out, struct rk_error *err)
+{
+	int r = check_key(key, err);
+	if (r)
+		return r;
+	*out = rk_xasprintf("%s/homes/%s", data_dir, key);
+	return 0;
+}
+
+/* flock on path (created); returns the fd holding it. */
+static int take_lock(const char *path, int how, struct rk_error *err)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return rk_error_errno(err, RK_EIO, errno, "cannot open lock %s", path);
+	while (flock(fd, how) != 0) {
+		if (errno == EINTR)
+			continue;
+		int e = errno;
+		close(fd);
+		if (e == EWOULDBLOCK)
+			return rk_error_set(err, RK_ECONFLICT, "%s is locked by another rakazo process", path);
+		return rk_error_errno(err, RK_EIO, e, "cannot lock %s", path);
+	}
+	return fd;
+}
+
+static char *key_dir(struct local *s, const char *key)
+{
+	return rk_path_join(s->revisions, key);
+}
+
+static int lock_key(struct local *s, const char *key, int how, struct rk_error *err)
+{
+	char *dir = key_dir(s, key);
+	int r = rk_fs_mkdirs(dir, 0700, err);
+	if (r == 0) {
+		char *p = rk_path_join(dir, "lock");
+		r = take_lock(p, how, err);
+		free(p);
+	}
+	free(dir);
+	return r;
+}
+
+static int lock_objects(struct local *s, int how, struct rk_error *err)
+{
+	int r = rk_fs_mkdirs(s->objects, 0700, err);
+	if (r)
+		return r;
+	char *p = rk_path_join(s->objects, "lock");
+	r = take_lock(p, how, err);
+	free(p);
+	return r;
+}
+
+static void unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* closing drops the flock */
+}
+
+/* --- swapping a staged dir in ------------------------------------------------ */
+
+static char *sibling(const char *dest, const char *suffix)
+{
+	const char *slash = strrchr(dest, '/');
+	if (!slash)
+		return rk_xasprintf(".%s%s", dest, suffix);
+	return rk_xasprintf("%.*s/.%s%s", (int)(slash - dest), dest, slash + 1, suffix);
+}
+
+static char *parent_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? rk_xstrndup(path, (size_t)(slash - path)) : rk_xstrdup(".");
+}
+
+/* Puts back dest from dest's .previous when a swap was cut between its two
+ * renames, and removes stale staging dirs of dest. Caller holds the lock. */
+static int swap_recover(const char *dest, struct rk_error *err)
+{
+	char *prev = sibling(dest, ".previous");
+	int r = 0;
+	if (!rk_fs_exists(dest) && rk_fs_exists(prev)) {
+		if (rename(prev, dest) != 0)
+			r = rk_error_errno(err, RK_EIO, errno, "cannot put back %s from %s", dest, prev);
+		else
+			rk_log(RK_LOG_WARN, "home: put back %s after an interrupted swap", dest);
+	} else if (rk_fs_exists(prev)) {
+		rk_fs_remove_tree(prev, NULL);
+	}
+	free(prev);
+	char *parent = parent_of(dest);
+	const char *base = strrchr(dest, '/') ? strrchr(dest, '/') + 1 : dest;
+	char *pattern = rk_xasprintf(".%s.staging-", base);
+	DIR *d = opendir(parent);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, pattern, strlen(pattern)) == 0) {
+			char *p = rk_path_join(parent, de->d_name);
+			rk_fs_remove_tree(p, NULL);
+			free(p);
+		}
+	}
+	if (d)
+		closedir(d);
+	free(pattern);
+	free(parent);
+	return r;
+}
+
+static int staging_for(const char *dest, char **out, struct rk_error *err)
+{
+	char *parent = parent_of(dest);
+	int r = rk_fs_mkdirs(parent, 0755, err);
+	free(parent);
+	if (r)
+		return r;
+	char *tmpl = sibling(dest, ".staging-XXXXXX");
+	if (!mkdtemp(tmpl)) {
+		r = rk_error_errno(err, RK_EIO, errno, "cannot make a staging dir beside %s", dest);
+		free(tmpl);
+		return r;
+	}
+	chmod(tmpl, 0755);
+	*out = tmpl;
+	return 0;
+}
+
+/* dest becomes staging: dest -> .previous, staging -> dest, previous removed. */
+static int swap_dir(const char *dest, const char *staging, struct rk_error *err)
+{
+	char *prev = sibling(dest, ".previous");
+	char *parent = parent_of(dest);
+	int r = 0;
+	rk_fs_remove_tree(prev, NULL);
+	int had = rk_fs_exists(dest);
+	if (had && rename(dest, prev) != 0) {
+		r = rk_error_errno(err, RK_EIO, errno, "cannot move %s aside", dest);
+		goto out;
+	}
+	if (rename(staging, dest) != 0) {
+		r = rk_error_errno(err, RK_EIO, errno, "cannot move the staged copy to %s", dest);
+		if (had)
+			rename(prev, dest);
+		goto out;
+	}
+	rk_fs_fsync_dir(parent);
+	if (had)
+		rk_fs_remove_tree(prev, NULL);
+out:
+	free(parent);
+	free(prev);
+	return r;
+}
+
+int rk_home_recover(const char *data_dir, const char *key, struct rk_error *err)
+{
+	struct local s = {.revisions = rk_path_join(data_dir, "home-revisions")};
+	char *home = NULL;
+	int r = rk_home_dir(data_dir, key, &home, err);
+	int fd = r ? r : lock_key(&s, key, LOCK_EX, err);
+	if (fd >= 0) {
+		r = swap_recover(home, err);
+		unlock(fd);
+	} else {
+		r = fd;
+	}
+	free(home);
+	free(s.revisions);
+	return r;
+}
+
+int rk_home_staging_new(const char *data_dir, const char *key, char **out, struct rk_error *err)
+{
+	char *home = NULL;
+	int r = rk_home_dir(data_dir, key, &home, err);
+	if (r == 0)
+		r = staging_for(home, out, err);
+	free(home);
+	return r;
+}
+
+int rk_home_swap_in(const char *data_dir, const char *key, const char *staging, struct rk_error *err)
+{
+	char *home = NULL;
+	int r = rk_home_dir(data_dir, key, &home, err);
+	if (r == 0)
+		r = swap_dir(home, staging, err);
+	free(home);
+	return r;
+}
+
+/* --- manifests ----------------------------------------------------------------- */
+
+/* One line per entry, fields split by tabs; path and link target escaped
+ * (\\ \t \n):  TYPE MODE UID GID MTIME_NS SIZE INO CTIME_NS HASH|TARGET|- PATH */
+struct mentry {
+	char type; /* f d l */
+	unsigned mode, uid, gid;
+	int64_t mtime_ns, size, ctime_ns;
+	uint64_t ino;
+	char *ref;  /* hash (f), target (l), "-" (d); points into the manifest text */
+	char *path;
+};
+
+struct manifest {
+	struct rk_home_revision meta;
+	struct rk_buf text;
+	struct mentry *e;
+	size_t n, cap;
+};
+
+static void manifest_release(struct manifest *m)
+{
+	rk_home_revision_release(&m->meta);
+	rk_buf_release(&m->text);
+	free(m->e);
+	memset(m, 0, sizeof(*m));
+}
+
+static void add_escaped(struct rk_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			rk_buf_adds(b, "\\\\");
+		else if (*s == '\t')
+			rk_buf_adds(b, "\\t");
+		else if (*s == '\n')
+			rk_buf_adds(b, "\\n");
+		else
+			rk_buf_addc(b, *s);
+	}
+}
+
+static void unescape(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (*r == '\\' && r[1]) {
+			r++;
+			*w++ = *r == 't' ? '\t' : *r == 'n' ? '\n' : *r;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+static int64_t ns_of(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
+static void add_entry_line(struct rk_buf *b, char type, const struct stat *st, int64_t size, const char *ref,
+			   const char *path)
+{
+	rk_buf_printf(b, "%c\t%o\t%u\t%u\t%lld\t%lld\t%llu\t%lld\t", type, (unsigned)(st->st_mode & 07777),
+		      (unsigned)st->st_uid, (unsigned)st->st_gid, (long long)ns_of(&st->st_mtim), (long long)size,
+		      (unsigned long long)st->st_ino, (long long)ns_of(&st->st_ctim));
+	if (type == 'l')
+		add_escaped(b, ref);
+	else
+		rk_buf_adds(b, ref);
+	rk_buf_addc(b, '\t');
+	add_escaped(b, path);
+	rk_buf_addc(b, '\n');
+}
+
+static cJSON *meta_to_json(const struct rk_home_revision *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", r->id);
+	cJSON_AddNumberToObject(o, "created_at", (double)r->created_at);
+	cJSON_AddStringToObject(o, "reason", r->reason ? r->reason : "");
+	cJSON_AddStringToObject(o, "kind", rk_home_kind_name(r->kind));
+	cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
+	cJSON_AddNumberToObject(o, "files", (double)r->files);
+	rk_json_add_str_or_null(o, "checksum", r->checksum);
+	cJSON_AddNumberToObject(o, "ms", (double)r->ms);
+	cJSON_AddNumberToObject(o, "reused", (double)r->reused);
+	cJSON_AddNumberToObject(o, "hashed", (double)r->hashed);
+	return o;
+}
+
+static int meta_from_json(const char *text, size_t len, struct rk_home_revision *r, struct rk_error *err)
+{
+	cJSON *o = rk_json_parse(text, len, "revision header", err);
+	if (!o)
+		return -RK_ECORRUPT;
+	const char *id = rk_json_string(o, "id", NULL);
+	if (!id || strncmp(id, "rev-", 4)) {
+		cJSON_Delete(o);
+		return rk_error_set(err, RK_ECORRUPT, "revision header has no id");
+	}
+	memset(r, 0, sizeof(*r));
+	r->id = rk_xstrdup(id);
+	r->reason = rk_xstrdup(rk_json_string(o, "reason", ""));
+	r->kind = !strcmp(rk_json_string(o, "kind", "snapshot"), "marker") ? RK_HOME_MARKER : RK_HOME_SNAPSHOT;
+	const cJSON *v;
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "created_at")) && cJSON_IsNumber(v))
+		r->created_at = (int64_t)v->valuedouble;
+	r->bytes = (v = cJSON_GetObjectItemCaseSensitive(o, "bytes")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
+	r->files = (v = cJSON_GetObjectItemCaseSensitive(o, "files")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
+	r->ms = (v = cJSON_GetObjectItemCaseSensitive(o, "ms")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+	r->reused = (v = cJSON_GetObjectItemCaseSensitive(o, "reused")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+	r->hashed = (v = cJSON_GetObjectItemCaseSensitive(o, "hashed")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+	r->checksum = rk_xstrdup(rk_json_string(o, "checksum", NULL));
+	cJSON_Delete(o);
+	return 0;
+}
+
+static int valid_rev(const char *rev)
+{
+	if (!rev || strncmp(rev, "rev-", 4) || strlen(rev) > 64)
+		return 0;
+	for (const char *p = rev; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-'))
+			return 0;
+	return 1;
+}
+
+static char *rev_path(struct local *s, const char *key, const char *rev)
+{
+	return rk_xasprintf("%s/%s/revs/%s", s->revisions, key, rev);
+}
+
+/* Reads revs/<rev>: the header always; the entries when want_entries. */
+static int manifest_load(struct local *s, const char *key, const char *rev, int want_entries, struct manifest *m,
+			 struct rk_error *err)
+{
+	memset(m, 0, sizeof(*m));
+	rk_buf_init(&m->text);
+	if (!valid_rev(rev))
+		return rk_error_set(err, RK_ENOTFOUND, "no revision '%s' (see `rakazo checkpoint list`)", rev ? rev : "");
+	char *p = rev_path(s, key, rev);
+	int r = rk_fs_read_all(p, MANIFEST_MAX, &m->text, err);
+	if (r == -RK_ENOTFOUND)
+		r = rk_error_set(err, RK_ENOTFOUND, "no revision '%s' of home %s", rev, key);
+	free(p);
+	if (r)
+		return r;
+	char *nl = memchr(m->text.data, '\n', m->text.len);
+	if (!nl) {
+		r = rk_error_set(err, RK_ECORRUPT, "revision %s has no header line", rev);
+		goto fail;
+	}
+	if ((r = meta_from_json(m->text.data, (size_t)(nl - m->text.data), &m->meta, err)))
+		goto fail;
+	if (strcmp(m->meta.id, rev)) {
+		r = rk_error_set(err, RK_ECORRUPT, "revision file %s names revision %s", rev, m->meta.id);
+		goto fail;
+	}
+	if (m->meta.kind == RK_HOME_SNAPSHOT) {
+		char *body = nl + 1;
+		size_t blen = m->text.len - (size_t)(body - m->text.data);
+		char hex[65];
+		rk_sha256_hex(body, blen, hex);
+		if (!m->meta.checksum || strcmp(hex, m->meta.checksum)) {
+			r = rk_error_set(err, RK_ECORRUPT, "revision %s: manifest checksum mismatch", rev);
+			goto fail;
+		}
+	}
+	if (!want_entries || m->meta.kind == RK_HOME_MARKER)
+		return 0;
+	for (char *line = nl + 1; line < m->text.data + m->text.len;) {
+		char *end = memchr(line, '\n', (size_t)(m->text.data + m->text.len - line));
+		if (!end) {
+			r = rk_error_set(err, RK_ECORRUPT, "revision %s: truncated manifest", rev);
+			goto fail;
+		}
+		*end = '\0';
+		char *f[10];
+		int nf = 0;
+		for (char *q = line; nf < 10;) {
+			f[nf++] = q;
+			char *t = strchr(q, '\t');
+			if (!t)
+				break;
+			*t = '\0';
+			q = t + 1;
+		}
+		if (nf != 10 || (f[0][0] != 'f' && f[0][0] != 'd' && f[0][0] != 'l')) {
+			r = rk_error_set(err, RK_ECORRUPT, "revision %s: bad manifest line", rev);
+			goto fail;
+		}
+		if (m->n == m->cap) {
+			m->cap = m->cap ? m->cap * 2 : 256;
+			m->e = rk_xrealloc(m->e, m->cap * sizeof(*m->e));
+		}
+		struct mentry *e = &m->e[m->n++];
+		e->type = f[0][0];
+		e->mode = (unsigned)strtoul(f[1], NULL, 8);
+		e->uid = (unsigned)strtoul(f[2], NULL, 10);
+		e->gid = (unsigned)strtoul(f[3], NULL, 10);
+		e->mtime_ns = strtoll(f[4], NULL, 10);
+		e->size = strtoll(f[5], NULL, 10);
+		e->ino = strtoull(f[6], NULL, 10);
+		e->ctime_ns = strtoll(f[7], NULL, 10);
+		unescape(f[8]);
+		unescape(f[9]);
+		e->ref = f[8];
+		e->path = f[9];
+		char *norm = NULL;
+		if (rk_path_normalize(e->path, &norm, NULL) != 0 || strcmp(norm, e->path) || !*norm ||
+		    (e->type == 'f' && strlen(e->ref) != 64)) {
+			free(norm);
+			r = rk_error_set(err, RK_ECORRUPT, "revision %s: bad manifest entry", rev);
+			goto fail;
+		}
+		free(norm);
+		line = end + 1;
+	}
+	return 0;
+fail:
+	manifest_release(m);
+	return r;
+}
+
+static int read_latest_id(struct local *s, const char *key, char **out, struct rk_error *err)
+{
+	char *p = rk_xasprintf("%s/%s/latest", s->revisions, key);
+	struct rk_buf b;
+	rk_buf_init(&b);
+	int r = rk_fs_read_all(p, 256, &b, err);
+	free(p);
+	if (r == -RK_ENOTFOUND) {
+		rk_buf_release(&b);
+		return rk_error_set(err, RK_ENOTFOUND, "home %s has no checkpoint yet", key);
+	}
+	if (r == 0) {
+		b.data[strcspn(b.data, "\n")] = '\0';
+		if (!valid_rev(b.data))
+			r = rk_error_set(err, RK_ECORRUPT, "home %s: the latest marker is damaged", key);
+	}
+	if (r == 0)
+		*out = rk_buf_detach(&b, NULL);
+	rk_buf_release(&b);
+	return r;
+}
+
+/* --- path table (previous manifest, by path) ------------------------------------ */
+
+struct table {
+	size_t *slot; /* index + 1; 0 empty */
+	size_t mask;
+	const struct manifest *m;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static void table_build(struct table *t, const struct manifest *m)
+{
+	size_t size = 16;
+	while (size < m->n * 2 + 1)
+		size <<= 1;
+	t->slot = rk_xcalloc(size, sizeof(*t->slot));
+	t->mask = size - 1;
+	t->m = m;
+	for (size_t i = 0; i < m->n; i++) {
+		size_t h = (size_t)hash_str(m->e[i].path) & t->mask;
+		while (t->slot[h])
+			h = (h + 1) & t->mask;
+		t->slot[h] = i + 1;
+	}
+}
+
+static const struct mentry *table_get(const struct table *t, const char *path)
+{
+	if (!t->slot)
+		return NULL;
+	size_t h = (size_t)hash_str(path) & t->mask;
+	while (t->slot[h]) {
+		const struct mentry *e = &t->m->e[t->slot[h] - 1];
+		if (!strcmp(e->path, path))
+			return e;
+		h = (h + 1) & t->mask;
+	}
+	return NULL;
+}
+
+/* A set of hashes (for garbage collection). */
+struct hset {
+	char (*k)[65];
+	size_t n, mask;
+};
+
+static void hset_add(struct hset *h, const char *hex)
+{
+	if (!h->k || (h->n + 1) * 2 > h->mask + 1) {
+		size_t size = h->k ? (h->mask + 1) * 2 : 1024;
+		char (*old)[65] = h->k;
+		size_t oldsize = h->k ? h->mask + 1 : 0;
+		h->k = rk_xcalloc(size, 65);
+		h->mask = size - 1;
+		h->n = 0;
+		for (size_t i = 0; i < oldsize; i++)
+			if (old[i][0])
+				hset_add(h, old[i]);
+		free(old);
+	}
+	size_t i = (size_t)hash_str(hex) & h->mask;
+	while (h->k[i][0]) {
+		if (!strcmp(h->k[i], hex))
+			return;
+		i = (i + 1) & h->mask;
+	}
+	memcpy(h->k[i], hex, 65);
+	h->n++;
+}
+
+static int hset_has(const struct hset *h, const char *hex)
+{
+	if (!h->k)
+		return 0;
+	size_t i = (size_t)hash_str(hex) & h->mask;
+	while (h->k[i][0]) {
+		if (!strcmp(h->k[i], hex))
+			return 1;
+		i = (i + 1) & h->mask;
+	}
+	return 0;
+}
+
+/* --- objects ------------------------------------------------------------------ */
+
+static char *object_path(struct local *s, const char *hex)
+{
+	return rk_xasprintf("%s/%.2s/%s", s->objects, hex, hex);
+}
+
+static int object_ok(struct local *s, const char *hex, int64_t size)
+{
+	char *p = object_path(s, hex);
+	struct stat st;
+	int ok = stat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == size;
+	free(p);
+	return ok;
+}
+
+struct walk {
+	struct local *s;
+	struct rk_buf body;
+	struct table prev;
+	int64_t files, bytes, reused, hashed;
+	unsigned char made[256];
+	unsigned char *io;
+	struct rk_error *err;
+};
+
+static int publish_object(struct walk *w, const char *tmp, const char *hex, int64_t size)
+{
+	unsigned idx = (unsigned)strtoul((char[3]){hex[0], hex[1], 0}, NULL, 16);
+	char *p = object_path(w->s, hex);
+	if (!w->made[idx]) {
+		char *d = rk_xasprintf("%s/%.2s", w->s->objects, hex);
+		if (mkdir(d, 0700) != 0 && errno != EEXIST) {
+			int r = rk_error_errno(w->err, RK_EIO, errno, "cannot make %s", d);
+			free(d);
+			free(p);
+			unlink(tmp);
+			return r;
+		}
+		free(d);
+		w->made[idx] = 1;
+	}
+	struct stat st;
+	if (stat(p, &st) == 0 && st.st_size == size) {
+		unlink(tmp); /* the same content is already stored */
+	} else if (rename(tmp, p) != 0) {
+		int r = rk_error_errno(w->err, RK_EIO, errno, "cannot store object %s", p);
+		free(p);
+		unlink(tmp);
+		return r;
+	}
+	free(p);
+	return 0;
+}
+
+static int new_tmp(struct walk *w, char **path)
+{
+	char *p = rk_xasprintf("%s/tmp/o-XXXXXX", w->s->objects);
+	int fd = mkostemp(p, O_CLOEXEC);
+	if (fd < 0) {
+		int r = rk_error_errno(w->err, RK_EIO, errno, "cannot write in %s/tmp", w->s->objects);
+		free(p);
+		return r;
+	}
+	*path = p;
+	return fd;
+}
+
+/* Hashes the file open on fd and stores its content as an object. */
+static int store_file(struct walk *w, int fd, char hex[65], int64_t *size)
+{
+	crypto_hash_sha256_state h;
+	crypto_hash_sha256_init(&h);
+	ssize_t n = rk_fs_read_fd(fd, w->io, IOBUF);
+	if (n < 0)
+		return rk_error_errno(w->err, RK_EIO, errno, "cannot read a workspace file");
+	unsigned char d[32];
+	if ((size_t)n < IOBUF) {
+		/* small file: hash first, write only when the content is new */
+		crypto_hash_sha256_update(&h, w->io, (size_t)n);
+		crypto_hash_sha256_final(&h, d);
+		sodium_bin2hex(hex, 65, d, sizeof(d));
+		*size = n;
+		if (object_ok(w->s, hex, n))
+			return 0;
+		char *tmp;
+		int out = new_tmp(w, &tmp);
+		if (out < 0)
+			return out;
+		int r = 0;
+		if (rk_fs_write_fd(out, w->io, (size_t)n) != 0)
+			r = rk_error_errno(w->err, RK_EIO, errno, "cannot write object %s", tmp);
+		close(out);
+		if (r == 0)
+			r = publish_object(w, tmp, hex, n);
+		else
+			unlink(tmp);
+		free(tmp);
+		return r;
+	}
+	char *tmp;
+	int out = new_tmp(w, &tmp);
+	if (out < 0)
+		return out;
+	int64_t total = 0;
+	int r = 0;
+	while (n > 0) {
+		crypto_hash_sha256_update(&h, w->io, (size_t)n);
+		if (rk_fs_write_fd(out, w->io, (size_t)n) != 0) {
+			r = rk_error_errno(w->err, RK_EIO, errno, "cannot write object %s", tmp);
+			break;
+		}
+		total += n;
+		n = rk_fs_read_fd(fd, w->io, IOBUF);
+	}
+	if (r == 0 && n < 0)
+		r = rk_error_errno(w->err, RK_EIO, errno, "cannot read a workspace file");
+	close(out);
+	if (r == 0) {
+		crypto_hash_sha256_final(&h, d);
+		sodium_bin2hex(hex, 65, d, sizeof(d));
+		*size = total;
+		r = publish_object(w, tmp, hex, total);
+	} else {
+		unlink(tmp);
+	}
+	free(tmp);
+	return r;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lists a dir's names, sorted (a stable manifest). */
+static char **list_names(DIR *d, size_t *n)
+{
+	char **v = NULL;
+	size_t cap = 0;
+	*n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 32;
+			v = rk_xrealloc(v, cap * sizeof(*v));
+		}
+		v[(*n)++] = rk_xstrdup(de->d_name);
+	}
+	qsort(v, *n, sizeof(*v), cmp_names);
+	return v;
+}
+
+static int walk_dir(struct walk *w, int dfd, struct rk_buf *rel)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return rk_error_errno(w->err, RK_EIO, errno, "cannot read %s", rel->len ? rel->data : "the workspace");
+	}
+	size_t n;
+	char **names = list_names(d, &n);
+	int r = 0;
+	size_t base = rel->len;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		rel->len = base;
+		rel->data[base] = '\0';
+		if (base)
+			rk_buf_addc(rel, '/');
+		rk_buf_adds(rel, names[i]);
+		if (rk_home_excluded(rel->data))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue; /* gone while we walked: a live workspace changes */
+		if (S_ISDIR(st.st_mode)) {
+			add_entry_line(&w->body, 'd', &st, 0, "-", rel->data);
+			int sub = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				r = walk_dir(w, sub, rel);
+		} else if (S_ISLNK(st.st_mode)) {
+			char target[4096];
+			ssize_t k = readlinkat(dirfd(d), names[i], target, sizeof(target) - 1);
+			if (k < 0)
+				continue;
+			target[k] = '\0';
+			add_entry_line(&w->body, 'l', &st, 0, target, rel->data);
+		} else if (S_ISREG(st.st_mode)) {
+			const struct mentry *p = table_get(&w->prev, rel->data);
+			char hex[65];
+			int64_t size = st.st_size;
+			if (p && p->type == 'f' && p->size == st.st_size && p->mtime_ns == ns_of(&st.st_mtim) &&
+			    p->ino == (uint64_t)st.st_ino && p->ctime_ns == ns_of(&st.st_ctim) &&
+			    object_ok(w->s, p->ref, p->size)) {
+				memcpy(hex, p->ref, 65);
+				w->reused++;
+			} else {
+				int fd = openat(dirfd(d), names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+				if (fd < 0)
+					continue;
+				r = store_file(w, fd, hex, &size);
+				close(fd);
+				if (r)
+					break;
+				w->hashed++;
+			}
+			add_entry_line(&w->body, 'f', &st, size, hex, rel->data);
+			w->files++;
+			w->bytes += size;
+		}
+		/* sockets, fifos, devices: runtime state, never kept */
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	rel->len = base;
+	rel->data[base] = '\0';
+	closedir(d);
+	return r;
+}
+
+/* --- revisions on disk ------------------------------------------------------------ */
+
+static char *new_rev_id(void)
+{
+	unsigned char rnd[4];
+	rk_random_bytes(rnd, sizeof(rnd));
+	return rk_xasprintf("rev-%013lld-%02x%02x%02x%02x", (long long)rk_now_ms(), rnd[0], rnd[1], rnd[2], rnd[3]);
+}
+
+static int write_revision(struct local *s, const char *key, const struct rk_home_revision *meta,
+			  const struct rk_buf *body, struct rk_error *err)
+{
+	char *dir = rk_xasprintf("%s/%s/revs", s->revisions, key);
+	int r = rk_fs_mkdirs(dir, 0700, err);
+	free(dir);
+	if (r)
+		return r;
+	cJSON *h = meta_to_json(meta);
+	struct rk_buf all;
+	rk_buf_init(&all);
+	rk_json_print(&all, h);
+	cJSON_Delete(h);
+	rk_buf_addc(&all, '\n');
+	if (body)
+		rk_buf_add(&all, body->data, body->len);
+	char *p = rev_path(s, key, meta->id);
+	r = rk_fs_write_atomic(p, all.data, all.len, 0600, err);
+	free(p);
+	rk_buf_release(&all);
+	if (r)
+		return r;
+	p = rk_xasprintf("%s/%s/latest", s->revisions, key);
+	char *text = rk_xasprintf("%s\n", meta->id);
+	r = rk_fs_write_atomic(p, text, strlen(text), 0600, err);
+	free(text);
+	free(p);
+	return r;
+}
+
+static int cmp_rev_desc(const void *a, const void *b)
+{
+	const struct rk_home_revision *x = a, *y = b;
+	if (x->created_at != y->created_at)
+		return x->created_at < y->created_at ? 1 : -1;
+	return -strcmp(x->id, y->id);
+}
+
+/* Headers of every revision of key, newest first. */
+static int list_locked(struct local *s, const char *key, struct rk_home_revision **out, size_t *n,
+		       struct rk_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	char *dir = rk_xasprintf("%s/%s/revs", s->revisions, key);
+	DIR *d = opendir(dir);
+	free(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : rk_error_errno(err, RK_EIO, errno, "cannot list revisions of %s", key);
+	size_t cap = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!valid_rev(de->d_name))
+			continue; /* temp files of an interrupted write */
+		struct manifest m;
+		struct rk_error e2;
+		if (manifest_load(s, key, de->d_name, 0, &m, &e2) != 0) {
+			rk_log(RK_LOG_WARN, "home %s: skipping revision %s: %s", key, de->d_name, e2.message);
+			continue;
+		}
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			*out = rk_xrealloc(*out, cap * sizeof(**out));
+		}
+		(*out)[(*n)++] = m.meta;
+		memset(&m.meta, 0, sizeof(m.meta));
+		manifest_release(&m);
+	}
+	closedir(d);
+	if (*n)
+		qsort(*out, *n, sizeof(**out), cmp_rev_desc);
+	return 0;
+}
+
+/* Hashes named by every manifest of every home, except skip_key/skip_rev. */
+static void collect_refs(struct local *s, struct hset *refs)
+{
+	DIR *d = opendir(s->revisions);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *rdir = rk_xasprintf("%s/%s/revs", s->revisions, de->d_name);
+		DIR *rd = opendir(rdir);
+		struct dirent *re;
+		while (rd && (re = readdir(rd))) {
+			if (!valid_rev(re->d_name))
+				continue;
+			struct manifest m;
+			if (manifest_load(s, de->d_name, re->d_name, 1, &m, NULL) != 0)
+				continue;
+			for (size_t i = 0; i < m.n; i++)
+				if (m.e[i].type == 'f')
+					hset_add(refs, m.e[i].ref);
+			manifest_release(&m);
+		}
+		if (rd)
+			closedir(rd);
+		free(rdir);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Removes revisions past keep (never the latest) and the objects only they named. */
+static int prune_locked(struct local *s, const char *key, const char *latest, int keep, struct rk_error *err)
+{
+	struct rk_home_revision *revs;
+	size_t n;
+	int r = list_locked(s, key, &revs, &n, err);
+	if (r)
+		return r;
+	struct hset candidates = {0};
+	int kept = latest ? 1 : 0; /* the latest always stays */
+	for (size_t i = 0; i < n; i++) {
+		if (latest && !strcmp(revs[i].id, latest))
+			continue;
+		if (kept < keep) {
+			kept++;
+			continue;
+		}
+		struct manifest m;
+		if (revs[i].kind == RK_HOME_SNAPSHOT && manifest_load(s, key, revs[i].id, 1, &m, NULL) == 0) {
+			for (size_t k = 0; k < m.n; k++)
+				if (m.e[k].type == 'f')
+					hset_add(&candidates, m.e[k].ref);
+			manifest_release(&m);
+		}
+		char *p = rev_path(s, key, revs[i].id);
+		unlink(p);
+		free(p);
+	}
+	rk_home_revisions_free(revs, n);
+	if (!candidates.n) {
+		free(candidates.k);
+		return 0;
+	}
+	char *dir = rk_xasprintf("%s/%s/revs", s->revisions, key);
+	rk_fs_fsync_dir(dir);
+	free(dir);
+	/* an object goes only when no manifest of any home names it; the
+	 * exclusive objects lock keeps other checkpoints from reusing one meanwhile */
+	int lk = lock_objects(s, LOCK_EX, err);
+	if (lk < 0) {
+		free(candidates.k);
+		return lk;
+	}
+	struct hset refs = {0};
+	collect_refs(s, &refs);
+	for (size_t i = 0; i <= candidates.mask; i++) {
+		if (!candidates.k[i][0] || hset_has(&refs, candidates.k[i]))
+			continue;
+		char *p = object_path(s, candidates.k[i]);
+		unlink(p);
+		free(p);
+	}
+	unlock(lk);
+	free(refs.k);
+	free(candidates.k);
+	return 0;
+}
+
+/* --- the store's operations ------------------------------------------------------------ */
+
+static int local_describe(struct rk_home_store *base, struct rk_home_desc *out, struct rk_error *err)
+{
+	struct local *s = (struct local *)base;
+	(void)err;
+	out->name = "local";
+	out->caps = RK_HOME_REVISIONS | RK_HOME_MARKERS;
+	out->location = rk_xstrdup(s->data_dir);
+	return 0;
+}
+
+static int local_latest(struct rk_home_store *base, const char *key, struct rk_home_revision *out,
+			struct rk_error *err)
+{
+	struct local *s = (struct local *)base;
+	int r = check_key(key, err);
+	if (r)
+		return r;
+	char *id = NULL;
+	if ((r = read_latest_id(s, key, &id, err)))
+		return r;
+	struct manifest m;
+	r = manifest_load(s, key, id, 0, &m, err);
+	free(id);
+	if (r)
+		return r;
+	*out = m.meta;
+	memset(&m.meta, 0, sizeof(m.meta));
+	manifest_release(&m);
+	return 0;
+}
+
+static int local_show(struct rk_home_store *base, const char *key, const char *rev, struct rk_home_revision *out,
+		      struct rk_error *err)
+{
+	struct local *s = (struct local *)base;
+	int r = check_key(key, err);
+	if (r)
+		return r;
+	if (!rev)
+		return local_latest(base, key, out, err);
+	struct manifest m;
+	if ((r = manifest_load(s, key, rev, 0, &m, err)))
+		return r;
+	*out = m.meta;
+	memset(&m.meta, 0, sizeof(m.meta));
+	manifest_release(&m);
+	return 0;
+}
+
+static int local_list(struct rk_home_store *base, const char *key, struct rk_home_revision **out, size_t *n,
+		      struct rk_error *err)
+{
+	struct local *s = (struct local *)base;
+	int r = check_key(key, err);
+	if (r)
+		return r;
+	int lk = lock_key(s, key, LOCK_SH, err);
+	if (lk < 0)
+		return lk;
+	r = list_locked(s, key, out, n, err);
+	unlock(lk);
+	return r;
+}
+
+static int local_checkpoint(struct rk_home_store *base, const char *key, const struct rk_home_checkpoint_req *req,
+			    struct rk_home_revision *out, struct rk_error *err)
+{
+	struct local *s = (struct local *)base;
+	int r = check_key(key, err);
+	if (r)
+		return r;
+	int64_t t0 = rk_monotonic_ms();
+	int lk = lock_key(s, key, LOCK_EX, err);
+	if (lk < 0)
+		return lk;
+	struct rk_home_revision meta = {0};
+	meta.reason = rk_xstrdup(req->reason ? req->reason : "manual");
+	meta.kind = req->kind;
+	meta.bytes = meta.files = -1;
+	struct walk w = {.s = s, .err = err};
+	rk_buf_init(&w.body);
+	struct manifest prev = {0};
+	rk_buf_init(&prev.text);
+	int olk = -1;
+	struct stat st;
+	if (stat(req->src_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		r = rk_error_errno(err, RK_ENOTFOUND, errno, "the workspace %s to checkpoint is missing", req->src_dir);
+		goto out;
+	}
+	if (req->kind == RK_HOME_SNAPSHOT) {
+		char *pid = NULL;
+		struct rk_error e2;
+		if (read_latest_id(s, key, &pid, &e2) == 0) {
+			if (manifest_load(s, key, pid, 1, &prev, &e2) == 0)
+				table_build(&w.prev, &prev);
+			free(pid);
+		}
+		char *tmpdir = rk_path_join(s->objects, "tmp");
+		r = rk_fs_mkdirs(tmpdir, 0700, err);
+		free(tmpdir);
+		if (r)
+			goto out;
+		/* shared: other checkpoints may write objects too, only gc excludes us */
+		if ((olk = lock_objects(s, LOCK_SH, err)) < 0) {
+			r = olk;
+			goto out;
+		}
+		w.io = rk_xmalloc(IOBUF);
+		int dfd = open(req->src_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0) {
+			r = rk_error_errno(err, RK_EIO, errno, "cannot open %s", req->src_dir);
+			goto out;
+		}
+		struct rk_buf rel;
+		rk_buf_init(&rel);
+		int sfd = dup(dfd);
+		r = walk_dir(&w, dfd, &rel);
+		rk_buf_release(&rel);
+		/* every object durable before a manifest names it */
+		if (r == 0 && sfd >= 0 && syncfs(sfd) != 0)
+			r = rk_error_errno(err, RK_EIO, errno, "cannot flush the objects");
+		if (sfd >= 0)
+			close(sfd);
+		if (r)
+			goto out;
+		char hex[65];
+		rk_sha256_hex(w.body.data, w.body.len, hex);
+		meta.checksum = rk_xstrdup(hex);
+		meta.files = w.files;
+		meta.bytes = w.bytes;
+		meta.reused = w.reused;
+		meta.hashed = w.hashed;
+	}
+	meta.id = new_rev_id();
+	meta.created_at = rk_now_ms();
+	meta.ms = rk_monotonic_ms() - t0;
+	if ((r = write_revision(s, key, &meta, req->kind == RK_HOME_SNAPSHOT ? &w.body : NULL, err)))
+		goto out;
+	unlock(olk);
+	olk = -1;
+	struct rk_error e3;
+	if (prune_locked(s, key, meta.id, req->keep < 1 ? 1 : req->keep, &e3) != 0)
+		rk_log(RK_LOG_WARN, "home %s: pruning old revisions: %s", key, e3.message);
+	meta.ms = rk_monotonic_ms() - t0;
+	*out = meta;
+	memset(&meta, 0, sizeof(meta));
+out:
+	unlock(olk);
+	unlock(lk);
+	rk_home_revision_release(&meta);
+	rk_buf_release(&w.body);
+	free(w.prev.slot);
+	free(w.io);
+	manifest_release(&prev);
+	return r;
+}
+
+/* Copies object hex into a new file at dfd/name. */
+static int materialize_file(struct local *s, int dfd, const char *name, const struct mentry *e, int as_root,
+			    struct rk_error *err)
+{
+	char *op = object_path(s, e->ref);
+	int in = open(op, O_RDONLY | O_CLOEXEC);
+	if (in < 0) {
+		int r = rk_error_errno(err, RK_ECORRUPT, errno, "object %s of %s is missing", e->ref, e->path);
+		free(op);
+		return r;
+	}
+	free(op);
+	int out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0) {
+		close(in);
+		return rk_error_errno(err, RK_EIO, errno, "cannot create %s", e->path);
+	}
+	int r = 0;
+	int64_t left = e->size;
+	while (left > 0) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)(left > (1 << 30) ? (1 << 30) : left), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* copy_file_range unsupported here: plain copy */
+			char buf[65536];
+			ssize_t k;
+			while (left > 0 && (k = rk_fs_read_fd(in, buf, sizeof(buf))) > 0) {
+				if (rk_fs_write_fd(out, buf, (size_t)k) != 0)
+					break;
+				left -= k;
+			}
+			break;
+		}
+		left -= n;
+	}
+	if (left != 0)
+		r = rk_error_set(err, RK_ECORRUPT, "object %s of %s is shorter than recorded", e->ref, e->path);
+	if (r == 0 && as_root && fchown(out, e->uid, e->gid) != 0)
+		r = rk_error_errno(err, RK_EIO, errno, "cannot chown %s", e->path);
+	if (r == 0 && fchmod(out, e->mode & 07777) != 0)
+		r = rk_error_errno(err, RK_EIO, errno, "cannot chmod %s", e->path);
+	struct timespec ts[2] = {{.tv_sec = e->mtime_ns / 1000000000LL, .tv_nsec = e->mtime_ns % 1000000000LL},
+				 {.tv_sec = e->mtime_ns / 1000000000LL, .tv_nsec = e->mtime_ns % 1000000000LL}};
+	if (r == 0)
+		futimens(out, ts);
+	close(out);
+	close(in);
+	return r;
+}
+
+/* Builds the tree of m under dir (an empty dir). */
+static int materialize(struct local *s, const struct manifest *m, const char *dir, struct rk_error *err)
+{
+	int as_root = geteuid() == 0;
+	int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return rk_error_errno(err, RK_EIO, errno, "cannot open %s", dir);
+	int r = 0;
+	for (size_t i = 0; i < m->n && r == 0; i++) {
+		const struct mentry *e = &m->e[i];
+		const char *leaf;
+		int pfd = rk_fs_parent_beneath(dir, e->path, 0, &leaf, err);
+		if (pfd < 0) {
+			r = pfd;
+			break;
+		}
+		if (e->type == 'd') {
+			if (mkdirat(pfd, leaf, 0700) != 0 && errno != EEXIST)
+				r = rk_error_errno(err, RK_EIO, errno, "cannot make %s", e->path);
+			if (r == 0 && as_root)
+				fchownat(pfd, leaf, e->uid, e->gid, AT_SYMLINK_NOFOLLOW);
+		} else if (e->type == 'l') {
+			if (symlinkat(e->ref, pfd, leaf) != 0)
+				r = rk_error_errno(err, RK_EIO, errno, "cannot make link %s", e->path);
+			if (r == 0 && as_root)
+				fchownat(pfd, leaf, e->uid, e->gid, AT_SYMLINK_NOFOLLOW);
+		} else {
+			r = materialize_file(s, pfd, leaf, e, as_root, err);
+		}
+		close(pfd);
+	}
+	/* directory modes and times last, deepest first, so writing children cannot change them */
+	for (size_t i = m->n; i-- > 0 && r == 0;) {
+		const struct mentry *e = &m->e[i];
+		if (e->type != 'd')
+			continue;
+		struct timespec ts[2] = {{.tv_sec = e->mtime_ns / 1000000000LL, .tv_nsec = e->mtime_ns % 1000000000LL},
+					 {.tv_sec = e->mtime_ns / 1000000000LL, .tv_nsec = e->mtime_ns % 1000000000LL}};
+		fchmodat(root, e->path, e->mode & 07777, 0);
+		utimensat(root, e->path, ts, AT_SYMLINK_NOFOLLOW);
+	}
+	if (r == 0 && syncfs(root) != 0)
+		r = rk_error_errno(err, RK_EIO, errno, "cannot flush %s", dir);
+	close(root);
+	return r;
+}
+
+static int local_restore(struct rk_home_store *base, const char *key, const char *rev, const char *dest,
+			 struct rk_home_revision *out, struct rk_error *err)
+{
+	struct local *s = (struct local *)base;
+	int r = check_key(key, err);
+	if (r)
+		return r;
+	int lk = lock_key(s, key, LOCK_EX, err);
+	if (lk < 0)
+		return lk;
+	char *id = NULL, *staging = NULL;
+	struct manifest m = {0};
+	rk_buf_init(&m.text);
+	if ((r = swap_recover(dest, err)))
+		goto out;
+	if (rev)
+		id = rk_xstrdup(rev);
+	else if ((r = read_latest_id(s, key, &id, err)))
+		goto out;
+	if ((r = manifest_load(s, key, id, 1, &m, err)))
+		goto out;
+	if (m.meta.kind == RK_HOME_MARKER) {
+		char *home = rk_xasprintf("%s/%s", s->homes, key);
+		char *latest = NULL;
+		int is_latest = read_latest_id(s, key, &latest, NULL) == 0 && !strcmp(latest, id);
+		int live = !strcmp(home, dest) && rk_fs_exists(dest);
+		free(latest);
+		free(home);
+		if (!(is_latest && live)) {
+			r = rk_error_set(err, RK_EUNSUPPORTED,
+					 "revision %s is a marker: the home was live and no copy was kept "
+					 "(keep more revisions with --revisions N to restore older states)",
+					 id);
+			goto out;
+		}
+	} else {
+		if ((r = staging_for(dest, &staging, err)) || (r = materialize(s, &m, staging, err)) ||
+		    (r = swap_dir(dest, staging, err)))
+			goto out;
+		free(staging);
+		staging = NULL;
+	}
+	if (out) {
+		*out = m.meta;
+		memset(&m.meta, 0, sizeof(m.meta));
+	}
+out:
+	if (staging) {
+		rk_fs_remove_tree(staging, NULL);
+		free(staging);
+	}
+	manifest_release(&m);
+	free(id);
+	unlock(lk);
+	return r;
+}
+
+static int hash_object(struct local *s, const char *hex, int64_t *size, char out[65])
+{
+	char *p = object_path(s, hex);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	free(p);
+	if (fd < 0)
+		return -1;
+	crypto_hash_sha256_state h;
+	crypto_hash_sha256_init(&h);
+	unsigned char *buf = rk_xmalloc(IOBUF);
+	ssize_t n;
+	*size = 0;
+	while ((n = rk_fs_read_fd(fd, buf, IOBUF)) > 0) {
+		crypto_hash_sha256_update(&h, buf, (size_t)n);
+		*size += n;
+	}
+	free(buf);
+	close(fd);
+	unsigned char d[32];
+	crypto_hash_sha256_final(&h, d);
+	sodium_bin2hex(out, 65, d, sizeof(d));
+	return n < 0 ? -1 : 0;
+}
+
+static int local_verify(struct rk_home_store *base, const char *key, const char *rev, int deep,
+			struct rk_home_verify *out, struct rk_error *err)
+{
+	struct local *s = (struct local *)base;
+	memset(out, 0, sizeof(*out));
+	int r = check_key(key, err);
+	if (r)
+		return r;
+	int lk = lock_key(s, key, LOCK_SH, err);
+	if (lk < 0)
+		return lk;
+	char *id = NULL;
+	struct manifest m = {0};
+	rk_buf_init(&m.text);
+	if (rev)
+		id = rk_xstrdup(rev);
+	else if ((r = read_latest_id(s, key, &id, err)))
+		goto out;
+	struct rk_error e2;
+	if (manifest_load(s, key, id, 1, &m, &e2) != 0) {
+		if (e2.code == RK_ENOTFOUND) {
+			r = rk_error_set(err, RK_ENOTFOUND, "%s", e2.message);
+			goto out;
+		}
+		snprintf(out->problem, sizeof(out->problem), "%.1000s", e2.message);
+		goto out;
+	}
+	if (m.meta.kind == RK_HOME_MARKER) {
+		char *home = rk_xasprintf("%s/%s", s->homes, key);
+		struct stat st;
+		if (stat(home, &st) != 0 || !S_ISDIR(st.st_mode))
+			snprintf(out->problem, sizeof(out->problem), "marker %s: the live home %s is missing", id, home);
+		else
+			out->ok = 1;
+		free(home);
+		goto out;
+	}
+	for (size_t i = 0; i < m.n; i++) {
+		const struct mentry *e = &m.e[i];
+		if (e->type != 'f')
+			continue;
+		out->files++;
+		out->bytes += e->size;
+		int good;
+		if (deep) {
+			char hex[65];
+			int64_t size;
+			int read_ok = hash_object(s, e->ref, &size, hex) == 0;
+			good = read_ok && size == e->size && !strcmp(hex, e->ref);
+			if (!read_ok)
+				out->missing++;
+			else if (!good)
+				out->corrupt++;
+		} else {
+			good = object_ok(s, e->ref, e->size);
+			if (!good)
+				out->missing++;
+		}
+		if (!good && !out->problem[0])
+			snprintf(out->problem, sizeof(out->problem), "%s: object %.12s is %s", e->path, e->ref,
+				 deep ? "missing or damaged" : "missing or the wrong size");
+	}
+	out->ok = !out->missing && !out->corrupt;
+out:
+	manifest_release(&m);
+	free(id);
+	unlock(lk);
+	return r;
+}
+
+static int local_gc(struct rk_home_store *base, struct rk_home_gc_stats *out, struct rk_error *err)
+{
+	struct local *s = (struct local *)base;
+	memset(out, 0, sizeof(*out));
+	int lk = lock_objects(s, LOCK_EX, err);
+	if (lk < 0)
+		return lk;
+	struct hset refs = {0};
+	collect_refs(s, &refs);
+	for (int i = 0; i < 256; i++) {
+		char *d = rk_xasprintf("%s/%02x", s->objects, i);
+		DIR *dd = opendir(d);
+		struct dirent *de;
+		while (dd && (de = readdir(dd))) {
+			if (strlen(de->d_name) != 64)
+				continue;
+			if (hset_has(&refs, de->d_name)) {
+				out->objects_kept++;
+				continue;
+			}
+			char *p = rk_path_join(d, de->d_name);
+			struct stat st;
+			if (stat(p, &st) == 0)
+				out->bytes_removed += st.st_size;
+			if (unlink(p) == 0)
+				out->objects_removed++;
+			free(p);
+		}
+		if (dd)
+			closedir(dd);
+		free(d);
+	}
+	/* no checkpoint writes objects while we hold the lock: temp files are stale */
+	char *tmp = rk_path_join(s->objects, "tmp");
+	rk_fs_remove_tree(tmp, NULL);
+	free(tmp);
+	unlock(lk);
+	free(refs.k);
+	/* staging dirs of homes whose lock is free */
+	DIR *hd = opendir(s->homes);
+	struct dirent *de;
+	while (hd && (de = readdir(hd))) {
+		const char *n = de->d_name;
+		const char *st = strstr(n, ".staging-");
+		const char *pv = strstr(n, ".previous");
+		if (n[0] != '.' || (!st && !pv))
+			continue;
+		char *key = rk_xstrndup(n + 1, (size_t)((st ? st : pv) - n - 1));
+		struct rk_error e2;
+		if (check_key(key, &e2) == 0) {
+			int k = lock_key(s, key, LOCK_EX | LOCK_NB, &e2);
+			if (k >= 0) {
+				char *home = rk_path_join(s->homes, key);
+				swap_recover(home, NULL);
+				free(home);
+				unlock(k);
+				out->staging_removed++;
+			}
+		}
+		free(key);
+	}
+	if (hd)
+		closedir(hd);
+	return 0;
+}
+
+static int local_forget(struct rk_home_store *base, const char *key, struct rk_error *err)
+{
+	struct local *s = (struct local *)base;
+	int r = check_key(key, err);
+	if (r)
+		return r;
+	int lk = lock_key(s, key, LOCK_EX, err);
+	if (lk < 0)
+		return lk;
+	char *latest = rk_xasprintf("%s/%s/latest", s->revisions, key);
+	unlink(latest);
+	free(latest);
+	r = prune_locked(s, key, NULL, 0, err);
+	if (r == 0) {
+		char *revs = rk_xasprintf("%s/%s/revs", s->revisions, key);
+		r = rk_fs_remove_tree(revs, err);
+		free(revs);
+	}
+	unlock(lk);
+	return r;
+}
+
+/* --- tar streams ---------------------------------------------------------------------------- */
+
+static int tar_err(struct archive *a, struct rk_error *err, const char *what)
+{
+	return rk_error_set(err, RK_EIO, "cannot %s the workspace archive: %s", what,
+			    archive_error_string(a) ? archive_error_string(a) : "unknown error");
+}
+
+static struct archive *tar_writer(int fd, int zstd, struct rk_error *err)
+{
+	struct archive *a = archive_write_new();
+	archive_write_set_format_pax_restricted(a);
+	if (zstd && archive_write_add_filter_zstd(a) != ARCHIVE_OK) {
+		tar_err(a, err, "compress");
+		archive_write_free(a);
+		return NULL;
+	}
+	archive_write_set_bytes_in_last_block(a, 1);
+	if (archive_write_open_fd(a, fd) != ARCHIVE_OK) {
+		tar_err(a, err, "start");
+		archive_write_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* Writes the content of fd (size bytes) as the entry's data, padding a file that shrank. */
+static int tar_copy(struct archive *a, int fd, int64_t size, unsigned char *buf, struct rk_error *err)
+{
+	int64_t left = size;
+	while (left > 0) {
+		ssize_t n = rk_fs_read_fd(fd, buf, left < IOBUF ? (size_t)left : IOBUF);
+		if (n <= 0)
+			break;
+		if (archive_write_data(a, buf, (size_t)n) < 0)
+			return tar_err(a, err, "write");
+		left -= n;
+	}
+	memset(buf, 0, 65536);
+	while (left > 0) {
+		size_t k = left < 65536 ? (size_t)left : 65536;
+		if (archive_write_data(a, buf, k) < 0)
+			return tar_err(a, err, "write");
+		left -= (int64_t)k;
+	}
+	return 0;
+}
+
+static int export_walk(struct archive *a, int dfd, struct rk_buf *rel, unsigned char *buf, struct rk_error *err)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return rk_error_errno(err, RK_EIO, errno, "cannot read the workspace");
+	}
+	size_t n;
+	char **names = list_names(d, &n);
+	size_t base = rel->len;
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		rel->len = base;
+		rel->data[base] = '\0';
+		if (base)
+			rk_buf_addc(rel, '/');
+		rk_buf_adds(rel, names[i]);
+		if (rk_home_excluded(rel->data))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
+			continue;
+		struct archive_entry *e = archive_entry_new();
+		archive_entry_copy_stat(e, &st);
+		archive_entry_set_pathname(e, rel->data);
+		archive_entry_set_nlink(e, S_ISDIR(st.st_mode) ? 2 : 1);
+		int fd = -1;
+		if (S_ISLNK(st.st_mode)) {
+			char target[4096];
+			ssize_t k = readlinkat(dirfd(d), names[i], target, sizeof(target) - 1);
+			if (k < 0) {
+				archive_entry_free(e);
+				continue;
+			}
+			target[k] = '\0';
+			archive_entry_set_symlink(e, target);
+			archive_entry_set_size(e, 0);
+		} else if (S_ISREG(st.st_mode)) {
+			fd = openat(dirfd(d), names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0) {
+				archive_entry_free(e);
+				continue;
+			}
+		} else {
+			archive_entry_set_size(e, 0);
+		}
+		if (archive_write_header(a, e) != ARCHIVE_OK)
+			r = tar_err(a, err, "write");
+		if (r == 0 && fd >= 0)
+			r = tar_copy(a, fd, st.st_size, buf, err);
+		if (fd >= 0)
+			close(fd);
+		archive_entry_free(e);
+		if (r == 0 && S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				r = export_walk(a, sub, rel, buf, err);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	rel->len = base;
+	rel->data[base] = '\0';
+	closedir(d);
+	return r;
+}
+
+static int tar_finish(struct archive *a, int r, struct rk_error *err)
+{
+	if (archive_write_close(a) != ARCHIVE_OK && r == 0)
+		r = tar_err(a, err, "finish");
+	archive_write_free(a);
+	return r;
+}
+
+int rk_home_export_dir(const char *dir, int fd, int zstd, struct rk_error *err)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return rk_error_errno(err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno, "cannot open the workspace %s",
+				      dir);
+	struct archive *a = tar_writer(fd, zstd, err);
+	if (!a) {
+		close(dfd);
+		return -err->code;
+	}
+	unsigned char *buf = rk_xmalloc(IOBUF);
+	struct rk_buf rel;
+	rk_buf_init(&rel);
+	int r = export_walk(a, dfd, &rel, buf, err);
+	rk_buf_release(&rel);
+	free(buf);
+	return tar_finish(a, r, err);
+}
+
+static int local_export_tar(struct rk_home_store *base, const char *key, const char *rev, int fd, int zstd,
+			    struct rk_error *err)
+{
+	struct local *s = (struct local *)base;
+	int r = check_key(key, err);
+	if (r)
+		return r;
+	int lk = lock_key(s, key, LOCK_SH, err);
+	if (lk < 0)
+		return lk;
+	char *id = NULL;
+	struct manifest m = {0};
+	rk_buf_init(&m.text);
+	if (rev)
+		id = rk_xstrdup(rev);
+	else if ((r = read_latest_id(s, key, &id, err)))
+		goto out;
+	if ((r = manifest_load(s, key, id, 1, &m, err)))
+		goto out;
+	if (m.meta.kind == RK_HOME_MARKER) {
+		char *home = rk_path_join(s->homes, key);
+		r = rk_home_export_dir(home, fd, zstd, err);
+		free(home);
+		goto out;
+	}
+	struct archive *a = tar_writer(fd, zstd, err);
+	if (!a) {
+		r = -err->code;
+		goto out;
+	}
+	unsigned char *buf = rk_xmalloc(IOBUF);
+	for (size_t i = 0; i < m.n && r == 0; i++) {
+		const struct mentry *me = &m.e[i];
+		struct archive_entry *e = archive_entry_new();
+		archive_entry_set_pathname(e, me->path);
+		archive_entry_set_perm(e, me->mode & 07777);
+		archive_entry_set_uid(e, me->uid);
+		archive_entry_set_gid(e, me->gid);
+		archive_entry_set_mtime(e, me->mtime_ns / 1000000000LL, me->mtime_ns % 1000000000LL);
+		int ofd = -1;
+		if (me->type == 'd') {
+			archive_entry_set_filetype(e, AE_IFDIR);
+		} else if (me->type == 'l') {
+			archive_entry_set_filetype(e, AE_IFLNK);
+			archive_entry_set_symlink(e, me->ref);
+		} else {
+			archive_entry_set_filetype(e, AE_IFREG);
+			archive_entry_set_size(e, me->size);
+			char *op = object_path(s, me->ref);
+			ofd = open(op, O_RDONLY | O_CLOEXEC);
+			free(op);
+			if (ofd < 0)
+				r = rk_error_set(err, RK_ECORRUPT, "object %.12s of %s is missing", me->ref, me->path);
+		}
+		if (r == 0 && archive_write_header(a, e) != ARCHIVE_OK)
+			r = tar_err(a, err, "write");
+		if (r == 0 && ofd >= 0)
+			r = tar_copy(a, ofd, me->size, buf, err);
+		if (ofd >= 0)
+			close(ofd);
+		archive_entry_free(e);
+	}
+	free(buf);
+	r = tar_finish(a, r, err);
+out:
+	manifest_release(&m);
+	free(id);
+	unlock(lk);
+	return r;
+}
+
+/* --- strict import -------------------------------------------------------------------------------- */
+
+int64_t rk_home_import_limit(void)
+{
+	const char *v = getenv("RAKAZO_IMPORT_LIMIT");
+	if (!v || !*v)
+		return RK_HOME_IMPORT_LIMIT_DEFAULT;
+	char *end;
+	long long n = strtoll(v, &end, 10);
+	if (n <= 0)
+		return RK_HOME_IMPORT_LIMIT_DEFAULT;
+	switch (*end) {
+	case 'k': case 'K': n <<= 10; break;
+	case 'm': case 'M': n <<= 20; break;
+	case 'g': case 'G': n <<= 30; break;
+	default: break;
+	}
+	return n;
+}
+
+/* A member name as a normalized relative path ("" for the root). */
+static int member_name(const char *name, char **out, struct rk_error *err)
+{
+	if (!name || name[0] == '/')
+		return rk_error_set(err, RK_EINVALID, "the archive holds an absolute path: %s", name ? name : "");
+	while (name[0] == '.' && name[1] == '/')
+		name += 2;
+	if (!strcmp(name, ".") || !*name) {
+		*out = rk_xstrdup("");
+		return 0;
+	}
+	size_t len = strlen(name);
+	char *copy = rk_xstrdup(name);
+	if (len && copy[len - 1] == '/')
+		copy[len - 1] = '\0';
+	int r = rk_path_normalize(copy, out, NULL);
+	free(copy);
+	if (r)
+		return rk_error_set(err, RK_EINVALID, "the archive holds a path that leaves the workspace: %s", name);
+	return 0;
+}
+
+/* Does a link at rel with target stay inside the workspace (lexically)? */
+static int link_inside(const char *rel, const char *target)
+{
+	if (!target || !*target || target[0] == '/')
+		return 0;
+	int depth = 0;
+	for (const char *p = rel; *p; p++)
+		if (*p == '/')
+			depth++; /* the directories the link sits in */
+	const char *p = target;
+	while (*p) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			if (--depth < 0)
+				return 0;
+		} else if (!(len == 0 || (len == 1 && p[0] == '.'))) {
+			depth++;
+		}
+		if (!slash)
+			break;
+		p = slash + 1;
+	}
+	return 1;
+}
+
+int rk_home_import_tar(int fd, const char *dir, int64_t max_bytes, struct rk_home_import_stats *stats,
+		       struct rk_error *err)
+{
+	struct rk_home_import_stats local_stats = {0};
+	if (!stats)
+		stats = &local_stats;
+	memset(stats, 0, sizeof(*stats));
+	int r = rk_fs_mkdirs(dir, 0755, err);
+	if (r)
+		return r;
+	char *root = realpath(dir, NULL);
+	if (!root)
+		return rk_error_errno(err, RK_EIO, errno, "cannot resolve %s", dir);
+	struct archive *in = archive_read_new();
+	archive_read_support_format_tar(in);
+	archive_read_support_format_gnutar(in);
+	archive_read_support_filter_all(in);
+	struct archive *out = archive_write_disk_new();
+	int flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+		    ARCHIVE_EXTRACT_SECURE_SYMLINKS;
+	if (geteuid() == 0)
+		flags |= ARCHIVE_EXTRACT_OWNER;
+	archive_write_disk_set_options(out, flags);
+	if (archive_read_open_fd(in, fd, 65536) != ARCHIVE_OK) {
+		r = rk_error_set(err, RK_EINVALID, "not a tar stream: %s", archive_error_string(in));
+		goto done;
+	}
+	int64_t total = 0;
+	struct archive_entry *e;
+	int rc;
+	while ((rc = archive_read_next_header(in, &e)) == ARCHIVE_OK) {
+		char *rel = NULL;
+		const char *name = archive_entry_pathname(e);
+		if ((r = member_name(name, &rel, err)))
+			goto done;
+		if (!rel[0] || rk_home_excluded(rel)) {
+			if (rel[0])
+				stats->skipped++;
+			free(rel);
+			continue;
+		}
+		mode_t type = archive_entry_filetype(e);
+		const char *hl = archive_entry_hardlink(e);
+		if (hl) {
+			char *target = NULL;
+			if (member_name(hl, &target, NULL) != 0 || !target[0]) {
+				r = rk_error_set(err, RK_EINVALID, "the archive holds a hard link that leaves the workspace: %s -> %s",
+						 rel, hl);
+				free(target);
+				free(rel);
+				goto done;
+			}
+			char *full = rk_path_join(root, target);
+			archive_entry_set_hardlink(e, full);
+			free(full);
+			free(target);
+		} else if (type == AE_IFLNK) {
+			if (!link_inside(rel, archive_entry_symlink(e))) {
+				r = rk_error_set(err, RK_EINVALID, "the archive holds a symlink that leaves the workspace: %s -> %s",
+						 rel, archive_entry_symlink(e) ? archive_entry_symlink(e) : "");
+				free(rel);
+				goto done;
+			}
+		} else if (type != AE_IFREG && type != AE_IFDIR) {
+			r = rk_error_set(err, RK_EINVALID,
+					 "the archive holds %s %s: only files, directories and links are imported",
+					 type == AE_IFIFO ? "a fifo" : type == AE_IFSOCK ? "a socket" : "a device node", rel);
+			free(rel);
+			goto done;
+		}
+		int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
+		if (size < 0 || total + size > max_bytes) {
+			r = rk_error_set(err, RK_ETOOLARGE,
+					 "the archive holds more than the import limit of %lld bytes "
+					 "(set RAKAZO_IMPORT_LIMIT to raise it)",
+					 (long long)max_bytes);
+			free(rel);
+			goto done;
+		}
+		char *full = rk_path_join(root, rel);
+		archive_entry_set_pathname(e, full);
+		free(full);
+		if (archive_write_header(out, e) != ARCHIVE_OK) {
+			r = rk_error_set(err, RK_EINVALID, "cannot extract %s: %s", rel, archive_error_string(out));
+			free(rel);
+			goto done;
+		}
+		const void *buf;
+		size_t len;
+		la_int64_t off;
+		int64_t got = 0;
+		while ((rc = archive_read_data_block(in, &buf, &len, &off)) == ARCHIVE_OK) {
+			got += (int64_t)len;
+			if (total + got > max_bytes) {
+				r = rk_error_set(err, RK_ETOOLARGE, "the archive holds more than the import limit of %lld bytes",
+						 (long long)max_bytes);
+				free(rel);
+				goto done;
+			}
+			if (archive_write_data_block(out, buf, len, off) != ARCHIVE_OK) {
+				r = rk_error_set(err, RK_EIO, "cannot write %s: %s", rel, archive_error_string(out));
+				free(rel);
+				goto done;
+			}
+		}
+		if (rc != ARCHIVE_EOF) {
+			r = rk_error_set(err, RK_EINVALID, "truncated archive at %s: %s", rel, archive_error_string(in));
+			free(rel);
+			goto done;
+		}
+		if (archive_write_finish_entry(out) != ARCHIVE_OK) {
+			r = rk_error_set(err, RK_EIO, "cannot finish %s: %s", rel, archive_error_string(out));
+			free(rel);
+			goto done;
+		}
+		total += size;
+		if (type == AE_IFREG) {
+			stats->files++;
+			stats->bytes += size;
+		}
+		free(rel);
+	}
+	if (rc != ARCHIVE_EOF)
+		r = rk_error_set(err, RK_EINVALID, "bad archive: %s", archive_error_string(in));
+done:
+	archive_read_free(in);
+	archive_write_close(out);
+	archive_write_free(out);
+	free(root);
+	return r;
+}
+
+/* --- construction ------------------------------------------------------------------------------- */
+
+static void local_free(struct rk_home_store *base)
+{
+	struct local *s = (struct local *)base;
+	if (!s)
+		return;
+	free(s->data_dir);
+	free(s->objects);
+	free(s->revisions);
+	free(s->homes);
+	free(s);
+}
+
+static const struct rk_home_store_ops local_ops = {
+	.name = "local",
+	.describe = local_describe,
+	.latest = local_latest,
+	.checkpoint = local_checkpoint,
+	.list = local_list,
+	.show = local_show,
+	.restore = local_restore,
+	.export_tar = local_export_tar,
+	.verify = local_verify,
+	.gc = local_gc,
+	.forget = local_forget,
+	.free = local_free,
+};
+
+struct rk_home_store *rk_home_store_local_new(const char *data_dir)
+{
+	struct local *s = rk_xcalloc(1, sizeof(*s));
+	s->base.ops = &local_ops;
+	s->data_dir = rk_xstrdup(data_dir);
+	s->objects = rk_path_join(data_dir, "objects");
+	s->revisions = rk_path_join(data_dir, "home-revisions");
+	s->homes = rk_path_join(data_dir, "homes");
+	return &s->base;
+}

@@ -1,0 +1,164 @@
+#ifndef RK_HOME_H
+#define RK_HOME_H
+/* The home store: where a computer's workspace ("home") is kept so that it
+ * survives any machine. The interface below knows nothing of providers or
+ * computers, only of home keys and directories on this host, so an object
+ * store can replace the local implementation later.
+ *
+ * The local store (rk_home_store_local_new):
+ *   DATA_DIR/homes/<key>/             the latest workspace (mounted providers
+ *                                     use it live)
+ *   DATA_DIR/home-revisions/<key>/    latest (the revision marker), lock,
+ *                                     revs/<revision> (a JSON header line,
+ *                                     then the manifest)
+ *   DATA_DIR/objects/<2 hex>/<sha256> file contents, shared by every
+ *                                     revision and every home
+ *
+ * Revisions come in two kinds:
+ *   marker    names the live home at a moment; nothing is copied, so it
+ *             costs the same for 1 KB or 100 GB. It protects against losing
+ *             the machine, not against losing or changing the host dir.
+ *   snapshot  a manifest (path, type, mode, owner, mtime, size, sha256) over
+ *             content-addressed objects: unchanged files cost nothing (their
+ *             hash is reused when size+mtime+inode+ctime match the previous
+ *             manifest, and their object is already there).
+ *
+ * Every write takes the key's lock (flock, so it holds across processes),
+ * stages and fsyncs before it renames over the current state, and a kill -9
+ * at any point leaves the last good revision readable: objects are written
+ * before the manifest that names them, the manifest before the marker that
+ * makes it latest, and a staged copy replaces a home dir by rename. */
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "util/err.h"
+
+/* Store capabilities (describe). */
+enum rk_home_cap {
+	RK_HOME_REVISIONS = 1u << 0, /* keeps more than the latest revision */
+	RK_HOME_MARKERS = 1u << 1,   /* can checkpoint a live home by marker alone */
+};
+
+enum rk_home_kind { RK_HOME_MARKER, RK_HOME_SNAPSHOT };
+
+struct rk_home_revision {
+	char *id;            /* "rev-<ms>-<hex>", sortable by time */
+	int64_t created_at;  /* ms */
+	char *reason;        /* stop, pause, manual, run, import, restore ... */
+	enum rk_home_kind kind;
+	int64_t bytes, files; /* -1 for a marker (not counted: that would cost time) */
+	char *checksum;      /* sha256 of the manifest; NULL for a marker */
+	int64_t ms;          /* how long the checkpoint took */
+	int64_t reused, hashed; /* files whose hash was reused / computed */
+};
+void rk_home_revision_release(struct rk_home_revision *r);
+void rk_home_revisions_free(struct rk_home_revision *r, size_t n);
+const char *rk_home_kind_name(enum rk_home_kind k);
+
+/* Transient browser state that is never checkpointed, exported or imported:
+ * caches, locks and Singleton* files inside .browser-profiles/ (anywhere
+ * below it). The same names elsewhere in the workspace are kept. path is
+ * workspace-relative ("a/b/c"). */
+int rk_home_excluded(const char *path);
+
+struct rk_home_checkpoint_req {
+	const char *src_dir; /* the workspace to record */
+	const char *reason;
+	enum rk_home_kind kind;
+	int keep;            /* revisions to keep after this one (>= 1) */
+};
+
+struct rk_home_verify {
+	int ok;
+	int64_t files, bytes, missing, corrupt;
+	char problem[1100]; /* the first problem, "" when ok */
+};
+
+struct rk_home_gc_stats {
+	int64_t objects_kept, objects_removed, bytes_removed, staging_removed;
+};
+
+struct rk_home_desc {
+	const char *name;  /* "local" */
+	unsigned caps;     /* enum rk_home_cap */
+	char *location;    /* malloc'd: DATA_DIR for the local store */
+};
+
+struct rk_home_store;
+
+struct rk_home_store_ops {
+	const char *name;
+	int (*describe)(struct rk_home_store *s, struct rk_home_desc *out, struct rk_error *err);
+	/* The latest revision of key; RK_ENOTFOUND when it has none. */
+	int (*latest)(struct rk_home_store *s, const char *key, struct rk_home_revision *out, struct rk_error *err);
+	/* Records req->src_dir as a new latest revision and prunes to req->keep. */
+	int (*checkpoint)(struct rk_home_store *s, const char *key, const struct rk_home_checkpoint_req *req,
+			  struct rk_home_revision *out, struct rk_error *err);
+	/* Newest first; *out is malloc'd (rk_home_revisions_free). */
+	int (*list)(struct rk_home_store *s, const char *key, struct rk_home_revision **out, size_t *n,
+		    struct rk_error *err);
+	int (*show)(struct rk_home_store *s, const char *key, const char *rev, struct rk_home_revision *out,
+		    struct rk_error *err);
+	/* Writes snapshot rev (NULL: the latest) into dest: built in a staging
+	 * dir beside dest, then swapped in by rename. A marker cannot be
+	 * materialized (RK_EUNSUPPORTED), except into its own live home where
+	 * it already is. */
+	int (*restore)(struct rk_home_store *s, const char *key, const char *rev, const char *dest,
+		       struct rk_home_revision *out, struct rk_error *err);
+	/* Streams rev (NULL: latest) as a pax tar to fd (zstd-compressed when zstd). */
+	int (*export_tar)(struct rk_home_store *s, const char *key, const char *rev, int fd, int zstd,
+			  struct rk_error *err);
+	/* Checks rev (NULL: latest): metadata and manifest checksum, every
+	 * object present with its size; deep re-hashes every object. A marker
+	 * verifies when its metadata reads and the live home exists. */
+	int (*verify)(struct rk_home_store *s, const char *key, const char *rev, int deep, struct rk_home_verify *out,
+		      struct rk_error *err);
+	/* Removes objects no manifest names, and stale staging left by crashes. */
+	int (*gc)(struct rk_home_store *s, struct rk_home_gc_stats *out, struct rk_error *err);
+	/* Drops every revision of key (the computer is deleted). */
+	int (*forget)(struct rk_home_store *s, const char *key, struct rk_error *err);
+	void (*free)(struct rk_home_store *s);
+};
+
+struct rk_home_store {
+	const struct rk_home_store_ops *ops;
+};
+
+/* The local store over data_dir. Caller frees with s->ops->free. */
+struct rk_home_store *rk_home_store_local_new(const char *data_dir);
+
+/* DATA_DIR/homes/<key>, malloc'd. Keys are one path segment: "", ".", ".."
+ * and separators are refused. */
+int rk_home_dir(const char *data_dir, const char *key, char **out, struct rk_error *err);
+
+/* Under key's lock: puts back a home an interrupted swap left as
+ * .<key>.previous and removes stale staging dirs. Called before a provider
+ * touches the home. */
+int rk_home_recover(const char *data_dir, const char *key, struct rk_error *err);
+
+/* A staging dir beside the home (DATA_DIR/homes/.<key>.staging-XXXXXX),
+ * malloc'd; and the swap that makes it the home (old home removed). */
+int rk_home_staging_new(const char *data_dir, const char *key, char **out, struct rk_error *err);
+int rk_home_swap_in(const char *data_dir, const char *key, const char *staging, struct rk_error *err);
+
+/* Strict archive import: extracts a tar (any compression libarchive reads)
+ * from fd into dir, refusing absolute names, ".." segments, symlinks whose
+ * target leaves dir, hard links to outside names, devices, fifos and
+ * sockets, and more than max_bytes of content. Excluded browser files are
+ * skipped. Nothing is written outside dir; on error dir holds a partial
+ * tree the caller removes. */
+struct rk_home_import_stats {
+	int64_t files, bytes, skipped;
+};
+#define RK_HOME_IMPORT_LIMIT_DEFAULT (10LL * 1024 * 1024 * 1024)
+int rk_home_import_tar(int fd, const char *dir, int64_t max_bytes, struct rk_home_import_stats *stats,
+		       struct rk_error *err);
+/* A directory as a pax tar on fd (excluded browser files left out);
+ * zstd compresses it. */
+int rk_home_export_dir(const char *dir, int fd, int zstd, struct rk_error *err);
+
+/* The import size limit: RAKAZO_IMPORT_LIMIT (bytes, suffixes K M G) or the default. */
+int64_t rk_home_import_limit(void);
+
+#endif
