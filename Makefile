@@ -28,7 +28,9 @@ UI_LIBS := $(shell pkg-config --libs $(UI_PKGS) 2>/dev/null)
 LDFLAGS ?=
 ALL_LDFLAGS := $(LDFLAGS) $(EXTRA_LDFLAGS)
 
-ENGINE_SRC := $(sort $(wildcard engine/*.c engine/util/*.c providers/*.c providers/*/*.c))
+# providers/docker/agent.c is not engine code: it is the static in-computer exec agent.
+AGENT_SRC := providers/docker/agent.c
+ENGINE_SRC := $(filter-out $(AGENT_SRC),$(sort $(wildcard engine/*.c engine/util/*.c providers/*.c providers/*/*.c)))
 CLI_SRC := $(sort $(wildcard cmd/*.c tui/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 HELPER_SRC := $(sort $(wildcard tests/fixtures/*.c tests/emulators/*.c tests/bench/*.c tests/conformance/*.c))
@@ -41,7 +43,7 @@ HELPER_BIN := $(HELPER_SRC:%.c=$(BUILD)/%)
 # The sub-commands that get rakazo-SUB links (kept equal to cmd/main.c's table by a test).
 SUBCOMMANDS := $(filter-out help version,$(shell sh scripts/subcommands.sh))
 
-all: rakazo
+all: rakazo $(BUILD)/rakazo-agent
 
 rakazo: $(BUILD)/rakazo
 	@ln -sf $(BUILD)/rakazo rakazo
@@ -53,6 +55,11 @@ $(BUILD)/librakazo.a: $(ENGINE_OBJ)
 
 $(BUILD)/rakazo: $(CLI_OBJ) $(BUILD)/librakazo.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/librakazo.a $(UI_LIBS) $(LIBS)
+
+# Plain libc and static: it runs inside whatever image a computer has.
+$(BUILD)/rakazo-agent: $(AGENT_SRC)
+	@mkdir -p $(@D)
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) -static -o $@ $(AGENT_SRC)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -66,7 +73,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/librakazo.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/librakazo.a $(LIBS)
 
-test-bins: $(UNIT_BIN) $(HELPER_BIN)
+test-bins: $(UNIT_BIN) $(HELPER_BIN) $(BUILD)/rakazo-agent
 
 # The engine and providers never touch the terminal: no curses, no stdout, no exit().
 layer-check:
@@ -100,13 +107,14 @@ image:
 	sh scripts/dockerd.sh >/dev/null
 	sh image/build.sh
 
-install: rakazo
+install: rakazo $(BUILD)/rakazo-agent
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/rakazo/image \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	install -m 0755 $(BUILD)/rakazo $(DESTDIR)$(PREFIX)/bin/rakazo
+	install -m 0755 $(BUILD)/rakazo-agent $(DESTDIR)$(PREFIX)/bin/rakazo-agent
 	for s in $(SUBCOMMANDS); do ln -sf rakazo $(DESTDIR)$(PREFIX)/bin/rakazo-$$s; done
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	cp -R image/. $(DESTDIR)$(PREFIX)/share/rakazo/image/
