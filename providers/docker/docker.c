@@ -7,7 +7,12 @@
  * files below are visible on the host. Workspace reads, lists and (as root)
  * writes are served host-side, resolving paths with openat2(RESOLVE_BENEATH)
  * so a symlink the computer made can never reach a host file; whatever
- * would leave the workspace goes through the container instead. */
+ * would leave the workspace goes through the container instead.
+ *
+ * Commands run through rakazo-agent (agent.c), which provision and resume
+ * start in the container and which answers on /run/rakazo/agent.sock; when
+ * it does not answer, or with RAKAZO_DOCKER_EXEC=api, through docker exec.
+ * Both paths behave the same (tests/unit/test_docker.c runs them both). */
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -17,12 +22,15 @@
 #include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../engine/util/fs.h"
@@ -182,6 +190,9 @@ static int container_post(const char *id, const char *verb, const char *query, l
 	return rc;
 }
 
+/* Starts the in-container exec agent unless a live one answers (below). */
+static void agent_ensure(const struct rk_machine *m, const char *container);
+
 static int ensure_running(const char *id, enum cstate st, struct rk_error *err)
 {
 	if (st == C_PAUSED)
@@ -309,7 +320,7 @@ static int docker_check(struct rk_error *err)
 	return rk_docker_ping(err);
 }
 
-static int docker_provision(const struct rk_machine *m, struct rk_provision_result *out, struct rk_error *err)
+static int provision_container(const struct rk_machine *m, struct rk_provision_result *out, struct rk_error *err)
 {
 	const char *network;
 	int rc = network_option(m->options_json, &network, err);
@@ -360,6 +371,16 @@ static int docker_provision(const struct rk_machine *m, struct rk_provision_resu
 	out->ref = id;
 	out->fresh = 1;
 	return 0;
+}
+
+/* The container, running, with its exec agent (a started or restarted
+ * container has none until this starts it). */
+static int docker_provision(const struct rk_machine *m, struct rk_provision_result *out, struct rk_error *err)
+{
+	int rc = provision_container(m, out, err);
+	if (rc == 0)
+		agent_ensure(m, out->ref);
+	return rc;
 }
 
 static int docker_status(const struct rk_machine *m, enum rk_machine_state *out, struct rk_error *err)
@@ -419,6 +440,8 @@ static int docker_resume(const struct rk_machine *m, struct rk_error *err)
 		rc = rk_error_set(err, RK_ENOTFOUND, "the computer's container %.12s is gone: provision it again", id);
 	if (rc == 0)
 		rc = ensure_running(id, st, err);
+	if (rc == 0)
+		agent_ensure(m, id);
 	free(id);
 	return rc;
 }
@@ -962,6 +985,604 @@ static char *container_path(const char *path)
 	return *path ? rk_xasprintf("%s/%s", WORKSPACE, path) : rk_xstrdup(WORKSPACE);
 }
 
+/* --- the exec agent ------------------------------------------------------------ */
+
+/* providers/docker/agent.c, copied into the run dir and started once per
+ * container, runs commands without the ~90 ms that runc spends on every docker
+ * exec. Its protocol is described there; these constants follow it, and the
+ * hello's version and container id catch an agent that does not. Every failure
+ * to reach it only means the docker exec path above runs instead. */
+#define AGENT_VERSION 1
+#define AGENT_SOCK "agent.sock"
+#define AGENT_HELLO_MS 1000   /* a paused container never says hello: fall back */
+#define AGENT_START_MS 3000
+#define AGENT_MAX_FRAME (16u << 20)
+#define AGENT_CHUNK 65536
+
+/* RAKAZO_DOCKER_EXEC=api forces docker exec. The socket is uid 1000's with
+ * mode 0600, so only root and uid 1000 on the host can use it. */
+static int agent_wanted(void)
+{
+	const char *mode = getenv("RAKAZO_DOCKER_EXEC");
+	if (mode && strcmp(mode, "api") == 0)
+		return 0;
+	return geteuid() == 0 || geteuid() == USER_UID;
+}
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int send_full(int fd, const void *data, size_t len, int64_t deadline)
+{
+	const char *s = data;
+	while (len > 0) {
+		ssize_t n = send(fd, s, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			s += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int64_t left = deadline - rk_monotonic_ms();
+			if (left <= 0) {
+				errno = ETIMEDOUT;
+				return -1;
+			}
+			struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+			poll(&pfd, 1, (int)left);
+			continue;
+		}
+		return -1;
+	}
+	return 0;
+}
+
+static int send_frame(int fd, char type, const void *data, size_t len, int64_t deadline)
+{
+	unsigned char h[5];
+	h[0] = (unsigned char)type;
+	put_u32(h + 1, (uint32_t)len);
+	if (send_full(fd, h, sizeof(h), deadline) != 0)
+		return -1;
+	return len ? send_full(fd, data, len, deadline) : 0;
+}
+
+/* Reads exactly len bytes by the deadline. */
+static int recv_exact(int fd, void *data, size_t len, int64_t deadline)
+{
+	char *d = data;
+	while (len > 0) {
+		int64_t left = deadline - rk_monotonic_ms();
+		if (left <= 0)
+			return -1;
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		int pr = poll(&pfd, 1, (int)left);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
+			return -1;
+		ssize_t n = recv(fd, d, len, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			return -1;
+		d += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+enum agent_answer { AGENT_NONE, AGENT_OK, AGENT_OLD };
+
+/* Connects to the computer's agent and reads its hello. AGENT_OK with *fd set
+ * when it is ours and current; AGENT_OLD (fd set too) for another protocol
+ * version. The socket is opened without following a symlink (the computer
+ * owns the run dir and could point one anywhere on the host) and must be a
+ * socket of uid 1000 or root. */
+static enum agent_answer agent_connect(const char *run_dir, const char *container, int timeout_ms, int *fd_out)
+{
+	char *path = rk_path_join(run_dir, AGENT_SOCK);
+	int pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	free(path);
+	if (pfd < 0)
+		return AGENT_NONE;
+	struct stat st;
+	if (fstat(pfd, &st) != 0 || !S_ISSOCK(st.st_mode) || (st.st_uid != USER_UID && st.st_uid != 0)) {
+		close(pfd);
+		rk_log(RK_LOG_WARN, "docker: %s/" AGENT_SOCK " is not the agent's socket: not used", run_dir);
+		return AGENT_NONE;
+	}
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", pfd);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(pfd);
+	if (!ok) {
+		if (fd >= 0)
+			close(fd);
+		return AGENT_NONE;
+	}
+	int64_t deadline = rk_monotonic_ms() + timeout_ms;
+	unsigned char h[9];
+	char id[128];
+	enum agent_answer a = AGENT_NONE;
+	if (recv_exact(fd, h, sizeof(h), deadline) == 0 && h[0] == 'A') {
+		uint32_t len = get_u32(h + 1);
+		uint32_t version = get_u32(h + 5);
+		if (len >= 4 && len - 4 < sizeof(id) && recv_exact(fd, id, len - 4, deadline) == 0) {
+			id[len - 4] = '\0';
+			if (strcmp(id, container) != 0)
+				rk_log(RK_LOG_WARN, "docker: the agent in %s serves container %.12s, not %.12s", run_dir,
+				       id, container);
+			else
+				a = version == AGENT_VERSION ? AGENT_OK : AGENT_OLD;
+		}
+	}
+	if (a == AGENT_NONE)
+		close(fd);
+	else
+		*fd_out = fd;
+	return a;
+}
+
+/* The agent binary: $RAKAZO_AGENT, else rakazo-agent next to the running
+ * program; NULL when there is none. malloc'd. */
+static char *agent_binary(void)
+{
+	const char *env = getenv("RAKAZO_AGENT");
+	if (env && *env)
+		return access(env, R_OK) == 0 ? rk_xstrdup(env) : NULL;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	char *path = rk_xasprintf("%s/rakazo-agent", exe);
+	if (access(path, R_OK) != 0) {
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+/* Copies the binary to RUN_DIR/bin/rakazo-agent. The computer owns the run
+ * dir, so nothing on the way is followed: bin is opened O_NOFOLLOW, the copy
+ * is made O_EXCL under a fresh name and renamed over the old one. */
+static int agent_install(const char *run_dir, const char *src, struct rk_error *err)
+{
+	int rc = 0, rfd = -1, bfd = -1, in = -1, out = -1;
+	unsigned char rnd[6];
+	rk_random_bytes(rnd, sizeof(rnd));
+	char tmp[64];
+	snprintf(tmp, sizeof(tmp), ".rakazo-agent.%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+		 rnd[5]);
+	if ((rfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		rc = rk_error_errno(err, RK_EIO, errno, "cannot open %s", run_dir);
+		goto out;
+	}
+	if (mkdirat(rfd, "bin", 0755) != 0 && errno != EEXIST) {
+		rc = rk_error_errno(err, RK_EIO, errno, "cannot make %s/bin", run_dir);
+		goto out;
+	}
+	if ((bfd = openat(rfd, "bin", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		rc = rk_error_errno(err, RK_EIO, errno, "cannot open %s/bin", run_dir);
+		goto out;
+	}
+	struct stat st;
+	if (fstat(bfd, &st) == 0 && st.st_uid == geteuid())
+		fchmod(bfd, 0755); /* whatever the umask: uid 1000 runs what is inside */
+	if ((in = open(src, O_RDONLY | O_CLOEXEC)) < 0) {
+		rc = rk_error_errno(err, RK_EIO, errno, "cannot read %s", src);
+		goto out;
+	}
+	if ((out = openat(bfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755)) < 0) {
+		rc = rk_error_errno(err, RK_EIO, errno, "cannot write %s/bin", run_dir);
+		goto out;
+	}
+	char chunk[65536];
+	ssize_t n;
+	while ((n = rk_fs_read_fd(in, chunk, sizeof(chunk))) > 0)
+		if (rk_fs_write_fd(out, chunk, (size_t)n) != 0)
+			break;
+	if (n != 0 || fchmod(out, 0755) != 0 || close(out) != 0) {
+		rc = rk_error_errno(err, RK_EIO, errno, "cannot copy %s to %s/bin", src, run_dir);
+		out = -1;
+		unlinkat(bfd, tmp, 0);
+		goto out;
+	}
+	out = -1;
+	if (renameat(bfd, tmp, bfd, "rakazo-agent") != 0) {
+		rc = rk_error_errno(err, RK_EIO, errno, "cannot install the agent in %s/bin", run_dir);
+		unlinkat(bfd, tmp, 0);
+	}
+out:
+	if (out >= 0)
+		close(out);
+	if (in >= 0)
+		close(in);
+	if (bfd >= 0)
+		close(bfd);
+	if (rfd >= 0)
+		close(rfd);
+	return rc;
+}
+
+/* A detached `docker exec --user 1000 rakazo-agent SOCKET ID`. */
+static int agent_start(const char *container, struct rk_error *err)
+{
+	cJSON *body = cJSON_CreateObject();
+	cJSON_AddBoolToObject(body, "AttachStdin", 0);
+	cJSON_AddBoolToObject(body, "AttachStdout", 0);
+	cJSON_AddBoolToObject(body, "AttachStderr", 0);
+	cJSON_AddBoolToObject(body, "Tty", 0);
+	cJSON *cmd = cJSON_AddArrayToObject(body, "Cmd");
+	cJSON_AddItemToArray(cmd, cJSON_CreateString(RUN_DIR "/bin/rakazo-agent"));
+	cJSON_AddItemToArray(cmd, cJSON_CreateString(RUN_DIR "/" AGENT_SOCK));
+	cJSON_AddItemToArray(cmd, cJSON_CreateString(container));
+	char uid[16];
+	snprintf(uid, sizeof(uid), "%d", USER_UID);
+	cJSON_AddStringToObject(body, "User", uid);
+	cJSON_AddStringToObject(body, "WorkingDir", "/");
+	char *enc = rk_docker_urlencode(container);
+	char *path = rk_xasprintf("/containers/%s/exec", enc);
+	struct rk_docker_resp r;
+	rk_docker_resp_init(&r);
+	char *exec_id = NULL;
+	int rc = rk_docker_json("POST", path, body, 1, &r, err);
+	if (rc == 0) {
+		cJSON *doc = r.status == 201 ? cJSON_ParseWithLength(r.body.data, r.body.len) : NULL;
+		const char *id = rk_json_string(doc, "Id", NULL);
+		if (id)
+			exec_id = rk_xstrdup(id);
+		else
+			rc = rk_error_set(err, RK_EFAILED, "docker cannot create the agent's exec (HTTP %ld): %s",
+					  r.status, rk_docker_message(&r));
+		cJSON_Delete(doc);
+	}
+	if (rc == 0) {
+		char *start = rk_xasprintf("/exec/%s/start", exec_id);
+		static const char detach[] = "{\"Detach\":true,\"Tty\":false}";
+		struct rk_docker_call c = {
+			.method = "POST", .path = start, .body = detach, .body_len = sizeof(detach) - 1,
+			.body_fd = -1, .reply_fd = -1, .mutating = 1,
+		};
+		rc = rk_docker_call(&c, &r, err);
+		if (rc == 0 && r.status != 200 && r.status != 204)
+			rc = rk_error_set(err, RK_EFAILED, "docker cannot start the agent (HTTP %ld): %s", r.status,
+					  rk_docker_message(&r));
+		free(start);
+	}
+	free(exec_id);
+	rk_docker_resp_release(&r);
+	free(path);
+	free(enc);
+	cJSON_Delete(body);
+	return rc;
+}
+
+/* Makes sure a current agent serves the running container: reuses a live
+ * one, else installs and starts it and waits for its hello. Never fails the
+ * caller: without an agent, exec takes the docker exec path. */
+static void agent_ensure(const struct rk_machine *m, const char *container)
+{
+	if (!agent_wanted())
+		return;
+	int fd = -1;
+	enum agent_answer a = agent_connect(m->run_dir, container, AGENT_HELLO_MS, &fd);
+	if (a == AGENT_OK) {
+		close(fd);
+		return;
+	}
+	if (a == AGENT_OLD) {
+		/* another version: ask it to go; the new one waits for its lock */
+		send_frame(fd, 'Q', NULL, 0, rk_monotonic_ms() + AGENT_HELLO_MS);
+		close(fd);
+	}
+	char *src = agent_binary();
+	if (!src) {
+		rk_log(RK_LOG_INFO, "docker: no rakazo-agent next to rakazo (or RAKAZO_AGENT): commands use docker exec");
+		return;
+	}
+	struct rk_error err;
+	rk_error_clear(&err);
+	int64_t t0 = rk_monotonic_ms();
+	int rc = prepare_dir(m->run_dir, &err);
+	if (rc == 0)
+		rc = agent_install(m->run_dir, src, &err);
+	if (rc == 0)
+		rc = agent_start(container, &err);
+	free(src);
+	if (rc < 0) {
+		rk_log(RK_LOG_WARN, "docker: cannot start the exec agent in %.12s: %s", container, err.message);
+		return;
+	}
+	for (int delay = 1; rk_monotonic_ms() - t0 < AGENT_START_MS; delay = delay < 20 ? delay * 2 : 20) {
+		a = agent_connect(m->run_dir, container, AGENT_HELLO_MS, &fd);
+		if (a != AGENT_NONE)
+			close(fd);
+		if (a == AGENT_OK) {
+			rk_log(RK_LOG_DEBUG, "docker: exec agent up in %.12s after %lld ms", container,
+			       (long long)(rk_monotonic_ms() - t0));
+			return;
+		}
+		rk_sleep_ms(delay);
+	}
+	rk_log(RK_LOG_WARN, "docker: the exec agent in %.12s did not answer within %d ms: commands use docker exec",
+	       container, AGENT_START_MS);
+}
+
+struct aproc {
+	struct rk_proc base;
+	int fd;
+	int tty;
+	int eof;          /* the exit record came, or the connection ended */
+	int exited;       /* the exit record came: wstatus is real */
+	int stdin_closed;
+	int broken;       /* a frame went out half: nothing more can be sent */
+	int ended;        /* a send found the agent's side closed */
+	uint32_t wstatus;
+	struct rk_buf raw; /* bytes not yet parsed into frames */
+};
+
+static const struct rk_proc_ops aproc_ops;
+
+/* Connects and sends the command. 1: no agent here, take the docker exec
+ * path (nothing was started); 0: *out runs the command. */
+static int agent_spawn(const struct rk_machine *m, const char *container, const struct rk_exec_request *req,
+		       const char *cwd, struct rk_proc **out)
+{
+	int fd = -1;
+	enum agent_answer a = agent_connect(m->run_dir, container, AGENT_HELLO_MS, &fd);
+	if (a != AGENT_OK) {
+		if (a == AGENT_OLD)
+			close(fd);
+		return 1;
+	}
+	int rows = req->rows > 0 ? req->rows : 24, cols = req->cols > 0 ? req->cols : 80;
+	if (rows > 65535)
+		rows = 65535;
+	if (cols > 65535)
+		cols = 65535;
+	struct rk_buf h;
+	rk_buf_init(&h);
+	unsigned char fixed[5] = {(unsigned char)(req->tty ? 1 : 0), (unsigned char)(rows >> 8), (unsigned char)rows,
+				  (unsigned char)(cols >> 8), (unsigned char)cols};
+	rk_buf_add(&h, fixed, sizeof(fixed));
+	rk_buf_add(&h, req->command, strlen(req->command) + 1);
+	rk_buf_add(&h, cwd, strlen(cwd) + 1);
+	for (size_t i = 0; req->env && req->env[i]; i++)
+		rk_buf_add(&h, req->env[i], strlen(req->env[i]) + 1);
+	int rc = h.len <= AGENT_MAX_FRAME ? send_frame(fd, 'H', h.data, h.len, rk_monotonic_ms() + RUN_TIMEOUT_MS) : -1;
+	rk_buf_release(&h);
+	if (rc != 0) {
+		/* a header cut short is never run */
+		close(fd);
+		return 1;
+	}
+	struct aproc *p = rk_xcalloc(1, sizeof(*p));
+	p->base.ops = &aproc_ops;
+	p->fd = fd;
+	p->tty = req->tty;
+	rk_buf_init(&p->raw);
+	*out = &p->base;
+	return 0;
+}
+
+static int aproc_poll_fd(struct rk_proc *base)
+{
+	return ((struct aproc *)base)->fd;
+}
+
+/* Reads what is there now (at most ~1 MiB a call) and moves output frames
+ * to out. */
+static int aproc_pump(struct aproc *p, struct rk_buf *out, struct rk_error *err)
+{
+	char chunk[65536];
+	size_t got = 0;
+	int closed = 0;
+	while (!p->eof && !closed && got < (1u << 20)) {
+		ssize_t n = recv(p->fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+		if (n > 0) {
+			rk_buf_add(&p->raw, chunk, (size_t)n);
+			got += (size_t)n;
+		} else if (n == 0) {
+			closed = 1;
+		} else if (errno == EINTR) {
+			continue;
+		} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			break;
+		} else if (errno == ECONNRESET || errno == EPIPE) {
+			closed = 1;
+		} else {
+			return rk_error_errno(err, RK_EIO, errno, "cannot read the command's output");
+		}
+		size_t off = 0;
+		while (!p->eof && p->raw.len - off >= 5) {
+			const unsigned char *f = (const unsigned char *)p->raw.data + off;
+			uint32_t len = get_u32(f + 1);
+			if (len > AGENT_MAX_FRAME) {
+				rk_log(RK_LOG_WARN, "docker: the exec agent sent a %u-byte frame: connection dropped", len);
+				closed = 1;
+				break;
+			}
+			if (p->raw.len - off - 5 < len)
+				break;
+			if (f[0] == 'O') {
+				rk_buf_add(out, f + 5, len);
+			} else if (f[0] == 'X' && len == 4) {
+				p->wstatus = get_u32(f + 5);
+				p->exited = 1;
+				p->eof = 1;
+			}
+			off += 5 + (size_t)len;
+		}
+		rk_buf_consume(&p->raw, off);
+	}
+	if (closed)
+		p->eof = 1; /* without an exit record: the agent or the computer went */
+	return 0;
+}
+
+static int aproc_read(struct rk_proc *base, struct rk_buf *out, int *eof, struct rk_error *err)
+{
+	struct aproc *p = (struct aproc *)base;
+	int rc = aproc_pump(p, out, err);
+	*eof = p->eof;
+	return rc;
+}
+
+/* Sends one frame; a send cut short leaves the stream unusable. */
+static int aproc_send(struct aproc *p, char type, const void *data, size_t len, struct rk_error *err)
+{
+	if (p->broken)
+		return rk_error_set(err, RK_EIO, "the connection to the command broke: it takes no more input");
+	if (send_frame(p->fd, type, data, len, rk_monotonic_ms() + RUN_TIMEOUT_MS) == 0)
+		return 0;
+	p->broken = 1;
+	p->ended = errno == EPIPE || errno == ECONNRESET;
+	if (errno == ETIMEDOUT)
+		return rk_error_set(err, RK_ETIMEOUT, "the command has not read its input for %d s",
+				    RUN_TIMEOUT_MS / 1000);
+	if (errno == EPIPE || errno == ECONNRESET)
+		return rk_error_set(err, RK_EINVALID, "the command has ended: it takes no more input");
+	return rk_error_errno(err, RK_EIO, errno, "cannot write to the command");
+}
+
+static int aproc_write(struct rk_proc *base, const void *data, size_t len, struct rk_error *err)
+{
+	struct aproc *p = (struct aproc *)base;
+	if (p->stdin_closed)
+		return rk_error_set(err, RK_EINVALID, "the command's input is already closed");
+	if (p->eof)
+		return rk_error_set(err, RK_EINVALID, "the command has ended: it takes no more input");
+	const char *s = data;
+	while (len > 0) {
+		size_t n = len < AGENT_CHUNK ? len : AGENT_CHUNK;
+		int rc = aproc_send(p, 'I', s, n, err);
+		if (rc < 0)
+			return rc;
+		s += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int aproc_close_stdin(struct rk_proc *base, struct rk_error *err)
+{
+	struct aproc *p = (struct aproc *)base;
+	if (p->stdin_closed)
+		return 0;
+	p->stdin_closed = 1;
+	if (p->eof || p->broken)
+		return 0;
+	int rc = aproc_send(p, 'C', NULL, 0, err);
+	return rc < 0 && p->ended ? 0 : rc; /* it ended meanwhile */
+}
+
+static int aproc_signal(struct rk_proc *base, int signo, struct rk_error *err)
+{
+	struct aproc *p = (struct aproc *)base;
+	if (signo <= 0 || signo >= 65)
+		return rk_error_set(err, RK_EINVALID, "signal %d is out of range", signo);
+	if (p->eof)
+		return 0;
+	unsigned char v[4];
+	put_u32(v, (uint32_t)signo);
+	int rc = aproc_send(p, 'S', v, sizeof(v), err);
+	return rc < 0 && p->ended ? 0 : rc; /* it ended meanwhile */
+}
+
+static int aproc_resize(struct rk_proc *base, int rows, int cols, struct rk_error *err)
+{
+	struct aproc *p = (struct aproc *)base;
+	if (!p->tty)
+		return rk_error_set(err, RK_EUNSUPPORTED, "only a command started with a tty can be resized");
+	if (rows <= 0 || cols <= 0 || rows > 10000 || cols > 10000)
+		return rk_error_set(err, RK_EINVALID, "terminal size %dx%d is out of range", rows, cols);
+	if (p->eof)
+		return 0;
+	unsigned char v[4] = {(unsigned char)(rows >> 8), (unsigned char)rows, (unsigned char)(cols >> 8),
+			      (unsigned char)cols};
+	return aproc_send(p, 'R', v, sizeof(v), err);
+}
+
+static int aproc_wait(struct rk_proc *base, struct rk_exit_status *st, struct rk_error *err)
+{
+	struct aproc *p = (struct aproc *)base;
+	memset(st, 0, sizeof(*st));
+	/* before eof: give the end a bounded moment, output is dropped */
+	int64_t deadline = rk_monotonic_ms() + 5000;
+	struct rk_buf sink;
+	rk_buf_init(&sink);
+	while (!p->eof) {
+		int64_t left = deadline - rk_monotonic_ms();
+		if (left <= 0) {
+			rk_buf_release(&sink);
+			return rk_error_set(err, RK_ETIMEOUT, "the command is still running: read its output to the end "
+							      "before waiting");
+		}
+		struct pollfd pfd = {.fd = p->fd, .events = POLLIN};
+		poll(&pfd, 1, (int)left);
+		int rc = aproc_pump(p, &sink, err);
+		rk_buf_reset(&sink);
+		if (rc < 0) {
+			rk_buf_release(&sink);
+			return rc;
+		}
+	}
+	rk_buf_release(&sink);
+	if (!p->exited) {
+		st->lost = 1;
+		return 0;
+	}
+	int ws = (int)p->wstatus;
+	if (WIFSIGNALED(ws)) {
+		st->signo = WTERMSIG(ws);
+	} else {
+		st->exited = 1;
+		st->code = WEXITSTATUS(ws);
+	}
+	return 0;
+}
+
+static void aproc_free(struct rk_proc *base)
+{
+	struct aproc *p = (struct aproc *)base;
+	if (!p)
+		return;
+	if (p->fd >= 0)
+		close(p->fd);
+	rk_buf_release(&p->raw);
+	free(p);
+}
+
+static const struct rk_proc_ops aproc_ops = {
+	.poll_fd = aproc_poll_fd,
+	.read = aproc_read,
+	.write = aproc_write,
+	.close_stdin = aproc_close_stdin,
+	.signal = aproc_signal,
+	.resize = aproc_resize,
+	.wait = aproc_wait,
+	.free = aproc_free,
+};
+
 static int docker_exec_spawn(const struct rk_machine *m, const struct rk_exec_request *req, struct rk_proc **out,
 			     struct rk_error *err)
 {
@@ -974,6 +1595,12 @@ static int docker_exec_spawn(const struct rk_machine *m, const struct rk_exec_re
 	int rc = container_of(m, &id, err);
 	if (rc < 0)
 		return rc;
+	char *cwd = container_path(req->cwd ? req->cwd : "");
+	if (agent_wanted() && agent_spawn(m, id, req, cwd, out) == 0) {
+		free(cwd);
+		free(id);
+		return 0;
+	}
 	unsigned char rnd[8];
 	char token[17];
 	rk_random_bytes(rnd, sizeof(rnd));
@@ -985,7 +1612,6 @@ static int docker_exec_spawn(const struct rk_machine *m, const struct rk_exec_re
 	cJSON_AddItemToArray(cmd, cJSON_CreateString(wrapper));
 	cJSON_AddItemToArray(cmd, cJSON_CreateString(token));
 	cJSON_AddItemToArray(cmd, cJSON_CreateString(req->command));
-	char *cwd = container_path(req->cwd ? req->cwd : "");
 	char uid[16];
 	snprintf(uid, sizeof(uid), "%d", USER_UID);
 	struct dproc *p = NULL;

@@ -2,7 +2,12 @@
  * Everything this test creates carries the label rakazo.test=<random> and
  * only those containers are removed at the end: the daemon is shared.
  * Skips (counting nothing) when docker is down, unless RAKAZO_REQUIRE_DOCKER
- * is set. RAKAZO_DOCKER_BENCH=1 adds timings (printed, never asserted). */
+ * is set. RAKAZO_DOCKER_BENCH=1 adds timings (printed, never asserted).
+ *
+ * Commands go through the in-container exec agent (build/rakazo-agent, found
+ * through RAKAZO_AGENT, which this test sets when it is unset) and the exec
+ * tests then run again with RAKAZO_DOCKER_EXEC=api, the docker exec path:
+ * both must behave the same. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -119,6 +124,40 @@ static void run_cmd(struct comp *c, const char *cmd, const char *input, int tty,
 static struct comp c1, c2;
 static int docker_up;
 
+/* Commands are expected to go through the agent (not RAKAZO_DOCKER_EXEC=api,
+ * the agent binary is there, the host user can reach its socket). */
+static int agent_expected(void)
+{
+	const char *mode = getenv("RAKAZO_DOCKER_EXEC");
+	const char *bin = getenv("RAKAZO_AGENT");
+	return !(mode && strcmp(mode, "api") == 0) && bin && access(bin, R_OK) == 0 &&
+	       (geteuid() == 0 || geteuid() == 1000);
+}
+
+/* Which path ran the command: bash's parent is the agent or docker exec's
+ * perl wrapper. */
+static void check_exec_path(struct comp *c, int line)
+{
+	struct result r;
+	run_cmd(c, "cat /proc/$PPID/comm", NULL, 0, &r);
+	const char *want = agent_expected() ? "rakazo-agent\n" : "perl\n";
+	if (!r.out.data || strcmp(r.out.data, want) != 0) {
+		printf("  line %d: the command ran under %s, expected %s", line, r.out.data ? r.out.data : "(nothing)\n",
+		       want);
+		check_current_failed = 1;
+	}
+	rk_buf_release(&r.out);
+}
+#define CHECK_EXEC_PATH(c) check_exec_path((c), __LINE__)
+
+/* The agent's main process id in the computer ("" when there is none). */
+static char *agent_pid(struct comp *c)
+{
+	struct result r;
+	run_cmd(c, "pgrep -o -x rakazo-agent || true", NULL, 0, &r);
+	return rk_buf_detach(&r.out, NULL);
+}
+
 /* only what carries our label */
 static void remove_labelled(void)
 {
@@ -210,6 +249,78 @@ TEST(provision_fresh_and_reconnect)
 	CHECK_EQ_INT(r.rc, 0);
 	CHECK_EQ_STR(r.out.data, "lo 1000\n/home/user/rakazo-home\n");
 	rk_buf_release(&r.out);
+}
+
+TEST(exec_path)
+{
+	CHECK_EXEC_PATH(&c1);
+}
+
+TEST(agent_socket_private)
+{
+	if (!agent_expected()) {
+		check_skip("no agent in use");
+		return;
+	}
+	char *sock = rk_xasprintf("%s/agent.sock", c1.run);
+	struct stat st;
+	CHECK(lstat(sock, &st) == 0);
+	CHECK(S_ISSOCK(st.st_mode));
+	CHECK_EQ_INT(st.st_mode & 0777, 0600);
+	CHECK_EQ_INT(st.st_uid, 1000);
+	free(sock);
+	/* the binary is the host's, in a dir the computer cannot write */
+	char *bin = rk_xasprintf("%s/bin/rakazo-agent", c1.run);
+	CHECK(lstat(bin, &st) == 0 && S_ISREG(st.st_mode));
+	CHECK_EQ_INT(st.st_uid, geteuid());
+	free(bin);
+	struct result r;
+	run_cmd(&c1, "touch /run/rakazo/bin/x 2>/dev/null && echo writable || echo read-only", NULL, 0, &r);
+	CHECK_EQ_STR(r.out.data, geteuid() == 0 ? "read-only\n" : "writable\n");
+	rk_buf_release(&r.out);
+}
+
+TEST(agent_reused_on_reconnect)
+{
+	if (!agent_expected()) {
+		check_skip("no agent in use");
+		return;
+	}
+	char *before = agent_pid(&c1);
+	CHECK(strlen(before) > 1);
+	struct rk_provision_result res;
+	struct rk_error err;
+	CHECK_EQ_INT(comp_provision(&c1, &res, &err), 0);
+	CHECK_EQ_INT(res.fresh, 0);
+	CHECK_EQ_INT(P->resume(&c1.m, &err), 0);
+	char *after = agent_pid(&c1);
+	CHECK_EQ_STR(after, before);
+	free(before);
+	free(after);
+}
+
+/* A symlink the computer puts in place of the socket is never followed: the
+ * command takes the docker exec path instead. */
+TEST(agent_socket_symlink_not_followed)
+{
+	if (!agent_expected()) {
+		check_skip("no agent in use");
+		return;
+	}
+	char *sock = rk_xasprintf("%s/agent.sock", c1.run);
+	char *real = rk_xasprintf("%s/agent.sock.real", c1.run);
+	REQUIRE(rename(sock, real) == 0);
+	CHECK(symlink("agent.sock.real", sock) == 0);
+	struct result r;
+	run_cmd(&c1, "cat /proc/$PPID/comm", NULL, 0, &r);
+	CHECK_EQ_STR(r.out.data, "perl\n");
+	CHECK_EQ_INT(r.st.code, 0);
+	rk_buf_release(&r.out);
+	unlink(sock);
+	CHECK(rename(real, sock) == 0);
+	CHECK_EXEC_PATH(&c1);
+	free(sock);
+	free(real);
 }
 
 TEST(exec_exit_codes_and_signals)
@@ -380,6 +491,53 @@ TEST(exec_cwd_env)
 	rk_buf_release(&r.out);
 }
 
+/* Output arrives while the command still runs. */
+TEST(exec_streams)
+{
+	struct rk_error err;
+	struct rk_exec_request req = {.command = "echo first; sleep 2; echo second"};
+	struct rk_proc *p = NULL;
+	REQUIRE(P->exec_spawn(&c1.m, &req, &p, &err) == 0);
+	struct result r;
+	memset(&r, 0, sizeof(r));
+	rk_buf_init(&r.out);
+	int64_t deadline = rk_monotonic_ms() + 10000;
+	while (!strstr(r.out.data, "first") && !r.eof && rk_monotonic_ms() < deadline) {
+		struct pollfd pfd = {.fd = p->ops->poll_fd(p), .events = POLLIN};
+		poll(&pfd, 1, 100);
+		p->ops->read(p, &r.out, &r.eof, &err);
+	}
+	CHECK_EQ_STR(r.out.data, "first\n");
+	CHECK_EQ_INT(r.eof, 0);
+	drain(p, &r, 10000);
+	CHECK_EQ_STR(r.out.data, "first\nsecond\n");
+	CHECK_EQ_INT(r.st.code, 0);
+	p->ops->free(p);
+	rk_buf_release(&r.out);
+}
+
+/* A paused computer refuses commands, and one refused is never run later. */
+TEST(exec_while_paused)
+{
+	struct rk_error err;
+	char *marker = rk_xasprintf("%s/ran-while-paused", c1.home);
+	unlink(marker);
+	REQUIRE(P->pause(&c1.m, &err) == 0);
+	struct rk_exec_request req = {.command = "touch ran-while-paused"};
+	struct rk_proc *p = NULL;
+	int rc = P->exec_spawn(&c1.m, &req, &p, &err);
+	CHECK_EQ_INT(rc, -RK_ECONFLICT);
+	if (rc == 0)
+		p->ops->free(p);
+	CHECK_EQ_INT(P->resume(&c1.m, &err), 0);
+	struct result r;
+	run_cmd(&c1, "sleep 0.3; ls ran-while-paused 2>/dev/null; echo checked", NULL, 0, &r);
+	CHECK_EQ_STR(r.out.data, "checked\n");
+	CHECK(!rk_fs_exists(marker));
+	rk_buf_release(&r.out);
+	free(marker);
+}
+
 static int find_entry(struct rk_file_entry *v, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
@@ -501,6 +659,40 @@ TEST(stop_keeps_files_pause_resume)
 	run_cmd(&c1, "cat keep.txt", NULL, 0, &r);
 	CHECK_EQ_STR(r.out.data, "kept\n");
 	rk_buf_release(&r.out);
+	/* the restarted container got its agent again */
+	CHECK_EXEC_PATH(&c1);
+}
+
+/* A bin dir the computer replaced with a symlink is not written through:
+ * the agent is then not installed and commands take docker exec. */
+TEST(agent_not_installed_through_symlink)
+{
+	if (!agent_expected()) {
+		check_skip("no agent in use");
+		return;
+	}
+	struct rk_error err;
+	char host_dir[] = "/tmp/rk-docker-target-XXXXXX";
+	REQUIRE(mkdtemp(host_dir) != NULL);
+	char *bin = rk_xasprintf("%s/bin", c1.run);
+	char *planted = rk_xasprintf("%s/rakazo-agent", host_dir);
+	CHECK_EQ_INT(P->stop(&c1.m, &err), 0);
+	CHECK_EQ_INT(rk_fs_remove_tree(bin, &err), 0);
+	CHECK(symlink(host_dir, bin) == 0);
+	struct rk_provision_result res;
+	CHECK_EQ_INT(comp_provision(&c1, &res, &err), 0);
+	CHECK(!rk_fs_exists(planted));
+	struct result r;
+	run_cmd(&c1, "cat /proc/$PPID/comm", NULL, 0, &r);
+	CHECK_EQ_STR(r.out.data, "perl\n");
+	rk_buf_release(&r.out);
+	/* with the link gone the next reconnect installs it */
+	unlink(bin);
+	CHECK_EQ_INT(comp_provision(&c1, &res, &err), 0);
+	CHECK_EXEC_PATH(&c1);
+	rk_fs_remove_tree(host_dir, NULL);
+	free(bin);
+	free(planted);
 }
 
 TEST(export_import)
@@ -730,6 +922,21 @@ int main(void)
 	snprintf(test_label, sizeof(test_label), "docker-unit-%s", rnd + 2);
 	free(rnd);
 	setenv("RAKAZO_TEST_LABEL", test_label, 1);
+	if (!getenv("RAKAZO_AGENT")) {
+		/* build/tests/unit/test_docker -> build/rakazo-agent */
+		char exe[4096];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (n > 0) {
+			exe[n] = '\0';
+			char *slash = strrchr(exe, '/');
+			if (slash) {
+				*slash = '\0';
+				char *agent = rk_xasprintf("%s/../../rakazo-agent", exe);
+				setenv("RAKAZO_AGENT", agent, 1);
+				free(agent);
+			}
+		}
+	}
 	docker_up = P->check(&err) == 0;
 	if (!docker_up) {
 		if (!getenv("RAKAZO_REQUIRE_DOCKER")) {
@@ -749,16 +956,38 @@ int main(void)
 	comp_init(&c1, "a");
 	comp_init(&c2, "b");
 
+	printf("  exec path: %s\n", agent_expected() ? "agent, then docker exec" : "docker exec");
 	RUN(check_bogus_host);
 	RUN(provision_fresh_and_reconnect);
-	RUN(exec_exit_codes_and_signals);
-	RUN(exec_input_and_close_stdin);
-	RUN(exec_ctrl_c);
-	RUN(exec_tty_python);
-	RUN(exec_large_output);
-	RUN(exec_cwd_env);
+	RUN(exec_path);
+	RUN(agent_socket_private);
+	RUN(agent_reused_on_reconnect);
+	const char *mode = getenv("RAKAZO_DOCKER_EXEC");
+	char *saved_mode = mode ? rk_xstrdup(mode) : NULL;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1) {
+			printf("  again with RAKAZO_DOCKER_EXEC=api\n");
+			setenv("RAKAZO_DOCKER_EXEC", "api", 1);
+			RUN(exec_path);
+		}
+		RUN(exec_exit_codes_and_signals);
+		RUN(exec_input_and_close_stdin);
+		RUN(exec_ctrl_c);
+		RUN(exec_tty_python);
+		RUN(exec_large_output);
+		RUN(exec_cwd_env);
+		RUN(exec_streams);
+		RUN(exec_while_paused);
+	}
+	if (saved_mode)
+		setenv("RAKAZO_DOCKER_EXEC", saved_mode, 1);
+	else
+		unsetenv("RAKAZO_DOCKER_EXEC");
+	free(saved_mode);
+	RUN(agent_socket_symlink_not_followed);
 	RUN(files);
 	RUN(stop_keeps_files_pause_resume);
+	RUN(agent_not_installed_through_symlink);
 	RUN(export_import);
 	RUN(display);
 	RUN(container_killed_mid_command);
