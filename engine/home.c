@@ -446,7 +446,27 @@ static char *rev_path(struct local *s, const char *key, const char *rev)
 	return rk_xasprintf("%s/%s/revs/%s", s->revisions, key, rev);
 }
 
-/* Reads revs/<rev>: the header always; the entries when want_entries. */
+/* The first line of a file (bounded), for listing without reading manifests. */
+static int read_first_line(const char *path, struct rk_buf *out, struct rk_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rk_error_errno(err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno, "cannot open %s", path);
+	char buf[4096];
+	ssize_t n = rk_fs_read_fd(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0)
+		return rk_error_errno(err, RK_EIO, errno, "cannot read %s", path);
+	char *nl = memchr(buf, '\n', (size_t)n);
+	if (!nl)
+		return rk_error_set(err, RK_ECORRUPT, "%s has no header line", path);
+	rk_buf_add(out, buf, (size_t)(nl - buf + 1));
+	return 0;
+}
+
+/* Reads revs/<rev>: the header always (want_entries -1: only the header,
+ * unchecked); the manifest checksum is checked and with want_entries 1 the
+ * entries parsed. */
 static int manifest_load(struct local *s, const char *key, const char *rev, int want_entries, struct manifest *m,
 			 struct rk_error *err)
 {
@@ -455,7 +475,7 @@ static int manifest_load(struct local *s, const char *key, const char *rev, int 
 	if (!valid_rev(rev))
 		return rk_error_set(err, RK_ENOTFOUND, "no revision '%s' (see `rakazo checkpoint list`)", rev ? rev : "");
 	char *p = rev_path(s, key, rev);
-	int r = rk_fs_read_all(p, MANIFEST_MAX, &m->text, err);
+	int r = want_entries < 0 ? read_first_line(p, &m->text, err) : rk_fs_read_all(p, MANIFEST_MAX, &m->text, err);
 	if (r == -RK_ENOTFOUND)
 		r = rk_error_set(err, RK_ENOTFOUND, "no revision '%s' of home %s", rev, key);
 	free(p);
@@ -472,6 +492,8 @@ static int manifest_load(struct local *s, const char *key, const char *rev, int 
 		r = rk_error_set(err, RK_ECORRUPT, "revision file %s names revision %s", rev, m->meta.id);
 		goto fail;
 	}
+	if (want_entries < 0)
+		return 0;
 	if (m->meta.kind == RK_HOME_SNAPSHOT) {
 		char *body = nl + 1;
 		size_t blen = m->text.len - (size_t)(body - m->text.data);
@@ -665,8 +687,12 @@ static int object_ok(struct local *s, const char *hex, int64_t size)
 	return ok;
 }
 
+#define FSYNC_EACH_MAX 32
+
 struct walk {
 	struct local *s;
+	char **fresh; /* objects written by this checkpoint (paths), up to FSYNC_EACH_MAX + 1 */
+	size_t nfresh;
 	struct rk_buf body;
 	struct table prev;
 	int64_t files, bytes, reused, hashed;
@@ -699,6 +725,10 @@ static int publish_object(struct walk *w, const char *tmp, const char *hex, int6
 		free(p);
 		unlink(tmp);
 		return r;
+	} else if (w->nfresh <= FSYNC_EACH_MAX) {
+		w->fresh = rk_xrealloc(w->fresh, (w->nfresh + 1) * sizeof(*w->fresh));
+		w->fresh[w->nfresh++] = p;
+		return 0;
 	}
 	free(p);
 	return 0;
@@ -843,8 +873,9 @@ static int walk_dir(struct walk *w, int dfd, struct rk_buf *rel)
 			char hex[65];
 			int64_t size = st.st_size;
 			if (p && p->type == 'f' && p->size == st.st_size && p->mtime_ns == ns_of(&st.st_mtim) &&
-			    p->ino == (uint64_t)st.st_ino && p->ctime_ns == ns_of(&st.st_ctim) &&
-			    object_ok(w->s, p->ref, p->size)) {
+			    p->ino == (uint64_t)st.st_ino && p->ctime_ns == ns_of(&st.st_ctim)) {
+				/* the previous manifest is the latest, so its objects are
+				 * kept (prune and gc only drop unnamed ones): no stat needed */
 				memcpy(hex, p->ref, 65);
 				w->reused++;
 			} else {
@@ -937,7 +968,7 @@ static int list_locked(struct local *s, const char *key, struct rk_home_revision
 			continue; /* temp files of an interrupted write */
 		struct manifest m;
 		struct rk_error e2;
-		if (manifest_load(s, key, de->d_name, 0, &m, &e2) != 0) {
+		if (manifest_load(s, key, de->d_name, -1, &m, &e2) != 0) {
 			rk_log(RK_LOG_WARN, "home %s: skipping revision %s: %s", key, de->d_name, e2.message);
 			continue;
 		}
@@ -976,6 +1007,39 @@ static void collect_refs(struct local *s, struct hset *refs)
 				if (m.e[i].type == 'f')
 					hset_add(refs, m.e[i].ref);
 			manifest_release(&m);
+		}
+		if (rd)
+			closedir(rd);
+		free(rdir);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Which of a few candidate hashes any manifest of any home names: a search
+ * of the manifests' text, cheaper than parsing them all. */
+static void find_refs(struct local *s, const struct hset *cand, struct hset *refs)
+{
+	DIR *d = opendir(s->revisions);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *rdir = rk_xasprintf("%s/%s/revs", s->revisions, de->d_name);
+		DIR *rd = opendir(rdir);
+		struct dirent *re;
+		while (rd && (re = readdir(rd))) {
+			if (!valid_rev(re->d_name))
+				continue;
+			char *p = rk_path_join(rdir, re->d_name);
+			struct rk_buf b;
+			rk_buf_init(&b);
+			if (rk_fs_read_all(p, MANIFEST_MAX, &b, NULL) == 0)
+				for (size_t i = 0; i <= cand->mask; i++)
+					if (cand->k[i][0] && memmem(b.data, b.len, cand->k[i], 64))
+						hset_add(refs, cand->k[i]);
+			rk_buf_release(&b);
+			free(p);
 		}
 		if (rd)
 			closedir(rd);
@@ -1029,7 +1093,10 @@ static int prune_locked(struct local *s, const char *key, const char *latest, in
 		return lk;
 	}
 	struct hset refs = {0};
-	collect_refs(s, &refs);
+	if (candidates.n <= 64)
+		find_refs(s, &candidates, &refs);
+	else
+		collect_refs(s, &refs);
 	for (size_t i = 0; i <= candidates.mask; i++) {
 		if (!candidates.k[i][0] || hset_has(&refs, candidates.k[i]))
 			continue;
@@ -1163,9 +1230,21 @@ static int local_checkpoint(struct rk_home_store *base, const char *key, const s
 		int sfd = dup(dfd);
 		r = walk_dir(&w, dfd, &rel);
 		rk_buf_release(&rel);
-		/* every object durable before a manifest names it */
-		if (r == 0 && sfd >= 0 && syncfs(sfd) != 0)
+		/* every object durable before a manifest names it: a few are
+		 * fsynced one by one, many at once with syncfs */
+		if (r == 0 && w.nfresh > FSYNC_EACH_MAX && sfd >= 0 && syncfs(sfd) != 0)
 			r = rk_error_errno(err, RK_EIO, errno, "cannot flush the objects");
+		for (size_t i = 0; r == 0 && w.nfresh <= FSYNC_EACH_MAX && i < w.nfresh; i++) {
+			int ofd = open(w.fresh[i], O_RDONLY | O_CLOEXEC);
+			if (ofd < 0 || fdatasync(ofd) != 0)
+				r = rk_error_errno(err, RK_EIO, errno, "cannot flush object %s", w.fresh[i]);
+			if (ofd >= 0)
+				close(ofd);
+			char *slash = strrchr(w.fresh[i], '/');
+			*slash = '\0';
+			if (r == 0 && (i == 0 || strcmp(w.fresh[i], w.fresh[i - 1])))
+				rk_fs_fsync_dir(w.fresh[i]);
+		}
 		if (sfd >= 0)
 			close(sfd);
 		if (r)
@@ -1196,6 +1275,9 @@ out:
 	unlock(lk);
 	rk_home_revision_release(&meta);
 	rk_buf_release(&w.body);
+	for (size_t i = 0; i < w.nfresh; i++)
+		free(w.fresh[i]);
+	free(w.fresh);
 	free(w.prev.slot);
 	free(w.io);
 	manifest_release(&prev);
