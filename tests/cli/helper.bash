@@ -1,0 +1,138 @@
+# Shared setup for the bats suites: every test gets its own data directory,
+# and teardown ends every process started for it (the worker, session
+# holders and the commands they run), found by that directory alone.
+
+: "${RAKAZO_BIN:=$BATS_TEST_DIRNAME/../../build/rakazo}"
+case $RAKAZO_BIN in /*) ;; *) RAKAZO_BIN=$PWD/$RAKAZO_BIN ;; esac
+export RAKAZO_BIN
+
+setup() {
+	export RAKAZO_DATA_DIR="$BATS_TEST_TMPDIR/data"
+	export RAKAZO_OWNER="user:bats"
+	export RAKAZO_TEST_LABEL="bats-$$"
+	export NO_COLOR=1
+	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
+	mkdir -p "$RAKAZO_DATA_DIR"
+	RK_CLOSE_FDS=$(rk_close_fds)
+}
+
+teardown() {
+	rk_kill_all
+}
+
+# Runs the binary as from a terminal: with only stdin, stdout and stderr.
+# Bats keeps descriptors of its own open (3, 4 and more), which a process
+# left behind would hold and which no user's shell has; sessions.bats checks
+# a caller with an extra descriptor on its own.
+rk() {
+	eval '"$RAKAZO_BIN" "$@"' "$RK_CLOSE_FDS"
+}
+
+rk_close_fds() {
+	local f n list=
+	for f in /proc/$BASHPID/fd/*; do
+		n=${f##*/}
+		[ "$n" -gt 2 ] && list="$list $n>&-"
+	done
+	echo "$list"
+}
+
+# Pids of every process whose environment names this test's data directory:
+# the worker (it sets RAKAZO_DATA_DIR itself), session holders and their
+# commands. Exact match on a per-test path, so nothing else is touched.
+rk_pids() {
+	local dir=${1:-$RAKAZO_DATA_DIR} f pid
+	for f in $(grep -lzxF "RAKAZO_DATA_DIR=$dir" /proc/[0-9]*/environ 2>/dev/null); do
+		pid=${f#/proc/}
+		pid=${pid%/environ}
+		[ "$pid" = $$ ] || [ "$pid" = "$BASHPID" ] || echo "$pid"
+	done
+}
+
+rk_kill_all() {
+	local dir=${1:-$RAKAZO_DATA_DIR} pid wpid
+	[ -d "$dir" ] || return 0
+	if [ -f "$dir/worker.lock" ]; then
+		wpid=$(head -n1 "$dir/worker.lock" 2>/dev/null)
+		[ -n "$wpid" ] && kill -9 "$wpid" 2>/dev/null
+	fi
+	for pid in $(rk_pids "$dir"); do
+		kill -9 "$pid" 2>/dev/null
+	done
+	return 0
+}
+
+# rk_json EXPR: reads JSON on stdin, prints python's repr-free value of EXPR
+# over `d` (strings bare, everything else as JSON).
+rk_json() {
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+v = eval(sys.argv[1])
+print(v if isinstance(v, str) else json.dumps(v))
+' "$1"
+}
+
+# A running fake computer named $1 (default t).
+rk_fake() {
+	rk computer create --provider fake --name "${1:-t}" --wait --json >/dev/null
+}
+
+# The id of computer $1.
+rk_id() {
+	rk computer show "$1" --json | rk_json 'd["id"]'
+}
+
+# Runs "$@" and fails the test (with output) unless it exits with $want.
+expect_status() {
+	local want=$1
+	shift
+	run "$@"
+	if [ "$status" -ne "$want" ]; then
+		echo "expected exit $want, got $status from: $*" >&2
+		echo "output: $output" >&2
+		return 1
+	fi
+}
+
+# A --json error: exit $1, stdout empty, stderr exactly one {"error":...} line with code $2.
+expect_json_error() {
+	local want=$1 code=$2
+	shift 2
+	local out err st=0
+	out=$("$@" 2>"$BATS_TEST_TMPDIR/stderr") || st=$?
+	err=$(cat "$BATS_TEST_TMPDIR/stderr")
+	if [ "$st" -ne "$want" ]; then
+		echo "expected exit $want, got $st from: $*; stderr: $err" >&2
+		return 1
+	fi
+	if [ -n "$out" ]; then
+		echo "stdout not empty on failure: $out" >&2
+		return 1
+	fi
+	if [ "$(printf '%s\n' "$err" | wc -l)" -ne 1 ]; then
+		echo "stderr is not one line: $err" >&2
+		return 1
+	fi
+	printf '%s' "$err" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert list(d) == ["error"], d
+e = d["error"]
+assert sorted(e) == ["code", "message"], e
+assert e["code"] == sys.argv[1], e
+assert isinstance(e["message"], str) and e["message"], e
+' "$code" || { echo "bad error document: $err" >&2; return 1; }
+}
+
+# Waits up to $2 seconds (default 10) for "$1" to succeed.
+wait_for() {
+	local cmd=$1 n=$(( ${2:-10} * 20 ))
+	while [ $n -gt 0 ]; do
+		eval "$cmd" && return 0
+		sleep 0.05
+		n=$((n - 1))
+	done
+	echo "timed out waiting for: $cmd" >&2
+	return 1
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env bats
+# Saved lifecycle commands: idempotency, the lifecycle itself, events, cancel.
+
+load helper
+
+exe_ids() {
+	rk computer execution list --json | rk_json "' '.join(e['id'] for e in d if e['op']=='$1')"
+}
+
+@test "the same command key twice gives the same execution" {
+	local a b
+	a=$(rk computer create --provider fake --name t --command-key k1 --json | rk_json 'd["id"]')
+	b=$(rk computer create --provider fake --name t --command-key k1 --json)
+	[ "$a" = "$(printf '%s' "$b" | rk_json 'd["id"]')" ]
+	[ "$(printf '%s' "$b" | rk_json 'd["reused"]')" = true ]
+	[ "$(rk computer list --json | rk_json 'len(d)')" = 1 ]
+}
+
+@test "20 parallel creates with one key make one computer and one execution" {
+	local i pids=
+	for i in $(seq 1 20); do
+		"$RAKAZO_BIN" computer create --provider fake --name t --command-key k1 --json \
+			>"$BATS_TEST_TMPDIR/out.$i" 2>"$BATS_TEST_TMPDIR/err.$i" 3>&- 4>&- &
+		pids="$pids $!"
+	done
+	local fail=0 p
+	for p in $pids; do wait "$p" || fail=$((fail + 1)); done
+	cat "$BATS_TEST_TMPDIR"/err.* >&2 || true
+	[ "$fail" -eq 0 ]
+	[ "$(cat "$BATS_TEST_TMPDIR"/out.* | rk_json_lines 'd["id"]' | sort -u | wc -l)" -eq 1 ]
+	[ "$(rk computer list --json | rk_json 'len(d)')" = 1 ]
+	[ "$(rk computer execution list --json | rk_json 'len(d)')" = 1 ]
+}
+
+rk_json_lines() {
+	python3 -c '
+import json, sys
+for line in sys.stdin:
+    d = json.loads(line)
+    print(eval(sys.argv[1]))
+' "$1"
+}
+
+@test "create, pause, exec auto-resumes, stop, resume, delete" {
+	rk_fake t
+	run rk computer pause t --wait --json
+	[ "$status" -eq 0 ]
+	[ "$(rk computer show t --json | rk_json 'd["state"]')" = paused ]
+	run rk computer exec t --json -- echo hi
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = hi ]
+	[ "$(rk computer show t --json | rk_json 'd["state"]')" = running ]
+	[ -n "$(exe_ids resume)" ]
+	[ "$(rk computer execution show "$(exe_ids resume)" --json | rk_json 'd["state"]')" = succeeded ]
+	rk computer stop t --wait --json >/dev/null
+	[ "$(rk computer show t --json | rk_json 'd["state"]')" = stopped ]
+	rk computer resume t --wait --json >/dev/null
+	[ "$(rk computer show t --json | rk_json 'd["state"]')" = running ]
+	run rk computer delete t --wait --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["state"]')" = succeeded ]
+	[ "$(rk computer list --json | rk_json 'len(d)')" = 0 ]
+	expect_status 3 rk computer show t --json
+}
+
+@test "a receipt comes back at once and --wait gives the finished execution" {
+	export RAKAZO_FAKE_DELAY_MS=500
+	run rk computer create --provider fake --name t --json
+	[ "$status" -eq 0 ]
+	[[ $(printf '%s' "$output" | rk_json 'd["state"]') =~ ^(pending|running)$ ]]
+	local id
+	id=$(printf '%s' "$output" | rk_json 'd["id"]')
+	[[ $id == exe_* ]]
+	run rk computer show t --json
+	[ "$(printf '%s' "$output" | rk_json 'd["execution_id"]')" = "$id" ]
+	wait_for '[ "$(rk computer execution show '"$id"' --json | rk_json "d[\"state\"]")" = succeeded ]'
+}
+
+@test "execution events: submitted, started, provider_call, succeeded with sequences 1..N" {
+	rk_fake t
+	local id
+	id=$(exe_ids create)
+	run rk computer execution events "$id" --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json '" ".join(e["type"] for e in d)')" = "submitted started provider_call succeeded" ]
+	[ "$(printf '%s' "$output" | rk_json '[e["sequence"] for e in d] == list(range(1, len(d) + 1))')" = true ]
+	run rk computer execution events "$id" --after-sequence 2 --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json '" ".join(e["type"] for e in d)')" = "provider_call succeeded" ]
+	[ "$(printf '%s' "$output" | rk_json 'd[0]["sequence"]')" = 3 ]
+	run rk computer execution events "$id"
+	[ "$status" -eq 0 ]
+	[[ $output == *submitted*succeeded* ]]
+}
+
+@test "execution events --follow streams NDJSON and ends when the command ends" {
+	export RAKAZO_FAKE_DELAY_MS=700
+	local id
+	id=$(rk computer create --provider fake --name t --json | rk_json 'd["id"]')
+	run timeout 20 "$RAKAZO_BIN" computer execution events "$id" --follow --json 3>&- 4>&-
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s\n' "$output" | rk_json_lines 'd["type"]' | tr '\n' ' ')" = "submitted started provider_call succeeded " ]
+	[ "$(printf '%s\n' "$output" | rk_json_lines 'd["sequence"]' | tr '\n' ' ')" = "1 2 3 4 " ]
+}
+
+@test "cancel a pending command: cancelled, and the created computer goes" {
+	export RAKAZO_NO_WORKER=1
+	local id
+	id=$(rk computer create --provider fake --name t --json | rk_json 'd["id"]')
+	run rk computer execution cancel "$id" --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["state"]')" = cancelled ]
+	[ "$(rk computer execution show "$id" --json | rk_json 'd["state"]')" = cancelled ]
+	[ "$(rk computer list --json | rk_json 'len(d)')" = 0 ]
+	# a settled command cannot be cancelled again
+	expect_json_error 4 conflict rk computer execution cancel "$id" --json
+	# the events say so
+	[ "$(rk computer execution events "$id" --json | rk_json 'd[-1]["type"]')" = cancelled ]
+}
+
+@test "a pending command (no worker) runs when worker --once comes" {
+	export RAKAZO_NO_WORKER=1
+	local id
+	id=$(rk computer create --provider fake --name t --json | rk_json 'd["id"]')
+	[ "$(rk computer execution show "$id" --json | rk_json 'd["state"]')" = pending ]
+	rk worker --once
+	[ "$(rk computer execution show "$id" --json | rk_json 'd["state"]')" = succeeded ]
+	[ "$(rk computer show t --json | rk_json 'd["state"]')" = running ]
+}
+
+@test "execution list filters by computer" {
+	rk_fake a
+	rk_fake b
+	rk computer pause a --wait --json >/dev/null
+	[ "$(rk computer execution list a --json | rk_json 'len(d)')" = 2 ]
+	[ "$(rk computer execution list b --json | rk_json 'len(d)')" = 1 ]
+	[ "$(rk computer execution list --json | rk_json 'len(d)')" = 3 ]
+	expect_status 3 rk computer execution list nosuch --json
+}
+
+@test "doctor --json reports a sound database" {
+	rk_fake t
+	run rk doctor --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["ok"]')" = true ]
+	[ "$(printf '%s' "$output" | rk_json '[c["status"] for c in d["checks"] if c["check"]=="database"][0]')" = ok ]
+	[[ $(printf '%s' "$output" | rk_json '[c["detail"] for c in d["checks"] if c["check"]=="database"][0]') == *"integrity ok"* ]]
+	[ "$(printf '%s' "$output" | rk_json 'd["data_dir"]')" = "$RAKAZO_DATA_DIR" ]
+}
+
+@test "teardown leaves no process behind" {
+	rk_fake t
+	rk computer exec t --json --yield-ms 300 -- sleep 100 >/dev/null
+	[ -n "$(rk_pids)" ]
+	rk_kill_all
+	wait_for '[ -z "$(rk_pids)" ]' 5
+}
