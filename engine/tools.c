@@ -1,0 +1,445 @@
+/* The model's tools: schemas and dispatch (see tools.h). */
+
+#include "tools.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "computer.h"
+#include "display.h"
+#include "session.h"
+#include "util/buf.h"
+#include "util/ipc.h"
+#include "util/json.h"
+#include "util/log.h"
+
+/* --- definitions ------------------------------------------------------------- */
+
+struct tool_def {
+	const char *name;
+	const char *description;
+	const char *schema;
+};
+
+/* Graphical tools first: rk_tools_definitions(0) skips them. */
+#define GRAPHICAL 2
+static const struct tool_def defs[] = {
+	{"computer_observe", "Take a screenshot of the computer's screen. The result names the frame and carries the "
+			     "image; an unchanged screen is said to be unchanged, without a new image.",
+	 "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}"},
+	{"computer_act",
+	 "Run a batch of 1 to 24 mouse and keyboard actions in order, then take a screenshot. Coordinates are pixels "
+	 "of the last screenshot. Actions: {action:move,x,y}, {action:click,x?,y?,button?,count?}, "
+	 "{action:double_click,x?,y?}, {action:right_click,x?,y?}, {action:down|up,x?,y?,button?}, "
+	 "{action:drag,path:[[x,y],...]}, {action:scroll,x?,y?,direction:up|down|left|right,amount?}, "
+	 "{action:type,text}, {action:key|key_down|key_up,keys:\"ctrl+shift+t\"}, {action:wait,ms}.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"actions\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":24,\"items\":{\"type\":\"object\","
+	 "\"properties\":{\"action\":{\"type\":\"string\",\"enum\":[\"move\",\"click\",\"double_click\","
+	 "\"right_click\",\"down\",\"up\",\"drag\",\"scroll\",\"type\",\"key\",\"key_down\",\"key_up\",\"wait\"]},"
+	 "\"x\":{\"type\":\"integer\"},\"y\":{\"type\":\"integer\"},"
+	 "\"button\":{\"type\":\"string\",\"enum\":[\"left\",\"middle\",\"right\"]},"
+	 "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":3},"
+	 "\"path\":{\"type\":\"array\",\"items\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}},"
+	 "\"direction\":{\"type\":\"string\",\"enum\":[\"up\",\"down\",\"left\",\"right\"]},"
+	 "\"amount\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":20},"
+	 "\"dx\":{\"type\":\"integer\"},\"dy\":{\"type\":\"integer\"},"
+	 "\"text\":{\"type\":\"string\"},\"keys\":{\"type\":\"string\"},"
+	 "\"ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":5000}},"
+	 "\"required\":[\"action\"]}},"
+	 "\"settle_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":3000,"
+	 "\"description\":\"wait this long for the screen to settle before the screenshot\"},"
+	 "\"observe\":{\"type\":\"boolean\",\"description\":\"false: no screenshot after the actions\"}},"
+	 "\"required\":[\"actions\"],\"additionalProperties\":false}"},
+	{"shell",
+	 "Run a command with bash -lc in the computer's workspace. Waits up to yield_ms (default 10000) for it; a "
+	 "command still running then gives back a session id for write_stdin. The result holds the new output, "
+	 "whether it is still running and its exit code.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"command\":{\"type\":\"string\"},"
+	 "\"cwd\":{\"type\":\"string\",\"description\":\"relative to the workspace, or absolute\"},"
+	 "\"yield_ms\":{\"type\":\"integer\",\"minimum\":250,\"maximum\":30000},"
+	 "\"tty\":{\"type\":\"boolean\",\"description\":\"run it on a terminal\"}},"
+	 "\"required\":[\"command\"],\"additionalProperties\":false}"},
+	{"write_stdin",
+	 "Send characters to a running shell session's stdin (\"\" only reads new output), then wait up to yield_ms. "
+	 "Without a terminal, \\u0003 interrupts the command and \\u0004 ends its input.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"session\":{\"type\":\"string\"},\"chars\":{\"type\":\"string\"},"
+	 "\"yield_ms\":{\"type\":\"integer\",\"minimum\":250,\"maximum\":30000}},"
+	 "\"required\":[\"session\",\"chars\"],\"additionalProperties\":false}"},
+	{"read_file", "Read a UTF-8 text file of the workspace (at most 250000 bytes).",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"path\":{\"type\":\"string\"},"
+	 "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":250000}},"
+	 "\"required\":[\"path\"],\"additionalProperties\":false}"},
+	{"write_file", "Write a file of the workspace, creating its directories.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"},"
+	 "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf8\",\"base64\"]},"
+	 "\"executable\":{\"type\":\"boolean\"}},"
+	 "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}"},
+	{"list_files", "List a directory of the workspace (default: its root).",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}},\"additionalProperties\":false}"},
+};
+#define NDEFS (sizeof(defs) / sizeof(defs[0]))
+
+static struct rk_model_tool tools[NDEFS];
+static pthread_once_t tools_once = PTHREAD_ONCE_INIT;
+
+static void build_tools(void)
+{
+	for (size_t i = 0; i < NDEFS; i++) {
+		cJSON *schema = cJSON_Parse(defs[i].schema);
+		if (!schema)
+			abort(); /* a typo in the table above; the unit test catches it */
+		tools[i] = (struct rk_model_tool){defs[i].name, defs[i].description, schema};
+	}
+}
+
+const struct rk_model_tool *rk_tools_definitions(int desktop, size_t *n)
+{
+	pthread_once(&tools_once, build_tools);
+	*n = desktop ? NDEFS : NDEFS - GRAPHICAL;
+	return desktop ? tools : tools + GRAPHICAL;
+}
+
+int rk_tools_known(const char *name)
+{
+	for (size_t i = 0; name && i < NDEFS; i++)
+		if (!strcmp(defs[i].name, name))
+			return 1;
+	return 0;
+}
+
+void rk_tool_result_release(struct rk_tool_result *r)
+{
+	if (!r)
+		return;
+	free(r->text);
+	free(r->png);
+	free(r->label);
+	memset(r, 0, sizeof(*r));
+}
+
+/* --- results --------------------------------------------------------------- */
+
+/* Sets the text from doc (consumed), clipped for the model's context. */
+static void set_text(struct rk_tool_result *out, cJSON *doc)
+{
+	char *s = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	size_t len = strlen(s);
+	if (len > RK_TOOL_RESULT_MAX) {
+		size_t cut = RK_TOOL_RESULT_MAX;
+		while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+			cut--; /* not inside a UTF-8 sequence */
+		s = rk_xrealloc(s, cut + sizeof("…"));
+		memcpy(s + cut, "…", sizeof("…"));
+	}
+	free(out->text);
+	out->text = s;
+}
+
+static int fail(struct rk_tool_result *out, const struct rk_error *e)
+{
+	cJSON *doc = cJSON_CreateObject();
+	cJSON *o = cJSON_AddObjectToObject(doc, "error");
+	cJSON_AddStringToObject(o, "code", rk_code_name(e->code));
+	cJSON_AddStringToObject(o, "message", e->message);
+	set_text(out, doc);
+	out->is_error = 1;
+	snprintf(out->error_code, sizeof(out->error_code), "%s", rk_code_name(e->code));
+	return -(int)e->code;
+}
+
+static int is_utf8(const char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		size_t k = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
+		if (k == 9 || c == 0 || i + k >= n)
+			return 0;
+		for (size_t j = 1; j <= k; j++)
+			if (((unsigned char)s[i + j] & 0xC0) != 0x80)
+				return 0;
+		i += k + 1;
+	}
+	return 1;
+}
+
+/* Takes the screenshot into out, with its observation metadata under "observation" of doc. */
+static void take_frame(struct rk_tool_result *out, const cJSON *obs, unsigned char **png, size_t *len)
+{
+	const char *hash = rk_json_string(obs, "frame_hash", "");
+	snprintf(out->frame_hash, sizeof(out->frame_hash), "%s", hash);
+	int64_t w = 0, h = 0;
+	const cJSON *jw = cJSON_GetObjectItemCaseSensitive(obs, "width");
+	const cJSON *jh = cJSON_GetObjectItemCaseSensitive(obs, "height");
+	if (cJSON_IsNumber(jw))
+		w = (int64_t)jw->valuedouble;
+	if (cJSON_IsNumber(jh))
+		h = (int64_t)jh->valuedouble;
+	out->label = rk_xasprintf("%lldx%lld frame %.12s captured %s", (long long)w, (long long)h, hash,
+				  rk_json_string(obs, "captured_at", "?"));
+	out->png = *png;
+	out->png_len = *len;
+	*png = NULL;
+	*len = 0;
+}
+
+/* --- the tools ----------------------------------------------------------------- */
+
+static int need_desktop(struct rk_tools_ctx *ctx, struct rk_error *e)
+{
+	if (!ctx->computer->desktop)
+		return rk_error_set(e, RK_EUNSUPPORTED,
+				    "computer '%s' has no desktop: use shell and the file tools instead",
+				    ctx->computer->name);
+	return 0;
+}
+
+static int t_observe(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
+{
+	(void)args;
+	int r = need_desktop(ctx, e);
+	if (r)
+		return r;
+	struct rk_display_observe_options oo = {ctx->max_width, ctx->max_height, NULL};
+	struct rk_display_shot shot = {0};
+	if ((r = rk_display_observe(ctx->eng, ctx->computer, ctx->display, &oo, &shot, e)))
+		return r;
+	take_frame(out, shot.meta, &shot.png, &shot.png_len);
+	cJSON *doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "note", "computer observed");
+	cJSON_AddItemToObject(doc, "observation", shot.meta);
+	shot.meta = NULL;
+	set_text(out, doc);
+	rk_display_shot_release(&shot);
+	return 0;
+}
+
+static int t_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
+{
+	int r = need_desktop(ctx, e);
+	if (r)
+		return r;
+	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(args, "actions")))
+		return rk_error_set(e, RK_EINVALID, "computer_act: actions must be a list of 1 to 24 actions");
+	char *batch = cJSON_PrintUnformatted(args);
+	struct rk_display_observe_options oo = {ctx->max_width, ctx->max_height, NULL};
+	struct rk_display_act_result res = {0};
+	r = rk_display_act(ctx->eng, ctx->computer, ctx->display, batch, -1, -1, &oo, &res, e);
+	free(batch);
+	if (r)
+		return r;
+	const cJSON *obs = cJSON_GetObjectItemCaseSensitive(res.result, "observation");
+	if (res.png && cJSON_IsObject(obs))
+		take_frame(out, obs, &res.png, &res.png_len);
+	const cJSON *done = cJSON_GetObjectItemCaseSensitive(res.result, "completed");
+	char note[64];
+	snprintf(note, sizeof(note), "completed %d computer action(s)", cJSON_IsNumber(done) ? done->valueint : 0);
+	cJSON_AddStringToObject(res.result, "note", note);
+	set_text(out, res.result);
+	res.result = NULL;
+	rk_display_act_result_release(&res);
+	return 0;
+}
+
+static int shell_reply(struct rk_tool_result *out, struct rk_session_reply *rep)
+{
+	set_text(out, rk_session_reply_to_json(rep));
+	rk_session_reply_release(rep);
+	return 0;
+}
+
+static int t_shell(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
+{
+	const char *command, *cwd;
+	int64_t yield;
+	int tty;
+	int r;
+	if ((r = rk_json_get_string(args, "command", 1, &command, "shell", e)) ||
+	    (r = rk_json_get_string(args, "cwd", 0, &cwd, "shell", e)) ||
+	    (r = rk_json_get_int(args, "yield_ms", RK_SESSION_YIELD_MIN_MS, RK_SESSION_YIELD_MAX_MS,
+				 RK_SESSION_YIELD_DEFAULT_MS, &yield, "shell", e)) ||
+	    (r = rk_json_get_bool(args, "tty", 0, &tty, "shell", e)))
+		return r;
+	if (!command[0])
+		return rk_error_set(e, RK_EINVALID, "shell: command is empty");
+	struct rk_session_request req = {.command = command, .cwd = cwd, .tty = tty, .rows = 24, .cols = 80,
+					 .yield_ms = yield, .max_output = RK_TOOL_SHELL_OUTPUT, .bot_id = ctx->bot_id};
+	struct rk_session_reply rep = {0};
+	if ((r = rk_session_start(ctx->eng, ctx->computer, &req, &rep, e)))
+		return r;
+	return shell_reply(out, &rep);
+}
+
+static int t_stdin(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
+{
+	const char *session, *chars;
+	int64_t yield;
+	int r;
+	if ((r = rk_json_get_string(args, "session", 1, &session, "write_stdin", e)) ||
+	    (r = rk_json_get_string(args, "chars", 1, &chars, "write_stdin", e)) ||
+	    (r = rk_json_get_int(args, "yield_ms", RK_SESSION_YIELD_MIN_MS, RK_SESSION_YIELD_MAX_MS, 1000, &yield,
+				 "write_stdin", e)))
+		return r;
+	struct rk_session_reply rep = {0};
+	if ((r = rk_session_input(ctx->eng, ctx->computer->id, session, chars, strlen(chars), yield,
+				  RK_TOOL_SHELL_OUTPUT, &rep, e)))
+		return r;
+	return shell_reply(out, &rep);
+}
+
+static int t_read(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
+{
+	const char *path;
+	int64_t max;
+	int r;
+	if ((r = rk_json_get_string(args, "path", 1, &path, "read_file", e)) ||
+	    (r = rk_json_get_int(args, "max_bytes", 1, RK_TOOL_READ_MAX, RK_TOOL_READ_MAX, &max, "read_file", e)))
+		return r;
+	struct rk_buf b = RK_BUF_INIT;
+	rk_buf_init(&b);
+	r = rk_computer_file_read(ctx->eng, ctx->computer, path, (size_t)max, &b, e);
+	if (r == 0 && !is_utf8(b.data, b.len))
+		r = rk_error_set(e, RK_EINVALID, "read_file: '%s' is not UTF-8 text", path);
+	if (r == 0) {
+		/* keep the JSON whole: the text is cut here, not by the final clip */
+		size_t keep = b.len, room = RK_TOOL_RESULT_MAX - 512 - strlen(path);
+		int truncated = 0;
+		if (keep > room / 2) { /* escapes may double it */
+			keep = room / 2;
+			while (keep > 0 && ((unsigned char)b.data[keep] & 0xC0) == 0x80)
+				keep--;
+			truncated = 1;
+		}
+		char *content = rk_xstrndup(b.data, keep);
+		cJSON *doc = cJSON_CreateObject();
+		cJSON_AddStringToObject(doc, "path", path);
+		cJSON_AddNumberToObject(doc, "size", (double)b.len);
+		cJSON_AddStringToObject(doc, "content", content);
+		cJSON_AddBoolToObject(doc, "truncated", truncated);
+		free(content);
+		set_text(out, doc);
+	}
+	rk_buf_release(&b);
+	return r;
+}
+
+static int t_write(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
+{
+	const char *path, *content, *enc;
+	int exe, r;
+	if ((r = rk_json_get_string(args, "path", 1, &path, "write_file", e)) ||
+	    (r = rk_json_get_string(args, "content", 1, &content, "write_file", e)) ||
+	    (r = rk_json_get_string(args, "encoding", 0, &enc, "write_file", e)) ||
+	    (r = rk_json_get_bool(args, "executable", 0, &exe, "write_file", e)))
+		return r;
+	if (!enc)
+		enc = "utf8";
+	struct rk_buf b = RK_BUF_INIT;
+	rk_buf_init(&b);
+	if (!strcmp(enc, "base64")) {
+		if (rk_base64_decode(content, &b) != 0) {
+			rk_buf_release(&b);
+			return rk_error_set(e, RK_EINVALID, "write_file: content is not valid base64");
+		}
+	} else if (!strcmp(enc, "utf8")) {
+		rk_buf_adds(&b, content);
+	} else {
+		rk_buf_release(&b);
+		return rk_error_set(e, RK_EINVALID, "write_file: encoding must be utf8 or base64");
+	}
+	r = rk_computer_file_write(ctx->eng, ctx->computer, path, b.data, b.len, exe, e);
+	if (r == 0) {
+		cJSON *doc = cJSON_CreateObject();
+		cJSON_AddBoolToObject(doc, "ok", 1);
+		cJSON_AddStringToObject(doc, "path", path);
+		cJSON_AddNumberToObject(doc, "bytes", (double)b.len);
+		set_text(out, doc);
+	}
+	rk_buf_release(&b);
+	return r;
+}
+
+static int t_list(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
+{
+	const char *path;
+	int r;
+	if ((r = rk_json_get_string(args, "path", 0, &path, "list_files", e)))
+		return r;
+	if (!path || !strcmp(path, ".") || !strcmp(path, "./"))
+		path = "";
+	struct rk_file_entry *es;
+	size_t n;
+	if ((r = rk_computer_file_list(ctx->eng, ctx->computer, path, &es, &n, e)))
+		return r;
+	cJSON *doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "path", path[0] ? path : ".");
+	cJSON *arr = cJSON_AddArrayToObject(doc, "entries");
+	for (size_t i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", es[i].name);
+		cJSON_AddStringToObject(o, "type", rk_file_type_name(es[i].type));
+		cJSON_AddNumberToObject(o, "size", (double)es[i].size);
+		if (es[i].executable)
+			cJSON_AddBoolToObject(o, "executable", 1);
+		cJSON_AddItemToArray(arr, o);
+	}
+	rk_file_entries_free(es, n);
+	set_text(out, doc);
+	return 0;
+}
+
+typedef int (*tool_fn)(struct rk_tools_ctx *, const cJSON *, struct rk_tool_result *, struct rk_error *);
+static const struct {
+	const char *name;
+	tool_fn fn;
+} dispatch[] = {
+	{"computer_observe", t_observe}, {"computer_act", t_act}, {"shell", t_shell},    {"write_stdin", t_stdin},
+	{"read_file", t_read},           {"write_file", t_write}, {"list_files", t_list},
+};
+
+int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_json, struct rk_tool_result *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct rk_error e = {0};
+	tool_fn fn = NULL;
+	for (size_t i = 0; name && i < sizeof(dispatch) / sizeof(dispatch[0]); i++)
+		if (!strcmp(dispatch[i].name, name))
+			fn = dispatch[i].fn;
+	if (!fn) {
+		rk_error_set(&e, RK_ENOTFOUND, "unknown tool '%s'; the tools are computer_observe, computer_act, "
+					       "shell, write_stdin, read_file, write_file and list_files",
+			     name ? name : "");
+		fail(out, &e);
+		return 0;
+	}
+	struct rk_model_tool_call call = {NULL, (char *)name, (char *)(args_json ? args_json : "")};
+	cJSON *args = NULL;
+	int r = rk_model_tool_call_args(&call, &args, &e);
+	if (r == 0) {
+		r = fn(ctx, args, out, &e);
+		if (r && !e.message[0])
+			rk_error_set(&e, RK_EFAILED, "%s failed", name);
+	}
+	cJSON_Delete(args);
+	if (r < 0) {
+		free(out->png);
+		out->png = NULL;
+		out->png_len = 0;
+		out->frame_hash[0] = 0;
+		free(out->label);
+		out->label = NULL;
+		rk_log(RK_LOG_INFO, "tool %s: %s: %s", name, rk_code_name(e.code), e.message);
+		fail(out, &e);
+	} else if (!out->text) {
+		set_text(out, cJSON_CreateObject());
+	}
+	return 0;
+}

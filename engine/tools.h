@@ -1,0 +1,58 @@
+#ifndef RK_TOOLS_H
+#define RK_TOOLS_H
+/* The model's tools: their JSON schemas (built once, shared) and one
+ * dispatcher from a tool call to the computer, its display and its shell.
+ *
+ *   computer_observe {}                              a screenshot of display 0
+ *   computer_act     {actions:[...], settle_ms?, observe?}
+ *                    a batch in engine/actions.h's schema, then a screenshot
+ *   shell            {command, cwd?, yield_ms?, tty?}  bash -lc in a session
+ *   write_stdin      {session, chars, yield_ms?}       more input to a session
+ *   read_file        {path, max_bytes?}   UTF-8 text, at most 250000 bytes
+ *   write_file       {path, content, encoding?: utf8|base64, executable?}
+ *   list_files       {path?}              a workspace directory
+ *
+ * A call never fails the caller: an unknown tool, malformed arguments or a
+ * failed operation becomes an error result {"error":{"code","message"}}
+ * (is_error set), which the loop hands back to the model like any other. */
+
+#include <stddef.h>
+
+#include "db.h"
+#include "engine.h"
+#include "model.h"
+
+#define RK_TOOL_RESULT_MAX 12000    /* chars of a result's text given to the model */
+#define RK_TOOL_READ_MAX 250000     /* read_file's ceiling */
+#define RK_TOOL_SHELL_OUTPUT 8000   /* bytes of new output per shell/write_stdin reply */
+
+struct rk_tools_ctx {
+	struct rk_engine *eng;
+	struct rk_computer *computer; /* borrowed; refreshed by the tools as they resume it */
+	const char *bot_id;           /* may be NULL */
+	int display;                  /* 0 */
+	int max_width, max_height;    /* screenshot size for the model; 0: full size */
+};
+
+struct rk_tool_result {
+	char *text;            /* JSON text for the model, at most RK_TOOL_RESULT_MAX chars (+ "…"); malloc'd */
+	int is_error;          /* text is {"error":{"code","message"}} */
+	char error_code[32];   /* the stable code when is_error */
+	unsigned char *png;    /* observe/act: the screenshot, malloc'd; NULL otherwise */
+	size_t png_len;
+	char frame_hash[65];   /* "" when there is no frame */
+	char *label;           /* names the frame for the model ("1280x800 frame abc..."); malloc'd or NULL */
+};
+void rk_tool_result_release(struct rk_tool_result *r);
+
+/* The tool definitions for the model (static; valid for the process). With
+ * desktop == 0 the graphical tools are left out. */
+const struct rk_model_tool *rk_tools_definitions(int desktop, size_t *n);
+/* Is name one of the tools above? */
+int rk_tools_known(const char *name);
+
+/* Runs one call. args_json is the raw argument text the model sent ("" or
+ * NULL: {}). Always fills *out (release it) and returns 0. */
+int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_json, struct rk_tool_result *out);
+
+#endif
