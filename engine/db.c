@@ -247,6 +247,37 @@ static int step_done(struct rk_db *db, sqlite3_stmt *st, const char *what, struc
 	return r;
 }
 
+/* Steps st to its end into a malloc'd array of size-byte elements filled by
+ * from_row; on failure releases what it read. Finalizes st. */
+static int collect_rows(struct rk_db *db, sqlite3_stmt *st, size_t size, void (*from_row)(sqlite3_stmt *, void *),
+			void (*release)(void *), void **out, size_t *n, const char *what, struct rk_error *err)
+{
+	size_t cap = 8, count = 0;
+	char *arr = rk_xcalloc(cap, size);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (count == cap) {
+			cap *= 2;
+			arr = rk_xrealloc(arr, cap * size);
+		}
+		memset(arr + count * size, 0, size);
+		from_row(st, arr + count * size);
+		count++;
+	}
+	if (rc != SQLITE_DONE) {
+		int r = sql_error(db, err, what);
+		sqlite3_finalize(st);
+		for (size_t i = 0; i < count; i++)
+			release(arr + i * size);
+		free(arr);
+		return r;
+	}
+	sqlite3_finalize(st);
+	*out = arr;
+	*n = count;
+	return 0;
+}
+
 /* --- open and migrate ------------------------------------------------------- */
 
 int rk_db_schema_version(struct rk_db *db)
@@ -463,6 +494,16 @@ int rk_db_computer_get(struct rk_db *db, const char *id_or_name, struct rk_compu
 	return r;
 }
 
+static void computer_row(sqlite3_stmt *st, void *p)
+{
+	computer_from_row(st, p);
+}
+
+static void computer_release_any(void *p)
+{
+	rk_computer_release(p);
+}
+
 int rk_db_computer_list(struct rk_db *db, struct rk_computer **out, size_t *n, struct rk_error *err)
 {
 	sqlite3_stmt *st = prep(db,
@@ -471,27 +512,7 @@ int rk_db_computer_list(struct rk_db *db, struct rk_computer **out, size_t *n, s
 				err);
 	if (!st)
 		return -err->code;
-	size_t cap = 8, count = 0;
-	struct rk_computer *arr = rk_xcalloc(cap, sizeof(*arr));
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (count == cap) {
-			cap *= 2;
-			arr = rk_xrealloc(arr, cap * sizeof(*arr));
-		}
-		memset(&arr[count], 0, sizeof(arr[count]));
-		computer_from_row(st, &arr[count++]);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		for (size_t i = 0; i < count; i++)
-			rk_computer_release(&arr[i]);
-		free(arr);
-		return sql_error(db, err, "list computers");
-	}
-	*out = arr;
-	*n = count;
-	return 0;
+	return collect_rows(db, st, sizeof(struct rk_computer), computer_row, computer_release_any, (void **)out, n, "list computers", err);
 }
 
 static int update_computer_text(struct rk_db *db, const char *sql, const char *id, const char *value,
@@ -777,32 +798,33 @@ int rk_db_execution_request_cancel(struct rk_db *db, const char *id, struct rk_e
 	return step_done(db, st, "cancel execution", err);
 }
 
+static void id_row(sqlite3_stmt *st, void *p)
+{
+	*(char **)p = col_text(st, 0);
+}
+
+static void free_any(void *p)
+{
+	free(*(char **)p);
+}
+
 int rk_db_execution_running_ids(struct rk_db *db, char ***ids, size_t *n, struct rk_error *err)
 {
 	sqlite3_stmt *st = prep(db, "SELECT id FROM lifecycle_executions WHERE state = 'running' ORDER BY created_at",
 				err);
 	if (!st)
 		return -err->code;
-	size_t cap = 4, count = 0;
-	char **arr = rk_xcalloc(cap, sizeof(*arr));
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (count == cap) {
-			cap *= 2;
-			arr = rk_xrealloc(arr, cap * sizeof(*arr));
-		}
-		arr[count++] = col_text(st, 0);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		for (size_t i = 0; i < count; i++)
-			free(arr[i]);
-		free(arr);
-		return sql_error(db, err, "list running executions");
-	}
-	*ids = arr;
-	*n = count;
-	return 0;
+	return collect_rows(db, st, sizeof(char *), id_row, free_any, (void **)ids, n, "list running executions", err);
+}
+
+static void execution_row(sqlite3_stmt *st, void *p)
+{
+	execution_from_row(st, p);
+}
+
+static void execution_release_any(void *p)
+{
+	rk_execution_release(p);
 }
 
 int rk_db_execution_list(struct rk_db *db, const char *computer_id, struct rk_execution **out, size_t *n,
@@ -815,27 +837,7 @@ int rk_db_execution_list(struct rk_db *db, const char *computer_id, struct rk_ex
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, computer_id);
-	size_t cap = 8, count = 0;
-	struct rk_execution *arr = rk_xcalloc(cap, sizeof(*arr));
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (count == cap) {
-			cap *= 2;
-			arr = rk_xrealloc(arr, cap * sizeof(*arr));
-		}
-		memset(&arr[count], 0, sizeof(arr[count]));
-		execution_from_row(st, &arr[count++]);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		for (size_t i = 0; i < count; i++)
-			rk_execution_release(&arr[i]);
-		free(arr);
-		return sql_error(db, err, "list executions");
-	}
-	*out = arr;
-	*n = count;
-	return 0;
+	return collect_rows(db, st, sizeof(struct rk_execution), execution_row, execution_release_any, (void **)out, n, "list executions", err);
 }
 
 int rk_db_execution_count_pending(struct rk_db *db, struct rk_error *err)
@@ -877,6 +879,22 @@ void rk_events_free(struct rk_event *ev, size_t n)
 	free(ev);
 }
 
+static void event_row(sqlite3_stmt *st, void *p)
+{
+	struct rk_event *ev = p;
+	ev->sequence = sqlite3_column_int64(st, 0);
+	ev->type = col_text(st, 1);
+	ev->data = col_text(st, 2);
+	ev->created_at = sqlite3_column_int64(st, 3);
+}
+
+static void event_release_one(void *p)
+{
+	struct rk_event *ev = p;
+	free(ev->type);
+	free(ev->data);
+}
+
 int rk_db_events_after(struct rk_db *db, const char *execution_id, int64_t after, struct rk_event **out,
 		       size_t *n, struct rk_error *err)
 {
@@ -888,28 +906,7 @@ int rk_db_events_after(struct rk_db *db, const char *execution_id, int64_t after
 		return -err->code;
 	bind_text(st, 1, execution_id);
 	sqlite3_bind_int64(st, 2, after);
-	size_t cap = 8, count = 0;
-	struct rk_event *arr = rk_xcalloc(cap, sizeof(*arr));
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (count == cap) {
-			cap *= 2;
-			arr = rk_xrealloc(arr, cap * sizeof(*arr));
-		}
-		arr[count].sequence = sqlite3_column_int64(st, 0);
-		arr[count].type = col_text(st, 1);
-		arr[count].data = col_text(st, 2);
-		arr[count].created_at = sqlite3_column_int64(st, 3);
-		count++;
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		rk_events_free(arr, count);
-		return sql_error(db, err, "list events");
-	}
-	*out = arr;
-	*n = count;
-	return 0;
+	return collect_rows(db, st, sizeof(struct rk_event), event_row, event_release_one, (void **)out, n, "list events", err);
 }
 
 /* --- leases ------------------------------------------------------------------------ */
@@ -1206,6 +1203,16 @@ int rk_db_session_end(struct rk_db *db, const char *id, int64_t exit_code, int64
 	return step_done(db, st, "end session", err);
 }
 
+static void session_row(sqlite3_stmt *st, void *p)
+{
+	session_from_row(st, p);
+}
+
+static void session_release_any(void *p)
+{
+	rk_session_row_release(p);
+}
+
 int rk_db_session_list(struct rk_db *db, const char *computer_id, struct rk_session_row **out, size_t *n,
 		       struct rk_error *err)
 {
@@ -1215,27 +1222,7 @@ int rk_db_session_list(struct rk_db *db, const char *computer_id, struct rk_sess
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, computer_id);
-	size_t cap = 8, count = 0;
-	struct rk_session_row *arr = rk_xcalloc(cap, sizeof(*arr));
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (count == cap) {
-			cap *= 2;
-			arr = rk_xrealloc(arr, cap * sizeof(*arr));
-		}
-		memset(&arr[count], 0, sizeof(arr[count]));
-		session_from_row(st, &arr[count++]);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		for (size_t i = 0; i < count; i++)
-			rk_session_row_release(&arr[i]);
-		free(arr);
-		return sql_error(db, err, "list sessions");
-	}
-	*out = arr;
-	*n = count;
-	return 0;
+	return collect_rows(db, st, sizeof(struct rk_session_row), session_row, session_release_any, (void **)out, n, "list sessions", err);
 }
 
 int rk_db_history_append(struct rk_db *db, const char *computer_id, const char *session_id, const char *bot_id,
@@ -1279,6 +1266,34 @@ void rk_history_free(struct rk_history_entry *h, size_t n)
 	free(h);
 }
 
+static void history_row(sqlite3_stmt *st, void *p)
+{
+	struct rk_history_entry *h = p;
+	h->id = sqlite3_column_int64(st, 0);
+	h->session_id = col_text(st, 1);
+	h->bot_id = col_text(st, 2);
+	h->kind = col_text(st, 3);
+	int len = sqlite3_column_bytes(st, 4);
+	const void *blob = sqlite3_column_blob(st, 4);
+	h->data = rk_xmalloc((size_t)len + 1);
+	if (len > 0)
+		memcpy(h->data, blob, (size_t)len);
+	h->data[len] = '\0';
+	h->data_len = (size_t)len;
+	h->exit_code = col_int(st, 5, -1);
+	h->signal = col_int(st, 6, -1);
+	h->created_at = sqlite3_column_int64(st, 7);
+}
+
+static void history_release_one(void *p)
+{
+	struct rk_history_entry *h = p;
+	free(h->session_id);
+	free(h->bot_id);
+	free(h->kind);
+	free(h->data);
+}
+
 int rk_db_history_list(struct rk_db *db, const char *computer_id, const char *session_id, int64_t after,
 		       size_t limit, struct rk_history_entry **out, size_t *n, struct rk_error *err)
 {
@@ -1293,37 +1308,5 @@ int rk_db_history_list(struct rk_db *db, const char *computer_id, const char *se
 	bind_text(st, 2, session_id);
 	sqlite3_bind_int64(st, 3, after);
 	sqlite3_bind_int64(st, 4, limit ? (int64_t)limit : 1000);
-	size_t cap = 16, count = 0;
-	struct rk_history_entry *arr = rk_xcalloc(cap, sizeof(*arr));
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (count == cap) {
-			cap *= 2;
-			arr = rk_xrealloc(arr, cap * sizeof(*arr));
-		}
-		struct rk_history_entry *h = &arr[count++];
-		memset(h, 0, sizeof(*h));
-		h->id = sqlite3_column_int64(st, 0);
-		h->session_id = col_text(st, 1);
-		h->bot_id = col_text(st, 2);
-		h->kind = col_text(st, 3);
-		int len = sqlite3_column_bytes(st, 4);
-		const void *blob = sqlite3_column_blob(st, 4);
-		h->data = rk_xmalloc((size_t)len + 1);
-		if (len > 0)
-			memcpy(h->data, blob, (size_t)len);
-		h->data[len] = '\0';
-		h->data_len = (size_t)len;
-		h->exit_code = col_int(st, 5, -1);
-		h->signal = col_int(st, 6, -1);
-		h->created_at = sqlite3_column_int64(st, 7);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		rk_history_free(arr, count);
-		return sql_error(db, err, "list history");
-	}
-	*out = arr;
-	*n = count;
-	return 0;
+	return collect_rows(db, st, sizeof(struct rk_history_entry), history_row, history_release_one, (void **)out, n, "list history", err);
 }
