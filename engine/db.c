@@ -870,12 +870,17 @@ int rk_db_event_append(struct rk_db *db, const char *execution_id, const char *t
 	return step_done(db, st, "append event", err);
 }
 
+static void event_release_one(void *p)
+{
+	struct rk_event *ev = p;
+	free(ev->type);
+	free(ev->data);
+}
+
 void rk_events_free(struct rk_event *ev, size_t n)
 {
-	for (size_t i = 0; ev && i < n; i++) {
-		free(ev[i].type);
-		free(ev[i].data);
-	}
+	for (size_t i = 0; ev && i < n; i++)
+		event_release_one(&ev[i]);
 	free(ev);
 }
 
@@ -886,13 +891,6 @@ static void event_row(sqlite3_stmt *st, void *p)
 	ev->type = col_text(st, 1);
 	ev->data = col_text(st, 2);
 	ev->created_at = sqlite3_column_int64(st, 3);
-}
-
-static void event_release_one(void *p)
-{
-	struct rk_event *ev = p;
-	free(ev->type);
-	free(ev->data);
 }
 
 int rk_db_events_after(struct rk_db *db, const char *execution_id, int64_t after, struct rk_event **out,
@@ -1255,14 +1253,19 @@ int rk_db_history_append(struct rk_db *db, const char *computer_id, const char *
 	return step_done(db, st, "append history", err);
 }
 
+static void history_release_one(void *p)
+{
+	struct rk_history_entry *h = p;
+	free(h->session_id);
+	free(h->bot_id);
+	free(h->kind);
+	free(h->data);
+}
+
 void rk_history_free(struct rk_history_entry *h, size_t n)
 {
-	for (size_t i = 0; h && i < n; i++) {
-		free(h[i].session_id);
-		free(h[i].bot_id);
-		free(h[i].kind);
-		free(h[i].data);
-	}
+	for (size_t i = 0; h && i < n; i++)
+		history_release_one(&h[i]);
 	free(h);
 }
 
@@ -1283,15 +1286,6 @@ static void history_row(sqlite3_stmt *st, void *p)
 	h->exit_code = col_int(st, 5, -1);
 	h->signal = col_int(st, 6, -1);
 	h->created_at = sqlite3_column_int64(st, 7);
-}
-
-static void history_release_one(void *p)
-{
-	struct rk_history_entry *h = p;
-	free(h->session_id);
-	free(h->bot_id);
-	free(h->kind);
-	free(h->data);
 }
 
 int rk_db_history_list(struct rk_db *db, const char *computer_id, const char *session_id, int64_t after,
