@@ -64,7 +64,7 @@ for line in sys.stdin:
 }
 
 @test "a receipt comes back at once and --wait gives the finished execution" {
-	export RAKAZO_FAKE_DELAY_MS=500
+	export RAKAZO_FAKE_DELAY_MS=2000
 	run rk computer create --provider fake --name t --json
 	[ "$status" -eq 0 ]
 	[[ $(printf '%s' "$output" | rk_json 'd["state"]') =~ ^(pending|running)$ ]]

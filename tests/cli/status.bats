@@ -150,7 +150,7 @@ first_exe() {
 	rk_fake t
 	local sid
 	sid=$(rk computer exec t --json --yield-ms 300 -- 'read x; echo got $x' | rk_json 'd["session"]')
-	[ -n "$sid" ] && [ "$sid" != None ]
+	[ -n "$sid" ] && [ "$sid" != null ]
 	RAKAZO_OWNER=user:mallory expect_json_error 8 denied rk computer input t "$sid" 'abc\n' --json
 	RAKAZO_OWNER=user:mallory expect_json_error 8 denied rk computer kill t "$sid" --json
 	# the owner's session is untouched

@@ -1,0 +1,182 @@
+#!/usr/bin/env bats
+# Shell sessions on the fake provider: exec, input, Ctrl-C/Ctrl-D, tty,
+# bounded output, idle end, kill and history.
+
+load helper
+
+setup_file() { :; }
+
+running_session() {
+	rk computer sessions t --json | rk_json '[s["id"] for s in d if s["state"]=="running"][0]'
+}
+
+@test "exec gives the exit code and the output" {
+	rk_fake t
+	run rk computer exec t --json -- 'echo out; echo err >&2; exit 3'
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["exitCode"]')" = 3 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["running"]')" = false ]
+	[ "$(printf '%s' "$output" | rk_json 'd["session"]')" = null ]
+	[ "$(printf '%s' "$output" | rk_json 'd["signal"]')" = null ]
+	[[ $(printf '%s' "$output" | rk_json 'd["output"]') == *out* ]]
+	[ "$(printf '%s' "$output" | rk_json 'sorted(d)')" = '["exitCode", "output", "running", "session", "signal", "truncated"]' ]
+}
+
+@test "exec reports a signal that ended the command" {
+	rk_fake t
+	run rk computer exec t --json -- 'kill -TERM $$'
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["signal"]')" = SIGTERM ]
+	[ "$(printf '%s' "$output" | rk_json 'd["exitCode"]')" = null ]
+}
+
+@test "exec works when the caller holds an extra descriptor (a shell's 3>, bats' fds)" {
+	rk_fake t
+	run "$RAKAZO_BIN" computer exec t --json -- echo hi 3>/dev/null
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = hi ]
+}
+
+@test "exec without --json prints the output as it is" {
+	rk_fake t
+	run rk computer exec t -- 'printf "a\nb\n"'
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'a\nb')" ]
+}
+
+@test "--yield-ms 300 on read, then input abc\\n" {
+	rk_fake t
+	run rk computer exec t --json --yield-ms 300 -- 'read x; echo got $x'
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["running"]')" = true ]
+	local sid
+	sid=$(printf '%s' "$output" | rk_json 'd["session"]')
+	[[ $sid == cse_* ]]
+	run rk computer input t "$sid" 'abc\n' --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = "got abc" ]
+	[ "$(printf '%s' "$output" | rk_json 'd["exitCode"]')" = 0 ]
+}
+
+@test "Ctrl-C through input interrupts sleep 100" {
+	rk_fake t
+	local sid
+	sid=$(rk computer exec t --json --yield-ms 300 -- sleep 100 | rk_json 'd["session"]')
+	run rk computer input t "$sid" '\x03' --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["running"]')" = false ]
+	[ "$(printf '%s' "$output" | rk_json 'd["signal"] == "SIGINT" or d["exitCode"] not in (None, 0)')" = true ]
+}
+
+@test "Ctrl-D through input ends cat" {
+	rk_fake t
+	local sid
+	sid=$(rk computer exec t --json --yield-ms 300 -- cat | rk_json 'd["session"]')
+	run rk computer input t "$sid" 'hello\n' --json --yield-ms 300
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = hello ]
+	[ "$(printf '%s' "$output" | rk_json 'd["running"]')" = true ]
+	run rk computer input t "$sid" '\x04' --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["running"]')" = false ]
+	[ "$(printf '%s' "$output" | rk_json 'd["exitCode"]')" = 0 ]
+}
+
+@test "a tty python3 REPL answers print(6*7) with 42" {
+	rk_fake t
+	run rk computer exec t --json --tty --yield-ms 1000 -- python3 -q
+	[ "$status" -eq 0 ]
+	local sid
+	sid=$(printf '%s' "$output" | rk_json 'd["session"]')
+	run rk computer input t "$sid" 'print(6*7)\n' --json
+	[ "$status" -eq 0 ]
+	[[ $(printf '%s' "$output" | rk_json 'd["output"]') == *42* ]]
+	run rk computer input t "$sid" 'exit()\n' --json
+	[ "$(printf '%s' "$output" | rk_json 'd["running"]')" = false ]
+}
+
+@test "resize a tty session" {
+	rk_fake t
+	local sid
+	sid=$(rk computer exec t --json --tty --yield-ms 300 -- 'read x; stty size' | rk_json 'd["session"]')
+	run rk computer resize t "$sid" --rows 40 --cols 100 --json
+	[ "$status" -eq 0 ]
+	run rk computer input t "$sid" '\n' --json
+	[[ $(printf '%s' "$output" | rk_json 'd["output"]') == *"40 100"* ]]
+}
+
+@test "output over 64 KiB: truncated true and exactly 65536 bytes kept" {
+	rk_fake t
+	run rk computer exec t --json -- 'head -c 200000 /dev/zero | tr "\0" a'
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["truncated"]')" = true ]
+	[ "$(printf '%s' "$output" | rk_json 'len(d["output"])')" = 65536 ]
+	run rk computer exec t --json --max-output 10 -- 'echo 0123456789abcdef'
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = "$(printf '89abcdef\n')" ] || [ "$(printf '%s' "$output" | rk_json 'len(d["output"])')" = 10 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["truncated"]')" = true ]
+}
+
+@test "a session ends after RAKAZO_SESSION_IDLE_MS without a call" {
+	export RAKAZO_SESSION_IDLE_MS=1000
+	rk_fake t
+	local sid
+	sid=$(rk computer exec t --json --yield-ms 300 -- sleep 100 | rk_json 'd["session"]')
+	sleep 2
+	expect_json_error 3 not_found rk computer input t "$sid" 'x' --json
+}
+
+@test "a yield outside 250..30000 ms is a usage error" {
+	rk_fake t
+	expect_json_error 2 invalid_argument rk computer exec t --json --yield-ms 100 -- true
+	expect_json_error 2 invalid_argument rk computer exec t --json --yield-ms 30001 -- true
+	[ "$(rk computer sessions t --json | rk_json 'len(d)')" = 0 ]
+}
+
+@test "input to an unknown session is not_found" {
+	rk_fake t
+	expect_json_error 3 not_found rk computer input t cse_nosuch 'x' --json
+	expect_json_error 2 invalid_argument rk computer input t cse_nosuch '\xZZ' --json
+}
+
+@test "kill returns the last output and ends the session" {
+	rk_fake t
+	local sid
+	sid=$(rk computer exec t --json --yield-ms 300 -- 'echo started; sleep 0.5; echo later; sleep 100' | rk_json 'd["session"]')
+	sleep 1
+	run rk computer kill t "$sid" --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["running"]')" = false ]
+	[[ $(printf '%s' "$output" | rk_json 'd["output"]') == *later* ]]
+	[ "$(rk computer sessions t --json | rk_json "[s['state'] for s in d if s['id']=='$sid'][0]")" != running ]
+	expect_status 3 rk computer input t "$sid" 'x' --json
+}
+
+@test "history lists the command, the input and the output" {
+	rk_fake t
+	rk computer exec t --json -- 'echo hello-history' >/dev/null
+	run rk computer history t --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json '[h["data"] for h in d if h["kind"]=="command"][0]')" = "echo hello-history" ]
+	[[ $(printf '%s' "$output" | rk_json '"".join(h["data"] for h in d if h["kind"]=="output")') == *hello-history* ]]
+	[ "$(printf '%s' "$output" | rk_json '[h.get("exit_code") for h in d if h["kind"]=="exit"][0]')" = 0 ]
+	run rk computer history t
+	[[ $output == *'$ echo hello-history'* ]]
+	[[ $output == *'[exit 0]'* ]]
+}
+
+@test "sessions lists running and ended sessions" {
+	rk_fake t
+	rk computer exec t --json -- true >/dev/null
+	rk computer exec t --json --yield-ms 300 -- sleep 100 >/dev/null
+	run rk computer sessions t --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'len(d)')" = 2 ]
+	[ "$(printf '%s' "$output" | rk_json 'sorted(s["state"] for s in d)[-1]')" = running ]
+}
+
+@test "exec --env and --cwd reach the command" {
+	rk_fake t
+	rk computer exec t --json -- 'mkdir -p sub' >/dev/null
+	run rk computer exec t --json --env FOO=bar --cwd sub -- 'echo $FOO; basename $PWD'
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = "$(printf 'bar\nsub')" ]
+	expect_json_error 2 usage rk computer exec t --json --env NOEQUALS -- true
+}
