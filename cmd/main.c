@@ -13,6 +13,7 @@
 
 extern const struct cmd_entry cmd_computer, cmd_screen, cmd_doctor, cmd_worker, cmd_help, cmd_version;
 extern const struct cmd_entry cmd_checkpoint;
+extern const struct cmd_entry cmd_run;
 
 #define CMD(name, entry) &entry
 /* The command table. Makefile's install and the completion test read the
@@ -21,6 +22,7 @@ const struct cmd_entry *const cmd_table[] = {
 	CMD("computer", cmd_computer),
 	CMD("screen", cmd_screen),
 	CMD("checkpoint", cmd_checkpoint),
+	CMD("run", cmd_run),
 	CMD("doctor", cmd_doctor),
 	CMD("worker", cmd_worker),
 	CMD("help", cmd_help),

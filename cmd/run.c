@@ -1,0 +1,266 @@
+/* rakazo run: an agent run on a computer, in this process, and the records
+ * of past runs.
+ *
+ *   rakazo run [options] TASK...     a task (its words joined by spaces)
+ *   rakazo run [options] [-]         the task from stdin
+ *   rakazo run start [options] TASK  the same, for a task whose first word is a verb
+ *   rakazo run list                  runs, newest first
+ *   rakazo run show ID               one run
+ *
+ * The verbs are recognised only as the first argument on its own, so a
+ * quoted task ("list the files") is always a task. The command is a plain
+ * one (not a verb table) because main.c's verb dispatch refuses a first
+ * argument that is not a verb; the few verbs are dispatched here. */
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../engine/db_runs.h"
+#include "../engine/model.h"
+#include "../engine/run.h"
+#include "../engine/util/buf.h"
+#include "../engine/util/json.h"
+#include "../engine/util/time.h"
+#include "cmd.h"
+#include "out.h"
+
+#define TASK_MAX (1u << 20)
+
+static const char *o_computer, *o_bot, *o_thread, *o_model, *o_base_url;
+static int64_t o_max_steps = RK_RUN_MAX_STEPS_DEFAULT, o_max_wall = 0, o_max_tokens = 0, o_retries = -1,
+	       o_limit = 50;
+
+static const struct rk_opt run_opts[] = {
+	OPT_STRING("computer", 'c', &o_computer, "COMPUTER", "the computer to run on (default: the only one)"),
+	OPT_STRING("bot", 'b', &o_bot, "BOT", "the bot the run acts as"),
+	OPT_STRING("thread", 't', &o_thread, "THREAD", "the thread the run belongs to"),
+	OPT_STRING("model", 'm', &o_model, "MODEL", "the model (else RAKAZO_MODEL or the config file)"),
+	OPT_STRING("model-base-url", 0, &o_base_url, "URL",
+		   "the OpenAI-compatible API root (else RAKAZO_MODEL_BASE_URL or the config file)"),
+	OPT_INT("model-retries", 0, &o_retries, "N", "retries of a failed model call (default 4)", 0, 20),
+	OPT_INT("max-steps", 0, &o_max_steps, "N", "model turns before the run fails with max_steps (default 30)", 1,
+		10000),
+	OPT_INT("max-wall", 0, &o_max_wall, "SECONDS", "fail the run (max_wall) after this long (default: no limit)", 1,
+		7 * 86400),
+	OPT_INT("max-tokens", 0, &o_max_tokens, "N", "fail the run (max_tokens) past this many tokens", 1,
+		INT64_C(1) << 40),
+	OPT_INT("limit", 'n', &o_limit, "N", "list: at most N runs (default 50)", 1, 10000),
+	OPT_END,
+};
+
+static volatile sig_atomic_t cancel_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	cancel_flag = 1;
+}
+
+static cJSON *run_to_json(const struct rk_run_row *r)
+{
+	char t[32];
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", r->id);
+	cJSON_AddStringToObject(o, "state", r->state);
+	rk_json_add_str_or_null(o, "computer_id", r->computer_id);
+	rk_json_add_str_or_null(o, "bot_id", r->bot_id);
+	rk_json_add_str_or_null(o, "thread_id", r->thread_id);
+	rk_json_add_str_or_null(o, "model", r->model);
+	cJSON_AddStringToObject(o, "task", r->task);
+	cJSON_AddNumberToObject(o, "steps", (double)r->steps);
+	cJSON *u = cJSON_AddObjectToObject(o, "usage");
+	cJSON_AddNumberToObject(u, "input_tokens", (double)r->input_tokens);
+	cJSON_AddNumberToObject(u, "output_tokens", (double)r->output_tokens);
+	rk_json_add_str_or_null(o, "final_answer", r->final_answer);
+	rk_json_add_str_or_null(o, "error", r->error);
+	if (r->worker_pid >= 0)
+		cJSON_AddNumberToObject(o, "worker_pid", (double)r->worker_pid);
+	else
+		cJSON_AddNullToObject(o, "worker_pid");
+	const struct {
+		const char *key;
+		int64_t v;
+	} times[] = {{"created_at", r->created_at},
+		     {"started_at", r->started_at},
+		     {"heartbeat_at", r->heartbeat_at},
+		     {"finished_at", r->finished_at}};
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++)
+		rk_json_add_str_or_null(o, times[i].key, times[i].v >= 0 ? rk_iso8601(times[i].v, t, sizeof(t)) : NULL);
+	return o;
+}
+
+static int run_list(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 0, 0, "no arguments");
+	struct rk_computer c = {0};
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	if (o_computer && (r = rk_db_computer_get(ctx->eng->db, o_computer, &c, &ctx->err)))
+		return r;
+	struct rk_run_row *rows;
+	size_t n;
+	r = rk_db_run_list(ctx->eng->db, o_computer ? c.id : NULL, (size_t)o_limit, &rows, &n, &ctx->err);
+	rk_computer_release(&c);
+	if (r)
+		return r;
+	cJSON *arr = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, run_to_json(&rows[i]));
+	rk_run_rows_free(rows, n);
+	static const struct out_col cols[] = {{"id", "ID"},       {"state", "STATE"},   {"steps", "STEPS"},
+					      {"created_at", "CREATED"}, {"task", "TASK"}, {0}};
+	out_list(arr, cols);
+	return 0;
+}
+
+static int run_show(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "ID");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	struct rk_run_row row = {0};
+	if ((r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
+		return r;
+	out_doc(run_to_json(&row));
+	rk_run_row_release(&row);
+	return 0;
+}
+
+/* Progress on a terminal, or the NDJSON stream. */
+static void on_event(const cJSON *ev, void *cb_ctx)
+{
+	(void)cb_ctx;
+	if (opt_json) {
+		out_stream(cJSON_Duplicate(ev, 1), NULL);
+		return;
+	}
+	const char *type = rk_json_string(ev, "type", "");
+	if (!strcmp(type, "run.started")) {
+		out_progress("run %s on %s (%s)", rk_json_string(ev, "run_id", ""), rk_json_string(ev, "computer", ""),
+			     rk_json_string(ev, "model", ""));
+	} else if (!strcmp(type, "tool.call")) {
+		char *a = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(ev, "arguments"));
+		out_progress("  %s %.200s", rk_json_string(ev, "name", ""), a ? a : "");
+		free(a);
+	} else if (!strcmp(type, "tool.result")) {
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(ev, "error");
+		if (e)
+			out_progress("    error: %s", rk_json_string(e, "message", ""));
+	} else if (!strcmp(type, "model.turn")) {
+		const char *text = rk_json_string(ev, "text", NULL);
+		const cJSON *calls = cJSON_GetObjectItemCaseSensitive(ev, "tool_calls");
+		if (text && cJSON_IsNumber(calls) && calls->valueint > 0)
+			out_progress("model: %.300s", text);
+	} else if (!strcmp(type, "run.checkpoint")) {
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(ev, "error");
+		if (e)
+			out_progress("checkpoint failed: %s", rk_json_string(e, "message", ""));
+	}
+}
+
+static int read_task(struct cmd_ctx *ctx, int first, struct rk_buf *task)
+{
+	if (ctx->nargs > first && !(ctx->nargs == first + 1 && !strcmp(ctx->args[first], "-"))) {
+		for (int i = first; i < ctx->nargs; i++) {
+			if (i > first)
+				rk_buf_addc(task, ' ');
+			rk_buf_adds(task, ctx->args[i]);
+		}
+	} else {
+		if (ctx->nargs <= first && isatty(0))
+			return rk_error_set(&ctx->err, RK_EUSAGE, "missing TASK (give it as arguments, or `-` and on stdin)");
+		char chunk[8192];
+		size_t n;
+		while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0) {
+			if (task->len + n > TASK_MAX)
+				return rk_error_set(&ctx->err, RK_ETOOLARGE, "the task on stdin exceeds %u bytes", TASK_MAX);
+			rk_buf_add(task, chunk, n);
+		}
+		while (task->len && (task->data[task->len - 1] == '\n' || task->data[task->len - 1] == '\r'))
+			task->data[--task->len] = 0;
+	}
+	if (!task->len)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "the task is empty");
+	return 0;
+}
+
+static int run_task(struct cmd_ctx *ctx, int first)
+{
+	struct rk_buf task = RK_BUF_INIT;
+	rk_buf_init(&task);
+	int r = read_task(ctx, first, &task);
+	if (r == 0)
+		r = cmd_engine(ctx);
+	if (r) {
+		rk_buf_release(&task);
+		return r;
+	}
+	struct rk_model_flags mf = RK_MODEL_FLAGS_INIT;
+	mf.base_url = o_base_url;
+	mf.model = o_model;
+	mf.max_retries = (int)o_retries;
+	struct rk_run_options ro = {.computer = o_computer, .bot = o_bot, .thread = o_thread, .task = task.data,
+				    .model = &mf, .max_steps = (int)o_max_steps, .max_wall_ms = o_max_wall * 1000,
+				    .max_tokens = o_max_tokens, .cancel = &cancel_flag};
+	struct sigaction sa = {0}, old_int, old_term;
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	char *id = NULL;
+	r = rk_run_start(ctx->eng, &ro, on_event, NULL, &id, &ctx->err);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (r == 0 && !opt_json) {
+		struct rk_run_row row = {0};
+		struct rk_error e;
+		if (rk_db_run_get(ctx->eng->db, id, &row, &e) == 0 && row.final_answer)
+			puts(row.final_answer);
+		rk_run_row_release(&row);
+		out_progress("run %s completed", id);
+	} else if (r && id) {
+		rk_error_prefix(&ctx->err, "run %s failed", id);
+	}
+	free(id);
+	rk_buf_release(&task);
+	return r;
+}
+
+static int run_main(struct cmd_ctx *ctx)
+{
+	const char *verb = ctx->nargs ? ctx->args[0] : NULL;
+	if (verb && !strcmp(verb, "list")) {
+		ctx->args++, ctx->nargs--;
+		int r = run_list(ctx);
+		ctx->args--, ctx->nargs++; /* main.c frees the array it made */
+		return r;
+	}
+	if (verb && !strcmp(verb, "show")) {
+		ctx->args++, ctx->nargs--;
+		int r = run_show(ctx);
+		ctx->args--, ctx->nargs++;
+		return r;
+	}
+	if (verb && !strcmp(verb, "start"))
+		return run_task(ctx, 1);
+	return run_task(ctx, 0);
+}
+
+const struct cmd_entry cmd_run = {
+	.name = "run",
+	.args = "[options] [start] TASK... | - | list | show ID",
+	.summary = "run an agent on a computer, or list and show runs",
+	.description =
+		"`rakazo run TASK...` runs the agent loop here until the model answers (exit 0, the answer on\n"
+		"stdout) or the run fails: max_steps, max_wall or max_tokens (exit 1, 6 for max_wall), a model\n"
+		"endpoint that is down (exit 5, after the retries), interrupted by Ctrl-C (exit 130). `-` or no\n"
+		"TASK reads the task from stdin. With --json the run's events stream as NDJSON on stdout\n"
+		"(run.started, model.turn, tool.call, tool.result, run.checkpoint, run.finished); a failure\n"
+		"also puts one error line on stderr. `list` and `show ID` show recorded runs. The verbs count\n"
+		"only as the first argument on its own: a task whose first word is one needs `start`.",
+	.opts = run_opts,
+	.run = run_main,
+};
