@@ -1,0 +1,147 @@
+/* Unit tests for engine/tools (schemas, error results) and engine/db_runs
+ * (the runs table). The tools against real computers are in tests/cli/run.bats. */
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../engine/db_runs.h"
+#include "../../engine/tools.h"
+#include "../../engine/util/fs.h"
+#include "../../engine/util/json.h"
+#include "check.h"
+
+static cJSON *parse_error(const struct rk_tool_result *r)
+{
+	cJSON *doc = cJSON_Parse(r->text);
+	return doc ? cJSON_GetObjectItemCaseSensitive(doc, "error") ? doc : (cJSON_Delete(doc), NULL) : NULL;
+}
+
+TEST(definitions)
+{
+	size_t n, nd;
+	const struct rk_model_tool *all = rk_tools_definitions(1, &n);
+	const struct rk_model_tool *text = rk_tools_definitions(0, &nd);
+	CHECK_EQ_INT(n, 7);
+	CHECK_EQ_INT(nd, 5);
+	CHECK_EQ_STR(all[0].name, "computer_observe");
+	CHECK_EQ_STR(all[1].name, "computer_act");
+	for (size_t i = 0; i < nd; i++)
+		CHECK(strncmp(text[i].name, "computer_", 9) != 0);
+	for (size_t i = 0; i < n; i++) {
+		CHECK(cJSON_IsObject(all[i].parameters));
+		CHECK(all[i].description && all[i].description[0]);
+		CHECK(rk_tools_known(all[i].name));
+	}
+	/* built once: the same objects every time */
+	CHECK(rk_tools_definitions(1, &n)[2].parameters == all[2].parameters);
+	CHECK(!rk_tools_known("nope"));
+}
+
+TEST(error_results)
+{
+	struct rk_computer c = {.id = "cmp_x", .name = "x", .kind = "fake", .desktop = 0};
+	struct rk_tools_ctx ctx = {NULL, &c, NULL, 0, 0, 0};
+	struct rk_tool_result r;
+	const struct {
+		const char *name, *args, *code, *msg;
+	} cases[] = {
+		{"no_such_tool", "{}", "not_found", "unknown tool 'no_such_tool'"},
+		{NULL, "{}", "not_found", "unknown tool"},
+		{"shell", "{\"command\":", "invalid_argument", "shell"},
+		{"shell", "[1]", "invalid_argument", "shell"},
+		{"shell", "{}", "invalid_argument", "command is required"},
+		{"shell", "{\"command\":\"\"}", "invalid_argument", "command is empty"},
+		{"shell", "{\"command\":\"x\",\"yield_ms\":5}", "invalid_argument", "yield_ms"},
+		{"read_file", "{\"path\":\"a\",\"max_bytes\":250001}", "invalid_argument", "max_bytes"},
+		{"write_file", "{\"path\":\"a\"}", "invalid_argument", "content is required"},
+		{"write_file", "{\"path\":\"a\",\"content\":\"x\",\"encoding\":\"latin1\"}", "invalid_argument", "utf8 or base64"},
+		{"write_file", "{\"path\":\"a\",\"content\":\"!!\",\"encoding\":\"base64\"}", "invalid_argument", "base64"},
+		{"write_stdin", "{\"session\":\"s\"}", "invalid_argument", "chars is required"},
+		{"computer_observe", "{}", "unsupported", "has no desktop"},
+		{"computer_act", "{\"actions\":[]}", "unsupported", "has no desktop"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CHECK_EQ_INT(rk_tools_call(&ctx, cases[i].name, cases[i].args, &r), 0);
+		CHECK(r.is_error);
+		CHECK_EQ_STR(r.error_code, cases[i].code);
+		CHECK(r.png == NULL && r.frame_hash[0] == 0);
+		cJSON *doc = parse_error(&r);
+		CHECK(doc != NULL);
+		const char *m = doc ? rk_json_string(cJSON_GetObjectItemCaseSensitive(doc, "error"), "message", "") : "";
+		if (!strstr(m, cases[i].msg))
+			printf("  case %zu: message \"%s\" lacks \"%s\"\n", i, m, cases[i].msg);
+		CHECK(strstr(m, cases[i].msg) != NULL);
+		cJSON_Delete(doc);
+		rk_tool_result_release(&r);
+	}
+}
+
+TEST(runs_table)
+{
+	char tmpl[] = "/tmp/rk-test-runs-XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	CHECK(dir != NULL);
+	struct rk_db *db;
+	struct rk_error e;
+	CHECK_EQ_INT(rk_db_open(dir, &db, &e), 0);
+	struct rk_run_row a = {.id = "run_a", .task = "first", .state = "queued", .computer_id = "cmp_1",
+			       .created_at = 1000};
+	struct rk_run_row b = {.id = "run_b", .task = "second", .state = "queued", .computer_id = "cmp_2",
+			       .model = "m", .created_at = 2000};
+	CHECK_EQ_INT(rk_db_run_insert(db, &a, &e), 0);
+	CHECK_EQ_INT(rk_db_run_insert(db, &b, &e), 0);
+	CHECK_EQ_INT(rk_db_run_insert(db, &a, &e), -RK_ECONFLICT);
+	struct rk_run_row bad = {.id = "run_c", .task = "x", .state = "sleeping"};
+	CHECK_EQ_INT(rk_db_run_insert(db, &bad, &e), -RK_EINVALID);
+
+	CHECK_EQ_INT(rk_db_run_set_state(db, "run_a", "running", 42, &e), 0);
+	CHECK_EQ_INT(rk_db_run_progress(db, "run_a", 3, 100, 20, &e), 0);
+	CHECK_EQ_INT(rk_db_run_heartbeat(db, "run_a", &e), 0);
+	CHECK_EQ_INT(rk_db_run_finish(db, "run_a", "running", NULL, NULL, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_db_run_finish(db, "run_a", "completed", "done", NULL, &e), 0);
+	CHECK_EQ_INT(rk_db_run_heartbeat(db, "run_zz", &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_db_run_set_state(db, "run_zz", "failed", -1, &e), -RK_ENOTFOUND);
+
+	struct rk_run_row r = {0};
+	CHECK_EQ_INT(rk_db_run_get(db, "run_a", &r, &e), 0);
+	CHECK_EQ_STR(r.state, "completed");
+	CHECK_EQ_STR(r.final_answer, "done");
+	CHECK(r.error == NULL && r.bot_id == NULL);
+	CHECK_EQ_INT(r.steps, 3);
+	CHECK_EQ_INT(r.input_tokens, 100);
+	CHECK_EQ_INT(r.output_tokens, 20);
+	CHECK_EQ_INT(r.worker_pid, 42);
+	CHECK(r.started_at > 0 && r.finished_at >= r.started_at && r.heartbeat_at > 0);
+	rk_run_row_release(&r);
+	CHECK_EQ_INT(rk_db_run_get(db, "run_zz", &r, &e), -RK_ENOTFOUND);
+
+	struct rk_run_row *rows;
+	size_t n;
+	CHECK_EQ_INT(rk_db_run_list(db, NULL, 0, &rows, &n, &e), 0);
+	CHECK_EQ_INT(n, 2);
+	if (n == 2) {
+		CHECK_EQ_STR(rows[0].id, "run_b"); /* newest first */
+		CHECK_EQ_INT(rows[0].started_at, -1);
+	}
+	rk_run_rows_free(rows, n);
+	CHECK_EQ_INT(rk_db_run_list(db, "cmp_1", 0, &rows, &n, &e), 0);
+	CHECK_EQ_INT(n, 1);
+	rk_run_rows_free(rows, n);
+	CHECK_EQ_INT(rk_db_run_list(db, NULL, 1, &rows, &n, &e), 0);
+	CHECK_EQ_INT(n, 1);
+	rk_run_rows_free(rows, n);
+
+	CHECK(rk_run_state_valid("waiting_takeover") && !rk_run_state_valid("done") && !rk_run_state_valid(NULL));
+	CHECK(rk_run_state_is_final("cancelled") && !rk_run_state_is_final("queued"));
+	rk_db_close(db);
+	rk_fs_remove_tree(dir, &e);
+}
+
+int main(void)
+{
+	RUN(definitions);
+	RUN(error_results);
+	RUN(runs_table);
+	return check_summary("tools");
+}
