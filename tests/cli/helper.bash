@@ -53,11 +53,11 @@ rk_kill_all() {
 	local dir=${1:-$RAKAZO_DATA_DIR} pid wpid
 	[ -d "$dir" ] || return 0
 	if [ -f "$dir/worker.lock" ]; then
-		wpid=$(head -n1 "$dir/worker.lock" 2>/dev/null)
-		[ -n "$wpid" ] && kill -9 "$wpid" 2>/dev/null
+		wpid=$(head -n1 "$dir/worker.lock" 2>/dev/null || true)
+		if [ -n "$wpid" ]; then kill -9 "$wpid" 2>/dev/null || true; fi
 	fi
 	for pid in $(rk_pids "$dir"); do
-		kill -9 "$pid" 2>/dev/null
+		kill -9 "$pid" 2>/dev/null || true
 	done
 	return 0
 }
