@@ -22,6 +22,8 @@ walk() {
 		[ -f "$root/$f" ] || { echo "missing $f"; return 1; }
 		while read -r line; do
 			word=${line##* }
+			# fish spells an option "-l name"
+			case $f:$word in *.fish:--*) word="-l ${word#--}" ;; esac
 			grep -qF -- "$word" "$root/$f" || missing="$missing $f:${line# }"
 		done <"$BATS_TEST_TMPDIR/words"
 	done

@@ -1,0 +1,114 @@
+# bash completion for rakazo(1)                                -*- sh -*-
+# Install as /usr/share/bash-completion/completions/rakazo (make install).
+#
+# The words come from `rakazo --complete-helper [CMD [VERB...]]`, which reads
+# the command table; the static table below is the same list for when the
+# binary cannot be run, and tests/cli/completion.bats checks it stays whole.
+
+_rakazo_static() {
+	local words=
+	case "$1" in
+	"") words="computer screen checkpoint run doctor worker help version" ;;
+	"computer") words="create list show pause resume stop delete execution exec input resize kill sessions history file export import lease image providers" ;;
+	"computer create") words="--provider --name --mode --no-desktop --pause-after --revisions --options --command-key --wait --timeout --json --help" ;;
+	"computer list") words="--json --help" ;;
+	"computer show") words="--json --help" ;;
+	"computer pause") words="--command-key --wait --timeout --json --help" ;;
+	"computer resume") words="--command-key --wait --timeout --json --help" ;;
+	"computer stop") words="--command-key --wait --timeout --json --help" ;;
+	"computer delete") words="--command-key --wait --timeout --json --help" ;;
+	"computer execution") words="show list events cancel decide" ;;
+	"computer execution show") words="--json --help" ;;
+	"computer execution list") words="--json --help" ;;
+	"computer execution events") words="--after-sequence --follow --json --help" ;;
+	"computer execution cancel") words="--json --help" ;;
+	"computer execution decide") words="--outcome --json --help" ;;
+	"computer exec") words="--cwd --env --tty --rows --cols --yield-ms --max-output --bot --json --help" ;;
+	"computer input") words="--yield-ms --max-output --json --help" ;;
+	"computer resize") words="--rows --cols --json --help" ;;
+	"computer kill") words="--json --help" ;;
+	"computer sessions") words="--json --help" ;;
+	"computer history") words="--session --after --limit --json --help" ;;
+	"computer file") words="list read write remove" ;;
+	"computer file list") words="--json --help" ;;
+	"computer file read") words="--output --max-bytes --encoding --json --help" ;;
+	"computer file write") words="--executable --base64 --json --help" ;;
+	"computer file remove") words="--json --help" ;;
+	"computer export") words="--output --json --help" ;;
+	"computer import") words="--json --help" ;;
+	"computer lease") words="acquire renew release write show" ;;
+	"computer lease acquire") words="--bot --holder --ttl-ms --fence --what --json --help" ;;
+	"computer lease renew") words="--bot --holder --ttl-ms --fence --what --json --help" ;;
+	"computer lease release") words="--bot --holder --ttl-ms --fence --what --json --help" ;;
+	"computer lease write") words="--bot --holder --ttl-ms --fence --what --json --help" ;;
+	"computer lease show") words="--bot --holder --ttl-ms --fence --what --json --help" ;;
+	"computer image") words="build tag" ;;
+	"computer image build") words="--json --help" ;;
+	"computer image tag") words="--json --help" ;;
+	"computer providers") words="--json --help" ;;
+	"screen") words="shot act info watch close" ;;
+	"screen shot") words="--display --output --max-width --max-height --consumer --json --help" ;;
+	"screen act") words="--display --actions --settle-ms --no-observe --output --max-width --max-height --consumer --json --help" ;;
+	"screen info") words="--display --json --help" ;;
+	"screen watch") words="--display --interval-ms --json --help" ;;
+	"screen close") words="--display --json --help" ;;
+	"checkpoint") words="create list show restore export import verify gc" ;;
+	"checkpoint create") words="--reason --no-quiesce --json --help" ;;
+	"checkpoint list") words="--json --help" ;;
+	"checkpoint show") words="--revision --json --help" ;;
+	"checkpoint restore") words="--revision --json --help" ;;
+	"checkpoint export") words="--output --revision --no-compress --json --help" ;;
+	"checkpoint import") words="--json --help" ;;
+	"checkpoint verify") words="--revision --deep --all --json --help" ;;
+	"checkpoint gc") words="--json --help" ;;
+	"run") words="--computer --bot --thread --model --model-base-url --model-retries --max-steps --max-wall --max-tokens --limit --json --help" ;;
+	"doctor") words="--json --help" ;;
+	"worker") words="--once --idle-exit --json --help" ;;
+	"help") words="--json --help" ;;
+	"version") words="--json --help" ;;
+	esac
+	printf '%s\n' $words
+}
+
+_rakazo() {
+	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+	local cmd=${COMP_WORDS[0]##*/} path=() i w
+	# a link named rakazo-SUB is `rakazo SUB`
+	case $cmd in rakazo-*) path=("${cmd#rakazo-}") ;; esac
+	for ((i = 1; i < COMP_CWORD; i++)); do
+		w=${COMP_WORDS[i]}
+		case $w in -*) continue ;; esac
+		[ ${#path[@]} -ge 3 ] && break
+		path+=("$w")
+	done
+	# arguments of options that take one: files where that helps, else nothing
+	case $prev in
+	-o | --output)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
+	-p | --provider)
+		COMPREPLY=($(compgen -W "docker fake" -- "$cur"))
+		return ;;
+	--mode)
+		COMPREPLY=($(compgen -W "team private" -- "$cur"))
+		return ;;
+	--outcome)
+		COMPREPLY=($(compgen -W "succeeded failed" -- "$cur"))
+		return ;;
+	--encoding)
+		COMPREPLY=($(compgen -W "utf8 base64" -- "$cur"))
+		return ;;
+	esac
+	local words
+	words=$(command rakazo --complete-helper "${path[@]}" 2>/dev/null)
+	[ -n "$words" ] || words=$(_rakazo_static "${path[*]}")
+	# after a verb's words come its options; once past the verbs, only options
+	case $cur in
+	-*) words=$(printf '%s\n' $words | grep -- '^-') ;;
+	*) printf '%s\n' $words | grep -q -- '^[^-]' || words= ;;
+	esac
+	COMPREPLY=($(compgen -W "$words" -- "$cur"))
+}
+
+complete -F _rakazo rakazo
+complete -F _rakazo rakazo-computer rakazo-screen rakazo-checkpoint rakazo-run rakazo-doctor rakazo-worker

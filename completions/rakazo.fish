@@ -1,0 +1,248 @@
+# fish completion for rakazo(1). Install as
+# ~/.config/fish/completions/rakazo.fish (or the vendor completions dir).
+#
+# Static lines from `rakazo --complete-helper` (the command table); the test
+# tests/cli/completion.bats checks every word is here.
+
+# the words on the line after "rakazo", options left out
+function __rakazo_path
+    set -l toks (commandline -opc)
+    set -e toks[1]
+    for t in $toks
+        string match -q -- '-*' $t; or echo $t
+    end
+end
+
+# true when the words so far are exactly $argv
+function __rakazo_at
+    set -l p (__rakazo_path)
+    test (count $p) -eq (count $argv); or return 1
+    for i in (seq (count $argv))
+        test "$p[$i]" = "$argv[$i]"; or return 1
+    end
+end
+
+complete -c rakazo -f
+complete -c rakazo -l provider -s p -xa "docker fake"
+complete -c rakazo -l mode -xa "team private"
+complete -c rakazo -l outcome -xa "succeeded failed"
+complete -c rakazo -l encoding -xa "utf8 base64"
+
+complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run doctor worker help version"
+complete -c rakazo -n "__rakazo_at computer" -a "create list show pause resume stop delete execution exec input resize kill sessions history file export import lease image providers"
+complete -c rakazo -n "__rakazo_at computer create" -l provider
+complete -c rakazo -n "__rakazo_at computer create" -l name
+complete -c rakazo -n "__rakazo_at computer create" -l mode
+complete -c rakazo -n "__rakazo_at computer create" -l no-desktop
+complete -c rakazo -n "__rakazo_at computer create" -l pause-after
+complete -c rakazo -n "__rakazo_at computer create" -l revisions
+complete -c rakazo -n "__rakazo_at computer create" -l options
+complete -c rakazo -n "__rakazo_at computer create" -l command-key
+complete -c rakazo -n "__rakazo_at computer create" -l wait
+complete -c rakazo -n "__rakazo_at computer create" -l timeout
+complete -c rakazo -n "__rakazo_at computer create" -l json
+complete -c rakazo -n "__rakazo_at computer create" -l help
+complete -c rakazo -n "__rakazo_at computer list" -l json
+complete -c rakazo -n "__rakazo_at computer list" -l help
+complete -c rakazo -n "__rakazo_at computer show" -l json
+complete -c rakazo -n "__rakazo_at computer show" -l help
+complete -c rakazo -n "__rakazo_at computer pause" -l command-key
+complete -c rakazo -n "__rakazo_at computer pause" -l wait
+complete -c rakazo -n "__rakazo_at computer pause" -l timeout
+complete -c rakazo -n "__rakazo_at computer pause" -l json
+complete -c rakazo -n "__rakazo_at computer pause" -l help
+complete -c rakazo -n "__rakazo_at computer resume" -l command-key
+complete -c rakazo -n "__rakazo_at computer resume" -l wait
+complete -c rakazo -n "__rakazo_at computer resume" -l timeout
+complete -c rakazo -n "__rakazo_at computer resume" -l json
+complete -c rakazo -n "__rakazo_at computer resume" -l help
+complete -c rakazo -n "__rakazo_at computer stop" -l command-key
+complete -c rakazo -n "__rakazo_at computer stop" -l wait
+complete -c rakazo -n "__rakazo_at computer stop" -l timeout
+complete -c rakazo -n "__rakazo_at computer stop" -l json
+complete -c rakazo -n "__rakazo_at computer stop" -l help
+complete -c rakazo -n "__rakazo_at computer delete" -l command-key
+complete -c rakazo -n "__rakazo_at computer delete" -l wait
+complete -c rakazo -n "__rakazo_at computer delete" -l timeout
+complete -c rakazo -n "__rakazo_at computer delete" -l json
+complete -c rakazo -n "__rakazo_at computer delete" -l help
+complete -c rakazo -n "__rakazo_at computer execution" -a "show list events cancel decide"
+complete -c rakazo -n "__rakazo_at computer execution show" -l json
+complete -c rakazo -n "__rakazo_at computer execution show" -l help
+complete -c rakazo -n "__rakazo_at computer execution list" -l json
+complete -c rakazo -n "__rakazo_at computer execution list" -l help
+complete -c rakazo -n "__rakazo_at computer execution events" -l after-sequence
+complete -c rakazo -n "__rakazo_at computer execution events" -l follow
+complete -c rakazo -n "__rakazo_at computer execution events" -l json
+complete -c rakazo -n "__rakazo_at computer execution events" -l help
+complete -c rakazo -n "__rakazo_at computer execution cancel" -l json
+complete -c rakazo -n "__rakazo_at computer execution cancel" -l help
+complete -c rakazo -n "__rakazo_at computer execution decide" -l outcome
+complete -c rakazo -n "__rakazo_at computer execution decide" -l json
+complete -c rakazo -n "__rakazo_at computer execution decide" -l help
+complete -c rakazo -n "__rakazo_at computer exec" -l cwd
+complete -c rakazo -n "__rakazo_at computer exec" -l env
+complete -c rakazo -n "__rakazo_at computer exec" -l tty
+complete -c rakazo -n "__rakazo_at computer exec" -l rows
+complete -c rakazo -n "__rakazo_at computer exec" -l cols
+complete -c rakazo -n "__rakazo_at computer exec" -l yield-ms
+complete -c rakazo -n "__rakazo_at computer exec" -l max-output
+complete -c rakazo -n "__rakazo_at computer exec" -l bot
+complete -c rakazo -n "__rakazo_at computer exec" -l json
+complete -c rakazo -n "__rakazo_at computer exec" -l help
+complete -c rakazo -n "__rakazo_at computer input" -l yield-ms
+complete -c rakazo -n "__rakazo_at computer input" -l max-output
+complete -c rakazo -n "__rakazo_at computer input" -l json
+complete -c rakazo -n "__rakazo_at computer input" -l help
+complete -c rakazo -n "__rakazo_at computer resize" -l rows
+complete -c rakazo -n "__rakazo_at computer resize" -l cols
+complete -c rakazo -n "__rakazo_at computer resize" -l json
+complete -c rakazo -n "__rakazo_at computer resize" -l help
+complete -c rakazo -n "__rakazo_at computer kill" -l json
+complete -c rakazo -n "__rakazo_at computer kill" -l help
+complete -c rakazo -n "__rakazo_at computer sessions" -l json
+complete -c rakazo -n "__rakazo_at computer sessions" -l help
+complete -c rakazo -n "__rakazo_at computer history" -l session
+complete -c rakazo -n "__rakazo_at computer history" -l after
+complete -c rakazo -n "__rakazo_at computer history" -l limit
+complete -c rakazo -n "__rakazo_at computer history" -l json
+complete -c rakazo -n "__rakazo_at computer history" -l help
+complete -c rakazo -n "__rakazo_at computer file" -a "list read write remove"
+complete -c rakazo -n "__rakazo_at computer file list" -l json
+complete -c rakazo -n "__rakazo_at computer file list" -l help
+complete -c rakazo -n "__rakazo_at computer file read" -l output
+complete -c rakazo -n "__rakazo_at computer file read" -l max-bytes
+complete -c rakazo -n "__rakazo_at computer file read" -l encoding
+complete -c rakazo -n "__rakazo_at computer file read" -l json
+complete -c rakazo -n "__rakazo_at computer file read" -l help
+complete -c rakazo -n "__rakazo_at computer file write" -l executable
+complete -c rakazo -n "__rakazo_at computer file write" -l base64
+complete -c rakazo -n "__rakazo_at computer file write" -l json
+complete -c rakazo -n "__rakazo_at computer file write" -l help
+complete -c rakazo -n "__rakazo_at computer file remove" -l json
+complete -c rakazo -n "__rakazo_at computer file remove" -l help
+complete -c rakazo -n "__rakazo_at computer export" -l output
+complete -c rakazo -n "__rakazo_at computer export" -l json
+complete -c rakazo -n "__rakazo_at computer export" -l help
+complete -c rakazo -n "__rakazo_at computer import" -l json
+complete -c rakazo -n "__rakazo_at computer import" -l help
+complete -c rakazo -n "__rakazo_at computer lease" -a "acquire renew release write show"
+complete -c rakazo -n "__rakazo_at computer lease acquire" -l bot
+complete -c rakazo -n "__rakazo_at computer lease acquire" -l holder
+complete -c rakazo -n "__rakazo_at computer lease acquire" -l ttl-ms
+complete -c rakazo -n "__rakazo_at computer lease acquire" -l fence
+complete -c rakazo -n "__rakazo_at computer lease acquire" -l what
+complete -c rakazo -n "__rakazo_at computer lease acquire" -l json
+complete -c rakazo -n "__rakazo_at computer lease acquire" -l help
+complete -c rakazo -n "__rakazo_at computer lease renew" -l bot
+complete -c rakazo -n "__rakazo_at computer lease renew" -l holder
+complete -c rakazo -n "__rakazo_at computer lease renew" -l ttl-ms
+complete -c rakazo -n "__rakazo_at computer lease renew" -l fence
+complete -c rakazo -n "__rakazo_at computer lease renew" -l what
+complete -c rakazo -n "__rakazo_at computer lease renew" -l json
+complete -c rakazo -n "__rakazo_at computer lease renew" -l help
+complete -c rakazo -n "__rakazo_at computer lease release" -l bot
+complete -c rakazo -n "__rakazo_at computer lease release" -l holder
+complete -c rakazo -n "__rakazo_at computer lease release" -l ttl-ms
+complete -c rakazo -n "__rakazo_at computer lease release" -l fence
+complete -c rakazo -n "__rakazo_at computer lease release" -l what
+complete -c rakazo -n "__rakazo_at computer lease release" -l json
+complete -c rakazo -n "__rakazo_at computer lease release" -l help
+complete -c rakazo -n "__rakazo_at computer lease write" -l bot
+complete -c rakazo -n "__rakazo_at computer lease write" -l holder
+complete -c rakazo -n "__rakazo_at computer lease write" -l ttl-ms
+complete -c rakazo -n "__rakazo_at computer lease write" -l fence
+complete -c rakazo -n "__rakazo_at computer lease write" -l what
+complete -c rakazo -n "__rakazo_at computer lease write" -l json
+complete -c rakazo -n "__rakazo_at computer lease write" -l help
+complete -c rakazo -n "__rakazo_at computer lease show" -l bot
+complete -c rakazo -n "__rakazo_at computer lease show" -l holder
+complete -c rakazo -n "__rakazo_at computer lease show" -l ttl-ms
+complete -c rakazo -n "__rakazo_at computer lease show" -l fence
+complete -c rakazo -n "__rakazo_at computer lease show" -l what
+complete -c rakazo -n "__rakazo_at computer lease show" -l json
+complete -c rakazo -n "__rakazo_at computer lease show" -l help
+complete -c rakazo -n "__rakazo_at computer image" -a "build tag"
+complete -c rakazo -n "__rakazo_at computer image build" -l json
+complete -c rakazo -n "__rakazo_at computer image build" -l help
+complete -c rakazo -n "__rakazo_at computer image tag" -l json
+complete -c rakazo -n "__rakazo_at computer image tag" -l help
+complete -c rakazo -n "__rakazo_at computer providers" -l json
+complete -c rakazo -n "__rakazo_at computer providers" -l help
+complete -c rakazo -n "__rakazo_at screen" -a "shot act info watch close"
+complete -c rakazo -n "__rakazo_at screen shot" -l display
+complete -c rakazo -n "__rakazo_at screen shot" -l output
+complete -c rakazo -n "__rakazo_at screen shot" -l max-width
+complete -c rakazo -n "__rakazo_at screen shot" -l max-height
+complete -c rakazo -n "__rakazo_at screen shot" -l consumer
+complete -c rakazo -n "__rakazo_at screen shot" -l json
+complete -c rakazo -n "__rakazo_at screen shot" -l help
+complete -c rakazo -n "__rakazo_at screen act" -l display
+complete -c rakazo -n "__rakazo_at screen act" -l actions
+complete -c rakazo -n "__rakazo_at screen act" -l settle-ms
+complete -c rakazo -n "__rakazo_at screen act" -l no-observe
+complete -c rakazo -n "__rakazo_at screen act" -l output
+complete -c rakazo -n "__rakazo_at screen act" -l max-width
+complete -c rakazo -n "__rakazo_at screen act" -l max-height
+complete -c rakazo -n "__rakazo_at screen act" -l consumer
+complete -c rakazo -n "__rakazo_at screen act" -l json
+complete -c rakazo -n "__rakazo_at screen act" -l help
+complete -c rakazo -n "__rakazo_at screen info" -l display
+complete -c rakazo -n "__rakazo_at screen info" -l json
+complete -c rakazo -n "__rakazo_at screen info" -l help
+complete -c rakazo -n "__rakazo_at screen watch" -l display
+complete -c rakazo -n "__rakazo_at screen watch" -l interval-ms
+complete -c rakazo -n "__rakazo_at screen watch" -l json
+complete -c rakazo -n "__rakazo_at screen watch" -l help
+complete -c rakazo -n "__rakazo_at screen close" -l display
+complete -c rakazo -n "__rakazo_at screen close" -l json
+complete -c rakazo -n "__rakazo_at screen close" -l help
+complete -c rakazo -n "__rakazo_at checkpoint" -a "create list show restore export import verify gc"
+complete -c rakazo -n "__rakazo_at checkpoint create" -l reason
+complete -c rakazo -n "__rakazo_at checkpoint create" -l no-quiesce
+complete -c rakazo -n "__rakazo_at checkpoint create" -l json
+complete -c rakazo -n "__rakazo_at checkpoint create" -l help
+complete -c rakazo -n "__rakazo_at checkpoint list" -l json
+complete -c rakazo -n "__rakazo_at checkpoint list" -l help
+complete -c rakazo -n "__rakazo_at checkpoint show" -l revision
+complete -c rakazo -n "__rakazo_at checkpoint show" -l json
+complete -c rakazo -n "__rakazo_at checkpoint show" -l help
+complete -c rakazo -n "__rakazo_at checkpoint restore" -l revision
+complete -c rakazo -n "__rakazo_at checkpoint restore" -l json
+complete -c rakazo -n "__rakazo_at checkpoint restore" -l help
+complete -c rakazo -n "__rakazo_at checkpoint export" -l output
+complete -c rakazo -n "__rakazo_at checkpoint export" -l revision
+complete -c rakazo -n "__rakazo_at checkpoint export" -l no-compress
+complete -c rakazo -n "__rakazo_at checkpoint export" -l json
+complete -c rakazo -n "__rakazo_at checkpoint export" -l help
+complete -c rakazo -n "__rakazo_at checkpoint import" -l json
+complete -c rakazo -n "__rakazo_at checkpoint import" -l help
+complete -c rakazo -n "__rakazo_at checkpoint verify" -l revision
+complete -c rakazo -n "__rakazo_at checkpoint verify" -l deep
+complete -c rakazo -n "__rakazo_at checkpoint verify" -l all
+complete -c rakazo -n "__rakazo_at checkpoint verify" -l json
+complete -c rakazo -n "__rakazo_at checkpoint verify" -l help
+complete -c rakazo -n "__rakazo_at checkpoint gc" -l json
+complete -c rakazo -n "__rakazo_at checkpoint gc" -l help
+complete -c rakazo -n "__rakazo_at run" -l computer
+complete -c rakazo -n "__rakazo_at run" -l bot
+complete -c rakazo -n "__rakazo_at run" -l thread
+complete -c rakazo -n "__rakazo_at run" -l model
+complete -c rakazo -n "__rakazo_at run" -l model-base-url
+complete -c rakazo -n "__rakazo_at run" -l model-retries
+complete -c rakazo -n "__rakazo_at run" -l max-steps
+complete -c rakazo -n "__rakazo_at run" -l max-wall
+complete -c rakazo -n "__rakazo_at run" -l max-tokens
+complete -c rakazo -n "__rakazo_at run" -l limit
+complete -c rakazo -n "__rakazo_at run" -l json
+complete -c rakazo -n "__rakazo_at run" -l help
+complete -c rakazo -n "__rakazo_at doctor" -l json
+complete -c rakazo -n "__rakazo_at doctor" -l help
+complete -c rakazo -n "__rakazo_at worker" -l once
+complete -c rakazo -n "__rakazo_at worker" -l idle-exit
+complete -c rakazo -n "__rakazo_at worker" -l json
+complete -c rakazo -n "__rakazo_at worker" -l help
+complete -c rakazo -n "__rakazo_at help" -l json
+complete -c rakazo -n "__rakazo_at help" -l help
+complete -c rakazo -n "__rakazo_at version" -l json
+complete -c rakazo -n "__rakazo_at version" -l help
