@@ -245,7 +245,7 @@ static int call(struct rk_engine *eng, struct rk_computer *c, int display, cJSON
 		if (r != -RK_ENOTFOUND)
 			break;
 		struct display_args a = {.data_dir = eng->data_dir, .c = c, .display = display};
-		r = rk_ipc_spawn(holder_main, &a, err);
+		r = rk_engine_spawn(eng, holder_main, &a, err);
 		if (r == -RK_ECONFLICT) /* another caller started it first */
 			r = 0;
 		if (r)

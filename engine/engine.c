@@ -75,6 +75,20 @@ void rk_engine_free(struct rk_engine *eng)
 	free(eng);
 }
 
+int rk_engine_spawn(struct rk_engine *eng, rk_ipc_main_fn fn, void *arg, struct rk_error *err)
+{
+	rk_db_close(eng->db);
+	eng->db = NULL;
+	int r = rk_ipc_spawn(fn, arg, err);
+	struct rk_error e2;
+	if (rk_db_open(eng->data_dir, &eng->db, &e2) != 0) {
+		if (r == 0)
+			r = rk_error_set(err, e2.code, "%s", e2.message);
+		eng->db = NULL;
+	}
+	return r;
+}
+
 const struct rk_provider_ops *rk_engine_provider(const struct rk_computer *c, struct rk_error *err)
 {
 	const struct rk_provider_ops *ops = rk_provider_find(c->kind);

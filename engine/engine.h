@@ -5,6 +5,7 @@
 
 #include "../providers/provider.h"
 #include "db.h"
+#include "util/ipc.h"
 #include "util/err.h"
 
 struct rk_engine {
@@ -18,6 +19,11 @@ struct rk_engine {
 char *rk_data_dir_resolve(void);
 int rk_engine_open(struct rk_engine **out, struct rk_error *err);
 void rk_engine_free(struct rk_engine *eng);
+
+/* Starts a detached helper process (rk_ipc_spawn). SQLite must not live on
+ * in a forked child, so the database is closed around the fork and opened
+ * again; the helper opens its own. */
+int rk_engine_spawn(struct rk_engine *eng, rk_ipc_main_fn fn, void *arg, struct rk_error *err);
 
 /* The provider of a computer; RK_EUNAVAILABLE when the kind is unknown here. */
 const struct rk_provider_ops *rk_engine_provider(const struct rk_computer *c, struct rk_error *err);

@@ -639,7 +639,7 @@ int rk_session_start(struct rk_engine *eng, struct rk_computer *c, const struct 
 		return r;
 	}
 	struct holder_args ha = {.data_dir = eng->data_dir, .owner = eng->owner, .sid = sid, .c = c, .req = req};
-	if ((r = rk_ipc_spawn(holder_main, &ha, err))) {
+	if ((r = rk_engine_spawn(eng, holder_main, &ha, err))) {
 		free(sid);
 		return r;
 	}
