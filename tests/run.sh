@@ -1,0 +1,154 @@
+#!/bin/sh
+# The one test command's driver: sh tests/run.sh [unit|cli|conformance]
+#
+#   unit         every $BUILD/tests/unit/test_* (each ends "unit: N passed, N failed")
+#   conformance  $BUILD/tests/conformance/conformance PROVIDER for each provider
+#                `rakazo computer providers --json` calls available
+#   cli          bats --tap tests/cli
+#
+# Each suite's output is shown as it runs; the last line is the sum,
+# "N passed, N failed[, N skipped]". Exits non-zero when anything failed or
+# a suite ended without its closing line (a crash), or ran past the timeout.
+#
+# Environment: RAKAZO_BIN (default ./$BUILD/rakazo), BUILD (default build),
+# RAKAZO_TEST_TIMEOUT (seconds per suite run, default 900).
+
+BUILD=${BUILD:-build}
+RAKAZO_BIN=${RAKAZO_BIN:-./$BUILD/rakazo}
+case $RAKAZO_BIN in /*) ;; *) RAKAZO_BIN=$(pwd)/$RAKAZO_BIN ;; esac
+export RAKAZO_BIN BUILD
+: "${RAKAZO_TEST_LABEL:=rakazo-test-$$}"
+export RAKAZO_TEST_LABEL
+limit=${RAKAZO_TEST_TIMEOUT:-900}
+what=${1:-all}
+
+case $what in
+all | unit | cli | conformance) ;;
+*)
+	echo "usage: sh tests/run.sh [unit|cli|conformance]" >&2
+	exit 2
+	;;
+esac
+
+passed=0
+failed=0
+skipped=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rakazo-run.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+
+# run NAME CMD...: runs CMD under the timeout, its output shown and kept in
+# $tmp/out, its exit status in $rc.
+run() {
+	name=$1
+	shift
+	{
+		timeout --kill-after=10 "$limit" "$@" 2>&1
+		echo $? >"$tmp/rc"
+	} | tee "$tmp/out"
+	rc=$(cat "$tmp/rc")
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		echo "run.sh: $name did not finish in ${limit}s" >&2
+	fi
+}
+
+# counts PREFIX: adds the last "PREFIX: N passed, N failed" line of $tmp/out;
+# a missing line (a crash, a timeout) counts as one failure.
+counts() {
+	line=$(grep -E "^$1: [0-9]+ passed, [0-9]+ failed" "$tmp/out" | tail -n 1)
+	if [ -z "$line" ]; then
+		echo "run.sh: $name ended without its '$1: N passed, N failed' line (status $rc)" >&2
+		failed=$((failed + 1))
+		return
+	fi
+	p=$(echo "$line" | sed -E 's/^[^:]*: ([0-9]+) passed.*/\1/')
+	f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+	passed=$((passed + p))
+	failed=$((failed + f))
+	if [ "$f" -eq 0 ] && [ "$rc" -ne 0 ]; then
+		echo "run.sh: $name reported no failure but exited with status $rc" >&2
+		failed=$((failed + 1))
+	fi
+}
+
+suite_unit() {
+	found=0
+	for t in "$BUILD"/tests/unit/test_*; do
+		[ -f "$t" ] && [ -x "$t" ] || continue
+		case $t in *.d | *.o) continue ;; esac
+		found=1
+		run "$t" "$t"
+		counts unit
+	done
+	[ $found -eq 1 ] || echo "run.sh: no unit tests in $BUILD/tests/unit (make test-bins)" >&2
+}
+
+suite_conformance() {
+	bin=$BUILD/tests/conformance/conformance
+	if [ ! -x "$bin" ]; then
+		echo "run.sh: note: $bin is not built yet; conformance skipped"
+		return
+	fi
+	json=$("$RAKAZO_BIN" computer providers --json) || {
+		echo "run.sh: '$RAKAZO_BIN computer providers --json' failed" >&2
+		failed=$((failed + 1))
+		return
+	}
+	providers=$(echo "$json" | awk '{
+		n = split($0, a, "{\"name\":\"")
+		for (i = 2; i <= n; i++) {
+			name = a[i]
+			sub(/".*/, "", name)
+			if (a[i] ~ /"available":true/) print name
+		}
+	}')
+	for p in $providers; do
+		run "conformance $p" "$bin" "$p"
+		counts conformance
+	done
+}
+
+suite_cli() {
+	if ! command -v bats >/dev/null 2>&1; then
+		echo "run.sh: bats is not installed (apt-get install bats)" >&2
+		failed=$((failed + 1))
+		return
+	fi
+	run "bats tests/cli" bats --tap tests/cli
+	ok=$(grep -E '^ok ' "$tmp/out" | grep -vcE '^ok [0-9]+ .*# skip')
+	sk=$(grep -cE '^ok [0-9]+ .*# skip' "$tmp/out")
+	no=$(grep -cE '^not ok ' "$tmp/out")
+	plan=$(grep -E '^1\.\.[0-9]+$' "$tmp/out" | head -n 1 | sed 's/^1\.\.//')
+	passed=$((passed + ok))
+	failed=$((failed + no))
+	skipped=$((skipped + sk))
+	ran=$((ok + sk + no))
+	if [ -z "$plan" ]; then
+		echo "run.sh: bats printed no plan (status $rc)" >&2
+		failed=$((failed + 1))
+	elif [ "$ran" -lt "$plan" ]; then
+		echo "run.sh: bats ended after $ran of $plan tests (status $rc)" >&2
+		failed=$((failed + plan - ran))
+	elif [ "$no" -eq 0 ] && [ "$rc" -ne 0 ]; then
+		echo "run.sh: bats exited with status $rc" >&2
+		failed=$((failed + 1))
+	fi
+}
+
+case $what in
+all)
+	suite_unit
+	suite_conformance
+	suite_cli
+	;;
+unit) suite_unit ;;
+conformance) suite_conformance ;;
+cli) suite_cli ;;
+esac
+
+if [ "$skipped" -gt 0 ]; then
+	echo "$passed passed, $failed failed, $skipped skipped"
+else
+	echo "$passed passed, $failed failed"
+fi
+[ "$failed" -eq 0 ]
