@@ -29,7 +29,7 @@ int rk_image_png_encode(const unsigned char *rgb, int w, int h, struct rk_buf *o
 int rk_image_png_decode(const void *png, size_t len, unsigned char **rgb, int *w, int *h, struct rk_error *err);
 
 /* A fast 64-bit hash of len bytes (not cryptographic): lets the engine see
- * that a frame is the one it already hashed with SHA-256. */
+ * that a frame is the one it already gave a frame hash (BLAKE2b). */
 uint64_t rk_image_fast_hash(const void *data, size_t len);
 
 #endif

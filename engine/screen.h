@@ -44,7 +44,10 @@ struct rk_observation {
 	int cursor_x, cursor_y; /* in image coordinates */
 	char *window_id;        /* malloc'd or NULL: not known (see rk_screen_set_window_probe) */
 	char *window_title;     /* malloc'd or NULL */
-	char frame_hash[65];    /* sha256 hex of the RGB pixels of the image */
+	char frame_hash[65];    /* BLAKE2b-256 (libsodium crypto_generichash, no key), in hex, of the image's
+				 * packed RGB pixels (width*height*3 bytes, rows top down): the pixels the
+				 * PNG carries, so hashlib.blake2b(rgb, digest_size=32) of the decoded PNG
+				 * gives it back */
 	int unchanged;          /* the consumer already has this frame: png is NULL */
 	unsigned char *png;     /* malloc'd PNG, or NULL when unchanged */
 	size_t png_len;
