@@ -130,10 +130,11 @@ static void print_table(const struct rk_opt *opts, FILE *f)
 {
 	for (size_t i = 0; opts && opts[i].name; i++) {
 		const struct rk_opt *o = &opts[i];
-		char left[96];
-		snprintf(left, sizeof(left), "%s%c%s--%s%s%s", o->short_name ? "-" : "", o->short_name ? o->short_name : ' ',
-			 o->short_name ? ", " : "  ", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-		fprintf(f, "  %-30s %s%s\n", o->short_name ? left : left + 2, o->short_name ? "" : "  ", o->help);
+		char shortp[8] = "    ", left[128];
+		if (o->short_name)
+			snprintf(shortp, sizeof(shortp), "-%c, ", o->short_name);
+		snprintf(left, sizeof(left), "%s--%s%s%s", shortp, o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		fprintf(f, "  %-32s %s\n", left, o->help);
 	}
 }
 
