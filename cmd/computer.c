@@ -66,13 +66,17 @@ static int show_receipt(struct cmd_ctx *ctx, struct rk_execution *e, int existed
 	}
 	if (r)
 		return r;
-	cJSON *doc = rk_execution_to_json(e);
-	if (existed)
-		cJSON_AddBoolToObject(doc, "reused", 1);
-	out_doc(doc);
+	int failed = o_wait && strcmp(e->state, "succeeded") != 0;
+	/* under --json a failure is only the error line, stdout stays empty */
+	if (!(failed && opt_json)) {
+		cJSON *doc = rk_execution_to_json(e);
+		if (existed)
+			cJSON_AddBoolToObject(doc, "reused", 1);
+		out_doc(doc);
+	}
 	if (o_wait && !strcmp(e->state, "failed"))
-		return rk_error_set(&ctx->err, rk_code_from_name(e->error_code), "%s %s failed: %s", e->op,
-				    e->computer_id, e->error_message ? e->error_message : "failed");
+		return rk_error_set(&ctx->err, rk_code_from_name(e->error_code), "%s %s failed (execution %s): %s",
+				    e->op, e->computer_id, e->id, e->error_message ? e->error_message : "failed");
 	if (o_wait && !strcmp(e->state, "outcome_unknown"))
 		return rk_error_set(&ctx->err, RK_EOUTCOME_UNKNOWN,
 				    "%s %s: the provider's reply was lost; check it, then `rakazo computer execution "

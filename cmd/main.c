@@ -268,6 +268,10 @@ int main(int argc, char **argv)
 {
 	setlocale(LC_ALL, "");
 	signal(SIGPIPE, SIG_IGN);
+	/* --json anywhere before "--" shapes even the errors of parsing itself */
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			opt_json = 1;
 	char *self = strdup(argv[0]);
 	const char *base = basename(self);
 	int status;

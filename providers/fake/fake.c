@@ -36,9 +36,42 @@
 
 static const char *const export_exclude[] = {"Singleton*", NULL};
 
+/* The machine of m: its ref, or when the engine has none (a provision whose
+ * reply was lost) the one recorded for the computer, as docker finds a
+ * container by label. malloc'd or NULL. */
+static char *machine_ref(const struct rk_machine *m)
+{
+	if (m->ref)
+		return rk_xstrdup(m->ref);
+	char *path = rk_xasprintf("%s/fake/by-computer/%s", m->data_dir, m->computer_id);
+	struct rk_buf b;
+	rk_buf_init(&b);
+	char *ref = NULL;
+	if (rk_fs_read_all(path, 256, &b, NULL) == 0 && b.len)
+		ref = rk_xstrndup(b.data, strcspn(b.data, "\n"));
+	rk_buf_release(&b);
+	free(path);
+	return ref;
+}
+
+static int record_machine(const struct rk_machine *m, const char *ref, struct rk_error *err)
+{
+	char *dir = rk_xasprintf("%s/fake/by-computer", m->data_dir);
+	char *path = rk_path_join(dir, m->computer_id);
+	int r = rk_fs_mkdirs(dir, 0700, err);
+	if (r == 0)
+		r = rk_fs_write_atomic(path, ref, strlen(ref), 0600, err);
+	free(path);
+	free(dir);
+	return r;
+}
+
 char *rk_fake_machine_dir(const struct rk_machine *m)
 {
-	return rk_xasprintf("%s/fake/%s", m->data_dir, m->ref ? m->ref : "none");
+	char *ref = machine_ref(m);
+	char *dir = rk_xasprintf("%s/fake/%s", m->data_dir, ref ? ref : "none");
+	free(ref);
+	return dir;
 }
 
 /* --- faults -------------------------------------------------------------- */
@@ -129,7 +162,7 @@ static int write_state(const struct rk_machine *m, const char *ref, const char *
 static int require_running(const struct rk_machine *m, struct rk_error *err)
 {
 	char st[32];
-	if (!m->ref || read_state(m, st, sizeof(st)) != 0)
+	if (read_state(m, st, sizeof(st)) != 0)
 		return rk_error_set(err, RK_EUNAVAILABLE, "fake computer %s has no machine (provision it first)",
 				    m->computer_id);
 	if (strcmp(st, "running") != 0)
@@ -149,15 +182,19 @@ static int fake_provision(const struct rk_machine *m, struct rk_provision_result
 		return r;
 	memset(out, 0, sizeof(*out));
 	char st[32];
-	if (m->ref && read_state(m, st, sizeof(st)) == 0 && strcmp(st, "gone") != 0) {
-		if ((r = write_state(m, m->ref, "running", err)))
+	char *known = machine_ref(m);
+	if (known && read_state(m, st, sizeof(st)) == 0 && strcmp(st, "gone") != 0) {
+		if ((r = write_state(m, known, "running", err))) {
+			free(known);
 			return r;
-		out->ref = rk_xstrdup(m->ref);
+		}
+		out->ref = known;
 	} else {
+		free(known);
 		out->ref = rk_id_new("fake");
 		out->fresh = 1;
 		out->replaced = m->ref != NULL;
-		if ((r = write_state(m, out->ref, "running", err))) {
+		if ((r = write_state(m, out->ref, "running", err)) || (r = record_machine(m, out->ref, err))) {
 			free(out->ref);
 			out->ref = NULL;
 			return r;
@@ -171,7 +208,7 @@ static int fake_provision(const struct rk_machine *m, struct rk_provision_result
 static int fake_status(const struct rk_machine *m, enum rk_machine_state *out, struct rk_error *err)
 {
 	char st[32];
-	if (!m->ref || read_state(m, st, sizeof(st)) != 0 || strcmp(st, "gone") == 0)
+	if (read_state(m, st, sizeof(st)) != 0 || strcmp(st, "gone") == 0)
 		*out = RK_MACHINE_GONE;
 	else if (strcmp(st, "running") == 0)
 		*out = RK_MACHINE_RUNNING;
@@ -189,12 +226,16 @@ static int set_existing_state(const struct rk_machine *m, const char *op, const 
 	if (r)
 		return r;
 	char st[32];
-	if (!m->ref || read_state(m, st, sizeof(st)) != 0 || strcmp(st, "gone") == 0) {
+	char *ref = machine_ref(m);
+	if (!ref || read_state(m, st, sizeof(st)) != 0 || strcmp(st, "gone") == 0) {
+		free(ref);
 		if (tolerate_gone)
 			return fault_after(op, err);
 		return rk_error_set(err, RK_ENOTFOUND, "fake machine %s is gone", m->ref ? m->ref : "(none)");
 	}
-	if ((r = write_state(m, m->ref, state, err)))
+	r = write_state(m, ref, state, err);
+	free(ref);
+	if (r)
 		return r;
 	return fault_after(op, err);
 }
