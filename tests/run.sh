@@ -114,6 +114,9 @@ suite_cli() {
 		failed=$((failed + 1))
 		return
 	fi
+	# the bats helpers call python3 often: find the real interpreter once
+	RK_PYTHON=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+	export RK_PYTHON
 	run "bats tests/cli" bats --tap tests/cli
 	ok=$(grep -E '^ok ' "$tmp/out" | grep -vcE '^ok [0-9]+ .*# skip')
 	sk=$(grep -cE '^ok [0-9]+ .*# skip' "$tmp/out")

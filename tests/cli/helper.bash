@@ -6,6 +6,17 @@
 case $RAKAZO_BIN in /*) ;; *) RAKAZO_BIN=$PWD/$RAKAZO_BIN ;; esac
 export RAKAZO_BIN
 
+# The tests call python3 for JSON a lot; a version manager's shim (pyenv)
+# costs more than the call itself, so use the interpreter it points at
+# (tests/run.sh finds it once for the whole run).
+if [ -z "${RK_PYTHON:-}" ]; then
+	RK_PYTHON=$(command python3 -c 'import sys; print(sys.executable)')
+	export RK_PYTHON
+fi
+python3() {
+	"$RK_PYTHON" "$@"
+}
+
 setup() {
 	export RAKAZO_DATA_DIR="$BATS_TEST_TMPDIR/data"
 	export RAKAZO_OWNER="user:bats"
