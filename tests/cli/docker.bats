@@ -30,14 +30,8 @@ teardown() {
 	for name in $(rk computer list --json 2>/dev/null | rk_json '" ".join(c["name"] for c in d)' 2>/dev/null); do
 		rk computer delete "$name" --wait --timeout 120 --json >/dev/null 2>&1 || true
 	done
-	# anything a failed delete left behind, by this run's label
-	local ids
-	ids=$(curl -sf --unix-socket /var/run/docker.sock \
-		"http://localhost/containers/json?all=1&filters=%7B%22label%22%3A%5B%22rakazo.test%3D$RAKAZO_TEST_LABEL%22%5D%7D" |
-		python3 -c 'import json,sys; print(" ".join(c["Id"] for c in json.load(sys.stdin)))' 2>/dev/null || true)
-	for id in $ids; do
-		curl -sf -X DELETE --unix-socket /var/run/docker.sock "http://localhost/containers/$id?force=1" >/dev/null || true
-	done
+	# anything a failed delete left behind
+	rk_remove_containers
 	rk_kill_all
 }
 

@@ -29,6 +29,28 @@ setup() {
 
 teardown() {
 	rk_kill_all
+	rk_remove_containers
+}
+
+# Force-removes the docker containers this test's data directory made (by
+# the run's label, then by where their workspace is mounted from), for a
+# test that ended before its own `computer delete --wait`.
+rk_remove_containers() {
+	[ -S /var/run/docker.sock ] || return 0
+	local q ids id
+	q='filters=%7B%22label%22%3A%5B%22rakazo.test%3D'"$RAKAZO_TEST_LABEL"'%22%5D%7D'
+	ids=$(curl -sf --max-time 5 --unix-socket /var/run/docker.sock "http://localhost/containers/json?all=1&$q" |
+		python3 -c '
+import json, sys
+for c in json.load(sys.stdin):
+    if any(m.get("Source", "").startswith(sys.argv[1] + "/") for m in c.get("Mounts", [])):
+        print(c["Id"])
+' "$RAKAZO_DATA_DIR" 2>/dev/null) || return 0
+	for id in $ids; do
+		curl -sf --max-time 30 -X DELETE --unix-socket /var/run/docker.sock \
+			"http://localhost/containers/$id?force=1" >/dev/null || true
+	done
+	return 0
 }
 
 # Runs the binary as from a terminal: with only stdin, stdout and stderr.
