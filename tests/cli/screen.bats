@@ -307,7 +307,8 @@ state() {
 	# a double click is yellow (polled: the act's own screenshot was seen
 	# to come before x11vnc sent this change, see the report on issue 5)
 	rk screen act d --display 1 -a '[{"action":"double_click","x":700,"y":500}]' --no-observe >/dev/null
-	state events | grep -qx 'double 1 700 500'
+	# the client writes its events file on its own time: poll it too
+	wait_for "rk computer file read d st/events | grep -qx 'double 1 700 500'" 5
 	wait_for 'rk screen shot d --display 1 -o "$BATS_TEST_TMPDIR/2.png" >/dev/null && [ "$(pixel "$BATS_TEST_TMPDIR/2.png" 690 490)" = "255 255 0" ]' 5
 }
 
