@@ -125,29 +125,12 @@ static void quiesce_browsers(const struct rk_provider_ops *ops, const struct rk_
 {
 	if (!ops->exec_spawn || machine_state(ops, m) != RK_MACHINE_RUNNING)
 		return;
-	struct rk_exec_request req = {.command = QUIESCE_SH};
-	struct rk_proc *p = NULL;
-	struct rk_error e;
-	if (ops->exec_spawn(m, &req, &p, &e) != 0) {
-		rk_log(RK_LOG_WARN, "checkpoint %s: cannot quiesce browsers: %s", m->computer_id, e.message);
-		return;
-	}
 	struct rk_buf out;
 	rk_buf_init(&out);
-	int eof = 0;
-	int64_t deadline = rk_monotonic_ms() + 15000;
-	while (!eof && rk_monotonic_ms() < deadline) {
-		struct pollfd pfd = {.fd = p->ops->poll_fd(p), .events = POLLIN};
-		poll(&pfd, 1, 200);
-		if (p->ops->read(p, &out, &eof, &e) != 0)
-			break;
-		if (out.len > 65536)
-			rk_buf_reset(&out);
-	}
 	struct rk_exit_status st;
-	if (eof)
-		p->ops->wait(p, &st, &e);
-	p->ops->free(p);
+	struct rk_error e;
+	if (rk_provider_run(ops, m, QUIESCE_SH, 15000, 65536, &out, &st, &e) != 0)
+		rk_log(RK_LOG_WARN, "checkpoint %s: cannot quiesce browsers: %s", m->computer_id, e.message);
 	rk_buf_release(&out);
 }
 

@@ -15,9 +15,9 @@
 #include "util/json.h"
 #include "util/log.h"
 #include "util/time.h"
+#include "window.h"
 
 #define DISPLAY_MAX 63
-#define VNC_WARMUP_MS 1200
 
 void rk_display_shot_release(struct rk_display_shot *s)
 {
@@ -195,11 +195,8 @@ static void holder_main(void *arg, int ready_fd)
 	free(tr.vnc_socket);
 	if (r != 0)
 		goto fail;
-	/* x11vnc is slow to pass input on for about a second after a client
-	 * connects (a click showed after ~500 ms, then ~120 ms): let that pass
-	 * once here so settle-then-screenshot is true from the first action */
-	if (strcmp(transport, "vnc") == 0)
-		rk_sleep_ms(VNC_WARMUP_MS);
+	struct rk_window_watch *ww = strcmp(transport, "vnc") == 0 ? rk_window_watch_start(ops, &mc.m, a->display, s)
+								   : NULL;
 	rk_ipc_ready(ready_fd, NULL);
 	const char *idle = getenv("RAKAZO_DISPLAY_IDLE_MS");
 	int64_t idle_ms = idle && atoll(idle) > 0 ? atoll(idle) : 10LL * 60 * 1000;
@@ -223,6 +220,7 @@ static void holder_main(void *arg, int ready_fd)
 			break;
 	}
 	close(lsock);
+	rk_window_watch_stop(ww);
 	rk_screen_free(s);
 	rk_log(RK_LOG_INFO, "display %s:%d: holder done", a->c->id, a->display);
 	free(name);

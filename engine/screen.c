@@ -1,6 +1,8 @@
 #include "screen.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <math.h>
 #include <pthread.h>
 #include <rfb/rfbclient.h>
@@ -24,6 +26,10 @@
 #define OPEN_WAIT_MS 5000      /* connect + first full frame */
 #define LOCK_WAIT_MS 5000      /* the framebuffer lock (the reader holds it per message) */
 #define SETTLE_EXTRA_MS 2000   /* a screen that never goes quiet settles after settle_ms + this */
+/* x11vnc is slow to pass input on for about a second after a client
+ * connects (a click showed after ~500 ms, then ~120 ms; typed characters
+ * were lost): the first act on a fresh connection waits that out */
+#define VNC_INPUT_WARMUP_MS 1200
 #define VNC_TIMEOUT_S 5        /* libvncclient connect and read timeouts */
 #define CONSUMERS_MAX 64       /* dedupe memory: the most recent consumers */
 #define DRAG_STEP_PX 24        /* a drag moves in steps of about this many pixels */
@@ -69,6 +75,7 @@ struct rk_screen {
 	uint64_t covered;       /* pixels updated since the framebuffer was made */
 	int64_t last_update_ms; /* monotonic */
 	int64_t last_input_ms;  /* monotonic */
+	int64_t input_ready_ms; /* monotonic: x11vnc passes input on promptly from here */
 	int buttons;            /* VNC button mask held now */
 
 	/* provider */
@@ -302,25 +309,62 @@ static void *vnc_reader(void *arg)
 	return NULL;
 }
 
+/* The socket lives in a directory the computer can write to (docker
+ * bind-mounts it), so neither the socket nor its directory may be a link
+ * planted to send us to another server on the host. Returns an O_PATH fd. */
+static int open_socket_nofollow(const char *path, struct rk_error *err)
+{
+	char *d = rk_xstrdup(path), *b = rk_xstrdup(path);
+	int rc = 0;
+	int dfd = open(dirname(d), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		rc = rk_error_set(err, RK_EUNAVAILABLE, "no VNC socket at %s (%s; is the display started?)", path,
+				  errno == ENOTDIR || errno == ELOOP ? "its directory is not a plain directory"
+								     : strerror(errno));
+		goto out;
+	}
+	int fd = openat(dfd, basename(b), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+		int link = fd >= 0 && S_ISLNK(st.st_mode);
+		rc = rk_error_set(err, RK_EUNAVAILABLE, "no VNC socket at %s (%s)", path,
+				  link ? "it is a symbolic link, which is never followed"
+				       : fd < 0 ? "is the display started?" : "it is not a socket");
+		if (fd >= 0)
+			close(fd);
+	} else {
+		rc = fd;
+	}
+	close(dfd);
+out:
+	free(d);
+	free(b);
+	return rc;
+}
+
 int rk_screen_open_vnc(const char *path, struct rk_screen **out, struct rk_error *err)
 {
 	*out = NULL;
-	struct stat st;
 	if (!path || !*path)
 		return rk_error_set(err, RK_EINVALID, "no VNC socket path given");
-	if (stat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
-		return rk_error_set(err, RK_EUNAVAILABLE, "no VNC socket at %s (is the display started?)", path);
+	int sock_fd = open_socket_nofollow(path, err);
+	if (sock_fd < 0)
+		return sock_fd;
 	pthread_once(&log_once, install_log_hooks);
+	/* connect through the fd, so what was checked is what is connected to */
+	char via[64];
+	snprintf(via, sizeof(via), "/proc/self/fd/%d", sock_fd);
 
 	struct rk_screen *s = screen_new(SCREEN_VNC);
 	s->socket_path = rk_xstrdup(path);
 	rfbClient *c = rfbGetClient(8, 3, 4);
 	if (!c) {
+		close(sock_fd);
 		rk_screen_free(s);
 		return rk_error_set(err, RK_EFAILED, "cannot create a VNC client");
 	}
 	rfbClientSetClientData(c, &screen_client_tag, s);
-	c->serverHost = rk_xstrdup(path); /* a socket path: libvncclient connects with AF_UNIX */
+	c->serverHost = rk_xstrdup(via); /* a socket path: libvncclient connects with AF_UNIX */
 	c->serverPort = 0;
 	c->appData.encodingsString = "tight zrle";
 	c->appData.enableJPEG = FALSE; /* libvncclient's tight default is lossy JPEG */
@@ -338,6 +382,7 @@ int rk_screen_open_vnc(const char *path, struct rk_screen **out, struct rk_error
 	sigpipe_block(&g);
 	rfbBool ok = rfbInitClient(c, NULL, NULL); /* frees c when it fails */
 	sigpipe_restore(&g);
+	close(sock_fd);
 	if (!ok) {
 		free(s->fb);
 		s->fb = NULL;
@@ -349,6 +394,7 @@ int rk_screen_open_vnc(const char *path, struct rk_screen **out, struct rk_error
 	}
 	s->client = c;
 	s->last_update_ms = s->last_input_ms = rk_monotonic_ms();
+	s->input_ready_ms = s->last_input_ms + VNC_INPUT_WARMUP_MS;
 	if (pthread_create(&s->thread, NULL, vnc_reader, s) != 0) {
 		rk_screen_free(s);
 		return rk_error_set(err, RK_EFAILED, "cannot start the VNC reader thread");
@@ -439,6 +485,14 @@ void rk_screen_free(struct rk_screen *s)
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->api);
 	free(s);
+}
+
+uint64_t rk_screen_damage(struct rk_screen *s)
+{
+	pthread_mutex_lock(&s->lock);
+	uint64_t g = s->gen;
+	pthread_mutex_unlock(&s->lock);
+	return g;
 }
 
 void rk_screen_set_window_probe(struct rk_screen *s, rk_screen_window_fn fn, void *ctx)
@@ -1054,6 +1108,11 @@ int rk_screen_act(struct rk_screen *s, const struct rk_action_batch *batch, cons
 	/* all of it is checked before anything runs */
 	if ((rc = rk_action_batch_check(batch, iw, ih, err)) < 0)
 		goto out;
+	if (s->kind == SCREEN_VNC) {
+		int64_t wait = s->input_ready_ms - rk_monotonic_ms();
+		if (wait > 0)
+			rk_sleep_ms(wait);
+	}
 	for (size_t i = 0; i < batch->n; i++) {
 		const struct rk_action *a = &batch->actions[i];
 		if ((rc = run_one(s, a, iw, ih, sw, sh, err)) < 0) {

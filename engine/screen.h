@@ -86,6 +86,10 @@ void rk_screen_free(struct rk_screen *s);
 typedef int (*rk_screen_window_fn)(void *ctx, char **id, char **title);
 void rk_screen_set_window_probe(struct rk_screen *s, rk_screen_window_fn fn, void *ctx);
 
+/* A counter that grows whenever part of the screen is redrawn (0 for
+ * provider screens, which cannot tell). */
+uint64_t rk_screen_damage(struct rk_screen *s);
+
 /* The screen size now (0 when unknown). */
 void rk_screen_size(struct rk_screen *s, int *width, int *height);
 

@@ -172,4 +172,10 @@ struct rk_provider_ops {
 extern const struct rk_provider_ops *const rk_providers[]; /* NULL-terminated */
 const struct rk_provider_ops *rk_provider_find(const char *name);
 
+/* Runs command (bash -lc) on m to its end or timeout_ms, keeping at most
+ * max_bytes of its output (stdout and stderr) in out. A timeout kills it. */
+int rk_provider_run(const struct rk_provider_ops *ops, const struct rk_machine *m, const char *command,
+		    int64_t timeout_ms, size_t max_bytes, struct rk_buf *out, struct rk_exit_status *st,
+		    struct rk_error *err);
+
 #endif

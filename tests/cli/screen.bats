@@ -385,6 +385,12 @@ state() {
 	[ "$(pixel "$BATS_TEST_TMPDIR/after.png" 290 290)" = "255 0 0" ]
 }
 
+@test "docker: a shot names the active window and its title" {
+	docker_xclient
+	wait_for 'rk screen shot d --display 1 --json >"$BATS_TEST_TMPDIR/s.json" && [ "$(rk_json "d[\"active_window\"][\"title\"]" <"$BATS_TEST_TMPDIR/s.json")" = "rakazo test client" ]' 10
+	[[ $(rk_json 'd["active_window"]["id"]' <"$BATS_TEST_TMPDIR/s.json") =~ ^0x[0-9a-f]+$ ]]
+}
+
 @test "docker: info and close on a real display" {
 	docker_or_skip
 	DOCKER_C=d

@@ -22,6 +22,7 @@
 #include "../../engine/actions.h"
 #include "../../engine/image.h"
 #include "../../engine/screen.h"
+#include "../../engine/window.h"
 #include "../../engine/util/buf.h"
 #include "../../engine/util/fs.h"
 #include "../../engine/util/id.h"
@@ -824,11 +825,61 @@ TEST(display_dies_mid_batch)
 	rk_observation_release(&o);
 }
 
+TEST(window_probe_output)
+{
+	char *id, *title;
+	CHECK_EQ_INT(rk_window_parse("6291469\nrakazo test client\n", &id, &title), 0);
+	CHECK_EQ_STR(id, "0x60000d");
+	CHECK_EQ_STR(title, "rakazo test client");
+	free(id);
+	free(title);
+	CHECK_EQ_INT(rk_window_parse("", &id, &title), -1); /* no active window */
+	CHECK(id == NULL && title == NULL);
+	CHECK_EQ_INT(rk_window_parse("Error: no window\n", &id, &title), -1);
+	CHECK_EQ_INT(rk_window_parse("42\n", &id, &title), 0); /* a window without a name */
+	CHECK_EQ_STR(title, "");
+	free(id);
+	free(title);
+}
+
+/* A link planted where the socket should be (the computer can write that
+ * directory) is never followed, neither as the socket nor as its directory. */
+TEST(vnc_socket_links_refused)
+{
+	char real[300], link_sock[300], link_dir[300], via_dir[330];
+	path_in(real, sizeof(real), "vnc.sock");
+	path_in(link_sock, sizeof(link_sock), "planted.sock");
+	path_in(link_dir, sizeof(link_dir), "planted-dir");
+	snprintf(via_dir, sizeof(via_dir), "%s/vnc.sock", link_dir);
+	unlink(link_sock);
+	unlink(link_dir);
+	REQUIRE(symlink(real, link_sock) == 0);
+	REQUIRE(symlink(dir, link_dir) == 0);
+	struct rk_screen *s2 = NULL;
+	CHECK_EQ_INT(rk_screen_open_vnc(link_sock, &s2, &err), -RK_EUNAVAILABLE);
+	CHECK(strstr(err.message, "symbolic link") != NULL);
+	CHECK(s2 == NULL);
+	CHECK_EQ_INT(rk_screen_open_vnc(via_dir, &s2, &err), -RK_EUNAVAILABLE);
+	CHECK(strstr(err.message, "not a plain directory") != NULL);
+	CHECK(s2 == NULL);
+	/* a regular file is not a socket either */
+	char plain[300];
+	path_in(plain, sizeof(plain), "client.log");
+	CHECK_EQ_INT(rk_screen_open_vnc(plain, &s2, &err), -RK_EUNAVAILABLE);
+	CHECK(strstr(err.message, "not a socket") != NULL);
+	/* the real one, through the same checks, works */
+	REQUIRE(rk_screen_open_vnc(real, &s2, &err) == 0);
+	rk_screen_free(s2);
+	unlink(link_sock);
+	unlink(link_dir);
+}
+
 int main(void)
 {
 	alarm(300); /* a hang is a failure, not a stuck CI job */
 	signal(SIGPIPE, SIG_DFL); /* the engine must cope without SIG_IGN */
 	RUN(fake_display);
+	RUN(window_probe_output);
 	const char *why = NULL;
 	int up = setup(&why);
 	if (up <= 0) {
@@ -844,6 +895,7 @@ int main(void)
 		teardown();
 		return check_summary("screen");
 	}
+	RUN(vnc_socket_links_refused);
 	RUN(observe_full_frame);
 	RUN(observe_scaled_and_dedupe);
 	RUN(click_scaled_coordinates);
