@@ -134,7 +134,7 @@ static int run_providers(struct cmd_ctx *ctx)
 	} caps[] = {{RK_CAP_DESKTOP, "desktop"},       {RK_CAP_MULTI_SCREEN, "multiScreen"}, {RK_CAP_TTY, "tty"},
 		    {RK_CAP_PAGE_BROWSER, "pageBrowser"}, {RK_CAP_SNAPSHOTS, "snapshots"},
 		    {RK_CAP_PERSISTENT_HOME, "persistentHome"}, {RK_CAP_TAKEOVER, "takeover"},
-		    {RK_CAP_VNC, "vnc"}, {RK_CAP_PAUSE, "pause"}};
+		    {RK_CAP_VNC, "vnc"}, {RK_CAP_PAUSE, "pause"}, {RK_CAP_HOST_HOME, "hostHome"}};
 	(void)ctx;
 	cJSON *rows = cJSON_CreateArray();
 	for (size_t i = 0; rk_providers[i]; i++) {

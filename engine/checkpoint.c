@@ -36,14 +36,9 @@ struct rk_home_store *rk_checkpoint_store(struct rk_engine *eng)
 
 int rk_checkpoint_home_mounted(const struct rk_provider_ops *ops)
 {
-	/* Both keep the workspace in m->home_dir itself: docker bind-mounts it,
-	 * fake runs in it. A provider whose machine holds its own disk is not
-	 * listed and gets export/import. */
-	static const char *const mounted[] = {"docker", "fake", NULL};
-	for (size_t i = 0; ops && mounted[i]; i++)
-		if (!strcmp(ops->name, mounted[i]))
-			return 1;
-	return 0;
+	/* docker bind-mounts m->home_dir, fake runs in it; a machine with its
+	 * own disk goes through export/import */
+	return ops && (ops->caps & RK_CAP_HOST_HOME);
 }
 
 cJSON *rk_home_revision_to_json(const struct rk_home_revision *r, const char *latest_id)

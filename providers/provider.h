@@ -23,6 +23,7 @@ enum rk_cap {
 	RK_CAP_TAKEOVER = 1u << 6,        /* a person can take control of a screen */
 	RK_CAP_VNC = 1u << 7,             /* display_start hands a VNC transport */
 	RK_CAP_PAUSE = 1u << 8,           /* pause/resume keep memory */
+	RK_CAP_HOST_HOME = 1u << 9,       /* the workspace is m->home_dir on this host (no export/import) */
 };
 
 /* What the engine tells a provider about the computer at hand. All strings

@@ -2555,7 +2555,7 @@ static int docker_display_stop(const struct rk_machine *m, int display, struct r
 const struct rk_provider_ops rk_provider_docker = {
 	.name = "docker",
 	.caps = RK_CAP_DESKTOP | RK_CAP_MULTI_SCREEN | RK_CAP_TTY | RK_CAP_PERSISTENT_HOME | RK_CAP_TAKEOVER |
-		RK_CAP_VNC | RK_CAP_PAUSE | RK_CAP_SNAPSHOTS,
+		RK_CAP_VNC | RK_CAP_PAUSE | RK_CAP_SNAPSHOTS | RK_CAP_HOST_HOME,
 	.summary = "containers on the local docker daemon (rakazo-computer image, no network by default)",
 	.check = docker_check,
 	.provision = docker_provision,
