@@ -293,6 +293,18 @@ static int run_logs(struct cmd_ctx *ctx)
 	return r;
 }
 
+/* The run's record as a document. */
+static int print_run(struct cmd_ctx *ctx, const char *id)
+{
+	struct rk_run_row row = {0};
+	int r = rk_db_run_get(ctx->eng->db, id, &row, &ctx->err);
+	if (r)
+		return r;
+	out_doc(run_to_json(&row));
+	rk_run_row_release(&row);
+	return 0;
+}
+
 static int run_cancel(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 1, 1, "ID");
@@ -300,12 +312,7 @@ static int run_cancel(struct cmd_ctx *ctx)
 		return r;
 	if ((r = rk_run_cancel(ctx->eng, ctx->args[0], o_wait * 1000, &ctx->err)))
 		return r;
-	struct rk_run_row row = {0};
-	if ((r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
-		return r;
-	out_doc(run_to_json(&row));
-	rk_run_row_release(&row);
-	return 0;
+	return print_run(ctx, ctx->args[0]);
 }
 
 static int run_continue(struct cmd_ctx *ctx)
@@ -315,12 +322,7 @@ static int run_continue(struct cmd_ctx *ctx)
 		return r;
 	if ((r = rk_run_continue(ctx->eng, ctx->args[0], o_note, &ctx->err)))
 		return r;
-	struct rk_run_row row = {0};
-	if ((r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
-		return r;
-	out_doc(run_to_json(&row));
-	rk_run_row_release(&row);
-	return 0;
+	return print_run(ctx, ctx->args[0]);
 }
 
 /* Progress on a terminal, or the NDJSON stream. */
