@@ -1,11 +1,15 @@
-/* rakazo run: an agent run on a computer, in this process, and the records
- * of past runs.
+/* rakazo run: an agent run on a computer (here, or --detach'ed), and the
+ * records of past runs.
  *
  *   rakazo run [options] TASK...     a task (its words joined by spaces)
  *   rakazo run [options] [-]         the task from stdin
  *   rakazo run start [options] TASK  the same, for a task whose first word is a verb
  *   rakazo run list                  runs, newest first
- *   rakazo run show ID               one run
+ *   rakazo run show ID               one run, with its counters
+ *   rakazo run logs ID [--follow] [--after N]   its stored events
+ *   rakazo run cancel ID [--wait S]  stop it at its next step
+ *   rakazo run resume ID [--detach]  continue an interrupted run
+ *   rakazo run continue ID [--note TEXT]   end the takeover it waits in
  *
  * The verbs are recognised only as the first argument on its own, so a
  * quoted task ("list the files") is always a task. The command is a plain
@@ -19,6 +23,7 @@
 #include <unistd.h>
 
 #include "../engine/db_runs.h"
+#include "../engine/util/log.h"
 #include "../engine/model.h"
 #include "../engine/run.h"
 #include "../engine/util/buf.h"
@@ -30,8 +35,10 @@
 #define TASK_MAX (1u << 20)
 
 static const char *o_computer, *o_bot, *o_thread, *o_model, *o_base_url;
-static int64_t o_max_steps = RK_RUN_MAX_STEPS_DEFAULT, o_max_wall = 0, o_max_tokens = 0, o_retries = -1,
-	       o_limit = 50;
+static const char *o_note;
+static int64_t o_max_steps = 0, o_max_wall = 0, o_max_tokens = 0, o_retries = -1, o_limit = 50, o_after = 0,
+	       o_wait = 60;
+static int o_detach, o_follow;
 
 static const struct rk_opt run_opts[] = {
 	OPT_STRING("computer", 'c', &o_computer, "COMPUTER", "the computer to run on (default: the only one)"),
@@ -48,15 +55,24 @@ static const struct rk_opt run_opts[] = {
 	OPT_INT("max-tokens", 0, &o_max_tokens, "N", "fail the run (max_tokens) past this many tokens", 1,
 		INT64_C(1) << 40),
 	OPT_INT("limit", 'n', &o_limit, "N", "list: at most N runs (default 50)", 1, 10000),
+	OPT_BOOL("detach", 'd', &o_detach, "start (or resume) the run in a process of its own and print its id"),
+	OPT_BOOL("follow", 'f', &o_follow, "logs: keep printing events until the run ends"),
+	OPT_INT("after", 0, &o_after, "N", "logs: only events after sequence number N", 0, INT64_MAX),
+	OPT_INT("wait", 0, &o_wait, "SECONDS", "cancel: wait this long for the run to end (default 60, 0: no wait)", 0,
+		3600),
+	OPT_STRING("note", 0, &o_note, "TEXT", "continue: a note for the model (its request_takeover's result)"),
 	OPT_END,
 };
 
-static volatile sig_atomic_t cancel_flag;
+static volatile sig_atomic_t cancel_flag, wake_flag;
 
+/* SIGINT/SIGTERM interrupt the run; SIGUSR1 (from `run cancel`) wakes it to
+ * look at its row. */
 static void on_signal(int sig)
 {
-	(void)sig;
-	cancel_flag = 1;
+	if (sig != SIGUSR1)
+		cancel_flag = 1;
+	wake_flag = 1;
 }
 
 static cJSON *run_to_json(const struct rk_run_row *r)
@@ -76,6 +92,15 @@ static cJSON *run_to_json(const struct rk_run_row *r)
 	cJSON_AddNumberToObject(u, "output_tokens", (double)r->output_tokens);
 	rk_json_add_str_or_null(o, "final_answer", r->final_answer);
 	rk_json_add_str_or_null(o, "error", r->error);
+	rk_json_add_str_or_null(o, "reason", r->reason);
+	cJSON_AddNumberToObject(o, "attempts", (double)(r->attempts > 0 ? r->attempts : 0));
+	cJSON_AddBoolToObject(o, "cancel_requested", r->cancel_requested > 0);
+	rk_json_add_str_or_null(o, "takeover_reason", r->takeover_reason);
+	rk_json_add_str_or_null(o, "lease_bot", r->lease_bot);
+	if (r->lease_fence > 0)
+		cJSON_AddNumberToObject(o, "lease_fence", (double)r->lease_fence);
+	else
+		cJSON_AddNullToObject(o, "lease_fence");
 	if (r->worker_pid >= 0)
 		cJSON_AddNumberToObject(o, "worker_pid", (double)r->worker_pid);
 	else
@@ -100,6 +125,9 @@ static int run_list(struct cmd_ctx *ctx)
 		return r;
 	if (o_computer && (r = rk_db_computer_get(ctx->eng->db, o_computer, &c, &ctx->err)))
 		return r;
+	struct rk_error e;
+	if (rk_run_reap(ctx->eng, NULL, &e))
+		rk_log(RK_LOG_WARN, "stale runs: %s", e.message);
 	struct rk_run_row *rows;
 	size_t n;
 	r = rk_db_run_list(ctx->eng->db, o_computer ? c.id : NULL, (size_t)o_limit, &rows, &n, &ctx->err);
@@ -121,12 +149,180 @@ static int run_show(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "ID");
 	if (r || (r = cmd_engine(ctx)))
 		return r;
+	struct rk_error e;
+	if (rk_run_reap(ctx->eng, NULL, &e))
+		rk_log(RK_LOG_WARN, "stale runs: %s", e.message);
 	struct rk_run_row row = {0};
 	if ((r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
+		return r;
+	cJSON *o = run_to_json(&row);
+	/* counters from its stored events */
+	struct rk_run_event *ev = NULL;
+	size_t n = 0;
+	int64_t after = 0, events = 0, calls = 0, errors = 0, takeovers = 0, last = 0;
+	while ((r = rk_db_run_events_after(ctx->eng->db, row.id, after, 1000, &ev, &n, &ctx->err)) == 0 && n) {
+		for (size_t i = 0; i < n; i++) {
+			events++;
+			last = ev[i].seq;
+			if (!strcmp(ev[i].type, "tool.call"))
+				calls++;
+			else if (!strcmp(ev[i].type, "tool.result") && strstr(ev[i].data, "\"error\":{"))
+				errors++;
+			else if (!strcmp(ev[i].type, "run.waiting_takeover"))
+				takeovers++;
+		}
+		after = ev[n - 1].seq;
+		rk_run_events_free(ev, n);
+		ev = NULL;
+	}
+	rk_run_row_release(&row);
+	if (r) {
+		cJSON_Delete(o);
+		return r;
+	}
+	cJSON *k = cJSON_AddObjectToObject(o, "counters");
+	cJSON_AddNumberToObject(k, "events", (double)events);
+	cJSON_AddNumberToObject(k, "last_seq", (double)last);
+	cJSON_AddNumberToObject(k, "tool_calls", (double)calls);
+	cJSON_AddNumberToObject(k, "tool_errors", (double)errors);
+	cJSON_AddNumberToObject(k, "takeovers", (double)takeovers);
+	out_doc(o);
+	return 0;
+}
+
+/* One stored event as a human line. */
+static char *event_line(const cJSON *ev)
+{
+	const char *type = rk_json_string(ev, "type", "");
+	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(ev, "seq");
+	struct rk_buf b = RK_BUF_INIT;
+	rk_buf_init(&b);
+	rk_buf_printf(&b, "%4lld %s %-20s", cJSON_IsNumber(seq) ? (long long)seq->valuedouble : 0LL,
+		      rk_json_string(ev, "time", ""), type);
+	if (!strcmp(type, "tool.call")) {
+		char *a = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(ev, "arguments"));
+		rk_buf_printf(&b, " %s %.200s", rk_json_string(ev, "name", ""), a ? a : "");
+		free(a);
+	} else if (!strcmp(type, "tool.result")) {
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(ev, "error");
+		if (e)
+			rk_buf_printf(&b, " %s error: %.200s", rk_json_string(ev, "name", ""),
+				      rk_json_string(e, "message", ""));
+		else
+			rk_buf_printf(&b, " %s %.200s", rk_json_string(ev, "name", ""), rk_json_string(ev, "output", ""));
+	} else if (!strcmp(type, "model.turn")) {
+		const char *text = rk_json_string(ev, "text", NULL);
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(ev, "step");
+		rk_buf_printf(&b, " step %d%s%.200s", cJSON_IsNumber(st) ? st->valueint : 0, text ? ": " : "",
+			      text ? text : "");
+	} else if (!strcmp(type, "run.finished")) {
+		rk_buf_printf(&b, " %s", rk_json_string(ev, "state", ""));
+		const char *ans = rk_json_string(ev, "answer", NULL);
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(ev, "error");
+		if (ans)
+			rk_buf_printf(&b, ": %.300s", ans);
+		else if (e)
+			rk_buf_printf(&b, ": %.300s", rk_json_string(e, "message", ""));
+	} else if (!strcmp(type, "run.waiting_takeover")) {
+		rk_buf_printf(&b, " %s", rk_json_string(ev, "reason", ""));
+	} else if (!strcmp(type, "run.takeover_ended")) {
+		rk_buf_printf(&b, " %s", rk_json_string(ev, "note", ""));
+	} else if (!strcmp(type, "run.interrupted")) {
+		rk_buf_printf(&b, " %s", rk_json_string(ev, "error", ""));
+	} else if (!strcmp(type, "run.started")) {
+		rk_buf_printf(&b, " on %s with %s", rk_json_string(ev, "computer", ""), rk_json_string(ev, "model", ""));
+	}
+	return rk_buf_detach(&b, NULL);
+}
+
+static int run_logs(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "ID");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	struct rk_run_row row = {0};
+	if ((r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
+		return r;
+	char *id = rk_xstrdup(row.id);
+	rk_run_row_release(&row);
+	int64_t after = o_after;
+	int64_t next_reap = 0;
+	for (;;) {
+		struct rk_run_event *ev = NULL;
+		size_t n = 0;
+		if ((r = rk_db_run_events_after(ctx->eng->db, id, after, 1000, &ev, &n, &ctx->err)))
+			break;
+		for (size_t i = 0; i < n; i++) {
+			cJSON *doc = cJSON_Parse(ev[i].data);
+			if (!doc)
+				continue;
+			if (opt_json) {
+				out_stream(doc, NULL);
+			} else {
+				char *line = event_line(doc);
+				out_stream(doc, line);
+				free(line);
+			}
+			after = ev[i].seq;
+		}
+		rk_run_events_free(ev, n);
+		fflush(stdout);
+		if (n == 1000)
+			continue;
+		if (!o_follow)
+			break;
+		/* --follow: until the run has ended and its last event is out */
+		if (rk_monotonic_ms() >= next_reap) {
+			struct rk_error e;
+			rk_run_reap(ctx->eng, NULL, &e);
+			next_reap = rk_monotonic_ms() + 2000;
+		}
+		if ((r = rk_db_run_get(ctx->eng->db, id, &row, &ctx->err)))
+			break;
+		int ended = rk_run_state_is_final(row.state);
+		rk_run_row_release(&row);
+		if (ended) {
+			int64_t last = 0;
+			if ((r = rk_db_run_event_last(ctx->eng->db, id, &last, &ctx->err)) || last <= after)
+				break;
+			continue;
+		}
+		rk_sleep_ms(200);
+	}
+	free(id);
+	return r;
+}
+
+/* The run's record as a document. */
+static int print_run(struct cmd_ctx *ctx, const char *id)
+{
+	struct rk_run_row row = {0};
+	int r = rk_db_run_get(ctx->eng->db, id, &row, &ctx->err);
+	if (r)
 		return r;
 	out_doc(run_to_json(&row));
 	rk_run_row_release(&row);
 	return 0;
+}
+
+static int run_cancel(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "ID");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	if ((r = rk_run_cancel(ctx->eng, ctx->args[0], o_wait * 1000, &ctx->err)))
+		return r;
+	return print_run(ctx, ctx->args[0]);
+}
+
+static int run_continue(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "ID");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	if ((r = rk_run_continue(ctx->eng, ctx->args[0], o_note, &ctx->err)))
+		return r;
+	return print_run(ctx, ctx->args[0]);
 }
 
 /* Progress on a terminal, or the NDJSON stream. */
@@ -187,6 +383,60 @@ static int read_task(struct cmd_ctx *ctx, int first, struct rk_buf *task)
 	return 0;
 }
 
+/* Runs fn with SIGINT/SIGTERM interrupting the run and SIGUSR1 waking it. */
+struct signals {
+	struct sigaction old_int, old_term, old_usr1;
+};
+
+static void signals_on(struct signals *s)
+{
+	struct sigaction sa = {0};
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &s->old_int);
+	sigaction(SIGTERM, &sa, &s->old_term);
+	sigaction(SIGUSR1, &sa, &s->old_usr1);
+}
+
+static void signals_off(struct signals *s)
+{
+	sigaction(SIGINT, &s->old_int, NULL);
+	sigaction(SIGTERM, &s->old_term, NULL);
+	sigaction(SIGUSR1, &s->old_usr1, NULL);
+}
+
+/* After a run here: the answer on stdout (human mode), or the error named. */
+static int run_done(struct cmd_ctx *ctx, const char *id, int r)
+{
+	if (r == 0 && !opt_json) {
+		struct rk_run_row row = {0};
+		struct rk_error e;
+		if (rk_db_run_get(ctx->eng->db, id, &row, &e) == 0 && row.final_answer)
+			puts(row.final_answer);
+		rk_run_row_release(&row);
+		out_progress("run %s completed", id);
+	} else if (r && id) {
+		rk_error_prefix(&ctx->err, "run %s failed", id);
+	}
+	return r;
+}
+
+/* --detach: the id (human) or the queued run (JSON) on stdout. */
+static int print_detached(struct cmd_ctx *ctx, const char *id)
+{
+	struct rk_run_row row = {0};
+	int r = rk_db_run_get(ctx->eng->db, id, &row, &ctx->err);
+	if (r)
+		return r;
+	if (opt_json)
+		out_doc(run_to_json(&row));
+	else
+		puts(id);
+	rk_run_row_release(&row);
+	out_progress("run %s detached: `rakazo run logs %s --follow`", id, id);
+	return 0;
+}
+
 static int run_task(struct cmd_ctx *ctx, int first)
 {
 	struct rk_buf task = RK_BUF_INIT;
@@ -204,44 +454,66 @@ static int run_task(struct cmd_ctx *ctx, int first)
 	mf.max_retries = (int)o_retries;
 	struct rk_run_options ro = {.computer = o_computer, .bot = o_bot, .thread = o_thread, .task = task.data,
 				    .model = &mf, .max_steps = (int)o_max_steps, .max_wall_ms = o_max_wall * 1000,
-				    .max_tokens = o_max_tokens, .cancel = &cancel_flag};
-	struct sigaction sa = {0}, old_int, old_term;
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
+				    .max_tokens = o_max_tokens, .cancel = &cancel_flag, .wake = &wake_flag};
 	char *id = NULL;
-	r = rk_run_start(ctx->eng, &ro, on_event, NULL, &id, &ctx->err);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	if (r == 0 && !opt_json) {
-		struct rk_run_row row = {0};
-		struct rk_error e;
-		if (rk_db_run_get(ctx->eng->db, id, &row, &e) == 0 && row.final_answer)
-			puts(row.final_answer);
-		rk_run_row_release(&row);
-		out_progress("run %s completed", id);
-	} else if (r && id) {
-		rk_error_prefix(&ctx->err, "run %s failed", id);
+	if (o_detach) {
+		r = rk_run_create(ctx->eng, &ro, &id, &ctx->err);
+		if (r == 0 && (r = rk_run_detach(ctx->eng, id, &ctx->err)) == 0)
+			r = print_detached(ctx, id);
+	} else {
+		struct signals sg;
+		signals_on(&sg);
+		r = rk_run_start(ctx->eng, &ro, on_event, NULL, &id, &ctx->err);
+		signals_off(&sg);
+		r = run_done(ctx, id, r);
 	}
 	free(id);
 	rk_buf_release(&task);
 	return r;
 }
 
+static int run_resume(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "ID");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	struct rk_run_resume_options ro = {.max_steps = (int)o_max_steps, .max_wall_ms = o_max_wall * 1000,
+					   .max_tokens = o_max_tokens, .detach = o_detach};
+	struct rk_run_exec x = {on_event, NULL, &cancel_flag, &wake_flag};
+	struct rk_run_row row = {0};
+	if ((r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
+		return r;
+	char *id = rk_xstrdup(row.id);
+	rk_run_row_release(&row);
+	struct signals sg;
+	signals_on(&sg);
+	r = rk_run_resume(ctx->eng, id, &ro, &x, &ctx->err);
+	signals_off(&sg);
+	if (o_detach)
+		r = r ? r : print_detached(ctx, id);
+	else
+		r = run_done(ctx, id, r);
+	free(id);
+	return r;
+}
+
+static const struct {
+	const char *name;
+	cmd_fn fn;
+} verbs[] = {
+	{"list", run_list},     {"show", run_show},     {"logs", run_logs},
+	{"cancel", run_cancel}, {"resume", run_resume}, {"continue", run_continue},
+};
+
 static int run_main(struct cmd_ctx *ctx)
 {
 	const char *verb = ctx->nargs ? ctx->args[0] : NULL;
-	if (verb && !strcmp(verb, "list")) {
+	for (size_t i = 0; verb && i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+		if (strcmp(verb, verbs[i].name))
+			continue;
 		ctx->args++, ctx->nargs--;
-		int r = run_list(ctx);
+		int r = verbs[i].fn(ctx);
 		ctx->args--, ctx->nargs++; /* main.c frees the array it made */
-		return r;
-	}
-	if (verb && !strcmp(verb, "show")) {
-		ctx->args++, ctx->nargs--;
-		int r = run_show(ctx);
-		ctx->args--, ctx->nargs++;
 		return r;
 	}
 	if (verb && !strcmp(verb, "start"))
@@ -251,8 +523,8 @@ static int run_main(struct cmd_ctx *ctx)
 
 const struct cmd_entry cmd_run = {
 	.name = "run",
-	.args = "[options] [start] TASK... | - | list | show ID",
-	.summary = "run an agent on a computer, or list and show runs",
+	.args = "[options] [start] TASK... | - | list | show ID | logs ID | cancel ID | resume ID | continue ID",
+	.summary = "run an agent on a computer; list, show, follow, cancel, resume and continue runs",
 	.description =
 		"`rakazo run TASK...` runs the agent loop here until the model answers (exit 0, the answer on\n"
 		"stdout) or the run fails: max_steps, max_wall or max_tokens (exit 1, 6 for max_wall), a model\n"
@@ -260,7 +532,13 @@ const struct cmd_entry cmd_run = {
 		"TASK reads the task from stdin. With --json the run's events stream as NDJSON on stdout\n"
 		"(run.started, model.turn, tool.call, tool.result, run.checkpoint, run.finished); a failure\n"
 		"also puts one error line on stderr. `list` and `show ID` show recorded runs. The verbs count\n"
-		"only as the first argument on its own: a task whose first word is one needs `start`.",
+		"only as the first argument on its own: a task whose first word is one needs `start`.\n"
+		"--detach starts the run in a process of its own and prints its id. `logs ID [--follow]\n"
+		"[--after N]` prints its stored events; `cancel ID` stops it at its next step (its shell\n"
+		"sessions killed); `resume ID` continues an interrupted run (or one failed by a limit or the\n"
+		"model) from its stored conversation; `continue ID [--note TEXT]` ends the takeover a run\n"
+		"waits in (request_takeover). A second run of the same bot on the same computer is a conflict\n"
+		"(exit 4) while the first is live.",
 	.opts = run_opts,
 	.run = run_main,
 };

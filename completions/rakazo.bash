@@ -61,7 +61,7 @@ _rakazo_static() {
 	"checkpoint import") words="--json --help" ;;
 	"checkpoint verify") words="--revision --deep --all --json --help" ;;
 	"checkpoint gc") words="--json --help" ;;
-	"run") words="--computer --bot --thread --model --model-base-url --model-retries --max-steps --max-wall --max-tokens --limit --json --help" ;;
+	"run") words="--computer --bot --thread --model --model-base-url --model-retries --max-steps --max-wall --max-tokens --limit --detach --follow --after --wait --note --json --help" ;;
 	"doctor") words="--json --help" ;;
 	"worker") words="--once --idle-exit --json --help" ;;
 	"help") words="--json --help" ;;

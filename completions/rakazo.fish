@@ -234,6 +234,11 @@ complete -c rakazo -n "__rakazo_at run" -l max-steps
 complete -c rakazo -n "__rakazo_at run" -l max-wall
 complete -c rakazo -n "__rakazo_at run" -l max-tokens
 complete -c rakazo -n "__rakazo_at run" -l limit
+complete -c rakazo -n "__rakazo_at run" -l detach
+complete -c rakazo -n "__rakazo_at run" -l follow
+complete -c rakazo -n "__rakazo_at run" -l after
+complete -c rakazo -n "__rakazo_at run" -l wait
+complete -c rakazo -n "__rakazo_at run" -l note
 complete -c rakazo -n "__rakazo_at run" -l json
 complete -c rakazo -n "__rakazo_at run" -l help
 complete -c rakazo -n "__rakazo_at doctor" -l json

@@ -154,6 +154,31 @@ static const char *const migrations[] = {
 	"UPDATE computers SET ref_kind = kind WHERE provider_ref IS NOT NULL;"
 	"ALTER TABLE home_revisions ADD COLUMN kind TEXT NOT NULL DEFAULT 'snapshot';"
 	"ALTER TABLE home_revisions ADD COLUMN computer_id TEXT;",
+	/* 3: runs: their stored events (what the NDJSON stream prints, by
+	 * sequence), their conversation without image bytes (for resume), why
+	 * they ended, cancel requests, the execution lease's fence and takeovers.
+	 * Its SQL lives in db_runs.c. */
+	"ALTER TABLE runs ADD COLUMN reason TEXT;"
+	"ALTER TABLE runs ADD COLUMN options TEXT;"
+	"ALTER TABLE runs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE runs ADD COLUMN lease_bot TEXT;"
+	"ALTER TABLE runs ADD COLUMN lease_fence INTEGER;"
+	"ALTER TABLE runs ADD COLUMN takeover_reason TEXT;"
+	"ALTER TABLE runs ADD COLUMN takeover_note TEXT;"
+	"ALTER TABLE runs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"
+	"CREATE INDEX runs_live ON runs(state) WHERE state IN ('queued','running','waiting_takeover');"
+	"CREATE TABLE run_events ("
+	"  run_id TEXT NOT NULL,"
+	"  seq INTEGER NOT NULL,"
+	"  type TEXT NOT NULL,"
+	"  data TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (run_id, seq));"
+	"CREATE TABLE run_messages ("
+	"  run_id TEXT NOT NULL,"
+	"  seq INTEGER NOT NULL,"
+	"  data TEXT NOT NULL,"
+	"  PRIMARY KEY (run_id, seq));",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -99,7 +99,8 @@ static int step_one(struct rk_db *db, sqlite3_stmt *st, const char *id, const ch
 
 #define RUN_COLS                                                                                              \
 	"id, bot_id, thread_id, computer_id, task, model, state, final_answer, error, steps, input_tokens, "  \
-	"output_tokens, worker_pid, heartbeat_at, created_at, started_at, finished_at"
+	"output_tokens, worker_pid, heartbeat_at, created_at, started_at, finished_at, reason, options, "     \
+	"cancel_requested, lease_bot, lease_fence, takeover_reason, takeover_note, attempts"
 
 static void run_from_row(sqlite3_stmt *st, struct rk_run_row *r)
 {
@@ -120,6 +121,14 @@ static void run_from_row(sqlite3_stmt *st, struct rk_run_row *r)
 	r->created_at = col_int(st, 14);
 	r->started_at = col_int(st, 15);
 	r->finished_at = col_int(st, 16);
+	r->reason = col_text(st, 17);
+	r->options = col_text(st, 18);
+	r->cancel_requested = col_int(st, 19);
+	r->lease_bot = col_text(st, 20);
+	r->lease_fence = col_int(st, 21);
+	r->takeover_reason = col_text(st, 22);
+	r->takeover_note = col_text(st, 23);
+	r->attempts = col_int(st, 24);
 }
 
 void rk_run_row_release(struct rk_run_row *r)
@@ -135,6 +144,11 @@ void rk_run_row_release(struct rk_run_row *r)
 	free(r->state);
 	free(r->final_answer);
 	free(r->error);
+	free(r->reason);
+	free(r->options);
+	free(r->lease_bot);
+	free(r->takeover_reason);
+	free(r->takeover_note);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -150,8 +164,9 @@ int rk_db_run_insert(struct rk_db *db, const struct rk_run_row *r, struct rk_err
 	if (!r->id || !r->task || !rk_run_state_valid(r->state))
 		return rk_error_set(err, RK_EINVALID, "a run needs an id, a task and a valid state");
 	sqlite3_stmt *st = prep(db,
-				"INSERT INTO runs (id, bot_id, thread_id, computer_id, task, model, state, created_at) "
-				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+				"INSERT INTO runs (id, bot_id, thread_id, computer_id, task, model, state, created_at, "
+				"options, heartbeat_at, lease_bot, lease_fence) "
+				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8, ?10, ?11)",
 				err);
 	if (!st)
 		return -err->code;
@@ -163,6 +178,12 @@ int rk_db_run_insert(struct rk_db *db, const struct rk_run_row *r, struct rk_err
 	bind_text(st, 6, r->model);
 	bind_text(st, 7, r->state);
 	sqlite3_bind_int64(st, 8, r->created_at > 0 ? r->created_at : rk_now_ms());
+	bind_text(st, 9, r->options);
+	bind_text(st, 10, r->lease_bot);
+	if (r->lease_fence > 0)
+		sqlite3_bind_int64(st, 11, r->lease_fence);
+	else
+		sqlite3_bind_null(st, 11);
 	return step_done(db, st, "insert run", err);
 }
 
@@ -280,4 +301,242 @@ int rk_db_run_finish(struct rk_db *db, const char *id, const char *state, const 
 	bind_text(st, 4, error);
 	sqlite3_bind_int64(st, 5, rk_now_ms());
 	return step_one(db, st, id, "finish run", err);
+}
+
+int rk_db_run_set_meta(struct rk_db *db, const char *id, const char *reason, const char *options,
+		       struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"UPDATE runs SET reason = coalesce(?2, reason), options = coalesce(?3, options) "
+				"WHERE id = ?1",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id);
+	bind_text(st, 2, reason);
+	bind_text(st, 3, options);
+	return step_one(db, st, id, "set run meta", err);
+}
+
+int rk_db_run_begin_attempt(struct rk_db *db, const char *id, int64_t worker_pid, const char *lease_bot,
+			    int64_t lease_fence, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"UPDATE runs SET state = 'running', worker_pid = ?2, lease_bot = ?3, lease_fence = ?4, "
+				"attempts = attempts + 1, heartbeat_at = ?5, started_at = coalesce(started_at, ?5), "
+				"finished_at = NULL, reason = NULL, error = NULL, final_answer = NULL, "
+				"takeover_reason = NULL, takeover_note = NULL WHERE id = ?1",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id);
+	sqlite3_bind_int64(st, 2, worker_pid);
+	bind_text(st, 3, lease_bot);
+	bind_opt(st, 4, lease_fence);
+	sqlite3_bind_int64(st, 5, rk_now_ms());
+	return step_one(db, st, id, "begin run attempt", err);
+}
+
+int rk_db_run_request_cancel(struct rk_db *db, const char *id, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, "UPDATE runs SET cancel_requested = 1 WHERE id = ?1", err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id);
+	return step_one(db, st, id, "request run cancel", err);
+}
+
+int rk_db_run_wait_takeover(struct rk_db *db, const char *id, const char *reason, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"UPDATE runs SET state = 'waiting_takeover', takeover_reason = ?2, takeover_note = NULL, "
+				"heartbeat_at = ?3 WHERE id = ?1",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id);
+	bind_text(st, 2, reason);
+	sqlite3_bind_int64(st, 3, rk_now_ms());
+	return step_one(db, st, id, "run waits for a takeover", err);
+}
+
+int rk_db_run_end_takeover(struct rk_db *db, const char *id, const char *note, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"UPDATE runs SET state = 'running', takeover_note = ?2 "
+				"WHERE id = ?1 AND state = 'waiting_takeover'",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id);
+	bind_text(st, 2, note);
+	int r = step_done(db, st, "end run takeover", err);
+	return r ? r : sqlite3_changes(db->handle) > 0;
+}
+
+int rk_db_run_mark_interrupted(struct rk_db *db, const char *id, int64_t heartbeat_at, const char *reason,
+			       const char *error, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"UPDATE runs SET state = 'interrupted', reason = ?3, error = ?4, finished_at = ?5 "
+				"WHERE id = ?1 AND state IN ('queued','running','waiting_takeover') "
+				"AND coalesce(heartbeat_at, -1) = ?2",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id);
+	sqlite3_bind_int64(st, 2, heartbeat_at);
+	bind_text(st, 3, reason);
+	bind_text(st, 4, error);
+	sqlite3_bind_int64(st, 5, rk_now_ms());
+	int r = step_done(db, st, "mark run interrupted", err);
+	return r ? r : sqlite3_changes(db->handle) > 0;
+}
+
+int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, struct rk_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *st = prep(db,
+				"SELECT " RUN_COLS " FROM runs WHERE state IN ('queued','running','waiting_takeover') "
+				"ORDER BY created_at, rowid",
+				err);
+	if (!st)
+		return -err->code;
+	size_t cap = 0;
+	int rc, r = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			*out = rk_xrealloc(*out, cap * sizeof(**out));
+		}
+		memset(&(*out)[*n], 0, sizeof(**out));
+		run_from_row(st, &(*out)[(*n)++]);
+	}
+	if (rc != SQLITE_DONE) {
+		r = sql_error(db, err, "list live runs");
+		rk_run_rows_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+void rk_run_events_free(struct rk_run_event *ev, size_t n)
+{
+	for (size_t i = 0; ev && i < n; i++) {
+		free(ev[i].type);
+		free(ev[i].data);
+	}
+	free(ev);
+}
+
+int rk_db_run_event_append(struct rk_db *db, const char *run_id, int64_t seq, const char *type, const char *data,
+			   struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db,
+				"INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, run_id);
+	sqlite3_bind_int64(st, 2, seq);
+	bind_text(st, 3, type);
+	bind_text(st, 4, data);
+	sqlite3_bind_int64(st, 5, rk_now_ms());
+	return step_done(db, st, "store run event", err);
+}
+
+int rk_db_run_event_last(struct rk_db *db, const char *run_id, int64_t *seq, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, "SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = ?1", err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, run_id);
+	int r = 0;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*seq = sqlite3_column_int64(st, 0);
+	else
+		r = sql_error(db, err, "last run event");
+	sqlite3_finalize(st);
+	return r;
+}
+
+int rk_db_run_events_after(struct rk_db *db, const char *run_id, int64_t after, size_t limit,
+			   struct rk_run_event **out, size_t *n, struct rk_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *st = prep(db,
+				"SELECT seq, type, data, created_at FROM run_events WHERE run_id = ?1 AND seq > ?2 "
+				"ORDER BY seq LIMIT ?3",
+				err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, run_id);
+	sqlite3_bind_int64(st, 2, after);
+	sqlite3_bind_int64(st, 3, limit ? (int64_t)limit : 1000);
+	size_t cap = 0;
+	int rc, r = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 32;
+			*out = rk_xrealloc(*out, cap * sizeof(**out));
+		}
+		struct rk_run_event *e = &(*out)[(*n)++];
+		e->seq = sqlite3_column_int64(st, 0);
+		e->type = col_text(st, 1);
+		e->data = col_text(st, 2);
+		e->created_at = sqlite3_column_int64(st, 3);
+	}
+	if (rc != SQLITE_DONE) {
+		r = sql_error(db, err, "list run events");
+		rk_run_events_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int rk_db_run_message_append(struct rk_db *db, const char *run_id, int64_t seq, const char *data,
+			     struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, "INSERT INTO run_messages (run_id, seq, data) VALUES (?1, ?2, ?3)", err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, run_id);
+	sqlite3_bind_int64(st, 2, seq);
+	bind_text(st, 3, data);
+	return step_done(db, st, "store run message", err);
+}
+
+int rk_db_run_messages(struct rk_db *db, const char *run_id, char **json_array, struct rk_error *err)
+{
+	*json_array = NULL;
+	sqlite3_stmt *st = prep(db, "SELECT data FROM run_messages WHERE run_id = ?1 ORDER BY seq", err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, run_id);
+	struct rk_buf b = RK_BUF_INIT;
+	rk_buf_init(&b);
+	rk_buf_addc(&b, '[');
+	int rc, r = 0, first = 1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!first)
+			rk_buf_addc(&b, ',');
+		first = 0;
+		const char *t = (const char *)sqlite3_column_text(st, 0);
+		rk_buf_adds(&b, t ? t : "null");
+	}
+	rk_buf_addc(&b, ']');
+	if (rc != SQLITE_DONE) {
+		r = sql_error(db, err, "list run messages");
+		rk_buf_release(&b);
+	} else {
+		*json_array = rk_buf_detach(&b, NULL);
+	}
+	sqlite3_finalize(st);
+	return r;
 }

@@ -1,7 +1,9 @@
 #ifndef RK_DB_RUNS_H
 #define RK_DB_RUNS_H
-/* The runs table (migration 1 in db.c): one row per agent run. Its SQL lives
- * here, beside db.c. Strings in a record are malloc'd and owned by it. */
+/* The runs table (migration 1 in db.c, grown by migration 3) with its
+ * run_events and run_messages: one row per agent run, its events by
+ * sequence and its conversation. Its SQL lives here, beside db.c. Strings in
+ * a record are malloc'd and owned by it. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +19,13 @@ struct rk_run_row {
 	char *id, *bot_id, *thread_id, *computer_id, *task, *model, *state, *final_answer, *error;
 	int64_t steps, input_tokens, output_tokens;
 	int64_t worker_pid, heartbeat_at, created_at, started_at, finished_at; /* -1: none */
+	char *reason;          /* why it ended (max_steps, model, cancelled, stale ...), or NULL */
+	char *options;         /* JSON: the limits and model flags it was started with */
+	int64_t cancel_requested;
+	char *lease_bot;       /* the bot key of its execution lease */
+	int64_t lease_fence;   /* -1: it holds none */
+	char *takeover_reason, *takeover_note;
+	int64_t attempts;      /* times a process ran it (1 + resumes) */
 };
 void rk_run_row_release(struct rk_run_row *r);
 
@@ -39,5 +48,47 @@ int rk_db_run_heartbeat(struct rk_db *db, const char *id, struct rk_error *err);
 /* Ends the run: state (final), and the answer or the error (either may be NULL). */
 int rk_db_run_finish(struct rk_db *db, const char *id, const char *state, const char *final_answer,
 		     const char *error, struct rk_error *err);
+/* Sets the reason and options columns (either may be NULL: unchanged). */
+int rk_db_run_set_meta(struct rk_db *db, const char *id, const char *reason, const char *options,
+		       struct rk_error *err);
+
+/* A process takes the run: state running, worker_pid, attempts + 1, the
+ * lease it holds, the end fields cleared. */
+int rk_db_run_begin_attempt(struct rk_db *db, const char *id, int64_t worker_pid, const char *lease_bot,
+			    int64_t lease_fence, struct rk_error *err);
+/* Sets cancel_requested; RK_ENOTFOUND when there is no such run. */
+int rk_db_run_request_cancel(struct rk_db *db, const char *id, struct rk_error *err);
+/* running -> waiting_takeover with the model's reason. */
+int rk_db_run_wait_takeover(struct rk_db *db, const char *id, const char *reason, struct rk_error *err);
+/* waiting_takeover -> running with the person's note (may be NULL). Returns
+ * 1 when the run was waiting (and now is not), 0 when it was not. */
+int rk_db_run_end_takeover(struct rk_db *db, const char *id, const char *note, struct rk_error *err);
+/* Ends a live run (queued, running, waiting_takeover) as interrupted with
+ * reason and error, only while its heartbeat is still heartbeat_at (so a
+ * run that beat meanwhile is left alone). 1 when it was marked, 0 when not. */
+int rk_db_run_mark_interrupted(struct rk_db *db, const char *id, int64_t heartbeat_at, const char *reason,
+			       const char *error, struct rk_error *err);
+/* Live runs (queued, running, waiting_takeover), oldest first. */
+int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, struct rk_error *err);
+
+/* --- events: what the run's stream printed, by sequence (1, 2, ...) --- */
+struct rk_run_event {
+	int64_t seq, created_at;
+	char *type, *data; /* data: the whole event as JSON text */
+};
+void rk_run_events_free(struct rk_run_event *ev, size_t n);
+int rk_db_run_event_append(struct rk_db *db, const char *run_id, int64_t seq, const char *type, const char *data,
+			   struct rk_error *err);
+/* The highest seq stored for run_id (0: none). */
+int rk_db_run_event_last(struct rk_db *db, const char *run_id, int64_t *seq, struct rk_error *err);
+/* Events with seq > after, in order, at most limit (0: 1000). */
+int rk_db_run_events_after(struct rk_db *db, const char *run_id, int64_t after, size_t limit,
+			   struct rk_run_event **out, size_t *n, struct rk_error *err);
+
+/* --- the conversation, one JSON message per seq (no image bytes) --- */
+int rk_db_run_message_append(struct rk_db *db, const char *run_id, int64_t seq, const char *data,
+			     struct rk_error *err);
+/* The messages in order, as one JSON array text (malloc'd). */
+int rk_db_run_messages(struct rk_db *db, const char *run_id, char **json_array, struct rk_error *err);
 
 #endif
