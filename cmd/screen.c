@@ -337,6 +337,18 @@ static int need_bot(struct cmd_ctx *ctx, struct rk_computer *c)
 	return r;
 }
 
+/* {computer, bot_id, released: true} under --json. */
+static void print_released(const struct rk_computer *c)
+{
+	if (!opt_json)
+		return;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "computer", c->name);
+	cJSON_AddStringToObject(o, "bot_id", o_bot);
+	cJSON_AddBoolToObject(o, "released", 1);
+	out_doc(o);
+}
+
 static const struct rk_opt release_opts[] = {OPT_BOT, OPT_FENCE, OPT_END};
 
 static int run_release(struct cmd_ctx *ctx)
@@ -345,13 +357,8 @@ static int run_release(struct cmd_ctx *ctx)
 	int r = need_bot(ctx, &c);
 	if (r == 0)
 		r = rk_team_screen_release(ctx->eng, &c, o_bot, o_fence, &ctx->err);
-	if (r == 0 && opt_json) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "computer", c.name);
-		cJSON_AddStringToObject(o, "bot_id", o_bot);
-		cJSON_AddBoolToObject(o, "released", 1);
-		out_doc(o);
-	}
+	if (r == 0)
+		print_released(&c);
 	rk_computer_release(&c);
 	return r;
 }
@@ -382,13 +389,8 @@ static int run_release_control(struct cmd_ctx *ctx)
 	int r = need_bot(ctx, &c);
 	if (r == 0)
 		r = rk_team_release_control(ctx->eng, &c, o_bot, &ctx->err);
-	if (r == 0 && opt_json) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "computer", c.name);
-		cJSON_AddStringToObject(o, "bot_id", o_bot);
-		cJSON_AddBoolToObject(o, "released", 1);
-		out_doc(o);
-	}
+	if (r == 0)
+		print_released(&c);
 	rk_computer_release(&c);
 	return r;
 }

@@ -357,6 +357,11 @@ int rk_db_sql_error(struct rk_db *db, struct rk_error *err, const char *what)
 	return sql_error(db, err, what);
 }
 
+void rk_db_bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	bind_text(st, i, s);
+}
+
 /* --- open and migrate ------------------------------------------------------- */
 
 int rk_db_schema_version(struct rk_db *db)

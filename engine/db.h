@@ -35,6 +35,8 @@ int rk_db_exec(struct rk_db *db, const char *sql, struct rk_error *err);
 sqlite3_stmt *rk_db_prepare(struct rk_db *db, const char *sql, struct rk_error *err);
 int rk_db_step_done(struct rk_db *db, sqlite3_stmt *st, const char *what, struct rk_error *err);
 int rk_db_sql_error(struct rk_db *db, struct rk_error *err, const char *what);
+/* Binds s as text (a copy), or NULL. */
+void rk_db_bind_text(sqlite3_stmt *st, int i, const char *s);
 
 /* --- computers ---------------------------------------------------------- */
 struct rk_computer {

@@ -14,14 +14,6 @@
 #include "util/log.h"
 #include "util/time.h"
 
-static void bind_str(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
-}
-
 static int64_t env_ms(const char *name, int64_t def)
 {
 	const char *v = getenv(name);
@@ -43,7 +35,7 @@ static void set_active(struct rk_db *db, const char *computer_id, int64_t at, in
 					 NULL);
 	if (!st)
 		return;
-	bind_str(st, 1, computer_id);
+	rk_db_bind_text(st, 1, computer_id);
 	sqlite3_bind_int64(st, 2, at);
 	if (due > 0)
 		sqlite3_bind_int64(st, 3, due);
@@ -86,7 +78,7 @@ static char *busy_reason(struct rk_engine *eng, const struct rk_computer *c)
 		sqlite3_stmt *st = rk_db_prepare(eng->db, checks[i][0], NULL);
 		if (!st)
 			continue;
-		bind_str(st, 1, c->id);
+		rk_db_bind_text(st, 1, c->id);
 		sqlite3_bind_int64(st, 2, now);
 		char *why = NULL;
 		if (sqlite3_step(st) == SQLITE_ROW)
@@ -102,7 +94,7 @@ static char *busy_reason(struct rk_engine *eng, const struct rk_computer *c)
 					 NULL);
 	char *why = NULL;
 	if (st) {
-		bind_str(st, 1, c->id);
+		rk_db_bind_text(st, 1, c->id);
 		while (!why && sqlite3_step(st) == SQLITE_ROW)
 			if (pid_alive(sqlite3_column_int64(st, 1)))
 				why = rk_xasprintf("session %s is running", (const char *)sqlite3_column_text(st, 0));
@@ -134,7 +126,7 @@ static int64_t last_active(struct rk_engine *eng, const struct rk_computer *c)
 		" coalesce((SELECT max(finished_at) FROM lifecycle_executions WHERE computer_id = ?1), 0))",
 		NULL);
 	if (st) {
-		bind_str(st, 1, c->id);
+		rk_db_bind_text(st, 1, c->id);
 		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > last)
 			last = sqlite3_column_int64(st, 0);
 		sqlite3_finalize(st);
@@ -146,7 +138,7 @@ static void drop_schedule(struct rk_db *db, const char *computer_id)
 {
 	sqlite3_stmt *st = rk_db_prepare(db, "DELETE FROM idle_schedules WHERE computer_id = ?", NULL);
 	if (st) {
-		bind_str(st, 1, computer_id);
+		rk_db_bind_text(st, 1, computer_id);
 		rk_db_step_done(db, st, "drop idle schedule", NULL);
 	}
 }
@@ -218,7 +210,7 @@ cJSON *rk_idle_to_json(struct rk_engine *eng, const struct rk_computer *c)
 					 "SELECT last_active_at, due_at FROM idle_schedules WHERE computer_id = ?", NULL);
 	if (!st)
 		return NULL;
-	bind_str(st, 1, c->id);
+	rk_db_bind_text(st, 1, c->id);
 	cJSON *o = NULL;
 	char buf[40];
 	if (sqlite3_step(st) == SQLITE_ROW) {
@@ -254,8 +246,8 @@ static char *blocker(struct rk_engine *eng, const struct rk_computer *c, const c
 		NULL);
 	if (!st)
 		return NULL;
-	bind_str(st, 1, c->id);
-	bind_str(st, 2, bot);
+	rk_db_bind_text(st, 1, c->id);
+	rk_db_bind_text(st, 2, bot);
 	sqlite3_bind_int64(st, 3, rk_now_ms());
 	char *why = NULL;
 	if (sqlite3_step(st) == SQLITE_ROW)
@@ -269,7 +261,7 @@ static int drop_deferred(struct rk_db *db, const char *computer_id, struct rk_er
 	sqlite3_stmt *st = rk_db_prepare(db, "DELETE FROM deferred_checkpoints WHERE computer_id = ?", err);
 	if (!st)
 		return -err->code;
-	bind_str(st, 1, computer_id);
+	rk_db_bind_text(st, 1, computer_id);
 	return rk_db_step_done(db, st, "deferred checkpoint", err);
 }
 
@@ -286,9 +278,9 @@ int rk_idle_checkpoint(struct rk_engine *eng, const struct rk_computer *c, const
 						 err);
 		int r = st ? 0 : -err->code;
 		if (st) {
-			bind_str(st, 1, c->id);
-			bind_str(st, 2, reason);
-			bind_str(st, 3, why);
+			rk_db_bind_text(st, 1, c->id);
+			rk_db_bind_text(st, 2, reason);
+			rk_db_bind_text(st, 3, why);
 			sqlite3_bind_int64(st, 4, rk_now_ms());
 			r = rk_db_step_done(eng->db, st, "defer checkpoint", err);
 		}
@@ -308,7 +300,7 @@ int rk_idle_flush_deferred(struct rk_engine *eng, const struct rk_computer *c, s
 	sqlite3_stmt *st = rk_db_prepare(eng->db, "SELECT reason FROM deferred_checkpoints WHERE computer_id = ?", err);
 	if (!st)
 		return -err->code;
-	bind_str(st, 1, c->id);
+	rk_db_bind_text(st, 1, c->id);
 	char *reason = NULL;
 	if (sqlite3_step(st) == SQLITE_ROW)
 		reason = rk_xstrdup((const char *)sqlite3_column_text(st, 0));
@@ -340,7 +332,7 @@ cJSON *rk_idle_deferred_to_json(struct rk_db *db, const char *computer_id)
 					 NULL);
 	if (!st)
 		return NULL;
-	bind_str(st, 1, computer_id);
+	rk_db_bind_text(st, 1, computer_id);
 	cJSON *o = NULL;
 	char buf[40];
 	if (sqlite3_step(st) == SQLITE_ROW) {

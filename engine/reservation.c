@@ -12,14 +12,6 @@
 #include "util/log.h"
 #include "util/time.h"
 
-static void bind_str(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
-}
-
 static int64_t silent_ms(void)
 {
 	const char *v = getenv("RAKAZO_RESERVATION_SILENT_MS");
@@ -34,7 +26,7 @@ int rk_reservation_check(struct rk_db *db, const char *computer_id, struct rk_er
 					 err);
 	if (!st)
 		return -err->code;
-	bind_str(st, 1, computer_id);
+	rk_db_bind_text(st, 1, computer_id);
 	int r = 0;
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -62,9 +54,9 @@ static int record_phase(struct rk_db *db, const char *computer_id, const char *k
 					 err);
 	if (!st)
 		return -err->code;
-	bind_str(st, 1, computer_id);
-	bind_str(st, 2, kind);
-	bind_str(st, 3, phase);
+	rk_db_bind_text(st, 1, computer_id);
+	rk_db_bind_text(st, 2, kind);
+	rk_db_bind_text(st, 3, phase);
 	sqlite3_bind_int64(st, 4, rk_now_ms());
 	return rk_db_step_done(db, st, "reservation phase", err);
 }
@@ -86,7 +78,7 @@ int rk_reservation_begin(struct rk_engine *eng, const struct rk_computer *c, con
 					 err);
 	if (!st)
 		goto fail_code;
-	bind_str(st, 1, c->id);
+	rk_db_bind_text(st, 1, c->id);
 	sqlite3_bind_int64(st, 2, now);
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		r = rk_error_set(err, RK_ECONFLICT, "bot '%s' holds a live execution lease on computer '%s' (%s): stop it first",
@@ -108,9 +100,9 @@ int rk_reservation_begin(struct rk_engine *eng, const struct rk_computer *c, con
 			   err);
 	if (!st)
 		goto fail_code;
-	bind_str(st, 1, c->id);
-	bind_str(st, 2, kind);
-	bind_str(st, 3, eng->owner);
+	rk_db_bind_text(st, 1, c->id);
+	rk_db_bind_text(st, 2, kind);
+	rk_db_bind_text(st, 3, eng->owner);
 	sqlite3_bind_int64(st, 4, getpid());
 	sqlite3_bind_int64(st, 5, now);
 	sqlite3_bind_int64(st, 6, now);
@@ -142,9 +134,9 @@ static int own_update(struct rk_engine *eng, const char *computer_id, const char
 		rk_db_rollback(eng->db);
 		return -err->code;
 	}
-	bind_str(st, 1, computer_id);
+	rk_db_bind_text(st, 1, computer_id);
 	sqlite3_bind_int64(st, 2, getpid());
-	bind_str(st, 3, value);
+	rk_db_bind_text(st, 3, value);
 	sqlite3_bind_int64(st, 4, rk_now_ms());
 	char *kind = NULL;
 	if (sqlite3_step(st) == SQLITE_ROW)
@@ -187,7 +179,7 @@ int rk_reservation_heartbeat(struct rk_engine *eng, const char *computer_id, str
 	if (!st)
 		return -err->code;
 	sqlite3_bind_int64(st, 1, rk_now_ms());
-	bind_str(st, 2, computer_id);
+	rk_db_bind_text(st, 2, computer_id);
 	sqlite3_bind_int64(st, 3, getpid());
 	int r = rk_db_step_done(eng->db, st, "reservation heartbeat", err);
 	if (r == 0 && sqlite3_changes(eng->db->handle) == 0)
@@ -203,7 +195,7 @@ int rk_reservation_end(struct rk_engine *eng, const char *computer_id, struct rk
 					 err);
 	if (!st)
 		return -err->code;
-	bind_str(st, 1, computer_id);
+	rk_db_bind_text(st, 1, computer_id);
 	sqlite3_bind_int64(st, 2, getpid());
 	int r = rk_db_step_done(eng->db, st, "end reservation", err);
 	if (r == 0 && sqlite3_changes(eng->db->handle) == 0)
@@ -242,7 +234,7 @@ int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, s
 					 err);
 	if (!st)
 		return -err->code;
-	bind_str(st, 1, c->id);
+	rk_db_bind_text(st, 1, c->id);
 	if (sqlite3_step(st) != SQLITE_ROW) {
 		sqlite3_finalize(st);
 		return rk_error_set(err, RK_ENOTFOUND, "computer '%s' has no reservation", c->name);
@@ -284,7 +276,7 @@ int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, s
 		r = -err->code;
 		goto out;
 	}
-	bind_str(st, 1, c->id);
+	rk_db_bind_text(st, 1, c->id);
 	r = rk_db_step_done(eng->db, st, "release reservation", err);
 	if (r == 0)
 		rk_log(RK_LOG_INFO, "reservation %s: released by %s", c->id, eng->owner);
@@ -302,7 +294,7 @@ cJSON *rk_reservation_to_json(struct rk_db *db, const char *computer_id)
 					 NULL);
 	if (!st)
 		return NULL;
-	bind_str(st, 1, computer_id);
+	rk_db_bind_text(st, 1, computer_id);
 	cJSON *o = NULL;
 	char buf[40];
 	if (sqlite3_step(st) == SQLITE_ROW) {
@@ -325,7 +317,7 @@ cJSON *rk_reservation_to_json(struct rk_db *db, const char *computer_id)
 			   "FROM reservation_phases WHERE computer_id = ?1 AND phase = 'reserved'), 0) - 1 ORDER BY id",
 			   NULL);
 	if (st) {
-		bind_str(st, 1, computer_id);
+		rk_db_bind_text(st, 1, computer_id);
 		while (sqlite3_step(st) == SQLITE_ROW)
 			cJSON_AddItemToArray(phases, cJSON_CreateString((const char *)sqlite3_column_text(st, 0)));
 		sqlite3_finalize(st);

@@ -25,14 +25,6 @@ static char *col_text(sqlite3_stmt *st, int i)
 	return t ? rk_xstrdup((const char *)t) : NULL;
 }
 
-static void bind_str(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
-}
-
 static int is_team(const struct rk_computer *c)
 {
 	return c->mode && !strcmp(c->mode, "team");
@@ -144,9 +136,9 @@ int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot
 					 err);
 	if (!st)
 		return -err->code;
-	bind_str(st, 1, c->id);
-	bind_str(st, 2, bot);
-	bind_str(st, 3, c->provider_ref);
+	rk_db_bind_text(st, 1, c->id);
+	rk_db_bind_text(st, 2, bot);
+	rk_db_bind_text(st, 3, c->provider_ref);
 	int done = sqlite3_step(st) == SQLITE_ROW;
 	sqlite3_finalize(st);
 	if (done)
@@ -167,9 +159,9 @@ int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot
 			   err);
 	if (!st)
 		return -err->code;
-	bind_str(st, 1, c->id);
-	bind_str(st, 2, bot);
-	bind_str(st, 3, c->provider_ref);
+	rk_db_bind_text(st, 1, c->id);
+	rk_db_bind_text(st, 2, bot);
+	rk_db_bind_text(st, 3, c->provider_ref);
 	sqlite3_bind_int64(st, 4, rk_now_ms());
 	return rk_db_step_done(eng->db, st, "record team bot", err);
 }
@@ -189,8 +181,8 @@ int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char 
 					 err);
 	if (!st)
 		return -err->code;
-	bind_str(st, 1, computer_id);
-	bind_str(st, 2, bot_id);
+	rk_db_bind_text(st, 1, computer_id);
+	rk_db_bind_text(st, 2, bot_id);
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		*state = col_text(st, 0);
@@ -211,8 +203,8 @@ int rk_team_control_live(struct rk_db *db, const char *computer_id, const char *
 					 NULL);
 	if (!st)
 		return 0;
-	bind_str(st, 1, computer_id);
-	bind_str(st, 2, bot_id);
+	rk_db_bind_text(st, 1, computer_id);
+	rk_db_bind_text(st, 2, bot_id);
 	sqlite3_bind_int64(st, 3, rk_now_ms());
 	int live = sqlite3_step(st) == SQLITE_ROW;
 	if (live && holder)
@@ -335,8 +327,8 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 					 err);
 	if (!st)
 		goto fail;
-	bind_str(st, 1, c->id);
-	bind_str(st, 2, bot);
+	rk_db_bind_text(st, 1, c->id);
+	rk_db_bind_text(st, 2, bot);
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		out->slot = sqlite3_column_int(st, 0);
 		int releasing = !strcmp((const char *)sqlite3_column_text(st, 1), "releasing");
@@ -356,7 +348,7 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 			   "SELECT slot FROM display_slots WHERE computer_id = ? AND bot_id IS NOT NULL ORDER BY slot", err);
 	if (!st)
 		goto fail;
-	bind_str(st, 1, c->id);
+	rk_db_bind_text(st, 1, c->id);
 	int used = 0, next = multi_screen(c) ? 1 : 0;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		used++;
@@ -389,10 +381,10 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 		free(profile);
 		goto fail;
 	}
-	bind_str(st, 1, c->id);
+	rk_db_bind_text(st, 1, c->id);
 	sqlite3_bind_int(st, 2, next);
-	bind_str(st, 3, bot);
-	bind_str(st, 4, profile);
+	rk_db_bind_text(st, 3, bot);
+	rk_db_bind_text(st, 4, profile);
 	sqlite3_bind_int64(st, 5, rk_now_ms());
 	free(profile);
 	if ((r = rk_db_step_done(eng->db, st, "claim screen", err)))
@@ -400,7 +392,7 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 	st = rk_db_prepare(eng->db, "SELECT generation FROM display_slots WHERE computer_id = ? AND slot = ?", err);
 	if (!st)
 		goto fail;
-	bind_str(st, 1, c->id);
+	rk_db_bind_text(st, 1, c->id);
 	sqlite3_bind_int(st, 2, next);
 	out->generation = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 1;
 	sqlite3_finalize(st);
@@ -430,10 +422,10 @@ static void slot_set_state(struct rk_engine *eng, const char *computer_id, const
 		NULL);
 	if (!st)
 		return;
-	bind_str(st, 1, computer_id);
+	rk_db_bind_text(st, 1, computer_id);
 	sqlite3_bind_int(st, 2, s->slot);
 	sqlite3_bind_int64(st, 3, s->generation);
-	bind_str(st, 4, state);
+	rk_db_bind_text(st, 4, state);
 	sqlite3_bind_int64(st, 5, rk_now_ms());
 	rk_db_step_done(eng->db, st, "screen state", NULL);
 }
@@ -447,8 +439,8 @@ int rk_team_screen_slot(struct rk_engine *eng, const char *computer_id, const ch
 					 err);
 	if (!st)
 		return -err->code;
-	bind_str(st, 1, computer_id);
-	bind_str(st, 2, bot_id);
+	rk_db_bind_text(st, 1, computer_id);
+	rk_db_bind_text(st, 2, bot_id);
 	int r = 0;
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		*slot = sqlite3_column_int(st, 0);
@@ -499,32 +491,57 @@ static void screen_after(struct rk_engine *eng, struct rk_computer *c, const str
 		slot_set_state(eng, c->id, s, "releasing", 0);
 }
 
-int rk_team_screen_observe(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence,
-			   const struct rk_display_observe_options *opt, struct rk_display_shot *out,
-			   struct rk_error *err)
+/* A bot's screenshot (batch NULL) or batch of actions: the call's lease,
+ * the slot (claimed and started as needed), and the result stamped with
+ * bot_id, slot and generation. */
+static int screen_call(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence,
+		       const char *batch_json, int settle_ms, int observe,
+		       const struct rk_display_observe_options *opt, struct rk_display_shot *shot,
+		       struct rk_display_act_result *res, struct rk_error *err)
 {
-	memset(out, 0, sizeof(*out));
 	struct rk_team_call call;
-	int r = rk_team_call_begin(eng, c, bot, fence, RK_TEAM_USE_VIEW, &call, err);
+	int r = rk_team_call_begin(eng, c, bot, fence, batch_json ? RK_TEAM_USE_ACT : RK_TEAM_USE_VIEW, &call, err);
 	if (r)
 		return r;
-	struct slot s;
+	struct slot s = {0};
 	struct rk_display_observe_options o = {0};
 	if (opt)
 		o = *opt;
 	char *profile = NULL;
 	if ((r = screen_prepare(eng, c, bot, &s, &o, &profile, err)) == 0) {
-		r = rk_display_observe(eng, c, s.slot, &o, out, err);
+		if (batch_json) {
+			/* the display may have taken seconds to come up: the fence
+			 * and control are checked again right before the actions go */
+			char *holder = NULL;
+			if ((r = rk_team_call_check(eng, &call, err)) == 0 &&
+			    rk_team_control_live(eng->db, c->id, bot, &holder))
+				r = rk_error_set(err, RK_ECONFLICT, "%s took control of the screen of bot '%s'",
+						 holder ? holder : "a person", bot);
+			free(holder);
+			if (r == 0)
+				r = rk_display_act(eng, c, s.slot, batch_json, settle_ms, observe, &o, res, err);
+		} else {
+			r = rk_display_observe(eng, c, s.slot, &o, shot, err);
+		}
 		screen_after(eng, c, &s, r, err);
 		if (r == 0) {
-			cJSON_AddStringToObject(out->meta, "bot_id", bot);
-			cJSON_AddNumberToObject(out->meta, "slot", s.slot);
-			cJSON_AddNumberToObject(out->meta, "generation", (double)s.generation);
+			cJSON *doc = batch_json ? res->result : shot->meta;
+			cJSON_AddStringToObject(doc, "bot_id", bot);
+			cJSON_AddNumberToObject(doc, "slot", s.slot);
+			cJSON_AddNumberToObject(doc, "generation", (double)s.generation);
 		}
 	}
 	free(profile);
 	rk_team_call_end(eng, &call);
 	return r;
+}
+
+int rk_team_screen_observe(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence,
+			   const struct rk_display_observe_options *opt, struct rk_display_shot *out,
+			   struct rk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	return screen_call(eng, c, bot, fence, NULL, 0, 0, opt, out, NULL, err);
 }
 
 int rk_team_screen_act(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence,
@@ -533,35 +550,9 @@ int rk_team_screen_act(struct rk_engine *eng, struct rk_computer *c, const char 
 		       struct rk_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	struct rk_team_call call;
-	int r = rk_team_call_begin(eng, c, bot, fence, RK_TEAM_USE_ACT, &call, err);
-	if (r)
-		return r;
-	struct slot s;
-	struct rk_display_observe_options o = {0};
-	if (opt)
-		o = *opt;
-	char *profile = NULL;
-	if ((r = screen_prepare(eng, c, bot, &s, &o, &profile, err)) == 0) {
-		/* the display may have taken seconds to come up: the fence and
-		 * control are checked again right before the actions go */
-		char *holder = NULL;
-		if ((r = rk_team_call_check(eng, &call, err)) == 0 && rk_team_control_live(eng->db, c->id, bot, &holder))
-			r = rk_error_set(err, RK_ECONFLICT, "%s took control of the screen of bot '%s'",
-					 holder ? holder : "a person", bot);
-		free(holder);
-		if (r == 0)
-			r = rk_display_act(eng, c, s.slot, batch_json, settle_ms, observe, &o, out, err);
-		screen_after(eng, c, &s, r, err);
-		if (r == 0) {
-			cJSON_AddStringToObject(out->result, "bot_id", bot);
-			cJSON_AddNumberToObject(out->result, "slot", s.slot);
-			cJSON_AddNumberToObject(out->result, "generation", (double)s.generation);
-		}
-	}
-	free(profile);
-	rk_team_call_end(eng, &call);
-	return r;
+	if (!batch_json)
+		return rk_error_set(err, RK_EINVALID, "no batch given");
+	return screen_call(eng, c, bot, fence, batch_json, settle_ms, observe, opt, NULL, out, err);
 }
 
 /* Ends the Chromium on bot's profile cleanly, so its cookies and session
@@ -634,8 +625,8 @@ int rk_team_screen_release(struct rk_engine *eng, struct rk_computer *c, const c
 		rk_db_rollback(eng->db);
 		goto out;
 	}
-	bind_str(st, 1, c->id);
-	bind_str(st, 2, bot);
+	rk_db_bind_text(st, 1, c->id);
+	rk_db_bind_text(st, 2, bot);
 	int found = sqlite3_step(st) == SQLITE_ROW;
 	if (found) {
 		s.slot = sqlite3_column_int(st, 0);
@@ -676,7 +667,7 @@ int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSO
 					 err);
 	if (!st)
 		return -err->code;
-	bind_str(st, 1, c->id);
+	rk_db_bind_text(st, 1, c->id);
 	cJSON *arr = cJSON_CreateArray();
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		cJSON *o = cJSON_CreateObject();
@@ -769,41 +760,34 @@ int rk_team_takeover(struct rk_engine *eng, struct rk_computer *c, const char *b
 		goto fail;
 	}
 	rk_lease_release_record(&l);
-	sqlite3_stmt *st;
-	if (extend) {
-		st = rk_db_prepare(eng->db,
-				   "UPDATE control_leases SET expires_at = ?3 WHERE computer_id = ?1 AND bot_id = ?2 "
-				   "RETURNING lease_id",
-				   err);
-		if (!st) {
-			r = -err->code;
-			goto fail;
-		}
-		bind_str(st, 1, c->id);
-		bind_str(st, 2, bot);
-		sqlite3_bind_int64(st, 3, now + ttl);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			lease_id = col_text(st, 0);
-		sqlite3_finalize(st);
-	} else {
-		lease_id = rk_id_new("ctl");
-		st = rk_db_prepare(eng->db,
-				   "INSERT OR REPLACE INTO control_leases (computer_id, bot_id, holder, lease_id, "
-				   "expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-				   err);
-		if (!st) {
-			r = -err->code;
-			goto fail;
-		}
-		bind_str(st, 1, c->id);
-		bind_str(st, 2, bot);
-		bind_str(st, 3, eng->owner);
-		bind_str(st, 4, lease_id);
+	/* one upsert: a new lease, or the same person's extended (its id kept) */
+	char *new_id = rk_id_new("ctl");
+	sqlite3_stmt *st = rk_db_prepare(
+		eng->db,
+		"INSERT INTO control_leases (computer_id, bot_id, holder, lease_id, expires_at, created_at) VALUES "
+		"(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (computer_id, bot_id) DO UPDATE SET expires_at = ?5, "
+		"holder = CASE WHEN ?7 THEN holder ELSE ?3 END, lease_id = CASE WHEN ?7 THEN lease_id ELSE ?4 END, "
+		"created_at = CASE WHEN ?7 THEN created_at ELSE ?6 END RETURNING lease_id",
+		err);
+	if (st) {
+		rk_db_bind_text(st, 1, c->id);
+		rk_db_bind_text(st, 2, bot);
+		rk_db_bind_text(st, 3, eng->owner);
+		rk_db_bind_text(st, 4, new_id);
 		sqlite3_bind_int64(st, 5, now + ttl);
 		sqlite3_bind_int64(st, 6, now);
-		if ((r = rk_db_step_done(eng->db, st, "grant control", err)))
-			goto fail;
+		sqlite3_bind_int(st, 7, extend);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			lease_id = col_text(st, 0);
+		else
+			r = rk_db_sql_error(eng->db, err, "grant control");
+		sqlite3_finalize(st);
+	} else {
+		r = -err->code;
 	}
+	free(new_id);
+	if (r)
+		goto fail;
 	if ((r = rk_db_commit(eng->db, err)))
 		goto fail;
 	rk_idle_touch(eng, c->id);
@@ -855,8 +839,8 @@ int rk_team_release_control(struct rk_engine *eng, struct rk_computer *c, const 
 	sqlite3_stmt *st = rk_db_prepare(eng->db, "DELETE FROM control_leases WHERE computer_id = ? AND bot_id = ?", err);
 	if (!st)
 		return -err->code;
-	bind_str(st, 1, c->id);
-	bind_str(st, 2, bot);
+	rk_db_bind_text(st, 1, c->id);
+	rk_db_bind_text(st, 2, bot);
 	if ((r = rk_db_step_done(eng->db, st, "release control", err)))
 		return r;
 	rk_idle_touch(eng, c->id);
