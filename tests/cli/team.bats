@@ -445,3 +445,24 @@ EOF
 	rk screen release-control tc --bot alpha
 	rk screen release tc --bot alpha
 }
+
+@test "run: a bot's model tools work in its folder and on its own screen (rakazo run --bot)" {
+	local server=$BATS_TEST_DIRNAME/../../build/tests/emulators/model_server out=$BATS_TEST_TMPDIR/server.out
+	team t
+	printf 'the brief' | rk computer file write t shared/brief.txt
+	"$server" "$BATS_TEST_DIRNAME/../fixtures/scenarios/run_team.json" --report "$BATS_TEST_TMPDIR/report.json" \
+		>"$out" 2>"$BATS_TEST_TMPDIR/server.err" 3>&- 4>&- &
+	local spid=$!
+	wait_for "grep -q '^listening on ' '$out'" 10
+	export RAKAZO_MODEL_BASE_URL="$(sed -n 's|^listening on \(http://127.0.0.1:[0-9]*\)$|\1|p' "$out")/v1" RAKAZO_MODEL=scripted
+	run rk run --computer t --bot writer 'draft it'
+	wait "$spid"
+	[ "$status" -eq 0 ]
+	python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["completed"] and d["ok"] and d["failures"] == [], d["failures"]
+' "$BATS_TEST_TMPDIR/report.json"
+	[ "$(cat "$(home t)/bots/writer/draft.txt")" = "bot draft" ]
+	[ "$(rk screen list t --json | rk_json '[(s["slot"], s["bot_id"]) for s in d]')" = '[[1, "writer"]]' ]
+}
