@@ -181,6 +181,9 @@ int rk_idle_scan(struct rk_engine *eng, int *pending, struct rk_error *err)
 		struct rk_error e;
 		if (rk_idle_flush_deferred(eng, c, &e) < 0)
 			rk_log(RK_LOG_WARN, "idle: deferred checkpoint of %s: %s", c->id, e.message);
+		/* a stopped machine took its displays with it */
+		if (!strcmp(c->state, "stopped") || !strcmp(c->state, "failed"))
+			rk_team_screens_forget(eng, c->id, NULL);
 		if (strcmp(c->state, "running") != 0 || c->pause_after < 0) {
 			drop_schedule(eng->db, c->id);
 			continue;

@@ -659,6 +659,22 @@ out:
 	return r;
 }
 
+int rk_team_screens_forget(struct rk_engine *eng, const char *computer_id, struct rk_error *err)
+{
+	sqlite3_stmt *st = rk_db_prepare(eng->db,
+					 "UPDATE display_slots SET bot_id = NULL, profile = NULL, state = 'free', updated_at = ?2 "
+					 "WHERE computer_id = ?1 AND bot_id IS NOT NULL",
+					 err);
+	if (!st)
+		return -err->code;
+	rk_db_bind_text(st, 1, computer_id);
+	sqlite3_bind_int64(st, 2, rk_now_ms());
+	int r = rk_db_step_done(eng->db, st, "forget screens", err);
+	if (r == 0 && sqlite3_changes(eng->db->handle) > 0)
+		rk_log(RK_LOG_INFO, "team %s: the machine stopped: its bots' screens are free", computer_id);
+	return r;
+}
+
 int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSON **out, struct rk_error *err)
 {
 	sqlite3_stmt *st = rk_db_prepare(eng->db,

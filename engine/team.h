@@ -90,6 +90,9 @@ int rk_team_screen_act(struct rk_engine *eng, struct rk_computer *c, const char 
  * ("releasing") and a second release retries it. */
 int rk_team_screen_release(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence,
 			   struct rk_error *err);
+/* The machine's displays are gone (it stopped): every slot of the computer
+ * is free again; the bots' profiles stay. */
+int rk_team_screens_forget(struct rk_engine *eng, const char *computer_id, struct rk_error *err);
 /* [{slot, bot_id, state, generation, profile, control}] of c; owned by the caller. */
 int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSON **out, struct rk_error *err);
 /* describe()'s capabilities for c: {graphical, multiScreen, screen_limit, takeover, pty, persistentHome, snapshots}. */

@@ -154,6 +154,16 @@ EOF
 	expect_json_error 3 not_found rk screen release t --bot nobody --json
 }
 
+@test "team: a stopped computer's screens are free again (the worker notices); profiles stay" {
+	export RAKAZO_IDLE_SCAN_MS=100
+	team t
+	rk screen shot t --bot a --json >/dev/null
+	rk computer stop t --wait --json >/dev/null
+	wait_for "[ \"\$(rk screen list t --json)\" = '[]' ]" 10
+	[ -d "$(home t)/.browser-profiles/a" ]
+	[ "$(rk screen shot t --bot a --json | rk_json '[d["slot"], d["generation"]]')" = '[1, 2]' ]
+}
+
 @test "team: a bot's call takes its lease; with --fence it runs under the caller's, a stale one is refused" {
 	team t
 	local fence
