@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,8 +48,18 @@ static void set_active(struct rk_db *db, const char *computer_id, int64_t at, in
 
 void rk_idle_touch(struct rk_engine *eng, const char *computer_id)
 {
-	if (eng && eng->db && computer_id)
-		set_active(eng->db, computer_id, rk_now_ms(), 0);
+	/* at most once a second per process and computer: a screen loop
+	 * touches on every frame, and idleness is counted in seconds */
+	static char last_id[64];
+	static int64_t last_ms;
+	int64_t now = rk_now_ms();
+	if (!eng || !eng->db || !computer_id)
+		return;
+	if (now - last_ms < 1000 && !strcmp(last_id, computer_id))
+		return;
+	set_active(eng->db, computer_id, now, 0);
+	snprintf(last_id, sizeof(last_id), "%s", computer_id);
+	last_ms = now;
 }
 
 static int pid_alive(int64_t pid)
