@@ -13,10 +13,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../engine/checkpoint.h"
 #include "../engine/computer.h"
 #include "../engine/execution.h"
 #include "../engine/lease.h"
+#include "../engine/idle.h"
+#include "../engine/reservation.h"
 #include "../engine/session.h"
+#include "../engine/team.h"
 #include "../engine/util/buf.h"
 #include "../engine/util/fs.h"
 #include "../engine/util/id.h"
@@ -29,7 +33,8 @@
 /* options shared by several verbs (one process runs one verb) */
 static const char *o_key, *o_provider, *o_name, *o_mode, *o_options, *o_pause_after, *o_cwd, *o_output,
 	*o_outcome, *o_bot, *o_holder, *o_session, *o_what, *o_encoding;
-static int o_wait, o_no_desktop, o_tty, o_follow, o_executable, o_base64;
+static int o_wait, o_no_desktop, o_tty, o_follow, o_executable, o_base64, o_team, o_private;
+static const char *o_kind;
 static int64_t o_timeout = 300, o_rows = 24, o_cols = 80, o_yield = 0, o_max_output = RK_SESSION_OUTPUT_DEFAULT,
 	       o_after = 0, o_max_bytes = RK_FILE_READ_DEFAULT_MAX, o_ttl = RK_LEASE_DEFAULT_TTL_MS, o_fence = 0,
 	       o_revisions = 1, o_limit = 1000;
@@ -47,6 +52,27 @@ static int load_computer(struct cmd_ctx *ctx, const char *ref, struct rk_compute
 	if (r)
 		return r;
 	return rk_db_computer_get(ctx->eng->db, ref, c, &ctx->err);
+}
+
+#define OPT_FENCE OPT_INT("fence", 0, &o_fence, "TOKEN", "with --bot: act under this execution lease token", 1, INT64_MAX)
+#define OPT_FILE_BOT OPT_STRING("bot", 'b', &o_bot, "BOT", "as this bot: its lease, and its folder on a Team computer")
+
+/* A bot's call (engine/team.h): checks or takes its lease, makes its Team
+ * folders, and maps path to where the bot means it (*where, malloc'd). */
+static int bot_begin(struct cmd_ctx *ctx, struct rk_computer *c, const char *path, struct rk_team_call *call,
+		     char **where)
+{
+	*where = NULL;
+	if (o_fence && !o_bot)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "--fence is the token of a bot's lease: give --bot too");
+	if (!o_bot)
+		return 0;
+	int r = rk_team_path(c, o_bot, path, where, &ctx->err);
+	if (r == 0 && (r = rk_team_call_begin(ctx->eng, c, o_bot, o_fence, RK_TEAM_USE_WORK, call, &ctx->err)) != 0) {
+		free(*where);
+		*where = NULL;
+	}
+	return r;
 }
 
 /* Prints a receipt, or waits and prints the finished execution. */
@@ -170,6 +196,8 @@ static const struct rk_opt create_opts[] = {
 	OPT_STRING("provider", 'p', &o_provider, "NAME", "provider: docker (default) or fake"),
 	OPT_STRING("name", 'n', &o_name, "NAME", "the computer's name (letters, digits, - _ .)"),
 	OPT_STRING("mode", 0, &o_mode, "team|private", "a Team computer shared by bots, or a Private one (default)"),
+	OPT_BOOL("team", 0, &o_team, "a Team computer: bots work in bots/<bot>/, shared work in shared/"),
+	OPT_BOOL("private", 0, &o_private, "a Private computer: the whole workspace is the bot's home"),
 	OPT_BOOL("no-desktop", 0, &o_no_desktop, "no graphical desktop"),
 	OPT_STRING("pause-after", 0, &o_pause_after, "SECONDS|never", "pause when idle this long (default 600)"),
 	OPT_INT("revisions", 0, &o_revisions, "N", "workspace checkpoints to keep (default 1)", 1, 1000),
@@ -185,6 +213,10 @@ static int run_create(struct cmd_ctx *ctx)
 	const char *name = o_name ? o_name : ctx->nargs ? ctx->args[0] : NULL;
 	if (!name)
 		return rk_error_set(&ctx->err, RK_EUSAGE, "a computer needs a name: --name NAME");
+	if (o_team + o_private + !!o_mode > 1)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "give one of --team, --private or --mode");
+	if (o_team || o_private)
+		o_mode = o_team ? "team" : "private";
 	cJSON *body = cJSON_CreateObject();
 	cJSON_AddStringToObject(body, "name", name);
 	cJSON_AddStringToObject(body, "provider", o_provider ? o_provider : "docker");
@@ -257,6 +289,18 @@ static int run_show(struct cmd_ctx *ctx)
 	} else {
 		cJSON_AddNullToObject(doc, "execution_id");
 	}
+	/* Team computers (issue 8): describe()'s capabilities, the bots' screens,
+	 * a reservation, the idle schedule and a deferred checkpoint */
+	cJSON_AddItemToObject(doc, "capabilities", rk_team_capabilities(&c));
+	cJSON *screens = NULL;
+	if (rk_team_screen_list(ctx->eng, &c, &screens, &e2) == 0)
+		cJSON_AddItemToObject(doc, "screens", screens);
+	cJSON *j = rk_reservation_to_json(ctx->eng->db, c.id);
+	cJSON_AddItemToObject(doc, "reservation", j ? j : cJSON_CreateNull());
+	j = rk_idle_to_json(ctx->eng, &c);
+	cJSON_AddItemToObject(doc, "idle", j ? j : cJSON_CreateNull());
+	j = rk_idle_deferred_to_json(ctx->eng->db, c.id);
+	cJSON_AddItemToObject(doc, "deferred_checkpoint", j ? j : cJSON_CreateNull());
 	rk_computer_release(&c);
 	out_doc(doc);
 	return 0;
@@ -482,7 +526,8 @@ static const struct rk_opt exec_opts[] = {
 		INT64_MAX),
 	OPT_INT("max-output", 0, &o_max_output, "BYTES", "at most this much new output per answer (default 65536)", 1,
 		64 * 1024 * 1024),
-	OPT_STRING("bot", 0, &o_bot, "BOT", "the bot on whose behalf it runs (for history)"),
+	OPT_STRING("bot", 0, &o_bot, "BOT", "the bot it runs for: its lease, its folder on a Team computer, history"),
+	OPT_FENCE,
 	OPT_END,
 };
 
@@ -506,7 +551,11 @@ static int run_exec(struct cmd_ctx *ctx)
 	const char **env = rk_xcalloc((size_t)o_env.n + 1, sizeof(*env));
 	for (int i = 0; i < o_env.n; i++)
 		env[i] = o_env.items[i];
-	struct rk_session_request req = {.command = cmd.data, .cwd = o_cwd, .env = env, .tty = o_tty,
+	struct rk_team_call call = {0};
+	char *cwd = NULL;
+	if ((r = bot_begin(ctx, &c, o_cwd, &call, &cwd)))
+		goto out;
+	struct rk_session_request req = {.command = cmd.data, .cwd = cwd ? (*cwd ? cwd : NULL) : o_cwd, .env = env, .tty = o_tty,
 					 .rows = (int)o_rows, .cols = (int)o_cols, .yield_ms = o_yield,
 					 .max_output = (size_t)o_max_output, .bot_id = o_bot};
 	struct rk_session_reply rep = {0};
@@ -514,6 +563,9 @@ static int run_exec(struct cmd_ctx *ctx)
 	if (r == 0)
 		r = print_reply(ctx, &rep);
 	rk_session_reply_release(&rep);
+	rk_team_call_end(ctx->eng, &call);
+out:
+	free(cwd);
 	free(env);
 	rk_buf_release(&cmd);
 	rk_computer_release(&c);
@@ -684,6 +736,8 @@ static int run_history(struct cmd_ctx *ctx)
 
 /* --- files ------------------------------------------------------------------------- */
 
+static const struct rk_opt file_opts[] = {OPT_FILE_BOT, OPT_FENCE, OPT_END};
+
 static int run_file_list(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 1, 2, "COMPUTER [PATH]");
@@ -692,7 +746,13 @@ static int run_file_list(struct cmd_ctx *ctx)
 		return r;
 	struct rk_file_entry *es;
 	size_t n;
-	r = rk_computer_file_list(ctx->eng, &c, ctx->nargs > 1 ? ctx->args[1] : "", &es, &n, &ctx->err);
+	struct rk_team_call call = {0};
+	char *where = NULL;
+	const char *path = ctx->nargs > 1 ? ctx->args[1] : "";
+	if ((r = bot_begin(ctx, &c, path, &call, &where)) == 0)
+		r = rk_computer_file_list(ctx->eng, &c, where ? where : path, &es, &n, &ctx->err);
+	rk_team_call_end(ctx->eng, &call);
+	free(where);
 	rk_computer_release(&c);
 	if (r)
 		return r;
@@ -725,6 +785,8 @@ static const struct rk_opt read_opts[] = {
 	OPT_STRING("output", 'o', &o_output, "FILE", "write the bytes to FILE (- for stdout)"),
 	OPT_INT("max-bytes", 0, &o_max_bytes, "N", "refuse files larger than this (default 16 MiB)", 1, RK_FILE_READ_LIMIT),
 	OPT_STRING("encoding", 0, &o_encoding, "utf8|base64", "with --json: how content is given (default: utf8 when valid)"),
+	OPT_FILE_BOT,
+	OPT_FENCE,
 	OPT_END,
 };
 
@@ -740,7 +802,13 @@ static int run_file_read(struct cmd_ctx *ctx)
 		return r;
 	struct rk_buf data;
 	rk_buf_init(&data);
-	r = rk_computer_file_read(ctx->eng, &c, ctx->args[1], (size_t)o_max_bytes, &data, &ctx->err);
+	struct rk_team_call call = {0};
+	char *where = NULL;
+	if ((r = bot_begin(ctx, &c, ctx->args[1], &call, &where)) == 0)
+		r = rk_computer_file_read(ctx->eng, &c, where ? where : ctx->args[1], (size_t)o_max_bytes, &data,
+					  &ctx->err);
+	rk_team_call_end(ctx->eng, &call);
+	free(where);
 	rk_computer_release(&c);
 	if (r)
 		goto out;
@@ -786,6 +854,8 @@ out:
 static const struct rk_opt write_opts[] = {
 	OPT_BOOL("executable", 'x', &o_executable, "mark the file executable (mode 0700; else 0600)"),
 	OPT_BOOL("base64", 0, &o_base64, "the input is base64 text to decode"),
+	OPT_FILE_BOT,
+	OPT_FENCE,
 	OPT_END,
 };
 
@@ -814,8 +884,16 @@ static int run_file_write(struct cmd_ctx *ctx)
 		free(bin);
 	}
 	struct rk_computer c = {0};
-	if (r == 0 && (r = load_computer(ctx, ctx->args[0], &c)) == 0)
-		r = rk_computer_file_write(ctx->eng, &c, ctx->args[1], data.data, data.len, o_executable, &ctx->err);
+	struct rk_team_call call = {0};
+	char *where = NULL;
+	if (r == 0 && (r = load_computer(ctx, ctx->args[0], &c)) == 0 &&
+	    (r = bot_begin(ctx, &c, ctx->args[1], &call, &where)) == 0)
+		r = rk_computer_file_write(ctx->eng, &c, where ? where : ctx->args[1], data.data, data.len, o_executable,
+					   &ctx->err);
+	rk_team_call_end(ctx->eng, &call);
+	if (r == 0 && where && strcmp(where, ctx->args[1]))
+		out_progress("wrote %s", where);
+	free(where);
 	rk_computer_release(&c);
 	if (r == 0) {
 		cJSON *o = cJSON_CreateObject();
@@ -837,7 +915,12 @@ static int run_file_remove(struct cmd_ctx *ctx)
 	struct rk_computer c = {0};
 	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
 		return r;
-	r = rk_computer_file_remove(ctx->eng, &c, ctx->args[1], &ctx->err);
+	struct rk_team_call call = {0};
+	char *where = NULL;
+	if ((r = bot_begin(ctx, &c, ctx->args[1], &call, &where)) == 0)
+		r = rk_computer_file_remove(ctx->eng, &c, where ? where : ctx->args[1], &ctx->err);
+	rk_team_call_end(ctx->eng, &call);
+	free(where);
 	rk_computer_release(&c);
 	if (r == 0 && opt_json) {
 		cJSON *o = cJSON_CreateObject();
@@ -849,10 +932,10 @@ static int run_file_remove(struct cmd_ctx *ctx)
 }
 
 static const struct cmd_verb file_verbs[] = {
-	{"list", "COMPUTER [PATH]", "list a directory (name, type, size, mtime)", no_opts, run_file_list, NULL},
+	{"list", "COMPUTER [PATH]", "list a directory (name, type, size, mtime)", file_opts, run_file_list, NULL},
 	{"read", "COMPUTER PATH", "print a file (bytes; --json gives utf8 or base64)", read_opts, run_file_read, NULL},
 	{"write", "COMPUTER PATH [FILE|-]", "write a file from FILE or stdin", write_opts, run_file_write, NULL},
-	{"remove", "COMPUTER PATH", "remove a file or an empty directory", no_opts, run_file_remove, NULL},
+	{"remove", "COMPUTER PATH", "remove a file or an empty directory", file_opts, run_file_remove, NULL},
 	{0},
 };
 
@@ -1092,6 +1175,107 @@ static const struct cmd_verb image_verbs[] = {
 
 /* --- the table ----------------------------------------------------------------------------- */
 
+/* --- reservations: update and recovery jobs ---------------------------------------------- */
+
+static const struct rk_opt job_opts[] = {
+	OPT_STRING("kind", 0, &o_kind, "update|recovery", "what the job is (default update)"),
+	OPT_END,
+};
+
+/* An update or recovery job: holds the computer's reservation while COMMAND
+ * runs in it (a session), storing its phases and heartbeating. */
+static int run_job(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 2, -1, "COMPUTER -- COMMAND...");
+	struct rk_computer c = {0};
+	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
+		return r;
+	const char *kind = o_kind ? o_kind : "update";
+	struct rk_buf cmd;
+	rk_buf_init(&cmd);
+	for (int i = 1; i < ctx->nargs; i++)
+		rk_buf_printf(&cmd, "%s%s", i > 1 ? " " : "", ctx->args[i]);
+	struct rk_session_reply rep = {0};
+	struct rk_buf output;
+	rk_buf_init(&output);
+	if ((r = rk_reservation_begin(ctx->eng, &c, kind, &ctx->err)))
+		goto out;
+	if (!strcmp(kind, "update")) {
+		/* the workspace as it was, in case the update goes wrong */
+		if ((r = rk_reservation_phase(ctx->eng, c.id, "checkpoint", &ctx->err)) ||
+		    (r = rk_checkpoint_create(ctx->eng, &c, "update", 1, NULL, &ctx->err)))
+			goto end;
+	}
+	if ((r = rk_reservation_phase(ctx->eng, c.id, "running", &ctx->err)))
+		goto end;
+	/* a short first wait, so the session is on record at once */
+	struct rk_session_request req = {.command = cmd.data, .yield_ms = RK_SESSION_YIELD_MIN_MS, .max_output = 1 << 20};
+	if ((r = rk_session_start(ctx->eng, &c, &req, &rep, &ctx->err)))
+		goto end;
+	rk_buf_add(&output, rep.output, rep.output_len);
+	if (rep.session && (r = rk_reservation_operation(ctx->eng, c.id, rep.session, &ctx->err)))
+		goto end;
+	while (rep.running) {
+		char *sid = rk_xstrdup(rep.session);
+		rk_session_reply_release(&rep);
+		if ((r = rk_reservation_heartbeat(ctx->eng, c.id, &ctx->err)) ||
+		    (r = rk_session_input(ctx->eng, c.id, sid, "", 0, 1000, 1 << 20, &rep, &ctx->err))) {
+			free(sid);
+			goto end;
+		}
+		free(sid);
+		rk_buf_add(&output, rep.output, rep.output_len);
+	}
+	if ((r = rk_reservation_phase(ctx->eng, c.id, "done", &ctx->err)))
+		goto end;
+end:
+	if (r == 0 || ctx->err.code != RK_ESTALE) {
+		struct rk_error e2;
+		if (rk_reservation_end(ctx->eng, c.id, &e2) != 0 && r == 0)
+			r = rk_error_set(&ctx->err, e2.code, "%s", e2.message);
+	}
+	if (r == 0) {
+		if (opt_json) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "computer", c.name);
+			cJSON_AddStringToObject(o, "kind", kind);
+			cJSON_AddNumberToObject(o, "exit_code", rep.exited ? rep.exit_code : -1);
+			rk_buf_add(&output, "", 1);
+			cJSON_AddStringToObject(o, "output", output.data);
+			out_doc(o);
+		} else {
+			fwrite(output.data, 1, output.len, stdout);
+			fflush(stdout);
+		}
+		if (!rep.exited || rep.exit_code != 0)
+			r = rk_error_set(&ctx->err, RK_EFAILED, "the %s command %s", kind,
+					 rep.lost ? "was lost with the machine" : "did not exit with status 0");
+	}
+out:
+	rk_session_reply_release(&rep);
+	rk_buf_release(&output);
+	rk_buf_release(&cmd);
+	rk_computer_release(&c);
+	return r;
+}
+
+static int run_release(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
+	struct rk_computer c = {0};
+	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
+		return r;
+	r = rk_reservation_release(ctx->eng, &c, &ctx->err);
+	if (r == 0 && opt_json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "computer", c.name);
+		cJSON_AddBoolToObject(o, "released", 1);
+		out_doc(o);
+	}
+	rk_computer_release(&c);
+	return r;
+}
+
 static const struct cmd_verb computer_verbs[] = {
 	{"create", "--name NAME [--provider P]", "create a computer (a saved command)", create_opts, run_create, NULL},
 	{"list", "", "list computers", no_opts, run_list, NULL},
@@ -1113,6 +1297,10 @@ static const struct cmd_verb computer_verbs[] = {
 	{"export", "COMPUTER [-o FILE]", "the whole workspace as a tar stream", export_opts, run_export, NULL},
 	{"import", "COMPUTER [FILE|-]", "unpack a tar stream into the workspace", no_opts, run_import, NULL},
 	{"lease", "VERB ...", "fenced execution leases: acquire, renew, release, write, show", NULL, NULL, lease_verbs},
+	{"job", "COMPUTER [--kind update|recovery] -- COMMAND...",
+	 "run an update or recovery job: it reserves the computer while COMMAND runs", job_opts, run_job, NULL},
+	{"release", "COMPUTER", "free the reservation of a job that stopped (its owner only)", no_opts, run_release,
+	 NULL},
 	{"image", "VERB ...", "the computer image: build, tag", NULL, NULL, image_verbs},
 	{"providers", "", "list providers and their capabilities", no_opts, run_providers, NULL},
 	{0},

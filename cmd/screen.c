@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../engine/display.h"
+#include "../engine/team.h"
 #include "../engine/util/buf.h"
 #include "../engine/util/fs.h"
 #include "../engine/util/json.h"
@@ -20,11 +21,13 @@
 #include "cmd.h"
 #include "out.h"
 
-static int64_t o_display = 0, o_max_w = 0, o_max_h = 0, o_settle = -1, o_interval = 100;
-static const char *o_output, *o_actions, *o_consumer;
+static int64_t o_display = 0, o_max_w = 0, o_max_h = 0, o_settle = -1, o_interval = 100, o_fence = 0, o_ttl = 0;
+static const char *o_output, *o_actions, *o_consumer, *o_bot;
 static int o_no_observe;
 
 #define OPT_DISPLAY OPT_INT("display", 'd', &o_display, "N", "display number (default 0)", 0, 63)
+#define OPT_BOT OPT_STRING("bot", 'b', &o_bot, "BOT", "the bot's own screen (started on its first call)")
+#define OPT_FENCE OPT_INT("fence", 0, &o_fence, "TOKEN", "with --bot: act under this execution lease token", 1, INT64_MAX)
 #define OPT_SIZE                                                                                             \
 	OPT_INT("max-width", 0, &o_max_w, "PX", "downscale the image to at most this width (aspect kept)", 0,   \
 		10000),                                                                                     \
@@ -37,6 +40,16 @@ static int load(struct cmd_ctx *ctx, struct rk_computer *c)
 	if (r || (r = cmd_engine(ctx)))
 		return r;
 	return rk_db_computer_get(ctx->eng->db, ctx->args[0], c, &ctx->err);
+}
+
+/* --bot picks the bot's screen; --display and --fence do not mix with it that way. */
+static int bot_or_display(struct cmd_ctx *ctx)
+{
+	if (o_bot && o_display)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "--bot gives the bot's own screen: leave out --display");
+	if (o_fence && !o_bot)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "--fence is the token of a bot's lease: give --bot too");
+	return 0;
 }
 
 /* Writes png to o_output (a file, or - for stdout); stdout only when not a terminal. */
@@ -67,6 +80,8 @@ static int write_png(struct cmd_ctx *ctx, const unsigned char *png, size_t len, 
 
 static const struct rk_opt shot_opts[] = {
 	OPT_DISPLAY,
+	OPT_BOT,
+	OPT_FENCE,
 	OPT_STRING("output", 'o', &o_output, "FILE", "write the PNG to FILE (- for stdout)"),
 	OPT_SIZE,
 	OPT_END,
@@ -78,9 +93,12 @@ static int run_shot(struct cmd_ctx *ctx)
 	int r = load(ctx, &c);
 	if (r)
 		return r;
-	struct rk_display_observe_options oo = {(int)o_max_w, (int)o_max_h, o_consumer};
+	struct rk_display_observe_options oo = {.max_width = (int)o_max_w, .max_height = (int)o_max_h,
+						.consumer = o_consumer};
 	struct rk_display_shot shot = {0};
-	r = rk_display_observe(ctx->eng, &c, (int)o_display, &oo, &shot, &ctx->err);
+	if ((r = bot_or_display(ctx)) == 0)
+		r = o_bot ? rk_team_screen_observe(ctx->eng, &c, o_bot, o_fence, &oo, &shot, &ctx->err)
+			  : rk_display_observe(ctx->eng, &c, (int)o_display, &oo, &shot, &ctx->err);
 	if (r == 0 && (r = write_png(ctx, shot.png, shot.png_len, shot.meta)) == 0 && (opt_json || (o_output && strcmp(o_output, "-")))) {
 		out_doc(shot.meta);
 		shot.meta = NULL;
@@ -92,6 +110,8 @@ static int run_shot(struct cmd_ctx *ctx)
 
 static const struct rk_opt act_opts[] = {
 	OPT_DISPLAY,
+	OPT_BOT,
+	OPT_FENCE,
 	OPT_STRING("actions", 'a', &o_actions, "JSON|@FILE|-", "the batch: a JSON array of actions, or {\"actions\":[...]}"),
 	OPT_INT("settle-ms", 0, &o_settle, "MS", "quiet time that ends settling (default 300, at most 3000)", 0, 3000),
 	OPT_BOOL("no-observe", 0, &o_no_observe, "no screenshot afterwards"),
@@ -123,10 +143,14 @@ static int run_act(struct cmd_ctx *ctx)
 	if (r == 0)
 		r = load(ctx, &c);
 	if (r == 0) {
-		struct rk_display_observe_options oo = {(int)o_max_w, (int)o_max_h, o_consumer};
+		struct rk_display_observe_options oo = {.max_width = (int)o_max_w, .max_height = (int)o_max_h,
+							.consumer = o_consumer};
 		struct rk_display_act_result res = {0};
-		r = rk_display_act(ctx->eng, &c, (int)o_display, batch.data, (int)o_settle, o_no_observe ? 0 : -1, &oo,
-				   &res, &ctx->err);
+		if ((r = bot_or_display(ctx)) == 0)
+			r = o_bot ? rk_team_screen_act(ctx->eng, &c, o_bot, o_fence, batch.data, (int)o_settle,
+						       o_no_observe ? 0 : -1, &oo, &res, &ctx->err)
+				  : rk_display_act(ctx->eng, &c, (int)o_display, batch.data, (int)o_settle,
+						   o_no_observe ? 0 : -1, &oo, &res, &ctx->err);
 		if (r == 0 && (r = write_png(ctx, res.png, res.png_len, NULL)) == 0 && (opt_json || !res.png || (o_output && strcmp(o_output, "-")))) {
 			out_doc(res.result);
 			res.result = NULL;
@@ -265,7 +289,8 @@ static int run_watch(struct cmd_ctx *ctx)
 		struct winsize ws = {0};
 		ioctl(1, TIOCGWINSZ, &ws);
 		int cols = ws.ws_col ? ws.ws_col : 80, rows = ws.ws_row ? ws.ws_row : 24;
-		struct rk_display_observe_options oo = {cols, (rows - 1) * 2, watch_resized ? NULL : consumer};
+		struct rk_display_observe_options oo = {.max_width = cols, .max_height = (rows - 1) * 2,
+							.consumer = watch_resized ? NULL : consumer};
 		if (watch_resized) {
 			fputs("\033[2J", stdout);
 			watch_resized = 0;
@@ -302,6 +327,90 @@ static int run_watch(struct cmd_ctx *ctx)
 	return r;
 }
 
+/* --- a bot's screen: release, takeover, control ------------------------------------------ */
+
+static int need_bot(struct cmd_ctx *ctx, struct rk_computer *c)
+{
+	int r = load(ctx, c);
+	if (r == 0 && !o_bot)
+		r = rk_error_set(&ctx->err, RK_EUSAGE, "--bot BOT is required");
+	return r;
+}
+
+/* {computer, bot_id, released: true} under --json. */
+static void print_released(const struct rk_computer *c)
+{
+	if (!opt_json)
+		return;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "computer", c->name);
+	cJSON_AddStringToObject(o, "bot_id", o_bot);
+	cJSON_AddBoolToObject(o, "released", 1);
+	out_doc(o);
+}
+
+static const struct rk_opt release_opts[] = {OPT_BOT, OPT_FENCE, OPT_END};
+
+static int run_release(struct cmd_ctx *ctx)
+{
+	struct rk_computer c = {0};
+	int r = need_bot(ctx, &c);
+	if (r == 0)
+		r = rk_team_screen_release(ctx->eng, &c, o_bot, o_fence, &ctx->err);
+	if (r == 0)
+		print_released(&c);
+	rk_computer_release(&c);
+	return r;
+}
+
+static const struct rk_opt takeover_opts[] = {
+	OPT_BOT,
+	OPT_INT("ttl-ms", 0, &o_ttl, "MS", "how long control lasts (default 15 min, RAKAZO_TAKEOVER_TTL_MS)", 1000,
+		86400000),
+	OPT_END,
+};
+
+static int run_takeover(struct cmd_ctx *ctx)
+{
+	struct rk_computer c = {0};
+	int r = need_bot(ctx, &c);
+	cJSON *o = NULL;
+	if (r == 0 && (r = rk_team_takeover(ctx->eng, &c, o_bot, o_ttl, &o, &ctx->err)) == 0)
+		out_doc(o);
+	rk_computer_release(&c);
+	return r;
+}
+
+static const struct rk_opt control_opts[] = {OPT_BOT, OPT_END};
+
+static int run_release_control(struct cmd_ctx *ctx)
+{
+	struct rk_computer c = {0};
+	int r = need_bot(ctx, &c);
+	if (r == 0)
+		r = rk_team_release_control(ctx->eng, &c, o_bot, &ctx->err);
+	if (r == 0)
+		print_released(&c);
+	rk_computer_release(&c);
+	return r;
+}
+
+static const struct rk_opt no_opts[] = {OPT_END};
+
+static int run_list(struct cmd_ctx *ctx)
+{
+	struct rk_computer c = {0};
+	int r = load(ctx, &c);
+	cJSON *arr = NULL;
+	if (r == 0 && (r = rk_team_screen_list(ctx->eng, &c, &arr, &ctx->err)) == 0) {
+		static const struct out_col cols[] = {{"slot", "SLOT"}, {"bot_id", "BOT"}, {"state", "STATE"},
+						      {"generation", "GENERATION"}, {"control", "CONTROL"}, {0}};
+		out_list(arr, cols);
+	}
+	rk_computer_release(&c);
+	return r;
+}
+
 static const struct cmd_verb screen_verbs[] = {
 	{"shot", "COMPUTER [-o FILE|-]", "take a screenshot (PNG; --json gives its metadata)", shot_opts, run_shot, NULL},
 	{"act", "COMPUTER --actions JSON|@FILE|-", "run a batch of actions, settle, and take a screenshot", act_opts,
@@ -310,6 +419,13 @@ static const struct cmd_verb screen_verbs[] = {
 	{"watch", "COMPUTER", "watch the desktop live in the terminal (truecolor half blocks)", watch_opts, run_watch,
 	 NULL},
 	{"close", "COMPUTER", "close the display: its holder and its desktop stack", info_opts, run_close, NULL},
+	{"list", "COMPUTER", "the bots' screens: slot, bot, state, generation, who has control", no_opts, run_list, NULL},
+	{"release", "COMPUTER --bot BOT", "close a bot's desktop (Chromium cleanly; its profile stays)", release_opts,
+	 run_release, NULL},
+	{"takeover", "COMPUTER --bot BOT", "take exclusive control of a bot's screen (stop the bot first)",
+	 takeover_opts, run_takeover, NULL},
+	{"release-control", "COMPUTER --bot BOT", "give control of a bot's screen back", control_opts,
+	 run_release_control, NULL},
 	{0},
 };
 

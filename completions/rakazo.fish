@@ -29,10 +29,12 @@ complete -c rakazo -l outcome -xa "succeeded failed"
 complete -c rakazo -l encoding -xa "utf8 base64"
 
 complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run doctor worker help version"
-complete -c rakazo -n "__rakazo_at computer" -a "create list show pause resume stop delete execution exec input resize kill sessions history file export import lease image providers"
+complete -c rakazo -n "__rakazo_at computer" -a "create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers"
 complete -c rakazo -n "__rakazo_at computer create" -l provider
 complete -c rakazo -n "__rakazo_at computer create" -l name
 complete -c rakazo -n "__rakazo_at computer create" -l mode
+complete -c rakazo -n "__rakazo_at computer create" -l team
+complete -c rakazo -n "__rakazo_at computer create" -l private
 complete -c rakazo -n "__rakazo_at computer create" -l no-desktop
 complete -c rakazo -n "__rakazo_at computer create" -l pause-after
 complete -c rakazo -n "__rakazo_at computer create" -l revisions
@@ -88,6 +90,7 @@ complete -c rakazo -n "__rakazo_at computer exec" -l cols
 complete -c rakazo -n "__rakazo_at computer exec" -l yield-ms
 complete -c rakazo -n "__rakazo_at computer exec" -l max-output
 complete -c rakazo -n "__rakazo_at computer exec" -l bot
+complete -c rakazo -n "__rakazo_at computer exec" -l fence
 complete -c rakazo -n "__rakazo_at computer exec" -l json
 complete -c rakazo -n "__rakazo_at computer exec" -l help
 complete -c rakazo -n "__rakazo_at computer input" -l yield-ms
@@ -108,17 +111,25 @@ complete -c rakazo -n "__rakazo_at computer history" -l limit
 complete -c rakazo -n "__rakazo_at computer history" -l json
 complete -c rakazo -n "__rakazo_at computer history" -l help
 complete -c rakazo -n "__rakazo_at computer file" -a "list read write remove"
+complete -c rakazo -n "__rakazo_at computer file list" -l bot
+complete -c rakazo -n "__rakazo_at computer file list" -l fence
 complete -c rakazo -n "__rakazo_at computer file list" -l json
 complete -c rakazo -n "__rakazo_at computer file list" -l help
 complete -c rakazo -n "__rakazo_at computer file read" -l output
 complete -c rakazo -n "__rakazo_at computer file read" -l max-bytes
 complete -c rakazo -n "__rakazo_at computer file read" -l encoding
+complete -c rakazo -n "__rakazo_at computer file read" -l bot
+complete -c rakazo -n "__rakazo_at computer file read" -l fence
 complete -c rakazo -n "__rakazo_at computer file read" -l json
 complete -c rakazo -n "__rakazo_at computer file read" -l help
 complete -c rakazo -n "__rakazo_at computer file write" -l executable
 complete -c rakazo -n "__rakazo_at computer file write" -l base64
+complete -c rakazo -n "__rakazo_at computer file write" -l bot
+complete -c rakazo -n "__rakazo_at computer file write" -l fence
 complete -c rakazo -n "__rakazo_at computer file write" -l json
 complete -c rakazo -n "__rakazo_at computer file write" -l help
+complete -c rakazo -n "__rakazo_at computer file remove" -l bot
+complete -c rakazo -n "__rakazo_at computer file remove" -l fence
 complete -c rakazo -n "__rakazo_at computer file remove" -l json
 complete -c rakazo -n "__rakazo_at computer file remove" -l help
 complete -c rakazo -n "__rakazo_at computer export" -l output
@@ -162,6 +173,11 @@ complete -c rakazo -n "__rakazo_at computer lease show" -l fence
 complete -c rakazo -n "__rakazo_at computer lease show" -l what
 complete -c rakazo -n "__rakazo_at computer lease show" -l json
 complete -c rakazo -n "__rakazo_at computer lease show" -l help
+complete -c rakazo -n "__rakazo_at computer job" -l kind
+complete -c rakazo -n "__rakazo_at computer job" -l json
+complete -c rakazo -n "__rakazo_at computer job" -l help
+complete -c rakazo -n "__rakazo_at computer release" -l json
+complete -c rakazo -n "__rakazo_at computer release" -l help
 complete -c rakazo -n "__rakazo_at computer image" -a "build tag"
 complete -c rakazo -n "__rakazo_at computer image build" -l json
 complete -c rakazo -n "__rakazo_at computer image build" -l help
@@ -169,8 +185,10 @@ complete -c rakazo -n "__rakazo_at computer image tag" -l json
 complete -c rakazo -n "__rakazo_at computer image tag" -l help
 complete -c rakazo -n "__rakazo_at computer providers" -l json
 complete -c rakazo -n "__rakazo_at computer providers" -l help
-complete -c rakazo -n "__rakazo_at screen" -a "shot act info watch close"
+complete -c rakazo -n "__rakazo_at screen" -a "shot act info watch close list release takeover release-control"
 complete -c rakazo -n "__rakazo_at screen shot" -l display
+complete -c rakazo -n "__rakazo_at screen shot" -l bot
+complete -c rakazo -n "__rakazo_at screen shot" -l fence
 complete -c rakazo -n "__rakazo_at screen shot" -l output
 complete -c rakazo -n "__rakazo_at screen shot" -l max-width
 complete -c rakazo -n "__rakazo_at screen shot" -l max-height
@@ -178,6 +196,8 @@ complete -c rakazo -n "__rakazo_at screen shot" -l consumer
 complete -c rakazo -n "__rakazo_at screen shot" -l json
 complete -c rakazo -n "__rakazo_at screen shot" -l help
 complete -c rakazo -n "__rakazo_at screen act" -l display
+complete -c rakazo -n "__rakazo_at screen act" -l bot
+complete -c rakazo -n "__rakazo_at screen act" -l fence
 complete -c rakazo -n "__rakazo_at screen act" -l actions
 complete -c rakazo -n "__rakazo_at screen act" -l settle-ms
 complete -c rakazo -n "__rakazo_at screen act" -l no-observe
@@ -197,6 +217,19 @@ complete -c rakazo -n "__rakazo_at screen watch" -l help
 complete -c rakazo -n "__rakazo_at screen close" -l display
 complete -c rakazo -n "__rakazo_at screen close" -l json
 complete -c rakazo -n "__rakazo_at screen close" -l help
+complete -c rakazo -n "__rakazo_at screen list" -l json
+complete -c rakazo -n "__rakazo_at screen list" -l help
+complete -c rakazo -n "__rakazo_at screen release" -l bot
+complete -c rakazo -n "__rakazo_at screen release" -l fence
+complete -c rakazo -n "__rakazo_at screen release" -l json
+complete -c rakazo -n "__rakazo_at screen release" -l help
+complete -c rakazo -n "__rakazo_at screen takeover" -l bot
+complete -c rakazo -n "__rakazo_at screen takeover" -l ttl-ms
+complete -c rakazo -n "__rakazo_at screen takeover" -l json
+complete -c rakazo -n "__rakazo_at screen takeover" -l help
+complete -c rakazo -n "__rakazo_at screen release-control" -l bot
+complete -c rakazo -n "__rakazo_at screen release-control" -l json
+complete -c rakazo -n "__rakazo_at screen release-control" -l help
 complete -c rakazo -n "__rakazo_at checkpoint" -a "create list show restore export import verify gc"
 complete -c rakazo -n "__rakazo_at checkpoint create" -l reason
 complete -c rakazo -n "__rakazo_at checkpoint create" -l no-quiesce

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "db_runs.h"
+#include "idle.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -289,7 +291,15 @@ int rk_checkpoint_run_end(struct rk_engine *eng, const char *computer_id, const 
 	char *reason = run_id ? rk_xasprintf("%s:%s", failed ? "run-failed" : "run", run_id)
 			      : rk_xstrdup(failed ? "run-failed" : "run");
 	struct rk_error e2;
-	r = rk_checkpoint_create(eng, &c, reason, 0, NULL, failed ? &e2 : err);
+	/* on a Team computer, deferred while another bot or a person is at work (issue 6, engine/idle.h) */
+	struct rk_run_row run = {0};
+	const char *bot = NULL;
+	if (run_id && rk_db_run_get(eng->db, run_id, &run, NULL) == 0)
+		bot = run.bot_id;
+	r = rk_idle_checkpoint(eng, &c, bot, reason, failed ? &e2 : err);
+	rk_run_row_release(&run);
+	if (r > 0)
+		r = 0; /* deferred: made when the last lease or control ends */
 	if (r && failed) {
 		rk_log(RK_LOG_WARN, "checkpoint after failed run %s: %s", run_id ? run_id : "", e2.message);
 		r = 0;

@@ -179,6 +179,68 @@ static const char *const migrations[] = {
 	"  seq INTEGER NOT NULL,"
 	"  data TEXT NOT NULL,"
 	"  PRIMARY KEY (run_id, seq));",
+	/* 4: Team computers (issue 8). display_slots: one row per (computer,
+	 * slot), a bot's screen while bot_id is set; generation grows each time
+	 * the slot gets a new tenant. control_leases: a person's control of a
+	 * bot's screen. computer_reservations is remade computer-level (the
+	 * display-shaped table of migration 1 was never used): an update or
+	 * recovery job's hold on the whole computer. team_bots: bots that have
+	 * used a computer and the machine ref their folders were made on.
+	 * deferred_checkpoints and idle_schedules: issue 6's Team deferral and
+	 * pause_after. */
+	"CREATE TABLE display_slots ("
+	"  computer_id TEXT NOT NULL,"
+	"  slot INTEGER NOT NULL,"
+	"  bot_id TEXT,"
+	"  state TEXT NOT NULL DEFAULT 'free' CHECK (state IN ('free','starting','live','releasing')),"
+	"  generation INTEGER NOT NULL DEFAULT 0,"
+	"  profile TEXT,"
+	"  updated_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (computer_id, slot));"
+	"CREATE UNIQUE INDEX display_slots_bot ON display_slots(computer_id, bot_id) WHERE bot_id IS NOT NULL;"
+	"CREATE TABLE control_leases ("
+	"  computer_id TEXT NOT NULL,"
+	"  bot_id TEXT NOT NULL,"
+	"  holder TEXT NOT NULL,"
+	"  lease_id TEXT NOT NULL,"
+	"  expires_at INTEGER NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (computer_id, bot_id));"
+	"DROP TABLE computer_reservations;"
+	"CREATE TABLE computer_reservations ("
+	"  computer_id TEXT PRIMARY KEY,"
+	"  kind TEXT NOT NULL CHECK (kind IN ('update','recovery')),"
+	"  owner TEXT NOT NULL,"
+	"  worker_pid INTEGER,"
+	"  operation TEXT,"
+	"  phase TEXT NOT NULL,"
+	"  state TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active','interrupted')),"
+	"  heartbeat_at INTEGER NOT NULL,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE TABLE reservation_phases ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  computer_id TEXT NOT NULL,"
+	"  kind TEXT NOT NULL,"
+	"  phase TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE TABLE team_bots ("
+	"  computer_id TEXT NOT NULL,"
+	"  bot_id TEXT NOT NULL,"
+	"  layout_ref TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (computer_id, bot_id));"
+	"CREATE TABLE deferred_checkpoints ("
+	"  computer_id TEXT PRIMARY KEY,"
+	"  reason TEXT NOT NULL,"
+	"  blocked_by TEXT,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE TABLE idle_schedules ("
+	"  computer_id TEXT PRIMARY KEY,"
+	"  last_active_at INTEGER NOT NULL,"
+	"  due_at INTEGER,"
+	"  updated_at INTEGER NOT NULL);"
+	/* a session's command can end before anyone has read its end */
+	"ALTER TABLE exec_sessions ADD COLUMN command_ended_at INTEGER;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -301,6 +363,26 @@ static int collect_rows(struct rk_db *db, sqlite3_stmt *st, size_t size, void (*
 	*out = arr;
 	*n = count;
 	return 0;
+}
+
+sqlite3_stmt *rk_db_prepare(struct rk_db *db, const char *sql, struct rk_error *err)
+{
+	return prep(db, sql, err);
+}
+
+int rk_db_step_done(struct rk_db *db, sqlite3_stmt *st, const char *what, struct rk_error *err)
+{
+	return step_done(db, st, what, err);
+}
+
+int rk_db_sql_error(struct rk_db *db, struct rk_error *err, const char *what)
+{
+	return sql_error(db, err, what);
+}
+
+void rk_db_bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	bind_text(st, i, s);
 }
 
 /* --- open and migrate ------------------------------------------------------- */
@@ -1224,6 +1306,16 @@ int rk_db_session_end(struct rk_db *db, const char *id, int64_t exit_code, int64
 		sqlite3_bind_int64(st, 3, signal);
 	sqlite3_bind_int64(st, 4, rk_now_ms());
 	return step_done(db, st, "end session", err);
+}
+
+int rk_db_session_command_ended(struct rk_db *db, const char *id, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, "UPDATE exec_sessions SET command_ended_at = ?2 WHERE id = ?1", err);
+	if (!st)
+		return -err->code;
+	bind_text(st, 1, id);
+	sqlite3_bind_int64(st, 2, rk_now_ms());
+	return step_done(db, st, "session command ended", err);
 }
 
 static void session_row(sqlite3_stmt *st, void *p)

@@ -29,6 +29,14 @@ int rk_db_begin(struct rk_db *db, struct rk_error *err);
 int rk_db_commit(struct rk_db *db, struct rk_error *err);
 void rk_db_rollback(struct rk_db *db);
 int rk_db_exec(struct rk_db *db, const char *sql, struct rk_error *err);
+/* For modules that own their tables' SQL (team, reservation, idle): a
+ * prepared statement (NULL with err filled), and stepping one that returns
+ * no rows (finalized). */
+sqlite3_stmt *rk_db_prepare(struct rk_db *db, const char *sql, struct rk_error *err);
+int rk_db_step_done(struct rk_db *db, sqlite3_stmt *st, const char *what, struct rk_error *err);
+int rk_db_sql_error(struct rk_db *db, struct rk_error *err, const char *what);
+/* Binds s as text (a copy), or NULL. */
+void rk_db_bind_text(sqlite3_stmt *st, int i, const char *s);
 
 /* --- computers ---------------------------------------------------------- */
 struct rk_computer {
@@ -143,6 +151,8 @@ int rk_db_session_insert(struct rk_db *db, const struct rk_session_row *s, struc
 int rk_db_session_get(struct rk_db *db, const char *id, struct rk_session_row *out, struct rk_error *err);
 int rk_db_session_touch(struct rk_db *db, const char *id, int64_t holder_pid, struct rk_error *err);
 int rk_db_session_end(struct rk_db *db, const char *id, int64_t exit_code, int64_t signal, struct rk_error *err);
+/* The command ended (its end may not have been read yet): for idle suspension. */
+int rk_db_session_command_ended(struct rk_db *db, const char *id, struct rk_error *err);
 int rk_db_session_list(struct rk_db *db, const char *computer_id, struct rk_session_row **out, size_t *n,
 		       struct rk_error *err);
 

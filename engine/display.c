@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "execution.h"
+#include "idle.h"
 #include "screen.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -48,6 +49,7 @@ struct display_args {
 	const char *data_dir;
 	const struct rk_computer *c;
 	int display;
+	const char *profile_dir;
 };
 
 static void add_png(cJSON *reply, const struct rk_observation *o)
@@ -184,8 +186,9 @@ static void holder_main(void *arg, int ready_fd)
 	}
 	if ((lsock = rk_ipc_listen(name, &err)) < 0)
 		goto fail;
-	struct rk_display_options dopt = {.width = 1280, .height = 800,
-					  .profile_dir = a->display == 0 ? ".browser-profiles/default" : NULL};
+	struct rk_display_options dopt = {.width = 1280, .height = 800, .profile_dir = a->profile_dir};
+	if (!dopt.profile_dir && a->display == 0)
+		dopt.profile_dir = ".browser-profiles/default";
 	struct rk_screen_transport tr = {0};
 	if (ops->display_start(&mc.m, a->display, &dopt, &tr, &err) != 0)
 		goto fail;
@@ -233,8 +236,9 @@ fail:
 
 /* --- the caller's side ------------------------------------------------------- */
 
-static int call(struct rk_engine *eng, struct rk_computer *c, int display, cJSON *req, int64_t timeout_ms,
-		cJSON **reply, struct rk_error *err)
+static int call(struct rk_engine *eng, struct rk_computer *c, int display,
+		const struct rk_display_observe_options *opt, cJSON *req, int64_t timeout_ms, cJSON **reply,
+		struct rk_error *err)
 {
 	if (display < 0 || display > DISPLAY_MAX)
 		return rk_error_set(err, RK_EINVALID, "display must be from 0 to %d", DISPLAY_MAX);
@@ -243,15 +247,25 @@ static int call(struct rk_engine *eng, struct rk_computer *c, int display, cJSON
 	int r = rk_computer_ensure_running(eng, c, err);
 	if (r)
 		return r;
+	rk_idle_touch(eng, c->id);
 	char *name = holder_name(c, display);
 	for (int attempt = 0; attempt < 3; attempt++) {
 		r = rk_ipc_call(name, req, timeout_ms, reply, err);
 		if (r != -RK_ENOTFOUND)
 			break;
-		struct display_args a = {.data_dir = eng->data_dir, .c = c, .display = display};
+		struct display_args a = {.data_dir = eng->data_dir, .c = c, .display = display,
+					 .profile_dir = opt ? opt->profile_dir : NULL};
 		r = rk_engine_spawn(eng, holder_main, &a, err);
 		if (r == -RK_ECONFLICT) /* another caller started it first */
 			r = 0;
+		if (r && opt && opt->start_is_extra_screen && err && err->code != RK_EUSAGE &&
+		    err->code != RK_EINVALID) {
+			/* the provider cannot spawn another display: graphical calls
+			 * say so with the stable code; shell and files still work */
+			rk_error_prefix(err, "cannot start another screen on computer '%s'", c->name);
+			err->code = RK_EMULTISCREEN;
+			r = -RK_EMULTISCREEN;
+		}
 		if (r)
 			break;
 	}
@@ -304,7 +318,7 @@ int rk_display_observe(struct rk_engine *eng, struct rk_computer *c, int display
 {
 	memset(out, 0, sizeof(*out));
 	cJSON *req = observe_request("observe", opt), *reply = NULL;
-	int r = call(eng, c, display, req, 30000, &reply, err);
+	int r = call(eng, c, display, opt, req, 30000, &reply, err);
 	cJSON_Delete(req);
 	if (r)
 		return r;
@@ -335,7 +349,7 @@ int rk_display_act(struct rk_engine *eng, struct rk_computer *c, int display, co
 	cJSON_AddNumberToObject(req, "settle_ms", settle_ms);
 	cJSON_AddNumberToObject(req, "observe", observe);
 	/* 24 actions of up to 5 s waits, plus settling */
-	r = call(eng, c, display, req, 150000, &reply, err);
+	r = call(eng, c, display, opt, req, 150000, &reply, err);
 	cJSON_Delete(req);
 	if (r)
 		return r;
@@ -352,7 +366,7 @@ int rk_display_act(struct rk_engine *eng, struct rk_computer *c, int display, co
 int rk_display_info(struct rk_engine *eng, struct rk_computer *c, int display, cJSON **out, struct rk_error *err)
 {
 	cJSON *req = observe_request("info", NULL), *reply = NULL;
-	int r = call(eng, c, display, req, 10000, &reply, err);
+	int r = call(eng, c, display, NULL, req, 10000, &reply, err);
 	cJSON_Delete(req);
 	if (r)
 		return r;

@@ -23,6 +23,13 @@ void rk_display_shot_release(struct rk_display_shot *s);
 struct rk_display_observe_options {
 	int max_width, max_height; /* 0: full size */
 	const char *consumer;      /* dedupe key, or NULL */
+	/* When this call starts the display: Chromium's profile, relative to the
+	 * workspace (NULL: .browser-profiles/default on display 0, none on
+	 * others), and whether a display that cannot be started is
+	 * MULTI_SCREEN_UNAVAILABLE (a bot's extra screen) rather than the
+	 * provider's own error. */
+	const char *profile_dir;
+	int start_is_extra_screen;
 };
 
 /* Observes display N of c (resuming c and starting the display as needed). */

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "reservation.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/id.h"
@@ -266,6 +267,9 @@ int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, stru
 			r = rk_error_set(err, e2.code, "%s", e2.message);
 			goto fail;
 		}
+		/* an update or recovery job's reservation excludes stop and idle suspension (issue 8) */
+		if ((!strcmp(req->op, "stop") || !strcmp(req->op, "pause")) && (r = rk_reservation_check(eng->db, comp.id, err)))
+			goto fail;
 		computer_id = comp.id;
 	}
 

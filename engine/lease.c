@@ -1,5 +1,6 @@
 #include "lease.h"
 
+#include "reservation.h"
 #include "util/json.h"
 #include "util/time.h"
 
@@ -11,7 +12,9 @@ int rk_lease_acquire(struct rk_engine *eng, const char *computer_id, const char 
 	int r = rk_db_begin(eng->db, err);
 	if (r)
 		return r;
-	if ((r = rk_db_lease_acquire(eng->db, computer_id, bot_id, holder, ttl_ms, rk_now_ms(), out, err)) ||
+	/* an update or recovery job's reservation excludes new leases (issue 8) */
+	if ((r = rk_reservation_check(eng->db, computer_id, err)) ||
+	    (r = rk_db_lease_acquire(eng->db, computer_id, bot_id, holder, ttl_ms, rk_now_ms(), out, err)) ||
 	    (r = rk_db_commit(eng->db, err))) {
 		rk_db_rollback(eng->db);
 		rk_lease_release_record(out);

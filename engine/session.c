@@ -265,6 +265,7 @@ static void holder_check_end(struct holder *h)
 	if (st.exited || st.lost) {
 		h->status = st;
 		h->ended = 1;
+		rk_db_session_command_ended(h->db, h->sid, NULL); /* no longer keeps the computer busy */
 	}
 }
 

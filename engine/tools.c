@@ -10,6 +10,7 @@
 #include "computer.h"
 #include "display.h"
 #include "session.h"
+#include "team.h"
 #include "util/buf.h"
 #include "util/ipc.h"
 #include "util/json.h"
@@ -208,9 +209,11 @@ static int t_observe(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool
 	int r = need_desktop(ctx, e);
 	if (r)
 		return r;
-	struct rk_display_observe_options oo = {ctx->max_width, ctx->max_height, NULL};
+	struct rk_display_observe_options oo = {.max_width = ctx->max_width, .max_height = ctx->max_height};
 	struct rk_display_shot shot = {0};
-	if ((r = rk_display_observe(ctx->eng, ctx->computer, ctx->display, &oo, &shot, e)))
+	/* a bot sees its own screen (engine/team.h); without one, the display */
+	if ((r = ctx->bot_id ? rk_team_screen_observe(ctx->eng, ctx->computer, ctx->bot_id, 0, &oo, &shot, e)
+			     : rk_display_observe(ctx->eng, ctx->computer, ctx->display, &oo, &shot, e)))
 		return r;
 	take_frame(out, shot.meta, &shot.png, &shot.png_len);
 	cJSON *doc = cJSON_CreateObject();
@@ -230,9 +233,10 @@ static int t_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_res
 	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(args, "actions")))
 		return rk_error_set(e, RK_EINVALID, "computer_act: actions must be a list of 1 to 24 actions");
 	char *batch = cJSON_PrintUnformatted(args);
-	struct rk_display_observe_options oo = {ctx->max_width, ctx->max_height, NULL};
+	struct rk_display_observe_options oo = {.max_width = ctx->max_width, .max_height = ctx->max_height};
 	struct rk_display_act_result res = {0};
-	r = rk_display_act(ctx->eng, ctx->computer, ctx->display, batch, -1, -1, &oo, &res, e);
+	r = ctx->bot_id ? rk_team_screen_act(ctx->eng, ctx->computer, ctx->bot_id, 0, batch, -1, -1, &oo, &res, e)
+			: rk_display_act(ctx->eng, ctx->computer, ctx->display, batch, -1, -1, &oo, &res, e);
 	free(batch);
 	if (r)
 		return r;
@@ -270,10 +274,19 @@ static int t_shell(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_r
 		return r;
 	if (!command[0])
 		return rk_error_set(e, RK_EINVALID, "shell: command is empty");
-	struct rk_session_request req = {.command = command, .cwd = cwd, .tty = tty, .rows = 24, .cols = 80,
-					 .yield_ms = yield, .max_output = RK_TOOL_SHELL_OUTPUT, .bot_id = ctx->bot_id};
+	/* on a Team computer a bot's shell starts in its folder */
+	char *bot_cwd = NULL;
+	if (ctx->bot_id && (!cwd || cwd[0] != '/') &&
+	    ((r = rk_team_layout(ctx->eng, ctx->computer, ctx->bot_id, e)) ||
+	     (r = rk_team_path(ctx->computer, ctx->bot_id, cwd, &bot_cwd, e))))
+		return r;
+	struct rk_session_request req = {.command = command, .cwd = bot_cwd ? bot_cwd : cwd, .tty = tty, .rows = 24,
+					 .cols = 80, .yield_ms = yield, .max_output = RK_TOOL_SHELL_OUTPUT,
+					 .bot_id = ctx->bot_id};
 	struct rk_session_reply rep = {0};
-	if ((r = rk_session_start(ctx->eng, ctx->computer, &req, &rep, e)))
+	r = rk_session_start(ctx->eng, ctx->computer, &req, &rep, e);
+	free(bot_cwd);
+	if (r)
 		return r;
 	return shell_reply(out, &rep);
 }
@@ -295,6 +308,14 @@ static int t_stdin(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_r
 	return shell_reply(out, &rep);
 }
 
+/* A file tool's path as the bot means it (engine/team.h): on a Team
+ * computer relative paths are in bots/<bot>/, shared/ is shared. */
+static int bot_path(struct rk_tools_ctx *ctx, const char *path, char **out, struct rk_error *e)
+{
+	int r = ctx->bot_id ? rk_team_layout(ctx->eng, ctx->computer, ctx->bot_id, e) : 0;
+	return r ? r : rk_team_path(ctx->computer, ctx->bot_id, path, out, e);
+}
+
 static int t_read(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
 {
 	const char *path;
@@ -305,7 +326,10 @@ static int t_read(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_re
 		return r;
 	struct rk_buf b = RK_BUF_INIT;
 	rk_buf_init(&b);
-	r = rk_computer_file_read(ctx->eng, ctx->computer, path, (size_t)max, &b, e);
+	char *where = NULL;
+	if ((r = bot_path(ctx, path, &where, e)) == 0)
+		r = rk_computer_file_read(ctx->eng, ctx->computer, where, (size_t)max, &b, e);
+	free(where);
 	if (r == 0 && !is_utf8(b.data, b.len))
 		r = rk_error_set(e, RK_EINVALID, "read_file: '%s' is not UTF-8 text", path);
 	if (r == 0) {
@@ -355,7 +379,10 @@ static int t_write(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_r
 		rk_buf_release(&b);
 		return rk_error_set(e, RK_EINVALID, "write_file: encoding must be utf8 or base64");
 	}
-	r = rk_computer_file_write(ctx->eng, ctx->computer, path, b.data, b.len, exe, e);
+	char *where = NULL;
+	if ((r = bot_path(ctx, path, &where, e)) == 0)
+		r = rk_computer_file_write(ctx->eng, ctx->computer, where, b.data, b.len, exe, e);
+	free(where);
 	if (r == 0) {
 		cJSON *doc = cJSON_CreateObject();
 		cJSON_AddBoolToObject(doc, "ok", 1);
@@ -377,7 +404,11 @@ static int t_list(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_re
 		path = "";
 	struct rk_file_entry *es;
 	size_t n;
-	if ((r = rk_computer_file_list(ctx->eng, ctx->computer, path, &es, &n, e)))
+	char *where = NULL;
+	if ((r = bot_path(ctx, path, &where, e)) == 0)
+		r = rk_computer_file_list(ctx->eng, ctx->computer, where, &es, &n, e);
+	free(where);
+	if (r)
 		return r;
 	cJSON *doc = cJSON_CreateObject();
 	cJSON_AddStringToObject(doc, "path", path[0] ? path : ".");

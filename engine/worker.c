@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "execution.h"
+#include "idle.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -63,8 +64,16 @@ int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, st
 		return lock;
 	rk_log(RK_LOG_INFO, "worker started");
 	int r = rk_execution_recover(eng, err);
-	int64_t idle_since = rk_monotonic_ms();
+	int64_t idle_since = rk_monotonic_ms(), next_scan = 0;
+	int schedules = 0;
 	while (r == 0 && !(opt->stop && *opt->stop)) {
+		/* idle suspension and silent reservations (engine/idle.h) */
+		if (rk_monotonic_ms() >= next_scan) {
+			struct rk_error se;
+			if (rk_idle_scan(eng, &schedules, &se) != 0)
+				rk_log(RK_LOG_WARN, "worker: idle scan: %s", se.message);
+			next_scan = rk_monotonic_ms() + rk_idle_scan_interval_ms();
+		}
 		struct rk_execution e = {0};
 		struct rk_error e2;
 		int got = 0;
@@ -94,7 +103,8 @@ int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, st
 		}
 		if (opt->once)
 			break;
-		if (opt->idle_exit_ms && rk_monotonic_ms() - idle_since > opt->idle_exit_ms) {
+		/* a saved idle schedule keeps the worker: it is the one that pauses the computer */
+		if (opt->idle_exit_ms && !schedules && rk_monotonic_ms() - idle_since > opt->idle_exit_ms) {
 			/* a command submitted while we decided to leave would wait for
 			 * nobody: drop the lock, then look once more */
 			close(lock);

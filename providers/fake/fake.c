@@ -120,6 +120,11 @@ static int fault_before(const char *op, struct rk_error *err)
 	}
 }
 
+int rk_fake_fault(const char *op, struct rk_error *err)
+{
+	return fault_before(op, err);
+}
+
 static int fault_after(const char *op, struct rk_error *err)
 {
 	if (fault_for(op) == FAULT_LOST_REPLY)

@@ -419,11 +419,27 @@ int rk_fake_display_start(const struct rk_machine *m, int display, const struct 
 	memset(out, 0, sizeof(*out));
 	if (display < 0 || display > 63)
 		return rk_error_set(err, RK_EINVALID, "display number must be from 0 to 63");
+	/* display_start=fail: a machine that cannot spawn another display */
+	int rc = display > 0 ? rk_fake_fault("display_start", err) : 0;
+	if (rc < 0)
+		return rc;
 	char *dir = rk_fake_machine_dir(m);
-	int rc = rk_fs_mkdirs(dir, 0700, err);
+	rc = rk_fs_mkdirs(dir, 0700, err);
 	free(dir);
 	if (rc < 0)
 		return rc;
+	/* the browser's profile dir, as the real desktop's browser makes it */
+	if (opt && opt->profile_dir && *opt->profile_dir) {
+		char *rel = NULL;
+		if ((rc = rk_path_normalize(opt->profile_dir, &rel, err)) < 0)
+			return rc;
+		char *profile = rk_path_join(m->home_dir, rel);
+		free(rel);
+		rc = rk_fs_mkdirs(profile, 0700, err);
+		free(profile);
+		if (rc < 0)
+			return rc;
+	}
 	int fd = lock_display(m, display, err);
 	if (fd < 0)
 		return -RK_EIO;
