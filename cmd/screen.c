@@ -19,6 +19,7 @@
 #include "../engine/util/time.h"
 #include "cmd.h"
 #include "out.h"
+#include "screen_gateway.h"
 
 static int64_t o_display = 0, o_max_w = 0, o_max_h = 0, o_settle = -1, o_interval = 100;
 static const char *o_output, *o_actions, *o_consumer;
@@ -310,6 +311,12 @@ static const struct cmd_verb screen_verbs[] = {
 	{"watch", "COMPUTER", "watch the desktop live in the terminal (truecolor half blocks)", watch_opts, run_watch,
 	 NULL},
 	{"close", "COMPUTER", "close the display: its holder and its desktop stack", info_opts, run_close, NULL},
+	{"share", "COMPUTER --view|--control [--bot B|--display N] [--ttl S]",
+	 "a revocable capability URL for the screen gateway", screen_share_opts, cmd_screen_share, NULL},
+	{"revoke", "TOKEN|ID|--all", "revoke screen capabilities (their clients are disconnected)", screen_revoke_opts,
+	 cmd_screen_revoke, NULL},
+	{"gateway", "[--listen HOST:PORT]", "one WebSocket port relaying RFB (noVNC) for every shared screen",
+	 screen_gateway_opts, cmd_screen_gateway, NULL},
 	{0},
 };
 
