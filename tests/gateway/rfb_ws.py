@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """A small RFB-over-WebSocket client for the gateway's tests (stdlib only).
 
-    rfb_ws.py URL [--pixel X,Y] [--click X,Y] [--key KEYSYM] [--status]
+    rfb_ws.py URL [--pixel X,Y] [--click X,Y] [--key KEYSYM] [--status] [--hold]
 
 Connects to the gateway's ws:// URL, prints the HTTP status of the upgrade
 with --status (and stops), else does the RFB 3.8 handshake with security
 None, reads one full frame and prints "WxH" and, per --pixel, "X,Y R G B"
 lines. --click sends a left press and release at X,Y; --key a key press and
 release; both are sent after the first frame, then one more full frame is
-read (so the server has taken them in) before closing.
+read (so the server has taken them in) before closing. --hold prints
+"connected" after the first frame and then stays until the gateway closes
+the connection (printing "closed"; at most 60 s).
 """
 import base64
 import os
@@ -134,7 +136,7 @@ def read_frame(ws, w, h, fb):
 def main():
     args = sys.argv[1:]
     url = args.pop(0)
-    pixels, clicks, keys, status_only = [], [], [], False
+    pixels, clicks, keys, status_only, hold = [], [], [], False, False
     while args:
         a = args.pop(0)
         if a == "--pixel":
@@ -145,6 +147,8 @@ def main():
             keys.append(int(args.pop(0), 0))
         elif a == "--status":
             status_only = True
+        elif a == "--hold":
+            hold = True
         else:
             sys.exit("rfb_ws.py: unknown argument " + a)
     s, status, rest = ws_connect(url)
@@ -184,6 +188,15 @@ def main():
             ws.send(struct.pack(">BBxxI", 4, 1, k))
             ws.send(struct.pack(">BBxxI", 4, 0, k))
         read_frame(ws, w, h, fb)
+    if hold:
+        print("connected", flush=True)
+        s.settimeout(60)
+        try:
+            while True:
+                ws._fill()
+        except EOFError:
+            print("closed", flush=True)
+            return
     print("%dx%d" % (w, h))
     for x, y in pixels:
         i = (y * w + x) * 4
