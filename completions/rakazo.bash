@@ -46,12 +46,15 @@ _rakazo_static() {
 	"computer image build") words="--json --help" ;;
 	"computer image tag") words="--json --help" ;;
 	"computer providers") words="--json --help" ;;
-	"screen") words="shot act info watch close" ;;
+	"screen") words="shot act info watch close share revoke gateway" ;;
 	"screen shot") words="--display --output --max-width --max-height --consumer --json --help" ;;
 	"screen act") words="--display --actions --settle-ms --no-observe --output --max-width --max-height --consumer --json --help" ;;
 	"screen info") words="--display --json --help" ;;
 	"screen watch") words="--display --interval-ms --json --help" ;;
 	"screen close") words="--display --json --help" ;;
+	"screen share") words="--display --bot --view --control --ttl --json --help" ;;
+	"screen revoke") words="--all --json --help" ;;
+	"screen gateway") words="--listen --web --json --help" ;;
 	"checkpoint") words="create list show restore export import verify gc" ;;
 	"checkpoint create") words="--reason --no-quiesce --json --help" ;;
 	"checkpoint list") words="--json --help" ;;

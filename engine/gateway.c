@@ -538,7 +538,7 @@ static void relay(int client, const struct forwarder_args *a)
 	rk_rfb_filter_init(&f);
 	struct rk_buf out;
 	rk_buf_init(&out);
-	unsigned char buf[65536];
+	static unsigned char buf[262144];
 	for (;;) {
 		struct pollfd p[2] = {{.fd = vnc, .events = POLLIN}, {.fd = client, .events = POLLIN}};
 		int pr = poll(p, 2, 1000);

@@ -186,7 +186,9 @@ static int cb_forwarder(struct lws *wsi, enum lws_callback_reasons reason, void 
 		if (!c)
 			return -1;
 		add_pre(&c->to_ws, in, len);
-		lws_rx_flow_control(wsi, 0);
+		/* read on while the browser side keeps up; pause past a bound */
+		if (pre_len(&c->to_ws) > RX_PAUSE_BYTES)
+			lws_rx_flow_control(wsi, 0);
 		lws_callback_on_writable(c->wsi);
 		return 0;
 	case LWS_CALLBACK_RAW_WRITEABLE:
@@ -217,7 +219,7 @@ static int cb_forwarder(struct lws *wsi, enum lws_callback_reasons reason, void 
 static const struct lws_protocols protocols[] = {
 	/* noVNC asks for "binary" or no sub-protocol; either lands here */
 	{"binary", cb_browser, sizeof(struct conn), 65536, 0, NULL, 0},
-	{"rk-forwarder", cb_forwarder, 0, 65536, 0, NULL, 0},
+	{"rk-forwarder", cb_forwarder, 0, 262144, 0, NULL, 0},
 	{NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
