@@ -866,6 +866,24 @@ static int revoke_one(struct rk_engine *eng, const struct rk_gateway_cap *cap, c
 	return forwarder_stop(eng->data_dir, cap, err);
 }
 
+/* Revokes each of caps (and frees them), going on past a failure; the
+ * first failure is the result. */
+static int revoke_each(struct rk_engine *eng, struct rk_gateway_cap *caps, size_t n, const char *reason, int *count,
+		       struct rk_error *err)
+{
+	int first = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct rk_error e;
+		int ri = revoke_one(eng, &caps[i], reason, count, &e);
+		if (ri && !first) {
+			first = ri;
+			*err = e;
+		}
+	}
+	rk_gateway_caps_free(caps, n);
+	return first;
+}
+
 int rk_gateway_revoke(struct rk_engine *eng, const char *token_or_id, int all, int *count, struct rk_error *err)
 {
 	*count = 0;
@@ -895,17 +913,7 @@ int rk_gateway_revoke(struct rk_engine *eng, const char *token_or_id, int all, i
 		free(caps);
 		return rk_error_set(err, RK_ENOTFOUND, "no screen capability matches that token or id");
 	}
-	int first = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct rk_error e;
-		int ri = revoke_one(eng, &caps[i], "revoked", count, &e);
-		if (ri && !first) {
-			first = ri;
-			*err = e;
-		}
-	}
-	rk_gateway_caps_free(caps, n);
-	return first;
+	return revoke_each(eng, caps, n, "revoked", count, err);
 }
 
 int rk_gateway_teardown_slot(struct rk_engine *eng, const char *computer_id, int display, struct rk_error *err)
@@ -915,16 +923,7 @@ int rk_gateway_teardown_slot(struct rk_engine *eng, const char *computer_id, int
 	int r = caps_where(eng, "computer_id = ? AND display = ?", computer_id, display, &caps, &n, err);
 	if (r)
 		return r;
-	int first = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct rk_error e;
-		int ri = revoke_one(eng, &caps[i], "slot released", NULL, &e);
-		if (ri && !first) {
-			first = ri;
-			*err = e;
-		}
-	}
-	rk_gateway_caps_free(caps, n);
+	int first = revoke_each(eng, caps, n, "slot released", NULL, err);
 	if (first)
 		rk_error_prefix(err, "clients of display %d are still connected, so the slot stays reserved", display);
 	return first;

@@ -37,15 +37,6 @@ share_token() {
 	rk screen share "$c" "$@" --json | rk_json 'd["token"]'
 }
 
-docker_or_skip() {
-	local up
-	up=$(rk computer providers --json | rk_json '[p["available"] for p in d if p["name"] == "docker"][0]')
-	if [ "$up" != true ]; then
-		[ "${RAKAZO_REQUIRE_DOCKER:-}" = 1 ] && { echo "docker is down and RAKAZO_REQUIRE_DOCKER=1" >&2; return 1; }
-		skip "docker is down"
-	fi
-}
-
 node_or_skip() {
 	if ! command -v node >/dev/null || [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ] ||
 		[ ! -f "$NODE_DIR/node_modules/@novnc/novnc/core/rfb.js" ] ||
@@ -217,4 +208,32 @@ events() {
 	[ -z "$(ls "$RAKAZO_DATA_DIR/run/gateway" | grep -v address)" ]
 	# the events file saw none of it
 	[ -z "$(events)" ]
+}
+
+@test "docker: a close whose gateway teardown fails keeps the display for a retry" {
+	docker_desktop
+	tok=$(share_token d --display 1 --view)
+	id=$(ls "$RAKAZO_DATA_DIR/run/gateway" | sed -n 's/\.lock$//p')
+	[ -n "$id" ]
+	# something else holds the capability's lock (naming no pid to signal):
+	# teardown cannot confirm its clients are gone
+	lock="$RAKAZO_DATA_DIR/run/gateway/$id.lock"
+	rm -f "$lock"
+	echo 1 >"$lock"
+	flock -o "$lock" sleep 60 &
+	holder=$!
+	wait_for '! flock -n "$lock" true' 10
+	expect_status 6 rk screen close d --display 1
+	[[ "$output" == *"still connected, so the slot stays reserved"* ]]
+	# the display was not stopped: the same x11vnc still serves the holder
+	rk screen shot d --display 1 -o "$BATS_TEST_TMPDIR/kept.png" >/dev/null
+	[ "$(pixel "$BATS_TEST_TMPDIR/kept.png" 640 500)" = "128 128 128" ]
+	[[ "$(rk computer exec d -- 'rakazo-desktop status 1')" == *"x11vnc running"* ]]
+	# and the capability is revoked already
+	[ "$(upgrade_status "$tok")" = 403 ]
+	# once it can be confirmed, the retry goes through
+	kill "$holder"
+	wait "$holder" 2>/dev/null || true
+	rk screen close d --display 1
+	[[ "$(rk computer exec d -- 'rakazo-desktop status 1')" == *"x11vnc stopped"* ]]
 }
