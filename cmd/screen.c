@@ -315,6 +315,8 @@ static const struct cmd_verb screen_verbs[] = {
 	 "a revocable capability URL for the screen gateway", screen_share_opts, cmd_screen_share, NULL},
 	{"revoke", "TOKEN|ID|--all", "revoke screen capabilities (their clients are disconnected)", screen_revoke_opts,
 	 cmd_screen_revoke, NULL},
+	{"shares", "[--all]", "the live screen capabilities (never their tokens)", screen_shares_opts, cmd_screen_shares,
+	 NULL},
 	{"gateway", "[--listen HOST:PORT]", "one WebSocket port relaying RFB (noVNC) for every shared screen",
 	 screen_gateway_opts, cmd_screen_gateway, NULL},
 	{0},

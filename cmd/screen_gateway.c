@@ -94,6 +94,33 @@ int cmd_screen_revoke(struct cmd_ctx *ctx)
 	return r;
 }
 
+const struct rk_opt screen_shares_opts[] = {
+	OPT_BOOL("all", 0, &g_all, "also revoked and expired capabilities"),
+	OPT_END,
+};
+
+int cmd_screen_shares(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 0, 0, "no arguments");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	struct rk_gateway_cap *caps = NULL;
+	size_t n = 0;
+	if ((r = rk_gateway_list(ctx->eng, g_all, &caps, &n, &ctx->err)))
+		return r;
+	cJSON *rows = cJSON_CreateArray();
+	int64_t now = rk_now_ms();
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(rows, rk_gateway_cap_to_json(&caps[i], now));
+	rk_gateway_caps_free(caps, n);
+	static const struct out_col cols[] = {{"id", "ID"},         {"computer_id", "COMPUTER"},
+					      {"display", "DISPLAY"}, {"policy", "POLICY"},
+					      {"expires_at", "EXPIRES"}, {"state", "STATE"},
+					      {0}};
+	out_list(rows, cols);
+	return 0;
+}
+
 const struct rk_opt screen_gateway_opts[] = {
 	OPT_STRING("listen", 'l', &g_listen, "HOST:PORT", "where to listen (default 127.0.0.1:6080; port 0 picks one)"),
 	OPT_STRING("web", 0, &g_web, "DIR", "also serve the files in DIR over HTTP (a noVNC checkout)"),

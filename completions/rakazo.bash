@@ -46,7 +46,7 @@ _rakazo_static() {
 	"computer image build") words="--json --help" ;;
 	"computer image tag") words="--json --help" ;;
 	"computer providers") words="--json --help" ;;
-	"screen") words="shot act info watch close share revoke gateway" ;;
+	"screen") words="shot act info watch close share revoke shares gateway" ;;
 	"screen shot") words="--display --output --max-width --max-height --consumer --json --help" ;;
 	"screen act") words="--display --actions --settle-ms --no-observe --output --max-width --max-height --consumer --json --help" ;;
 	"screen info") words="--display --json --help" ;;
@@ -54,6 +54,7 @@ _rakazo_static() {
 	"screen close") words="--display --json --help" ;;
 	"screen share") words="--display --bot --view --control --ttl --json --help" ;;
 	"screen revoke") words="--all --json --help" ;;
+	"screen shares") words="--all --json --help" ;;
 	"screen gateway") words="--listen --web --json --help" ;;
 	"checkpoint") words="create list show restore export import verify gc" ;;
 	"checkpoint create") words="--reason --no-quiesce --json --help" ;;

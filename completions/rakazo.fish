@@ -169,7 +169,7 @@ complete -c rakazo -n "__rakazo_at computer image tag" -l json
 complete -c rakazo -n "__rakazo_at computer image tag" -l help
 complete -c rakazo -n "__rakazo_at computer providers" -l json
 complete -c rakazo -n "__rakazo_at computer providers" -l help
-complete -c rakazo -n "__rakazo_at screen" -a "shot act info watch close share revoke gateway"
+complete -c rakazo -n "__rakazo_at screen" -a "shot act info watch close share revoke shares gateway"
 complete -c rakazo -n "__rakazo_at screen shot" -l display
 complete -c rakazo -n "__rakazo_at screen shot" -l output
 complete -c rakazo -n "__rakazo_at screen shot" -l max-width
@@ -207,6 +207,9 @@ complete -c rakazo -n "__rakazo_at screen share" -l help
 complete -c rakazo -n "__rakazo_at screen revoke" -l all
 complete -c rakazo -n "__rakazo_at screen revoke" -l json
 complete -c rakazo -n "__rakazo_at screen revoke" -l help
+complete -c rakazo -n "__rakazo_at screen shares" -l all
+complete -c rakazo -n "__rakazo_at screen shares" -l json
+complete -c rakazo -n "__rakazo_at screen shares" -l help
 complete -c rakazo -n "__rakazo_at screen gateway" -l listen
 complete -c rakazo -n "__rakazo_at screen gateway" -l web
 complete -c rakazo -n "__rakazo_at screen gateway" -l json

@@ -95,6 +95,7 @@ events() {
 	run rk screen revoke --all --json
 	[ "$status" -eq 0 ]
 	[ "$output" = '{"revoked":0}' ]
+	[ "$(rk screen shares --all --json)" = '[]' ]
 }
 
 @test "revoke: unknown tokens and ids are not_found, bad ones invalid, and --all takes no argument" {
@@ -200,12 +201,20 @@ events() {
 	docker_desktop
 	a=$(share_token d --display 1 --view)
 	b=$(share_token d --display 1 --control)
+	run rk screen shares --json
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | rk_json '[[c["policy"], c["display"], c["state"]] for c in d]')" = '[["view", 1, "live"], ["control", 1, "live"]]' ]
+	# the tokens are shown once, at share, and never stored
+	[[ "$output" != *"$a"* && "$output" != *"$b"* && "$output" != *token* ]]
+	! sqlite3 "$RAKAZO_DATA_DIR/rakazo.db" .dump | grep -qF -e "$a" -e "$b"
 	run rk screen revoke --all --json
 	[ "$status" -eq 0 ]
 	[ "$output" = '{"revoked":2}' ]
 	[ "$(upgrade_status "$a")" = 403 ]
 	[ "$(upgrade_status "$b")" = 403 ]
 	[ -z "$(ls "$RAKAZO_DATA_DIR/run/gateway" | grep -v address)" ]
+	[ "$(rk screen shares --json)" = '[]' ]
+	[ "$(rk screen shares --all --json | rk_json '[c["state"] for c in d]')" = '["revoked", "revoked"]' ]
 	# the events file saw none of it
 	[ -z "$(events)" ]
 }
