@@ -6,11 +6,14 @@
 
 #include "gateway.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <libwebsockets.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "util/buf.h"
@@ -243,12 +246,32 @@ static int parse_listen(const char *listen, char *host, size_t hsize, int *port,
 	return 0;
 }
 
+/* Tries the address first, so a taken port or a foreign address is a
+ * clear error (lws only says it failed, and leaks on the way). */
+static int probe_listen(const char *host, int port, struct rk_error *err)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return rk_error_set(err, RK_EUSAGE, "--listen wants an IPv4 address or localhost, not '%s'", host);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return rk_error_errno(err, RK_EUNAVAILABLE, errno, "cannot make a socket");
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	int e = errno;
+	close(fd);
+	if (r != 0)
+		return rk_error_errno(err, RK_EUNAVAILABLE, e, "the screen gateway cannot listen on %s:%d", host, port);
+	return 0;
+}
+
 int rk_gateway_serve(struct rk_engine *eng, const struct rk_gateway_server_options *opt, struct rk_error *err)
 {
 	char host[128];
 	int port = 0;
 	int r = parse_listen(opt->listen ? opt->listen : RK_GATEWAY_DEFAULT_LISTEN, host, sizeof(host), &port, err);
-	if (r)
+	if (r || (r = probe_listen(host, port, err)))
 		return r;
 	lws_set_log_level(LLL_ERR | LLL_WARN, lws_to_log);
 	struct server s = {.eng = eng};
