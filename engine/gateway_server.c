@@ -22,6 +22,7 @@
 
 #define TOKEN_MAX 128
 #define RX_PAUSE_BYTES (1 << 20)
+#define WS_CHUNK (256 * 1024)
 
 struct server {
 	struct rk_engine *eng;
@@ -34,6 +35,7 @@ struct conn {
 	struct lws *raw;      /* the forwarder connection, or NULL */
 	struct rk_buf to_ws;  /* LWS_PRE headroom, then forwarder bytes for the browser */
 	struct rk_buf to_raw; /* LWS_PRE headroom, then browser bytes for the forwarder */
+	size_t sent;          /* bytes of to_ws already sent */
 	int closing;
 	int inited;
 };
@@ -151,11 +153,24 @@ static int cb_browser(struct lws *wsi, enum lws_callback_reasons reason, void *u
 			lws_rx_flow_control(wsi, 0);
 		return 0;
 	case LWS_CALLBACK_SERVER_WRITEABLE:
-		if (pre_len(&c->to_ws)) {
-			size_t n = pre_len(&c->to_ws);
-			if (lws_write(wsi, (unsigned char *)c->to_ws.data + LWS_PRE, n, LWS_WRITE_BINARY) < (int)n)
+		if (pre_len(&c->to_ws) > c->sent) {
+			/* one bounded message per writable turn: a bigger one would
+			 * be copied again into lws's own buffer for the partial send.
+			 * The LWS_PRE bytes before each piece are the reserved ones
+			 * or already sent, so lws may write its header there. */
+			size_t n = pre_len(&c->to_ws) - c->sent;
+			if (n > WS_CHUNK)
+				n = WS_CHUNK;
+			unsigned char *p = (unsigned char *)c->to_ws.data + LWS_PRE + c->sent;
+			if (lws_write(wsi, p, n, LWS_WRITE_BINARY) < (int)n)
 				return -1;
+			c->sent += n;
+			if (pre_len(&c->to_ws) > c->sent) {
+				lws_callback_on_writable(wsi);
+				return 0;
+			}
 			c->to_ws.len = LWS_PRE;
+			c->sent = 0;
 			if (c->raw)
 				lws_rx_flow_control(c->raw, 1);
 		}
