@@ -15,6 +15,7 @@ NODE_DIR="${RAKAZO_NODE_DIR:-$BATS_TEST_DIRNAME/../../build/node}"
 gateway_start() {
 	eval '"$RAKAZO_BIN" screen gateway --listen 127.0.0.1:0 >"$BATS_TEST_TMPDIR/gw.out" 2>"$BATS_TEST_TMPDIR/gw.err" &' \
 		"$RK_CLOSE_FDS"
+	GW_PID=$!
 	wait_for 'grep -q "listening on" "$BATS_TEST_TMPDIR/gw.out"' 10
 	GW=$(sed -n 's#.*ws://\([^/]*\)/.*#\1#p' "$BATS_TEST_TMPDIR/gw.out")
 	[ -n "$GW" ]
@@ -121,7 +122,11 @@ events() {
 	[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "http://$GW/websockify")" = 400 ]
 	# the refusal is logged
 	grep -q "refused a connection (401)" "$RAKAZO_DATA_DIR/log/rakazo.log"
-	[ -n "$(cat "$RAKAZO_DATA_DIR/run/gateway/address")" ]
+	[ "$(cat "$RAKAZO_DATA_DIR/run/gateway/address")" = "$GW" ]
+	# SIGTERM ends it cleanly, and share's URLs stop naming its address
+	kill -TERM "$GW_PID"
+	wait_for '! kill -0 "$GW_PID" 2>/dev/null' 10
+	[ ! -e "$RAKAZO_DATA_DIR/run/gateway/address" ]
 }
 
 # --- a real desktop ------------------------------------------------------------------------
