@@ -166,13 +166,18 @@ events() {
 	docker_desktop
 	view=$(share_token d --display 1 --view)
 	control=$(share_token d --display 1 --control)
-	short=$(share_token d --display 1 --view --ttl 1)
+	short=$(share_token d --display 1 --view --ttl 6)
+	# a viewer connected when its capability expires is dropped (6 s: time
+	# enough to connect on a loaded machine)
+	rfb "ws://$GW/websockify?token=$short" --hold >"$BATS_TEST_TMPDIR/hold-short" 2>&1 &
 	[ "$(upgrade_status "$view")" = 101 ]
 	run rfb "ws://$GW/websockify?token=$view" --pixel 640,500
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"640,500 128 128 128"* ]]
 	# expiry: refused once the second is over, and its forwarder is gone
 	wait_for '[ "$(upgrade_status "$short")" = 403 ]' 20
+	wait_for 'grep -q closed "$BATS_TEST_TMPDIR/hold-short"' 10
+	grep -q connected "$BATS_TEST_TMPDIR/hold-short"
 	rk screen share d --display 1 --view --json >/dev/null # a fresh one still works
 
 	# a viewer connected when its capability is revoked is disconnected
