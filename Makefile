@@ -13,7 +13,7 @@ DESTDIR ?=
 BUILD ?= build
 CC ?= cc
 
-PKGS := libcurl libcjson libsodium libarchive libvncclient sqlite3 libpng libzstd libmicrohttpd
+PKGS := libcurl libcjson libsodium libarchive libvncclient sqlite3 libpng libzstd libmicrohttpd libwebsockets
 UI_PKGS := ncursesw readline
 
 IMAGE_TAG := $(shell sh image/build.sh --tag 2>/dev/null)

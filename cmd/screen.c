@@ -20,6 +20,7 @@
 #include "../engine/util/time.h"
 #include "cmd.h"
 #include "out.h"
+#include "screen_gateway.h"
 
 static int64_t o_display = 0, o_max_w = 0, o_max_h = 0, o_settle = -1, o_interval = 100, o_fence = 0, o_ttl = 0;
 static const char *o_output, *o_actions, *o_consumer, *o_bot;
@@ -426,6 +427,14 @@ static const struct cmd_verb screen_verbs[] = {
 	 takeover_opts, run_takeover, NULL},
 	{"release-control", "COMPUTER --bot BOT", "give control of a bot's screen back", control_opts,
 	 run_release_control, NULL},
+	{"share", "COMPUTER --view|--control [--bot B|--display N] [--ttl S]",
+	 "a revocable capability URL for the screen gateway", screen_share_opts, cmd_screen_share, NULL},
+	{"revoke", "TOKEN|ID|--all", "revoke screen capabilities (their clients are disconnected)", screen_revoke_opts,
+	 cmd_screen_revoke, NULL},
+	{"shares", "[--all]", "the live screen capabilities (never their tokens)", screen_shares_opts, cmd_screen_shares,
+	 NULL},
+	{"gateway", "[--listen HOST:PORT]", "one WebSocket port relaying RFB (noVNC) for every shared screen",
+	 screen_gateway_opts, cmd_screen_gateway, NULL},
 	{0},
 };
 

@@ -48,7 +48,7 @@ _rakazo_static() {
 	"computer image build") words="--json --help" ;;
 	"computer image tag") words="--json --help" ;;
 	"computer providers") words="--json --help" ;;
-	"screen") words="shot act info watch close list release takeover release-control" ;;
+	"screen") words="shot act info watch close list release takeover release-control share revoke shares gateway" ;;
 	"screen shot") words="--display --bot --fence --output --max-width --max-height --consumer --json --help" ;;
 	"screen act") words="--display --bot --fence --actions --settle-ms --no-observe --output --max-width --max-height --consumer --json --help" ;;
 	"screen info") words="--display --json --help" ;;
@@ -58,6 +58,10 @@ _rakazo_static() {
 	"screen release") words="--bot --fence --json --help" ;;
 	"screen takeover") words="--bot --ttl-ms --json --help" ;;
 	"screen release-control") words="--bot --json --help" ;;
+	"screen share") words="--display --bot --view --control --ttl --json --help" ;;
+	"screen revoke") words="--all --json --help" ;;
+	"screen shares") words="--all --json --help" ;;
+	"screen gateway") words="--listen --web --json --help" ;;
 	"checkpoint") words="create list show restore export import verify gc" ;;
 	"checkpoint create") words="--reason --no-quiesce --json --help" ;;
 	"checkpoint list") words="--json --help" ;;

@@ -185,7 +185,7 @@ complete -c rakazo -n "__rakazo_at computer image tag" -l json
 complete -c rakazo -n "__rakazo_at computer image tag" -l help
 complete -c rakazo -n "__rakazo_at computer providers" -l json
 complete -c rakazo -n "__rakazo_at computer providers" -l help
-complete -c rakazo -n "__rakazo_at screen" -a "shot act info watch close list release takeover release-control"
+complete -c rakazo -n "__rakazo_at screen" -a "shot act info watch close list release takeover release-control share revoke shares gateway"
 complete -c rakazo -n "__rakazo_at screen shot" -l display
 complete -c rakazo -n "__rakazo_at screen shot" -l bot
 complete -c rakazo -n "__rakazo_at screen shot" -l fence
@@ -230,6 +230,23 @@ complete -c rakazo -n "__rakazo_at screen takeover" -l help
 complete -c rakazo -n "__rakazo_at screen release-control" -l bot
 complete -c rakazo -n "__rakazo_at screen release-control" -l json
 complete -c rakazo -n "__rakazo_at screen release-control" -l help
+complete -c rakazo -n "__rakazo_at screen share" -l display
+complete -c rakazo -n "__rakazo_at screen share" -l bot
+complete -c rakazo -n "__rakazo_at screen share" -l view
+complete -c rakazo -n "__rakazo_at screen share" -l control
+complete -c rakazo -n "__rakazo_at screen share" -l ttl
+complete -c rakazo -n "__rakazo_at screen share" -l json
+complete -c rakazo -n "__rakazo_at screen share" -l help
+complete -c rakazo -n "__rakazo_at screen revoke" -l all
+complete -c rakazo -n "__rakazo_at screen revoke" -l json
+complete -c rakazo -n "__rakazo_at screen revoke" -l help
+complete -c rakazo -n "__rakazo_at screen shares" -l all
+complete -c rakazo -n "__rakazo_at screen shares" -l json
+complete -c rakazo -n "__rakazo_at screen shares" -l help
+complete -c rakazo -n "__rakazo_at screen gateway" -l listen
+complete -c rakazo -n "__rakazo_at screen gateway" -l web
+complete -c rakazo -n "__rakazo_at screen gateway" -l json
+complete -c rakazo -n "__rakazo_at screen gateway" -l help
 complete -c rakazo -n "__rakazo_at checkpoint" -a "create list show restore export import verify gc"
 complete -c rakazo -n "__rakazo_at checkpoint create" -l reason
 complete -c rakazo -n "__rakazo_at checkpoint create" -l no-quiesce

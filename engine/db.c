@@ -241,6 +241,27 @@ static const char *const migrations[] = {
 	"  updated_at INTEGER NOT NULL);"
 	/* a session's command can end before anyone has read its end */
 	"ALTER TABLE exec_sessions ADD COLUMN command_ended_at INTEGER;",
+	/* 5: screen capabilities (engine/gateway.c): only a token's hash is
+	 * kept; vnc_* is the identity of the slot's VNC socket it was made for */
+	"CREATE TABLE IF NOT EXISTS screen_capabilities ("
+	"  id TEXT PRIMARY KEY,"
+	"  token_hash TEXT NOT NULL UNIQUE,"
+	"  computer_id TEXT NOT NULL,"
+	"  display INTEGER NOT NULL,"
+	"  bot_id TEXT,"
+	"  generation INTEGER NOT NULL DEFAULT 0,"
+	"  policy TEXT NOT NULL CHECK (policy IN ('view', 'control')),"
+	"  socket_path TEXT NOT NULL,"
+	"  vnc_socket TEXT NOT NULL,"
+	"  vnc_dev INTEGER NOT NULL,"
+	"  vnc_ino INTEGER NOT NULL,"
+	"  vnc_ctime_ns INTEGER NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  expires_at INTEGER NOT NULL,"
+	"  revoked_at INTEGER,"
+	"  revoke_reason TEXT,"
+	"  created_by TEXT);"
+	"CREATE INDEX IF NOT EXISTS screen_capabilities_slot ON screen_capabilities(computer_id, display);",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -9,6 +9,7 @@
 
 #include "execution.h"
 #include "idle.h"
+#include "gateway.h"
 #include "screen.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -379,6 +380,11 @@ int rk_display_close(struct rk_engine *eng, struct rk_computer *c, int display, 
 {
 	if (display < 0 || display > DISPLAY_MAX)
 		return rk_error_set(err, RK_EINVALID, "display must be from 0 to %d", DISPLAY_MAX);
+	/* the screen gateway's clients go first; while they cannot, the slot
+	 * stays as it is for a retry */
+	int gr = rk_gateway_teardown_slot(eng, c->id, display, err);
+	if (gr)
+		return gr;
 	char *name = holder_name(c, display);
 	cJSON *req = observe_request("close", NULL), *reply = NULL;
 	if (rk_ipc_call(name, req, 5000, &reply, NULL) == 0)

@@ -169,3 +169,14 @@ wait_for() {
 	echo "timed out waiting for: $cmd" >&2
 	return 1
 }
+
+# Skips the test when the docker provider is not available (fails with
+# RAKAZO_REQUIRE_DOCKER=1).
+docker_or_skip() {
+	local up
+	up=$(rk computer providers --json | rk_json '[p["available"] for p in d if p["name"] == "docker"][0]')
+	if [ "$up" != true ]; then
+		[ "${RAKAZO_REQUIRE_DOCKER:-}" = 1 ] && { echo "docker is down and RAKAZO_REQUIRE_DOCKER=1" >&2; return 1; }
+		skip "docker is down"
+	fi
+}

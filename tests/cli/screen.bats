@@ -262,15 +262,6 @@ expect_invalid() {
 
 # --- a real docker computer ---------------------------------------------------------
 
-docker_or_skip() {
-	local up
-	up=$(rk computer providers --json | rk_json '[p["available"] for p in d if p["name"] == "docker"][0]')
-	if [ "$up" != true ]; then
-		[ "${RAKAZO_REQUIRE_DOCKER:-}" = 1 ] && { echo "docker is down and RAKAZO_REQUIRE_DOCKER=1" >&2; return 1; }
-		skip "docker is down"
-	fi
-}
-
 # A docker computer d with xclient.py running on display :1, state in st/.
 # x11vnc draws the pointer into the pixels: colors are checked 10 px up and
 # left of a click, inside the client's 40x40 square and off the arrow.

@@ -1,0 +1,170 @@
+/* rakazo screen share / revoke / gateway (see screen_gateway.h). */
+
+#include "screen_gateway.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/gateway.h"
+#include "../engine/util/buf.h"
+#include "../engine/util/time.h"
+#include "out.h"
+
+static int64_t g_display = 0, g_ttl = 0;
+static const char *g_bot, *g_listen, *g_web;
+static int g_view, g_control, g_all;
+
+const struct rk_opt screen_share_opts[] = {
+	OPT_INT("display", 'd', &g_display, "N", "share display N (default 0)", 0, 63),
+	OPT_STRING("bot", 'b', &g_bot, "BOT", "share the screen of bot BOT"),
+	OPT_BOOL("view", 0, &g_view, "a view capability: the viewer's input never reaches the screen"),
+	OPT_BOOL("control", 0, &g_control, "a control capability: keyboard and pointer reach the screen"),
+	OPT_INT("ttl", 0, &g_ttl, "S", "seconds until the capability expires (default 3600)", 1, RK_GATEWAY_MAX_TTL_S),
+	OPT_END,
+};
+
+int cmd_screen_share(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
+	if (r)
+		return r;
+	if (g_view == g_control)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "give exactly one of --view and --control");
+	if (g_bot && g_display)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "give --bot or --display, not both");
+	if ((r = cmd_engine(ctx)))
+		return r;
+	struct rk_computer c = {0};
+	if ((r = rk_db_computer_get(ctx->eng->db, ctx->args[0], &c, &ctx->err)))
+		return r;
+	struct rk_gateway_share_options so = {
+		.display = (int)g_display,
+		.bot_id = g_bot,
+		.policy = g_control ? RK_GATEWAY_CONTROL : RK_GATEWAY_VIEW,
+		.ttl_s = g_ttl,
+	};
+	char *token = NULL;
+	struct rk_gateway_cap cap;
+	r = rk_gateway_share(ctx->eng, &c, &so, &token, &cap, &ctx->err);
+	if (r == 0) {
+		char *base = rk_gateway_base_url(ctx->eng);
+		char *url = rk_xasprintf("%s?token=%s", base, token);
+		if (out_is_json()) {
+			cJSON *doc = rk_gateway_cap_to_json(&cap, rk_now_ms());
+			cJSON_AddStringToObject(doc, "computer", c.name);
+			cJSON_AddStringToObject(doc, "token", token);
+			cJSON_AddStringToObject(doc, "url", url);
+			out_doc(doc);
+		} else {
+			char t[40];
+			printf("%s\n", url);
+			fprintf(stderr, "%s capability %s on display %d of %s, until %s (revoke: rakazo screen revoke %s)\n",
+				rk_gateway_policy_name(cap.policy), cap.id, cap.display, c.name,
+				rk_iso8601(cap.expires_at, t, sizeof(t)), cap.id);
+		}
+		free(url);
+		free(base);
+		memset(token, 0, strlen(token));
+		free(token);
+		rk_gateway_cap_release(&cap);
+	}
+	rk_computer_release(&c);
+	return r;
+}
+
+const struct rk_opt screen_revoke_opts[] = {
+	OPT_BOOL("all", 0, &g_all, "revoke every live capability"),
+	OPT_END,
+};
+
+int cmd_screen_revoke(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, g_all ? 0 : 1, g_all ? 0 : 1, g_all ? "nothing with --all" : "TOKEN or capability id");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	int count = 0;
+	r = rk_gateway_revoke(ctx->eng, g_all ? NULL : ctx->args[0], g_all, &count, &ctx->err);
+	if (r == 0) {
+		cJSON *doc = cJSON_CreateObject();
+		cJSON_AddNumberToObject(doc, "revoked", count);
+		out_doc(doc);
+	}
+	return r;
+}
+
+const struct rk_opt screen_shares_opts[] = {
+	OPT_BOOL("all", 0, &g_all, "also revoked and expired capabilities"),
+	OPT_END,
+};
+
+int cmd_screen_shares(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 0, 0, "no arguments");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	struct rk_gateway_cap *caps = NULL;
+	size_t n = 0;
+	if ((r = rk_gateway_list(ctx->eng, g_all, &caps, &n, &ctx->err)))
+		return r;
+	cJSON *rows = cJSON_CreateArray();
+	int64_t now = rk_now_ms();
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(rows, rk_gateway_cap_to_json(&caps[i], now));
+	rk_gateway_caps_free(caps, n);
+	static const struct out_col cols[] = {{"id", "ID"},         {"computer_id", "COMPUTER"},
+					      {"display", "DISPLAY"}, {"policy", "POLICY"},
+					      {"expires_at", "EXPIRES"}, {"state", "STATE"},
+					      {0}};
+	out_list(rows, cols);
+	return 0;
+}
+
+const struct rk_opt screen_gateway_opts[] = {
+	OPT_STRING("listen", 'l', &g_listen, "HOST:PORT", "where to listen (default 127.0.0.1:6080; port 0 picks one)"),
+	OPT_STRING("web", 0, &g_web, "DIR", "also serve the files in DIR over HTTP (a noVNC checkout)"),
+	OPT_END,
+};
+
+static volatile int gateway_stop;
+
+static void on_gateway_signal(int sig)
+{
+	(void)sig;
+	gateway_stop = 1;
+}
+
+static void on_listening(const char *addr, void *arg)
+{
+	(void)arg;
+	if (out_is_json()) {
+		cJSON *doc = cJSON_CreateObject();
+		cJSON_AddStringToObject(doc, "listen", addr);
+		char *url = rk_xasprintf("ws://%s/websockify", addr);
+		cJSON_AddStringToObject(doc, "url", url);
+		free(url);
+		out_stream(doc, NULL);
+	} else {
+		printf("screen gateway listening on ws://%s/websockify\n", addr);
+	}
+	fflush(stdout);
+}
+
+int cmd_screen_gateway(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 0, 0, "no arguments");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	struct sigaction sa = {.sa_handler = on_gateway_signal};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	struct rk_gateway_server_options so = {
+		.listen = g_listen,
+		.web_dir = g_web,
+		.on_listening = on_listening,
+		.stop = &gateway_stop,
+	};
+	return rk_gateway_serve(ctx->eng, &so, &ctx->err);
+}

@@ -1,0 +1,120 @@
+#ifndef RK_GATEWAY_H
+#define RK_GATEWAY_H
+/* The screen gateway: revocable view and control capabilities on a
+ * computer's display, and one WebSocket port that relays RFB for all of
+ * them, so a standard noVNC client can watch (or, with control, drive) a
+ * desktop.
+ *
+ * A capability is a random 256-bit token (only its BLAKE2b hash is stored,
+ * compared in constant time), with a policy, an expiry and the slot it was
+ * made for: (computer, display, generation) and the identity (device and
+ * inode) of that slot's VNC socket. Each capability gets a forwarder process
+ * of its own listening on a unique unix socket, DATA_DIR/run/gateway/<id>.sock;
+ * the gateway reaches the desktop only through it. The forwarder checks the
+ * slot's VNC socket is still the one it was bound to before each connection
+ * and every 200 ms while clients are connected, and ends (dropping them)
+ * when it is not, when the capability expires or is revoked: after a slot
+ * is reused no old token reaches the next tenant. For view capabilities the
+ * forwarder reads the client's RFB stream and passes only SetPixelFormat,
+ * SetEncodings and FramebufferUpdateRequest (engine/rfb.h), whatever the
+ * VNC server would allow; both policies force the shared flag on so a
+ * viewer never disconnects the display's other clients. */
+
+#include <cJSON.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+enum rk_gateway_policy { RK_GATEWAY_VIEW, RK_GATEWAY_CONTROL };
+
+#define RK_GATEWAY_DEFAULT_LISTEN "127.0.0.1:6080"
+#define RK_GATEWAY_DEFAULT_TTL_S 3600
+#define RK_GATEWAY_MAX_TTL_S (30LL * 24 * 3600)
+
+struct rk_gateway_cap {
+	char *id;          /* "cap_..." */
+	char *computer_id;
+	int display;
+	char *bot_id;      /* NULL for a --display share */
+	int64_t generation;
+	enum rk_gateway_policy policy;
+	char *socket_path; /* the capability's own forwarder socket */
+	char *vnc_socket;  /* the slot's VNC socket it was bound to */
+	int64_t vnc_dev, vnc_ino;
+	int64_t created_at, expires_at, revoked_at; /* ms; revoked_at 0 when live */
+	char *revoke_reason;
+};
+void rk_gateway_cap_release(struct rk_gateway_cap *cap);
+/* {id, computer_id, display, bot, policy, created_at, expires_at, revoked_at?, state}; owned by the caller. */
+cJSON *rk_gateway_cap_to_json(const struct rk_gateway_cap *cap, int64_t now_ms);
+
+const char *rk_gateway_policy_name(enum rk_gateway_policy p);
+
+/* Where a bot's screen lives: its live display slot and that slot's
+ * generation on computer c. The team helper's screen registry answers this;
+ * until it lands there are no bot screens and this is RK_EUNSUPPORTED. */
+int rk_gateway_bot_slot(struct rk_engine *eng, const struct rk_computer *c, const char *bot_id, int *display,
+			int64_t *generation, struct rk_error *err);
+
+/* Whether a person holds control of display of c right now: the one check a
+ * control capability passes at share time and on every connection. Until
+ * takeover lands, an explicit --control share is itself the grant, so this
+ * only checks the capability is a live control one. */
+int rk_gateway_control_held(struct rk_engine *eng, const struct rk_gateway_cap *cap, struct rk_error *err);
+
+struct rk_gateway_share_options {
+	int display;            /* used when bot_id is NULL */
+	const char *bot_id;     /* resolved by rk_gateway_bot_slot */
+	enum rk_gateway_policy policy;
+	int64_t ttl_s;          /* 0: RK_GATEWAY_DEFAULT_TTL_S */
+};
+
+/* Makes a capability on c's display (starting the display as needed) and
+ * its forwarder. *token is the secret (malloc'd, shown once); *out the
+ * stored capability. RK_EUNSUPPORTED when the display has no VNC. */
+int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct rk_gateway_share_options *opt,
+		     char **token, struct rk_gateway_cap *out, struct rk_error *err);
+
+/* Revokes one capability, by its token or its id, or all with all=1: marks
+ * them revoked, then ends their forwarders (which drops their clients).
+ * *count says how many were live. RK_ENOTFOUND for an unknown token/id;
+ * RK_ETIMEOUT when a forwarder would not end (the row is still revoked). */
+int rk_gateway_revoke(struct rk_engine *eng, const char *token_or_id, int all, int *count, struct rk_error *err);
+
+/* Lists capabilities (live ones unless all); *out is a malloc'd array, freed
+ * with rk_gateway_caps_free. */
+int rk_gateway_list(struct rk_engine *eng, int all, struct rk_gateway_cap **out, size_t *n, struct rk_error *err);
+void rk_gateway_caps_free(struct rk_gateway_cap *caps, size_t n);
+
+/* Before a slot is torn down or reused: revokes every capability of display
+ * on computer_id and waits until their forwarders and clients are gone.
+ * Nonzero means some are still connected: keep the slot reserved and retry. */
+int rk_gateway_teardown_slot(struct rk_engine *eng, const char *computer_id, int display, struct rk_error *err);
+
+/* What the gateway does with a presented token: RK_EDENIED ("401") for a
+ * malformed or unknown one, RK_ESTALE ("403") for a revoked, expired, or
+ * stale-after-slot-reuse one or a control one without control held; else
+ * fills *out. */
+int rk_gateway_authorize(struct rk_engine *eng, const char *token, struct rk_gateway_cap *out, struct rk_error *err);
+/* The HTTP status the gateway answers for an authorize error code. */
+int rk_gateway_http_status(enum rk_code code);
+
+/* Connects to a capability's forwarder socket; an fd or a negative code. */
+int rk_gateway_connect(const struct rk_gateway_cap *cap, struct rk_error *err);
+
+struct rk_gateway_server_options {
+	const char *listen;  /* "HOST:PORT"; NULL: RK_GATEWAY_DEFAULT_LISTEN; port 0 picks one */
+	const char *web_dir; /* serve these files (noVNC's) over HTTP, or NULL */
+	/* Called once listening with the bound "HOST:PORT". */
+	void (*on_listening)(const char *address, void *arg);
+	void *arg;
+	volatile int *stop; /* the loop ends soon after *stop becomes nonzero */
+};
+/* Runs the gateway until *stop. The address is recorded in
+ * DATA_DIR/run/gateway/address for `share` to build URLs. */
+int rk_gateway_serve(struct rk_engine *eng, const struct rk_gateway_server_options *opt, struct rk_error *err);
+
+/* The base URL share prints: the running gateway's address, else the default. */
+char *rk_gateway_base_url(struct rk_engine *eng);
+
+#endif

@@ -1,0 +1,142 @@
+/* The screen gateway's pieces that need no desktop: the view filter over
+ * the RFB client stream, and the token checks before any lookup succeeds. */
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../engine/engine.h"
+#include "../../engine/gateway.h"
+#include "../../engine/rfb.h"
+#include "../../engine/util/buf.h"
+#include "../../engine/util/fs.h"
+#include "check.h"
+
+/* Client messages of each kind (RFC 6143 7.5). */
+static const uint8_t set_pixel_format[20] = {0, 0, 0, 0, 32, 24, 0, 1, 0, 255, 0, 255, 0, 255, 16, 8, 0, 0, 0, 0};
+static const uint8_t set_encodings[12] = {2, 0, 0, 2, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0x21};
+static const uint8_t fb_request[10] = {3, 1, 0, 0, 0, 0, 5, 0, 3, 32};
+static const uint8_t key_event[8] = {4, 1, 0, 0, 0, 0, 0, 'a'};
+static const uint8_t pointer_event[6] = {5, 1, 0, 100, 0, 100};
+static const uint8_t cut_text[11] = {6, 0, 0, 0, 0, 0, 0, 3, 'x', 'y', 'z'};
+/* the extended clipboard's form: a negative length, |len| bytes follow */
+static const uint8_t cut_text_ext[12] = {6, 0, 0, 0, 0xff, 0xff, 0xff, 0xfc, 0, 0, 0, 1};
+
+static void add(struct rk_buf *b, const uint8_t *m, size_t n)
+{
+	rk_buf_add(b, m, n);
+}
+
+/* Feeds in whole, or one byte at a time (a stream splits anywhere). */
+static int feed(const struct rk_buf *in, int bytewise, struct rk_buf *out, struct rk_rfb_filter *f)
+{
+	rk_rfb_filter_init(f);
+	if (!bytewise)
+		return rk_rfb_filter_feed(f, (const uint8_t *)in->data, in->len, out);
+	for (size_t i = 0; i < in->len; i++)
+		if (rk_rfb_filter_feed(f, (const uint8_t *)in->data + i, 1, out) != 0)
+			return -1;
+	return 0;
+}
+
+TEST(view_filter_passes_what_a_viewer_needs_and_drops_input)
+{
+	for (int bytewise = 0; bytewise < 2; bytewise++) {
+		struct rk_buf in, out, want;
+		rk_buf_init(&in);
+		rk_buf_init(&out);
+		rk_buf_init(&want);
+		add(&in, set_pixel_format, sizeof(set_pixel_format));
+		add(&in, key_event, sizeof(key_event));
+		add(&in, set_encodings, sizeof(set_encodings));
+		add(&in, pointer_event, sizeof(pointer_event));
+		add(&in, cut_text, sizeof(cut_text));
+		add(&in, fb_request, sizeof(fb_request));
+		add(&in, cut_text_ext, sizeof(cut_text_ext));
+		add(&in, pointer_event, sizeof(pointer_event));
+		add(&in, fb_request, sizeof(fb_request));
+		add(&want, set_pixel_format, sizeof(set_pixel_format));
+		add(&want, set_encodings, sizeof(set_encodings));
+		add(&want, fb_request, sizeof(fb_request));
+		add(&want, fb_request, sizeof(fb_request));
+		struct rk_rfb_filter f;
+		CHECK_EQ_INT(feed(&in, bytewise, &out, &f), 0);
+		CHECK_EQ_INT(out.len, want.len);
+		CHECK(out.len == want.len && memcmp(out.data, want.data, want.len) == 0);
+		CHECK_EQ_INT(f.dropped, 5);
+		rk_buf_release(&in);
+		rk_buf_release(&out);
+		rk_buf_release(&want);
+	}
+}
+
+TEST(view_filter_refuses_unknown_messages)
+{
+	/* SetDesktopSize (251), QEMU (255), a shared-flag-looking 1: none pass */
+	const uint8_t types[] = {1, 7, 150, 248, 250, 251, 255};
+	for (size_t i = 0; i < sizeof(types); i++) {
+		struct rk_buf in, out;
+		rk_buf_init(&in);
+		rk_buf_init(&out);
+		add(&in, fb_request, sizeof(fb_request));
+		add(&in, &types[i], 1);
+		add(&in, key_event, sizeof(key_event));
+		struct rk_rfb_filter f;
+		CHECK_EQ_INT(feed(&in, 0, &out, &f), -1);
+		/* what came before the bad message went through, nothing after it */
+		CHECK_EQ_INT(out.len, sizeof(fb_request));
+		rk_buf_release(&in);
+		rk_buf_release(&out);
+	}
+}
+
+TEST(view_filter_drops_a_key_event_split_across_reads)
+{
+	struct rk_rfb_filter f;
+	rk_rfb_filter_init(&f);
+	struct rk_buf out;
+	rk_buf_init(&out);
+	CHECK_EQ_INT(rk_rfb_filter_feed(&f, key_event, 3, &out), 0);
+	CHECK_EQ_INT(rk_rfb_filter_feed(&f, key_event + 3, 5, &out), 0);
+	CHECK_EQ_INT(rk_rfb_filter_feed(&f, fb_request, 10, &out), 0);
+	CHECK_EQ_INT(out.len, 10);
+	CHECK(out.len == 10 && out.data[0] == 3);
+	rk_buf_release(&out);
+}
+
+TEST(tokens_malformed_or_unknown_are_401)
+{
+	char tmpl[] = "/tmp/rk-gateway-XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	REQUIRE(dir != NULL);
+	setenv("RAKAZO_DATA_DIR", dir, 1);
+	struct rk_engine *eng = NULL;
+	struct rk_error e;
+	REQUIRE(rk_engine_open(&eng, &e) == 0);
+	struct rk_gateway_cap cap;
+	const char *bad[] = {"", "short", "not a token at all, with spaces and more than forty-three chars",
+			     "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA!", NULL};
+	for (int i = 0; bad[i]; i++) {
+		CHECK_EQ_INT(rk_gateway_authorize(eng, bad[i], &cap, &e), -RK_EDENIED);
+		CHECK_EQ_INT(rk_gateway_http_status(e.code), 401);
+	}
+	/* well formed, never issued */
+	CHECK_EQ_INT(rk_gateway_authorize(eng, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &cap, &e), -RK_EDENIED);
+	CHECK_EQ_INT(rk_gateway_http_status(RK_ESTALE), 403);
+	int count = -1;
+	CHECK_EQ_INT(rk_gateway_revoke(eng, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 0, &count, &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_gateway_revoke(eng, "cap_nosuch", 0, &count, &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_gateway_revoke(eng, NULL, 1, &count, &e), 0);
+	CHECK_EQ_INT(count, 0);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, &e);
+}
+
+int main(void)
+{
+	RUN(view_filter_passes_what_a_viewer_needs_and_drops_input);
+	RUN(view_filter_refuses_unknown_messages);
+	RUN(view_filter_drops_a_key_event_split_across_reads);
+	RUN(tokens_malformed_or_unknown_are_401);
+	return check_summary("gateway");
+}
