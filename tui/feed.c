@@ -696,6 +696,10 @@ static void *screen_main(void *arg)
 	struct rk_error e = {0};
 	if (rk_engine_open(&eng, &e)) {
 		screen_status(f, NULL, rk_xasprintf("%s: %s", rk_code_name(e.code), e.message));
+		pthread_mutex_lock(&f->mu);
+		f->screen_done = 1;
+		pthread_cond_broadcast(&f->cv);
+		pthread_mutex_unlock(&f->mu);
 		return NULL;
 	}
 	struct takeover t = {0};
@@ -797,6 +801,10 @@ static void *screen_main(void *arg)
 	takeover_drop(eng, &t);
 	free(shown);
 	rk_engine_free(eng);
+	pthread_mutex_lock(&f->mu);
+	f->screen_done = 1;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
 	return NULL;
 }
 
@@ -815,6 +823,7 @@ int feed_start(struct feed *f, const char *data_dir, struct rk_error *err)
 		return rk_error_set(err, RK_EIO, "cannot start the data thread");
 	f->threads = 1;
 	if (pthread_create(&f->screen_thread, NULL, screen_main, f)) {
+		f->threads = 1;
 		feed_stop(f);
 		return rk_error_set(err, RK_EIO, "cannot start the screen thread");
 	}
@@ -822,7 +831,7 @@ int feed_start(struct feed *f, const char *data_dir, struct rk_error *err)
 	return 0;
 }
 
-void feed_stop(struct feed *f)
+int feed_stop(struct feed *f)
 {
 	pthread_mutex_lock(&f->mu);
 	f->stop = 1;
@@ -830,8 +839,25 @@ void feed_stop(struct feed *f)
 	pthread_mutex_unlock(&f->mu);
 	if (f->threads >= 1)
 		pthread_join(f->data_thread, NULL);
-	if (f->threads >= 2)
+	if (f->threads >= 2) {
+		/* a display call may hang for its whole timeout (30 s): quitting does
+		 * not wait for it. The thread is left to the process's exit, with
+		 * the feed it uses (its lease then expires on its own). */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_mutex_lock(&f->mu);
+		while (!f->screen_done && pthread_cond_timedwait(&f->cv, &f->mu, &ts) == 0)
+			;
+		int done = f->screen_done;
+		pthread_mutex_unlock(&f->mu);
+		if (!done) {
+			pthread_detach(f->screen_thread);
+			f->threads = 0;
+			return 1;
+		}
 		pthread_join(f->screen_thread, NULL);
+	}
 	f->threads = 0;
 	close(f->wake_fd[0]);
 	close(f->wake_fd[1]);
@@ -863,4 +889,5 @@ void feed_stop(struct feed *f)
 	free(f->consumer);
 	pthread_mutex_destroy(&f->mu);
 	pthread_cond_destroy(&f->cv);
+	return 0;
 }

@@ -52,6 +52,7 @@ struct feed {
 	int stop;
 	pthread_t data_thread, screen_thread;
 	int threads;
+	int screen_done;     /* the screen thread has ended */
 
 	/* requests, written by the UI */
 	char *want_computer; /* id */
@@ -106,8 +107,10 @@ struct feed {
 
 /* Starts both threads. 0, or a negative code with err set. */
 int feed_start(struct feed *f, const char *data_dir, struct rk_error *err);
-/* Stops and joins them (releasing a held lease), then frees everything. */
-void feed_stop(struct feed *f);
+/* Stops and joins them (releasing a held lease), then frees everything;
+ * for the process's exit only if the screen thread is stuck in a display
+ * call (then it and the feed are left as they are). */
+int feed_stop(struct feed *f); /* 1: the screen thread was left running */
 /* With the lock held: after changing a request. */
 void feed_poke(struct feed *f);
 /* With the lock held: queues one takeover action (a JSON object) for the screen thread. */

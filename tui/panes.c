@@ -380,7 +380,7 @@ static int files_current(struct tui *t)
 
 static int files_split(const struct pane *p)
 {
-	return p->r.w >= 70;
+	return p->r.w >= 50;
 }
 
 static struct rect files_list_rect(const struct pane *p)

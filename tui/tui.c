@@ -411,8 +411,7 @@ static void draw_footer(struct tui *t)
 	} else if (err) {
 		snprintf(line, sizeof(line), " %s", err);
 	} else {
-		size_t off = 0;
-		line[0] = 0;
+		size_t off = (size_t)snprintf(line, sizeof(line), " %s │", pane_names[t->focus]);
 		for (const struct key_binding *k = tui_keys; k->label && off < sizeof(line) - 64; k++)
 			if (k->hint && (k->panes & PANE_BIT(t->focus)))
 				off += (size_t)snprintf(line + off, sizeof(line) - off, " %s %s ", k->label, k->hint);
@@ -853,7 +852,8 @@ int rk_tui_run(const struct rk_tui_options *opt, struct rk_error *err)
 	fflush(stdout);
 	if (saved_tio_ok)
 		tcsetattr(0, TCSANOW, &saved_tio);
-	feed_stop(&t->feed);
+	if (feed_stop(&t->feed))
+		return 0; /* a thread still uses t: the process's exit takes it */
 	free(t->message);
 	free(data_dir);
 	free(t);
