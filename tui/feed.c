@@ -545,7 +545,6 @@ static void *data_main(void *arg)
 				     rk_xstrdup(f->want_file), f->views, f->poke};
 		pthread_mutex_unlock(&f->mu);
 		int64_t now = rk_monotonic_ms();
-		int changed = q.poke != seen;
 		seen = q.poke;
 		int err_set = 0;
 		if (now >= next_lists) {
@@ -576,7 +575,7 @@ static void *data_main(void *arg)
 			set_str(&last_run, q.run);
 			next_timeline = now + TIMELINE_EVERY_MS;
 		}
-		if (!err_set && changed)
+		if (!err_set)
 			set_error(f, NULL);
 		free(cid);
 		free(home_key);

@@ -89,6 +89,51 @@ static void row_end(struct tui *t, int selected, int focused)
 	}
 }
 
+/* One row of a list: head, then the state in its colour, then the rest. */
+static void list_row(struct tui *t, struct pane *p, int y, int sel, int focused, const char *head, int head_w,
+		     const char *state, const char *rest)
+{
+	row_begin(t, p, y, sel, focused);
+	char cell[64];
+	tui_put(y, p->r.x, p->r.w, head);
+	enum tui_color sc = sel && focused ? C_NONE : state_color(state);
+	tui_attr_on(t, sc);
+	snprintf(cell, sizeof(cell), " %-10.10s", state);
+	tui_put(y, p->r.x + head_w, p->r.w - head_w, cell);
+	tui_attr_off(t, sc);
+	if (sel)
+		tui_attr_on(t, focused ? C_SEL : C_NONE);
+	tui_put(y, p->r.x + head_w + 11, p->r.w - head_w - 11, rest);
+	row_end(t, sel, focused);
+}
+
+/* The keys of the computers and runs lists: Enter opens open_pane, n finds
+ * the next row match() accepts, the rest moves the selection. */
+static int list_pane_key(struct tui *t, struct pane *p, enum action a, int n, enum pane_id open_pane,
+			 int (*match)(struct tui *t, int i), void (*select)(struct tui *t, int i), const char *noun)
+{
+	if (a == ACT_OPEN || (a == ACT_RIGHT && t->single)) {
+		tui_focus(t, open_pane);
+		return KEY_HANDLED | KEY_REDRAW;
+	}
+	if (a == ACT_SEARCH_NEXT) {
+		for (int i = 1; i <= n; i++) {
+			int k = (p->sel + i) % n;
+			if (match(t, k)) {
+				p->sel = k;
+				select(t, k);
+				return KEY_HANDLED | KEY_REDRAW;
+			}
+		}
+		tui_set_message(t, "no %s matches \"%s\"", noun, t->search);
+		return KEY_HANDLED | KEY_REDRAW;
+	}
+	int r = tui_list_key(t, p, a, n, list_rows(p));
+	if (r)
+		select(t, p->sel);
+	return r;
+}
+
 /* --- computers ------------------------------------------------------------------------- */
 
 static int computer_index(struct tui *t)
@@ -140,7 +185,7 @@ static void computers_draw(struct tui *t, struct pane *p, int focused)
 		p->sel = idx;
 	tui_list_clamp(p, n, list_rows(p));
 	tui_title(t, p, focused, "%d", n);
-	heading(t, p, " NAME             STATE      PROVIDER  SCREENS  CHECKPOINT");
+	heading(t, p, " NAME             STATE     PROVIDER  SCREENS  CHECKPOINT");
 	if (n == 0) {
 		tui_put(p->r.y + 2, p->r.x + 1, p->r.w - 1, "no computers: rakazo computer create --name NAME --wait");
 		return;
@@ -148,51 +193,26 @@ static void computers_draw(struct tui *t, struct pane *p, int focused)
 	for (int row = 0; row < list_rows(p) && p->top + row < n; row++) {
 		const struct feed_computer *c = &f->computers[p->top + row];
 		int y = p->r.y + 2 + row, sel = p->top + row == p->sel;
-		row_begin(t, p, y, sel, focused);
-		char line[256], when[32];
-		snprintf(line, sizeof(line), " %-16.16s", c->name);
-		tui_put(y, p->r.x, p->r.w, line);
-		enum tui_color sc = sel && focused ? C_NONE : state_color(c->state);
-		tui_attr_on(t, sc);
-		snprintf(line, sizeof(line), " %-10.10s", c->state);
-		tui_put(y, p->r.x + 17, p->r.w - 17, line);
-		tui_attr_off(t, sc);
-		if (sel)
-			tui_attr_on(t, focused ? C_SEL : C_NONE);
+		char head[64], rest[256], when[32];
+		snprintf(head, sizeof(head), " %-16.16s", c->name);
 		ago(c->checkpoint_at, when, sizeof(when));
-		snprintf(line, sizeof(line), "%-9.9s %-8s %s%s%s", c->kind, c->desktop ? "1" : "0", when,
+		snprintf(rest, sizeof(rest), "%-9.9s %-8s %s%s%s", c->kind, c->desktop ? "1" : "0", when,
 			 c->checkpoint ? " " : "", c->checkpoint ? c->checkpoint : "");
-		tui_put(y, p->r.x + 28, p->r.w - 28, line);
-		row_end(t, sel, focused);
+		list_row(t, p, y, sel, focused, head, 17, c->state, rest);
 	}
+}
+
+static int computer_match(struct tui *t, int i)
+{
+	const struct feed_computer *c = &t->feed.computers[i];
+	return tui_match(c->name, t->search) || tui_match(c->state, t->search) || tui_match(c->kind, t->search) ||
+	       tui_match(c->id, t->search);
 }
 
 static int computers_key(struct tui *t, struct pane *p, enum action a)
 {
-	struct feed *f = &t->feed;
-	int n = (int)f->ncomputers;
-	if (a == ACT_OPEN || (a == ACT_RIGHT && t->single)) {
-		tui_focus(t, PANE_HISTORY);
-		return KEY_HANDLED | KEY_REDRAW;
-	}
-	if (a == ACT_SEARCH_NEXT) {
-		for (int i = 1; i <= n; i++) {
-			int k = (p->sel + i) % n;
-			const struct feed_computer *c = &f->computers[k];
-			if (tui_match(c->name, t->search) || tui_match(c->state, t->search) || tui_match(c->kind, t->search) ||
-			    tui_match(c->id, t->search)) {
-				p->sel = k;
-				select_computer(t, k);
-				return KEY_HANDLED | KEY_REDRAW;
-			}
-		}
-		tui_set_message(t, "no computer matches \"%s\"", t->search);
-		return KEY_HANDLED | KEY_REDRAW;
-	}
-	int r = tui_list_key(t, p, a, n, list_rows(p));
-	if (r)
-		select_computer(t, p->sel);
-	return r;
+	return list_pane_key(t, p, a, (int)t->feed.ncomputers, PANE_HISTORY, computer_match, select_computer,
+			     "computer");
 }
 
 const struct panel_ops tui_computers_ops = {computers_draw, computers_key, NULL, NULL};
@@ -239,7 +259,7 @@ static void runs_draw(struct tui *t, struct pane *p, int focused)
 	for (int i = 0; i < n; i++)
 		running += !rk_run_state_is_final(f->runs[i].state);
 	tui_title(t, p, focused, "%d, %d active", n, running);
-	heading(t, p, " RUN           STATE      STEPS MODEL        TIME    TOKENS  COMPUTER  TASK");
+	heading(t, p, " RUN           STATE     STEPS MODEL        TIME    TOKENS  COMPUTER  TASK");
 	if (n == 0) {
 		tui_put(p->r.y + 2, p->r.x + 1, p->r.w - 1, "no runs: rakazo run --computer NAME 'TASK'");
 		return;
@@ -248,8 +268,7 @@ static void runs_draw(struct tui *t, struct pane *p, int focused)
 	for (int row = 0; row < list_rows(p) && p->top + row < n; row++) {
 		const struct feed_run *r = &f->runs[p->top + row];
 		int y = p->r.y + 2 + row, sel = p->top + row == p->sel;
-		row_begin(t, p, y, sel, focused);
-		char line[512], dur[32], tok[32];
+		char head[64], rest[512], dur[32], tok[32];
 		int64_t start = r->started_at > 0 ? r->started_at : -1;
 		int64_t end = r->finished_at > 0 ? r->finished_at : now;
 		duration(start > 0 ? end - start : -1, dur, sizeof(dur));
@@ -258,48 +277,23 @@ static void runs_draw(struct tui *t, struct pane *p, int focused)
 			snprintf(tok, sizeof(tok), "%lldk", (long long)(total / 1000));
 		else
 			snprintf(tok, sizeof(tok), "%lld", (long long)total);
-		snprintf(line, sizeof(line), " %-13.13s", r->id);
-		tui_put(y, p->r.x, p->r.w, line);
-		enum tui_color sc = sel && focused ? C_NONE : state_color(r->state);
-		tui_attr_on(t, sc);
-		snprintf(line, sizeof(line), " %-10.10s", r->state);
-		tui_put(y, p->r.x + 14, p->r.w - 14, line);
-		tui_attr_off(t, sc);
-		if (sel)
-			tui_attr_on(t, focused ? C_SEL : C_NONE);
-		snprintf(line, sizeof(line), "%5lld %-12.12s %-7s %6s  %-9.9s %s", (long long)r->steps,
+		snprintf(head, sizeof(head), " %-13.13s", r->id);
+		snprintf(rest, sizeof(rest), "%5lld %-12.12s %-7s %6s  %-9.9s %s", (long long)r->steps,
 			 r->model ? r->model : "-", dur, tok, computer_name(t, r->computer_id), r->task ? r->task : "");
-		tui_put(y, p->r.x + 25, p->r.w - 25, line);
-		row_end(t, sel, focused);
+		list_row(t, p, y, sel, focused, head, 14, r->state, rest);
 	}
+}
+
+static int run_match(struct tui *t, int i)
+{
+	const struct feed_run *r = &t->feed.runs[i];
+	return tui_match(r->id, t->search) || tui_match(r->task, t->search) || tui_match(r->state, t->search) ||
+	       tui_match(r->model, t->search);
 }
 
 static int runs_key(struct tui *t, struct pane *p, enum action a)
 {
-	struct feed *f = &t->feed;
-	int n = (int)f->nruns;
-	if (a == ACT_OPEN || (a == ACT_RIGHT && t->single)) {
-		tui_focus(t, PANE_TIMELINE);
-		return KEY_HANDLED | KEY_REDRAW;
-	}
-	if (a == ACT_SEARCH_NEXT) {
-		for (int i = 1; i <= n; i++) {
-			int k = (p->sel + i) % n;
-			const struct feed_run *r = &f->runs[k];
-			if (tui_match(r->id, t->search) || tui_match(r->task, t->search) || tui_match(r->state, t->search) ||
-			    tui_match(r->model, t->search)) {
-				p->sel = k;
-				select_run(t, k);
-				return KEY_HANDLED | KEY_REDRAW;
-			}
-		}
-		tui_set_message(t, "no run matches \"%s\"", t->search);
-		return KEY_HANDLED | KEY_REDRAW;
-	}
-	int r = tui_list_key(t, p, a, n, list_rows(p));
-	if (r)
-		select_run(t, p->sel);
-	return r;
+	return list_pane_key(t, p, a, (int)t->feed.nruns, PANE_TIMELINE, run_match, select_run, "run");
 }
 
 const struct panel_ops tui_runs_ops = {runs_draw, runs_key, NULL, NULL};

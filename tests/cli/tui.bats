@@ -7,17 +7,6 @@
 
 load helper
 
-setup() {
-	export RAKAZO_DATA_DIR="$BATS_TEST_TMPDIR/data"
-	export RAKAZO_OWNER="user:bats"
-	export RAKAZO_TEST_LABEL="bats-$$"
-	export NO_COLOR=1
-	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
-	mkdir -p "$RAKAZO_DATA_DIR"
-	RK_CLOSE_FDS=$(rk_close_fds)
-	TM_SOCK="rk-tui-$$-$BATS_TEST_NUMBER"
-}
-
 teardown() {
 	if [ -n "${DOCKER_C:-}" ]; then
 		rk computer delete "$DOCKER_C" --wait --timeout 120 >/dev/null 2>&1 || true
@@ -29,7 +18,7 @@ teardown() {
 
 # tmux on this test's own server, without bats' descriptors.
 tm() {
-	eval 'tmux -L "$TM_SOCK" -f /dev/null "$@"' "$RK_CLOSE_FDS"
+	eval 'tmux -L "rk-tui-$$-$BATS_TEST_NUMBER" -f /dev/null "$@"' "$RK_CLOSE_FDS"
 }
 
 # A shell in a COLSxROWS tmux window; then `rakazo tui ARGS` typed into it.
@@ -56,6 +45,17 @@ shows() {
 # The footer names the focused pane first.
 focused() {
 	screen_text | tail -n 1 | grep -qE "^ $1 "
+}
+
+# After the dashboard has gone: the shell's terminal as it was.
+expect_restored() {
+	[ "$(tm display -p '#{alternate_on}')" = 0 ]
+	[ "$(tm display -p '#{cursor_flag}')" = 1 ]
+	[ "$(tm display -p '#{mouse_any_flag}')" = 0 ]
+	rm -f "$BATS_TEST_TMPDIR/stty.after"
+	tm send-keys "stty -g > $BATS_TEST_TMPDIR/stty.tmp && mv $BATS_TEST_TMPDIR/stty.tmp $BATS_TEST_TMPDIR/stty.after" Enter
+	wait_for '[ -s "$BATS_TEST_TMPDIR/stty.after" ]'
+	cmp "$BATS_TEST_TMPDIR/stty.before" "$BATS_TEST_TMPDIR/stty.after"
 }
 
 # The screen pane's frame hash as its title shows it.
@@ -288,12 +288,7 @@ frame_hash_shown() {
 	[ "$(tm display -p '#{cursor_flag}')" = 0 ]
 	tm send-keys q
 	wait_for 'shows "tui-exit=0"'
-	[ "$(tm display -p '#{alternate_on}')" = 0 ]
-	[ "$(tm display -p '#{cursor_flag}')" = 1 ]
-	[ "$(tm display -p '#{mouse_any_flag}')" = 0 ]
-	tm send-keys "stty -g > $BATS_TEST_TMPDIR/stty.after" Enter
-	wait_for '[ -s "$BATS_TEST_TMPDIR/stty.after" ]'
-	cmp "$BATS_TEST_TMPDIR/stty.before" "$BATS_TEST_TMPDIR/stty.after"
+	expect_restored
 }
 
 @test "tui: SIGTERM and a fatal signal restore the terminal too" {
@@ -304,7 +299,7 @@ frame_hash_shown() {
 	[ -n "$pid" ]
 	kill -TERM "$pid"
 	wait_for 'shows "tui-exit=0"'
-	[ "$(tm display -p '#{alternate_on}')" = 0 ]
+	expect_restored
 	tm send-keys clear Enter
 	tm send-keys "$RAKAZO_BIN tui; echo tui2-exit=\$?" Enter
 	wait_for 'tm display -p "#{alternate_on}" | grep -qx 1' 20
@@ -312,11 +307,7 @@ frame_hash_shown() {
 	pid=$(pgrep -f "$RAKAZO_BIN tui" -P "$(tm display -p '#{pane_pid}')" | head -n 1)
 	kill -SEGV "$pid"
 	wait_for 'shows "tui2-exit=139"'
-	[ "$(tm display -p '#{alternate_on}')" = 0 ]
-	[ "$(tm display -p '#{cursor_flag}')" = 1 ]
-	tm send-keys "stty -g > $BATS_TEST_TMPDIR/stty.after" Enter
-	wait_for '[ -s "$BATS_TEST_TMPDIR/stty.after" ]'
-	cmp "$BATS_TEST_TMPDIR/stty.before" "$BATS_TEST_TMPDIR/stty.after"
+	expect_restored
 }
 
 @test "tui: a display that stops answering never freezes the keys" {
