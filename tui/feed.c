@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../engine/computer.h"
 #include "../engine/db_runs.h"
 #include "../engine/display.h"
 #include "../engine/home.h"
@@ -150,6 +151,13 @@ void feed_poke(struct feed *f)
 {
 	f->poke++;
 	pthread_cond_broadcast(&f->cv);
+}
+
+static void feed_poke_unlocked(struct feed *f)
+{
+	pthread_mutex_lock(&f->mu);
+	feed_poke(f);
+	pthread_mutex_unlock(&f->mu);
 }
 
 static void set_str(char **dst, const char *s)
@@ -807,6 +815,94 @@ static void *screen_main(void *arg)
 	return NULL;
 }
 
+/* --- transfers ------------------------------------------------------------------------- */
+
+struct transfer {
+	struct feed *f;
+	int upload;
+	char *computer, *remote, *local;
+};
+
+static int transfer_run(struct rk_engine *eng, const struct transfer *x, char **msg, struct rk_error *e)
+{
+	struct rk_computer c = {0};
+	int r = rk_db_computer_get(eng->db, x->computer, &c, e);
+	if (r)
+		return r;
+	struct rk_buf data;
+	rk_buf_init(&data);
+	if (strcmp(c.state, "running")) {
+		r = rk_error_set(e, RK_EUNAVAILABLE, "%s is %s: uploads and downloads need it running (the preview does not)",
+				 c.name, c.state);
+	} else if (x->upload) {
+		if ((r = rk_fs_read_all(x->local, RK_FILE_WRITE_LIMIT, &data, e)) == 0 &&
+		    (r = rk_computer_file_write(eng, &c, x->remote, data.data, data.len, 0, e)) == 0)
+			*msg = rk_xasprintf("uploaded %s to %s:/%s (%zu bytes)", x->local, c.name, x->remote, data.len);
+	} else if (rk_fs_exists(x->local)) {
+		r = rk_error_set(e, RK_ECONFLICT, "%s exists here: not overwritten", x->local);
+	} else if ((r = rk_computer_file_read(eng, &c, x->remote, RK_FILE_READ_LIMIT, &data, e)) == 0 &&
+		   (r = rk_fs_write_atomic(x->local, data.data, data.len, 0644, e)) == 0) {
+		*msg = rk_xasprintf("downloaded %s:/%s to %s (%zu bytes)", c.name, x->remote, x->local, data.len);
+	}
+	rk_buf_release(&data);
+	rk_computer_release(&c);
+	return r;
+}
+
+static void *transfer_main(void *arg)
+{
+	struct transfer *x = arg;
+	struct feed *f = x->f;
+	struct rk_engine *eng = NULL;
+	struct rk_error e = {0};
+	char *msg = NULL;
+	int r = rk_engine_open(&eng, &e);
+	if (r == 0)
+		r = transfer_run(eng, x, &msg, &e);
+	if (r)
+		msg = rk_xasprintf("%s failed: %s: %s", x->upload ? "upload" : "download", rk_code_name(e.code), e.message);
+	rk_engine_free(eng);
+	pthread_mutex_lock(&f->mu);
+	free(f->transfer_msg);
+	f->transfer_msg = msg;
+	f->transfer_busy = 0;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	if (r == 0)
+		feed_poke_unlocked(f);
+	wake(f);
+	free(x->computer);
+	free(x->remote);
+	free(x->local);
+	free(x);
+	return NULL;
+}
+
+int feed_transfer(struct feed *f, int upload, const char *computer, const char *remote, const char *local)
+{
+	if (f->transfer_busy)
+		return -1;
+	if (f->transfer_started) {
+		pthread_join(f->transfer_thread, NULL); /* the last one has ended: busy is 0 */
+		f->transfer_started = 0;
+	}
+	struct transfer *x = rk_xcalloc(1, sizeof(*x));
+	*x = (struct transfer){f, upload, rk_xstrdup(computer), rk_xstrdup(remote), rk_xstrdup(local)};
+	free(f->transfer_msg);
+	f->transfer_msg = rk_xasprintf("%s %s...", upload ? "uploading" : "downloading", upload ? local : remote);
+	f->transfer_busy = 1;
+	if (pthread_create(&f->transfer_thread, NULL, transfer_main, x)) {
+		f->transfer_busy = 0;
+		free(x->computer);
+		free(x->remote);
+		free(x->local);
+		free(x);
+		return -1;
+	}
+	f->transfer_started = 1;
+	return 0;
+}
+
 /* --- start and stop ------------------------------------------------------------------- */
 
 int feed_start(struct feed *f, const char *data_dir, struct rk_error *err)
@@ -838,6 +934,23 @@ int feed_stop(struct feed *f)
 	pthread_mutex_unlock(&f->mu);
 	if (f->threads >= 1)
 		pthread_join(f->data_thread, NULL);
+	if (f->transfer_started) {
+		/* a transfer gets a moment to end; one that hangs is left to the exit */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_mutex_lock(&f->mu);
+		while (f->transfer_busy && pthread_cond_timedwait(&f->cv, &f->mu, &ts) == 0)
+			;
+		int busy = f->transfer_busy;
+		pthread_mutex_unlock(&f->mu);
+		if (busy) {
+			pthread_detach(f->transfer_thread);
+			return 1;
+		}
+		pthread_join(f->transfer_thread, NULL);
+		f->transfer_started = 0;
+	}
 	if (f->threads >= 2) {
 		/* a display call may hang for its whole timeout (30 s): quitting does
 		 * not wait for it. The thread is left to the process's exit, with
@@ -882,6 +995,7 @@ int feed_stop(struct feed *f)
 	free(f->screen_rgb);
 	free(f->screen_status);
 	free(f->takeover_error);
+	free(f->transfer_msg);
 	for (size_t i = 0; i < f->ninput; i++)
 		free(f->input[i]);
 	free(f->input);

@@ -101,6 +101,11 @@ struct feed {
 	char **input;        /* action batches (JSON), in order */
 	size_t ninput;
 
+	/* a download or an upload, one at a time, on a thread of its own */
+	pthread_t transfer_thread;
+	int transfer_started, transfer_busy;
+	char *transfer_msg;  /* its outcome, for the footer, or NULL */
+
 	const char *data_dir; /* borrowed from the UI's engine */
 	char *consumer;
 };
@@ -115,6 +120,10 @@ int feed_stop(struct feed *f); /* 1: the screen thread was left running */
 void feed_poke(struct feed *f);
 /* With the lock held: queues one takeover action (a JSON object) for the screen thread. */
 void feed_input(struct feed *f, const char *action_json);
+/* With the lock held: starts a download (remote file of the computer to
+ * local, which must not exist) or an upload (local file to remote) through
+ * the provider. -1 while another one runs. */
+int feed_transfer(struct feed *f, int upload, const char *computer, const char *remote, const char *local);
 /* Reads the wake pipe dry. */
 void feed_drain(struct feed *f);
 

@@ -491,6 +491,51 @@ static void files_draw(struct tui *t, struct pane *p, int focused)
 	}
 }
 
+/* Uploads and downloads go through the provider, so only while it runs. */
+static int files_running(struct tui *t, const char *what)
+{
+	const struct feed_computer *c = tui_computer(t);
+	if (c && !strcmp(c->state, "running"))
+		return 1;
+	tui_set_message(t, "%s needs the computer running (it is %s); the preview works either way", what,
+			c ? c->state : "gone");
+	return 0;
+}
+
+static int files_download(struct tui *t, struct pane *p)
+{
+	struct feed *f = &t->feed;
+	if (p->sel < 0 || (size_t)p->sel >= f->nfiles || f->files[p->sel].type != 'f') {
+		tui_set_message(t, "download: choose a file");
+		return KEY_HANDLED | KEY_REDRAW;
+	}
+	if (!files_running(t, "download"))
+		return KEY_HANDLED | KEY_REDRAW;
+	const char *name = f->files[p->sel].name;
+	char *remote = *f->want_dir ? rk_xasprintf("%s/%s", f->want_dir, name) : rk_xstrdup(name);
+	if (feed_transfer(f, 0, tui_computer(t)->id, remote, name))
+		tui_set_message(t, "a transfer is still running");
+	free(remote);
+	return KEY_HANDLED | KEY_REDRAW;
+}
+
+void tui_files_upload(struct tui *t, const char *local_path)
+{
+	struct feed *f = &t->feed;
+	if (!files_running(t, "upload"))
+		return;
+	const char *base = strrchr(local_path, '/');
+	base = base ? base + 1 : local_path;
+	if (!*base) {
+		tui_set_message(t, "upload: %s names no file", local_path);
+		return;
+	}
+	char *remote = *f->want_dir ? rk_xasprintf("%s/%s", f->want_dir, base) : rk_xstrdup(base);
+	if (feed_transfer(f, 1, tui_computer(t)->id, remote, local_path))
+		tui_set_message(t, "a transfer is still running");
+	free(remote);
+}
+
 static int files_key(struct tui *t, struct pane *p, enum action a)
 {
 	struct feed *f = &t->feed;
@@ -498,6 +543,16 @@ static int files_key(struct tui *t, struct pane *p, enum action a)
 		return 0;
 	int n = (int)f->nfiles;
 	struct rect lr = files_list_rect(p), pr = files_preview_rect(p);
+	if (a == ACT_DOWNLOAD)
+		return files_download(t, p);
+	if (a == ACT_UPLOAD) {
+		if (files_running(t, "upload")) {
+			t->prompt = PROMPT_UPLOAD;
+			t->entry[0] = 0;
+			t->entry_len = 0;
+		}
+		return KEY_HANDLED | KEY_REDRAW;
+	}
 	if (a == ACT_CLICK && files_split(p) && t->mouse_x >= pr.x) {
 		p->sub = f->want_file != NULL;
 		return KEY_HANDLED | KEY_REDRAW;

@@ -35,6 +35,10 @@ const struct key_binding tui_keys[] = {
 	{{'\n', '\r', KEY_ENTER}, "Enter", "open: a computer's history, a run's timeline, a directory or a file",
 	 PANES_LISTS, ACT_OPEN, "open"},
 	{{'f'}, "f", "follow the tail", PANE_BIT(PANE_HISTORY), ACT_FOLLOW, "follow"},
+	{{'d'}, "d", "download the file into the current directory (a running computer)", PANE_BIT(PANE_FILES),
+	 ACT_DOWNLOAD, "download"},
+	{{'u'}, "u", "upload a local file into this directory (a running computer)", PANE_BIT(PANE_FILES), ACT_UPLOAD,
+	 "upload"},
 	{{'t'}, "t", "takeover: keys and clicks go to the computer (Ctrl-] gives them back)", PANE_BIT(PANE_SCREEN),
 	 ACT_TAKEOVER, "takeover"},
 	{{'\t'}, "Tab", "the next pane", PANES_ALL, ACT_NEXT_PANE, "pane"},
@@ -392,9 +396,9 @@ static void draw_footer(struct tui *t)
 	int y = LINES - 1;
 	tui_attr_on(t, C_FOOTER);
 	tui_fill(y, 0, COLS);
-	char line[1024];
-	if (t->searching) {
-		snprintf(line, sizeof(line), "/%s", t->search);
+	char line[1100];
+	if (t->prompt) {
+		snprintf(line, sizeof(line), "%s%s", t->prompt == PROMPT_SEARCH ? "/" : "upload local file: ", t->entry);
 		tui_put(y, 0, COLS, line);
 		tui_attr_off(t, C_FOOTER);
 		curs_set(1);
@@ -408,6 +412,8 @@ static void draw_footer(struct tui *t)
 			 t->feed.takeover_held ? "" : " (taking the control lease...)");
 	} else if (t->message) {
 		snprintf(line, sizeof(line), " %s", t->message);
+	} else if (t->feed.transfer_msg) {
+		snprintf(line, sizeof(line), " %s", t->feed.transfer_msg);
 	} else if (err) {
 		snprintf(line, sizeof(line), " %s", err);
 	} else {
@@ -543,9 +549,9 @@ static int dispatch(struct tui *t, enum action a)
 		tui_focus(t, (enum pane_id)(a - ACT_PANE_1));
 		return KEY_REDRAW;
 	case ACT_SEARCH:
-		t->searching = 1;
-		t->search[0] = 0;
-		t->search_len = 0;
+		t->prompt = PROMPT_SEARCH;
+		t->entry[0] = 0;
+		t->entry_len = 0;
 		return KEY_REDRAW;
 	default: break;
 	}
@@ -677,36 +683,43 @@ static int on_mouse(struct tui *t)
 	return 0;
 }
 
-static int on_search_key(struct tui *t, int is_key, wint_t ch)
+static int on_prompt_key(struct tui *t, int is_key, wint_t ch)
 {
 	if (is_key && ch == KEY_BACKSPACE) {
 		ch = 127;
 		is_key = 0;
 	}
+	if (is_key && ch == KEY_ENTER) {
+		ch = '\r';
+		is_key = 0;
+	}
 	if (is_key)
 		return 0;
-	if (ch == 27) {
-		t->searching = 0;
-		t->search[0] = 0;
-		t->search_len = 0;
+	if (ch == 27 || ch == 3 || ch == 7) {
+		t->prompt = 0;
 	} else if (ch == '\n' || ch == '\r') {
-		t->searching = 0;
-		if (t->search[0])
+		int kind = t->prompt;
+		t->prompt = 0;
+		if (kind == PROMPT_SEARCH && t->entry[0]) {
+			snprintf(t->search, sizeof(t->search), "%s", t->entry);
 			return dispatch(t, ACT_SEARCH_NEXT) | KEY_REDRAW;
+		}
+		if (kind == PROMPT_UPLOAD && t->entry[0])
+			tui_files_upload(t, t->entry);
 	} else if (ch == 127 || ch == 8) {
 		/* back one UTF-8 character */
-		while (t->search_len > 0 && ((unsigned char)t->search[--t->search_len] & 0xc0) == 0x80)
+		while (t->entry_len > 0 && ((unsigned char)t->entry[--t->entry_len] & 0xc0) == 0x80)
 			;
-		t->search[t->search_len] = 0;
+		t->entry[t->entry_len] = 0;
 	} else if (ch >= 0x20) {
 		char mb[MB_LEN_MAX];
 		mbstate_t st;
 		memset(&st, 0, sizeof(st));
 		size_t k = wcrtomb(mb, (wchar_t)ch, &st);
-		if (k != (size_t)-1 && t->search_len + k < sizeof(t->search)) {
-			memcpy(t->search + t->search_len, mb, k);
-			t->search_len += k;
-			t->search[t->search_len] = 0;
+		if (k != (size_t)-1 && t->entry_len + k < sizeof(t->entry)) {
+			memcpy(t->entry + t->entry_len, mb, k);
+			t->entry_len += k;
+			t->entry[t->entry_len] = 0;
 		}
 	}
 	return KEY_REDRAW;
@@ -718,8 +731,8 @@ static int on_key(struct tui *t, int is_key, wint_t ch)
 		return KEY_REDRAW;
 	if (is_key && ch == KEY_MOUSE)
 		return on_mouse(t);
-	if (t->searching)
-		return on_search_key(t, is_key, ch);
+	if (t->prompt)
+		return on_prompt_key(t, is_key, ch);
 	if (t->help) {
 		t->help = 0;
 		return KEY_REDRAW;
@@ -738,6 +751,10 @@ static int on_key(struct tui *t, int is_key, wint_t ch)
 	if (t->message) {
 		free(t->message);
 		t->message = NULL;
+	}
+	if (t->feed.transfer_msg && !t->feed.transfer_busy) {
+		free(t->feed.transfer_msg);
+		t->feed.transfer_msg = NULL;
 	}
 	enum action a = lookup(t, (int)ch);
 	if (a == ACT_NONE)

@@ -36,7 +36,7 @@ enum action {
 	ACT_NEXT_PANE, ACT_PREV_PANE,
 	ACT_PANE_1, ACT_PANE_2, ACT_PANE_3, ACT_PANE_4, ACT_PANE_5, ACT_PANE_6,
 	ACT_SEARCH, ACT_SEARCH_NEXT, ACT_HELP, ACT_QUIT, ACT_REDRAW,
-	ACT_TAKEOVER, ACT_FOLLOW,
+	ACT_TAKEOVER, ACT_FOLLOW, ACT_DOWNLOAD, ACT_UPLOAD,
 	ACT_CLICK, ACT_WHEEL_UP, ACT_WHEEL_DOWN, /* the mouse, at tui.mouse_y/x */
 };
 
@@ -87,14 +87,20 @@ struct tui {
 	int color;             /* colours (a terminal that has them, NO_COLOR unset) */
 	int help;              /* the help screen is up */
 	int takeover;          /* the screen pane sends keys and the mouse to the computer */
-	int searching;         /* the footer is the search prompt */
-	char search[128];      /* the last search */
-	size_t search_len;
+	int prompt;            /* the footer is a prompt: PROMPT_SEARCH, PROMPT_UPLOAD, or 0 */
+	char entry[1024];      /* what is typed at the prompt */
+	size_t entry_len;
+	char search[1024];     /* the last search */
 	int mouse_y, mouse_x, mouse_button;
 	char *message;         /* a one-off footer message, or NULL */
 	struct rect screen_img; /* where the screen pane's picture is (cells) */
 	int screen_img_w, screen_img_h; /* its size in pixels */
 };
+
+enum { PROMPT_SEARCH = 1, PROMPT_UPLOAD };
+
+/* Files: uploads local_path into the directory shown (feed locked). */
+void tui_files_upload(struct tui *t, const char *local_path);
 
 extern const struct panel_ops tui_computers_ops, tui_runs_ops, tui_timeline_ops, tui_history_ops, tui_files_ops,
 	tui_screen_ops;

@@ -28,7 +28,7 @@ tui_start() {
 	tm new-session -d -x "$cols" -y "$rows" "env -i PATH=/usr/bin:/bin HOME=$HOME TERM=screen-256color \
 RAKAZO_DATA_DIR=$RAKAZO_DATA_DIR RAKAZO_OWNER=$RAKAZO_OWNER RAKAZO_TEST_LABEL=$RAKAZO_TEST_LABEL \
 ${TUI_ENV:-NO_COLOR=1} bash --norc --noprofile"
-	tm send-keys "PS1='prompt\$ '; stty -g > $BATS_TEST_TMPDIR/stty.before" Enter
+	tm send-keys "cd $BATS_TEST_TMPDIR; PS1='prompt\$ '; stty -g > $BATS_TEST_TMPDIR/stty.before" Enter
 	tm send-keys "$RAKAZO_BIN tui $*; echo tui-exit=\$?" Enter
 	wait_for 'tm display -p "#{alternate_on}" | grep -qx 1' 20
 	wait_for 'shows " 1 Computers"' 20
@@ -175,6 +175,45 @@ frame_hash_shown() {
 	tm send-keys h
 	wait_for 'shows "notes/"'
 	! shows "a.txt"
+	tm send-keys q
+	wait_for 'shows "tui-exit=0"'
+}
+
+@test "tui: download and upload go through a running computer; stopped, they are refused" {
+	rk_fake t
+	printf 'download me\n' | rk computer file write t notes/a.txt
+	printf 'upload me\n' >"$BATS_TEST_TMPDIR/up.txt"
+	tui_start 120 35
+	tm send-keys 5
+	wait_for 'shows "notes/"'
+	tm send-keys l
+	wait_for 'shows "download me"'
+	tm send-keys d
+	wait_for 'shows "downloaded t:/notes/a.txt to a.txt"'
+	[ "$(cat "$BATS_TEST_TMPDIR/a.txt")" = "download me" ]
+	# a second one does not overwrite what is here
+	tm send-keys d
+	wait_for 'shows "a.txt exists here: not overwritten"'
+	tm send-keys u
+	wait_for 'shows "upload local file:"'
+	tm send-keys -l "$BATS_TEST_TMPDIR/up.txt"
+	tm send-keys Enter
+	wait_for 'shows "uploaded"'
+	[ "$(rk computer file read t notes/up.txt)" = "upload me" ]
+	wait_for 'shows "up.txt"'
+	# a local file that is not there is an error, not a crash
+	tm send-keys u
+	tm send-keys -l "$BATS_TEST_TMPDIR/nosuch.txt"
+	tm send-keys Enter
+	wait_for 'shows "upload failed"'
+	rk computer stop t --wait --json >/dev/null
+	wait_for 'shows "stopped, from the stored workspace"'
+	rm "$BATS_TEST_TMPDIR/a.txt"
+	tm send-keys d
+	wait_for 'shows "download needs the computer running"'
+	[ ! -e "$BATS_TEST_TMPDIR/a.txt" ]
+	tm send-keys u
+	wait_for 'shows "upload needs the computer running"'
 	tm send-keys q
 	wait_for 'shows "tui-exit=0"'
 }
