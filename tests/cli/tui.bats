@@ -25,7 +25,7 @@ tm() {
 tui_start() {
 	local cols=$1 rows=$2
 	shift 2
-	tm new-session -d -x "$cols" -y "$rows" "env -i PATH=/usr/bin:/bin HOME=$HOME TERM=screen-256color \
+	tm new-session -d -x "$cols" -y "$rows" "env -i PATH=/usr/bin:/bin HOME=$HOME TERM=screen-256color LANG=C.UTF-8 \
 RAKAZO_DATA_DIR=$RAKAZO_DATA_DIR RAKAZO_OWNER=$RAKAZO_OWNER RAKAZO_TEST_LABEL=$RAKAZO_TEST_LABEL \
 ${TUI_ENV:-NO_COLOR=1} bash --norc --noprofile"
 	tm send-keys "cd $BATS_TEST_TMPDIR; PS1='prompt\$ '; stty -g > $BATS_TEST_TMPDIR/stty.before" Enter
@@ -239,6 +239,38 @@ frame_hash_shown() {
 	wait_for 'shows "scrollback (G follows)"'
 	tm send-keys G
 	wait_for 'shows "live tail"'
+	tm send-keys q
+	wait_for 'shows "tui-exit=0"'
+}
+
+@test "tui: history shows escape sequences and control characters removed, tabs expanded, wide characters whole" {
+	rk_fake t
+	rk computer exec t -- "printf '\033[31mred\033[0m\tafter\r\n'; printf 'h\xc3\xa9llo \xe6\x97\xa5\xe6\x9c\xac\x07end\n'" >/dev/null
+	tui_start 120 35
+	wait_for 'shows "red     after"'
+	shows "héllo 日本end"
+	! shows "[31m"
+	tm send-keys q
+	wait_for 'shows "tui-exit=0"'
+}
+
+@test "tui: NO_COLOR turns every colour off; without it the screen is truecolor half blocks" {
+	rk_fake t
+	tui_start 120 35
+	tm send-keys 6
+	wait_for '[ -n "$(frame_hash_shown)" ]' 30
+	tm capture-pane -p -e >"$BATS_TEST_TMPDIR/mono.txt"
+	# reverse and bold only: no foreground or background colour at all
+	! grep -qE $'\e\\[[0-9;]*(3[0-9]|4[0-9]|9[0-7])(;[0-9]+)*m' "$BATS_TEST_TMPDIR/mono.txt"
+	grep -q '@\|#\|=' "$BATS_TEST_TMPDIR/mono.txt"
+	tm send-keys q
+	wait_for 'shows "tui-exit=0"'
+	tm kill-server
+	TUI_ENV="COLORTERM=truecolor" tui_start 120 35
+	tm send-keys 6
+	wait_for '[ -n "$(frame_hash_shown)" ]' 30
+	wait_for 'tm capture-pane -p -e | grep -q "38;2;"'
+	tm capture-pane -p | grep -q '▀'
 	tm send-keys q
 	wait_for 'shows "tui-exit=0"'
 }
