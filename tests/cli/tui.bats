@@ -224,11 +224,13 @@ frame_hash_shown() {
 	tm send-keys 4
 	wait_for 'focused History'
 	wait_for 'shows "no terminal history yet"'
-	rk computer exec t -- 'echo first-mark; sleep 3; echo second-mark' >"$BATS_TEST_TMPDIR/exec.out" &
+	# the fake provider runs commands on this host: a file holds this one until the test lets it go
+	rk computer exec t --yield-ms 30000 -- "echo first-mark; while [ ! -e '$BATS_TEST_TMPDIR/go' ]; do sleep 0.1; done; echo second-mark" >"$BATS_TEST_TMPDIR/exec.out" &
 	local pid=$!
 	# the command shows while it is still running ...
-	wait_for 'shows "$ echo first-mark; sleep 3; echo second-mark"' 20
+	wait_for 'shows "$ echo first-mark; while"' 20
 	kill -0 "$pid"
+	touch "$BATS_TEST_TMPDIR/go"
 	# ... and its output and exit when it ends, with no key pressed
 	wait_for 'shows "second-mark"' 30
 	wait_for 'shows "[exit 0]"'
@@ -265,14 +267,16 @@ frame_hash_shown() {
 	grep -q '@\|#\|=' "$BATS_TEST_TMPDIR/mono.txt"
 	tm send-keys q
 	wait_for 'shows "tui-exit=0"'
-	tm kill-server
-	TUI_ENV="COLORTERM=truecolor" tui_start 120 35
+	# an empty NO_COLOR is no NO_COLOR
+	tm send-keys clear Enter
+	tm send-keys "NO_COLOR= $RAKAZO_BIN tui; echo tui2-exit=\$?" Enter
+	wait_for 'tm display -p "#{alternate_on}" | grep -qx 1' 20
 	tm send-keys 6
 	wait_for '[ -n "$(frame_hash_shown)" ]' 30
 	wait_for 'tm capture-pane -p -e | grep -q "38;2;"'
 	tm capture-pane -p | grep -q '▀'
 	tm send-keys q
-	wait_for 'shows "tui-exit=0"'
+	wait_for 'shows "tui2-exit=0"'
 }
 
 @test "tui: the screen pane shows a changed frame after rakazo screen act" {
@@ -395,10 +399,10 @@ frame_hash_shown() {
 	local p
 	for p in Computers Runs Timeline History Files Screen; do
 		tm send-keys Tab
-		wait_for "focused $p" 5
+		wait_for "focused $p"
 	done
 	tm send-keys q
-	wait_for 'shows "tui-exit=0"' 5
+	wait_for 'shows "tui-exit=0"'
 	kill -CONT "$holder"
 }
 
