@@ -153,13 +153,6 @@ void feed_poke(struct feed *f)
 	pthread_cond_broadcast(&f->cv);
 }
 
-static void feed_poke_unlocked(struct feed *f)
-{
-	pthread_mutex_lock(&f->mu);
-	feed_poke(f);
-	pthread_mutex_unlock(&f->mu);
-}
-
 static void set_str(char **dst, const char *s)
 {
 	if (*dst == s || (*dst && s && !strcmp(*dst, s)))
@@ -862,19 +855,21 @@ static void *transfer_main(void *arg)
 	if (r)
 		msg = rk_xasprintf("%s failed: %s: %s", x->upload ? "upload" : "download", rk_code_name(e.code), e.message);
 	rk_engine_free(eng);
-	pthread_mutex_lock(&f->mu);
-	free(f->transfer_msg);
-	f->transfer_msg = msg;
-	f->transfer_busy = 0;
-	pthread_cond_broadcast(&f->cv);
-	pthread_mutex_unlock(&f->mu);
-	if (r == 0)
-		feed_poke_unlocked(f);
-	wake(f);
 	free(x->computer);
 	free(x->remote);
 	free(x->local);
 	free(x);
+	/* the UI may join this thread while it holds the lock once busy is 0:
+	 * after this section nothing here takes the lock again */
+	pthread_mutex_lock(&f->mu);
+	free(f->transfer_msg);
+	f->transfer_msg = msg;
+	f->transfer_busy = 0;
+	if (r == 0)
+		f->poke++; /* list the directory again: an upload shows at once */
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	wake(f);
 	return NULL;
 }
 

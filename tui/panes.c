@@ -539,8 +539,10 @@ void tui_files_upload(struct tui *t, const char *local_path)
 static int files_key(struct tui *t, struct pane *p, enum action a)
 {
 	struct feed *f = &t->feed;
-	if (!files_current(t) || f->files_error)
+	if (!files_current(t))
 		return 0;
+	if (f->files_error && a != ACT_LEFT)
+		return 0; /* a directory that went away: only up */
 	int n = (int)f->nfiles;
 	struct rect lr = files_list_rect(p), pr = files_preview_rect(p);
 	if (a == ACT_DOWNLOAD)

@@ -25,7 +25,7 @@
 const struct key_binding tui_keys[] = {
 	{{'j', KEY_DOWN}, "j/↓", "down", PANES_ALL, ACT_DOWN, "down"},
 	{{'k', KEY_UP}, "k/↑", "up", PANES_ALL, ACT_UP, "up"},
-	{{'h', KEY_LEFT, KEY_BACKSPACE}, "h/←", "left: the parent directory, the list, the left column", PANES_ALL,
+	{{'h', KEY_LEFT, KEY_BACKSPACE, 127}, "h/←", "left: the parent directory, the list, the left column", PANES_ALL,
 	 ACT_LEFT, "left"},
 	{{'l', KEY_RIGHT}, "l/→", "right: into a directory or a file, the right column", PANES_ALL, ACT_RIGHT, "right"},
 	{{KEY_NPAGE, ' ', 4}, "PgDn", "a page down (also Space, Ctrl-D)", PANES_ALL, ACT_PAGE_DOWN, NULL},
@@ -340,6 +340,7 @@ void tui_focus(struct tui *t, enum pane_id p)
 	if (t->takeover) {
 		t->takeover = 0;
 		t->feed.takeover_want = 0;
+		feed_poke(&t->feed);
 	}
 	t->focus = p;
 	if (p >= PANE_TIMELINE)
@@ -518,7 +519,7 @@ static enum action lookup(struct tui *t, int key)
 {
 	for (const struct key_binding *k = tui_keys; k->label; k++)
 		if (k->panes & PANE_BIT(t->focus))
-			for (int i = 0; i < 3 && k->keys[i]; i++)
+			for (int i = 0; i < 4 && k->keys[i]; i++)
 				if (k->keys[i] == key)
 					return k->action;
 	return ACT_NONE;

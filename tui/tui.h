@@ -69,7 +69,7 @@ struct pane {
 };
 
 struct key_binding {
-	int keys[3];        /* curses key codes or characters; 0 ends */
+	int keys[4];        /* curses key codes or characters; 0 ends */
 	const char *label;  /* as the footer and help show it */
 	const char *help;
 	unsigned panes;     /* PANE_BIT mask; PANES_ALL for global keys */

@@ -175,6 +175,13 @@ frame_hash_shown() {
 	tm send-keys h
 	wait_for 'shows "notes/"'
 	! shows "a.txt"
+	# a directory that goes away while it shows says so, and h still leads up
+	tm send-keys l
+	wait_for 'shows "b.txt"'
+	rm -rf "$home/notes"
+	wait_for 'shows "cannot read /notes"'
+	tm send-keys h
+	wait_for 'shows "(empty directory)"'
 	tm send-keys q
 	wait_for 'shows "tui-exit=0"'
 }
