@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "out.h"
@@ -14,6 +15,7 @@
 extern const struct cmd_entry cmd_computer, cmd_screen, cmd_doctor, cmd_worker, cmd_help, cmd_version;
 extern const struct cmd_entry cmd_checkpoint;
 extern const struct cmd_entry cmd_run;
+extern const struct cmd_entry cmd_tui;
 
 #define CMD(name, entry) &entry
 /* The command table. Makefile's install and the completion test read the
@@ -23,6 +25,7 @@ const struct cmd_entry *const cmd_table[] = {
 	CMD("screen", cmd_screen),
 	CMD("checkpoint", cmd_checkpoint),
 	CMD("run", cmd_run),
+	CMD("tui", cmd_tui),
 	CMD("doctor", cmd_doctor),
 	CMD("worker", cmd_worker),
 	CMD("help", cmd_help),
@@ -283,6 +286,8 @@ int main(int argc, char **argv)
 		} else {
 			status = run_command(c, argc, argv);
 		}
+	} else if (argc < 2 && isatty(0) && isatty(1)) {
+		status = run_command(&cmd_tui, argc, argv); /* on a terminal: the dashboard */
 	} else if (argc < 2) {
 		help_overview(stdout);
 		status = 0;

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <png.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include "../engine/util/fs.h"
 #include "../engine/util/json.h"
 #include "../engine/util/time.h"
+#include "../tui/halfblock.h"
 #include "cmd.h"
 #include "out.h"
 #include "screen_gateway.h"
@@ -213,41 +213,15 @@ static void on_watch_signal(int sig)
 		watch_stop = 1;
 }
 
-static int decode_png(const unsigned char *png, size_t len, unsigned char **rgb, int *w, int *h)
-{
-	png_image img;
-	memset(&img, 0, sizeof(img));
-	img.version = PNG_IMAGE_VERSION;
-	if (!png_image_begin_read_from_memory(&img, png, len))
-		return -1;
-	img.format = PNG_FORMAT_RGB;
-	*rgb = malloc(PNG_IMAGE_SIZE(img));
-	if (!*rgb || !png_image_finish_read(&img, NULL, *rgb, 0, NULL)) {
-		free(*rgb);
-		*rgb = NULL;
-		png_image_free(&img);
-		return -1;
-	}
-	*w = (int)img.width;
-	*h = (int)img.height;
-	return 0;
-}
-
-static void draw_frame(const unsigned char *rgb, int w, int h, int rows, const char *status)
+/* The picture goes under the status line; tui/halfblock.c draws it. */
+static void draw_frame(const unsigned char *rgb, int w, int h, int cols, int rows, const char *status)
 {
 	struct rk_buf b;
 	rk_buf_init(&b);
-	rk_buf_adds(&b, "\033[H");
-	for (int y = 0; y + 1 < h + 1 && y / 2 < rows - 1; y += 2) {
-		for (int x = 0; x < w; x++) {
-			const unsigned char *t = rgb + ((size_t)y * w + x) * 3;
-			const unsigned char *u = y + 1 < h ? rgb + ((size_t)(y + 1) * w + x) * 3 : t;
-			rk_buf_printf(&b, "\033[38;2;%d;%d;%dm\033[48;2;%d;%d;%dm\xe2\x96\x80", t[0], t[1], t[2], u[0], u[1],
-				      u[2]);
-		}
-		rk_buf_adds(&b, "\033[0m\033[K\r\n");
-	}
-	rk_buf_printf(&b, "\033[0m\033[K%s", status);
+	int image_rows = rows - 1;
+	tui_halfblock_render(&b, rgb, w, h, 1, 1, image_rows, cols, 1);
+	int used = (h + 1) / 2 < image_rows ? (h + 1) / 2 : image_rows;
+	rk_buf_printf(&b, "\033[%d;1H\033[0m\033[K%s", used + 1, status);
 	fwrite(b.data, 1, b.len, stdout);
 	fflush(stdout);
 	rk_buf_release(&b);
@@ -303,14 +277,14 @@ static int run_watch(struct cmd_ctx *ctx)
 		if (shot.png) {
 			unsigned char *rgb;
 			int w, h;
-			if (decode_png(shot.png, shot.png_len, &rgb, &w, &h) == 0) {
+			if (tui_png_decode(shot.png, shot.png_len, &rgb, &w, &h) == 0) {
 				char status[256];
 				frames++;
 				snprintf(status, sizeof(status), " %s :%d  %dx%d  frame %llu  q quits", c.name, (int)o_display,
 					 (int)cJSON_GetNumberValue(cJSON_GetObjectItem(shot.meta, "screen_width")),
 					 (int)cJSON_GetNumberValue(cJSON_GetObjectItem(shot.meta, "screen_height")),
 					 (unsigned long long)frames);
-				draw_frame(rgb, w, h, rows, status);
+				draw_frame(rgb, w, h, cols, rows, status);
 				free(rgb);
 			}
 		}

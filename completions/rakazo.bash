@@ -8,7 +8,7 @@
 _rakazo_static() {
 	local words=
 	case "$1" in
-	"") words="computer screen checkpoint run doctor worker help version" ;;
+	"") words="computer screen checkpoint run doctor worker help version tui" ;;
 	"computer") words="create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers" ;;
 	"computer create") words="--provider --name --mode --team --private --no-desktop --pause-after --revisions --options --command-key --wait --timeout --json --help" ;;
 	"computer list") words="--json --help" ;;
@@ -72,6 +72,7 @@ _rakazo_static() {
 	"checkpoint verify") words="--revision --deep --all --json --help" ;;
 	"checkpoint gc") words="--json --help" ;;
 	"run") words="--computer --bot --thread --model --model-base-url --model-retries --max-steps --max-wall --max-tokens --limit --detach --follow --after --wait --note --json --help" ;;
+	"tui") words="--computer --json --help" ;;
 	"doctor") words="--json --help" ;;
 	"worker") words="--once --idle-exit --json --help" ;;
 	"help") words="--json --help" ;;

@@ -1,0 +1,879 @@
+/* rakazo tui: the event loop, the layout, the key table, the footer and the
+ * help screen (see tui.h). */
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <termios.h>
+#include <unistd.h>
+#include <wchar.h>
+
+#include "../engine/util/buf.h"
+#include "curses.h"
+#include "halfblock.h"
+#include "tui.h"
+
+/* Ctrl-]: gives the keyboard back from a takeover (as telnet does). */
+#define KEY_TAKEOVER_END 0x1d
+
+const struct key_binding tui_keys[] = {
+	{{'j', KEY_DOWN}, "j/↓", "down", PANES_ALL, ACT_DOWN, "down"},
+	{{'k', KEY_UP}, "k/↑", "up", PANES_ALL, ACT_UP, "up"},
+	{{'h', KEY_LEFT, KEY_BACKSPACE, 127}, "h/←", "left: the parent directory, the list, the left column", PANES_ALL,
+	 ACT_LEFT, "left"},
+	{{'l', KEY_RIGHT}, "l/→", "right: into a directory or a file, the right column", PANES_ALL, ACT_RIGHT, "right"},
+	{{KEY_NPAGE, ' ', 4}, "PgDn", "a page down (also Space, Ctrl-D)", PANES_ALL, ACT_PAGE_DOWN, NULL},
+	{{KEY_PPAGE, 21}, "PgUp", "a page up (also Ctrl-U)", PANES_ALL, ACT_PAGE_UP, NULL},
+	{{'g', KEY_HOME}, "g", "the first line", PANES_ALL, ACT_TOP, NULL},
+	{{'G', KEY_END}, "G", "the last line (the history follows its tail again)", PANES_ALL, ACT_BOTTOM, NULL},
+	{{'\n', '\r', KEY_ENTER}, "Enter", "open: a computer's history, a run's timeline, a directory or a file",
+	 PANES_LISTS, ACT_OPEN, "open"},
+	{{'f'}, "f", "follow the tail", PANE_BIT(PANE_HISTORY), ACT_FOLLOW, "follow"},
+	{{'d'}, "d", "download the file into the current directory (a running computer)", PANE_BIT(PANE_FILES),
+	 ACT_DOWNLOAD, "download"},
+	{{'u'}, "u", "upload a local file into this directory (a running computer)", PANE_BIT(PANE_FILES), ACT_UPLOAD,
+	 "upload"},
+	{{'t'}, "t", "takeover: keys and clicks go to the computer (Ctrl-] gives them back)", PANE_BIT(PANE_SCREEN),
+	 ACT_TAKEOVER, "takeover"},
+	{{'\t'}, "Tab", "the next pane", PANES_ALL, ACT_NEXT_PANE, "pane"},
+	{{KEY_BTAB}, "S-Tab", "the previous pane", PANES_ALL, ACT_PREV_PANE, NULL},
+	{{'1'}, "1", "computers", PANES_ALL, ACT_PANE_1, NULL},
+	{{'2'}, "2", "runs", PANES_ALL, ACT_PANE_2, NULL},
+	{{'3'}, "3", "a run's timeline", PANES_ALL, ACT_PANE_3, NULL},
+	{{'4'}, "4", "terminal history", PANES_ALL, ACT_PANE_4, NULL},
+	{{'5'}, "5", "files", PANES_ALL, ACT_PANE_5, NULL},
+	{{'6'}, "6", "the screen", PANES_ALL, ACT_PANE_6, NULL},
+	{{'/'}, "/", "search (Enter finds, Esc cancels)", PANES_ALL, ACT_SEARCH, "search"},
+	{{'n'}, "n", "the next match", PANES_ALL, ACT_SEARCH_NEXT, NULL},
+	{{12}, "^L", "redraw the terminal", PANES_ALL, ACT_REDRAW, NULL},
+	{{'?'}, "?", "this help", PANES_ALL, ACT_HELP, "help"},
+	{{'q', 'Q', 3}, "q", "quit", PANES_ALL, ACT_QUIT, "quit"},
+	{{0}, NULL, NULL, 0, ACT_NONE, NULL},
+};
+
+static const char *const pane_names[PANE_COUNT] = {"Computers", "Runs", "Timeline", "History", "Files", "Screen"};
+
+/* --- the terminal, restored on every way out ------------------------------------------ */
+
+static struct termios saved_tio;
+static int saved_tio_ok;
+static volatile sig_atomic_t quit_signal;
+
+static const char restore_seq[] = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[0m\033[?25h\033[?1049l";
+
+static void on_fatal(int sig)
+{
+	/* only async-signal-safe calls: the raw sequences and the saved modes */
+	ssize_t n = write(1, restore_seq, sizeof(restore_seq) - 1);
+	(void)n;
+	if (saved_tio_ok)
+		tcsetattr(0, TCSANOW, &saved_tio);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void on_quit(int sig)
+{
+	quit_signal = sig;
+}
+
+static void signals_install(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_fatal;
+	sa.sa_flags = SA_RESETHAND;
+	int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(*fatal); i++)
+		sigaction(fatal[i], &sa, NULL);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_quit;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+}
+
+/* --- drawing helpers ------------------------------------------------------------------ */
+
+void tui_attr_on(struct tui *t, enum tui_color c)
+{
+	if (c == C_NONE)
+		return;
+	if (t->color)
+		attron(COLOR_PAIR(c));
+	if (c == C_SEL || c == C_TITLE_FOCUS || c == C_FOOTER)
+		attron(A_REVERSE);
+	if (c == C_TITLE || c == C_TITLE_FOCUS)
+		attron(A_BOLD);
+	if (c == C_DIM && !t->color)
+		attron(A_DIM);
+}
+
+void tui_attr_off(struct tui *t, enum tui_color c)
+{
+	if (c == C_NONE)
+		return;
+	if (t->color)
+		attroff(COLOR_PAIR(c));
+	attroff(A_REVERSE | A_BOLD | A_DIM);
+}
+
+int tui_put(int y, int x, int w, const char *s)
+{
+	if (w <= 0 || !s)
+		return 0;
+	mbstate_t st;
+	memset(&st, 0, sizeof(st));
+	wchar_t buf[512];
+	int used = 0, nb = 0;
+	size_t len = strlen(s);
+	move(y, x);
+	while (len > 0 && used < w) {
+		wchar_t wc;
+		size_t k = mbrtowc(&wc, s, len, &st);
+		if (k == (size_t)-1 || k == (size_t)-2) {
+			memset(&st, 0, sizeof(st));
+			wc = L'?';
+			k = 1;
+		} else if (k == 0) {
+			break;
+		}
+		s += k;
+		len -= k;
+		if (wc < 0x20 || wc == 0x7f || (wc >= 0x80 && wc < 0xa0))
+			wc = L'?';
+		int cw = wcwidth(wc);
+		if (cw < 0) {
+			wc = L'?';
+			cw = 1;
+		}
+		if (used + cw > w)
+			break;
+		buf[nb++] = wc;
+		used += cw;
+		if (nb == (int)(sizeof(buf) / sizeof(*buf))) {
+			addnwstr(buf, nb);
+			nb = 0;
+		}
+	}
+	if (nb)
+		addnwstr(buf, nb);
+	return used;
+}
+
+void tui_fill(int y, int x, int w)
+{
+	if (w > 0)
+		mvhline(y, x, ' ', w);
+}
+
+void tui_title(struct tui *t, struct pane *p, int focused, const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	enum tui_color c = focused ? C_TITLE_FOCUS : C_TITLE;
+	tui_attr_on(t, c);
+	tui_fill(p->r.y, p->r.x, p->r.w);
+	char head[600];
+	snprintf(head, sizeof(head), " %d %s  %s", (int)p->id + 1, p->title, text);
+	tui_put(p->r.y, p->r.x, p->r.w, head);
+	tui_attr_off(t, c);
+}
+
+int tui_match(const char *s, const char *needle)
+{
+	return s && needle && *needle && strcasestr(s, needle) != NULL;
+}
+
+void tui_set_message(struct tui *t, const char *fmt, ...)
+{
+	free(t->message);
+	va_list ap;
+	va_start(ap, fmt);
+	struct rk_buf b;
+	rk_buf_init(&b);
+	rk_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	t->message = rk_buf_detach(&b, NULL);
+}
+
+const struct feed_computer *tui_computer(struct tui *t)
+{
+	struct feed *f = &t->feed;
+	for (size_t i = 0; i < f->ncomputers; i++)
+		if (f->want_computer && !strcmp(f->computers[i].id, f->want_computer))
+			return &f->computers[i];
+	return f->ncomputers ? &f->computers[0] : NULL;
+}
+
+void tui_list_clamp(struct pane *p, int n, int rows)
+{
+	if (p->sel >= n)
+		p->sel = n - 1;
+	if (p->sel < 0)
+		p->sel = 0;
+	if (rows < 1)
+		rows = 1;
+	if (p->top > p->sel)
+		p->top = p->sel;
+	if (p->sel >= p->top + rows)
+		p->top = p->sel - rows + 1;
+	if (p->top < 0)
+		p->top = 0;
+}
+
+int tui_list_key(struct tui *t, struct pane *p, enum action a, int n, int rows)
+{
+	int page = rows > 1 ? rows - 1 : 1;
+	switch (a) {
+	case ACT_UP: p->sel--; break;
+	case ACT_DOWN: p->sel++; break;
+	case ACT_PAGE_UP: p->sel -= page; break;
+	case ACT_PAGE_DOWN: p->sel += page; break;
+	case ACT_TOP: p->sel = 0; break;
+	case ACT_BOTTOM: p->sel = n - 1; break;
+	case ACT_WHEEL_UP: p->sel -= 3; break;
+	case ACT_WHEEL_DOWN: p->sel += 3; break;
+	case ACT_CLICK:
+		/* rows start below the pane's title and its column heading */
+		if (t->mouse_y >= p->r.y + 2)
+			p->sel = p->top + (t->mouse_y - p->r.y - 2);
+		break;
+	case ACT_SEARCH_NEXT: return 0; /* the pane's own */
+	default: return 0;
+	}
+	tui_list_clamp(p, n, rows);
+	return KEY_HANDLED | KEY_REDRAW;
+}
+
+int tui_text_key(struct tui *t, struct pane *p, enum action a, const struct feed_lines *l, int *top, int rows)
+{
+	int n = (int)l->n, page = rows > 1 ? rows - 1 : 1, max = n - rows > 0 ? n - rows : 0;
+	switch (a) {
+	case ACT_UP: (*top)--; p->follow = 0; break;
+	case ACT_DOWN: (*top)++; break;
+	case ACT_PAGE_UP: *top -= page; p->follow = 0; break;
+	case ACT_PAGE_DOWN: *top += page; break;
+	case ACT_WHEEL_UP: *top -= 3; p->follow = 0; break;
+	case ACT_WHEEL_DOWN: *top += 3; break;
+	case ACT_TOP: *top = 0; p->follow = 0; break;
+	case ACT_BOTTOM: *top = max; p->follow = 1; break;
+	case ACT_FOLLOW: *top = max; p->follow = 1; break;
+	case ACT_SEARCH_NEXT:
+		for (int i = 1; i <= n; i++) {
+			int k = (*top + i) % (n ? n : 1);
+			if (tui_match(l->v[k], t->search)) {
+				*top = k;
+				p->follow = 0;
+				tui_set_message(t, "line %d of %d matches \"%s\"", k + 1, n, t->search);
+				return KEY_HANDLED | KEY_REDRAW;
+			}
+		}
+		tui_set_message(t, "no match for \"%s\"", t->search);
+		return KEY_HANDLED | KEY_REDRAW;
+	default: return 0;
+	}
+	if (*top > max)
+		*top = max;
+	if (*top < 0)
+		*top = 0;
+	if (*top == max && (a == ACT_DOWN || a == ACT_PAGE_DOWN || a == ACT_WHEEL_DOWN) && p->id == PANE_HISTORY)
+		p->follow = 1; /* scrolled back to the end: follow again */
+	return KEY_HANDLED | KEY_REDRAW;
+}
+
+void tui_text_draw(struct tui *t, const struct feed_lines *l, int *top, int follow, int y, int x, int h, int w)
+{
+	int n = (int)l->n, max = n - h > 0 ? n - h : 0;
+	if (follow || *top > max)
+		*top = max;
+	for (int i = 0; i < h && *top + i < n; i++) {
+		const char *s = l->v[*top + i];
+		int hit = tui_match(s, t->search) && t->search[0];
+		if (hit)
+			attron(A_BOLD | A_UNDERLINE);
+		tui_put(y + i, x, w, s);
+		if (hit)
+			attroff(A_BOLD | A_UNDERLINE);
+	}
+}
+
+/* --- layout, selection and the feed's view -------------------------------------------- */
+
+static void layout(struct tui *t)
+{
+	int body_h = LINES - 2, w = COLS;
+	for (int i = 0; i < PANE_COUNT; i++)
+		t->panes[i].r = (struct rect){0, 0, 0, 0};
+	t->single = COLS < 90 || LINES < 16;
+	if (body_h < 1)
+		return;
+	if (t->single) {
+		t->panes[t->focus].r = (struct rect){1, 0, body_h, w};
+	} else {
+		int lw = w / 2 < 34 ? 34 : w / 2, ch = body_h / 2;
+		t->panes[PANE_COMPUTERS].r = (struct rect){1, 0, ch, lw};
+		t->panes[PANE_RUNS].r = (struct rect){1 + ch, 0, body_h - ch, lw};
+		t->panes[t->detail].r = (struct rect){1, lw + 1, body_h, w - lw - 1};
+	}
+	for (int i = 0; i < PANE_COUNT; i++)
+		if (t->panes[i].r.h && t->panes[i].ops->resize)
+			t->panes[i].ops->resize(t, &t->panes[i]);
+}
+
+void tui_focus(struct tui *t, enum pane_id p)
+{
+	if (p == t->focus)
+		return;
+	struct pane *old = &t->panes[t->focus];
+	if (old->ops->focus)
+		old->ops->focus(t, old, 0);
+	if (t->takeover) {
+		t->takeover = 0;
+		t->feed.takeover_want = 0;
+		feed_poke(&t->feed);
+	}
+	t->focus = p;
+	if (p >= PANE_TIMELINE)
+		t->detail = p;
+	layout(t);
+	if (t->panes[p].ops->focus)
+		t->panes[p].ops->focus(t, &t->panes[p], 1);
+}
+
+void tui_sync(struct tui *t)
+{
+	struct feed *f = &t->feed;
+	unsigned views = 0;
+	static const unsigned bits[PANE_COUNT] = {0, 0, FEED_VIEW_TIMELINE, FEED_VIEW_HISTORY, FEED_VIEW_FILES,
+						  FEED_VIEW_SCREEN};
+	for (int i = 0; i < PANE_COUNT; i++)
+		if (t->panes[i].r.h)
+			views |= bits[i];
+	struct rect r = t->panes[PANE_SCREEN].r;
+	int cols = r.h ? r.w : 0, rows = r.h > 2 ? r.h - 1 : 0;
+	if (views != f->views || cols != f->screen_cols || rows != f->screen_rows) {
+		f->views = views;
+		f->screen_cols = cols;
+		f->screen_rows = rows;
+		feed_poke(f);
+	}
+}
+
+/* --- header, footer, help -------------------------------------------------------------------- */
+
+static void draw_header(struct tui *t)
+{
+	tui_attr_on(t, C_TITLE);
+	tui_fill(0, 0, COLS);
+	int x = tui_put(0, 0, COLS, " rakazo ");
+	tui_attr_off(t, C_TITLE);
+	for (int i = 0; i < PANE_COUNT && x < COLS; i++) {
+		char tab[32];
+		snprintf(tab, sizeof(tab), " %d %s ", i + 1, pane_names[i]);
+		enum tui_color c = i == (int)t->focus ? C_TITLE_FOCUS : C_NONE;
+		tui_attr_on(t, c);
+		x += tui_put(0, x, COLS - x, tab);
+		tui_attr_off(t, c);
+	}
+	char counts[96];
+	snprintf(counts, sizeof(counts), " %zu computers  %zu runs ", t->feed.ncomputers, t->feed.nruns);
+	int cw = (int)strlen(counts);
+	if (x + cw < COLS)
+		tui_put(0, COLS - cw, cw, counts);
+}
+
+static void draw_footer(struct tui *t)
+{
+	int y = LINES - 1;
+	tui_attr_on(t, C_FOOTER);
+	tui_fill(y, 0, COLS);
+	char line[1100];
+	if (t->prompt) {
+		snprintf(line, sizeof(line), "%s%s", t->prompt == PROMPT_SEARCH ? "/" : "upload local file: ", t->entry);
+		tui_put(y, 0, COLS, line);
+		tui_attr_off(t, C_FOOTER);
+		curs_set(1);
+		move(y, (int)strlen(line) < COLS ? (int)strlen(line) : COLS - 1);
+		return;
+	}
+	curs_set(0);
+	const char *err = t->feed.takeover_error ? t->feed.takeover_error : t->feed.error;
+	if (t->takeover && t->focus == PANE_SCREEN) {
+		snprintf(line, sizeof(line), " TAKEOVER%s: keys and clicks go to the computer  Ctrl-] gives them back",
+			 t->feed.takeover_held ? "" : " (taking the control lease...)");
+	} else if (t->message) {
+		snprintf(line, sizeof(line), " %s", t->message);
+	} else if (t->feed.transfer_msg) {
+		snprintf(line, sizeof(line), " %s", t->feed.transfer_msg);
+	} else if (err) {
+		snprintf(line, sizeof(line), " %s", err);
+	} else {
+		size_t off = (size_t)snprintf(line, sizeof(line), " %s │", pane_names[t->focus]);
+		for (const struct key_binding *k = tui_keys; k->label && off < sizeof(line) - 64; k++)
+			if (k->hint && (k->panes & PANE_BIT(t->focus)))
+				off += (size_t)snprintf(line + off, sizeof(line) - off, " %s %s ", k->label, k->hint);
+	}
+	tui_put(y, 0, COLS, line);
+	tui_attr_off(t, C_FOOTER);
+}
+
+static void draw_help(struct tui *t)
+{
+	int n = 0;
+	for (const struct key_binding *k = tui_keys; k->label; k++)
+		n++;
+	int h = n + 4 < LINES - 2 ? n + 4 : LINES - 2, w = COLS - 4 < 90 ? COLS - 4 : 90;
+	int y0 = 1 + (LINES - 2 - h) / 2, x0 = (COLS - w) / 2;
+	if (h < 3 || w < 20)
+		return;
+	for (int y = y0; y < y0 + h; y++)
+		tui_fill(y, x0, w);
+	tui_attr_on(t, C_TITLE_FOCUS);
+	tui_fill(y0, x0, w);
+	tui_put(y0, x0, w, " Keys (any key closes this; the mouse clicks, scrolls and selects too)");
+	tui_attr_off(t, C_TITLE_FOCUS);
+	int y = y0 + 2;
+	for (const struct key_binding *k = tui_keys; k->label && y < y0 + h - 1; k++, y++) {
+		char where[96] = "";
+		if (k->panes != PANES_ALL) {
+			size_t off = 0;
+			for (int p = 0; p < PANE_COUNT; p++)
+				if (k->panes & PANE_BIT(p))
+					off += (size_t)snprintf(where + off, sizeof(where) - off, "%s%s", off ? ", " : " (",
+								pane_names[p]);
+			snprintf(where + off, sizeof(where) - off, ")");
+		}
+		char row[400];
+		snprintf(row, sizeof(row), "  %-8s %s%s", k->label, k->help, where);
+		tui_put(y, x0, w, row);
+	}
+}
+
+/* The screen pane's picture in truecolor, written after curses' update
+ * (curses keeps those cells blank, so it never overwrites them). */
+static void screen_raw(struct tui *t, struct rk_buf *out)
+{
+	struct feed *f = &t->feed;
+	struct rect r = t->screen_img;
+	if (!t->color || t->help || !r.h || !f->screen_rgb || !t->panes[PANE_SCREEN].r.h)
+		return;
+	const struct feed_computer *c = tui_computer(t);
+	if (!c || !f->screen_computer || strcmp(c->id, f->screen_computer) || f->screen_status)
+		return;
+	rk_buf_adds(out, "\0337");
+	tui_halfblock_render(out, f->screen_rgb, f->screen_w, f->screen_h, r.y + 1, r.x + 1, r.h, r.w, 0);
+	rk_buf_adds(out, "\0338");
+}
+
+static int drawn_loaded;
+
+static void draw(struct tui *t)
+{
+	struct rk_buf raw;
+	rk_buf_init(&raw);
+	pthread_mutex_lock(&t->feed.mu);
+	erase();
+	layout(t);
+	tui_sync(t);
+	draw_header(t);
+	t->screen_img = (struct rect){0, 0, 0, 0};
+	if (!t->feed.loaded) {
+		tui_put(LINES / 2, 2, COLS - 4, "loading...");
+	} else {
+		for (int i = 0; i < PANE_COUNT; i++)
+			if (t->panes[i].r.h)
+				t->panes[i].ops->draw(t, &t->panes[i], i == (int)t->focus);
+		if (!t->single) {
+			int lw = t->panes[PANE_COMPUTERS].r.w;
+			mvvline(1, lw, ACS_VLINE, LINES - 2);
+		}
+	}
+	if (t->help)
+		draw_help(t);
+	drawn_loaded = t->feed.loaded;
+	screen_raw(t, &raw);
+	draw_footer(t);
+	pthread_mutex_unlock(&t->feed.mu);
+	wnoutrefresh(stdscr);
+	doupdate();
+	if (raw.len) {
+		ssize_t n = write(1, raw.data, raw.len);
+		(void)n;
+	}
+	rk_buf_release(&raw);
+}
+
+/* --- input -------------------------------------------------------------------------------- */
+
+static enum action lookup(struct tui *t, int key)
+{
+	for (const struct key_binding *k = tui_keys; k->label; k++)
+		if (k->panes & PANE_BIT(t->focus))
+			for (int i = 0; i < 4 && k->keys[i]; i++)
+				if (k->keys[i] == key)
+					return k->action;
+	return ACT_NONE;
+}
+
+static int pane_at(struct tui *t, int y, int x)
+{
+	for (int i = 0; i < PANE_COUNT; i++) {
+		struct rect r = t->panes[i].r;
+		if (r.h && y >= r.y && y < r.y + r.h && x >= r.x && x < r.x + r.w)
+			return i;
+	}
+	return -1;
+}
+
+/* A global action, or the focused pane's. Feed locked. */
+static int dispatch(struct tui *t, enum action a)
+{
+	struct pane *p = &t->panes[t->focus];
+	int r = 0;
+	switch (a) {
+	case ACT_QUIT: return KEY_QUIT;
+	case ACT_HELP: t->help = 1; return KEY_REDRAW;
+	case ACT_REDRAW: clearok(curscr, TRUE); return KEY_REDRAW;
+	case ACT_NEXT_PANE: tui_focus(t, (t->focus + 1) % PANE_COUNT); return KEY_REDRAW;
+	case ACT_PREV_PANE: tui_focus(t, (t->focus + PANE_COUNT - 1) % PANE_COUNT); return KEY_REDRAW;
+	case ACT_PANE_1: case ACT_PANE_2: case ACT_PANE_3: case ACT_PANE_4: case ACT_PANE_5: case ACT_PANE_6:
+		tui_focus(t, (enum pane_id)(a - ACT_PANE_1));
+		return KEY_REDRAW;
+	case ACT_SEARCH:
+		t->prompt = PROMPT_SEARCH;
+		t->entry[0] = 0;
+		t->entry_len = 0;
+		return KEY_REDRAW;
+	default: break;
+	}
+	r = p->ops->key ? p->ops->key(t, p, a) : 0;
+	if (r)
+		return r;
+	/* not the pane's: left and right move between the columns */
+	if (a == ACT_LEFT && !t->single && t->focus >= PANE_TIMELINE) {
+		tui_focus(t, PANE_COMPUTERS);
+		return KEY_REDRAW;
+	}
+	if (a == ACT_RIGHT && !t->single && t->focus < PANE_TIMELINE) {
+		tui_focus(t, t->detail);
+		return KEY_REDRAW;
+	}
+	if (a == ACT_SEARCH_NEXT && !t->search[0]) {
+		tui_set_message(t, "no search yet: / starts one");
+		return KEY_REDRAW;
+	}
+	return 0;
+}
+
+static void takeover_key(struct tui *t, int is_key, wint_t ch)
+{
+	static const struct {
+		int key;
+		const char *name;
+	} named[] = {{KEY_UP, "Up"},	      {KEY_DOWN, "Down"},	{KEY_LEFT, "Left"},    {KEY_RIGHT, "Right"},
+		     {KEY_HOME, "Home"},      {KEY_END, "End"},		{KEY_PPAGE, "Page_Up"}, {KEY_NPAGE, "Page_Down"},
+		     {KEY_DC, "Delete"},      {KEY_IC, "Insert"},	{KEY_BACKSPACE, "BackSpace"},
+		     {KEY_ENTER, "Return"},   {KEY_BTAB, "shift+Tab"}};
+	char json[128];
+	json[0] = 0;
+	if (is_key) {
+		for (size_t i = 0; i < sizeof(named) / sizeof(*named); i++)
+			if (named[i].key == (int)ch)
+				snprintf(json, sizeof(json), "{\"action\":\"key\",\"keys\":\"%s\"}", named[i].name);
+		if (ch >= KEY_F(1) && ch <= KEY_F(12))
+			snprintf(json, sizeof(json), "{\"action\":\"key\",\"keys\":\"F%d\"}", (int)(ch - KEY_F0));
+	} else if (ch == '\r' || ch == '\n') {
+		snprintf(json, sizeof(json), "{\"action\":\"key\",\"keys\":\"Return\"}");
+	} else if (ch == '\t') {
+		snprintf(json, sizeof(json), "{\"action\":\"key\",\"keys\":\"Tab\"}");
+	} else if (ch == 27) {
+		snprintf(json, sizeof(json), "{\"action\":\"key\",\"keys\":\"Escape\"}");
+	} else if (ch == 127 || ch == 8) {
+		snprintf(json, sizeof(json), "{\"action\":\"key\",\"keys\":\"BackSpace\"}");
+	} else if (ch >= 1 && ch <= 26) {
+		snprintf(json, sizeof(json), "{\"action\":\"key\",\"keys\":\"ctrl+%c\"}", 'a' + (int)ch - 1);
+	} else if (ch >= 0x20) {
+		char mb[MB_LEN_MAX + 1];
+		mbstate_t st;
+		memset(&st, 0, sizeof(st));
+		size_t k = wcrtomb(mb, (wchar_t)ch, &st);
+		if (k == (size_t)-1)
+			return;
+		mb[k] = 0;
+		if (!strcmp(mb, "\"") || !strcmp(mb, "\\"))
+			snprintf(json, sizeof(json), "{\"action\":\"type\",\"text\":\"\\%s\"}", mb);
+		else
+			snprintf(json, sizeof(json), "{\"action\":\"type\",\"text\":\"%s\"}", mb);
+	}
+	if (json[0])
+		feed_input(&t->feed, json);
+}
+
+static int takeover_mouse(struct tui *t, const MEVENT *ev)
+{
+	struct rect r = t->screen_img;
+	if (!r.h || ev->y < r.y || ev->y >= r.y + r.h || ev->x < r.x || ev->x >= r.x + r.w)
+		return 0;
+	int x = ev->x - r.x, y = (ev->y - r.y) * 2;
+	if (x >= t->screen_img_w || y >= t->screen_img_h)
+		return 0;
+	char json[160];
+	const char *button = (ev->bstate & BUTTON3_PRESSED) ? "right" : (ev->bstate & BUTTON2_PRESSED) ? "middle" : "left";
+	if (ev->bstate & BUTTON4_PRESSED)
+		snprintf(json, sizeof(json), "{\"action\":\"scroll\",\"x\":%d,\"y\":%d,\"dy\":-3}", x, y);
+	else if (ev->bstate & BUTTON5_PRESSED)
+		snprintf(json, sizeof(json), "{\"action\":\"scroll\",\"x\":%d,\"y\":%d,\"dy\":3}", x, y);
+	else
+		snprintf(json, sizeof(json), "{\"action\":\"click\",\"x\":%d,\"y\":%d,\"button\":\"%s\"}", x, y, button);
+	feed_input(&t->feed, json);
+	return 1;
+}
+
+static int on_mouse(struct tui *t)
+{
+	MEVENT ev;
+	if (getmouse(&ev) != OK)
+		return 0;
+	if (t->help) {
+		t->help = 0;
+		return KEY_REDRAW;
+	}
+	if (t->takeover && t->focus == PANE_SCREEN && takeover_mouse(t, &ev))
+		return 0;
+	int p = pane_at(t, ev.y, ev.x);
+	if (p < 0) {
+		/* the header's tabs */
+		if (ev.y == 0 && (ev.bstate & BUTTON1_PRESSED)) {
+			int x = 8;
+			for (int i = 0; i < PANE_COUNT; i++) {
+				int w = (int)strlen(pane_names[i]) + 4;
+				if (ev.x >= x && ev.x < x + w) {
+					tui_focus(t, (enum pane_id)i);
+					return KEY_REDRAW;
+				}
+				x += w;
+			}
+		}
+		return 0;
+	}
+	t->mouse_y = ev.y;
+	t->mouse_x = ev.x;
+	struct pane *pp = &t->panes[p];
+	if (ev.bstate & (BUTTON4_PRESSED | BUTTON5_PRESSED)) {
+		enum pane_id keep = t->focus;
+		t->focus = (enum pane_id)p; /* the wheel scrolls the pane under the pointer */
+		int r = pp->ops->key(t, pp, (ev.bstate & BUTTON4_PRESSED) ? ACT_WHEEL_UP : ACT_WHEEL_DOWN);
+		t->focus = keep;
+		return r | KEY_REDRAW;
+	}
+	if (ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)) {
+		tui_focus(t, (enum pane_id)p);
+		pp->ops->key(t, pp, ACT_CLICK);
+		return KEY_REDRAW;
+	}
+	return 0;
+}
+
+static int on_prompt_key(struct tui *t, int is_key, wint_t ch)
+{
+	if (is_key && ch == KEY_BACKSPACE) {
+		ch = 127;
+		is_key = 0;
+	}
+	if (is_key && ch == KEY_ENTER) {
+		ch = '\r';
+		is_key = 0;
+	}
+	if (is_key)
+		return 0;
+	if (ch == 27 || ch == 3 || ch == 7) {
+		t->prompt = 0;
+	} else if (ch == '\n' || ch == '\r') {
+		int kind = t->prompt;
+		t->prompt = 0;
+		if (kind == PROMPT_SEARCH && t->entry[0]) {
+			snprintf(t->search, sizeof(t->search), "%s", t->entry);
+			return dispatch(t, ACT_SEARCH_NEXT) | KEY_REDRAW;
+		}
+		if (kind == PROMPT_UPLOAD && t->entry[0])
+			tui_files_upload(t, t->entry);
+	} else if (ch == 127 || ch == 8) {
+		/* back one UTF-8 character */
+		while (t->entry_len > 0 && ((unsigned char)t->entry[--t->entry_len] & 0xc0) == 0x80)
+			;
+		t->entry[t->entry_len] = 0;
+	} else if (ch >= 0x20) {
+		char mb[MB_LEN_MAX];
+		mbstate_t st;
+		memset(&st, 0, sizeof(st));
+		size_t k = wcrtomb(mb, (wchar_t)ch, &st);
+		if (k != (size_t)-1 && t->entry_len + k < sizeof(t->entry)) {
+			memcpy(t->entry + t->entry_len, mb, k);
+			t->entry_len += k;
+			t->entry[t->entry_len] = 0;
+		}
+	}
+	return KEY_REDRAW;
+}
+
+static int on_key(struct tui *t, int is_key, wint_t ch)
+{
+	if (is_key && ch == KEY_RESIZE)
+		return KEY_REDRAW;
+	if (is_key && ch == KEY_MOUSE)
+		return on_mouse(t);
+	if (t->prompt)
+		return on_prompt_key(t, is_key, ch);
+	if (t->help) {
+		t->help = 0;
+		return KEY_REDRAW;
+	}
+	if (t->takeover && t->focus == PANE_SCREEN) {
+		if (!is_key && ch == KEY_TAKEOVER_END) {
+			t->takeover = 0;
+			t->feed.takeover_want = 0;
+			feed_poke(&t->feed);
+			tui_set_message(t, "takeover ended: the keyboard is the dashboard's again");
+			return KEY_REDRAW;
+		}
+		takeover_key(t, is_key, ch);
+		return 0;
+	}
+	if (t->message) {
+		free(t->message);
+		t->message = NULL;
+	}
+	if (t->feed.transfer_msg && !t->feed.transfer_busy) {
+		free(t->feed.transfer_msg);
+		t->feed.transfer_msg = NULL;
+	}
+	enum action a = lookup(t, (int)ch);
+	if (a == ACT_NONE)
+		return KEY_REDRAW; /* the message went */
+	return dispatch(t, a) | KEY_REDRAW;
+}
+
+/* --- the loop ---------------------------------------------------------------------------- */
+
+static void colors_init(struct tui *t)
+{
+	const char *nc = getenv("NO_COLOR");
+	t->color = has_colors() && !(nc && *nc);
+	if (!t->color)
+		return;
+	start_color();
+	use_default_colors();
+	init_pair(C_TITLE, COLOR_CYAN, -1);
+	init_pair(C_TITLE_FOCUS, COLOR_CYAN, -1);
+	init_pair(C_SEL, COLOR_WHITE, -1);
+	init_pair(C_GOOD, COLOR_GREEN, -1);
+	init_pair(C_WARN, COLOR_YELLOW, -1);
+	init_pair(C_BAD, COLOR_RED, -1);
+	init_pair(C_DIM, COLOR_BLUE, -1);
+	init_pair(C_FOOTER, COLOR_WHITE, -1);
+}
+
+int rk_tui_run(const struct rk_tui_options *opt, struct rk_error *err)
+{
+	if (!isatty(0) || !isatty(1))
+		return rk_error_set(err, RK_EUSAGE, "rakazo tui needs a terminal on stdin and stdout");
+	struct tui *t = rk_xcalloc(1, sizeof(*t));
+	static const struct panel_ops *const ops[PANE_COUNT] = {&tui_computers_ops, &tui_runs_ops, &tui_timeline_ops,
+								&tui_history_ops,   &tui_files_ops, &tui_screen_ops};
+	for (int i = 0; i < PANE_COUNT; i++) {
+		t->panes[i].id = (enum pane_id)i;
+		t->panes[i].title = pane_names[i];
+		t->panes[i].ops = ops[i];
+	}
+	t->panes[PANE_HISTORY].follow = 1;
+	t->focus = PANE_COMPUTERS;
+	t->detail = PANE_HISTORY;
+	char *data_dir = rk_data_dir_resolve();
+	int r = feed_start(&t->feed, data_dir, err);
+	if (r) {
+		free(data_dir);
+		free(t);
+		return r;
+	}
+	if (opt && opt->computer) {
+		pthread_mutex_lock(&t->feed.mu);
+		t->feed.want_computer = rk_xstrdup(opt->computer); /* an id or a name: resolved on the first list */
+		pthread_mutex_unlock(&t->feed.mu);
+	}
+	if (tcgetattr(0, &saved_tio) == 0)
+		saved_tio_ok = 1;
+	signals_install();
+	set_escdelay(25);
+	if (!initscr()) {
+		feed_stop(&t->feed);
+		free(data_dir);
+		free(t);
+		return rk_error_set(err, RK_EUNAVAILABLE, "cannot start curses on this terminal (TERM=%s)",
+				    getenv("TERM") ? getenv("TERM") : "");
+	}
+	raw();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	nodelay(stdscr, TRUE);
+	curs_set(0);
+	colors_init(t);
+	mousemask(BUTTON1_PRESSED | BUTTON2_PRESSED | BUTTON3_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
+	mouseinterval(0);
+	int redraw = 1, quit = 0;
+	while (!quit && !quit_signal) {
+		if (redraw) {
+			draw(t);
+			redraw = 0;
+			if (opt && opt->exit_after_draw && drawn_loaded)
+				break;
+		}
+		struct pollfd pfd[2] = {{.fd = 0, .events = POLLIN}, {.fd = t->feed.wake_fd[0], .events = POLLIN}};
+		int n = poll(pfd, 2, 1000);
+		if (n == 0)
+			redraw = 1; /* durations and "ago" move on */
+		if (n > 0 && (pfd[1].revents & POLLIN)) {
+			feed_drain(&t->feed);
+			redraw = 1;
+		}
+		if (n > 0 && (pfd[0].revents & (POLLHUP | POLLERR)) && !(pfd[0].revents & POLLIN))
+			break; /* the terminal went away */
+		/* keys (and KEY_RESIZE after SIGWINCH broke the poll) */
+		wint_t ch;
+		int k;
+		while ((k = get_wch(&ch)) != ERR) {
+			pthread_mutex_lock(&t->feed.mu);
+			int res = on_key(t, k == KEY_CODE_YES, ch);
+			pthread_mutex_unlock(&t->feed.mu);
+			if (res & KEY_QUIT) {
+				quit = 1;
+				break;
+			}
+			if (res & KEY_REDRAW)
+				redraw = 1;
+		}
+	}
+	mousemask(0, NULL);
+	endwin();
+	/* curses leaves the mouse modes it set; the shell should not get them */
+	fputs("\033[?1000l\033[?1002l\033[?1006l", stdout);
+	fflush(stdout);
+	if (saved_tio_ok)
+		tcsetattr(0, TCSANOW, &saved_tio);
+	if (feed_stop(&t->feed))
+		return 0; /* a thread still uses t: the process's exit takes it */
+	free(t->message);
+	free(data_dir);
+	free(t);
+	return 0;
+}

@@ -1,0 +1,132 @@
+#ifndef RK_TUI_TUI_H
+#define RK_TUI_TUI_H
+/* rakazo tui: the dashboard. One event loop on the UI thread (keys, mouse,
+ * resize, and the feed's wake pipe), panels that draw from the feed's data,
+ * one key table for dispatch, the footer and the help screen. The engine is
+ * called only by the feed's threads (feed.h). */
+
+#include <stddef.h>
+
+#include "../engine/util/err.h"
+#include "feed.h"
+
+struct rk_tui_options {
+	const char *computer;   /* select this computer (id or name) at start, or NULL */
+	int exit_after_draw;    /* quit after the first full draw (the benchmark) */
+};
+
+/* Runs the dashboard on the terminal until the person quits. 0, or a
+ * negative code with err set (no terminal, the engine cannot open). The
+ * terminal is restored on every way out, fatal signals included. */
+int rk_tui_run(const struct rk_tui_options *opt, struct rk_error *err);
+
+/* --- inside tui/ ------------------------------------------------------------------ */
+
+enum pane_id { PANE_COMPUTERS, PANE_RUNS, PANE_TIMELINE, PANE_HISTORY, PANE_FILES, PANE_SCREEN, PANE_COUNT };
+#define PANE_BIT(p) (1u << (p))
+#define PANES_ALL ((1u << PANE_COUNT) - 1)
+#define PANES_LISTS (PANE_BIT(PANE_COMPUTERS) | PANE_BIT(PANE_RUNS) | PANE_BIT(PANE_FILES))
+#define PANES_TEXT (PANE_BIT(PANE_TIMELINE) | PANE_BIT(PANE_HISTORY))
+
+/* What a key does; the key table maps keys to these. */
+enum action {
+	ACT_NONE,
+	ACT_UP, ACT_DOWN, ACT_PAGE_UP, ACT_PAGE_DOWN, ACT_TOP, ACT_BOTTOM,
+	ACT_LEFT, ACT_RIGHT, ACT_OPEN,
+	ACT_NEXT_PANE, ACT_PREV_PANE,
+	ACT_PANE_1, ACT_PANE_2, ACT_PANE_3, ACT_PANE_4, ACT_PANE_5, ACT_PANE_6,
+	ACT_SEARCH, ACT_SEARCH_NEXT, ACT_HELP, ACT_QUIT, ACT_REDRAW,
+	ACT_TAKEOVER, ACT_FOLLOW, ACT_DOWNLOAD, ACT_UPLOAD,
+	ACT_CLICK, ACT_WHEEL_UP, ACT_WHEEL_DOWN, /* the mouse, at tui.mouse_y/x */
+};
+
+/* A key op's answer. */
+enum { KEY_HANDLED = 1, KEY_REDRAW = 2, KEY_QUIT = 4 };
+
+struct rect {
+	int y, x, h, w;
+};
+
+struct tui;
+struct pane;
+
+struct panel_ops {
+	void (*draw)(struct tui *t, struct pane *p, int focused); /* into stdscr, inside p->r; feed locked */
+	int (*key)(struct tui *t, struct pane *p, enum action a); /* feed locked */
+	void (*resize)(struct tui *t, struct pane *p);            /* p->r changed */
+	void (*focus)(struct tui *t, struct pane *p, int on);
+};
+
+struct pane {
+	enum pane_id id;
+	const char *title;
+	const struct panel_ops *ops;
+	struct rect r;     /* including its title row; h == 0: hidden */
+	int sel, top;      /* selection and first row shown (lists); first line shown (text) */
+	int follow;        /* text: stay at the end as lines arrive */
+	int sub;           /* files: 1 while the preview has the keys */
+	int ptop;          /* files: the preview's first line */
+};
+
+struct key_binding {
+	int keys[4];        /* curses key codes or characters; 0 ends */
+	const char *label;  /* as the footer and help show it */
+	const char *help;
+	unsigned panes;     /* PANE_BIT mask; PANES_ALL for global keys */
+	enum action action;
+	const char *hint;   /* the footer's word for it, NULL: only in the help */
+};
+extern const struct key_binding tui_keys[];
+
+struct tui {
+	struct feed feed;
+	struct pane panes[PANE_COUNT];
+	enum pane_id focus;
+	enum pane_id detail;   /* the right-hand pane in the two-column layout */
+	int single;            /* one pane at a time (a small terminal) */
+	int color;             /* colours (a terminal that has them, NO_COLOR unset) */
+	int help;              /* the help screen is up */
+	int takeover;          /* the screen pane sends keys and the mouse to the computer */
+	int prompt;            /* the footer is a prompt: PROMPT_SEARCH, PROMPT_UPLOAD, or 0 */
+	char entry[1024];      /* what is typed at the prompt */
+	size_t entry_len;
+	char search[1024];     /* the last search */
+	int mouse_y, mouse_x, mouse_button;
+	char *message;         /* a one-off footer message, or NULL */
+	struct rect screen_img; /* where the screen pane's picture is (cells) */
+	int screen_img_w, screen_img_h; /* its size in pixels */
+};
+
+enum { PROMPT_SEARCH = 1, PROMPT_UPLOAD };
+
+/* Files: uploads local_path into the directory shown (feed locked). */
+void tui_files_upload(struct tui *t, const char *local_path);
+
+extern const struct panel_ops tui_computers_ops, tui_runs_ops, tui_timeline_ops, tui_history_ops, tui_files_ops,
+	tui_screen_ops;
+
+/* Drawing helpers (tui.c). */
+enum tui_color { C_NONE, C_TITLE, C_TITLE_FOCUS, C_SEL, C_GOOD, C_WARN, C_BAD, C_DIM, C_FOOTER };
+void tui_attr_on(struct tui *t, enum tui_color c);
+void tui_attr_off(struct tui *t, enum tui_color c);
+/* Puts UTF-8 text at (y, x), at most w cells, control characters shown as '?'. Returns the cells used. */
+int tui_put(int y, int x, int w, const char *s);
+/* Fills the rest of a row from x with blanks up to w cells. */
+void tui_fill(int y, int x, int w);
+void tui_title(struct tui *t, struct pane *p, int focused, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Case-insensitive search of needle in s. */
+int tui_match(const char *s, const char *needle);
+void tui_set_message(struct tui *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The selected computer (feed locked), or NULL. */
+const struct feed_computer *tui_computer(struct tui *t);
+/* Tells the feed what is visible and selected (feed locked). */
+void tui_sync(struct tui *t);
+void tui_focus(struct tui *t, enum pane_id p);
+/* Text pane helpers, shared by timeline, history and the preview. */
+int tui_text_key(struct tui *t, struct pane *p, enum action a, const struct feed_lines *l, int *top, int rows);
+void tui_text_draw(struct tui *t, const struct feed_lines *l, int *top, int follow, int y, int x, int h, int w);
+/* Keeps a list selection in range and visible. */
+void tui_list_clamp(struct pane *p, int n, int rows);
+int tui_list_key(struct tui *t, struct pane *p, enum action a, int n, int rows);
+
+#endif
