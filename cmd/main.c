@@ -14,6 +14,7 @@
 extern const struct cmd_entry cmd_computer, cmd_screen, cmd_doctor, cmd_worker, cmd_help, cmd_version;
 extern const struct cmd_entry cmd_checkpoint;
 extern const struct cmd_entry cmd_run;
+extern const struct cmd_entry cmd_serve;
 
 #define CMD(name, entry) &entry
 /* The command table. Makefile's install and the completion test read the
@@ -23,6 +24,7 @@ const struct cmd_entry *const cmd_table[] = {
 	CMD("screen", cmd_screen),
 	CMD("checkpoint", cmd_checkpoint),
 	CMD("run", cmd_run),
+	CMD("serve", cmd_serve),
 	CMD("doctor", cmd_doctor),
 	CMD("worker", cmd_worker),
 	CMD("help", cmd_help),

@@ -154,6 +154,22 @@ static const char *const migrations[] = {
 	"UPDATE computers SET ref_kind = kind WHERE provider_ref IS NOT NULL;"
 	"ALTER TABLE home_revisions ADD COLUMN kind TEXT NOT NULL DEFAULT 'snapshot';"
 	"ALTER TABLE home_revisions ADD COLUMN computer_id TEXT;",
+	/* 7 (serve; 3-6 are other branches', the merge orders them): API tokens
+	 * (only a hash of the secret is kept) and bots' rights to computers. */
+	"CREATE TABLE api_tokens ("
+	"  id TEXT PRIMARY KEY,"
+	"  name TEXT NOT NULL,"
+	"  secret_hash TEXT NOT NULL,"
+	"  bot_id TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  last_used_at INTEGER,"
+	"  revoked_at INTEGER);"
+	"CREATE TABLE computer_rights ("
+	"  computer_id TEXT NOT NULL,"
+	"  bot_id TEXT NOT NULL,"
+	"  granted_by TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (computer_id, bot_id));",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
