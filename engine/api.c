@@ -593,20 +593,10 @@ int rk_api_sse_next(struct rk_engine *eng, const char *execution_id, int64_t *af
 
 static int reply_session(struct call *k, int status, const struct rk_session_reply *s)
 {
-	cJSON *o = cJSON_CreateObject();
-	rk_json_add_str_or_null(o, "session", s->session);
-	cJSON_AddBoolToObject(o, "running", s->running);
-	if (!s->running && s->exited && s->signo <= 0 && !s->lost)
-		cJSON_AddNumberToObject(o, "exitCode", s->exit_code);
-	else
-		cJSON_AddNullToObject(o, "exitCode");
-	if (s->signo > 0)
-		cJSON_AddNumberToObject(o, "signal", s->signo);
-	else
-		cJSON_AddNullToObject(o, "signal");
-	cJSON_AddStringToObject(o, "output", s->output ? s->output : "");
-	cJSON_AddBoolToObject(o, "truncated", s->truncated);
-	cJSON_AddBoolToObject(o, "lost", s->lost);
+	/* the CLI's document, already in the API's spelling; lost is always there */
+	cJSON *o = rk_session_reply_to_json(s);
+	if (!cJSON_GetObjectItemCaseSensitive(o, "lost"))
+		cJSON_AddBoolToObject(o, "lost", 0);
 	return reply(k, status, o);
 }
 
