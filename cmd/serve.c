@@ -19,12 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../engine/api.h"
 #include "../engine/util/buf.h"
 #include "../engine/util/fs.h"
 #include "../engine/util/id.h"
+#include "../engine/util/json.h"
 #include "../engine/util/log.h"
 #include "../engine/util/time.h"
 #include "cmd.h"
@@ -127,8 +129,226 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, cJSON
 	return r;
 }
 
+/* --- a single-threaded process for the requests that fork ------------------------- */
+/* A helper forked without exec from this threaded server would inherit the
+ * other threads' SQLite state half-copied (their locks, a closed -shm fd):
+ * its database calls fail or, worse, run unlocked. So requests whose route
+ * may fork (rk_api_route_forks) go to a broker, forked before any thread or
+ * database existed, which forks a fresh single-threaded child per request.
+ * The child opens its own engine, answers, and exits. Wire, over a stream
+ * socket passed to the broker: a JSON header line, the body bytes; back:
+ * "STATUS\n" and the document. */
+
+static int broker_sock = -1;
+
+static int read_full(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, (char *)buf + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t n)
+{
+	size_t put = 0;
+	while (put < n) {
+		ssize_t w = write(fd, (const char *)buf + put, n - put);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		put += (size_t)w;
+	}
+	return 0;
+}
+
+static const char *json_query_cb(void *ctx, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(ctx, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void broker_child(int fd)
+{
+	signal(SIGCHLD, SIG_DFL);
+	struct rk_buf line = RK_BUF_INIT, body = RK_BUF_INIT, out = RK_BUF_INIT;
+	rk_buf_init(&line);
+	rk_buf_init(&body);
+	rk_buf_init(&out);
+	char c;
+	while (line.len < (1u << 20) && read_full(fd, &c, 1) == 0 && c != '\n')
+		rk_buf_addc(&line, c);
+	cJSON *h = cJSON_Parse(line.data);
+	const cJSON *bl = cJSON_GetObjectItemCaseSensitive(h, "body_len");
+	size_t blen = cJSON_IsNumber(bl) && bl->valuedouble >= 0 && bl->valuedouble <= RK_API_BODY_MAX ? (size_t)bl->valuedouble : 0;
+	rk_buf_grow(&body, blen + 1);
+	struct rk_engine *eng = NULL;
+	struct rk_error err;
+	if (!h || read_full(fd, body.data, blen) != 0) {
+		rk_buf_adds(&out, "502\n{\"error\":{\"category\":\"ComputerExecutionFailed\",\"code\":\"failed\","
+				  "\"message\":\"the request did not reach its handler\"}}");
+	} else if (rk_engine_open(&eng, &err) != 0) {
+		rk_buf_adds(&out, "503\n{\"error\":{\"category\":\"ComputerExecutionFailed\",\"code\":\"unavailable\","
+				  "\"message\":\"the server cannot open its state; see its log\"}}");
+	} else {
+		body.len = blen;
+		body.data[blen] = '\0';
+		struct rk_api_request req = {
+			.method = rk_json_string(h, "method", ""),
+			.path = rk_json_string(h, "path", ""),
+			.query = json_query_cb,
+			.query_ctx = cJSON_GetObjectItemCaseSensitive(h, "query"),
+			.authorization = rk_json_string(h, "authorization", NULL),
+			.last_event_id = rk_json_string(h, "last_event_id", NULL),
+			.body = body.data,
+			.body_len = body.len,
+			.body_too_large = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "too_large")),
+		};
+		struct rk_api_response resp;
+		rk_api_handle(eng, &req, &resp);
+		char *text = resp.doc ? cJSON_PrintUnformatted(resp.doc) : rk_xstrdup("null");
+		rk_buf_printf(&out, "%d\n%s", resp.status, text);
+		free(text);
+		rk_api_response_release(&resp);
+	}
+	write_full(fd, out.data, out.len);
+	close(fd);
+	_exit(0);
+}
+
+static void broker_main(int sock)
+{
+	signal(SIGCHLD, SIG_IGN); /* the children reap themselves */
+	signal(SIGINT, SIG_IGN);  /* it ends when the server closes its socket */
+	signal(SIGTERM, SIG_DFL);
+	for (;;) {
+		char byte;
+		struct iovec iov = {&byte, 1};
+		char ctl[CMSG_SPACE(sizeof(int))];
+		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+		ssize_t n = recvmsg(sock, &msg, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(0);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+		if (!cm || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		int fd;
+		memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(sock);
+			broker_child(fd);
+		}
+		close(fd);
+	}
+}
+
+static int broker_start(struct rk_error *err)
+{
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
+		return rk_error_errno(err, RK_EFAILED, errno, "cannot make the broker's socket");
+	pid_t pid = fork();
+	if (pid < 0)
+		return rk_error_errno(err, RK_EFAILED, errno, "cannot start the broker");
+	if (pid == 0) {
+		close(sp[0]);
+		broker_main(sp[1]);
+	}
+	close(sp[1]);
+	broker_sock = sp[0];
+	return 0;
+}
+
+static enum MHD_Result add_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	if (key && !cJSON_GetObjectItemCaseSensitive(cls, key))
+		cJSON_AddStringToObject(cls, key, value ? value : "");
+	return MHD_YES;
+}
+
+/* Runs the request in a broker child: *status and the document out. */
+static cJSON *brokered(struct MHD_Connection *conn, const char *url, const char *method, struct req_state *st,
+		       int *status)
+{
+	cJSON *h = cJSON_CreateObject();
+	cJSON_AddStringToObject(h, "method", method);
+	cJSON_AddStringToObject(h, "path", url);
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_query, cJSON_AddObjectToObject(h, "query"));
+	const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *l = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID");
+	if (a)
+		cJSON_AddStringToObject(h, "authorization", a);
+	if (l)
+		cJSON_AddStringToObject(h, "last_event_id", l);
+	cJSON_AddNumberToObject(h, "body_len", (double)st->body.len);
+	cJSON_AddBoolToObject(h, "too_large", st->too_large);
+	char *line = cJSON_PrintUnformatted(h);
+	cJSON_Delete(h);
+	cJSON *doc = NULL;
+	struct rk_buf in = RK_BUF_INIT;
+	rk_buf_init(&in);
+	int sp[2] = {-1, -1};
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == 0) {
+		char byte = 'r';
+		struct iovec iov = {&byte, 1};
+		char ctl[CMSG_SPACE(sizeof(int))];
+		memset(ctl, 0, sizeof(ctl));
+		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &sp[1], sizeof(int));
+		int sent = sendmsg(broker_sock, &msg, MSG_NOSIGNAL) == 1;
+		close(sp[1]);
+		if (sent && write_full(sp[0], line, strlen(line)) == 0 && write_full(sp[0], "\n", 1) == 0 &&
+		    write_full(sp[0], st->body.data, st->body.len) == 0) {
+			char buf[65536];
+			ssize_t n;
+			while ((n = read(sp[0], buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+				if (n > 0)
+					rk_buf_add(&in, buf, (size_t)n);
+		}
+		close(sp[0]);
+	}
+	free(line);
+	char *nl = strchr(in.data, '\n');
+	if (nl && (doc = cJSON_Parse(nl + 1)))
+		*status = atoi(in.data);
+	rk_buf_release(&in);
+	if (!doc) {
+		*status = 502;
+		doc = cJSON_CreateObject();
+		cJSON *e = cJSON_AddObjectToObject(doc, "error");
+		cJSON_AddStringToObject(e, "category", "ComputerExecutionFailed");
+		cJSON_AddStringToObject(e, "code", "outcome_unknown");
+		cJSON_AddStringToObject(e, "message", "the request's process ended without an answer; check before retrying");
+		cJSON_AddStringToObject(e, "outcome", "unknown");
+		rk_log(RK_LOG_WARN, "api %s %s: the broker gave no answer", method, url);
+	}
+	return doc;
+}
+
 static enum MHD_Result answer(struct MHD_Connection *conn, const char *url, const char *method, struct req_state *st)
 {
+	if (rk_api_route_forks(method, url)) {
+		int status = 502;
+		cJSON *doc = brokered(conn, url, method, st, &status);
+		enum MHD_Result r = queue_json(conn, status, doc);
+		cJSON_Delete(doc);
+		return r;
+	}
 	struct rk_error err;
 	struct rk_engine *eng = thread_engine(&err);
 	if (!eng) {
@@ -287,7 +507,8 @@ static int run_server(struct cmd_ctx *ctx)
 {
 	struct sockaddr_in sa;
 	int r = parse_listen(ctx, &sa);
-	if (r || (r = cmd_engine(ctx)))
+	/* the broker first: before any thread or database connection exists */
+	if (r || (r = broker_start(&ctx->err)) || (r = cmd_engine(ctx)))
 		return r;
 	if (o_token_file && (r = token_file(ctx)))
 		return r;

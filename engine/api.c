@@ -1160,30 +1160,31 @@ static int h_health(struct call *k)
 
 /* --- the table ------------------------------------------------------------------------------------ */
 
-#define R(m, p, fn) {{m, p, 1}, fn}
+#define R(m, p, fn) {{m, p, 1, 0}, fn}
+#define F(m, p, fn) {{m, p, 1, 1}, fn}
 static const struct route routes[] = {
-	{{"GET", "/v1/health", 0}, h_health},
-	R("POST", "/v1/computers", h_create),
+	{{"GET", "/v1/health", 0, 0}, h_health},
+	F("POST", "/v1/computers", h_create),
 	R("GET", "/v1/computers", h_list),
 	R("GET", "/v1/computers/{computerId}", h_show),
-	R("DELETE", "/v1/computers/{computerId}", h_delete),
-	R("POST", "/v1/computers/{computerId}/pause", h_pause),
-	R("POST", "/v1/computers/{computerId}/resume", h_resume),
+	F("DELETE", "/v1/computers/{computerId}", h_delete),
+	F("POST", "/v1/computers/{computerId}/pause", h_pause),
+	F("POST", "/v1/computers/{computerId}/resume", h_resume),
 	R("GET", "/v1/executions/{executionId}", h_exe_get),
 	R("GET", "/v1/executions/{executionId}/observe", h_exe_observe),
 	R("POST", "/v1/executions/{executionId}/cancel", h_exe_cancel),
 	R("POST", "/v1/executions/{executionId}/decision", h_exe_decide),
-	R("POST", "/v1/computers/{computerId}/sessions", h_session_start),
+	F("POST", "/v1/computers/{computerId}/sessions", h_session_start),
 	R("POST", "/v1/computers/{computerId}/sessions/{sessionId}/input", h_session_input),
 	R("POST", "/v1/computers/{computerId}/sessions/{sessionId}/resize", h_session_resize),
 	R("DELETE", "/v1/computers/{computerId}/sessions/{sessionId}", h_session_kill),
-	R("GET", "/v1/computers/{computerId}/files", h_file_get),
-	R("PUT", "/v1/computers/{computerId}/files", h_file_put),
-	R("DELETE", "/v1/computers/{computerId}/files", h_file_delete),
-	R("GET", "/v1/computers/{computerId}/directory", h_directory),
-	R("POST", "/v1/computers/{computerId}/desktop/screenshot", h_screenshot),
-	R("POST", "/v1/computers/{computerId}/desktop/actions", h_actions),
-	R("POST", "/v1/computers/{computerId}/desktop/stream", h_stream),
+	F("GET", "/v1/computers/{computerId}/files", h_file_get),
+	F("PUT", "/v1/computers/{computerId}/files", h_file_put),
+	F("DELETE", "/v1/computers/{computerId}/files", h_file_delete),
+	F("GET", "/v1/computers/{computerId}/directory", h_directory),
+	F("POST", "/v1/computers/{computerId}/desktop/screenshot", h_screenshot),
+	F("POST", "/v1/computers/{computerId}/desktop/actions", h_actions),
+	F("POST", "/v1/computers/{computerId}/desktop/stream", h_stream),
 	R("PUT", "/v1/computers/{computerId}/ports/{port}", h_port),
 	R("GET", "/v1/computers/{computerId}/usage", h_usage),
 	R("GET", "/v1/computers/{computerId}/bots", h_bots_list),
@@ -1195,6 +1196,21 @@ static const struct route routes[] = {
 
 size_t rk_api_route_count(void) { return NROUTES; }
 const struct rk_api_route_info *rk_api_route(size_t i) { return i < NROUTES ? &routes[i].info : NULL; }
+
+static int match(const char *pattern, const char *path, char **params);
+
+int rk_api_route_forks(const char *method, const char *path)
+{
+	for (size_t i = 0; i < NROUTES; i++) {
+		char *p[MAX_PARAMS] = {0};
+		int hit = match(routes[i].info.path, path, p);
+		for (int j = 0; j < MAX_PARAMS; j++)
+			free(p[j]);
+		if (hit && !strcmp(routes[i].info.method, method))
+			return routes[i].info.forks;
+	}
+	return 0;
+}
 
 /* Matches path against pattern, filling params (malloc'd) on success. */
 static int match(const char *pattern, const char *path, char **params)

@@ -98,9 +98,15 @@ int rk_api_sse_next(struct rk_engine *eng, const char *execution_id, int64_t *af
  * and the test that holds it equal to api/openapi.json. */
 struct rk_api_route_info {
 	const char *method, *path;
-	int auth; /* 0: no token needed */
+	int auth;  /* 0: no token needed */
+	int forks; /* may start a helper process (the worker, a session or display holder) */
 };
 size_t rk_api_route_count(void);
+/* 1 when the request's route may fork a helper. A helper forked (without
+ * exec) from a process with other threads inherits their SQLite connections'
+ * state half-copied, so such requests must run in a single-threaded process:
+ * the transport hands them to one (cmd/serve.c). */
+int rk_api_route_forks(const char *method, const char *path);
 const struct rk_api_route_info *rk_api_route(size_t i);
 
 #endif

@@ -386,3 +386,19 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 	exe=$(jq_ 'd["id"]')
 	wait_for "api GET /v1/executions/$exe && [ \"\$(jq_ 'd[\"state\"]')\" = succeeded ]" 60
 }
+
+@test "serve: concurrent session starts all work (helpers fork from a clean process, not the threaded server)" {
+	start_server
+	id=$(api_fake box)
+	pids=
+	for i in $(seq 12); do
+		curl -s -o "$BATS_TEST_TMPDIR/s$i" -w '%{http_code}\n' -H "Authorization: Bearer $TOKEN" \
+			-d "{\"command\":\"echo n$i\",\"yieldTimeMs\":5000}" "$URL/v1/computers/$id/sessions" >"$BATS_TEST_TMPDIR/c$i" &
+		pids="$pids $!"
+	done
+	wait $pids
+	for i in $(seq 12); do
+		[ "$(cat "$BATS_TEST_TMPDIR/c$i")" = 200 ] || { cat "$BATS_TEST_TMPDIR/s$i"; false; }
+		[ "$(rk_json 'd["output"]' <"$BATS_TEST_TMPDIR/s$i")" = "n$i" ]
+	done
+}
