@@ -28,7 +28,7 @@ complete -c rakazo -l mode -xa "team private"
 complete -c rakazo -l outcome -xa "succeeded failed"
 complete -c rakazo -l encoding -xa "utf8 base64"
 
-complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run doctor worker help version"
+complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run serve doctor worker help version"
 complete -c rakazo -n "__rakazo_at computer" -a "create list show pause resume stop delete execution exec input resize kill sessions history file export import lease image providers"
 complete -c rakazo -n "__rakazo_at computer create" -l provider
 complete -c rakazo -n "__rakazo_at computer create" -l name
@@ -236,6 +236,13 @@ complete -c rakazo -n "__rakazo_at run" -l max-tokens
 complete -c rakazo -n "__rakazo_at run" -l limit
 complete -c rakazo -n "__rakazo_at run" -l json
 complete -c rakazo -n "__rakazo_at run" -l help
+complete -c rakazo -n "__rakazo_at serve" -l listen
+complete -c rakazo -n "__rakazo_at serve" -l token-file
+complete -c rakazo -n "__rakazo_at serve" -l url-file
+complete -c rakazo -n "__rakazo_at serve" -l bot
+complete -c rakazo -n "__rakazo_at serve" -l json
+complete -c rakazo -n "__rakazo_at serve" -l help
+complete -c rakazo -n "__rakazo_at serve" -a "token routes"
 complete -c rakazo -n "__rakazo_at doctor" -l json
 complete -c rakazo -n "__rakazo_at doctor" -l help
 complete -c rakazo -n "__rakazo_at worker" -l once
