@@ -1,6 +1,7 @@
 /* The API's tables (migration 7 in db.c): tokens, rights, and reading
  * usage records. The statement helpers are small copies of db.c's static
- * ones, so the files stay apart (as db_runs.c does). */
+ * ones (db.c keeps its own static), so the files stay apart as db_runs.c
+ * does. */
 
 #include "api.h"
 
@@ -57,6 +58,35 @@ static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
 	else
 		sqlite3_bind_null(st, i);
+}
+
+/* Steps st to its end into a malloc'd array of size-byte elements filled by
+ * from_row; on failure releases what it read. Finalizes st. */
+static int collect(struct rk_db *db, sqlite3_stmt *st, size_t size, void (*from_row)(sqlite3_stmt *, void *),
+		   void (*release)(void *), void **out, size_t *n, const char *what, struct rk_error *err)
+{
+	size_t cap = 8, count = 0;
+	char *arr = rk_xcalloc(cap, size);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (count == cap) {
+			cap *= 2;
+			arr = rk_xrealloc(arr, cap * size);
+		}
+		memset(arr + count * size, 0, size);
+		from_row(st, arr + count++ * size);
+	}
+	int r = rc == SQLITE_DONE ? 0 : sql_error(db, err, what);
+	sqlite3_finalize(st);
+	if (r) {
+		for (size_t i = 0; i < count; i++)
+			release(arr + i * size);
+		free(arr);
+		return r;
+	}
+	*out = arr;
+	*n = count;
+	return 0;
 }
 
 /* --- tokens ------------------------------------------------------------------------ */
@@ -139,33 +169,15 @@ int rk_api_token_create(struct rk_db *db, const char *name, const char *bot_id, 
 	return 0;
 }
 
+static void token_row(sqlite3_stmt *st, void *t) { token_from_row(st, t); }
+static void token_free(void *t) { rk_api_token_release(t); }
+
 int rk_api_token_list(struct rk_db *db, struct rk_api_token **out, size_t *n, struct rk_error *err)
 {
 	sqlite3_stmt *st = prep(db, "SELECT " TOKEN_COLS " FROM api_tokens ORDER BY created_at, id", err);
 	if (!st)
 		return -err->code;
-	size_t cap = 8, count = 0;
-	struct rk_api_token *arr = rk_xcalloc(cap, sizeof(*arr));
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (count == cap) {
-			cap *= 2;
-			arr = rk_xrealloc(arr, cap * sizeof(*arr));
-		}
-		memset(&arr[count], 0, sizeof(arr[count]));
-		token_from_row(st, &arr[count++]);
-	}
-	int r = rc == SQLITE_DONE ? 0 : sql_error(db, err, "list tokens");
-	sqlite3_finalize(st);
-	if (r) {
-		for (size_t i = 0; i < count; i++)
-			rk_api_token_release(&arr[i]);
-		free(arr);
-		return r;
-	}
-	*out = arr;
-	*n = count;
-	return 0;
+	return collect(db, st, sizeof(**out), token_row, token_free, (void **)out, n, "list tokens", err);
 }
 
 static int token_get(struct rk_db *db, const char *sql, const char *key, struct rk_api_token *out,
@@ -353,6 +365,9 @@ int rk_api_right_delete(struct rk_db *db, const char *computer_id, const char *b
 	return r;
 }
 
+static void right_row(sqlite3_stmt *st, void *r) { right_from_row(st, r); }
+static void right_free(void *r) { rk_api_right_release(r); }
+
 int rk_api_right_list(struct rk_db *db, const char *computer_id, struct rk_api_right **out, size_t *n,
 		      struct rk_error *err)
 {
@@ -363,28 +378,7 @@ int rk_api_right_list(struct rk_db *db, const char *computer_id, struct rk_api_r
 	if (!st)
 		return -err->code;
 	sqlite3_bind_text(st, 1, computer_id, -1, SQLITE_TRANSIENT);
-	size_t cap = 8, count = 0;
-	struct rk_api_right *arr = rk_xcalloc(cap, sizeof(*arr));
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (count == cap) {
-			cap *= 2;
-			arr = rk_xrealloc(arr, cap * sizeof(*arr));
-		}
-		memset(&arr[count], 0, sizeof(arr[count]));
-		right_from_row(st, &arr[count++]);
-	}
-	int r = rc == SQLITE_DONE ? 0 : sql_error(db, err, "list rights");
-	sqlite3_finalize(st);
-	if (r) {
-		for (size_t i = 0; i < count; i++)
-			rk_api_right_release(&arr[i]);
-		free(arr);
-		return r;
-	}
-	*out = arr;
-	*n = count;
-	return 0;
+	return collect(db, st, sizeof(**out), right_row, right_free, (void **)out, n, "list rights", err);
 }
 
 int rk_api_usage_list(struct rk_db *db, const char *computer_id, int64_t **out, size_t *n, struct rk_error *err)
