@@ -1018,10 +1018,27 @@ static int h_port(struct call *k)
 		return fail(k, RK_EINVALID, "a port is a number from 1 to 65535");
 	if (load_computer(k, k->p[0], &c))
 		return 0;
-	fail(k, RK_EUNSUPPORTED,
-	     "computers run with --network none here and this server forwards no ports yet; reach port %ld through "
-	     "a session (e.g. curl inside the computer)",
-	     port);
+	struct rk_error err;
+	const struct rk_provider_ops *ops = rk_engine_provider(&c, &err);
+	int local = 0;
+	if (!ops)
+		fail_err(k, &err);
+	else if (!ops->exec_spawn)
+		fail(k, RK_EUNSUPPORTED, "computer %s's provider runs no commands, so it forwards no ports", c.id);
+	else if (rk_computer_ensure_running(k->eng, &c, &err) || rk_api_port_forward(k->eng, &c, (int)port, &local, &err))
+		fail_err(k, &err);
+	else {
+		cJSON *o = cJSON_CreateObject();
+		char addr[64];
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", local);
+		cJSON_AddStringToObject(o, "computerId", c.id);
+		cJSON_AddNumberToObject(o, "port", (double)port);
+		cJSON_AddStringToObject(o, "address", addr);
+		char *url = rk_xasprintf("http://%s", addr);
+		cJSON_AddStringToObject(o, "url", url);
+		free(url);
+		reply(k, 200, o);
+	}
 	rk_computer_release(&c);
 	return 0;
 }

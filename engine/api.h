@@ -61,6 +61,12 @@ int rk_api_right_list(struct rk_db *db, const char *computer_id, struct rk_api_r
  * ended; ended 0 while open). malloc'd. */
 int rk_api_usage_list(struct rk_db *db, const char *computer_id, int64_t **out, size_t *n, struct rk_error *err);
 
+/* A loopback listener in this process forwarding to port inside c (through
+ * the provider's exec and bash's /dev/tcp); the same forward again gives
+ * the same *local_port. It lasts as long as the process (engine/api_port.c). */
+int rk_api_port_forward(struct rk_engine *eng, const struct rk_computer *c, int port, int *local_port,
+			struct rk_error *err);
+
 /* --- requests (engine/api.c) ---------------------------------------------------------- */
 struct rk_api_request {
 	const char *method;

@@ -292,8 +292,6 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 	[ "$CODE" = 400 ]
 	api POST "/v1/computers/$id/desktop/stream"
 	[ "$CODE" = 422 ] && [ "$(jq_ 'd["error"]["category"]')" = ComputerUnsupported ]
-	api PUT "/v1/computers/$id/ports/8080"
-	[ "$CODE" = 422 ] && [ "$(jq_ 'd["error"]["category"]')" = ComputerUnsupported ]
 	api PUT "/v1/computers/$id/ports/99999"
 	[ "$CODE" = 400 ]
 	api POST /v1/computers '{"commandKey":"nd","name":"nodesk","source":{"provider":"fake","template":null}}'
@@ -401,4 +399,26 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 		[ "$(cat "$BATS_TEST_TMPDIR/c$i")" = 200 ] || { cat "$BATS_TEST_TMPDIR/s$i"; false; }
 		[ "$(rk_json 'd["output"]' <"$BATS_TEST_TMPDIR/s$i")" = "n$i" ]
 	done
+}
+
+@test "serve: a forwarded port carries bytes both ways to a server inside the computer" {
+	start_server
+	id=$(api_fake box)
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	blob=$(python3 -c 'import base64; print(base64.b64encode(bytes(range(256)) * 40).decode())')
+	api PUT "/v1/computers/$id/files" "{\"path\":\"site/blob.bin\",\"content\":\"$blob\",\"encoding\":\"base64\"}"
+	[ "$CODE" = 200 ]
+	api POST "/v1/computers/$id/sessions" "{\"command\":\"cd site && exec python3 -m http.server $port --bind 127.0.0.1\",\"yieldTimeMs\":250}"
+	[ "$(jq_ 'd["running"]')" = true ]
+	api PUT "/v1/computers/$id/ports/$port"
+	[ "$CODE" = 200 ] && [ "$(jq_ 'd["port"]')" = "$port" ]
+	url=$(jq_ 'd["url"]')
+	[[ $url == http://127.0.0.1:* ]]
+	api PUT "/v1/computers/$id/ports/$port"
+	[ "$(jq_ 'd["url"]')" = "$url" ]
+	wait_for "curl -sf --max-time 5 -o '$BATS_TEST_TMPDIR/got' '$url/blob.bin'" 20
+	python3 -c 'import sys; assert open(sys.argv[1], "rb").read() == bytes(range(256)) * 40' "$BATS_TEST_TMPDIR/got"
+	# a request body goes the other way
+	run curl -s --max-time 5 -X POST --data-binary 'posted' "$url/blob.bin"
+	[[ $output == *501* || $output == *"Unsupported method"* ]]
 }
