@@ -340,6 +340,55 @@ static cJSON *brokered(struct MHD_Connection *conn, const char *url, const char 
 	return doc;
 }
 
+/* --- paired machines' connections --------------------------------------------------- */
+
+struct link_args {
+	char *computer_id;
+	MHD_socket sock;
+	struct MHD_UpgradeResponseHandle *urh;
+	char *extra;
+	size_t extra_len;
+};
+
+static void *link_main(void *arg)
+{
+	struct link_args *a = arg;
+	char *dir = rk_data_dir_resolve();
+	/* the link closes what it is given: hand it a copy, MHD closes its own */
+	int fd = dup(a->sock);
+	if (fd >= 0)
+		rk_api_pair_link(dir, a->computer_id, fd, a->extra, a->extra_len);
+	MHD_upgrade_action(a->urh, MHD_UPGRADE_ACTION_CLOSE);
+	free(dir);
+	free(a->computer_id);
+	free(a->extra);
+	free(a);
+	return NULL;
+}
+
+static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra_in,
+		       size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	(void)conn;
+	(void)con_cls;
+	struct link_args *a = rk_xcalloc(1, sizeof(*a));
+	a->computer_id = cls;
+	a->sock = sock;
+	a->urh = urh;
+	a->extra = rk_xmalloc(extra_in_size + 1);
+	memcpy(a->extra, extra_in, extra_in_size);
+	a->extra_len = extra_in_size;
+	pthread_t t;
+	if (pthread_create(&t, NULL, link_main, a) != 0) {
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+		free(a->computer_id);
+		free(a->extra);
+		free(a);
+		return;
+	}
+	pthread_detach(t);
+}
+
 static enum MHD_Result answer(struct MHD_Connection *conn, const char *url, const char *method, struct req_state *st)
 {
 	if (rk_api_route_forks(method, url)) {
@@ -373,9 +422,16 @@ static enum MHD_Result answer(struct MHD_Connection *conn, const char *url, cons
 		.body_too_large = st->too_large,
 	};
 	struct rk_api_response out;
+	req.upgrade = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
 	rk_api_handle(eng, &req, &out);
 	enum MHD_Result r;
-	if (out.sse_execution) {
+	if (out.upgrade_pair) {
+		struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, out.upgrade_pair);
+		out.upgrade_pair = NULL;
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "rakazo-pair");
+		r = MHD_queue_response(conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+		MHD_destroy_response(resp);
+	} else if (out.sse_execution) {
 		struct sse *s = rk_xcalloc(1, sizeof(*s));
 		s->execution = out.sse_execution;
 		out.sse_execution = NULL;
@@ -521,7 +577,7 @@ static int run_server(struct cmd_ctx *ctx)
 	sigaction(SIGINT, &act, NULL);
 	sigaction(SIGTERM, &act, NULL);
 	struct MHD_Daemon *d = MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL,
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_UPGRADE, 0, NULL, NULL,
 		on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
 		on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120, MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned int)512, MHD_OPTION_END);

@@ -8,7 +8,7 @@
 _rakazo_static() {
 	local words=
 	case "$1" in
-	"") words="computer screen checkpoint run serve doctor worker help version" ;;
+	"") words="computer screen checkpoint run serve pair doctor worker help version" ;;
 	"computer") words="create list show pause resume stop delete execution exec input resize kill sessions history file export import lease image providers" ;;
 	"computer create") words="--provider --name --mode --no-desktop --pause-after --revisions --options --command-key --wait --timeout --json --help" ;;
 	"computer list") words="--json --help" ;;
@@ -63,6 +63,7 @@ _rakazo_static() {
 	"checkpoint gc") words="--json --help" ;;
 	"run") words="--computer --bot --thread --model --model-base-url --model-retries --max-steps --max-wall --max-tokens --limit --json --help" ;;
 	"serve") words="--listen --token-file --url-file --bot --json --help token routes" ;;
+	"pair") words="--token --name --root --once --json --help" ;;
 	"doctor") words="--json --help" ;;
 	"worker") words="--once --idle-exit --json --help" ;;
 	"help") words="--json --help" ;;
@@ -112,4 +113,4 @@ _rakazo() {
 }
 
 complete -F _rakazo rakazo
-complete -F _rakazo rakazo-computer rakazo-screen rakazo-checkpoint rakazo-run rakazo-serve rakazo-doctor rakazo-worker
+complete -F _rakazo rakazo-computer rakazo-screen rakazo-checkpoint rakazo-run rakazo-serve rakazo-pair rakazo-doctor rakazo-worker

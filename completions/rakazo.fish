@@ -28,7 +28,7 @@ complete -c rakazo -l mode -xa "team private"
 complete -c rakazo -l outcome -xa "succeeded failed"
 complete -c rakazo -l encoding -xa "utf8 base64"
 
-complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run serve doctor worker help version"
+complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run serve pair doctor worker help version"
 complete -c rakazo -n "__rakazo_at computer" -a "create list show pause resume stop delete execution exec input resize kill sessions history file export import lease image providers"
 complete -c rakazo -n "__rakazo_at computer create" -l provider
 complete -c rakazo -n "__rakazo_at computer create" -l name
@@ -243,6 +243,12 @@ complete -c rakazo -n "__rakazo_at serve" -l bot
 complete -c rakazo -n "__rakazo_at serve" -l json
 complete -c rakazo -n "__rakazo_at serve" -l help
 complete -c rakazo -n "__rakazo_at serve" -a "token routes"
+complete -c rakazo -n "__rakazo_at pair" -l token
+complete -c rakazo -n "__rakazo_at pair" -l name
+complete -c rakazo -n "__rakazo_at pair" -l root
+complete -c rakazo -n "__rakazo_at pair" -l once
+complete -c rakazo -n "__rakazo_at pair" -l json
+complete -c rakazo -n "__rakazo_at pair" -l help
 complete -c rakazo -n "__rakazo_at doctor" -l json
 complete -c rakazo -n "__rakazo_at doctor" -l help
 complete -c rakazo -n "__rakazo_at worker" -l once

@@ -45,6 +45,7 @@ void rk_api_response_release(struct rk_api_response *r)
 		return;
 	cJSON_Delete(r->doc);
 	free(r->sse_execution);
+	free(r->upgrade_pair);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -253,6 +254,21 @@ static int load_computer(struct call *k, const char *id, struct rk_computer *c)
 	return 0;
 }
 
+/* A computer to work on: a paired machine must be connected. */
+static int work_computer(struct call *k, const char *id, struct rk_computer *c)
+{
+	if (load_computer(k, id, c))
+		return -1;
+	if (!strcmp(c->kind, "paired") && strcmp(c->state, "running")) {
+		char *m = rk_xasprintf("paired machine %s is offline: it is not connected (rakazo pair)", c->name);
+		fail_with(k, 503, "ComputerUnavailable", RK_EUNAVAILABLE, m, 1, NULL);
+		free(m);
+		rk_computer_release(c);
+		return -1;
+	}
+	return 0;
+}
+
 static int member_only(struct call *k)
 {
 	if (k->tok.bot_id)
@@ -368,6 +384,10 @@ static int h_create(struct call *k)
 		}
 		if (get_str(k, src, "_tag", 0, &tag) || get_str(k, src, "provider", 1, &provider))
 			goto out;
+		if (!strcmp(provider, "paired")) {
+			fail(k, RK_EINVALID, "a paired machine is made by running `rakazo pair SERVER-URL` on it");
+			goto out;
+		}
 		if (tag && strcmp(tag, "Provider")) {
 			fail(k, RK_EINVALID, "source._tag must be \"Provider\" (a paired machine is made with rakazo pair)");
 			goto out;
@@ -409,6 +429,11 @@ static int lifecycle(struct call *k, const char *op)
 	struct rk_computer c = {0};
 	if (load_computer(k, k->p[0], &c))
 		return 0;
+	if (!strcmp(c.kind, "paired") && strcmp(op, "delete")) {
+		fail(k, RK_EUNSUPPORTED, "paired machine %s never pauses: it is the person's own machine", c.name);
+		rk_computer_release(&c);
+		return 0;
+	}
 	cJSON *b = body_object(k, 1, allowed);
 	const char *key;
 	if (b && get_str(k, b, "commandKey", 1, &key) == 0) {
@@ -605,7 +630,7 @@ static int h_session_start(struct call *k)
 	static const char *const allowed[] = {"command", "cwd", "env", "tty", "rows", "cols", "yieldTimeMs",
 					      "maxOutputBytes", NULL};
 	struct rk_computer c = {0};
-	if (load_computer(k, k->p[0], &c))
+	if (work_computer(k, k->p[0], &c))
 		return 0;
 	cJSON *b = body_object(k, 1, allowed);
 	const char **env = NULL;
@@ -768,7 +793,7 @@ static int h_file_get(struct call *k)
 	if (enc && strcmp(enc, "utf8") && strcmp(enc, "base64"))
 		return fail(k, RK_EINVALID, "encoding must be utf8 or base64");
 	if (query_int(k, "maxBytes", 1, RK_FILE_READ_LIMIT, RK_FILE_READ_DEFAULT_MAX, &maxb) ||
-	    load_computer(k, k->p[0], &c))
+	    work_computer(k, k->p[0], &c))
 		return 0;
 	struct rk_buf data = RK_BUF_INIT;
 	rk_buf_init(&data);
@@ -800,7 +825,7 @@ static int h_file_put(struct call *k)
 {
 	static const char *const allowed[] = {"path", "content", "encoding", "executable", NULL};
 	struct rk_computer c = {0};
-	if (load_computer(k, k->p[0], &c))
+	if (work_computer(k, k->p[0], &c))
 		return 0;
 	cJSON *b = body_object(k, 1, allowed);
 	const char *path, *content, *enc;
@@ -855,7 +880,7 @@ static int h_file_delete(struct call *k)
 	const char *path = query(k, "path");
 	if (!path || !*path)
 		return fail(k, RK_EINVALID, "DELETE files needs ?path=");
-	if (load_computer(k, k->p[0], &c))
+	if (work_computer(k, k->p[0], &c))
 		return 0;
 	struct rk_error err;
 	if (rk_computer_file_remove(k->eng, &c, path, &err)) {
@@ -874,7 +899,7 @@ static int h_directory(struct call *k)
 {
 	struct rk_computer c = {0};
 	const char *path = query(k, "path");
-	if (load_computer(k, k->p[0], &c))
+	if (work_computer(k, k->p[0], &c))
 		return 0;
 	struct rk_file_entry *es;
 	size_t n;
@@ -904,6 +929,11 @@ static int desktop_computer(struct call *k, struct rk_computer *c)
 	const struct rk_provider_ops *ops = rk_engine_provider(c, &err);
 	if (!ops)
 		return fail_err(k, &err), rk_computer_release(c), -1;
+	if (!strcmp(c->kind, "paired")) {
+		fail(k, RK_EUNSUPPORTED, "paired machine %s has no desktop", c->name);
+		rk_computer_release(c);
+		return -1;
+	}
 	if (!(ops->caps & RK_CAP_DESKTOP) || !c->desktop) {
 		fail(k, RK_EUNSUPPORTED, !c->desktop ? "computer %s was made without a desktop (create it with \"desktop\": true)"
 						     : "computer %s's provider has no desktop",
@@ -1016,7 +1046,7 @@ static int h_port(struct call *k)
 	long port = strtol(k->p[1], &end, 10);
 	if (*end || port < 1 || port > 65535)
 		return fail(k, RK_EINVALID, "a port is a number from 1 to 65535");
-	if (load_computer(k, k->p[0], &c))
+	if (work_computer(k, k->p[0], &c))
 		return 0;
 	struct rk_error err;
 	const struct rk_provider_ops *ops = rk_engine_provider(&c, &err);
@@ -1167,6 +1197,52 @@ static int h_bot_delete(struct call *k)
 	return 0;
 }
 
+static int h_pair_create(struct call *k)
+{
+	static const char *const allowed[] = {"name", NULL};
+	if (member_only(k))
+		return 0;
+	cJSON *b = body_object(k, 1, allowed);
+	const char *name;
+	if (b && get_str(k, b, "name", 1, &name) == 0) {
+		char *id = NULL, *secret = NULL;
+		struct rk_error err;
+		if (rk_api_pair_create(k->eng->db, name, k->eng->owner, &id, &secret, &err)) {
+			fail_err(k, &err);
+		} else {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "computerId", id);
+			cJSON_AddStringToObject(o, "machineSecret", secret);
+			reply(k, 201, o);
+		}
+		free(id);
+		free(secret);
+	}
+	cJSON_Delete(b);
+	return 0;
+}
+
+/* The machine's connection: authenticated by its own secret, not a token. */
+static int h_pair_connect(struct call *k)
+{
+	const char *h = k->req->authorization;
+	if (!h || strncasecmp(h, "Machine ", 8) != 0)
+		return fail_with(k, 401, "unauthorized", RK_EDENIED,
+				 "the paired machine's connection needs Authorization: Machine SECRET (rakazo pair)", 1, NULL);
+	char *id = NULL;
+	struct rk_error err;
+	if (rk_api_pair_verify(k->eng->db, h + 8, &id, &err))
+		return fail_with(k, 401, "unauthorized", RK_EDENIED, err.message, 1, NULL);
+	const char *up = k->req->upgrade;
+	if (!up || strcasecmp(up, "rakazo-pair") != 0) {
+		free(id);
+		return fail(k, RK_EINVALID, "the connection must ask for Upgrade: rakazo-pair");
+	}
+	k->out->status = 101;
+	k->out->upgrade_pair = id;
+	return 0;
+}
+
 static int h_health(struct call *k)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -1204,6 +1280,8 @@ static const struct route routes[] = {
 	F("POST", "/v1/computers/{computerId}/desktop/stream", h_stream),
 	R("PUT", "/v1/computers/{computerId}/ports/{port}", h_port),
 	R("GET", "/v1/computers/{computerId}/usage", h_usage),
+	R("POST", "/v1/paired", h_pair_create),
+	{{"GET", "/v1/paired/connect", 0, 0}, h_pair_connect},
 	R("GET", "/v1/computers/{computerId}/bots", h_bots_list),
 	R("PUT", "/v1/computers/{computerId}/bots/{botId}", h_bot_put),
 	R("GET", "/v1/computers/{computerId}/bots/{botId}", h_bot_get),

@@ -57,6 +57,18 @@ int rk_api_right_delete(struct rk_db *db, const char *computer_id, const char *b
 int rk_api_right_list(struct rk_db *db, const char *computer_id, struct rk_api_right **out, size_t *n,
 		      struct rk_error *err);
 
+/* Paired machines: a computer of kind "paired" (offline until its machine
+ * connects) and its secret, shown once as "cmp_....SECRET". */
+int rk_api_pair_create(struct rk_db *db, const char *name, const char *owner, char **computer_id, char **secret,
+		       struct rk_error *err);
+/* The computer whose machine secret this is; RK_EDENIED otherwise. */
+int rk_api_pair_verify(struct rk_db *db, const char *secret, char **computer_id, struct rk_error *err);
+
+/* The server's end of a paired machine's connection (engine/api_pair.c):
+ * serves the paired provider's calls for computer_id over fd until the
+ * connection breaks or a newer one replaces it, then closes fd. Blocks. */
+void rk_api_pair_link(const char *data_dir, const char *computer_id, int fd, const char *extra, size_t extra_len);
+
 /* Usage records of a computer, oldest first: *out holds 2*n values (started,
  * ended; ended 0 while open). malloc'd. */
 int rk_api_usage_list(struct rk_db *db, const char *computer_id, int64_t **out, size_t *n, struct rk_error *err);
@@ -76,6 +88,7 @@ struct rk_api_request {
 	void *query_ctx;
 	const char *authorization; /* the Authorization header, or NULL */
 	const char *last_event_id; /* the Last-Event-ID header, or NULL */
+	const char *upgrade;       /* the Upgrade header, or NULL */
 	const char *body;
 	size_t body_len;
 	int body_too_large; /* the transport stopped reading past RK_API_BODY_MAX */
@@ -85,6 +98,7 @@ struct rk_api_response {
 	int status;
 	cJSON *doc;          /* owned; NULL for an event stream */
 	char *sse_execution; /* an event stream of this execution, from sse_after */
+	char *upgrade_pair;  /* switch the connection to a paired machine's link for this computer */
 	int64_t sse_after;
 };
 void rk_api_response_release(struct rk_api_response *r);

@@ -411,3 +411,73 @@ int rk_api_usage_list(struct rk_db *db, const char *computer_id, int64_t **out, 
 	*n = count / 2;
 	return 0;
 }
+
+/* --- paired machines ------------------------------------------------------------------- */
+
+int rk_api_pair_create(struct rk_db *db, const char *name, const char *owner, char **computer_id, char **secret,
+		       struct rk_error *err)
+{
+	if (!valid_label(name, 64))
+		return rk_error_set(err, RK_EINVALID, "a machine's name is 1 to 64 letters, digits, '-', '_' or '.'");
+	unsigned char raw[32];
+	rk_random_bytes(raw, sizeof(raw));
+	char hexs[65], hash[65];
+	sodium_bin2hex(hexs, sizeof(hexs), raw, sizeof(raw));
+	rk_sha256_hex(hexs, 64, hash);
+	char *id = rk_id_new("cmp");
+	int64_t now = rk_now_ms();
+	struct rk_computer c = {.id = id, .name = (char *)name, .kind = "paired", .provider_ref = id, .home_key = id,
+				.state = "offline", .mode = "private", .owner = (char *)owner, .desktop = 0,
+				.pause_after = -1, .revisions_kept = 1, .created_at = now, .updated_at = now};
+	int r = rk_db_begin(db, err);
+	if (r == 0 && (r = rk_db_computer_insert(db, &c, err)) == 0) {
+		sqlite3_stmt *st = prep(db, "INSERT INTO paired_machines (computer_id, secret_hash, created_at) VALUES (?1, ?2, ?3)", err);
+		if (!st) {
+			r = -err->code;
+		} else {
+			sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(st, 3, now);
+			r = step_done(db, st, "pair machine", err);
+		}
+	}
+	if (r == 0)
+		r = rk_db_commit(db, err);
+	if (r) {
+		rk_db_rollback(db);
+		free(id);
+		return r;
+	}
+	*secret = rk_xasprintf("%s.%s", id, hexs);
+	sodium_memzero(hexs, sizeof(hexs));
+	*computer_id = id;
+	return 0;
+}
+
+int rk_api_pair_verify(struct rk_db *db, const char *secret, char **computer_id, struct rk_error *err)
+{
+	const char *dot = secret ? strchr(secret, '.') : NULL;
+	char given[65];
+	rk_sha256_hex(dot ? dot + 1 : "", dot ? strlen(dot + 1) : 0, given);
+	if (!dot || dot == secret || (size_t)(dot - secret) > 64)
+		return rk_error_set(err, RK_EDENIED, "the machine secret is malformed");
+	char *id = rk_xstrndup(secret, (size_t)(dot - secret));
+	sqlite3_stmt *st = prep(db, "SELECT secret_hash FROM paired_machines WHERE computer_id = ?1", err);
+	if (!st) {
+		free(id);
+		return -err->code;
+	}
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	int same = 0;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const char *h = (const char *)sqlite3_column_text(st, 0);
+		same = h && strlen(h) == 64 && sodium_memcmp(given, h, 64) == 0;
+	}
+	sqlite3_finalize(st);
+	if (!same) {
+		free(id);
+		return rk_error_set(err, RK_EDENIED, "the machine secret is not known");
+	}
+	*computer_id = id;
+	return 0;
+}

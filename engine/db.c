@@ -155,7 +155,8 @@ static const char *const migrations[] = {
 	"ALTER TABLE home_revisions ADD COLUMN kind TEXT NOT NULL DEFAULT 'snapshot';"
 	"ALTER TABLE home_revisions ADD COLUMN computer_id TEXT;",
 	/* 7 (serve; 3-6 are other branches', the merge orders them): API tokens
-	 * (only a hash of the secret is kept) and bots' rights to computers. */
+	 * (only a hash of the secret is kept), bots' rights to computers, and
+	 * paired machines (a hash of each one's secret). */
 	"CREATE TABLE api_tokens ("
 	"  id TEXT PRIMARY KEY,"
 	"  name TEXT NOT NULL,"
@@ -169,7 +170,11 @@ static const char *const migrations[] = {
 	"  bot_id TEXT NOT NULL,"
 	"  granted_by TEXT NOT NULL,"
 	"  created_at INTEGER NOT NULL,"
-	"  PRIMARY KEY (computer_id, bot_id));",
+	"  PRIMARY KEY (computer_id, bot_id));"
+	"CREATE TABLE paired_machines ("
+	"  computer_id TEXT PRIMARY KEY,"
+	"  secret_hash TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL);",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))

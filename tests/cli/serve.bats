@@ -9,10 +9,16 @@ load helper
 CLIENT="$BATS_TEST_DIRNAME/../fixtures/api_client.py"
 SPEC="$BATS_TEST_DIRNAME/../../api/openapi.json"
 
+# Runs the binary in the background as $! itself (not a subshell around it),
+# without bats' descriptors.
+rk_bg() {
+	( eval 'exec "$RAKAZO_BIN" "$@"' "$RK_CLOSE_FDS" ) &
+}
+
 start_server() {
 	rm -f "$BATS_TEST_TMPDIR/url"
-	rk serve --listen 127.0.0.1:0 --token-file "$BATS_TEST_TMPDIR/token" --url-file "$BATS_TEST_TMPDIR/url" \
-		>"$BATS_TEST_TMPDIR/serve.out" 2>"$BATS_TEST_TMPDIR/serve.err" &
+	rk_bg serve --listen 127.0.0.1:0 --token-file "$BATS_TEST_TMPDIR/token" --url-file "$BATS_TEST_TMPDIR/url" \
+		>"$BATS_TEST_TMPDIR/serve.out" 2>"$BATS_TEST_TMPDIR/serve.err"
 	SERVE_PID=$!
 	wait_for '[ -s "$BATS_TEST_TMPDIR/url" ]' 30
 	URL=$(cat "$BATS_TEST_TMPDIR/url")
@@ -21,6 +27,7 @@ start_server() {
 
 teardown() {
 	if [ -n "${SERVE_PID:-}" ]; then kill "$SERVE_PID" 2>/dev/null || true; fi
+	rk_kill_all "$BATS_TEST_TMPDIR/machine"
 	rk_kill_all
 	rk_remove_containers
 }
@@ -421,4 +428,86 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 	# a request body goes the other way
 	run curl -s --max-time 5 -X POST --data-binary 'posted' "$url/blob.bin"
 	[[ $output == *501* || $output == *"Unsupported method"* ]]
+}
+
+# A paired machine: `rakazo pair` with a data directory and a root of its own.
+start_machine() {
+	mkdir -p "$BATS_TEST_TMPDIR/root"
+	RAKAZO_DATA_DIR="$BATS_TEST_TMPDIR/machine" rk_bg pair "$URL" --token "$TOKEN" --name laptop \
+		--root "$BATS_TEST_TMPDIR/root" --json "$@" >"$BATS_TEST_TMPDIR/pair.out$PAIRS" 2>"$BATS_TEST_TMPDIR/pair.err$PAIRS"
+	MACHINE_PID=$!
+	wait_for "[ -s '$BATS_TEST_TMPDIR/pair.out$PAIRS' ]" 20
+	MID=$(rk_json 'd["computer_id"]' <"$BATS_TEST_TMPDIR/pair.out$PAIRS")
+	PAIRS=$(( ${PAIRS:-0} + 1 ))
+}
+
+computer_state() { api GET "/v1/computers/$1" && jq_ 'd["state"]'; }
+
+@test "serve: a paired machine runs sessions and files over its one connection, and reconnects" {
+	start_server
+	PAIRS=0
+	start_machine
+	[[ $MID == cmp_* ]]
+	[ "$(computer_state "$MID")" = running ]
+	api PUT "/v1/computers/$MID/files" '{"path":"notes/a.txt","content":"from the api"}'
+	[ "$CODE" = 200 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/root/notes/a.txt")" = "from the api" ]
+	api GET "/v1/computers/$MID/directory?path=notes"
+	[ "$(jq_ '[e["name"] for e in d["entries"]]')" = '["a.txt"]' ]
+	api POST "/v1/computers/$MID/sessions" '{"command":"cat","yieldTimeMs":250}'
+	sid=$(jq_ 'd["session"]')
+	out=
+	api POST "/v1/computers/$MID/sessions/$sid/input" '{"chars":"one\ntwo\n","yieldTimeMs":500}'
+	out=$(jq_ 'd["output"]')
+	wait_for 'api POST "/v1/computers/$MID/sessions/$sid/input" "{\"yieldTimeMs\":250}"; out="$out$(jq_ "d[\"output\"]")"; [[ $out == *two* ]]' 20
+	[[ $out == one*two* ]]
+	api POST "/v1/computers/$MID/sessions" '{"command":"pwd; exit 3","yieldTimeMs":5000}'
+	[ "$(jq_ 'd["exitCode"]')" = 3 ] && [ "$(jq_ 'd["output"]')" = "$BATS_TEST_TMPDIR/root" ]
+	# no desktop, no pause, no terminal
+	api POST "/v1/computers/$MID/desktop/stream"
+	[ "$CODE" = 422 ] && [ "$(jq_ 'd["error"]["category"]')" = ComputerUnsupported ]
+	api POST "/v1/computers/$MID/pause" '{"commandKey":"pp"}'
+	[ "$CODE" = 422 ]
+	api POST "/v1/computers/$MID/sessions" '{"command":"true","tty":true}'
+	[ "$CODE" = 422 ]
+	# the connection breaks: offline, the running session is lost (unknown), nothing replayed
+	kill "$MACHINE_PID"; wait "$MACHINE_PID" 2>/dev/null || true
+	wait_for '[ "$(computer_state "$MID")" = offline ]' 20
+	api POST "/v1/computers/$MID/sessions/$sid/input" '{"chars":"three\n","yieldTimeMs":250}'
+	[ "$CODE" = 200 ] && [ "$(jq_ 'd["lost"]')" = true ] && [ "$(jq_ 'd["running"]')" = false ]
+	api GET "/v1/computers/$MID/files?path=notes/a.txt"
+	[ "$CODE" = 503 ] && [ "$(jq_ 'd["error"]["category"]')" = ComputerUnavailable ]
+	# it pairs once: the next run reuses its secret and is the same computer
+	start_machine
+	[ "$(rk_json 'd["computer_id"]' <"$BATS_TEST_TMPDIR/pair.out1")" = "$MID" ]
+	[ "$(computer_state "$MID")" = running ]
+	api GET "/v1/computers/$MID/files?path=notes/a.txt"
+	[ "$(jq_ 'd["content"]')" = "from the api" ]
+	api GET /v1/computers
+	[ "$(jq_ 'len([c for c in d["computers"] if c["provider"] == "paired"])')" = 1 ]
+	# a newer connection replaces this one, which is told and stops
+	first=$MACHINE_PID
+	start_machine
+	wait_for "! kill -0 $first 2>/dev/null" 20
+	run wait "$first"
+	[ "$status" -eq 4 ]
+	[ "$(computer_state "$MID")" = running ]
+	api GET "/v1/computers/$MID/files?path=notes/a.txt"
+	[ "$CODE" = 200 ]
+}
+
+@test "serve: pairing needs a member's token and a machine secret" {
+	start_server
+	api POST /v1/paired '{"name":"laptop"}' ""
+	[ "$CODE" = 401 ]
+	bot=$(rk serve token create bt --bot b1 2>/dev/null)
+	api POST /v1/paired '{"name":"laptop"}' "$bot"
+	[ "$CODE" = 403 ]
+	CODE=$(curl -s -o "$BATS_TEST_TMPDIR/reply" -w '%{http_code}' -H 'Authorization: Machine cmp_x.00' -H 'Connection: Upgrade' \
+		-H 'Upgrade: rakazo-pair' "$URL/v1/paired/connect")
+	[ "$CODE" = 401 ]
+	api POST /v1/computers '{"commandKey":"pz","name":"pz","source":{"provider":"paired","template":null}}'
+	[ "$CODE" = 400 ]
+	expect_status 2 rk pair "$URL"
+	expect_status 2 rk pair notaurl --token x
 }
