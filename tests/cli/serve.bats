@@ -387,6 +387,14 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 	[ "$(jq_ 'd["observation"]["image"][:8]')" = iVBORw0K ]
 	api POST "/v1/computers/$id/sessions" '{"command":"echo $HOME; id -un","yieldTimeMs":10000}'
 	[ "$(jq_ 'd["exitCode"]')" = 0 ]
+	# a port inside a computer with no network, reached through the forward
+	api PUT "/v1/computers/$id/files" '{"path":"www/hello.txt","content":"from the container\n"}'
+	api POST "/v1/computers/$id/sessions" '{"command":"cd www && exec python3 -m http.server 8000 --bind 127.0.0.1","yieldTimeMs":250}'
+	api PUT "/v1/computers/$id/ports/8000"
+	[ "$CODE" = 200 ] || { echo "$BODY"; false; }
+	url=$(jq_ 'd["url"]')
+	wait_for "curl -sf --max-time 5 -o '$BATS_TEST_TMPDIR/got' '$url/hello.txt'" 30
+	[ "$(cat "$BATS_TEST_TMPDIR/got")" = "from the container" ]
 	api DELETE "/v1/computers/$id" '{"commandKey":"dk-del"}'
 	exe=$(jq_ 'd["id"]')
 	wait_for "api GET /v1/executions/$exe && [ \"\$(jq_ 'd[\"state\"]')\" = succeeded ]" 60
