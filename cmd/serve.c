@@ -566,7 +566,7 @@ static int run_server(struct cmd_ctx *ctx)
 	/* the broker first: before any thread or database connection exists */
 	if (r || (r = broker_start(&ctx->err)) || (r = cmd_engine(ctx)))
 		return r;
-	if (o_token_file && (r = token_file(ctx)))
+	if ((o_token_file && (r = token_file(ctx))) || (r = rk_api_pair_reset(ctx->eng->db, &ctx->err)))
 		return r;
 	/* the threads open their own engines; this one was for the setup */
 	rk_engine_free(ctx->eng);

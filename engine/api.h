@@ -64,6 +64,9 @@ int rk_api_pair_create(struct rk_db *db, const char *name, const char *owner, ch
 /* The computer whose machine secret this is; RK_EDENIED otherwise. */
 int rk_api_pair_verify(struct rk_db *db, const char *secret, char **computer_id, struct rk_error *err);
 
+/* At a server's start: no paired machine is connected to it yet. */
+int rk_api_pair_reset(struct rk_db *db, struct rk_error *err);
+
 /* The server's end of a paired machine's connection (engine/api_pair.c):
  * serves the paired provider's calls for computer_id over fd until the
  * connection breaks or a newer one replaces it, then closes fd. Blocks. */

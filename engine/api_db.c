@@ -481,3 +481,11 @@ int rk_api_pair_verify(struct rk_db *db, const char *secret, char **computer_id,
 	*computer_id = id;
 	return 0;
 }
+
+int rk_api_pair_reset(struct rk_db *db, struct rk_error *err)
+{
+	sqlite3_stmt *st = prep(db, "UPDATE computers SET state = 'offline' WHERE kind = 'paired' AND state = 'running'", err);
+	if (!st)
+		return -(int)err->code;
+	return step_done(db, st, "reset paired machines", err);
+}

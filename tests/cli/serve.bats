@@ -17,7 +17,7 @@ rk_bg() {
 
 start_server() {
 	rm -f "$BATS_TEST_TMPDIR/url"
-	rk_bg serve --listen 127.0.0.1:0 --token-file "$BATS_TEST_TMPDIR/token" --url-file "$BATS_TEST_TMPDIR/url" \
+	rk_bg serve --listen "${LISTEN:-127.0.0.1:0}" --token-file "$BATS_TEST_TMPDIR/token" --url-file "$BATS_TEST_TMPDIR/url" \
 		>"$BATS_TEST_TMPDIR/serve.out" 2>"$BATS_TEST_TMPDIR/serve.err"
 	SERVE_PID=$!
 	wait_for '[ -s "$BATS_TEST_TMPDIR/url" ]' 30
@@ -500,6 +500,14 @@ computer_state() { api GET "/v1/computers/$1" && jq_ 'd["state"]'; }
 	run wait "$first"
 	[ "$status" -eq 4 ]
 	[ "$(computer_state "$MID")" = running ]
+	api GET "/v1/computers/$MID/files?path=notes/a.txt"
+	[ "$CODE" = 200 ]
+	# a server that starts again has no connection yet: offline until the machine dials
+	kill "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null || true
+	LISTEN=${URL#http://} start_server
+	api GET "/v1/computers/$MID"
+	[ "$(jq_ 'd["state"]')" = offline ] || [ "$(jq_ 'd["state"]')" = running ]
+	wait_for '[ "$(computer_state "$MID")" = running ]' 30
 	api GET "/v1/computers/$MID/files?path=notes/a.txt"
 	[ "$CODE" = 200 ]
 }
