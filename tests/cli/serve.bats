@@ -103,7 +103,9 @@ assert len(row[0]) == 64, row
 	[[ $(jq_ 'd["error"]["errorId"]') == err_* ]]
 	api POST /v1/computers "$body" "tok_nosuch.0000"
 	[ "$CODE" = 401 ]
-	api POST /v1/computers "$body" "${TOKEN%?}0"
+	# the secret with its last digit changed (never to itself)
+	case $TOKEN in *0) wrong=${TOKEN%?}1 ;; *) wrong=${TOKEN%?}0 ;; esac
+	api POST /v1/computers "$body" "$wrong"
 	[ "$CODE" = 401 ]
 	api POST /v1/computers "$body" "garbage"
 	[ "$CODE" = 401 ]
