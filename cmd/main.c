@@ -16,6 +16,8 @@ extern const struct cmd_entry cmd_computer, cmd_screen, cmd_doctor, cmd_worker, 
 extern const struct cmd_entry cmd_checkpoint;
 extern const struct cmd_entry cmd_run;
 extern const struct cmd_entry cmd_tui;
+extern const struct cmd_entry cmd_serve;
+extern const struct cmd_entry cmd_pair;
 
 #define CMD(name, entry) &entry
 /* The command table. Makefile's install and the completion test read the
@@ -26,6 +28,8 @@ const struct cmd_entry *const cmd_table[] = {
 	CMD("checkpoint", cmd_checkpoint),
 	CMD("run", cmd_run),
 	CMD("tui", cmd_tui),
+	CMD("serve", cmd_serve),
+	CMD("pair", cmd_pair),
 	CMD("doctor", cmd_doctor),
 	CMD("worker", cmd_worker),
 	CMD("help", cmd_help),

@@ -8,7 +8,7 @@
 _rakazo_static() {
 	local words=
 	case "$1" in
-	"") words="computer screen checkpoint run doctor worker help version tui" ;;
+	"") words="computer screen checkpoint run doctor worker help version tui serve pair" ;;
 	"computer") words="create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers" ;;
 	"computer create") words="--provider --name --mode --team --private --no-desktop --pause-after --revisions --options --command-key --wait --timeout --json --help" ;;
 	"computer list") words="--json --help" ;;
@@ -73,6 +73,8 @@ _rakazo_static() {
 	"checkpoint gc") words="--json --help" ;;
 	"run") words="--computer --bot --thread --model --model-base-url --model-retries --max-steps --max-wall --max-tokens --limit --detach --follow --after --wait --note --json --help" ;;
 	"tui") words="--computer --json --help" ;;
+	"serve") words="--listen --token-file --url-file --bot --json --help token routes" ;;
+	"pair") words="--token --name --root --once --json --help" ;;
 	"doctor") words="--json --help" ;;
 	"worker") words="--once --idle-exit --json --help" ;;
 	"help") words="--json --help" ;;
@@ -122,4 +124,4 @@ _rakazo() {
 }
 
 complete -F _rakazo rakazo
-complete -F _rakazo rakazo-computer rakazo-screen rakazo-checkpoint rakazo-run rakazo-doctor rakazo-worker
+complete -F _rakazo rakazo-computer rakazo-screen rakazo-checkpoint rakazo-run rakazo-serve rakazo-pair rakazo-doctor rakazo-worker

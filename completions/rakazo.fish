@@ -28,7 +28,7 @@ complete -c rakazo -l mode -xa "team private"
 complete -c rakazo -l outcome -xa "succeeded failed"
 complete -c rakazo -l encoding -xa "utf8 base64"
 
-complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run doctor worker help version tui"
+complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run doctor worker help version tui serve pair"
 complete -c rakazo -n "__rakazo_at computer" -a "create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers"
 complete -c rakazo -n "__rakazo_at computer create" -l provider
 complete -c rakazo -n "__rakazo_at computer create" -l name
@@ -294,6 +294,19 @@ complete -c rakazo -n "__rakazo_at run" -l help
 complete -c rakazo -n "__rakazo_at tui" -l computer
 complete -c rakazo -n "__rakazo_at tui" -l json
 complete -c rakazo -n "__rakazo_at tui" -l help
+complete -c rakazo -n "__rakazo_at serve" -l listen
+complete -c rakazo -n "__rakazo_at serve" -l token-file
+complete -c rakazo -n "__rakazo_at serve" -l url-file
+complete -c rakazo -n "__rakazo_at serve" -l bot
+complete -c rakazo -n "__rakazo_at serve" -l json
+complete -c rakazo -n "__rakazo_at serve" -l help
+complete -c rakazo -n "__rakazo_at serve" -a "token routes"
+complete -c rakazo -n "__rakazo_at pair" -l token
+complete -c rakazo -n "__rakazo_at pair" -l name
+complete -c rakazo -n "__rakazo_at pair" -l root
+complete -c rakazo -n "__rakazo_at pair" -l once
+complete -c rakazo -n "__rakazo_at pair" -l json
+complete -c rakazo -n "__rakazo_at pair" -l help
 complete -c rakazo -n "__rakazo_at doctor" -l json
 complete -c rakazo -n "__rakazo_at doctor" -l help
 complete -c rakazo -n "__rakazo_at worker" -l once

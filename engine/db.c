@@ -262,6 +262,27 @@ static const char *const migrations[] = {
 	"  revoke_reason TEXT,"
 	"  created_by TEXT);"
 	"CREATE INDEX IF NOT EXISTS screen_capabilities_slot ON screen_capabilities(computer_id, display);",
+	/* 6: (serve) API tokens
+	 * (only a hash of the secret is kept), bots' rights to computers, and
+	 * paired machines (a hash of each one's secret). */
+	"CREATE TABLE api_tokens ("
+	"  id TEXT PRIMARY KEY,"
+	"  name TEXT NOT NULL,"
+	"  secret_hash TEXT NOT NULL,"
+	"  bot_id TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  last_used_at INTEGER,"
+	"  revoked_at INTEGER);"
+	"CREATE TABLE computer_rights ("
+	"  computer_id TEXT NOT NULL,"
+	"  bot_id TEXT NOT NULL,"
+	"  granted_by TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (computer_id, bot_id));"
+	"CREATE TABLE paired_machines ("
+	"  computer_id TEXT PRIMARY KEY,"
+	"  secret_hash TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL);",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -233,6 +233,7 @@ struct holder {
 	int dropped;           /* pending lost its head to HOLD_MAX */
 	int eof;
 	int ended;
+	int end_recorded; /* the exit is in the database */
 	struct rk_exit_status status;
 	int64_t idle_ms;
 };
@@ -289,6 +290,20 @@ static void holder_wait(struct holder *h, int64_t deadline)
 	}
 }
 
+/* The end goes to the database before the reply that hands it out: a call
+ * that comes after that reply finds the session ended, instead of a holder
+ * on its way out that never answers (which reads as a lost reply). */
+static void holder_record_end(struct holder *h)
+{
+	if (h->end_recorded)
+		return;
+	h->end_recorded = 1;
+	int64_t code = h->ended && h->status.exited && !h->status.lost && h->status.signo <= 0 ? h->status.code : -1;
+	int64_t sig = h->ended && h->status.signo > 0 ? h->status.signo : -1;
+	rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, "exit", NULL, 0, code, sig, NULL);
+	rk_db_session_end(h->db, h->sid, code, sig, NULL);
+}
+
 static void holder_reply(struct holder *h, int client, size_t max_output, const char *error_code,
 			 const char *error_message)
 {
@@ -320,6 +335,7 @@ static void holder_reply(struct holder *h, int client, size_t max_output, const 
 		cJSON_AddBoolToObject(o, "truncated", truncated);
 		cJSON_AddBoolToObject(o, "running", !h->ended);
 		if (h->ended) {
+			holder_record_end(h);
 			cJSON_AddBoolToObject(o, "exited", h->status.exited && !h->status.lost && h->status.signo <= 0);
 			cJSON_AddNumberToObject(o, "exit_code", h->status.code);
 			cJSON_AddNumberToObject(o, "signo", h->status.signo);
@@ -456,10 +472,7 @@ static void holder_loop(struct holder *h, int lsock)
 			break;
 		}
 	}
-	int64_t code = h->ended && h->status.exited && !h->status.lost && h->status.signo <= 0 ? h->status.code : -1;
-	int64_t sig = h->ended && h->status.signo > 0 ? h->status.signo : -1;
-	rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, "exit", NULL, 0, code, sig, NULL);
-	rk_db_session_end(h->db, h->sid, code, sig, NULL);
+	holder_record_end(h);
 }
 
 struct holder_args {

@@ -735,7 +735,7 @@ static void *screen_main(void *arg)
 			screen_status(f, want, rk_xasprintf("%s has no desktop", c.name));
 			wait_ms = 1000;
 		} else {
-			struct rk_display_observe_options oo = {cols, rows * 2, f->consumer};
+			struct rk_display_observe_options oo = {.max_width = cols, .max_height = rows * 2, .consumer = f->consumer};
 			int held = takeover_sync(f, eng, &t, c.id, takeover);
 			for (size_t i = 0; i < ninput && held; i++) {
 				struct rk_display_act_result res = {0};

@@ -1,0 +1,176 @@
+/* engine/api, api_db: tokens, rights, pairing secrets and the request
+ * handler without HTTP, on real SQLite in a temporary DATA_DIR. */
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../engine/api.h"
+#include "../../engine/engine.h"
+#include "../../engine/util/buf.h"
+#include "../../engine/util/fs.h"
+#include "check.h"
+
+static struct rk_engine *eng;
+static char *dir;
+
+static void handle(const char *method, const char *path, const char *auth, const char *body,
+		   struct rk_api_response *out)
+{
+	struct rk_api_request req = {.method = method, .path = path, .authorization = auth, .body = body,
+				     .body_len = body ? strlen(body) : 0};
+	rk_api_handle(eng, &req, out);
+}
+
+static const char *category(const struct rk_api_response *r)
+{
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(r->doc, "error");
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "category");
+	return cJSON_IsString(c) ? c->valuestring : "";
+}
+
+TEST(tokens_hashed_verified_revoked)
+{
+	char *secret = NULL;
+	struct rk_api_token t = {0}, v = {0};
+	struct rk_error e;
+	CHECK_EQ_INT(rk_api_token_create(eng->db, "ci", NULL, &secret, &t, &e), 0);
+	CHECK(secret && !strncmp(secret, t.id, strlen(t.id)) && secret[strlen(t.id)] == '.');
+	CHECK_EQ_INT(rk_api_token_create(eng->db, "ci", NULL, &(char *){NULL}, &v, &e), -RK_ECONFLICT);
+	CHECK_EQ_INT(rk_api_token_verify(eng->db, secret, &v, &e), 0);
+	CHECK(v.id && !strcmp(v.id, t.id) && !v.bot_id);
+	rk_api_token_release(&v);
+	/* one character off, a missing secret, an unknown id: all denied */
+	char *bad = rk_xstrdup(secret);
+	bad[strlen(bad) - 1] = bad[strlen(bad) - 1] == '0' ? '1' : '0';
+	CHECK_EQ_INT(rk_api_token_verify(eng->db, bad, &v, &e), -RK_EDENIED);
+	CHECK_EQ_INT(rk_api_token_verify(eng->db, t.id, &v, &e), -RK_EDENIED);
+	CHECK_EQ_INT(rk_api_token_verify(eng->db, "tok_nosuch.00", &v, &e), -RK_EDENIED);
+	struct rk_api_token rv = {0};
+	CHECK_EQ_INT(rk_api_token_revoke(eng->db, "ci", &rv, &e), 0);
+	CHECK(rv.revoked_at > 0);
+	CHECK_EQ_INT(rk_api_token_verify(eng->db, secret, &v, &e), -RK_EDENIED);
+	CHECK_EQ_INT(rk_api_token_revoke(eng->db, "ci", &rv, &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_api_token_create(eng->db, "bad name", NULL, &(char *){NULL}, &v, &e), -RK_EINVALID);
+	rk_api_token_release(&rv);
+	rk_api_token_release(&t);
+	free(bad);
+	free(secret);
+}
+
+TEST(rights_put_get_delete)
+{
+	struct rk_api_right r = {0};
+	struct rk_error e;
+	CHECK_EQ_INT(rk_api_right_get(eng->db, "cmp_x", "b1", &r, &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_api_right_put(eng->db, "cmp_x", "b1", "tok_a", &r, &e), 0);
+	CHECK(!strcmp(r.granted_by, "tok_a"));
+	rk_api_right_release(&r);
+	CHECK_EQ_INT(rk_api_right_put(eng->db, "cmp_x", "b1", "tok_b", &r, &e), 0); /* idempotent: the first stays */
+	CHECK(!strcmp(r.granted_by, "tok_a"));
+	rk_api_right_release(&r);
+	struct rk_api_right *rs = NULL;
+	size_t n = 0;
+	CHECK_EQ_INT(rk_api_right_list(eng->db, "cmp_x", &rs, &n, &e), 0);
+	CHECK_EQ_INT(n, 1);
+	for (size_t i = 0; i < n; i++)
+		rk_api_right_release(&rs[i]);
+	free(rs);
+	CHECK_EQ_INT(rk_api_right_delete(eng->db, "cmp_x", "b1", &e), 0);
+	CHECK_EQ_INT(rk_api_right_delete(eng->db, "cmp_x", "b1", &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_api_right_put(eng->db, "cmp_x", "no/slash", "t", &r, &e), -RK_EINVALID);
+}
+
+TEST(pairing_secret)
+{
+	char *id = NULL, *secret = NULL, *got = NULL;
+	struct rk_error e;
+	CHECK_EQ_INT(rk_api_pair_create(eng->db, "laptop", "user:t", &id, &secret, &e), 0);
+	CHECK_EQ_INT(rk_api_pair_verify(eng->db, secret, &got, &e), 0);
+	CHECK(got && !strcmp(got, id));
+	free(got);
+	got = NULL;
+	secret[strlen(secret) - 1] ^= 1;
+	CHECK_EQ_INT(rk_api_pair_verify(eng->db, secret, &got, &e), -RK_EDENIED);
+	struct rk_computer c = {0};
+	CHECK_EQ_INT(rk_db_computer_get(eng->db, id, &c, &e), 0);
+	CHECK(!strcmp(c.kind, "paired") && !strcmp(c.state, "offline") && c.pause_after < 0 && !c.desktop);
+	rk_computer_release(&c);
+	free(id);
+	free(secret);
+}
+
+TEST(handler_routes_and_errors)
+{
+	struct rk_api_response r;
+	handle("GET", "/v1/health", NULL, NULL, &r);
+	CHECK_EQ_INT(r.status, 200);
+	rk_api_response_release(&r);
+	handle("GET", "/v1/nosuch", NULL, NULL, &r);
+	CHECK_EQ_INT(r.status, 404);
+	CHECK(!strcmp(category(&r), "route_not_found"));
+	rk_api_response_release(&r);
+	handle("PATCH", "/v1/computers/cmp_x", NULL, NULL, &r);
+	CHECK_EQ_INT(r.status, 405);
+	rk_api_response_release(&r);
+	handle("GET", "/v1/computers", NULL, NULL, &r);
+	CHECK_EQ_INT(r.status, 401);
+	CHECK(!strcmp(category(&r), "unauthorized"));
+	rk_api_response_release(&r);
+	char *secret = NULL;
+	struct rk_api_token t = {0};
+	struct rk_error e;
+	CHECK_EQ_INT(rk_api_token_create(eng->db, "h", NULL, &secret, &t, &e), 0);
+	char *auth = rk_xasprintf("Bearer %s", secret);
+	handle("POST", "/v1/computers", auth, "{\"commandKey\":", &r);
+	CHECK_EQ_INT(r.status, 400);
+	CHECK(!strcmp(category(&r), "invalid_request"));
+	const cJSON *eid = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r.doc, "error"), "errorId");
+	CHECK(cJSON_IsString(eid) && !strncmp(eid->valuestring, "err_", 4));
+	rk_api_response_release(&r);
+	handle("GET", "/v1/computers", auth, NULL, &r);
+	CHECK_EQ_INT(r.status, 200);
+	/* the caller owns what it starts */
+	CHECK(!strncmp(eng->owner, "api:tok_", 8));
+	rk_api_response_release(&r);
+	handle("GET", "/v1/executions/exe_nosuch/observe", auth, NULL, &r);
+	CHECK_EQ_INT(r.status, 404);
+	CHECK(!r.sse_execution);
+	rk_api_response_release(&r);
+	free(auth);
+	free(secret);
+	rk_api_token_release(&t);
+}
+
+TEST(route_table)
+{
+	CHECK(rk_api_route_count() >= 28);
+	CHECK(rk_api_route_forks("POST", "/v1/computers/cmp_x/sessions"));
+	CHECK(rk_api_route_forks("POST", "/v1/computers"));
+	CHECK(!rk_api_route_forks("POST", "/v1/computers/cmp_x/sessions/cse_y/input"));
+	CHECK(!rk_api_route_forks("GET", "/v1/executions/exe_x"));
+	CHECK(!rk_api_route_forks("GET", "/v1/paired/connect"));
+	for (size_t i = 0; i < rk_api_route_count(); i++)
+		CHECK(!strncmp(rk_api_route(i)->path, "/v1/", 4));
+}
+
+int main(void)
+{
+	char tmpl[] = "/tmp/rk-api-XXXXXX";
+	dir = mkdtemp(tmpl);
+	setenv("RAKAZO_DATA_DIR", dir, 1);
+	setenv("RAKAZO_NO_WORKER", "1", 1);
+	struct rk_error e;
+	if (rk_engine_open(&eng, &e) != 0) {
+		printf("  engine: %s\n", e.message);
+		return 1;
+	}
+	RUN(tokens_hashed_verified_revoked);
+	RUN(rights_put_get_delete);
+	RUN(pairing_secret);
+	RUN(handler_routes_and_errors);
+	RUN(route_table);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, &e);
+	return check_summary("api");
+}
