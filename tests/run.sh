@@ -106,6 +106,21 @@ suite_conformance() {
 		run "conformance $p" "$bin" "$p"
 		counts conformance
 	done
+	suite_conformance_emulated
+}
+
+# The remote providers against their vendor emulators (when node, dockerd
+# and the image are here; else a note and nothing run).
+suite_conformance_emulated() {
+	. tests/emulators/daytona/emulator.sh
+	for k in daytona box; do
+		[ -f "tests/emulators/$k/server.js" ] || continue
+		if rk_emulator_up "$k"; then
+			run "conformance $k (emulator)" "$bin" "$k"
+			counts conformance
+		fi
+		rk_emulators_down
+	done
 }
 
 suite_cli() {
