@@ -6,12 +6,14 @@
 extern const struct rk_provider_ops rk_provider_fake;
 extern const struct rk_provider_ops rk_provider_docker;
 extern const struct rk_provider_ops rk_provider_daytona;
+extern const struct rk_provider_ops rk_provider_box;
 
 /* A new provider is a new file plus one line here. */
 const struct rk_provider_ops *const rk_providers[] = {
 	&rk_provider_docker,
 	&rk_provider_fake,
 	&rk_provider_daytona,
+	&rk_provider_box,
 	NULL,
 };
 
