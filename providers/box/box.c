@@ -449,6 +449,9 @@ static int bx_provision(const struct rk_machine *m, struct rk_provision_result *
 
 static int bx_status(const struct rk_machine *m, enum rk_machine_state *out, struct rk_error *err)
 {
+	struct rk_error local;
+	if (!err) /* the engine may not want the details */
+		err = &local;
 	if (!m->ref || !*m->ref) {
 		*out = RK_MACHINE_GONE;
 		return 0;
@@ -469,6 +472,9 @@ static int bx_status(const struct rk_machine *m, enum rk_machine_state *out, str
 /* Stop archives the machine; a later provision resumes the same id. */
 static int bx_stop(const struct rk_machine *m, struct rk_error *err)
 {
+	struct rk_error local;
+	if (!err) /* the engine may not want the details */
+		err = &local;
 	if (!m->ref || !*m->ref)
 		return 0;
 	struct bx *b = bx_open(m, 0, err);
@@ -495,6 +501,9 @@ static int bx_stop(const struct rk_machine *m, struct rk_error *err)
 
 static int bx_destroy(const struct rk_machine *m, struct rk_error *err)
 {
+	struct rk_error local;
+	if (!err) /* the engine may not want the details */
+		err = &local;
 	if (!m->ref || !*m->ref)
 		return 0;
 	struct bx *b = bx_open(m, 0, err);

@@ -537,6 +537,9 @@ static int dt_provision(const struct rk_machine *m, struct rk_provision_result *
 
 static int dt_status(const struct rk_machine *m, enum rk_machine_state *out, struct rk_error *err)
 {
+	struct rk_error local;
+	if (!err) /* the engine may not want the details */
+		err = &local;
 	if (!m->ref || !*m->ref) {
 		*out = RK_MACHINE_GONE;
 		return 0;
@@ -556,6 +559,9 @@ static int dt_status(const struct rk_machine *m, enum rk_machine_state *out, str
 
 static int dt_stop(const struct rk_machine *m, struct rk_error *err)
 {
+	struct rk_error local;
+	if (!err) /* the engine may not want the details */
+		err = &local;
 	if (!m->ref || !*m->ref)
 		return 0;
 	struct dt *d = dt_open(m, 0, err);
@@ -576,6 +582,9 @@ static int dt_stop(const struct rk_machine *m, struct rk_error *err)
 
 static int dt_destroy(const struct rk_machine *m, struct rk_error *err)
 {
+	struct rk_error local;
+	if (!err) /* the engine may not want the details */
+		err = &local;
 	if (!m->ref || !*m->ref)
 		return 0;
 	struct dt *d = dt_open(m, 0, err);
