@@ -248,12 +248,7 @@ async function route(ctx) {
 	return err(404, `no route ${m} ${ctx.path}`, 'not_found');
 }
 
-async function handler(ctx) {
-	const reply = await route(ctx);
-	requests.push({ method: ctx.method, path: ctx.path, status: reply.status });
-	if (requests.length > 5000) requests.shift();
-	return reply;
-}
+const handler = route;
 
 async function control(ctx) {
 	const parts = ctx.path.split('/').filter(Boolean);
@@ -280,5 +275,5 @@ async function control(ctx) {
 	return null;
 }
 
-const { server } = C.serve({ handler, control, port: args.port, portFile: args['port-file'] });
+const { server } = C.serve({ handler, control, log: requests, port: args.port, portFile: args['port-file'] });
 C.cleanupOnExit(containers, server);

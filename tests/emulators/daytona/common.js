@@ -186,7 +186,9 @@ function send(res, reply) {
 }
 
 // Serves handler(ctx) -> reply under the fault rules and the emulator's own
-// control routes. ctx: {method, path, query, headers, body, req}.
+// control routes. ctx: {method, path, query, headers, body, req}. Every
+// request (faults too) goes into opts.log: {method, path, status (0: no
+// reply), fault}.
 function serve(opts) {
 	const faults = new Faults();
 	const server = http.createServer(async (req, res) => {
@@ -204,9 +206,17 @@ function serve(opts) {
 				return send(res, r || { status: 404, body: { message: 'no such control route' } });
 			}
 			const rule = faults.match(req.method, ctx.path);
+			const note = (status) => {
+				if (opts.log) opts.log.push({ method: req.method, path: ctx.path, status, fault: !!rule });
+				if (opts.log && opts.log.length > 5000) opts.log.shift();
+			};
 			if (rule && rule.delay_ms) await sleep(rule.delay_ms);
-			if (rule && rule.drop === 'before') return req.socket.destroy();
+			if (rule && rule.drop === 'before') {
+				note(0);
+				return req.socket.destroy();
+			}
 			if (rule && rule.status) {
+				note(rule.status);
 				const headers = rule.retry_after !== undefined ? { 'retry-after': String(rule.retry_after) } : {};
 				return send(res, {
 					status: rule.status,
@@ -215,6 +225,7 @@ function serve(opts) {
 				});
 			}
 			const reply = await opts.handler(ctx);
+			note(rule && rule.drop === 'after' ? 0 : reply.status || 200);
 			if (rule && rule.drop === 'after') return req.socket.destroy();
 			send(res, reply);
 		} catch (e) {

@@ -588,12 +588,7 @@ async function toolbox(ctx, parts) {
 	return err(404, `no toolbox route ${parts.slice(1).join('/')}`);
 }
 
-async function handler(ctx) {
-	const reply = await route(ctx);
-	requests.push({ method: ctx.method, path: ctx.path, status: reply.status });
-	if (requests.length > 5000) requests.shift();
-	return reply;
-}
+const handler = route;
 
 async function route(ctx) {
 	if (ctx.headers.authorization !== `Bearer ${KEY}`)
@@ -624,7 +619,7 @@ async function control(ctx) {
 	return null;
 }
 
-const { server } = C.serve({ handler, control, port: args.port, portFile: args['port-file'] });
+const { server } = C.serve({ handler, control, log: requests, port: args.port, portFile: args['port-file'] });
 server.on('listening', () => {
 	base = `http://127.0.0.1:${server.address().port}`;
 });
