@@ -75,6 +75,13 @@ dt_create() {
 	[ "$(printf '%s' "$output" | rk_json 'd["exitCode"]')" = 3 ]
 	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = "hi
 /home/user/rakazo-home" ]
+	local sid
+	sid=$(rk computer exec dt --json -- 'read v; echo got $v; cat; echo end' | rk_json 'd["session"]')
+	run rk computer input dt "$sid" 'y\nmore\n' --json
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = "got y
+more" ]
+	run rk computer input dt "$sid" '\x04' --yield-ms 5000 --json
+	[ "$(printf '%s' "$output" | rk_json '[d["running"], d["output"]]')" = '[false, "end\n"]' ]
 	printf 'abc' | rk computer file write dt notes/a.txt -x
 	[ "$(rk computer file read dt notes/a.txt)" = abc ]
 	[ "$(rk computer file list dt notes --json | rk_json '[(e["name"], e["executable"]) for e in d]')" = '[["a.txt", true]]' ]
