@@ -5,11 +5,13 @@
 
 extern const struct rk_provider_ops rk_provider_fake;
 extern const struct rk_provider_ops rk_provider_docker;
+extern const struct rk_provider_ops rk_provider_e2b;
 
 /* A new provider is a new file plus one line here. */
 const struct rk_provider_ops *const rk_providers[] = {
 	&rk_provider_docker,
 	&rk_provider_fake,
+	&rk_provider_e2b,
 	NULL,
 };
 

@@ -255,6 +255,15 @@ TEST(reply_size_is_bounded)
 	struct rk_error e;
 	CHECK_EQ_INT(call("/big", "GET", 0, &r, &e), -RK_ETOOLARGE);
 	rk_http_response_release(&r);
+	/* an error's body is not held to the caller's limit: its code and
+	 * message still come through (a 404 on a small read is not_found) */
+	char url[128];
+	snprintf(url, sizeof(url), "%s/missing", base);
+	struct rk_http_request q = {.method = "GET", .url = url, .max_response = 4};
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), -RK_ENOTFOUND);
+	CHECK(strstr(e.message, "not found") != NULL);
+	rk_http_response_release(&r);
 }
 
 static int collect(void *ctx, const void *data, size_t len)
