@@ -204,7 +204,8 @@ static int sandbox_save(const struct rk_machine *m, const struct sandbox *s, str
 	return rc;
 }
 
-/* What e2b.json says about sandbox id (0 when it is about another or missing). */
+/* What e2b.json says about sandbox id (any, when id is NULL); 0 when it is
+ * about another or missing. */
 static int sandbox_load(const struct rk_machine *m, const char *id, struct sandbox *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -215,7 +216,7 @@ static int sandbox_load(const struct rk_machine *m, const char *id, struct sandb
 	if (rk_fs_exists(p) && rk_fs_read_all(p, 65536, &b, NULL) == 0) {
 		cJSON *o = cJSON_ParseWithLength(b.data, b.len);
 		const char *sid = rk_json_string(o, "id", NULL);
-		if (sid && strcmp(sid, id) == 0) {
+		if (sid && (!id || strcmp(sid, id) == 0)) {
 			s->id = rk_xstrdup(sid);
 			s->token = rk_xstrdup(rk_json_string(o, "envd_access_token", NULL));
 			s->domain = rk_xstrdup(rk_json_string(o, "domain", NULL));
@@ -301,15 +302,43 @@ static int sandbox_connect(const struct conf *c, const struct rk_machine *m, str
 	return rc;
 }
 
+static int find_by_metadata(const struct conf *c, const struct rk_machine *m, char **id, struct rk_error *err);
+
+/* The sandbox id of m: its ref, else the one e2b.json holds, else one made
+ * for this computer found by metadata (a create whose reply was lost and
+ * was decided succeeded). NULL when there is none. */
+static int resolve_id(const struct conf *c, const struct rk_machine *m, char **id, struct rk_error *err)
+{
+	*id = NULL;
+	if (m->ref && *m->ref) {
+		*id = rk_xstrdup(m->ref);
+		return 0;
+	}
+	struct sandbox s;
+	if (sandbox_load(m, NULL, &s)) {
+		*id = s.id;
+		s.id = NULL;
+		sandbox_release(&s);
+		return 0;
+	}
+	return find_by_metadata(c, m, id, err);
+}
+
 /* The sandbox of m, running, with its token (connecting when we hold none). */
 static int sandbox_of(const struct conf *c, const struct rk_machine *m, struct sandbox *s, struct rk_error *err)
 {
-	if (!m->ref || !*m->ref)
+	char *id = NULL;
+	int rc = resolve_id(c, m, &id, err);
+	if (rc)
+		return rc;
+	if (!id)
 		return rk_error_set(err, RK_ENOTFOUND, "the computer has no e2b sandbox yet: provision it first");
-	if (sandbox_load(m, m->ref, s) && !s->stopped)
+	if (sandbox_load(m, id, s) && !s->stopped) {
+		free(id);
 		return 0;
+	}
 	sandbox_release(s);
-	s->id = rk_xstrdup(m->ref);
+	s->id = id;
 	return sandbox_connect(c, m, s, err);
 }
 
@@ -1026,17 +1055,17 @@ out:
 static int e2b_status(const struct rk_machine *m, enum rk_machine_state *out, struct rk_error *err)
 {
 	*out = RK_MACHINE_GONE;
-	if (!m->ref || !*m->ref)
-		return 0;
 	struct conf c;
 	int rc = conf_load(m, &c, err);
 	if (rc)
 		return rc;
-	char *state = NULL;
-	rc = remote_state(&c, m->ref, &state, err);
+	char *id = NULL, *state = NULL;
+	rc = resolve_id(&c, m, &id, err);
+	if (rc == 0 && id)
+		rc = remote_state(&c, id, &state, err);
 	if (rc == 0 && state) {
 		struct sandbox s;
-		int stopped = sandbox_load(m, m->ref, &s) && s.stopped;
+		int stopped = sandbox_load(m, id, &s) && s.stopped;
 		sandbox_release(&s);
 		if (strcmp(state, "paused") == 0)
 			*out = stopped ? RK_MACHINE_STOPPED : RK_MACHINE_PAUSED;
@@ -1044,6 +1073,7 @@ static int e2b_status(const struct rk_machine *m, enum rk_machine_state *out, st
 			*out = RK_MACHINE_RUNNING;
 	}
 	free(state);
+	free(id);
 	conf_release(&c);
 	return rc;
 }
@@ -1070,34 +1100,40 @@ static int pause_remote(const struct conf *c, const char *id, int memory, struct
 
 static int e2b_pause(const struct rk_machine *m, struct rk_error *err)
 {
-	if (!m->ref || !*m->ref)
-		return rk_error_set(err, RK_ENOTFOUND, "the computer has no e2b sandbox");
 	struct conf c;
 	int rc = conf_load(m, &c, err);
 	if (rc)
 		return rc;
-	struct sandbox s;
-	if (sandbox_load(m, m->ref, &s) && s.stopped)
+	char *id = NULL;
+	rc = resolve_id(&c, m, &id, err);
+	struct sandbox s = {0};
+	if (rc == 0 && !id)
+		rc = rk_error_set(err, RK_ENOTFOUND, "the computer has no e2b sandbox");
+	else if (rc == 0 && sandbox_load(m, id, &s) && s.stopped)
 		rc = rk_error_set(err, RK_ECONFLICT, "the computer is stopped: start it before pausing");
-	else
-		rc = pause_remote(&c, m->ref, 1, err);
+	else if (rc == 0)
+		rc = pause_remote(&c, id, 1, err);
 	sandbox_release(&s);
+	free(id);
 	conf_release(&c);
 	return rc;
 }
 
 static int e2b_resume(const struct rk_machine *m, struct rk_error *err)
 {
-	if (!m->ref || !*m->ref)
-		return rk_error_set(err, RK_ENOTFOUND, "the computer has no e2b sandbox");
 	struct conf c;
 	int rc = conf_load(m, &c, err);
 	if (rc)
 		return rc;
-	struct sandbox s = {.id = rk_xstrdup(m->ref)};
-	rc = sandbox_connect(&c, m, &s, err);
+	struct sandbox s = {0};
+	rc = resolve_id(&c, m, &s.id, err);
+	if (rc == 0 && !s.id)
+		rc = rk_error_set(err, RK_ENOTFOUND, "the computer has no e2b sandbox");
+	else if (rc == 0)
+		rc = sandbox_connect(&c, m, &s, err);
 	if (rc == -RK_ENOTFOUND)
-		rc = rk_error_set(err, RK_ENOTFOUND, "the computer's e2b sandbox %s is gone: provision it again", m->ref);
+		rc = rk_error_set(err, RK_ENOTFOUND, "the computer's e2b sandbox %s is gone: provision it again",
+				  s.id ? s.id : "(none)");
 	sandbox_release(&s);
 	conf_release(&c);
 	return rc;
@@ -1105,58 +1141,71 @@ static int e2b_resume(const struct rk_machine *m, struct rk_error *err)
 
 static int e2b_stop(const struct rk_machine *m, struct rk_error *err)
 {
-	if (!m->ref || !*m->ref)
-		return 0;
 	struct conf c;
 	int rc = conf_load(m, &c, err);
 	if (rc)
 		return rc;
-	char *state = NULL;
-	rc = remote_state(&c, m->ref, &state, err);
+	char *id = NULL, *state = NULL;
+	rc = resolve_id(&c, m, &id, err);
+	if (rc == 0 && id)
+		rc = remote_state(&c, id, &state, err);
 	if (rc == 0 && state) {
 		struct sandbox s;
-		if (!sandbox_load(m, m->ref, &s)) {
+		if (!sandbox_load(m, id, &s)) {
 			sandbox_release(&s);
-			s.id = rk_xstrdup(m->ref);
+			s.id = rk_xstrdup(id);
 		}
-		int was_stopped = s.stopped;
-		if (strcmp(state, "running") == 0 || !was_stopped)
-			rc = strcmp(state, "running") == 0 ? pause_remote(&c, m->ref, 0, err) : 0;
-		if (rc == -RK_ENOTFOUND)
+		if (strcmp(state, "running") == 0)
+			rc = pause_remote(&c, id, 0, err);
+		if (rc == -RK_ENOTFOUND) {
 			rc = 0;
-		else if (rc == 0) {
+		} else if (rc == 0) {
 			s.stopped = 1;
 			rc = sandbox_save(m, &s, err);
 		}
 		sandbox_release(&s);
 	}
 	free(state);
+	free(id);
 	conf_release(&c);
 	return rc;
 }
 
 static int e2b_destroy(const struct rk_machine *m, struct rk_error *err)
 {
-	if (!m->ref || !*m->ref)
-		return 0;
 	struct conf c;
 	int rc = conf_load(m, &c, err);
 	if (rc)
 		return rc;
-	char *enc = rk_http_escape(m->ref);
-	char *path = rk_xasprintf("/sandboxes/%s", enc);
-	/* a repeated kill ends the same way (404 is success) */
-	rc = api(&c, "DELETE", path, NULL, 0, "e2b kill sandbox", NULL, NULL, err);
-	if (rc == -RK_ENOTFOUND)
-		rc = 0;
+	char *id = NULL;
+	rc = resolve_id(&c, m, &id, err);
+	if (rc == 0 && id) {
+		char *enc = rk_http_escape(id);
+		char *path = rk_xasprintf("/sandboxes/%s", enc);
+		/* a repeated kill ends the same way (404 is success) */
+		rc = api(&c, "DELETE", path, NULL, 0, "e2b kill sandbox", NULL, NULL, err);
+		if (rc == -RK_ENOTFOUND)
+			rc = 0;
+		free(path);
+		free(enc);
+	}
 	if (rc == 0) {
 		sandbox_forget(m);
-		char *u = state_path(m, "e2b-live-view-url");
-		unlink(u);
-		free(u);
+		static const char *const files[] = {"e2b-live-view-url", NULL};
+		for (size_t i = 0; files[i]; i++) {
+			char *u = state_path(m, files[i]);
+			unlink(u);
+			free(u);
+		}
+		for (int i = 1; i < SCREENS_MAX; i++) {
+			char name[40];
+			snprintf(name, sizeof(name), "e2b-live-view-url-%d", i);
+			char *u = state_path(m, name);
+			unlink(u);
+			free(u);
+		}
 	}
-	free(path);
-	free(enc);
+	free(id);
 	conf_release(&c);
 	return rc;
 }
@@ -1708,28 +1757,29 @@ static int e2b_display_start(const struct rk_machine *m, int display, const stru
 				 "  elif command -v openbox >/dev/null; then HOME=/tmp setsid -f openbox >$R/session.log 2>&1 </dev/null; fi\n"
 				 "fi\n");
 	else
-		rk_buf_printf(&sc, "pgrep -f 'openbox.*:%d' >/dev/null || { command -v openbox >/dev/null && "
-				   "HOME=/tmp setsid -f openbox --display :%d >$R/session.log 2>&1 </dev/null; }\n",
-			      xd, xd);
-	/* the live view: a password-protected viewer and a control stream */
+		rk_buf_adds(&sc, "pgrep -f \"openbox --config-file $R/\" >/dev/null || { command -v openbox >/dev/null && "
+				 "touch $R/openbox.xml && HOME=/tmp setsid -f openbox --config-file $R/openbox.xml >$R/session.log 2>&1 </dev/null; }\n");
+	/* the live view: a password-protected viewer and a control stream.
+	 * Ports go through variables so that no pgrep pattern can match this
+	 * script's own command line. */
 	rk_buf_printf(&sc,
+		      "VV=%d VC=%d WV=%d WC=%d\n"
 		      "if command -v x11vnc >/dev/null; then\n"
 		      "  if ! [ -s $R/view-password ]; then printf '%%s' '%s' >$R/view-password; chmod 600 $R/view-password; fi\n"
 		      "  x11vnc -storepasswd \"$(cat $R/view-password)\" $R/passwd >/dev/null 2>&1\n"
-		      "  pgrep -f 'rfbport %d ' >/dev/null || x11vnc -bg -display :%d -forever -wait 50 -shared -viewonly -rfbport %d -rfbauth $R/passwd -o $R/x11vnc-view.log >/dev/null 2>&1\n"
-		      "  pgrep -f 'rfbport %d ' >/dev/null || x11vnc -bg -display :%d -forever -wait 50 -shared -rfbport %d -rfbauth $R/passwd -o $R/x11vnc-control.log >/dev/null 2>&1\n"
+		      "  pgrep -f \"rfbport $VV \" >/dev/null || x11vnc -bg -display $DISPLAY -forever -wait 50 -shared -viewonly -rfbport $VV -rfbauth $R/passwd -o $R/x11vnc-view.log >/dev/null 2>&1\n"
+		      "  pgrep -f \"rfbport $VC \" >/dev/null || x11vnc -bg -display $DISPLAY -forever -wait 50 -shared -rfbport $VC -rfbauth $R/passwd -o $R/x11vnc-control.log >/dev/null 2>&1\n"
 		      "fi\n"
 		      "if [ -x /opt/noVNC/utils/novnc_proxy ]; then\n"
-		      "  pgrep -f 'listen %d' >/dev/null || (cd /opt/noVNC/utils && setsid -f ./novnc_proxy --vnc localhost:%d --listen %d --web /opt/noVNC >$R/novnc-view.log 2>&1 </dev/null)\n"
-		      "  pgrep -f 'listen %d' >/dev/null || (cd /opt/noVNC/utils && setsid -f ./novnc_proxy --vnc localhost:%d --listen %d --web /opt/noVNC >$R/novnc-control.log 2>&1 </dev/null)\n"
+		      "  pgrep -f \"listen $WV\\b\" >/dev/null || (cd /opt/noVNC/utils && setsid -f ./novnc_proxy --vnc localhost:$VV --listen $WV --web /opt/noVNC >$R/novnc-view.log 2>&1 </dev/null)\n"
+		      "  pgrep -f \"listen $WC\\b\" >/dev/null || (cd /opt/noVNC/utils && setsid -f ./novnc_proxy --vnc localhost:$VC --listen $WC --web /opt/noVNC >$R/novnc-control.log 2>&1 </dev/null)\n"
 		      "fi\n"
 		      "cat $R/view-password\n",
-		      pw, vnc_view, xd, vnc_view, vnc_ctl, xd, vnc_ctl, web_view, vnc_view, web_view, web_ctl, vnc_ctl,
-		      web_ctl);
+		      vnc_view, vnc_ctl, web_view, web_ctl, pw);
 	if (display == 0 && opt && opt->profile_dir) {
-		rk_buf_adds(&sc, "if ! pgrep -f 'user-data-dir=" WORKSPACE "/' >/dev/null; then\n"
+		rk_buf_adds(&sc, "B=user-data-dir; if ! pgrep -f \"$B=" WORKSPACE "/\" >/dev/null; then\n"
 				 "  for b in google-chrome chromium chromium-browser; do command -v $b >/dev/null || continue\n"
-				 "    setsid -f $b --user-data-dir=");
+				 "    setsid -f $b --no-sandbox --user-data-dir=");
 		struct rk_buf prof;
 		rk_buf_init(&prof);
 		rk_buf_printf(&prof, "%s/%s", WORKSPACE, opt->profile_dir);
@@ -1784,10 +1834,13 @@ static int e2b_display_stop(const struct rk_machine *m, int display, struct rk_e
 		rc = 0;
 	else if (rc == 0) {
 		int xd = x_display(display);
-		char *sc = rk_xasprintf("pkill -f 'rfbport %d ' ; pkill -f 'rfbport %d ' ; pkill -f 'listen %d' ; "
-					"pkill -f 'listen %d' ; %s pkill -f '^Xvfb :%d ' ; rm -f /tmp/.X%d-lock; exit 0",
-					5900 + 2 * display, 5901 + 2 * display, 6080 + 2 * display, 6081 + 2 * display,
-					display == 0 ? "" : "pkill -f 'openbox --display :' ;", xd, xd);
+		int ports[4] = {5900 + 2 * display, 5901 + 2 * display, 6080 + 2 * display, 6081 + 2 * display};
+		/* "[5]900": the patterns cannot match this script itself */
+		char *sc = rk_xasprintf("pkill -f 'rfbport [%d]%03d ' ; pkill -f 'rfbport [%d]%03d ' ; pkill -f 'listen [%d]%03d' ; "
+					"pkill -f 'listen [%d]%03d' ; pkill -f '[o]penbox --config-file /tmp/rakazo/screen-%d/' ; pkill -f '^[X]vfb :%d ' ; "
+					"rm -f /tmp/.X%d-lock; exit 0",
+					ports[0] / 1000, ports[0] % 1000, ports[1] / 1000, ports[1] % 1000, ports[2] / 1000,
+					ports[2] % 1000, ports[3] / 1000, ports[3] % 1000, display, xd, xd);
 		rc = run_ok(&c, &s, sc, "stopping the screen", NULL, err);
 		free(sc);
 	}
