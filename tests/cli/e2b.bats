@@ -228,3 +228,30 @@ teardown() {
 	now=$(emu GET /_emulator/sandboxes | rk_json '" ".join(s["sandboxID"] for s in d if s["metadata"].get("rakazo_test") == "'"$RAKAZO_TEST_LABEL"'")')
 	[ -n "$now" ] && [ "$now" != "$ref" ]
 }
+
+@test "e2b: a workspace moves docker -> e2b -> docker with its files and browser profile" {
+	curl -sf --unix-socket /var/run/docker.sock http://localhost/_ping >/dev/null || skip "dockerd is not running"
+	run rk computer create --provider docker --name d1 --no-desktop --wait --timeout 300 --json
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	rk computer exec d1 --json -- 'mkdir -p project/Cache .browser-profiles/default/Default/Cache &&
+		echo kept > project/Cache/x && echo code > project/main.c && chmod +x project/main.c &&
+		echo cookie-jar > .browser-profiles/default/Default/Cookies &&
+		echo stale > .browser-profiles/default/Default/Cache/data_0 &&
+		ln -s main.c project/link.c' >/dev/null
+	rk computer export d1 -o "$BATS_TEST_TMPDIR/one.tar"
+	rk computer create --provider e2b --name e --wait --json >/dev/null
+	rk computer import e "$BATS_TEST_TMPDIR/one.tar" --json >/dev/null
+	run rk computer exec e --json -- 'cat project/main.c project/Cache/x .browser-profiles/default/Default/Cookies;
+		test -x project/main.c && echo exec; readlink project/link.c'
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = "$(printf 'code\nkept\ncookie-jar\nexec\nmain.c')" ]
+	rk computer exec e --json -- 'echo from e2b > project/e2b.txt' >/dev/null
+	rk computer export e -o "$BATS_TEST_TMPDIR/two.tar"
+	# the profile's cache stayed behind; the same name elsewhere travelled
+	! tar -tf "$BATS_TEST_TMPDIR/two.tar" | grep -q 'Default/Cache'
+	tar -tf "$BATS_TEST_TMPDIR/two.tar" | grep -q 'project/Cache/x'
+	run rk computer create --provider docker --name d2 --no-desktop --wait --timeout 300 --json
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	rk computer import d2 "$BATS_TEST_TMPDIR/two.tar" --json >/dev/null
+	run rk computer exec d2 --json -- 'cat project/main.c project/e2b.txt .browser-profiles/default/Default/Cookies'
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = "$(printf 'code\nfrom e2b\ncookie-jar')" ]
+}
