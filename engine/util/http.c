@@ -282,7 +282,19 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 {
 	const struct rk_http_request *req = a->req;
 	struct curl_slist *hdrs = NULL;
-	CURL *curl = curl_easy_init();
+	/* plain calls reuse this thread's handle, and with it the open
+	 * connection (a keep-alive round trip instead of a new TCP and TLS
+	 * setup); streams, which run on threads of their own, take a new one */
+	static __thread CURL *cached;
+	int reuse = !req->on_data;
+	CURL *curl = reuse && cached ? cached : curl_easy_init();
+	if (reuse && curl == cached)
+		curl_easy_reset(curl);
+	/* libcurl silently resends a request whose reused connection died
+	 * without a reply: a mutating call never rides a reused connection, so
+	 * it is sent once and a lost reply stays outcome_unknown */
+	if (curl && req->mutating)
+		curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
 	if (!curl) {
 		rk_error_set(err, RK_EFAILED, "%s: cannot start an HTTP request (libcurl failed to initialise)", what);
 		return OUT_FATAL;
@@ -327,7 +339,10 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sent);
 	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(curl);
+	if (reuse)
+		cached = curl;
+	else
+		curl_easy_cleanup(curl);
 	a->curl = NULL;
 	a->resp->status = status;
 	*timed_out = rc == CURLE_OPERATION_TIMEDOUT;

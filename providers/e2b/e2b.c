@@ -1461,10 +1461,11 @@ static int e2b_file_write(const struct rk_machine *m, const char *path, const vo
 		return rc;
 	char *p = sandbox_path(path);
 	rc = upload(&e, p, data, len, err);
-	if (rc == 0) {
+	/* envd makes new files 0644; an executable one takes a chmod */
+	if (rc == 0 && executable) {
 		struct rk_buf cmd;
 		rk_buf_init(&cmd);
-		rk_buf_printf(&cmd, "chmod %s -- ", executable ? "755" : "644");
+		rk_buf_adds(&cmd, "chmod 755 -- ");
 		sq(&cmd, p);
 		rc = run_ok(&c, &s, cmd.data, "setting the file's mode", NULL, err);
 		rk_buf_release(&cmd);
