@@ -1052,16 +1052,26 @@ out:
 	return rc;
 }
 
+/* The configuration and m's sandbox id (NULL when it has none); on
+ * failure nothing is left to release. */
+static int conf_and_id(const struct rk_machine *m, struct conf *c, char **id, struct rk_error *err)
+{
+	*id = NULL;
+	int rc = conf_load(m, c, err);
+	if (rc == 0 && (rc = resolve_id(c, m, id, err)) != 0)
+		conf_release(c);
+	return rc;
+}
+
 static int e2b_status(const struct rk_machine *m, enum rk_machine_state *out, struct rk_error *err)
 {
 	*out = RK_MACHINE_GONE;
 	struct conf c;
-	int rc = conf_load(m, &c, err);
+	char *id = NULL, *state = NULL;
+	int rc = conf_and_id(m, &c, &id, err);
 	if (rc)
 		return rc;
-	char *id = NULL, *state = NULL;
-	rc = resolve_id(&c, m, &id, err);
-	if (rc == 0 && id)
+	if (id)
 		rc = remote_state(&c, id, &state, err);
 	if (rc == 0 && state) {
 		struct sandbox s;
@@ -1101,13 +1111,12 @@ static int pause_remote(const struct conf *c, const char *id, int memory, struct
 static int e2b_pause(const struct rk_machine *m, struct rk_error *err)
 {
 	struct conf c;
-	int rc = conf_load(m, &c, err);
+	char *id = NULL;
+	int rc = conf_and_id(m, &c, &id, err);
 	if (rc)
 		return rc;
-	char *id = NULL;
-	rc = resolve_id(&c, m, &id, err);
 	struct sandbox s = {0};
-	if (rc == 0 && !id)
+	if (!id)
 		rc = rk_error_set(err, RK_ENOTFOUND, "the computer has no e2b sandbox");
 	else if (rc == 0 && sandbox_load(m, id, &s) && s.stopped)
 		rc = rk_error_set(err, RK_ECONFLICT, "the computer is stopped: start it before pausing");
@@ -1142,12 +1151,11 @@ static int e2b_resume(const struct rk_machine *m, struct rk_error *err)
 static int e2b_stop(const struct rk_machine *m, struct rk_error *err)
 {
 	struct conf c;
-	int rc = conf_load(m, &c, err);
+	char *id = NULL, *state = NULL;
+	int rc = conf_and_id(m, &c, &id, err);
 	if (rc)
 		return rc;
-	char *id = NULL, *state = NULL;
-	rc = resolve_id(&c, m, &id, err);
-	if (rc == 0 && id)
+	if (id)
 		rc = remote_state(&c, id, &state, err);
 	if (rc == 0 && state) {
 		struct sandbox s;
@@ -1174,12 +1182,11 @@ static int e2b_stop(const struct rk_machine *m, struct rk_error *err)
 static int e2b_destroy(const struct rk_machine *m, struct rk_error *err)
 {
 	struct conf c;
-	int rc = conf_load(m, &c, err);
+	char *id = NULL;
+	int rc = conf_and_id(m, &c, &id, err);
 	if (rc)
 		return rc;
-	char *id = NULL;
-	rc = resolve_id(&c, m, &id, err);
-	if (rc == 0 && id) {
+	if (id) {
 		char *enc = rk_http_escape(id);
 		char *path = rk_xasprintf("/sandboxes/%s", enc);
 		/* a repeated kill ends the same way (404 is success) */
