@@ -302,6 +302,28 @@ static int sandbox_connect(const struct conf *c, const struct rk_machine *m, str
 	return rc;
 }
 
+/* POST /sandboxes/{id}/timeout: keeps a running sandbox's timeout ahead of
+ * use. Fails for a paused one. */
+static int set_timeout(const struct conf *c, const struct rk_machine *m, struct sandbox *s)
+{
+	char *enc = rk_http_escape(s->id);
+	char *path = rk_xasprintf("/sandboxes/%s/timeout", enc);
+	cJSON *body = cJSON_CreateObject();
+	cJSON_AddNumberToObject(body, "timeout", c->timeout_s);
+	struct rk_error e;
+	int rc = api(c, "POST", path, body, 0, "e2b set timeout", NULL, NULL, &e);
+	if (rc == 0) {
+		s->touched_ms = rk_now_ms();
+		sandbox_save(m, s, &e);
+	} else {
+		rk_log(RK_LOG_INFO, "e2b: cannot push the timeout of %s ahead (%s); connecting", s->id, e.message);
+	}
+	cJSON_Delete(body);
+	free(path);
+	free(enc);
+	return rc;
+}
+
 static int find_by_metadata(const struct conf *c, const struct rk_machine *m, char **id, struct rk_error *err);
 
 /* The sandbox id of m: its ref, else the one e2b.json holds, else one made
@@ -335,7 +357,11 @@ static int sandbox_of(const struct conf *c, const struct rk_machine *m, struct s
 		return rk_error_set(err, RK_ENOTFOUND, "the computer has no e2b sandbox yet: provision it first");
 	if (sandbox_load(m, id, s) && !s->stopped) {
 		free(id);
-		return 0;
+		/* in use: the timeout is pushed ahead at most once a minute; a
+		 * sandbox its timeout paused meanwhile is resumed by connect */
+		if (rk_now_ms() - s->touched_ms < TOUCH_EVERY_MS || set_timeout(c, m, s) == 0)
+			return 0;
+		return sandbox_connect(c, m, s, err);
 	}
 	sandbox_release(s);
 	s->id = id;
@@ -1217,28 +1243,6 @@ static int e2b_destroy(const struct rk_machine *m, struct rk_error *err)
 	return rc;
 }
 
-/* Keeps the sandbox's timeout ahead of use, at most once a minute. */
-static void touch(const struct conf *c, const struct rk_machine *m, struct sandbox *s)
-{
-	int64_t now = rk_now_ms();
-	if (now - s->touched_ms < TOUCH_EVERY_MS)
-		return;
-	char *enc = rk_http_escape(s->id);
-	char *path = rk_xasprintf("/sandboxes/%s/timeout", enc);
-	cJSON *body = cJSON_CreateObject();
-	cJSON_AddNumberToObject(body, "timeout", c->timeout_s);
-	struct rk_error e;
-	if (api(c, "POST", path, body, 0, "e2b set timeout", NULL, NULL, &e) == 0) {
-		s->touched_ms = now;
-		sandbox_save(m, s, &e);
-	} else {
-		rk_log(RK_LOG_WARN, "e2b: cannot refresh the timeout of %s: %s", s->id, e.message);
-	}
-	cJSON_Delete(body);
-	free(path);
-	free(enc);
-}
-
 /* --- exec ------------------------------------------------------------------------------------ */
 
 static int e2b_exec_spawn(const struct rk_machine *m, const struct rk_exec_request *req, struct rk_proc **out,
@@ -1256,7 +1260,6 @@ static int e2b_exec_spawn(const struct rk_machine *m, const struct rk_exec_reque
 	struct sandbox s = {0};
 	rc = sandbox_of(&c, m, &s, err);
 	if (rc == 0) {
-		touch(&c, m, &s);
 		const char *argv[] = {"/bin/bash", "-l", "-c", req->command, NULL};
 		struct eproc *p = NULL;
 		rc = eproc_start(&c, &s, argv, req, 0, &p, err);

@@ -255,3 +255,34 @@ teardown() {
 	run rk computer exec d2 --json -- 'cat project/main.c project/e2b.txt .browser-profiles/default/Default/Cookies'
 	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = "$(printf 'code\nfrom e2b\ncookie-jar')" ]
 }
+
+@test "e2b: a sandbox its timeout paused is resumed on the next use" {
+	local ref
+	ref=$(rk computer create --provider e2b --name t --wait --json | rk_json 'd["result"]["provider_ref"]')
+	rk computer exec t --json -- 'echo before > kept.txt' >/dev/null
+	# created with onTimeout pause (autoPause), as the reference creates them
+	emu POST "/_emulator/sandboxes/$ref/expire" >/dev/null
+	[ "$(vendor "/sandboxes/$ref" | rk_json 'd["state"]')" = paused ]
+	# the engine sees it paused and resumes it (connect) before the command
+	run rk computer exec t --json -- cat kept.txt
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = before ]
+	[ "$(vendor "/sandboxes/$ref" | rk_json 'd["state"]')" = running ]
+	[ "$(calls POST "/v2/sandboxes/$ref/connect")" -ge 1 ]
+}
+
+@test "e2b: in use, the sandbox's timeout is pushed ahead, at most once a minute" {
+	local ref
+	ref=$(rk computer create --provider e2b --name t --wait --json | rk_json 'd["result"]["provider_ref"]')
+	rk computer exec t --json -- true >/dev/null
+	[ "$(calls POST "/sandboxes/$ref/timeout")" = 0 ]
+	# as if the last use was long ago
+	python3 -c '
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p)); d["touched_ms"] = 0; json.dump(d, open(p, "w"))
+' "$(ls "$RAKAZO_DATA_DIR"/run/*/e2b.json)"
+	rk computer exec t --json -- true >/dev/null
+	rk computer exec t --json -- true >/dev/null
+	[ "$(calls POST "/sandboxes/$ref/timeout")" = 1 ]
+}

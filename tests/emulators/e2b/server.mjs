@@ -41,6 +41,7 @@
 //   GET /_emulator/requests   every call seen, [{"method","path","status"}]
 //   DELETE /_emulator/faults, DELETE /_emulator/requests
 //   POST /_emulator/sandboxes/{id}/vanish   the sandbox disappears now
+//   POST /_emulator/sandboxes/{id}/expire   its timeout runs out now (pause or kill, per its lifecycle)
 // On SIGTERM/SIGINT the emulator removes the containers it made.
 
 import { execFile } from 'node:child_process';
@@ -763,6 +764,12 @@ async function admin(req, res, url) {
 		const s = sandboxes.get(m[1]);
 		if (!s) return send(res, 404, { message: 'no such sandbox' });
 		await killSandbox(s);
+		return send(res, 204);
+	}
+	if ((m = /^\/_emulator\/sandboxes\/([^/]+)\/expire$/.exec(p)) && req.method === 'POST') {
+		const s = sandboxes.get(m[1]);
+		if (!s) return send(res, 404, { message: 'no such sandbox' });
+		await onTimeout(s);
 		return send(res, 204);
 	}
 	return send(res, 404, { message: 'no such emulator route' });
