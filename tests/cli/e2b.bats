@@ -117,6 +117,10 @@ teardown() {
 	[[ $output != *e2b_bats_key* ]]
 	run rk computer file read t /proc/self/environ
 	[[ $output != *e2b_bats_key* ]]
+	# nor logged, nor stored with the computer
+	! grep -rq e2b_bats_key "$RAKAZO_DATA_DIR"
+	RAKAZO_LOG=debug rk computer exec t --json -- true >/dev/null
+	! grep -rq e2b_bats_key "$RAKAZO_DATA_DIR"
 }
 
 @test "e2b: screen 0 observes and acts with the desktop SDK's commands; its live-view URL is kept" {
