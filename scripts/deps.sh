@@ -8,7 +8,7 @@ BUILD="build-essential pkg-config libcurl4-openssl-dev libcjson-dev libsodium-de
 libarchive-dev libvncserver-dev libncurses-dev libsqlite3-dev libreadline-dev
 libpng-dev libzstd-dev libmicrohttpd-dev"
 RUNTIME="docker.io debootstrap zstd ca-certificates curl sqlite3 bats tar procps
-python3 tmux xvfb x11vnc python3-tk xdotool imagemagick"
+python3 tmux xvfb x11vnc python3-tk xdotool imagemagick nodejs"
 
 missing=""
 for p in $BUILD $RUNTIME; do

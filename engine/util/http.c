@@ -215,7 +215,12 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
 			return len;
 		}
 	}
-	if (a->resp->body.len + len > a->limit) {
+	/* the limit is for what the caller asked for; an error reply gets room
+	 * for its message */
+	long st = 0;
+	curl_easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, &st);
+	size_t limit = st >= 400 && a->limit < 65536 ? 65536 : a->limit;
+	if (a->resp->body.len + len > limit) {
 		a->too_large = 1;
 		return 0;
 	}
@@ -256,6 +261,16 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 	return len;
 }
 
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct attempt *a = ud;
+	if (a->req->cancel && *a->req->cancel) {
+		a->aborted = 1;
+		return 1;
+	}
+	return 0;
+}
+
 enum outcome {
 	OUT_DONE,     /* a reply: look at the status */
 	OUT_UNSENT,   /* no connection: nothing reached the server */
@@ -267,7 +282,19 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 {
 	const struct rk_http_request *req = a->req;
 	struct curl_slist *hdrs = NULL;
-	CURL *curl = curl_easy_init();
+	/* plain calls reuse this thread's handle, and with it the open
+	 * connection (a keep-alive round trip instead of a new TCP and TLS
+	 * setup); streams, which run on threads of their own, take a new one */
+	static __thread CURL *cached;
+	int reuse = !req->on_data;
+	CURL *curl = reuse && cached ? cached : curl_easy_init();
+	if (reuse && curl == cached)
+		curl_easy_reset(curl);
+	/* libcurl silently resends a request whose reused connection died
+	 * without a reply: a mutating call never rides a reused connection, so
+	 * it is sent once and a lost reply stays outcome_unknown */
+	if (curl && req->mutating)
+		curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
 	if (!curl) {
 		rk_error_set(err, RK_EFAILED, "%s: cannot start an HTTP request (libcurl failed to initialise)", what);
 		return OUT_FATAL;
@@ -283,7 +310,13 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	curl_easy_setopt(curl, CURLOPT_URL, req->url);
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)(req->timeout_ms > 0 ? req->timeout_ms : 30000));
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+			 (long)(req->timeout_ms > 0 ? req->timeout_ms : req->timeout_ms < 0 ? 0 : 30000));
+	if (req->cancel) {
+		curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(curl, CURLOPT_XFERINFODATA, a);
+		curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+	}
 	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
 			 (long)(req->connect_timeout_ms > 0 ? req->connect_timeout_ms : 5000));
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
@@ -306,7 +339,10 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sent);
 	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(curl);
+	if (reuse)
+		cached = curl;
+	else
+		curl_easy_cleanup(curl);
 	a->curl = NULL;
 	a->resp->status = status;
 	*timed_out = rc == CURLE_OPERATION_TIMEDOUT;

@@ -32,7 +32,7 @@ struct rk_http_request {
 	const char *content_type;    /* for the body; NULL: application/json when a body is given */
 	const void *body;            /* NULL: none */
 	size_t body_len;
-	int timeout_ms;              /* the whole attempt; 0: 30000 */
+	int timeout_ms;              /* the whole attempt; 0: 30000; < 0: none (streams) */
 	int connect_timeout_ms;      /* 0: 5000 */
 	int mutating;                /* changes state and is not safe to repeat blindly */
 	int max_attempts;            /* 0: 4 */
@@ -44,6 +44,9 @@ struct rk_http_request {
 	 * retried after the first byte arrived. */
 	int (*on_data)(void *ctx, const void *data, size_t len);
 	void *on_data_ctx;
+	/* When set and it becomes non-zero (another thread), the transfer stops
+	 * within about a second (RK_EINTERRUPTED). */
+	const volatile int *cancel;
 };
 
 struct rk_http_response {

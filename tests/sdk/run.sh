@@ -6,15 +6,14 @@
 #
 #   sh tests/sdk/run.sh [setup|daytona]
 #
-# setup installs the SDKs into tests/sdk/.deps (git-ignored; .ci/run calls
-# it); daytona (the default) runs tests/sdk/daytona.mjs against a fresh
+# setup installs the SDKs (tests/sdk/setup.sh: tests/sdk/node_modules,
+# git-ignored; .ci/run can call either); daytona (the default) runs tests/sdk/daytona.mjs against a fresh
 # emulator. Box's SDK is not published on npm, so box has no SDK run.
 # Without node (or dockerd, or the image) it skips with a note, unless
 # RAKAZO_REQUIRE_DOCKER=1, when that is a failure.
 # Prints "sdk: N passed, N failed".
 cd "$(dirname "$0")/../.." || exit 1
-DEPS=$(pwd)/tests/sdk/.deps
-DAYTONA_SDK=@daytonaio/sdk@0.218.0
+DEPS=$(pwd)/tests/sdk
 
 skip() {
 	echo "sdk: skipped: $1"
@@ -28,10 +27,7 @@ skip() {
 
 setup() {
 	command -v npm >/dev/null 2>&1 || skip "npm is not installed"
-	[ -d "$DEPS/node_modules/@daytonaio/sdk" ] && return 0
-	mkdir -p "$DEPS"
-	[ -f "$DEPS/package.json" ] || echo '{"name":"rakazo-sdk-fidelity","private":true}' >"$DEPS/package.json"
-	(cd "$DEPS" && npm install --no-audit --no-fund --silent "$DAYTONA_SDK") || skip "npm install $DAYTONA_SDK failed"
+	sh tests/sdk/setup.sh || skip "npm install of the SDKs (tests/sdk/package.json) failed"
 }
 
 case ${1:-daytona} in

@@ -206,6 +206,9 @@ TEST(lost_reply_after_mutation_is_outcome_unknown)
 {
 	struct rk_http_response r;
 	struct rk_error e;
+	/* first a call that leaves a connection open for reuse */
+	CHECK_EQ_INT(call("/ok", "GET", 0, &r, &e), 0);
+	rk_http_response_release(&r);
 	CHECK_EQ_INT(call("/drop", "POST", 1, &r, &e), -RK_EOUTCOME_UNKNOWN);
 	CHECK_EQ_INT(atomic_load(&hits), 1); /* not repeated */
 	CHECK(strstr(e.message, "check before retrying") != NULL);
@@ -214,9 +217,10 @@ TEST(lost_reply_after_mutation_is_outcome_unknown)
 	CHECK_EQ_INT(call("/gateway", "POST", 1, &r, &e), -RK_EOUTCOME_UNKNOWN);
 	CHECK_EQ_INT(r.attempts, 1);
 	rk_http_response_release(&r);
-	/* a read is repeated, then fails plainly */
+	/* a read is repeated (libcurl may add a resend of its own on a reused
+	 * connection), then fails plainly */
 	CHECK_EQ_INT(call("/drop", "GET", 0, &r, &e), -RK_EUNAVAILABLE);
-	CHECK_EQ_INT(atomic_load(&hits), 4);
+	CHECK(atomic_load(&hits) >= 4);
 	rk_http_response_release(&r);
 }
 
@@ -254,6 +258,15 @@ TEST(reply_size_is_bounded)
 	struct rk_http_response r;
 	struct rk_error e;
 	CHECK_EQ_INT(call("/big", "GET", 0, &r, &e), -RK_ETOOLARGE);
+	rk_http_response_release(&r);
+	/* an error's body is not held to the caller's limit: its code and
+	 * message still come through (a 404 on a small read is not_found) */
+	char url[128];
+	snprintf(url, sizeof(url), "%s/missing", base);
+	struct rk_http_request q = {.method = "GET", .url = url, .max_response = 4};
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), -RK_ENOTFOUND);
+	CHECK(strstr(e.message, "not found") != NULL);
 	rk_http_response_release(&r);
 }
 
