@@ -568,16 +568,31 @@ int rk_remote_file_remove(const struct rk_remote_ops *r, void *ctx, const char *
 
 #define TAR_MAX ((size_t)4 << 30)
 
-/* Names without a "./" prefix (the engine's path rule refuses "."), and no
- * browser lock files (Singleton*), as the docker provider's export. */
+/* What an export leaves out under .browser-profiles/<profile>/: the
+ * browser's caches and locks (the reference's rule, as the e2b provider;
+ * the same names elsewhere travel). */
+static const char *const profile_skips[] = {
+	"Cache", "Code Cache", "GPUCache", "GrShaderCache", "ShaderCache", "DawnGraphiteCache", "DawnWebGPUCache",
+	"Crashpad", "BrowserMetrics", "DevToolsActivePort", "SingletonCookie", "SingletonLock", "SingletonSocket",
+	".parentlock", "lock", NULL,
+};
+
+/* Names without a "./" prefix (the engine's path rule refuses "."), no
+ * browser lock files (Singleton*) anywhere, no profile caches. */
 int rk_remote_export(const struct rk_remote_ops *r, void *ctx, const char *ws, int fd, struct rk_error *err)
 {
 	char *id = rk_id_new("exp");
 	char *tmp = rk_xasprintf("/tmp/rakazo-%s.tar", id);
 	char *qw = rk_remote_shq(ws), *qt = rk_remote_shq(tmp);
-	char *script = rk_xasprintf("mkdir -p %s && cd %s && find . -mindepth 1 -name 'Singleton*' -prune -o "
+	struct rk_buf prune;
+	rk_buf_init(&prune);
+	rk_buf_adds(&prune, "-name 'Singleton*'");
+	for (size_t i = 0; profile_skips[i]; i++)
+		rk_buf_printf(&prune, " -o -path './.browser-profiles/*/%s'", profile_skips[i]);
+	char *script = rk_xasprintf("mkdir -p %s && cd %s && find . -mindepth 1 \\( %s \\) -prune -o "
 				    "-mindepth 1 -printf '%%P\\0' | tar --null --no-recursion -T - -cf %s",
-				    qw, qw, qt);
+				    qw, qw, prune.data, qt);
+	rk_buf_release(&prune);
 	struct rk_buf o;
 	rk_buf_init(&o);
 	int code = 0;
