@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -286,6 +287,13 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	 * connection (a keep-alive round trip instead of a new TCP and TLS
 	 * setup); streams, which run on threads of their own, take a new one */
 	static __thread CURL *cached;
+	static __thread pid_t cached_pid;
+	/* a handle inherited across fork (a helper process) is left alone: its
+	 * socket's number may belong to another file by now (the helper closes
+	 * inherited descriptors and opens its database), and using or cleaning
+	 * it up would write to or close that file */
+	if (cached && cached_pid != getpid())
+		cached = NULL;
 	int reuse = !req->on_data;
 	CURL *curl = reuse && cached ? cached : curl_easy_init();
 	if (reuse && curl == cached)
@@ -339,8 +347,10 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sent);
 	curl_slist_free_all(hdrs);
-	if (reuse)
+	if (reuse) {
 		cached = curl;
+		cached_pid = getpid();
+	}
 	else
 		curl_easy_cleanup(curl);
 	a->curl = NULL;
