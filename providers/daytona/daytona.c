@@ -7,6 +7,9 @@
  * travels only in the Authorization header; it is never logged, never put in
  * an error and never passed into the sandbox.
  *
+ * Stop stops the sandbox; with the provider option {"archive": true} it is
+ * then archived as well, and a later provision starts it from the archive.
+ *
  * The ref is the sandbox id. The toolbox address and the workspace path
  * (<the sandbox user's home>/rakazo-home) are cached in RUN_DIR/daytona.json.
  *
@@ -574,6 +577,19 @@ static int dt_stop(const struct rk_machine *m, struct rk_error *err)
 		rc = post_verb(d, "stop", err);
 		if (rc == 0)
 			rc = wait_state(d, "stopped", err);
+	}
+	/* {"archive": true}: a stopped sandbox moves to Daytona's archive
+	 * (cheaper at rest, slower to start); provision starts it again */
+	int archive = 0;
+	if (rc == 0 && !gone && m->options_json && *m->options_json) {
+		cJSON *o = rk_json_parse(m->options_json, strlen(m->options_json), "daytona provider options", err);
+		rc = o ? rk_json_get_bool(o, "archive", 0, &archive, "daytona provider options", err) : -RK_EINVALID;
+		cJSON_Delete(o);
+	}
+	if (rc == 0 && archive && strcmp(st ? st : "", "archived") != 0) {
+		rc = post_verb(d, "archive", err);
+		if (rc == 0)
+			rc = wait_state(d, "archived", err);
 	}
 	free(st);
 	dt_free(d);

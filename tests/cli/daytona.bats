@@ -96,6 +96,20 @@ more" ]
 	[ "$(sandboxes)" = 0 ]
 }
 
+@test "daytona: with {\"archive\":true} stop archives the sandbox and the next use starts it, files kept" {
+	run rk computer create --provider daytona --name dt --options '{"archive":true}' --wait --timeout 120 --json
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	local id
+	id=$(rk computer show dt --json | rk_json 'd["provider_ref"]')
+	printf 'kept' | rk computer file write dt k.txt
+	run rk computer stop dt --wait --json
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[ "$(curl -sf "$DAYTONA_EMULATOR_URL/_emulator/sandboxes" | rk_json "[s['state'] for s in d if s['id'] == '$id'][0]")" = archived ]
+	run rk computer exec dt --json -- 'cat k.txt'
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = kept ]
+	[ "$(rk computer show dt --json | rk_json 'd["provider_ref"]')" = "$id" ]
+}
+
 @test "daytona: the API key never reaches the log, the database or the sandbox" {
 	dt_create
 	run rk computer exec dt --json -- 'env'
