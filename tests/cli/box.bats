@@ -10,17 +10,13 @@ load helper
 
 setup_file() {
 	export RAKAZO_TEST_LABEL="bats-box-$$"
-	export RK_ROOT="$BATS_TEST_DIRNAME/../.."
-	. "$RK_ROOT/tests/emulators/daytona/emulator.sh"
-	if rk_emulator_up box 2>"$BATS_FILE_TMPDIR/emulator.note"; then
-		echo "$RK_EMULATOR_PIDS" >"$BATS_FILE_TMPDIR/pids"
-	fi
+	. "$BATS_TEST_DIRNAME/../emulators/daytona/emulator.sh"
+	RK_ROOT="$BATS_TEST_DIRNAME/../.." rk_emulator_file_up box
 }
 
 teardown_file() {
-	RK_EMULATOR_PIDS=$(cat "$BATS_FILE_TMPDIR/pids" 2>/dev/null)
 	. "$BATS_TEST_DIRNAME/../emulators/daytona/emulator.sh"
-	rk_emulators_down
+	rk_emulator_file_down
 }
 
 setup() {
@@ -31,13 +27,8 @@ setup() {
 	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
 	mkdir -p "$RAKAZO_DATA_DIR"
 	RK_CLOSE_FDS=$(rk_close_fds)
-	if [ -z "${BOX_EMULATOR_URL:-}" ]; then
-		if [ "${RAKAZO_REQUIRE_DOCKER:-0}" = 1 ]; then
-			cat "$BATS_FILE_TMPDIR/emulator.note" >&2
-			return 1
-		fi
-		skip "$(cat "$BATS_FILE_TMPDIR/emulator.note")"
-	fi
+	. "$BATS_TEST_DIRNAME/../emulators/daytona/emulator.sh"
+	rk_emulator_require BOX_EMULATOR_URL || return 1
 	curl -sf -X DELETE "$BOX_EMULATOR_URL/_emulator/faults" >/dev/null
 	curl -sf -X DELETE "$BOX_EMULATOR_URL/_emulator/requests" >/dev/null
 }

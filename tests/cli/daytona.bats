@@ -9,17 +9,13 @@ load helper
 
 setup_file() {
 	export RAKAZO_TEST_LABEL="bats-daytona-$$"
-	export RK_ROOT="$BATS_TEST_DIRNAME/../.."
-	. "$RK_ROOT/tests/emulators/daytona/emulator.sh"
-	if rk_emulator_up daytona 2>"$BATS_FILE_TMPDIR/emulator.note"; then
-		echo "$RK_EMULATOR_PIDS" >"$BATS_FILE_TMPDIR/pids"
-	fi
+	. "$BATS_TEST_DIRNAME/../emulators/daytona/emulator.sh"
+	RK_ROOT="$BATS_TEST_DIRNAME/../.." rk_emulator_file_up daytona
 }
 
 teardown_file() {
-	RK_EMULATOR_PIDS=$(cat "$BATS_FILE_TMPDIR/pids" 2>/dev/null)
 	. "$BATS_TEST_DIRNAME/../emulators/daytona/emulator.sh"
-	rk_emulators_down
+	rk_emulator_file_down
 }
 
 setup() {
@@ -30,13 +26,8 @@ setup() {
 	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
 	mkdir -p "$RAKAZO_DATA_DIR"
 	RK_CLOSE_FDS=$(rk_close_fds)
-	if [ -z "${DAYTONA_EMULATOR_URL:-}" ]; then
-		if [ "${RAKAZO_REQUIRE_DOCKER:-0}" = 1 ]; then
-			cat "$BATS_FILE_TMPDIR/emulator.note" >&2
-			return 1
-		fi
-		skip "$(cat "$BATS_FILE_TMPDIR/emulator.note")"
-	fi
+	. "$BATS_TEST_DIRNAME/../emulators/daytona/emulator.sh"
+	rk_emulator_require DAYTONA_EMULATOR_URL || return 1
 	curl -sf -X DELETE "$DAYTONA_EMULATOR_URL/_emulator/faults" >/dev/null
 	curl -sf -X DELETE "$DAYTONA_EMULATOR_URL/_emulator/requests" >/dev/null
 }

@@ -74,3 +74,35 @@ rk_emulators_down() {
 	done
 	RK_EMULATOR_PIDS=
 }
+
+# For the bats suites (tests/cli/{daytona,box,remote_move}.bats):
+#   rk_emulator_file_up KIND...   in setup_file: starts the emulators, keeps their
+#                                 pids in BATS_FILE_TMPDIR and why one did not start
+#   rk_emulator_file_down         in teardown_file
+#   rk_emulator_require VAR...    in setup: skips (or fails with
+#                                 RAKAZO_REQUIRE_DOCKER=1) unless each VAR is set
+rk_emulator_file_up() {
+	for _k in "$@"; do
+		rk_emulator_up "$_k" 2>>"$BATS_FILE_TMPDIR/emulator.note" || break
+	done
+	echo "${RK_EMULATOR_PIDS:-}" >"$BATS_FILE_TMPDIR/pids"
+}
+
+rk_emulator_file_down() {
+	RK_EMULATOR_PIDS=$(cat "$BATS_FILE_TMPDIR/pids" 2>/dev/null)
+	rk_emulators_down
+}
+
+rk_emulator_require() {
+	for _v in "$@"; do
+		eval "_val=\${$_v:-}"
+		[ -n "$_val" ] && continue
+		_why=$(cat "$BATS_FILE_TMPDIR/emulator.note" 2>/dev/null)
+		[ -n "$_why" ] || _why="the emulators need node, dockerd and the computer image"
+		if [ "${RAKAZO_REQUIRE_DOCKER:-0}" = 1 ]; then
+			echo "$_why (RAKAZO_REQUIRE_DOCKER=1)" >&2
+			return 1
+		fi
+		skip "$_why"
+	done
+}
