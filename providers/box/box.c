@@ -647,15 +647,21 @@ static int bx_exec_spawn(const struct rk_machine *m, const struct rk_exec_reques
 
 /* --- files ------------------------------------------------------------------ */
 
+/* The file and workspace ops: open the machine, let remote.c do the work. */
+#define WITH_MACHINE(call)                                          \
+	do {                                                        \
+		struct bx *b = bx_open(m, 1, err);                      \
+		if (!b)                                          \
+			return -(int)err->code;                      \
+		int rc_ = (call);                                    \
+		bx_free(b);                                       \
+		return rc_;                                          \
+	} while (0)
+
 static int bx_file_list(const struct rk_machine *m, const char *path, struct rk_file_entry **out, size_t *n,
 			struct rk_error *err)
 {
-	struct bx *b = bx_open(m, 1, err);
-	if (!b)
-		return -(int)err->code;
-	int rc = rk_remote_file_list(&bx_remote, b, WORKSPACE, path, out, n, err);
-	bx_free(b);
-	return rc;
+	WITH_MACHINE(rk_remote_file_list(&bx_remote, b, WORKSPACE, path, out, n, err));
 }
 
 static int bx_file_read(const struct rk_machine *m, const char *path, size_t max_bytes, struct rk_buf *out,
@@ -679,42 +685,22 @@ static int bx_file_read(const struct rk_machine *m, const char *path, size_t max
 static int bx_file_write(const struct rk_machine *m, const char *path, const void *data, size_t len, int executable,
 			 struct rk_error *err)
 {
-	struct bx *b = bx_open(m, 1, err);
-	if (!b)
-		return -(int)err->code;
-	int rc = rk_remote_file_write(&bx_remote, b, WORKSPACE, path, data, len, executable, err);
-	bx_free(b);
-	return rc;
+	WITH_MACHINE(rk_remote_file_write(&bx_remote, b, WORKSPACE, path, data, len, executable, err));
 }
 
 static int bx_file_remove(const struct rk_machine *m, const char *path, struct rk_error *err)
 {
-	struct bx *b = bx_open(m, 1, err);
-	if (!b)
-		return -(int)err->code;
-	int rc = rk_remote_file_remove(&bx_remote, b, WORKSPACE, path, err);
-	bx_free(b);
-	return rc;
+	WITH_MACHINE(rk_remote_file_remove(&bx_remote, b, WORKSPACE, path, err));
 }
 
 static int bx_export(const struct rk_machine *m, int fd, struct rk_error *err)
 {
-	struct bx *b = bx_open(m, 1, err);
-	if (!b)
-		return -(int)err->code;
-	int rc = rk_remote_export(&bx_remote, b, WORKSPACE, fd, err);
-	bx_free(b);
-	return rc;
+	WITH_MACHINE(rk_remote_export(&bx_remote, b, WORKSPACE, fd, err));
 }
 
 static int bx_import(const struct rk_machine *m, int fd, struct rk_error *err)
 {
-	struct bx *b = bx_open(m, 1, err);
-	if (!b)
-		return -(int)err->code;
-	int rc = rk_remote_import(&bx_remote, b, WORKSPACE, fd, err);
-	bx_free(b);
-	return rc;
+	WITH_MACHINE(rk_remote_import(&bx_remote, b, WORKSPACE, fd, err));
 }
 
 /* --- the one desktop ---------------------------------------------------------- */

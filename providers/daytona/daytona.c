@@ -820,45 +820,36 @@ static int dt_file_read(const struct rk_machine *m, const char *path, size_t max
 	return rc;
 }
 
+/* The file and workspace ops: open the machine, let remote.c do the work. */
+#define WITH_MACHINE(call)                                          \
+	do {                                                        \
+		struct dt *d = dt_open(m, 1, err);                      \
+		if (!d)                                          \
+			return -(int)err->code;                      \
+		int rc_ = (call);                                    \
+		dt_free(d);                                       \
+		return rc_;                                          \
+	} while (0)
+
 static int dt_file_write(const struct rk_machine *m, const char *path, const void *data, size_t len, int executable,
 			 struct rk_error *err)
 {
-	struct dt *d = dt_open(m, 1, err);
-	if (!d)
-		return -err->code;
-	int rc = rk_remote_file_write(&dt_remote, d, d->ws, path, data, len, executable, err);
-	dt_free(d);
-	return rc;
+	WITH_MACHINE(rk_remote_file_write(&dt_remote, d, d->ws, path, data, len, executable, err));
 }
 
 static int dt_file_remove(const struct rk_machine *m, const char *path, struct rk_error *err)
 {
-	struct dt *d = dt_open(m, 1, err);
-	if (!d)
-		return -err->code;
-	int rc = rk_remote_file_remove(&dt_remote, d, d->ws, path, err);
-	dt_free(d);
-	return rc;
+	WITH_MACHINE(rk_remote_file_remove(&dt_remote, d, d->ws, path, err));
 }
 
 static int dt_export(const struct rk_machine *m, int fd, struct rk_error *err)
 {
-	struct dt *d = dt_open(m, 1, err);
-	if (!d)
-		return -err->code;
-	int rc = rk_remote_export(&dt_remote, d, d->ws, fd, err);
-	dt_free(d);
-	return rc;
+	WITH_MACHINE(rk_remote_export(&dt_remote, d, d->ws, fd, err));
 }
 
 static int dt_import(const struct rk_machine *m, int fd, struct rk_error *err)
 {
-	struct dt *d = dt_open(m, 1, err);
-	if (!d)
-		return -err->code;
-	int rc = rk_remote_import(&dt_remote, d, d->ws, fd, err);
-	dt_free(d);
-	return rc;
+	WITH_MACHINE(rk_remote_import(&dt_remote, d, d->ws, fd, err));
 }
 
 /* --- the desktop ---------------------------------------------------------------- */
