@@ -201,3 +201,17 @@ more" ]
 	expect_json_error 5 unavailable rk computer create --provider daytona --name dt --wait --json
 	grep -q DAYTONA_API_KEY "$BATS_TEST_TMPDIR/stderr"
 }
+
+@test "daytona: the official @daytonaio/sdk runs its scenario against the emulator (fidelity)" {
+	local deps="$BATS_TEST_DIRNAME/../sdk"
+	if [ ! -d "$deps/node_modules/@daytonaio/sdk" ]; then
+		if [ "${RAKAZO_REQUIRE_DOCKER:-0}" = 1 ]; then
+			echo "@daytonaio/sdk is not installed: run sh tests/sdk/setup.sh (RAKAZO_REQUIRE_DOCKER=1)" >&2
+			return 1
+		fi
+		skip "@daytonaio/sdk is not installed (sh tests/sdk/setup.sh)"
+	fi
+	run env RAKAZO_SDK_DEPS="$deps" node "$deps/daytona.mjs"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[[ $output == *"sdk daytona: 16 passed, 0 failed"* ]]
+}
