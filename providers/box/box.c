@@ -537,7 +537,7 @@ struct bx_cmd {
 	unsigned chunk;
 };
 
-static int cmd_poll(void *p, struct rk_buf *all, int *done, struct rk_error *err)
+static int cmd_poll(void *p, struct rk_buf *all, int *done, int *code, struct rk_error *err)
 {
 	struct bx_cmd *c = p;
 	char rest[96];
@@ -549,6 +549,8 @@ static int cmd_poll(void *p, struct rk_buf *all, int *done, struct rk_error *err
 	if (!doc)
 		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the box command is gone") : -(int)err->code;
 	*done = !cJSON_IsTrue(cJSON_GetObjectItem(doc, "running"));
+	const cJSON *ec = cJSON_GetObjectItem(doc, "exitCode");
+	*code = *done && cJSON_IsNumber(ec) ? ec->valueint : -1;
 	rk_buf_reset(all);
 	rk_buf_adds(all, rk_json_string(doc, OUT_KEY, ""));
 	if (*done) /* the wrapper's own complaints, if any */

@@ -630,7 +630,7 @@ struct dt_cmd {
 	char *session, *cmd_id;
 };
 
-static int cmd_poll(void *p, struct rk_buf *all, int *done, struct rk_error *err)
+static int cmd_poll(void *p, struct rk_buf *all, int *done, int *code, struct rk_error *err)
 {
 	struct dt_cmd *c = p;
 	char *url = rk_xasprintf("%s/process/session/%s/command/%s", c->d->toolbox, c->session, c->cmd_id);
@@ -639,7 +639,9 @@ static int cmd_poll(void *p, struct rk_buf *all, int *done, struct rk_error *err
 	free(url);
 	if (!doc)
 		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the daytona command is gone") : -(int)err->code;
-	*done = cJSON_IsNumber(cJSON_GetObjectItem(doc, "exitCode"));
+	const cJSON *ec = cJSON_GetObjectItem(doc, "exitCode");
+	*done = cJSON_IsNumber(ec);
+	*code = *done ? ec->valueint : -1;
 	cJSON_Delete(doc);
 	url = rk_xasprintf("%s/process/session/%s/command/%s/logs", c->d->toolbox, c->session, c->cmd_id);
 	doc = call_json(c->d, "GET", url, NULL, 0, "daytona command logs", &status, err);

@@ -112,8 +112,10 @@ int rk_remote_png_rgb(const void *png, size_t len, unsigned char **rgb, int *w, 
 
 /* Runs `bash -lc CMD` as its own session (so a signal reaches the whole
  * group), with stdin fed from base64 lines or chunk files, stderr merged, and
- * writes DIR/pid and then DIR/status ("exit N" or "signal N"): a shell cannot
- * tell `exit 143` from death by SIGTERM, the wait status can. No single quote
+ * writes DIR/pid; it exits with the command's code, or 128+N for signal N.
+ * Below 128 that code is the answer and DIR goes; from 128 up it writes
+ * DIR/status ("exit N" or "signal N"), since a shell cannot tell `exit 143`
+ * from death by SIGTERM and the wait status can. No single quote
  * in it: it travels in '...'. */
 static const char wrapper_py[] =
 	"import os,sys,base64,threading,time\n"
@@ -157,8 +159,12 @@ static const char wrapper_py[] =
 	"_,st=os.waitpid(pid,0)\n"
 	"sig=os.WIFSIGNALED(st)\n"
 	"res=(\"signal %d\"%os.WTERMSIG(st)) if sig else (\"exit %d\"%os.WEXITSTATUS(st))\n"
-	"open(d+\"/status.tmp\",\"w\").write(res);os.rename(d+\"/status.tmp\",d+\"/status\")\n"
-	"os._exit(128+os.WTERMSIG(st) if sig else os.WEXITSTATUS(st))\n";
+	"code=128+os.WTERMSIG(st) if sig else os.WEXITSTATUS(st)\n"
+	"if code<128:\n"
+	" import shutil;shutil.rmtree(d,ignore_errors=True)\n"
+	"else:\n"
+	" open(d+\"/status.tmp\",\"w\").write(res);os.rename(d+\"/status.tmp\",d+\"/status\")\n"
+	"os._exit(code)\n";
 
 char *rk_remote_wrap(const struct rk_exec_request *req, const char *ws, const char *dir, const char *stdin_mode)
 {
@@ -208,8 +214,13 @@ static int rp_stopping(struct rproc *p)
 	return s;
 }
 
-static void rp_status(struct rproc *p)
+static void rp_status(struct rproc *p, int code_seen)
 {
+	if (code_seen >= 0 && code_seen < 128) { /* exact, and the wrapper cleaned up */
+		p->st.exited = 1;
+		p->st.code = code_seen;
+		return;
+	}
 	char *q = rk_remote_shq(p->dir);
 	char *script = rk_xasprintf("cat %s/status 2>/dev/null; rm -rf %s", q, q);
 	struct rk_buf out;
@@ -243,9 +254,9 @@ static void *rp_thread(void *arg)
 	for (;;) {
 		if (rp_stopping(p))
 			break;
-		int done = 0;
+		int done = 0, code_seen = -1;
 		struct rk_error e;
-		int rc = p->c->poll(p->cmd, &all, &done, &e);
+		int rc = p->c->poll(p->cmd, &all, &done, &code_seen, &e);
 		if (rc < 0) {
 			/* a gone machine ends it; a passing failure is tried again */
 			if (e.code == RK_ENOTFOUND || ++failures >= 20) {
@@ -274,7 +285,7 @@ static void *rp_thread(void *arg)
 			idle++;
 		}
 		if (done) {
-			rp_status(p);
+			rp_status(p, code_seen);
 			break;
 		}
 		rk_sleep_ms(idle < 10 ? 20 : idle < 50 ? 50 : 150);

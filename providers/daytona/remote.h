@@ -26,8 +26,9 @@ struct rk_remote_ops {
 /* A vendor's handle on one running command, for rk_remote_proc_new. */
 struct rk_remote_cmd_ops {
 	/* All the command's output so far (replaced, not appended); *done when it
-	 * has ended. RK_ENOTFOUND: the machine or the command is gone. */
-	int (*poll)(void *cmd, struct rk_buf *all, int *done, struct rk_error *err);
+	 * has ended, with *code its exit code as the vendor saw it (-1: not
+	 * known). RK_ENOTFOUND: the machine or the command is gone. */
+	int (*poll)(void *cmd, struct rk_buf *all, int *done, int *code, struct rk_error *err);
 	/* Hands data to the command's stdin, or ends it (eof). */
 	int (*send)(void *cmd, const void *data, size_t len, int eof, struct rk_error *err);
 	void (*free)(void *cmd);
