@@ -193,7 +193,7 @@ static int run_providers(struct cmd_ctx *ctx)
 }
 
 static const struct rk_opt create_opts[] = {
-	OPT_STRING("provider", 'p', &o_provider, "NAME", "provider: docker (default) or fake"),
+	OPT_STRING("provider", 'p', &o_provider, "NAME", "provider: docker (default), fake, e2b, daytona or box"),
 	OPT_STRING("name", 'n', &o_name, "NAME", "the computer's name (letters, digits, - _ .)"),
 	OPT_STRING("mode", 0, &o_mode, "team|private", "a Team computer shared by bots, or a Private one (default)"),
 	OPT_BOOL("team", 0, &o_team, "a Team computer: bots work in bots/<bot>/, shared work in shared/"),

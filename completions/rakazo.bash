@@ -100,7 +100,7 @@ _rakazo() {
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	-p | --provider)
-		COMPREPLY=($(compgen -W "docker fake" -- "$cur"))
+		COMPREPLY=($(compgen -W "docker fake e2b daytona box" -- "$cur"))
 		return ;;
 	--mode)
 		COMPREPLY=($(compgen -W "team private" -- "$cur"))

@@ -23,7 +23,7 @@ function __rakazo_at
 end
 
 complete -c rakazo -f
-complete -c rakazo -l provider -s p -xa "docker fake"
+complete -c rakazo -l provider -s p -xa "docker fake e2b daytona box"
 complete -c rakazo -l mode -xa "team private"
 complete -c rakazo -l outcome -xa "succeeded failed"
 complete -c rakazo -l encoding -xa "utf8 base64"

@@ -506,6 +506,10 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 			    (r = rk_fs_mkdirs(mc.home_dir, 0755, err)) == 0 &&
 			    (r = rk_fs_mkdirs(mc.run_dir, 0755, err)) == 0)
 				r = ops->provision(&mc.m, &pr, err);
+			/* the restore goes to the machine just provisioned, not the old ref
+			 * (a remote provider finds its machine by the ref alone) */
+			if (r == 0 && pr.ref)
+				mc.m.ref = pr.ref;
 			/* a replacement machine gets the latest workspace before any tool runs */
 			if (r == 0 && (r = rk_checkpoint_after_provision(eng, c, ops, &mc.m, &pr, result, err)) != 0 &&
 			    pr.fresh && pr.ref) {

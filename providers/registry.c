@@ -6,12 +6,18 @@
 extern const struct rk_provider_ops rk_provider_fake;
 extern const struct rk_provider_ops rk_provider_docker;
 extern const struct rk_provider_ops rk_provider_paired;
+extern const struct rk_provider_ops rk_provider_daytona;
+extern const struct rk_provider_ops rk_provider_box;
+extern const struct rk_provider_ops rk_provider_e2b;
 
 /* A new provider is a new file plus one line here. */
 const struct rk_provider_ops *const rk_providers[] = {
 	&rk_provider_docker,
 	&rk_provider_fake,
 	&rk_provider_paired,
+	&rk_provider_daytona,
+	&rk_provider_box,
+	&rk_provider_e2b,
 	NULL,
 };
 

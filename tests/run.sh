@@ -3,7 +3,8 @@
 #
 #   unit         every $BUILD/tests/unit/test_* (each ends "unit: N passed, N failed")
 #   conformance  $BUILD/tests/conformance/conformance PROVIDER for each provider
-#                `rakazo computer providers --json` calls available
+#                `rakazo computer providers --json` calls available (with the
+#                E2B emulator started for e2b when node and dockerd are here)
 #   cli          bats --tap tests/cli
 #
 # Each suite's output is shown as it runs; the last line is the sum,
@@ -89,6 +90,15 @@ suite_conformance() {
 		echo "run.sh: note: $bin is not built yet; conformance skipped"
 		return
 	fi
+	# the E2B emulator stands in for the vendor, unless a real key is set
+	e2b_pid=
+	if [ -z "${E2B_API_KEY:-}" ] && command -v node >/dev/null 2>&1 &&
+		curl -sf --max-time 5 --unix-socket /var/run/docker.sock http://localhost/_ping >/dev/null 2>&1; then
+		if url=$(sh tests/emulators/e2b/start.sh "$tmp/e2b"); then
+			e2b_pid=$(cat "$tmp/e2b/e2b-emulator.pid")
+			export E2B_API_URL="$url" E2B_SANDBOX_URL="$url" E2B_API_KEY=e2b_emulator_key E2B_DOMAIN=emulator.invalid
+		fi
+	fi
 	json=$("$RAKAZO_BIN" computer providers --json) || {
 		echo "run.sh: '$RAKAZO_BIN computer providers --json' failed" >&2
 		failed=$((failed + 1))
@@ -105,6 +115,25 @@ suite_conformance() {
 	for p in $providers; do
 		run "conformance $p" "$bin" "$p"
 		counts conformance
+	done
+	if [ -n "$e2b_pid" ]; then
+		kill "$e2b_pid" 2>/dev/null
+		unset E2B_API_URL E2B_SANDBOX_URL E2B_API_KEY E2B_DOMAIN
+	fi
+	suite_conformance_emulated
+}
+
+# The remote providers against their vendor emulators (when node, dockerd
+# and the image are here; else a note and nothing run).
+suite_conformance_emulated() {
+	. tests/emulators/daytona/emulator.sh
+	for k in daytona box; do
+		[ -f "tests/emulators/$k/server.js" ] || continue
+		if rk_emulator_up "$k"; then
+			run "conformance $k (emulator)" "$bin" "$k"
+			counts conformance
+		fi
+		rk_emulators_down
 	done
 }
 

@@ -1,4 +1,5 @@
 #include "ipc.h"
+#include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -201,8 +202,19 @@ int rk_ipc_spawn(rk_ipc_main_fn fn, void *arg, struct rk_error *err)
 		}
 		/* keep nothing of the caller's but the ready pipe: an inherited pipe
 		 * (a shell's $(...), bats' fd 3) would keep the caller waiting */
+		/* the log survives as fd 4; left at its old number (closed below)
+		 * it would write into whatever the helper opens there next: its
+		 * database */
+		int lfd = rk_log_fd() >= 0 ? fcntl(rk_log_fd(), F_DUPFD_CLOEXEC, 16) : -1;
 		int ready = dup2(pfd[1], 3);
-		close_range(4, ~0U, 0);
+		if (lfd >= 0 && dup2(lfd, 4) == 4) {
+			fcntl(4, F_SETFD, FD_CLOEXEC);
+			rk_log_set_fd(4);
+			close_range(5, ~0U, 0);
+		} else {
+			rk_log_set_fd(-1);
+			close_range(4, ~0U, 0);
+		}
 		fcntl(ready, F_SETFD, FD_CLOEXEC); /* commands the helper starts must not hold it */
 		signal(SIGPIPE, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);

@@ -30,6 +30,16 @@ void rk_log_open(const char *data_dir)
 	free(dir);
 }
 
+int rk_log_fd(void)
+{
+	return log_fd;
+}
+
+void rk_log_set_fd(int fd)
+{
+	log_fd = fd;
+}
+
 void rk_log(enum rk_log_level level, const char *fmt, ...)
 {
 	static const char *names[] = {"debug", "info", "warn", "error"};

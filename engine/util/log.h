@@ -4,5 +4,10 @@
  * (never the terminal). RAKAZO_LOG=debug adds debug lines. */
 enum rk_log_level { RK_LOG_DEBUG, RK_LOG_INFO, RK_LOG_WARN, RK_LOG_ERROR };
 void rk_log_open(const char *data_dir);
+/* The log's descriptor (-1: none), and a new one for it: a forked helper that
+ * closes inherited descriptors moves the log first, or forgets it (-1), so a
+ * later open (the database) cannot take the number and get log lines. */
+int rk_log_fd(void);
+void rk_log_set_fd(int fd);
 void rk_log(enum rk_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #endif

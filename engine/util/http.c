@@ -1,0 +1,500 @@
+#include "http.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "fs.h"
+#include "log.h"
+#include "time.h"
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_setup(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void rk_http_response_init(struct rk_http_response *r)
+{
+	memset(r, 0, sizeof(*r));
+	rk_buf_init(&r->body);
+}
+
+void rk_http_response_release(struct rk_http_response *r)
+{
+	if (!r)
+		return;
+	rk_buf_release(&r->body);
+	free(r->content_type);
+	r->content_type = NULL;
+}
+
+enum rk_code rk_http_status_code(long status)
+{
+	switch (status) {
+	case 400:
+	case 422:
+		return RK_EINVALID;
+	case 401:
+	case 403:
+		return RK_EDENIED;
+	case 404:
+	case 410:
+		return RK_ENOTFOUND;
+	case 408:
+		return RK_ETIMEOUT;
+	case 409:
+		return RK_ECONFLICT;
+	case 413:
+		return RK_ETOOLARGE;
+	case 429:
+		return RK_EUNAVAILABLE;
+	}
+	if (status >= 500)
+		return RK_EUNAVAILABLE;
+	return RK_EFAILED;
+}
+
+static void clean_copy(char *out, size_t size, const char *s, size_t len)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len && s[i] && o + 1 < size && o < 300; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\n' || c == '\r')
+			break;
+		out[o++] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+	}
+	while (o > 0 && out[o - 1] == ' ')
+		o--;
+	out[o] = '\0';
+}
+
+void rk_http_error_message(const char *body, size_t len, char *out, size_t size)
+{
+	if (size == 0)
+		return;
+	out[0] = '\0';
+	if (!body || len == 0)
+		return;
+	cJSON *doc = cJSON_ParseWithLength(body, len);
+	const char *msg = NULL;
+	if (doc) {
+		const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "message");
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(doc, "error");
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(doc, "detail");
+		if (cJSON_IsString(m))
+			msg = m->valuestring;
+		else if (cJSON_IsString(e))
+			msg = e->valuestring;
+		else if (cJSON_IsObject(e) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "message")))
+			msg = cJSON_GetObjectItemCaseSensitive(e, "message")->valuestring;
+		else if (cJSON_IsString(d))
+			msg = d->valuestring;
+	}
+	if (msg)
+		clean_copy(out, size, msg, strlen(msg));
+	else
+		clean_copy(out, size, body, len);
+	cJSON_Delete(doc);
+}
+
+long rk_http_retry_after(const char *value)
+{
+	if (!value)
+		return -1;
+	while (*value == ' ' || *value == '\t')
+		value++;
+	if (!*value)
+		return -1;
+	if (isdigit((unsigned char)*value)) {
+		char *end = NULL;
+		long v = strtol(value, &end, 10);
+		while (end && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
+			end++;
+		if (!end || *end || v < 0)
+			return -1;
+		return v;
+	}
+	time_t t = curl_getdate(value, NULL);
+	if (t == (time_t)-1)
+		return -1;
+	time_t now = time(NULL);
+	return t > now ? (long)(t - now) : 0;
+}
+
+char *rk_http_escape(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	struct rk_buf b;
+	rk_buf_init(&b);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~') {
+			rk_buf_addc(&b, (char)*p);
+		} else {
+			rk_buf_addc(&b, '%');
+			rk_buf_addc(&b, hex[*p >> 4]);
+			rk_buf_addc(&b, hex[*p & 15]);
+		}
+	}
+	return rk_buf_detach(&b, NULL);
+}
+
+static char *config_path(void)
+{
+	const char *c = getenv("RAKAZO_CONFIG");
+	if (c && *c)
+		return rk_xstrdup(c);
+	const char *d = getenv("RAKAZO_DATA_DIR");
+	if (d && *d)
+		return rk_xasprintf("%s/config.json", d);
+	const char *xdg = getenv("XDG_DATA_HOME");
+	if (xdg && *xdg == '/')
+		return rk_xasprintf("%s/rakazo/config.json", xdg);
+	const char *home = getenv("HOME");
+	if (home && *home)
+		return rk_xasprintf("%s/.local/share/rakazo/config.json", home);
+	return NULL;
+}
+
+char *rk_http_secret(const char *env_name, const char *provider, const char *key)
+{
+	const char *v = env_name ? getenv(env_name) : NULL;
+	if (v && *v)
+		return rk_xstrdup(v);
+	char *path = config_path();
+	if (!path)
+		return NULL;
+	struct rk_buf b;
+	rk_buf_init(&b);
+	char *out = NULL;
+	if (rk_fs_exists(path) && rk_fs_read_all(path, 1 << 20, &b, NULL) == 0) {
+		cJSON *doc = cJSON_ParseWithLength(b.data, b.len);
+		const cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "providers"),
+								  provider);
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(p, key);
+		if (cJSON_IsString(s) && *s->valuestring)
+			out = rk_xstrdup(s->valuestring);
+		cJSON_Delete(doc);
+	}
+	rk_buf_release(&b);
+	free(path);
+	return out;
+}
+
+/* --- one attempt ---------------------------------------------------------- */
+
+struct attempt {
+	const struct rk_http_request *req;
+	struct rk_http_response *resp;
+	CURL *curl;
+	size_t limit;
+	int too_large;
+	int aborted;   /* on_data asked to stop */
+	int streamed;  /* on_data got bytes */
+	char retry_after[64];
+};
+
+static size_t on_body(char *data, size_t size, size_t n, void *ud)
+{
+	struct attempt *a = ud;
+	size_t len = size * n;
+	if (a->req->on_data) {
+		long code = 0;
+		curl_easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, &code);
+		if (code >= 200 && code < 300) {
+			a->streamed = 1;
+			if (a->req->on_data(a->req->on_data_ctx, data, len) != 0) {
+				a->aborted = 1;
+				return 0;
+			}
+			return len;
+		}
+	}
+	/* the limit is for what the caller asked for; an error reply gets room
+	 * for its message */
+	long st = 0;
+	curl_easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, &st);
+	size_t limit = st >= 400 && a->limit < 65536 ? 65536 : a->limit;
+	if (a->resp->body.len + len > limit) {
+		a->too_large = 1;
+		return 0;
+	}
+	rk_buf_add(&a->resp->body, data, len);
+	return len;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *ud)
+{
+	struct attempt *a = ud;
+	size_t len = size * n;
+	if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+		/* a new response (after a 100 Continue, say): forget the last one's */
+		a->retry_after[0] = '\0';
+		free(a->resp->content_type);
+		a->resp->content_type = NULL;
+		rk_buf_reset(&a->resp->body);
+		return len;
+	}
+	const char *colon = memchr(data, ':', len);
+	if (!colon)
+		return len;
+	size_t nlen = (size_t)(colon - data);
+	const char *v = colon + 1;
+	size_t vlen = len - nlen - 1;
+	while (vlen && (*v == ' ' || *v == '\t'))
+		v++, vlen--;
+	while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
+		vlen--;
+	if (nlen == 11 && strncasecmp(data, "retry-after", 11) == 0) {
+		size_t c = vlen < sizeof(a->retry_after) - 1 ? vlen : sizeof(a->retry_after) - 1;
+		memcpy(a->retry_after, v, c);
+		a->retry_after[c] = '\0';
+	} else if (nlen == 12 && strncasecmp(data, "content-type", 12) == 0) {
+		free(a->resp->content_type);
+		a->resp->content_type = rk_xstrndup(v, vlen);
+	}
+	return len;
+}
+
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct attempt *a = ud;
+	if (a->req->cancel && *a->req->cancel) {
+		a->aborted = 1;
+		return 1;
+	}
+	return 0;
+}
+
+enum outcome {
+	OUT_DONE,     /* a reply: look at the status */
+	OUT_UNSENT,   /* no connection: nothing reached the server */
+	OUT_LOST,     /* the request went out and the reply was lost */
+	OUT_FATAL,    /* err is filled; stop */
+};
+
+static enum outcome attempt_once(struct attempt *a, const char *what, int *timed_out, struct rk_error *err)
+{
+	const struct rk_http_request *req = a->req;
+	struct curl_slist *hdrs = NULL;
+	/* plain calls reuse this thread's handle, and with it the open
+	 * connection (a keep-alive round trip instead of a new TCP and TLS
+	 * setup); streams, which run on threads of their own, take a new one */
+	static __thread CURL *cached;
+	static __thread pid_t cached_pid;
+	/* a handle inherited across fork (a helper process) is left alone: its
+	 * socket's number may belong to another file by now (the helper closes
+	 * inherited descriptors and opens its database), and using or cleaning
+	 * it up would write to or close that file */
+	if (cached && cached_pid != getpid())
+		cached = NULL;
+	int reuse = !req->on_data;
+	CURL *curl = reuse && cached ? cached : curl_easy_init();
+	if (reuse && curl == cached)
+		curl_easy_reset(curl);
+	/* libcurl silently resends a request whose reused connection died
+	 * without a reply: a mutating call never rides a reused connection, so
+	 * it is sent once and a lost reply stays outcome_unknown */
+	if (curl && req->mutating)
+		curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
+	if (!curl) {
+		rk_error_set(err, RK_EFAILED, "%s: cannot start an HTTP request (libcurl failed to initialise)", what);
+		return OUT_FATAL;
+	}
+	a->curl = curl;
+	for (size_t i = 0; req->headers && req->headers[i]; i++)
+		hdrs = curl_slist_append(hdrs, req->headers[i]);
+	if (req->body) {
+		char *ct = rk_xasprintf("Content-Type: %s", req->content_type ? req->content_type : "application/json");
+		hdrs = curl_slist_append(hdrs, ct);
+		free(ct);
+	}
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	curl_easy_setopt(curl, CURLOPT_URL, req->url);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+			 (long)(req->timeout_ms > 0 ? req->timeout_ms : req->timeout_ms < 0 ? 0 : 30000));
+	if (req->cancel) {
+		curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(curl, CURLOPT_XFERINFODATA, a);
+		curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+	}
+	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(req->connect_timeout_ms > 0 ? req->connect_timeout_ms : 5000));
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, req->method ? req->method : "GET");
+	if (req->method && strcmp(req->method, "HEAD") == 0)
+		curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+	if (req->body) {
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, req->body);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+	}
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, a);
+	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(curl, CURLOPT_HEADERDATA, a);
+	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
+
+	CURLcode rc = curl_easy_perform(curl);
+	long status = 0, sent = 0;
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sent);
+	curl_slist_free_all(hdrs);
+	if (reuse) {
+		cached = curl;
+		cached_pid = getpid();
+	}
+	else
+		curl_easy_cleanup(curl);
+	a->curl = NULL;
+	a->resp->status = status;
+	*timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+
+	if (rc == CURLE_OK)
+		return OUT_DONE;
+	if (a->too_large) {
+		rk_error_set(err, RK_ETOOLARGE, "%s: the reply is over %zu bytes", what, a->limit);
+		return OUT_FATAL;
+	}
+	if (a->aborted) {
+		rk_error_set(err, RK_EINTERRUPTED, "%s: the transfer was stopped", what);
+		return OUT_FATAL;
+	}
+	switch (rc) {
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		rk_error_set(err, RK_EINVALID, "%s: bad URL: %s", what, curl_easy_strerror(rc));
+		return OUT_FATAL;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_COULDNT_CONNECT:
+		rk_error_set(err, RK_EUNAVAILABLE, "%s: cannot reach the server: %s", what, curl_easy_strerror(rc));
+		return OUT_UNSENT;
+	default:
+		break;
+	}
+	if (sent <= 0 && status == 0) {
+		rk_error_set(err, *timed_out ? RK_ETIMEOUT : RK_EUNAVAILABLE, "%s: cannot reach the server: %s", what,
+			     curl_easy_strerror(rc));
+		return OUT_UNSENT;
+	}
+	rk_error_set(err, *timed_out ? RK_ETIMEOUT : RK_EUNAVAILABLE, "%s: the reply was lost: %s", what,
+		     curl_easy_strerror(rc));
+	return OUT_LOST;
+}
+
+static int64_t backoff_ms(int attempt)
+{
+	int64_t base = 250;
+	const char *e = getenv("RAKAZO_HTTP_BACKOFF_MS");
+	if (e && *e) {
+		long v = strtol(e, NULL, 10);
+		if (v >= 0 && v <= 60000)
+			base = v;
+	}
+	int64_t d = base;
+	for (int i = 1; i < attempt && d < 8000; i++)
+		d *= 2;
+	return d > 8000 ? 8000 : d;
+}
+
+/* "METHOD /path" without the query, for logs and default error names. */
+static char *call_name(const struct rk_http_request *req)
+{
+	const char *u = req->url ? req->url : "";
+	const char *p = strstr(u, "://");
+	p = p ? strchr(p + 3, '/') : NULL;
+	if (!p)
+		p = "/";
+	size_t n = strcspn(p, "?#");
+	return rk_xasprintf("%s %.*s", req->method ? req->method : "GET", (int)n, p);
+}
+
+int rk_http_do(const struct rk_http_request *req, struct rk_http_response *resp, struct rk_error *err)
+{
+	pthread_once(&curl_once, curl_setup);
+	char *name = call_name(req);
+	const char *what = req->what ? req->what : name;
+	int max = req->max_attempts > 0 ? req->max_attempts : 4;
+	int rc = 0;
+	resp->attempts = 0;
+	for (int n = 1;; n++) {
+		struct attempt a = {.req = req, .resp = resp, .limit = req->max_response ? req->max_response : 64u << 20};
+		int timed_out = 0;
+		rk_buf_reset(&resp->body);
+		resp->status = 0;
+		resp->attempts = n;
+		enum outcome o = attempt_once(&a, what, &timed_out, err);
+		int64_t delay = -1; /* >= 0: retry after it */
+		if (o == OUT_FATAL) {
+			rc = -err->code;
+			break;
+		}
+		if (o == OUT_UNSENT) {
+			rk_log(RK_LOG_DEBUG, "http: %s: %s", name, err->message);
+			if (n < max)
+				delay = backoff_ms(n);
+		} else if (o == OUT_LOST) {
+			rk_log(RK_LOG_WARN, "http: %s: %s", name, err->message);
+			if (a.streamed) {
+				rc = -err->code;
+				break;
+			}
+			if (req->mutating) {
+				rc = rk_error_set(err, RK_EOUTCOME_UNKNOWN,
+						  "%s: the reply was lost after the request was sent; it may or may not "
+						  "have taken effect (check before retrying)",
+						  what);
+				break;
+			}
+			if (n < max)
+				delay = backoff_ms(n);
+		} else {
+			long st = resp->status;
+			rk_log(RK_LOG_DEBUG, "http: %s: %ld", name, st);
+			if (st < 400) {
+				rc = 0;
+				break;
+			}
+			char vmsg[320];
+			rk_http_error_message(resp->body.data, resp->body.len, vmsg, sizeof(vmsg));
+			int retryable = st == 429 || st == 503 || (st >= 500 && !req->mutating);
+			if (req->mutating && (st == 502 || st == 504)) {
+				rc = rk_error_set(err, RK_EOUTCOME_UNKNOWN,
+						  "%s: HTTP %ld from a gateway: the call may or may not have taken "
+						  "effect (check before retrying)%s%s",
+						  what, st, *vmsg ? ": " : "", vmsg);
+				break;
+			}
+			rk_error_set(err, rk_http_status_code(st), "%s: %s (HTTP %ld)", what,
+				     *vmsg ? vmsg : "the server refused the request", st);
+			if (retryable && n < max) {
+				long ra = rk_http_retry_after(a.retry_after[0] ? a.retry_after : NULL);
+				if (ra > 60) {
+					rk_error_set(err, RK_EUNAVAILABLE,
+						     "%s: rate limited (HTTP %ld); the server asks to retry after %ld s",
+						     what, st, ra);
+					rc = -RK_EUNAVAILABLE;
+					break;
+				}
+				delay = ra >= 0 ? ra * 1000 : backoff_ms(n);
+			}
+		}
+		if (delay < 0) {
+			rc = -err->code;
+			break;
+		}
+		rk_log(RK_LOG_WARN, "http: %s: attempt %d of %d failed (%s); retrying in %lld ms", name, n, max,
+		       resp->status ? "status" : "transport", (long long)delay);
+		rk_sleep_ms(delay);
+	}
+	free(name);
+	return rc;
+}

@@ -1,0 +1,192 @@
+#!/usr/bin/env bats
+# The box provider through the CLI against the Box emulator
+# (tests/emulators/box): noEnv machines, the TTL kept fresh while in use, stop
+# archives and provision resumes the same id, the one desktop (a second
+# screen is MULTI_SCREEN_UNAVAILABLE), the desktop secret kept off every
+# output, and the fault cases. Skips without node, dockerd or the computer
+# image, unless RAKAZO_REQUIRE_DOCKER=1.
+
+load helper
+
+setup_file() {
+	export RAKAZO_TEST_LABEL="bats-box-$$"
+	. "$BATS_TEST_DIRNAME/../emulators/daytona/emulator.sh"
+	RK_ROOT="$BATS_TEST_DIRNAME/../.." rk_emulator_file_up box
+}
+
+teardown_file() {
+	. "$BATS_TEST_DIRNAME/../emulators/daytona/emulator.sh"
+	rk_emulator_file_down
+}
+
+setup() {
+	export RAKAZO_DATA_DIR="$BATS_TEST_TMPDIR/data"
+	export RAKAZO_OWNER="user:bats"
+	export NO_COLOR=1
+	export RAKAZO_HTTP_BACKOFF_MS=20
+	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
+	mkdir -p "$RAKAZO_DATA_DIR"
+	RK_CLOSE_FDS=$(rk_close_fds)
+	. "$BATS_TEST_DIRNAME/../emulators/daytona/emulator.sh"
+	rk_emulator_require BOX_EMULATOR_URL || return 1
+	curl -sf -X DELETE "$BOX_EMULATOR_URL/_emulator/faults" >/dev/null
+	curl -sf -X DELETE "$BOX_EMULATOR_URL/_emulator/requests" >/dev/null
+}
+
+teardown() {
+	local name
+	for name in $(rk computer list --json 2>/dev/null | rk_json '" ".join(c["name"] for c in d)' 2>/dev/null); do
+		rk computer delete "$name" --wait --timeout 120 --json >/dev/null 2>&1 || true
+	done
+	rk_kill_all
+}
+
+fault() {
+	curl -sf -X POST -d "$1" "$BOX_EMULATOR_URL/_emulator/faults" >/dev/null
+}
+
+seen() {
+	curl -sf "$BOX_EMULATOR_URL/_emulator/requests" |
+		python3 -c 'import json, re, sys; print(sum(1 for r in json.load(sys.stdin) if r["method"] == sys.argv[1] and re.search(sys.argv[2], r["path"])))' "$1" "$2"
+}
+
+# The emulator's view of box $1 (its ref): EXPR over d.
+box_state() {
+	curl -sf "$BOX_EMULATOR_URL/_emulator/boxes" | rk_json "[b for b in d if b['id'] == '$1'][0]$2"
+}
+
+bx_create() {
+	run rk computer create --provider box --name "${1:-b}" --wait --timeout 120 --json
+	[ "$status" -eq 0 ] || { echo "$output" >&2; return 1; }
+}
+
+ref() {
+	rk computer show "${1:-b}" --json | rk_json 'd["provider_ref"]'
+}
+
+@test "box: create with noEnv (no account key in the machine), exec, files, delete" {
+	bx_create
+	local id
+	id=$(ref)
+	[ "$(box_state "$id" '["noEnv"]')" = true ]
+	[ "$(box_state "$id" '["ttlSeconds"]')" = 7200 ]
+	run rk computer exec b --json -- 'env; pwd'
+	[ "$status" -eq 0 ]
+	local out
+	out=$(printf '%s' "$output" | rk_json 'd["output"]')
+	[[ $out == *RAKAZO_SANDBOX=computer* ]]
+	[[ $out != *ASCII_API_KEY* ]] && [[ $out != *"$BOX_API_KEY"* ]]
+	[[ $out == *"/home/user/rakazo-home" ]]
+	printf 'abc' | rk computer file write b notes/a.txt
+	[ "$(rk computer file read b notes/a.txt)" = abc ]
+	local sid
+	sid=$(rk computer exec b --json -- 'read v; echo got $v; cat; echo end' | rk_json 'd["session"]')
+	run rk computer input b "$sid" 'y\nmore\n' --json
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = "got y
+more" ]
+	run rk computer input b "$sid" '\x04' --yield-ms 5000 --json
+	[ "$(printf '%s' "$output" | rk_json '[d["running"], d["output"]]')" = '[false, "end\n"]' ]
+	expect_status 1 rk computer exec b --tty --json -- ls
+	run rk computer delete b --wait --json
+	[ "$status" -eq 0 ]
+	[ "$(curl -sf "$BOX_EMULATOR_URL/_emulator/boxes" | rk_json "len([x for x in d if x['id'] == '$id'])")" = 0 ]
+}
+
+@test "box: stop archives the machine; the next call resumes the same id with the files" {
+	bx_create
+	local id
+	id=$(ref)
+	printf 'kept' | rk computer file write b k.txt
+	run rk computer stop b --wait --json
+	[ "$status" -eq 0 ]
+	[ "$(box_state "$id" '["state"]')" = archived ]
+	run rk computer resume b --wait --json
+	[ "$status" -eq 0 ]
+	[ "$(ref)" = "$id" ]
+	[ "$(box_state "$id" '["state"]')" = ready ]
+	[ "$(rk computer file read b k.txt)" = kept ]
+	[ "$(seen POST "/boxes/$id/resume$")" = 1 ]
+}
+
+@test "box: the TTL is refreshed while the computer is in use, at most once a minute" {
+	bx_create
+	local id before after
+	id=$(ref)
+	before=$(box_state "$id" '["expiresAt"]')
+	rk computer exec b --json -- true >/dev/null
+	[ "$(seen PATCH "/boxes/$id$")" = 0 ] # refreshed at create: not again within the minute
+	rm -f "$RAKAZO_DATA_DIR/run/$(rk_id b)/box-ttl" # the minute has passed
+	sleep 1.1
+	rk computer exec b --json -- true >/dev/null
+	[ "$(seen PATCH "/boxes/$id$")" = 1 ]
+	after=$(box_state "$id" '["expiresAt"]')
+	[[ $after > $before ]]
+}
+
+@test "box: one desktop: display 0 works through ImageMagick and xdotool, a second screen is MULTI_SCREEN_UNAVAILABLE (5)" {
+	bx_create
+	run rk screen shot b -o "$BATS_TEST_TMPDIR/0.png" --json
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[ "$(printf '%s' "$output" | rk_json '[d["width"], d["height"]]')" = '[1920, 1080]' ]
+	rk screen act b --actions '[{"action":"move","x":200,"y":210}]' --no-observe --json >/dev/null
+	run rk computer exec b --json -- 'DISPLAY=:0 xdotool getmouselocation'
+	[[ $(printf '%s' "$output" | rk_json 'd["output"]') == "x:200 y:210 "* ]]
+	expect_json_error 5 MULTI_SCREEN_UNAVAILABLE rk screen shot b -d 1 --json
+	grep -q 'does not support multiple screens' "$BATS_TEST_TMPDIR/stderr"
+	expect_json_error 5 MULTI_SCREEN_UNAVAILABLE rk screen act b -d 2 --actions '[{"action":"move","x":1,"y":1}]' --json
+	# and the emulator itself refuses a second desktop
+	local code
+	code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $BOX_API_KEY" \
+		-H 'content-type: application/json' -d '{"display":1}' "$BOX_EMULATOR_URL/api/box/v1/boxes/$(ref)/desktop")
+	[ "$code" = 409 ]
+}
+
+@test "box: the desktop's secret URL is kept 0600 for the gateway and appears in no output or log" {
+	bx_create
+	run rk screen shot b -o "$BATS_TEST_TMPDIR/0.png" --json
+	[ "$status" -eq 0 ]
+	local f token
+	f="$RAKAZO_DATA_DIR/run/$(rk_id b)/box-desktop.url"
+	[ -f "$f" ]
+	[ "$(stat -c %a "$f")" = 600 ]
+	token=$(sed -n 's/.*_token=\([^&]*\).*/\1/p' "$f")
+	[ -n "$token" ]
+	[[ $output != *"$token"* ]]
+	run rk computer show b --json
+	[[ $output != *"$token"* ]]
+	! grep -rqaF "$token" "$RAKAZO_DATA_DIR/log" "$RAKAZO_DATA_DIR/rakazo.db"
+}
+
+@test "box: 429 on a command is retried; a command reply dropped after it ran is outcome_unknown, never success" {
+	bx_create
+	fault '{"method":"POST","path":"/command$","status":429,"retry_after":0,"times":2}'
+	run rk computer exec b --json -- 'echo retried'
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = retried ]
+	fault '{"method":"POST","path":"/command$","drop":"after","times":1}'
+	expect_status 7 rk computer exec b --json -- 'echo once >> once.txt'
+	# it did run: the caller was told to check, not that it failed or succeeded
+	[ "$(rk computer file read b once.txt)" = once ]
+}
+
+@test "box: a vanished machine is replaced (a new id) and its workspace restored" {
+	bx_create
+	printf 'kept' | rk computer file write b notes/keep.txt
+	rk checkpoint create b --json >/dev/null
+	local old new
+	old=$(ref)
+	curl -sf -X POST "$BOX_EMULATOR_URL/_emulator/boxes/$old/vanish" >/dev/null
+	run rk computer exec b --json -- 'cat notes/keep.txt'
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = kept ]
+	new=$(ref)
+	[ -n "$new" ] && [ "$new" != "$old" ]
+}
+
+@test "box: a delete without the confirmation header is refused by the API" {
+	bx_create
+	local code
+	code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "Authorization: Bearer $BOX_API_KEY" \
+		"$BOX_EMULATOR_URL/api/box/v1/boxes/$(ref)")
+	[ "$code" = 400 ]
+	[ "$(rk computer show b --json | rk_json 'd["state"]')" = running ]
+}
