@@ -14,6 +14,7 @@
 extern const struct cmd_entry cmd_computer, cmd_screen, cmd_doctor, cmd_worker, cmd_help, cmd_version;
 extern const struct cmd_entry cmd_checkpoint;
 extern const struct cmd_entry cmd_run;
+extern const struct cmd_entry cmd_browser;
 
 #define CMD(name, entry) &entry
 /* The command table. Makefile's install and the completion test read the
@@ -21,6 +22,7 @@ extern const struct cmd_entry cmd_run;
 const struct cmd_entry *const cmd_table[] = {
 	CMD("computer", cmd_computer),
 	CMD("screen", cmd_screen),
+	CMD("browser", cmd_browser),
 	CMD("checkpoint", cmd_checkpoint),
 	CMD("run", cmd_run),
 	CMD("doctor", cmd_doctor),
