@@ -28,8 +28,8 @@ UI_LIBS := $(shell pkg-config --libs $(UI_PKGS) 2>/dev/null)
 LDFLAGS ?=
 ALL_LDFLAGS := $(LDFLAGS) $(EXTRA_LDFLAGS)
 
-# providers/docker/agent.c is not engine code: it is the static in-computer exec agent.
-AGENT_SRC := providers/docker/agent.c
+# The static in-computer exec agent (and its DevTools bridge) is not engine code.
+AGENT_SRC := providers/docker/agent.c providers/docker/cdp_bridge.c
 ENGINE_SRC := $(filter-out $(AGENT_SRC),$(sort $(wildcard engine/*.c engine/util/*.c providers/*.c providers/*/*.c)))
 CLI_SRC := $(sort $(wildcard cmd/*.c tui/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))

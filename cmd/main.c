@@ -18,6 +18,7 @@ extern const struct cmd_entry cmd_run;
 extern const struct cmd_entry cmd_tui;
 extern const struct cmd_entry cmd_serve;
 extern const struct cmd_entry cmd_pair;
+extern const struct cmd_entry cmd_browser;
 
 #define CMD(name, entry) &entry
 /* The command table. Makefile's install and the completion test read the
@@ -25,6 +26,7 @@ extern const struct cmd_entry cmd_pair;
 const struct cmd_entry *const cmd_table[] = {
 	CMD("computer", cmd_computer),
 	CMD("screen", cmd_screen),
+	CMD("browser", cmd_browser),
 	CMD("checkpoint", cmd_checkpoint),
 	CMD("run", cmd_run),
 	CMD("tui", cmd_tui),

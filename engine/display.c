@@ -197,6 +197,7 @@ static void holder_main(void *arg, int ready_fd)
 	int r = tr.vnc_socket ? rk_screen_open_vnc(tr.vnc_socket, &s, &err)
 			      : rk_screen_open_provider(ops, &mc.m, a->display, &s, &err);
 	free(tr.vnc_socket);
+	free(tr.cdp_socket);
 	if (r != 0)
 		goto fail;
 	struct rk_window_watch *ww = strcmp(transport, "vnc") == 0 ? rk_window_watch_start(ops, &mc.m, a->display, s)

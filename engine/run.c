@@ -42,15 +42,16 @@ static const char takeover_schema[] =
 	"\"description\":\"what the person should do on the screen\"}},\"required\":[\"reason\"],"
 	"\"additionalProperties\":false}";
 
-static struct rk_model_tool *all_tools[2];
-static size_t all_ntools[2];
+/* [0] no desktop, [1] a desktop, [2] a desktop with a page browser */
+static struct rk_model_tool *all_tools[3];
+static size_t all_ntools[3];
 static pthread_once_t tools_once = PTHREAD_ONCE_INIT;
 
 static void build_tools(void)
 {
-	for (int desktop = 0; desktop < 2; desktop++) {
+	for (int desktop = 0; desktop < 3; desktop++) {
 		size_t n;
-		const struct rk_model_tool *base = rk_tools_definitions(desktop, &n);
+		const struct rk_model_tool *base = desktop == 2 ? rk_tools_with_browser(&n) : rk_tools_definitions(desktop, &n);
 		all_tools[desktop] = rk_xcalloc(n + 1, sizeof(struct rk_model_tool));
 		memcpy(all_tools[desktop], base, n * sizeof(*base));
 		all_ntools[desktop] = n;
@@ -58,21 +59,23 @@ static void build_tools(void)
 			cJSON *schema = cJSON_Parse(takeover_schema);
 			if (!schema)
 				abort(); /* a typo in the schema above */
-			all_tools[1][n] = (struct rk_model_tool){
+			all_tools[desktop][n] = (struct rk_model_tool){
 				"request_takeover",
 				"Ask a person to take over the screen (a login, a captcha, a choice only they can make). "
 				"The run waits until they hand control back; their note is this call's result.",
 				schema};
-			all_ntools[1] = n + 1;
+			all_ntools[desktop] = n + 1;
 		}
 	}
 }
 
-static const struct rk_model_tool *run_tools(int desktop, size_t *n)
+static const struct rk_model_tool *run_tools(const struct rk_computer *c, size_t *n)
 {
 	pthread_once(&tools_once, build_tools);
-	*n = all_ntools[desktop ? 1 : 0];
-	return all_tools[desktop ? 1 : 0];
+	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
+	int v = !c->desktop ? 0 : ops && (ops->caps & RK_CAP_PAGE_BROWSER) ? 2 : 1;
+	*n = all_ntools[v];
+	return all_tools[v];
 }
 
 /* ---- the run in this process ------------------------------------------------ */
@@ -552,7 +555,7 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 {
 	int64_t t0 = rk_monotonic_ms();
 	size_t ntools;
-	const struct rk_model_tool *tools = run_tools(run->c.desktop, &ntools);
+	const struct rk_model_tool *tools = run_tools(&run->c, &ntools);
 	int r = 0;
 	for (;;) {
 		if ((*reason = look(run))) {

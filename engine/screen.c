@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <pthread.h>
 #include <rfb/rfbclient.h>
@@ -17,6 +16,7 @@
 
 #include "image.h"
 #include "util/buf.h"
+#include "util/fs.h"
 #include "util/id.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -309,45 +309,12 @@ static void *vnc_reader(void *arg)
 	return NULL;
 }
 
-/* The socket lives in a directory the computer can write to (docker
- * bind-mounts it), so neither the socket nor its directory may be a link
- * planted to send us to another server on the host. Returns an O_PATH fd. */
-static int open_socket_nofollow(const char *path, struct rk_error *err)
-{
-	char *d = rk_xstrdup(path), *b = rk_xstrdup(path);
-	int rc = 0;
-	int dfd = open(dirname(d), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0) {
-		rc = rk_error_set(err, RK_EUNAVAILABLE, "no VNC socket at %s (%s; is the display started?)", path,
-				  errno == ENOTDIR || errno == ELOOP ? "its directory is not a plain directory"
-								     : strerror(errno));
-		goto out;
-	}
-	int fd = openat(dfd, basename(b), O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-		int link = fd >= 0 && S_ISLNK(st.st_mode);
-		rc = rk_error_set(err, RK_EUNAVAILABLE, "no VNC socket at %s (%s)", path,
-				  link ? "it is a symbolic link, which is never followed"
-				       : fd < 0 ? "is the display started?" : "it is not a socket");
-		if (fd >= 0)
-			close(fd);
-	} else {
-		rc = fd;
-	}
-	close(dfd);
-out:
-	free(d);
-	free(b);
-	return rc;
-}
-
 int rk_screen_open_vnc(const char *path, struct rk_screen **out, struct rk_error *err)
 {
 	*out = NULL;
 	if (!path || !*path)
 		return rk_error_set(err, RK_EINVALID, "no VNC socket path given");
-	int sock_fd = open_socket_nofollow(path, err);
+	int sock_fd = rk_fs_open_socket(path, "VNC socket", err);
 	if (sock_fd < 0)
 		return sock_fd;
 	pthread_once(&log_once, install_log_hooks);

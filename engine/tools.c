@@ -2,11 +2,13 @@
 
 #include "tools.h"
 
+#include "browser.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "browser.h"
 #include "computer.h"
 #include "display.h"
 #include "session.h"
@@ -25,8 +27,31 @@ struct tool_def {
 };
 
 /* Graphical tools first: rk_tools_definitions(0) skips them. */
-#define GRAPHICAL 2
+#define BROWSER 3   /* the first BROWSER defs need a page browser */
+#define GRAPHICAL 2 /* the next GRAPHICAL need a desktop */
 static const struct tool_def defs[] = {
+	{"browser_navigate",
+	 "Load a URL in the computer's visible Chromium tab and wait until it has loaded (timeout_ms, default "
+	 "30000). A person watching the screen sees it.",
+	 "{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\"},"
+	 "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":120000}},"
+	 "\"required\":[\"url\"],\"additionalProperties\":false}"},
+	{"browser_snapshot",
+	 "The visible tab's interactive elements and text as a compact tree: each element has a ref (e12) for "
+	 "browser_act; refs stay with their element while it exists. Cheaper than a screenshot; screenshot:true "
+	 "adds one.",
+	 "{\"type\":\"object\",\"properties\":{\"screenshot\":{\"type\":\"boolean\"}},"
+	 "\"additionalProperties\":false}"},
+	{"browser_act",
+	 "Act on an element of the last browser_snapshot by its ref: click, type (text; replaces the field's value "
+	 "unless clear:false; submit:true presses Enter), select (value or label of an option), press (key like "
+	 "Enter, Tab, ctrl+a; on ref when given), hover, scroll (dy pixels, default 400; at ref when given).",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"action\":{\"type\":\"string\",\"enum\":[\"click\",\"type\",\"select\",\"press\",\"hover\","
+	 "\"scroll\"]},\"ref\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},"
+	 "\"value\":{\"type\":\"string\"},\"key\":{\"type\":\"string\"},\"clear\":{\"type\":\"boolean\"},"
+	 "\"submit\":{\"type\":\"boolean\"},\"dx\":{\"type\":\"integer\"},\"dy\":{\"type\":\"integer\"}},"
+	 "\"required\":[\"action\"],\"additionalProperties\":false}"},
 	{"computer_observe", "Take a screenshot of the computer's screen. The result names the frame and carries the "
 			     "image; an unchanged screen is said to be unchanged, without a new image.",
 	 "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}"},
@@ -103,8 +128,25 @@ static void build_tools(void)
 const struct rk_model_tool *rk_tools_definitions(int desktop, size_t *n)
 {
 	pthread_once(&tools_once, build_tools);
-	*n = desktop ? NDEFS : NDEFS - GRAPHICAL;
-	return desktop ? tools : tools + GRAPHICAL;
+	*n = desktop ? NDEFS - BROWSER : NDEFS - BROWSER - GRAPHICAL;
+	return desktop ? tools + BROWSER : tools + BROWSER + GRAPHICAL;
+}
+
+const struct rk_model_tool *rk_tools_with_browser(size_t *n)
+{
+	pthread_once(&tools_once, build_tools);
+	*n = NDEFS;
+	return tools;
+}
+
+const struct rk_model_tool *rk_tools_for_computer(const struct rk_computer *c, size_t *n)
+{
+	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
+	if (!c->desktop || !ops || !(ops->caps & RK_CAP_PAGE_BROWSER))
+		return rk_tools_definitions(c->desktop, n);
+	pthread_once(&tools_once, build_tools);
+	*n = NDEFS;
+	return tools;
 }
 
 int rk_tools_known(const char *name)
@@ -428,10 +470,65 @@ static int t_list(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_re
 }
 
 typedef int (*tool_fn)(struct rk_tools_ctx *, const cJSON *, struct rk_tool_result *, struct rk_error *);
+/* --- the page browser ------------------------------------------------------- */
+
+static int t_navigate(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
+{
+	const char *url;
+	int64_t timeout;
+	int r = rk_json_get_string(args, "url", 1, &url, "browser_navigate", e);
+	if (r || (r = rk_json_get_int(args, "timeout_ms", 1, RK_BROWSER_TIMEOUT_MAX_MS, RK_BROWSER_NAVIGATE_TIMEOUT_MS,
+				      &timeout, "browser_navigate", e)))
+		return r;
+	struct rk_browser *b = NULL;
+	cJSON *res = NULL;
+	if ((r = rk_browser_connect(ctx->eng, ctx->computer, ctx->display, NULL, &b, e)) == 0 &&
+	    (r = rk_browser_navigate(b, url, (int)timeout, &res, e)) == 0)
+		set_text(out, res);
+	rk_browser_close(b);
+	return r;
+}
+
+static int t_snapshot(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
+{
+	int shot = 0;
+	int r = rk_json_get_bool(args, "screenshot", 0, &shot, "browser_snapshot", e);
+	if (r)
+		return r;
+	struct rk_browser *b = NULL;
+	cJSON *snap = NULL;
+	unsigned char *png = NULL;
+	size_t len = 0;
+	if ((r = rk_browser_connect(ctx->eng, ctx->computer, ctx->display, NULL, &b, e)) == 0 &&
+	    (r = rk_browser_snapshot(b, shot, &snap, &png, &len, e)) == 0) {
+		out->png = png;
+		out->png_len = len;
+		set_text(out, snap);
+	}
+	rk_browser_close(b);
+	return r;
+}
+
+static int t_browser_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out,
+			 struct rk_error *e)
+{
+	int r = rk_browser_action_check(args, e); /* before the computer is touched */
+	if (r)
+		return r;
+	struct rk_browser *b = NULL;
+	cJSON *res = NULL;
+	if ((r = rk_browser_connect(ctx->eng, ctx->computer, ctx->display, NULL, &b, e)) == 0 &&
+	    (r = rk_browser_act(b, args, &res, e)) == 0)
+		set_text(out, res);
+	rk_browser_close(b);
+	return r;
+}
+
 static const struct {
 	const char *name;
 	tool_fn fn;
 } dispatch[] = {
+	{"browser_navigate", t_navigate}, {"browser_snapshot", t_snapshot}, {"browser_act", t_browser_act},
 	{"computer_observe", t_observe}, {"computer_act", t_act}, {"shell", t_shell},    {"write_stdin", t_stdin},
 	{"read_file", t_read},           {"write_file", t_write}, {"list_files", t_list},
 };
@@ -446,7 +543,8 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 			fn = dispatch[i].fn;
 	if (!fn) {
 		rk_error_set(&e, RK_ENOTFOUND, "unknown tool '%s'; the tools are computer_observe, computer_act, "
-					       "shell, write_stdin, read_file, write_file and list_files",
+					       "shell, write_stdin, read_file, write_file, list_files and (with a page "
+					       "browser) browser_navigate, browser_snapshot and browser_act",
 			     name ? name : "");
 		fail(out, &e);
 		return 0;

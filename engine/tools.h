@@ -11,6 +11,9 @@
  *   read_file        {path, max_bytes?}   UTF-8 text, at most 250000 bytes
  *   write_file       {path, content, encoding?: utf8|base64, executable?}
  *   list_files       {path?}              a workspace directory
+ *   browser_navigate {url, timeout_ms?}   (page-browser providers: engine/browser.h)
+ *   browser_snapshot {screenshot?}
+ *   browser_act      {action, ref?, text?, value?, key?, clear?, submit?, dx?, dy?}
  *
  * A call never fails the caller: an unknown tool, malformed arguments or a
  * failed operation becomes an error result {"error":{"code","message"}}
@@ -48,6 +51,12 @@ void rk_tool_result_release(struct rk_tool_result *r);
 /* The tool definitions for the model (static; valid for the process). With
  * desktop == 0 the graphical tools are left out. */
 const struct rk_model_tool *rk_tools_definitions(int desktop, size_t *n);
+/* The tools for c: the definitions above, with browser_navigate,
+ * browser_snapshot and browser_act first when c's provider has a page
+ * browser (RK_CAP_PAGE_BROWSER) and c a desktop. */
+/* All of them: the page browser's first, then the desktop's, then the rest. */
+const struct rk_model_tool *rk_tools_with_browser(size_t *n);
+const struct rk_model_tool *rk_tools_for_computer(const struct rk_computer *c, size_t *n);
 /* Is name one of the tools above? */
 int rk_tools_known(const char *name);
 

@@ -112,6 +112,8 @@ struct rk_display_options {
 
 struct rk_screen_transport {
 	char *vnc_socket; /* malloc'd host path of the display's VNC unix socket */
+	char *cdp_socket; /* malloc'd host path of its Chromium's DevTools bridge (NUL-ended
+			   * JSON messages), or NULL: no browser, or none that speaks it */
 	int width, height;
 };
 

@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 int rk_fs_mkdirs(const char *path, mode_t mode, struct rk_error *err)
@@ -259,4 +262,54 @@ int rk_fs_open_beneath(const char *root, const char *rel, int flags, mode_t mode
 		return rk_error_errno(err, e == EISDIR ? RK_EINVALID : RK_EIO, e, "cannot open %s", rel);
 	}
 	return fd;
+}
+
+int rk_fs_open_socket(const char *path, const char *what, struct rk_error *err)
+{
+	char *d = rk_xstrdup(path), *b = rk_xstrdup(path);
+	int rc = 0;
+	int dfd = open(dirname(d), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		rc = rk_error_set(err, RK_EUNAVAILABLE, "no %s at %s (%s; is the display started?)", what, path,
+				  errno == ENOTDIR || errno == ELOOP ? "its directory is not a plain directory"
+								     : strerror(errno));
+		goto out;
+	}
+	int fd = openat(dfd, basename(b), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+		int link = fd >= 0 && S_ISLNK(st.st_mode);
+		rc = rk_error_set(err, RK_EUNAVAILABLE, "no %s at %s (%s)", what, path,
+				  link ? "it is a symbolic link, which is never followed"
+				       : fd < 0 ? "is the display started?" : "it is not a socket");
+		if (fd >= 0)
+			close(fd);
+	} else {
+		rc = fd;
+	}
+	close(dfd);
+out:
+	free(d);
+	free(b);
+	return rc;
+}
+
+int rk_fs_connect_socket(const char *path, const char *what, struct rk_error *err)
+{
+	int pfd = rk_fs_open_socket(path, what, err);
+	if (pfd < 0)
+		return pfd;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", pfd);
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int rc = s;
+	if (s < 0) {
+		rc = rk_error_set(err, RK_EFAILED, "cannot make a socket: %s", strerror(errno));
+	} else if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		rc = rk_error_set(err, RK_EUNAVAILABLE, "cannot connect to the %s at %s: %s", what, path,
+				  strerror(errno));
+		close(s);
+	}
+	close(pfd);
+	return rc;
 }

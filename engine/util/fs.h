@@ -40,6 +40,14 @@ int rk_fs_open_beneath(const char *root, const char *rel, int flags, mode_t mode
 		       struct rk_error *err);
 /* The fd of rel's parent directory beneath root and rel's last segment
  * (*leaf points into rel). */
+/* A unix socket at path that lives in a directory the computer can write
+ * to (docker bind-mounts it): neither the socket nor its directory may be
+ * a link planted to send us to another server on the host. Returns an
+ * O_PATH fd of the socket (connect through "/proc/self/fd/N", so what was
+ * checked is what is connected to); what names it in errors. */
+int rk_fs_open_socket(const char *path, const char *what, struct rk_error *err);
+/* The same, connected: a SOCK_STREAM fd (close-on-exec). */
+int rk_fs_connect_socket(const char *path, const char *what, struct rk_error *err);
 int rk_fs_parent_beneath(const char *root, const char *rel, int create_dirs, const char **leaf,
 			 struct rk_error *err);
 #endif

@@ -13,6 +13,7 @@
  * `docker exec --user 1000` would.
  *
  *   rakazo-agent SOCKET CONTAINER-ID
+ *   rakazo-agent cdp-bridge SOCKET -- COMMAND...   (see cdp_bridge.c)
  *
  * The protocol, one connection per command. Every frame is a 1-byte type, a
  * 4-byte big-endian payload length and the payload (at most 16 MiB):
@@ -540,8 +541,12 @@ static void serve(int conn, const char *container_id)
 
 /* --- the listener ------------------------------------------------------------------ */
 
+int rk_agent_cdp_bridge(int argc, char **argv); /* cdp_bridge.c */
+
 int main(int argc, char **argv)
 {
+	if (argc >= 2 && strcmp(argv[1], "cdp-bridge") == 0)
+		return rk_agent_cdp_bridge(argc, argv);
 	if (argc != 3) {
 		say(2, "usage: rakazo-agent SOCKET CONTAINER-ID", "", "\n");
 		return 2;

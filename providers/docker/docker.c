@@ -2521,6 +2521,12 @@ static int docker_display_start(const struct rk_machine *m, int display, const s
 			out->vnc_socket = sock;
 			out->width = w;
 			out->height = h;
+			char *cdp = rk_xasprintf("%s/cdp/%d.sock", m->run_dir, display);
+			/* the bridge binds before Chromium starts: there at once, or not at all */
+			if (profile && lstat(cdp, &st) == 0 && S_ISSOCK(st.st_mode))
+				out->cdp_socket = cdp;
+			else
+				free(cdp);
 		}
 	}
 	free(id);
@@ -2555,7 +2561,7 @@ static int docker_display_stop(const struct rk_machine *m, int display, struct r
 const struct rk_provider_ops rk_provider_docker = {
 	.name = "docker",
 	.caps = RK_CAP_DESKTOP | RK_CAP_MULTI_SCREEN | RK_CAP_TTY | RK_CAP_PERSISTENT_HOME | RK_CAP_TAKEOVER |
-		RK_CAP_VNC | RK_CAP_PAUSE | RK_CAP_SNAPSHOTS | RK_CAP_HOST_HOME,
+		RK_CAP_VNC | RK_CAP_PAUSE | RK_CAP_SNAPSHOTS | RK_CAP_HOST_HOME | RK_CAP_PAGE_BROWSER,
 	.summary = "containers on the local docker daemon (rakazo-computer image, no network by default)",
 	.check = docker_check,
 	.provision = docker_provision,

@@ -68,10 +68,6 @@ docker_desktop() {
 	gateway_start
 }
 
-pixel() {
-	convert "$1[1x1+$2+$3]" -depth 8 rgb:- | od -An -tu1 | awk '{print $1, $2, $3}'
-}
-
 events() {
 	rk computer file read d st/events 2>/dev/null || true
 }

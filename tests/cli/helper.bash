@@ -179,4 +179,18 @@ docker_or_skip() {
 		[ "${RAKAZO_REQUIRE_DOCKER:-}" = 1 ] && { echo "docker is down and RAKAZO_REQUIRE_DOCKER=1" >&2; return 1; }
 		skip "docker is down"
 	fi
+# "WxH" of a PNG file after checking its signature and IHDR.
+png_size() {
+	python3 - "$1" <<'EOF'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+assert d[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG signature: %r" % d[:8]
+assert d[12:16] == b"IHDR", "no IHDR first"
+print("%dx%d" % struct.unpack(">II", d[16:24]))
+EOF
+}
+
+# "R G B" of pixel (X, Y) of a PNG (ImageMagick).
+pixel() {
+	convert "$1[1x1+$2+$3]" -depth 8 rgb:- | od -An -tu1 | awk '{print $1, $2, $3}'
 }

@@ -1,0 +1,782 @@
+#include "browser.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../providers/provider.h"
+#include "browser_js.h"
+#include "execution.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/ipc.h"
+#include "util/json.h"
+#include "util/time.h"
+
+#define CALL_TIMEOUT_MS 15000
+#define ACT_SETTLE_MS 3000 /* a click that navigates: wait this long at most for the new page */
+#define MSG_MAX (64u << 20)
+
+struct rk_browser {
+	int fd;
+	char *socket_path;
+	struct rk_buf in; /* bytes read past the last whole message */
+	int64_t next_id;
+	char *session; /* the page's flat session */
+	char *target;
+	int loads;     /* Page.loadEventFired seen on our session */
+	int detached;  /* our page went away (closed, crashed) */
+	int gone;      /* the bridge closed: Chromium went away */
+};
+
+/* --- the wire ---------------------------------------------------------------- */
+
+static int gone_error(struct rk_browser *b, struct rk_error *err)
+{
+	b->gone = 1;
+	return rk_error_set(err, RK_EUNAVAILABLE,
+			    "the browser went away (it crashed or its last window closed); the next browser call "
+			    "starts it again with the same profile");
+}
+
+static int send_msg(struct rk_browser *b, cJSON *msg, struct rk_error *err)
+{
+	char *text = cJSON_PrintUnformatted(msg);
+	size_t n = strlen(text) + 1; /* with its NUL: the pipe's framing */
+	const char *p = text;
+	int rc = 0;
+	while (n > 0 && rc == 0) {
+		ssize_t w = send(b->fd, p, n, MSG_NOSIGNAL); /* a gone bridge is an error, not SIGPIPE */
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			rc = -1;
+		else
+			p += w, n -= (size_t)w;
+	}
+	free(text);
+	return rc == 0 ? 0 : gone_error(b, err);
+}
+
+static void on_event(struct rk_browser *b, const cJSON *m, const char *method)
+{
+	const char *sid = rk_json_string(m, "sessionId", NULL);
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(m, "params");
+	if (!strcmp(method, "Page.loadEventFired") && sid && b->session && !strcmp(sid, b->session))
+		b->loads++;
+	else if (!strcmp(method, "Target.detachedFromTarget") && b->session &&
+		 !strcmp(rk_json_string(p, "sessionId", ""), b->session))
+		b->detached = 1;
+	else if ((!strcmp(method, "Inspector.targetCrashed") && sid && b->session && !strcmp(sid, b->session)) ||
+		 (!strcmp(method, "Target.targetCrashed") && b->target &&
+		  !strcmp(rk_json_string(p, "targetId", ""), b->target)))
+		b->detached = 1;
+}
+
+/* Reads one message (waiting until deadline); 0 with *out, or an error. */
+static int read_msg(struct rk_browser *b, int64_t deadline, cJSON **out, struct rk_error *err)
+{
+	*out = NULL;
+	for (;;) {
+		char *z = b->in.len ? memchr(b->in.data, '\0', b->in.len) : NULL;
+		if (z) {
+			size_t n = (size_t)(z - b->in.data);
+			*out = cJSON_ParseWithLength(b->in.data, n);
+			rk_buf_consume(&b->in, n + 1);
+			if (!*out)
+				return rk_error_set(err, RK_EFAILED, "the browser sent a message that is not JSON");
+			return 0;
+		}
+		if (b->in.len > MSG_MAX)
+			return rk_error_set(err, RK_EFAILED, "the browser sent a message over %u MiB", MSG_MAX >> 20);
+		int64_t left = deadline - rk_monotonic_ms();
+		if (left <= 0)
+			return -RK_ETIMEOUT;
+		struct pollfd p = {.fd = b->fd, .events = POLLIN};
+		int r = poll(&p, 1, (int)(left > 1000 ? 1000 : left));
+		if (r < 0 && errno != EINTR)
+			return gone_error(b, err);
+		if (r <= 0)
+			continue;
+		char chunk[65536];
+		ssize_t n = read(b->fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return gone_error(b, err);
+		rk_buf_add(&b->in, chunk, (size_t)n);
+	}
+}
+
+/* Calls method (params consumed; NULL: {}) on the page session (or the
+ * browser when session is 0) and waits for its reply: 0 with *result
+ * (caller frees; may be NULL when not wanted). */
+static int call_ex(struct rk_browser *b, const char *method, cJSON *params, int on_page, int timeout_ms,
+		   cJSON **result, struct rk_error *err)
+{
+	if (result)
+		*result = NULL;
+	if (b->gone) {
+		cJSON_Delete(params);
+		return gone_error(b, err);
+	}
+	int64_t id = b->next_id++;
+	cJSON *msg = cJSON_CreateObject();
+	cJSON_AddNumberToObject(msg, "id", (double)id);
+	cJSON_AddStringToObject(msg, "method", method);
+	cJSON_AddItemToObject(msg, "params", params ? params : cJSON_CreateObject());
+	if (on_page && b->session)
+		cJSON_AddStringToObject(msg, "sessionId", b->session);
+	int rc = send_msg(b, msg, err);
+	cJSON_Delete(msg);
+	int64_t deadline = rk_monotonic_ms() + timeout_ms;
+	while (rc == 0) {
+		cJSON *m = NULL;
+		rc = read_msg(b, deadline, &m, err);
+		if (rc == -RK_ETIMEOUT) {
+			rc = rk_error_set(err, RK_ETIMEOUT, "the browser did not answer %s within %d ms", method,
+					  timeout_ms);
+			break;
+		}
+		if (rc)
+			break;
+		const cJSON *mid = cJSON_GetObjectItemCaseSensitive(m, "id");
+		const char *ev = rk_json_string(m, "method", NULL);
+		if (!cJSON_IsNumber(mid)) {
+			if (ev)
+				on_event(b, m, ev);
+			cJSON_Delete(m);
+			continue;
+		}
+		if ((int64_t)mid->valuedouble != id) { /* a reply meant for an earlier client */
+			cJSON_Delete(m);
+			continue;
+		}
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(m, "error");
+		if (e) {
+			rc = rk_error_set(err, RK_EFAILED, "browser: %s: %s", method,
+					  rk_json_string(e, "message", "failed"));
+		} else if (result) {
+			*result = cJSON_DetachItemFromObjectCaseSensitive(m, "result");
+			if (!*result)
+				*result = cJSON_CreateObject();
+		}
+		cJSON_Delete(m);
+		break;
+	}
+	return rc;
+}
+
+static int call(struct rk_browser *b, const char *method, cJSON *params, cJSON **result, struct rk_error *err)
+{
+	return call_ex(b, method, params, 1, CALL_TIMEOUT_MS, result, err);
+}
+
+/* Runs expression (a function source) applied to the JSON args on the page
+ * and returns its value. */
+static int evaluate(struct rk_browser *b, const char *fn, const char *args_json, int timeout_ms, cJSON **value,
+		    struct rk_error *err)
+{
+	*value = NULL;
+	char *expr = rk_xasprintf("(%s)(%s)", fn, args_json ? args_json : "");
+	cJSON *p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "expression", expr);
+	cJSON_AddBoolToObject(p, "returnByValue", 1);
+	cJSON_AddBoolToObject(p, "awaitPromise", 1);
+	free(expr);
+	cJSON *res = NULL;
+	int rc = call_ex(b, "Runtime.evaluate", p, 1, timeout_ms, &res, err);
+	if (rc == 0) {
+		const cJSON *ex = cJSON_GetObjectItemCaseSensitive(res, "exceptionDetails");
+		if (ex) {
+			const cJSON *exc = cJSON_GetObjectItemCaseSensitive(ex, "exception");
+			rc = rk_error_set(err, RK_EFAILED, "browser: the page script failed: %s",
+					  rk_json_string(exc, "description", rk_json_string(ex, "text", "error")));
+		} else {
+			const cJSON *r = cJSON_GetObjectItemCaseSensitive(res, "result");
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "value");
+			*value = v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull();
+		}
+	}
+	cJSON_Delete(res);
+	return rc;
+}
+
+/* --- connecting ---------------------------------------------------------------- */
+
+static int attach_page(struct rk_browser *b, struct rk_error *err)
+{
+	cJSON *res = NULL;
+	int rc = call_ex(b, "Target.getTargets", NULL, 0, CALL_TIMEOUT_MS, &res, err);
+	if (rc)
+		return rc;
+	const cJSON *infos = cJSON_GetObjectItemCaseSensitive(res, "targetInfos"), *t;
+	char *target = NULL;
+	cJSON_ArrayForEach(t, infos)
+	{
+		if (!strcmp(rk_json_string(t, "type", ""), "page")) {
+			target = rk_xstrdup(rk_json_string(t, "targetId", ""));
+			break;
+		}
+	}
+	cJSON_Delete(res);
+	if (!target) { /* every tab was closed but the browser lives: open one */
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "url", "about:blank");
+		if ((rc = call_ex(b, "Target.createTarget", p, 0, CALL_TIMEOUT_MS, &res, err)))
+			return rc;
+		target = rk_xstrdup(rk_json_string(res, "targetId", ""));
+		cJSON_Delete(res);
+	}
+	cJSON *p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "targetId", target);
+	cJSON_AddBoolToObject(p, "flatten", 1);
+	rc = call_ex(b, "Target.attachToTarget", p, 0, CALL_TIMEOUT_MS, &res, err);
+	if (rc == 0) {
+		const char *sid = rk_json_string(res, "sessionId", NULL);
+		if (!sid)
+			rc = rk_error_set(err, RK_EFAILED, "the browser gave no session for its page");
+		else
+			b->session = rk_xstrdup(sid);
+		cJSON_Delete(res);
+	}
+	b->target = target;
+	if (rc == 0)
+		rc = call(b, "Page.enable", NULL, NULL, err);
+	if (rc == 0) /* the page the tools drive is the one a person sees */
+		rc = call(b, "Page.bringToFront", NULL, NULL, err);
+	return rc;
+}
+
+int rk_browser_open(const char *cdp_socket, struct rk_browser **out, struct rk_error *err)
+{
+	*out = NULL;
+	int fd = rk_fs_connect_socket(cdp_socket, "browser socket", err);
+	if (fd < 0)
+		return fd;
+	struct rk_browser *b = rk_xcalloc(1, sizeof(*b));
+	b->fd = fd;
+	b->socket_path = rk_xstrdup(cdp_socket);
+	rk_buf_init(&b->in);
+	/* ids from a random base: a late reply to an earlier client never matches */
+	b->next_id = 1 + (int64_t)(randombytes_random() & 0x3fffffff);
+	int rc = attach_page(b, err);
+	if (rc) {
+		rk_browser_close(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+void rk_browser_close(struct rk_browser *b)
+{
+	if (!b)
+		return;
+	if (b->fd >= 0)
+		close(b->fd);
+	rk_buf_release(&b->in);
+	free(b->socket_path);
+	free(b->session);
+	free(b->target);
+	free(b);
+}
+
+int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display, const char *profile_dir,
+		       struct rk_browser **out, struct rk_error *err)
+{
+	*out = NULL;
+	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
+	if (!ops || !(ops->caps & RK_CAP_PAGE_BROWSER) || !ops->display_start)
+		return rk_error_set(err, RK_EUNSUPPORTED,
+				    "computer '%s' (provider %s) has no page browser; use computer_observe and "
+				    "computer_act",
+				    c->name, c->kind);
+	if (!c->desktop)
+		return rk_error_set(err, RK_EUNSUPPORTED, "computer '%s' was created without a desktop", c->name);
+	int rc = rk_computer_ensure_running(eng, c, err);
+	if (rc)
+		return rc;
+	char def[64];
+	snprintf(def, sizeof(def), display == 0 ? ".browser-profiles/default" : ".browser-profiles/display-%d",
+		 display);
+	/* idempotent: a running desktop is left as it is, a browser that went
+	 * away starts again on its profile */
+	struct rk_display_options dopt = {.width = 0, .height = 0, .profile_dir = profile_dir ? profile_dir : def};
+	struct rk_screen_transport tr = {0};
+	struct rk_machine_ctx mc;
+	rk_machine_ctx_init(&mc, eng, c);
+	rc = ops->display_start(&mc.m, display, &dopt, &tr, err);
+	rk_machine_ctx_release(&mc);
+	if (rc == 0 && !tr.cdp_socket)
+		rc = rk_error_set(err, RK_EUNAVAILABLE,
+				  "display :%d of '%s' has no browser bridge (a computer made before rakazo had "
+				  "browser tools: recreate it)",
+				  display, c->name);
+	/* Chromium takes a moment to answer on a fresh start */
+	int64_t until = rk_monotonic_ms() + 20000;
+	while (rc == 0) {
+		rc = rk_browser_open(tr.cdp_socket, out, err);
+		if (rc != -RK_EUNAVAILABLE || rk_monotonic_ms() > until)
+			break;
+		rk_sleep_ms(100);
+		rc = 0;
+	}
+	free(tr.vnc_socket);
+	free(tr.cdp_socket);
+	return rc;
+}
+
+/* --- navigate --------------------------------------------------------------- */
+
+static int url_allowed(const char *url)
+{
+	static const char *const schemes[] = {"http://", "https://", "file://", "about:", NULL};
+	for (size_t i = 0; schemes[i]; i++)
+		if (!strncasecmp(url, schemes[i], strlen(schemes[i])))
+			return 1;
+	return 0;
+}
+
+static cJSON *page_state(struct rk_browser *b, struct rk_error *err)
+{
+	cJSON *v = NULL;
+	if (evaluate(b, "() => " RK_BROWSER_JS_STATE, NULL, CALL_TIMEOUT_MS, &v, err) != 0)
+		return NULL;
+	return v;
+}
+
+int rk_browser_navigate(struct rk_browser *b, const char *url, int timeout_ms, cJSON **out, struct rk_error *err)
+{
+	*out = NULL;
+	if (!url || !*url)
+		return rk_error_set(err, RK_EINVALID, "browser_navigate: url is required");
+	if (!url_allowed(url))
+		return rk_error_set(err, RK_EINVALID, "browser_navigate: url must start with http://, https://, file:// or about:");
+	if (timeout_ms <= 0)
+		timeout_ms = RK_BROWSER_NAVIGATE_TIMEOUT_MS;
+	if (timeout_ms > RK_BROWSER_TIMEOUT_MAX_MS)
+		return rk_error_set(err, RK_EINVALID, "browser_navigate: timeout_ms must be at most %d",
+				    RK_BROWSER_TIMEOUT_MAX_MS);
+	int64_t start = rk_monotonic_ms(), deadline = start + timeout_ms;
+	int loads = b->loads;
+	cJSON *p = cJSON_CreateObject(), *res = NULL;
+	cJSON_AddStringToObject(p, "url", url);
+	int rc = call_ex(b, "Page.navigate", p, 1, timeout_ms, &res, err);
+	if (rc)
+		return rc;
+	const char *fail = rk_json_string(res, "errorText", NULL);
+	if (fail) {
+		rc = rk_error_set(err, RK_EUNAVAILABLE, "browser_navigate: %s could not be loaded: %s", url, fail);
+		cJSON_Delete(res);
+		return rc;
+	}
+	/* a same-document navigation (a #fragment) has no load event */
+	int same_doc = !cJSON_GetObjectItemCaseSensitive(res, "loaderId");
+	cJSON_Delete(res);
+	while (!same_doc && b->loads == loads && !b->detached) {
+		cJSON *m = NULL;
+		rc = read_msg(b, deadline, &m, err);
+		if (rc == -RK_ETIMEOUT)
+			return rk_error_set(err, RK_ETIMEOUT,
+					    "browser_navigate: %s did not finish loading within %d ms (it is still "
+					    "loading; browser_snapshot shows what is there)",
+					    url, timeout_ms);
+		if (rc)
+			return rc;
+		const char *ev = rk_json_string(m, "method", NULL);
+		if (ev)
+			on_event(b, m, ev);
+		cJSON_Delete(m);
+	}
+	if (b->detached)
+		return rk_error_set(err, RK_EUNAVAILABLE, "browser_navigate: the tab closed or crashed while loading %s",
+				    url);
+	cJSON *st = page_state(b, err);
+	if (!st)
+		return -(int)err->code;
+	cJSON_AddNumberToObject(st, "load_ms", (double)(rk_monotonic_ms() - start));
+	*out = st;
+	return 0;
+}
+
+/* --- snapshot ----------------------------------------------------------------- */
+
+int rk_browser_snapshot(struct rk_browser *b, int screenshot, cJSON **out, unsigned char **png, size_t *png_len,
+			struct rk_error *err)
+{
+	*out = NULL;
+	if (png)
+		*png = NULL, *png_len = 0;
+	char args[32];
+	snprintf(args, sizeof(args), "%d", RK_BROWSER_SNAPSHOT_MAX);
+	cJSON *v = NULL;
+	int rc = evaluate(b, RK_BROWSER_JS_SNAPSHOT, args, CALL_TIMEOUT_MS, &v, err);
+	if (rc)
+		return rc;
+	if (!cJSON_IsObject(v)) {
+		cJSON_Delete(v);
+		return rk_error_set(err, RK_EFAILED, "browser_snapshot: the page gave no snapshot");
+	}
+	if (screenshot && png) {
+		cJSON *p = cJSON_CreateObject(), *res = NULL;
+		cJSON_AddStringToObject(p, "format", "png");
+		rc = call(b, "Page.captureScreenshot", p, &res, err);
+		if (rc == 0) {
+			struct rk_buf raw;
+			rk_buf_init(&raw);
+			if (rk_base64_decode(rk_json_string(res, "data", ""), &raw) != 0 || raw.len == 0) {
+				rc = rk_error_set(err, RK_EFAILED, "browser_snapshot: the screenshot is not base64 PNG");
+				rk_buf_release(&raw);
+			} else {
+				*png = (unsigned char *)rk_buf_detach(&raw, png_len);
+			}
+		}
+		cJSON_Delete(res);
+		if (rc) {
+			cJSON_Delete(v);
+			return rc;
+		}
+	}
+	*out = v;
+	return 0;
+}
+
+/* --- act ---------------------------------------------------------------------- */
+
+enum act_kind { ACT_CLICK, ACT_TYPE, ACT_SELECT, ACT_PRESS, ACT_HOVER, ACT_SCROLL };
+static const char *const act_names[] = {"click", "type", "select", "press", "hover", "scroll", NULL};
+
+static int act_kind(const cJSON *a, struct rk_error *err)
+{
+	if (!cJSON_IsObject(a))
+		return rk_error_set(err, RK_EINVALID, "browser_act: the action must be a JSON object");
+	const cJSON *k = cJSON_GetObjectItemCaseSensitive(a, "action");
+	if (!cJSON_IsString(k))
+		return rk_error_set(err, RK_EINVALID,
+				    "browser_act: action is required (click, type, select, press, hover, scroll)");
+	for (int i = 0; act_names[i]; i++)
+		if (!strcmp(k->valuestring, act_names[i]))
+			return i;
+	return rk_error_set(err, RK_EINVALID,
+			    "browser_act: unknown action '%s' (click, type, select, press, hover, scroll)",
+			    k->valuestring);
+}
+
+/* A key the page understands: name, code, virtual key code, the text it types. */
+struct key_def {
+	const char *name, *code;
+	int vk;
+	const char *text;
+};
+static const struct key_def keys[] = {
+	{"Enter", "Enter", 13, "\r"},      {"Tab", "Tab", 9, NULL},           {"Escape", "Escape", 27, NULL},
+	{"Backspace", "Backspace", 8, NULL}, {"Delete", "Delete", 46, NULL},  {"ArrowUp", "ArrowUp", 38, NULL},
+	{"ArrowDown", "ArrowDown", 40, NULL}, {"ArrowLeft", "ArrowLeft", 37, NULL},
+	{"ArrowRight", "ArrowRight", 39, NULL}, {"Home", "Home", 36, NULL},   {"End", "End", 35, NULL},
+	{"PageUp", "PageUp", 33, NULL},    {"PageDown", "PageDown", 34, NULL}, {"Space", "Space", 32, " "},
+	{NULL, NULL, 0, NULL},
+};
+
+/* "ctrl+shift+a" -> modifier bits (Alt 1, Ctrl 2, Meta 4, Shift 8) and the key. */
+static int parse_key(const char *combo, int *mods, struct key_def *out, char *one, struct rk_error *err)
+{
+	*mods = 0;
+	char buf[64];
+	if (!combo || !*combo || strlen(combo) >= sizeof(buf))
+		return rk_error_set(err, RK_EINVALID, "browser_act: press needs key (e.g. \"Enter\", \"ctrl+a\")");
+	snprintf(buf, sizeof(buf), "%s", combo);
+	char *last = buf, *plus;
+	while ((plus = strchr(last, '+')) && plus[1]) {
+		*plus = '\0';
+		if (!strcasecmp(last, "ctrl") || !strcasecmp(last, "control"))
+			*mods |= 2;
+		else if (!strcasecmp(last, "shift"))
+			*mods |= 8;
+		else if (!strcasecmp(last, "alt"))
+			*mods |= 1;
+		else if (!strcasecmp(last, "meta") || !strcasecmp(last, "super"))
+			*mods |= 4;
+		else
+			return rk_error_set(err, RK_EINVALID, "browser_act: unknown modifier '%s' in '%s'", last, combo);
+		last = plus + 1;
+	}
+	for (size_t i = 0; keys[i].name; i++) {
+		if (!strcasecmp(last, keys[i].name) || (!strcasecmp(last, "Return") && keys[i].vk == 13) ||
+		    (!strcasecmp(last, "Esc") && keys[i].vk == 27)) {
+			*out = keys[i];
+			return 0;
+		}
+	}
+	if (strlen(last) == 1 && last[0] > ' ' && last[0] < 127) {
+		char c = last[0];
+		one[0] = c, one[1] = '\0';
+		char up = (char)(c >= 'a' && c <= 'z' ? c - 32 : c);
+		out->name = one;
+		out->code = NULL;
+		out->vk = (up >= 'A' && up <= 'Z') || (up >= '0' && up <= '9') ? up : 0;
+		out->text = *mods & ~8 ? NULL : one; /* ctrl+a selects, it does not type */
+		return 0;
+	}
+	return rk_error_set(err, RK_EINVALID,
+			    "browser_act: unknown key '%s' (Enter, Tab, Escape, Backspace, Delete, arrows, Home, End, "
+			    "PageUp, PageDown, Space, or one character)",
+			    last);
+}
+
+int rk_browser_action_check(const cJSON *a, struct rk_error *err)
+{
+	int k = act_kind(a, err);
+	if (k < 0)
+		return k;
+	const char *ref = NULL, *s = NULL;
+	int need_ref = k == ACT_CLICK || k == ACT_TYPE || k == ACT_SELECT || k == ACT_HOVER;
+	int rc = rk_json_get_string(a, "ref", need_ref, &ref, "browser_act", err);
+	if (rc)
+		return rc;
+	if (ref && (strlen(ref) < 2 || ref[0] != 'e' || strspn(ref + 1, "0123456789") != strlen(ref + 1)))
+		return rk_error_set(err, RK_EINVALID, "browser_act: ref '%s' is not a snapshot ref (like \"e12\")", ref);
+	if (k == ACT_TYPE && (rc = rk_json_get_string(a, "text", 1, &s, "browser_act", err)))
+		return rc;
+	if (k == ACT_SELECT && (rc = rk_json_get_string(a, "value", 1, &s, "browser_act", err)))
+		return rc;
+	if (k == ACT_PRESS) {
+		if ((rc = rk_json_get_string(a, "key", 1, &s, "browser_act", err)))
+			return rc;
+		int mods;
+		struct key_def kd;
+		char one[2];
+		if ((rc = parse_key(s, &mods, &kd, one, err)))
+			return rc;
+	}
+	int64_t v;
+	if ((rc = rk_json_get_int(a, "dx", -10000, 10000, 0, &v, "browser_act", err)) ||
+	    (rc = rk_json_get_int(a, "dy", -10000, 10000, 400, &v, "browser_act", err)))
+		return rc;
+	int b;
+	if ((rc = rk_json_get_bool(a, "submit", 0, &b, "browser_act", err)) ||
+	    (rc = rk_json_get_bool(a, "clear", 1, &b, "browser_act", err)))
+		return rc;
+	return 0;
+}
+
+static int ref_error(const char *ref, struct rk_error *err)
+{
+	return rk_error_set(err, RK_ENOTFOUND,
+			    "browser_act: ref %s is not on the page any more (take a new browser_snapshot)", ref);
+}
+
+static int point_of(struct rk_browser *b, const char *ref, double *x, double *y, struct rk_error *err)
+{
+	char *arg = rk_xasprintf("\"%s\"", ref);
+	cJSON *v = NULL;
+	int rc = evaluate(b, RK_BROWSER_JS_POINT, arg, CALL_TIMEOUT_MS, &v, err);
+	free(arg);
+	if (rc)
+		return rc;
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone")))
+		rc = ref_error(ref, err);
+	else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "disabled")))
+		rc = rk_error_set(err, RK_ECONFLICT, "browser_act: %s is disabled", ref);
+	else {
+		const cJSON *jx = cJSON_GetObjectItemCaseSensitive(v, "x"), *jy = cJSON_GetObjectItemCaseSensitive(v, "y");
+		if (!cJSON_IsNumber(jx) || !cJSON_IsNumber(jy))
+			rc = rk_error_set(err, RK_EFAILED, "browser_act: no position for %s", ref);
+		else
+			*x = jx->valuedouble, *y = jy->valuedouble;
+	}
+	cJSON_Delete(v);
+	return rc;
+}
+
+static int mouse(struct rk_browser *b, const char *type, double x, double y, int clicks, double dx, double dy,
+		 struct rk_error *err)
+{
+	cJSON *p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "type", type);
+	cJSON_AddNumberToObject(p, "x", x);
+	cJSON_AddNumberToObject(p, "y", y);
+	if (clicks) {
+		cJSON_AddStringToObject(p, "button", "left");
+		cJSON_AddNumberToObject(p, "clickCount", clicks);
+	}
+	if (!strcmp(type, "mouseWheel")) {
+		cJSON_AddNumberToObject(p, "deltaX", dx);
+		cJSON_AddNumberToObject(p, "deltaY", dy);
+	}
+	return call(b, "Input.dispatchMouseEvent", p, NULL, err);
+}
+
+static int key_event(struct rk_browser *b, const char *type, const struct key_def *k, int mods,
+		     struct rk_error *err)
+{
+	cJSON *p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "type", type);
+	cJSON_AddStringToObject(p, "key", k->name);
+	if (k->code)
+		cJSON_AddStringToObject(p, "code", k->code);
+	if (k->vk) {
+		cJSON_AddNumberToObject(p, "windowsVirtualKeyCode", k->vk);
+		cJSON_AddNumberToObject(p, "nativeVirtualKeyCode", k->vk);
+	}
+	if (mods)
+		cJSON_AddNumberToObject(p, "modifiers", mods);
+	if (k->text && !strcmp(type, "keyDown")) {
+		cJSON_AddStringToObject(p, "text", k->text);
+		cJSON_AddStringToObject(p, "unmodifiedText", k->text);
+	}
+	return call(b, "Input.dispatchKeyEvent", p, NULL, err);
+}
+
+static int press(struct rk_browser *b, const char *combo, struct rk_error *err)
+{
+	int mods;
+	struct key_def k;
+	char one[2];
+	int rc = parse_key(combo, &mods, &k, one, err);
+	if (rc == 0)
+		rc = key_event(b, k.text ? "keyDown" : "rawKeyDown", &k, mods, err);
+	if (rc == 0)
+		rc = key_event(b, "keyUp", &k, mods, err);
+	return rc;
+}
+
+/* After an input that may navigate: the new document, once it is there. */
+static cJSON *settled_state(struct rk_browser *b, struct rk_error *err)
+{
+	int64_t until = rk_monotonic_ms() + ACT_SETTLE_MS;
+	rk_sleep_ms(50); /* a click's navigation starts after its event */
+	cJSON *st = NULL;
+	for (;;) {
+		struct rk_error e2;
+		st = page_state(b, &e2);
+		if (st && !strcmp(rk_json_string(st, "ready", ""), "complete"))
+			break;
+		if (b->gone) {
+			cJSON_Delete(st);
+			gone_error(b, err);
+			return NULL;
+		}
+		if (rk_monotonic_ms() > until)
+			break; /* still loading: say so rather than wait on */
+		cJSON_Delete(st);
+		st = NULL;
+		rk_sleep_ms(50);
+	}
+	if (!st)
+		rk_error_set(err, RK_EFAILED, "browser_act: the page did not answer after the action");
+	return st;
+}
+
+int rk_browser_act(struct rk_browser *b, const cJSON *a, cJSON **out, struct rk_error *err)
+{
+	*out = NULL;
+	int rc = rk_browser_action_check(a, err);
+	if (rc)
+		return rc;
+	int k = act_kind(a, err);
+	const char *ref = rk_json_string(a, "ref", NULL);
+	double x = 0, y = 0;
+	cJSON *v = NULL;
+	switch (k) {
+	case ACT_CLICK:
+		if ((rc = point_of(b, ref, &x, &y, err)) == 0 && (rc = mouse(b, "mouseMoved", x, y, 0, 0, 0, err)) == 0 &&
+		    (rc = mouse(b, "mousePressed", x, y, 1, 0, 0, err)) == 0)
+			rc = mouse(b, "mouseReleased", x, y, 1, 0, 0, err);
+		break;
+	case ACT_HOVER:
+		if ((rc = point_of(b, ref, &x, &y, err)) == 0)
+			rc = mouse(b, "mouseMoved", x, y, 0, 0, 0, err);
+		break;
+	case ACT_TYPE: {
+		int clear = 1, submit = 0;
+		rk_json_get_bool(a, "clear", 1, &clear, "browser_act", err);
+		rk_json_get_bool(a, "submit", 0, &submit, "browser_act", err);
+		char *args = rk_xasprintf("\"%s\", %s", ref, clear ? "true" : "false");
+		rc = evaluate(b, RK_BROWSER_JS_FOCUS, args, CALL_TIMEOUT_MS, &v, err);
+		free(args);
+		if (rc)
+			break;
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone"))) {
+			rc = ref_error(ref, err);
+			break;
+		}
+		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok"))) {
+			rc = rk_error_set(err, RK_ECONFLICT, "browser_act: %s cannot take the focus, so it cannot be typed into",
+					  ref);
+			break;
+		}
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "text", rk_json_string(a, "text", ""));
+		if ((rc = call(b, "Input.insertText", p, NULL, err)) == 0 && submit)
+			rc = press(b, "Enter", err);
+		break;
+	}
+	case ACT_SELECT: {
+		cJSON *args = cJSON_CreateArray();
+		cJSON_AddItemToArray(args, cJSON_CreateString(ref));
+		cJSON_AddItemToArray(args, cJSON_CreateString(rk_json_string(a, "value", "")));
+		char *text = cJSON_PrintUnformatted(args);
+		cJSON_Delete(args);
+		text[strlen(text) - 1] = '\0'; /* the arguments without the array's brackets */
+		rc = evaluate(b, RK_BROWSER_JS_SELECT, text + 1, CALL_TIMEOUT_MS, &v, err);
+		free(text);
+		if (rc)
+			break;
+		const cJSON *opts = cJSON_GetObjectItemCaseSensitive(v, "options");
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone"))) {
+			rc = ref_error(ref, err);
+		} else if (cJSON_GetObjectItemCaseSensitive(v, "notSelect")) {
+			rc = rk_error_set(err, RK_EINVALID, "browser_act: %s is a %s, not a select", ref,
+					  rk_json_string(v, "notSelect", "?"));
+		} else if (opts) {
+			char *list = cJSON_PrintUnformatted(opts);
+			rc = rk_error_set(err, RK_ENOTFOUND, "browser_act: %s has no option '%s' (options: %s)", ref,
+					  rk_json_string(a, "value", ""), list);
+			free(list);
+		}
+		break;
+	}
+	case ACT_PRESS:
+		if (ref) {
+			char *args = rk_xasprintf("\"%s\", false", ref);
+			rc = evaluate(b, RK_BROWSER_JS_FOCUS, args, CALL_TIMEOUT_MS, &v, err);
+			free(args);
+			if (rc == 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone")))
+				rc = ref_error(ref, err);
+		}
+		if (rc == 0)
+			rc = press(b, rk_json_string(a, "key", ""), err);
+		break;
+	case ACT_SCROLL: {
+		int64_t dx, dy;
+		rk_json_get_int(a, "dx", -10000, 10000, 0, &dx, "browser_act", err);
+		rk_json_get_int(a, "dy", -10000, 10000, 400, &dy, "browser_act", err);
+		if (ref) {
+			rc = point_of(b, ref, &x, &y, err);
+		} else if ((rc = evaluate(b, "() => " RK_BROWSER_JS_VIEWPORT, NULL, CALL_TIMEOUT_MS, &v, err)) == 0) {
+			x = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(v, "x"));
+			y = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(v, "y"));
+		}
+		if (rc == 0)
+			rc = mouse(b, "mouseWheel", x, y, 0, (double)dx, (double)dy, err);
+		break;
+	}
+	}
+	cJSON_Delete(v);
+	if (rc)
+		return rc;
+	cJSON *st = settled_state(b, err);
+	if (!st)
+		return -(int)err->code;
+	cJSON_AddStringToObject(st, "action", act_names[k]);
+	if (ref)
+		cJSON_AddStringToObject(st, "ref", ref);
+	*out = st;
+	return 0;
+}

@@ -1,0 +1,228 @@
+#!/usr/bin/env bats
+# rakazo browser: the visible Chromium tab over DevTools (issue 12).
+#
+# One docker computer serves the whole file (a desktop with Chromium takes a
+# few seconds to start): its pages are tests/fixtures/pages, served inside it
+# on 127.0.0.1:8000 by serve.py.
+
+load helper
+
+setup_file() {
+	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
+	mkdir -p "$RAKAZO_DATA_DIR"
+}
+
+setup() {
+	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
+	export RAKAZO_OWNER="user:bats"
+	export RAKAZO_TEST_LABEL="bats-$$"
+	export NO_COLOR=1
+	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
+	RK_CLOSE_FDS=$(rk_close_fds)
+}
+
+teardown() {
+	:
+}
+
+teardown_file() {
+	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
+	"$RAKAZO_BIN" computer delete b --wait >/dev/null 2>&1 || true
+	rk_kill_all
+	rk_remove_containers
+}
+
+		skip "docker is down"
+	fi
+}
+
+# The computer b with the pages served, made once for the file.
+pages() {
+	docker_or_skip
+	if ! rk computer show b >/dev/null 2>&1; then
+		rk computer create --name b --wait --json >/dev/null
+		local f
+		for f in serve.py form.html inner.html other.html color.html; do
+			rk computer file write b "pages/$f" <"$BATS_TEST_DIRNAME/../fixtures/pages/$f"
+		done
+	fi
+	# (exec's own status is rakazo's, not the command's: the probe prints)
+	if ! serving; then
+		rk computer exec b -- 'cd pages && setsid -f python3 serve.py 8000 </dev/null >/dev/null 2>&1' >/dev/null
+		wait_for serving 20
+	fi
+}
+
+serving() {
+	[ "$(rk computer exec b -- "python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:8000/form.html\"); print(\"up\")'" 2>/dev/null)" = up ]
+}
+
+# The ref of the first tree line that matches the pattern.
+ref_of() {
+	rk browser snapshot b | grep -m1 -E "$1" | sed -n 's/.*\[ref=\(e[0-9]*\)\].*/\1/p'
+}
+
+@test "browser: bad input is a usage error before any computer is touched" {
+	run rk browser act nowhere -a '{"action":"jump"}'
+	[ "$status" -eq 2 ]
+	[[ $output == *"unknown action 'jump'"* ]]
+	run rk browser act nowhere -a '{nope'
+	[ "$status" -eq 2 ]
+	[[ $output == *"not valid JSON"* ]]
+	run rk browser act nowhere -a '{"action":"click"}'
+	[ "$status" -eq 2 ]
+	[[ $output == *"ref is required"* ]]
+	run rk browser act nowhere -a '{"action":"click","ref":"x; alert(1)"}'
+	[ "$status" -eq 2 ]
+	[[ $output == *"is not a snapshot ref"* ]]
+	run rk browser act nowhere -a '{"action":"press","key":"hyper+x"}'
+	[ "$status" -eq 2 ]
+	run rk browser act nowhere
+	[ "$status" -eq 2 ]
+	run rk browser snapshot nowhere
+	[ "$status" -eq 3 ]
+	run rk browser snapshot b --screenshot
+	[ "$status" -eq 2 ]
+	[[ $output == *"--screenshot needs -o"* ]]
+}
+
+@test "browser: a computer without a page browser says so" {
+	rk computer create --name f --provider fake --wait --json >/dev/null
+	run rk browser snapshot f
+	[ "$status" -eq 1 ]
+	[[ $output == *"unsupported"*"has no page browser"* ]]
+	rk computer delete f --wait >/dev/null
+}
+
+@test "browser: navigate and snapshot give the page's elements with refs, its iframe, and no hidden ones" {
+	pages
+	run rk browser navigate b http://127.0.0.1:8000/form.html --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json '[d["title"], d["ready"]]')" = '["Form page", "complete"]' ]
+	run rk browser snapshot b
+	[ "$status" -eq 0 ]
+	[[ $output == *'heading "Order form" [level=1]'* ]]
+	[[ $output =~ textbox\ \"Name\"\ \[ref=e[0-9]+\]\ value=\"\" ]]
+	[[ $output =~ combobox\ \"Colour\"\ \[ref=e[0-9]+\]\ value=\"r\"\ options=\[\"Red\",\"Green\",\"Blue\"\] ]]
+	[[ $output =~ link\ \"Other\ page\"\ \[ref=e[0-9]+\]\ -\>\ /other.html ]]
+	[[ $output =~ button\ \"Disabled\ button\"\ \[ref=e[0-9]+\]\ disabled ]]
+	# the iframe's button is under the iframe
+	[[ $output =~ iframe\ \"\"\ \[ref=e[0-9]+\]$'\n'\ \ button\ \"inner\ button\" ]]
+	[[ $output != *"Hidden button"* ]]
+	run rk browser snapshot b --json
+	[ "$(printf '%s' "$output" | rk_json '[d["url"], d["truncated"], d["elements"] >= 10]')" = '["http://127.0.0.1:8000/form.html", false, true]' ]
+}
+
+@test "browser: refs stay with their element; clicks reach a button, one in an iframe and one far down" {
+	pages
+	rk browser navigate b http://127.0.0.1:8000/form.html >/dev/null
+	local counter inner far
+	counter=$(ref_of 'button "clicked 0"')
+	inner=$(ref_of 'button "inner button"')
+	far=$(ref_of 'button "far away"')
+	[ -n "$counter" ] && [ -n "$inner" ] && [ -n "$far" ]
+	rk browser act b -a "{\"action\":\"click\",\"ref\":\"$counter\"}" >/dev/null
+	rk browser act b -a "{\"action\":\"click\",\"ref\":\"$counter\"}" >/dev/null
+	rk browser act b -a "{\"action\":\"click\",\"ref\":\"$inner\"}" >/dev/null
+	rk browser act b -a "{\"action\":\"click\",\"ref\":\"$far\"}" >/dev/null
+	run rk browser snapshot b
+	[[ $output == *"button \"clicked 2\" [ref=$counter]"* ]]
+	[[ $output == *"button \"inner clicked\" [ref=$inner]"* ]]
+	[[ $output == *"button \"far clicked\" [ref=$far]"* ]]
+	# a disabled button is refused
+	run rk browser act b -a "{\"action\":\"click\",\"ref\":\"$(ref_of 'Disabled button')\"}"
+	[ "$status" -eq 4 ]
+	[[ $output == *"is disabled"* ]]
+}
+
+@test "browser: type (Unicode), select, check and press Enter submit the form" {
+	pages
+	rk browser navigate b http://127.0.0.1:8000/form.html >/dev/null
+	local name colour gift
+	name=$(ref_of '^textbox "Name"')
+	colour=$(ref_of '^combobox "Colour"')
+	gift=$(ref_of '^checkbox "Gift wrap"')
+	rk browser act b -a "{\"action\":\"type\",\"ref\":\"$name\",\"text\":\"first\"}" >/dev/null
+	# typing replaces what the field had
+	rk browser act b -a "{\"action\":\"type\",\"ref\":\"$name\",\"text\":\"Zoë 漢 😀\"}" >/dev/null
+	rk browser act b -a "{\"action\":\"select\",\"ref\":\"$colour\",\"value\":\"Blue\"}" >/dev/null
+	run rk browser act b -a "{\"action\":\"select\",\"ref\":\"$colour\",\"value\":\"Purple\"}"
+	[ "$status" -eq 3 ]
+	[[ $output == *'no option '\''Purple'\'' (options: ["Red","Green","Blue"])'* ]]
+	rk browser act b -a "{\"action\":\"click\",\"ref\":\"$gift\"}" >/dev/null
+	run rk browser snapshot b
+	[[ $output == *"textbox \"Name\" [ref=$name] value=\"Zoë 漢 😀\""* ]]
+	[[ $output == *"value=\"b\""* ]]
+	[[ $output == *"checkbox \"Gift wrap\" [ref=$gift] checked"* ]]
+	run rk browser act b -a "{\"action\":\"press\",\"ref\":\"$name\",\"key\":\"Enter\"}" --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["title"]')" = submitted ]
+	run rk browser snapshot b
+	[[ $output == *'text "colour=b"'* ]]
+	[[ $output == *'text "gift=yes"'* ]]
+	[[ $output == *'text "name=Zoë 漢 😀"'* ]]
+	# the old page's refs are gone with it
+	run rk browser act b -a "{\"action\":\"click\",\"ref\":\"$name\"}"
+	[ "$status" -eq 3 ]
+	[[ $output == *"not on the page any more"* ]]
+}
+
+@test "browser: a link click navigates, hover and scroll run, and the result names the new page" {
+	pages
+	rk browser navigate b http://127.0.0.1:8000/form.html >/dev/null
+	run rk browser act b -a '{"action":"scroll","dy":600}' --json
+	[ "$status" -eq 0 ]
+	run rk browser act b -a "{\"action\":\"hover\",\"ref\":\"$(ref_of '^text "hover me"' || true)\"}"
+	# text lines have no ref: hover needs an element
+	[ "$status" -eq 2 ]
+	run rk browser act b -a "{\"action\":\"click\",\"ref\":\"$(ref_of '^link "Other page"')\"}" --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json '[d["url"], d["title"]]')" = '["http://127.0.0.1:8000/other.html", "Other page"]' ]
+}
+
+@test "browser: a page that never finishes loading times out (exit 6) and its snapshot shows what came" {
+	pages
+	run timeout 60 "$RAKAZO_BIN" browser navigate b http://127.0.0.1:8000/slow --timeout-ms 1500
+	[ "$status" -eq 6 ]
+	[[ $output == *"did not finish loading within 1500 ms"* ]]
+	run rk browser snapshot b
+	[ "$status" -eq 0 ]
+	[[ $output == *'heading "Still loading"'* ]]
+	run rk browser navigate b 'javascript:alert(1)'
+	[ "$status" -eq 2 ]
+}
+
+@test "browser: what the tools do shows on the screen a person watches" {
+	pages
+	rk browser navigate b http://127.0.0.1:8000/color.html >/dev/null
+	wait_for 'rk screen shot b -o "$BATS_TEST_TMPDIR/g.png" >/dev/null && [ "$(pixel "$BATS_TEST_TMPDIR/g.png" 640 600)" = "0 255 0" ]' 20
+	rk browser act b -a "{\"action\":\"click\",\"ref\":\"$(ref_of '^button "make it blue"')\"}" >/dev/null
+	wait_for 'rk screen shot b -o "$BATS_TEST_TMPDIR/b.png" >/dev/null && [ "$(pixel "$BATS_TEST_TMPDIR/b.png" 640 600)" = "0 0 255" ]' 20
+}
+
+@test "browser: a crashed Chromium is a clear error in flight, and the next call starts it on the same profile" {
+	pages
+	rk browser navigate b http://127.0.0.1:8000/form.html >/dev/null
+	# a navigation waiting on a page that never loads, then Chromium dies
+	(sleep 1; rk computer exec b -- 'pkill -9 -x chromium' >/dev/null 2>&1) &
+	run timeout 60 "$RAKAZO_BIN" browser navigate b http://127.0.0.1:8000/slow --timeout-ms 30000
+	wait
+	[ "$status" -eq 5 ]
+	[[ $output == *"the browser went away"* ]]
+	run rk browser navigate b http://127.0.0.1:8000/other.html --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["title"]')" = "Other page" ]
+	run rk computer exec b -- 'pgrep -a -x chromium | head -1'
+	[[ $output == *"--user-data-dir=/home/user/rakazo-home/.browser-profiles/default"* ]]
+}
+
+@test "browser: closing the last tab by hand does not break the tools" {
+	pages
+	rk browser navigate b http://127.0.0.1:8000/form.html >/dev/null
+	rk screen act b -a '[{"action":"key","keys":"ctrl+w"}]' --no-observe >/dev/null
+	run rk browser snapshot b --json
+	[ "$status" -eq 0 ]
+	rk browser navigate b http://127.0.0.1:8000/other.html >/dev/null
+	run rk browser snapshot b
+	[[ $output == *'heading "The other page"'* ]]
+}
