@@ -179,6 +179,8 @@ docker_or_skip() {
 		[ "${RAKAZO_REQUIRE_DOCKER:-}" = 1 ] && { echo "docker is down and RAKAZO_REQUIRE_DOCKER=1" >&2; return 1; }
 		skip "docker is down"
 	fi
+}
+
 # "WxH" of a PNG file after checking its signature and IHDR.
 png_size() {
 	python3 - "$1" <<'EOF'
