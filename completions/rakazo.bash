@@ -8,7 +8,7 @@
 _rakazo_static() {
 	local words=
 	case "$1" in
-	"") words="computer screen checkpoint run doctor worker help version tui serve pair" ;;
+	"") words="computer screen checkpoint run doctor worker help version tui serve pair browser" ;;
 	"computer") words="create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers" ;;
 	"computer create") words="--provider --name --mode --team --private --no-desktop --pause-after --revisions --options --command-key --wait --timeout --json --help" ;;
 	"computer list") words="--json --help" ;;
@@ -51,6 +51,10 @@ _rakazo_static() {
 	"screen") words="shot act info watch close list release takeover release-control share revoke shares gateway" ;;
 	"screen shot") words="--display --bot --fence --output --max-width --max-height --consumer --json --help" ;;
 	"screen act") words="--display --bot --fence --actions --settle-ms --no-observe --output --max-width --max-height --consumer --json --help" ;;
+	"browser") words="navigate snapshot act" ;;
+	"browser navigate") words="--display --timeout-ms --profile --json --help" ;;
+	"browser snapshot") words="--display --screenshot --output --profile --json --help" ;;
+	"browser act") words="--display --action --profile --json --help" ;;
 	"screen info") words="--display --json --help" ;;
 	"screen watch") words="--display --interval-ms --json --help" ;;
 	"screen close") words="--display --json --help" ;;

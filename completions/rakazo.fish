@@ -28,7 +28,7 @@ complete -c rakazo -l mode -xa "team private"
 complete -c rakazo -l outcome -xa "succeeded failed"
 complete -c rakazo -l encoding -xa "utf8 base64"
 
-complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run doctor worker help version tui serve pair"
+complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run doctor worker help version tui serve pair browser"
 complete -c rakazo -n "__rakazo_at computer" -a "create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers"
 complete -c rakazo -n "__rakazo_at computer create" -l provider
 complete -c rakazo -n "__rakazo_at computer create" -l name
@@ -207,6 +207,23 @@ complete -c rakazo -n "__rakazo_at screen act" -l max-height
 complete -c rakazo -n "__rakazo_at screen act" -l consumer
 complete -c rakazo -n "__rakazo_at screen act" -l json
 complete -c rakazo -n "__rakazo_at screen act" -l help
+complete -c rakazo -n "__rakazo_at browser" -a "navigate snapshot act"
+complete -c rakazo -n "__rakazo_at browser navigate" -l display
+complete -c rakazo -n "__rakazo_at browser navigate" -l timeout-ms
+complete -c rakazo -n "__rakazo_at browser navigate" -l profile
+complete -c rakazo -n "__rakazo_at browser navigate" -l json
+complete -c rakazo -n "__rakazo_at browser navigate" -l help
+complete -c rakazo -n "__rakazo_at browser snapshot" -l display
+complete -c rakazo -n "__rakazo_at browser snapshot" -l screenshot
+complete -c rakazo -n "__rakazo_at browser snapshot" -l output
+complete -c rakazo -n "__rakazo_at browser snapshot" -l profile
+complete -c rakazo -n "__rakazo_at browser snapshot" -l json
+complete -c rakazo -n "__rakazo_at browser snapshot" -l help
+complete -c rakazo -n "__rakazo_at browser act" -l display
+complete -c rakazo -n "__rakazo_at browser act" -l action
+complete -c rakazo -n "__rakazo_at browser act" -l profile
+complete -c rakazo -n "__rakazo_at browser act" -l json
+complete -c rakazo -n "__rakazo_at browser act" -l help
 complete -c rakazo -n "__rakazo_at screen info" -l display
 complete -c rakazo -n "__rakazo_at screen info" -l json
 complete -c rakazo -n "__rakazo_at screen info" -l help

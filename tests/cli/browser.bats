@@ -28,12 +28,9 @@ teardown() {
 teardown_file() {
 	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
 	"$RAKAZO_BIN" computer delete b --wait >/dev/null 2>&1 || true
-	rk_kill_all
-	rk_remove_containers
-}
-
-		skip "docker is down"
-	fi
+	RK_CLOSE_FDS=$(rk_close_fds)
+	rk_kill_all || true
+	rk_remove_containers || true
 }
 
 # The computer b with the pages served, made once for the file.
