@@ -94,7 +94,7 @@ static cJSON *call_arguments(const struct rk_model_tool_call *call)
 /* Runs the calls of the last reply in order, adding each result. */
 static void run_calls(struct run *run, const struct rk_model_reply *reply, struct rk_model_conversation *conv)
 {
-	struct rk_tools_ctx tctx = {run->eng, &run->c, run->opt->bot, 0, 0, 0};
+	struct rk_tools_ctx tctx = {run->eng, &run->c, run->opt->bot, 0, 0, 0, run->id, run->opt->cancel};
 	for (size_t i = 0; i < reply->ncalls; i++) {
 		const struct rk_model_tool_call *call = &reply->calls[i];
 		cJSON *b = cJSON_CreateObject();
