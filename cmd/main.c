@@ -14,6 +14,7 @@
 extern const struct cmd_entry cmd_computer, cmd_screen, cmd_doctor, cmd_worker, cmd_help, cmd_version;
 extern const struct cmd_entry cmd_checkpoint;
 extern const struct cmd_entry cmd_run;
+extern const struct cmd_entry cmd_secret, cmd_memory, cmd_approval;
 
 #define CMD(name, entry) &entry
 /* The command table. Makefile's install and the completion test read the
@@ -23,6 +24,9 @@ const struct cmd_entry *const cmd_table[] = {
 	CMD("screen", cmd_screen),
 	CMD("checkpoint", cmd_checkpoint),
 	CMD("run", cmd_run),
+	CMD("secret", cmd_secret),
+	CMD("memory", cmd_memory),
+	CMD("approval", cmd_approval),
 	CMD("doctor", cmd_doctor),
 	CMD("worker", cmd_worker),
 	CMD("help", cmd_help),

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../engine/approval.h"
 #include "../engine/db_runs.h"
 #include "../engine/model.h"
 #include "../engine/run.h"
@@ -29,7 +30,7 @@
 
 #define TASK_MAX (1u << 20)
 
-static const char *o_computer, *o_bot, *o_thread, *o_model, *o_base_url;
+static const char *o_computer, *o_bot, *o_thread, *o_model, *o_base_url, *o_note;
 static int64_t o_max_steps = RK_RUN_MAX_STEPS_DEFAULT, o_max_wall = 0, o_max_tokens = 0, o_retries = -1,
 	       o_limit = 50;
 
@@ -48,6 +49,7 @@ static const struct rk_opt run_opts[] = {
 	OPT_INT("max-tokens", 0, &o_max_tokens, "N", "fail the run (max_tokens) past this many tokens", 1,
 		INT64_C(1) << 40),
 	OPT_INT("limit", 'n', &o_limit, "N", "list: at most N runs (default 50)", 1, 10000),
+	OPT_STRING("note", 0, &o_note, "TEXT", "approve, deny: a note the model is given"),
 	OPT_END,
 };
 
@@ -229,9 +231,32 @@ static int run_task(struct cmd_ctx *ctx, int first)
 	return r;
 }
 
+/* approve|deny RUN: decides the call the run waits on (engine/approval.h). */
+static int run_decide(struct cmd_ctx *ctx, int approve)
+{
+	int r = cmd_want_args(ctx, 2, 2, "RUN");
+	struct rk_actor a;
+	if (r || (r = cmd_engine(ctx)) || (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)))
+		return r;
+	struct rk_run_row row = {0};
+	if ((r = rk_db_run_get(ctx->eng->db, ctx->args[1], &row, &ctx->err)) == 0 &&
+	    (r = rk_approval_decide(ctx->eng, &a, row.id, approve, o_note, &ctx->err)) == 0) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "run_id", row.id);
+		cJSON_AddStringToObject(o, "decision", approve ? "approved" : "denied");
+		rk_json_add_str_or_null(o, "note", o_note);
+		out_doc(o);
+	}
+	rk_run_row_release(&row);
+	rk_actor_release(&a);
+	return r;
+}
+
 static int run_main(struct cmd_ctx *ctx)
 {
 	const char *verb = ctx->nargs ? ctx->args[0] : NULL;
+	if (verb && (!strcmp(verb, "approve") || !strcmp(verb, "deny")) && ctx->nargs <= 2)
+		return run_decide(ctx, !strcmp(verb, "approve"));
 	if (verb && !strcmp(verb, "list")) {
 		ctx->args++, ctx->nargs--;
 		int r = run_list(ctx);
@@ -251,7 +276,7 @@ static int run_main(struct cmd_ctx *ctx)
 
 const struct cmd_entry cmd_run = {
 	.name = "run",
-	.args = "[options] [start] TASK... | - | list | show ID",
+	.args = "[options] [start] TASK... | - | list | show ID | approve|deny RUN [--note TEXT]",
 	.summary = "run an agent on a computer, or list and show runs",
 	.description =
 		"`rakazo run TASK...` runs the agent loop here until the model answers (exit 0, the answer on\n"
@@ -260,7 +285,9 @@ const struct cmd_entry cmd_run = {
 		"TASK reads the task from stdin. With --json the run's events stream as NDJSON on stdout\n"
 		"(run.started, model.turn, tool.call, tool.result, run.checkpoint, run.finished); a failure\n"
 		"also puts one error line on stderr. `list` and `show ID` show recorded runs. The verbs count\n"
-		"only as the first argument on its own: a task whose first word is one needs `start`.",
+		"only as the first argument on its own: a task whose first word is one needs `start`.\n"
+		"A call that needs approval (`rakazo approval`) pauses the run in waiting_approval until\n"
+		"`rakazo run approve RUN` or `rakazo run deny RUN [--note TEXT]` from another terminal.",
 	.opts = run_opts,
 	.run = run_main,
 };

@@ -8,9 +8,9 @@
 _rakazo_static() {
 	local words=
 	case "$1" in
-	"") words="computer screen checkpoint run doctor worker help version" ;;
-	"computer") words="create list show pause resume stop delete execution exec input resize kill sessions history file export import lease image providers" ;;
-	"computer create") words="--provider --name --mode --no-desktop --pause-after --revisions --options --command-key --wait --timeout --json --help" ;;
+	"") words="computer screen checkpoint run secret memory approval doctor worker help version" ;;
+	"computer") words="create list show pause resume stop delete execution exec input resize kill sessions history file export import lease image providers grant revoke rights" ;;
+	"computer create") words="--provider --name --mode --no-desktop --pause-after --revisions --options --org --command-key --wait --timeout --json --help" ;;
 	"computer list") words="--json --help" ;;
 	"computer show") words="--json --help" ;;
 	"computer pause") words="--command-key --wait --timeout --json --help" ;;
@@ -46,6 +46,9 @@ _rakazo_static() {
 	"computer image build") words="--json --help" ;;
 	"computer image tag") words="--json --help" ;;
 	"computer providers") words="--json --help" ;;
+	"computer grant") words="--bot --json --help" ;;
+	"computer revoke") words="--bot --json --help" ;;
+	"computer rights") words="--json --help" ;;
 	"screen") words="shot act info watch close" ;;
 	"screen shot") words="--display --output --max-width --max-height --consumer --json --help" ;;
 	"screen act") words="--display --actions --settle-ms --no-observe --output --max-width --max-height --consumer --json --help" ;;
@@ -61,7 +64,21 @@ _rakazo_static() {
 	"checkpoint import") words="--json --help" ;;
 	"checkpoint verify") words="--revision --deep --all --json --help" ;;
 	"checkpoint gc") words="--json --help" ;;
-	"run") words="--computer --bot --thread --model --model-base-url --model-retries --max-steps --max-wall --max-tokens --limit --json --help" ;;
+	"run") words="--computer --bot --thread --model --model-base-url --model-retries --max-steps --max-wall --max-tokens --limit --note --json --help" ;;
+	"secret") words="set list rm" ;;
+	"secret set") words="--origin --auth --bot --space --json --help" ;;
+	"secret list") words="--space --json --help" ;;
+	"secret rm") words="--bot --space --json --help" ;;
+	"memory") words="read write search history" ;;
+	"memory read") words="--bot --space --json --help" ;;
+	"memory write") words="--content --expected-revision --bot --space --json --help" ;;
+	"memory search") words="--limit --bot --space --json --help" ;;
+	"memory history") words="--bot --space --json --help" ;;
+	"approval") words="set list rm pending" ;;
+	"approval set") words="--effect --match --value --shared --space --json --help" ;;
+	"approval list") words="--space --json --help" ;;
+	"approval rm") words="--space --json --help" ;;
+	"approval pending") words="--space --json --help" ;;
 	"doctor") words="--json --help" ;;
 	"worker") words="--once --idle-exit --json --help" ;;
 	"help") words="--json --help" ;;
@@ -111,4 +128,4 @@ _rakazo() {
 }
 
 complete -F _rakazo rakazo
-complete -F _rakazo rakazo-computer rakazo-screen rakazo-checkpoint rakazo-run rakazo-doctor rakazo-worker
+complete -F _rakazo rakazo-computer rakazo-screen rakazo-checkpoint rakazo-run rakazo-secret rakazo-memory rakazo-approval rakazo-doctor rakazo-worker

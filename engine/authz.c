@@ -96,6 +96,8 @@ int rk_actor_resolve(struct rk_actor *a, struct rk_engine *eng, const char *spac
 	const char *sp = space && *space ? space : getenv("RAKAZO_SPACE");
 	a->user = login_name(eng);
 	a->space = rk_xstrdup(sp && *sp ? sp : RK_SPACE_DEFAULT);
+	if (!(bot && *bot) && eng && eng->owner && !strncmp(eng->owner, "bot:", 4))
+		bot = eng->owner + 4; /* RAKAZO_OWNER=bot:NAME: a bot acts */
 	a->bot = bot && *bot ? rk_xstrdup(bot) : NULL;
 	const char *bad = !rk_authz_name_ok(a->user) ? "user" : !rk_authz_name_ok(a->space) ? "space"
 							   : a->bot && !rk_authz_name_ok(a->bot) ? "bot"

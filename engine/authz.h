@@ -6,7 +6,9 @@
  *
  * Identity. The user is RAKAZO_USER, else the name in RAKAZO_OWNER
  * ("user:NAME"), else the login name; the space is the --space flag, else
- * RAKAZO_SPACE, else "default". Names are 1 to 128 of [A-Za-z0-9._@+-].
+ * RAKAZO_SPACE, else "default". A bot acts when one is named (a run's
+ * --bot) or RAKAZO_OWNER is "bot:NAME". Names are 1 to 128 of
+ * [A-Za-z0-9._@+-].
  *
  * Ownership. A computer belongs to its creator (a member, "user:NAME") or to
  * the organization ("org"), never to a bot, and lives in one space (the one
