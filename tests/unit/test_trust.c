@@ -553,6 +553,82 @@ TEST(approval_precedence)
 	rk_actor_release(&bob);
 }
 
+/* Starts build/tests/emulators/model_server on scenario text; *url set. */
+static pid_t start_model(const char *scenario, char *url, size_t size)
+{
+	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+	char *bin = rk_xasprintf("%s/tests/emulators/model_server", build);
+	char *path = rk_path_join(eng->data_dir, "judge.json");
+	struct rk_error e;
+	int p[2];
+	pid_t pid = -1;
+	if (access(bin, X_OK) == 0 && rk_fs_write_atomic(path, scenario, strlen(scenario), 0600, &e) == 0 &&
+	    pipe(p) == 0) {
+		pid = fork();
+		if (pid == 0) {
+			dup2(p[1], 1);
+			close(p[0]);
+			close(p[1]);
+			execl(bin, bin, path, "--keep-running", (char *)NULL);
+			_exit(127);
+		}
+		close(p[1]);
+		FILE *f = fdopen(p[0], "r");
+		char line[128] = "", u[64] = "";
+		if (!fgets(line, sizeof(line), f) || sscanf(line, "listening on %63s", u) != 1) {
+			kill(pid, SIGTERM);
+			waitpid(pid, NULL, 0);
+			pid = -1;
+		}
+		snprintf(url, size, "%s/v1", u);
+		fclose(f);
+	}
+	free(bin);
+	free(path);
+	return pid;
+}
+
+TEST(approval_judge)
+{
+	fresh_engine();
+	char url[96];
+	pid_t pid = start_model("{\"steps\":[{\"reply\":{\"content\":\"ALLOW\"}},{\"reply\":{\"content\":\"ASK\"}},"
+				"{\"reply\":{\"content\":\"maybe later\"}},"
+				"{\"fault\":\"status\",\"status\":400}]}",
+				url, sizeof(url));
+	if (pid < 0) {
+		check_skip("build/tests/emulators/model_server is not built");
+		return;
+	}
+	setenv("RAKAZO_JUDGE_MODEL", "judge", 1);
+	setenv("RAKAZO_JUDGE_BASE_URL", url, 1);
+	struct rk_actor a;
+	actor(&a, "alice", NULL, NULL);
+	struct rk_approval_decision d;
+	struct rk_error e;
+	/* read-only calls never reach the judge */
+	CHECK(rk_approval_evaluate(eng, &a, "read_file", "{}", 1, &d, &e) == 0 && !d.ask);
+	CHECK_EQ_STR(d.source, "default");
+	const int want[] = {0, 1, 1, 1}; /* ALLOW, ASK, neither, an error */
+	for (int i = 0; i < 4; i++) {
+		REQUIRE(rk_approval_evaluate(eng, &a, "write_file", "{\"path\":\"x\"}", 1, &d, &e) == 0);
+		CHECK_EQ_INT(d.ask, want[i]);
+		CHECK_EQ_STR(d.source, "judge");
+	}
+	/* a rule is decided without the judge (the server has no step left: it would fail) */
+	rule(&a, "allow", "tool", "write_file", 0);
+	REQUIRE(rk_approval_evaluate(eng, &a, "write_file", "{}", 1, &d, &e) == 0);
+	CHECK(!d.ask && !strcmp(d.source, "rule"));
+	/* a judge that is down asks */
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	REQUIRE(rk_approval_evaluate(eng, &a, "memory_write", "{}", 1, &d, &e) == 0);
+	CHECK(d.ask && !strcmp(d.source, "judge"));
+	unsetenv("RAKAZO_JUDGE_MODEL");
+	unsetenv("RAKAZO_JUDGE_BASE_URL");
+	rk_actor_release(&a);
+}
+
 struct decider {
 	const char *run_id;
 	int approve;
@@ -734,6 +810,7 @@ int main(void)
 	RUN(memory_search_ranks);
 	RUN(approval_precedence);
 	RUN(approval_waits_for_a_person);
+	RUN(approval_judge);
 	RUN(authz_spaces_and_grants);
 	RUN(runs_take_waiting_approval);
 	stop_echo();
