@@ -130,8 +130,8 @@ int rk_approval_rule_add(struct rk_engine *eng, const struct rk_actor *a, const 
 int rk_approval_rule_list(struct rk_engine *eng, const struct rk_actor *a, cJSON **out, struct rk_error *err)
 {
 	sqlite3_stmt *st = rk_trust_prep(eng->db,
-					 "SELECT id, effect, match, value, user_id, created_at FROM approval_rules "
-					 "WHERE space_id = ? AND user_id IN (?, '" SHARED_USER "') "
+					 "SELECT id, effect, match, value, user_id = '" SHARED_USER "', space_id, created_at "
+					 "FROM approval_rules WHERE space_id = ? AND user_id IN (?, '" SHARED_USER "') "
 					 "ORDER BY CASE match WHEN 'tool' THEN 0 WHEN 'connector' THEN 1 ELSE 2 END, "
 					 "value, effect",
 					 err);
@@ -139,28 +139,9 @@ int rk_approval_rule_list(struct rk_engine *eng, const struct rk_actor *a, cJSON
 		return -err->code;
 	rk_trust_bind_text(st, 1, a->space);
 	rk_trust_bind_text(st, 2, a->user);
-	cJSON *arr = cJSON_CreateArray();
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		cJSON *o = cJSON_CreateObject();
-		char t[32];
-		cJSON_AddStringToObject(o, "id", (const char *)sqlite3_column_text(st, 0));
-		cJSON_AddStringToObject(o, "effect", (const char *)sqlite3_column_text(st, 1));
-		cJSON_AddStringToObject(o, "match", (const char *)sqlite3_column_text(st, 2));
-		cJSON_AddStringToObject(o, "value", (const char *)sqlite3_column_text(st, 3));
-		cJSON_AddBoolToObject(o, "shared", !strcmp((const char *)sqlite3_column_text(st, 4), SHARED_USER));
-		cJSON_AddStringToObject(o, "space", a->space);
-		cJSON_AddStringToObject(o, "created_at", rk_iso8601(sqlite3_column_int64(st, 5), t, sizeof(t)));
-		cJSON_AddItemToArray(arr, o);
-	}
-	int r = rc == SQLITE_DONE ? 0 : rk_trust_sql_error(eng->db, err, "list rules");
-	sqlite3_finalize(st);
-	if (r) {
-		cJSON_Delete(arr);
-		return r;
-	}
-	*out = arr;
-	return 0;
+	static const struct rk_trust_col cols[] = {{"id", 's'},	    {"effect", 's'}, {"match", 's'},	  {"value", 's'},
+						   {"shared", 'b'}, {"space", 's'},  {"created_at", 't'}, {0}};
+	return rk_trust_rows(eng->db, st, cols, "list rules", out, err);
 }
 
 int rk_approval_rule_remove(struct rk_engine *eng, const struct rk_actor *a, const char *id, struct rk_error *err)
@@ -449,25 +430,7 @@ int rk_approval_pending(struct rk_engine *eng, const char *run_id, cJSON **out, 
 	if (!st)
 		return -err->code;
 	rk_trust_bind_text(st, 1, run_id);
-	cJSON *arr = cJSON_CreateArray();
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		cJSON *o = cJSON_CreateObject();
-		char t[32];
-		cJSON_AddStringToObject(o, "id", (const char *)sqlite3_column_text(st, 0));
-		cJSON_AddStringToObject(o, "run_id", (const char *)sqlite3_column_text(st, 1));
-		cJSON_AddStringToObject(o, "tool", (const char *)sqlite3_column_text(st, 2));
-		cJSON_AddStringToObject(o, "arguments", (const char *)sqlite3_column_text(st, 3));
-		cJSON_AddStringToObject(o, "reason", (const char *)sqlite3_column_text(st, 4));
-		cJSON_AddStringToObject(o, "created_at", rk_iso8601(sqlite3_column_int64(st, 5), t, sizeof(t)));
-		cJSON_AddItemToArray(arr, o);
-	}
-	int r = rc == SQLITE_DONE ? 0 : rk_trust_sql_error(eng->db, err, "list approvals");
-	sqlite3_finalize(st);
-	if (r) {
-		cJSON_Delete(arr);
-		return r;
-	}
-	*out = arr;
-	return 0;
+	static const struct rk_trust_col cols[] = {{"id", 's'},	       {"run_id", 's'}, {"tool", 's'}, {"arguments", 's'},
+						   {"reason", 's'},    {"created_at", 't'}, {0}};
+	return rk_trust_rows(eng->db, st, cols, "list approvals", out, err);
 }

@@ -62,6 +62,55 @@ char *rk_trust_col_text(sqlite3_stmt *st, int i)
 	return t ? rk_xstrdup((const char *)t) : NULL;
 }
 
+int rk_trust_rows(struct rk_db *db, sqlite3_stmt *st, const struct rk_trust_col *cols, const char *what, cJSON **out,
+		  struct rk_error *err)
+{
+	cJSON *arr = cJSON_CreateArray();
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		cJSON *o = cJSON_CreateObject();
+		for (int i = 0; cols[i].key; i++) {
+			int null = sqlite3_column_type(st, i) == SQLITE_NULL;
+			char t[32];
+			if (null && cols[i].type != 'b')
+				cJSON_AddNullToObject(o, cols[i].key);
+			else if (cols[i].type == 'i')
+				cJSON_AddNumberToObject(o, cols[i].key, (double)sqlite3_column_int64(st, i));
+			else if (cols[i].type == 'b')
+				cJSON_AddBoolToObject(o, cols[i].key, sqlite3_column_int(st, i) != 0);
+			else if (cols[i].type == 't')
+				cJSON_AddStringToObject(o, cols[i].key, rk_iso8601(sqlite3_column_int64(st, i), t, sizeof(t)));
+			else
+				cJSON_AddStringToObject(o, cols[i].key, (const char *)sqlite3_column_text(st, i));
+		}
+		cJSON_AddItemToArray(arr, o);
+	}
+	int r = rc == SQLITE_DONE ? 0 : rk_trust_sql_error(db, err, what);
+	sqlite3_finalize(st);
+	if (r) {
+		cJSON_Delete(arr);
+		return r;
+	}
+	*out = arr;
+	return 0;
+}
+
+int rk_trust_utf8(const char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		size_t k = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
+		if (k == 9 || c == 0 || i + k >= n)
+			return 0;
+		for (size_t j = 1; j <= k; j++)
+			if (((unsigned char)s[i + j] & 0xC0) != 0x80)
+				return 0;
+		i += k + 1;
+	}
+	return 1;
+}
+
 /* --- identity -------------------------------------------------------------------- */
 
 int rk_authz_name_ok(const char *s)
@@ -323,23 +372,6 @@ int rk_authz_rights(struct rk_engine *eng, const struct rk_computer *c, cJSON **
 	if (!st)
 		return -err->code;
 	rk_trust_bind_text(st, 1, c->id);
-	cJSON *arr = cJSON_CreateArray();
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		cJSON *o = cJSON_CreateObject();
-		char t[32];
-		cJSON_AddStringToObject(o, "bot", (const char *)sqlite3_column_text(st, 0));
-		cJSON_AddStringToObject(o, "granted_by", (const char *)sqlite3_column_text(st, 1));
-		cJSON_AddStringToObject(o, "created_at", rk_iso8601(sqlite3_column_int64(st, 2), t, sizeof(t)));
-		cJSON_AddItemToArray(arr, o);
-	}
-	if (rc != SQLITE_DONE) {
-		int r = rk_trust_sql_error(eng->db, err, "read grants");
-		sqlite3_finalize(st);
-		cJSON_Delete(arr);
-		return r;
-	}
-	sqlite3_finalize(st);
-	*out = arr;
-	return 0;
+	static const struct rk_trust_col cols[] = {{"bot", 's'}, {"granted_by", 's'}, {"created_at", 't'}, {0}};
+	return rk_trust_rows(eng->db, st, cols, "read grants", out, err);
 }

@@ -89,5 +89,17 @@ int rk_trust_sql_error(struct rk_db *db, struct rk_error *err, const char *what)
 int rk_trust_step_done(struct rk_db *db, sqlite3_stmt *st, const char *what, struct rk_error *err);
 void rk_trust_bind_text(sqlite3_stmt *st, int i, const char *s);
 char *rk_trust_col_text(sqlite3_stmt *st, int i); /* malloc'd, NULL for NULL */
+/* A result column as a JSON member: type 's' text (null for NULL), 'i' an
+ * integer, 'b' a boolean, 't' ms since the epoch as ISO-8601 (null for NULL). */
+struct rk_trust_col {
+	const char *key;
+	char type;
+};
+/* Steps st to its end into *out, a cJSON array of one object per row with
+ * the columns in order as cols names them ({NULL} ends it); finalizes st. */
+int rk_trust_rows(struct rk_db *db, sqlite3_stmt *st, const struct rk_trust_col *cols, const char *what, cJSON **out,
+		  struct rk_error *err);
+/* Valid UTF-8 without a NUL byte. */
+int rk_trust_utf8(const char *s, size_t n);
 
 #endif

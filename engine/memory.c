@@ -40,12 +40,6 @@ static int check_path(const char *path, char **norm, struct rk_error *err)
 	return 0;
 }
 
-static void add_iso(cJSON *o, const char *key, int64_t ms)
-{
-	char t[32];
-	cJSON_AddStringToObject(o, key, rk_iso8601(ms, t, sizeof(t)));
-}
-
 static void add_key(cJSON *o, sqlite3_stmt *st, int col_path)
 {
 	const char *bot = (const char *)sqlite3_column_text(st, col_path + 2);
@@ -64,10 +58,10 @@ int rk_memory_read(struct rk_engine *eng, const struct rk_actor *a, const char *
 		return r;
 	sqlite3_stmt *st = rk_trust_prep(
 		eng->db,
-		norm ? "SELECT d.path, d.scope, d.bot_id, d.revision, d.content, d.updated_at FROM memory_documents d "
-		       "WHERE " FILTER " AND d.path = ?4 ORDER BY d.bot_id = '' LIMIT 1"
-		     : "SELECT d.path, d.scope, d.bot_id, d.revision, length(CAST(d.content AS BLOB)), d.updated_at "
-		       "FROM memory_documents d WHERE " FILTER " ORDER BY d.updated_at DESC, d.path",
+		norm ? "SELECT d.path, d.scope, nullif(d.bot_id, ''), d.revision, d.content, d.updated_at "
+		       "FROM memory_documents d WHERE " FILTER " AND d.path = ?4 ORDER BY d.bot_id = '' LIMIT 1"
+		     : "SELECT d.path, d.scope, nullif(d.bot_id, ''), d.revision, length(CAST(d.content AS BLOB)), "
+		       "d.updated_at FROM memory_documents d WHERE " FILTER " ORDER BY d.updated_at DESC, d.path",
 		err);
 	if (!st) {
 		free(norm);
@@ -76,20 +70,12 @@ int rk_memory_read(struct rk_engine *eng, const struct rk_actor *a, const char *
 	bind_actor(st, a);
 	if (norm)
 		rk_trust_bind_text(st, 4, norm);
-	cJSON *arr = cJSON_CreateArray();
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		cJSON *o = cJSON_CreateObject();
-		add_key(o, st, 0);
-		if (norm)
-			cJSON_AddStringToObject(o, "content", (const char *)sqlite3_column_text(st, 4));
-		else
-			cJSON_AddNumberToObject(o, "bytes", (double)sqlite3_column_int64(st, 4));
-		add_iso(o, "updated_at", sqlite3_column_int64(st, 5));
-		cJSON_AddItemToArray(arr, o);
-	}
-	r = rc == SQLITE_DONE ? 0 : rk_trust_sql_error(eng->db, err, "read memory");
-	sqlite3_finalize(st);
+	static const struct rk_trust_col one[] = {{"path", 's'},    {"scope", 's'},   {"bot", 's'}, {"revision", 'i'},
+						  {"content", 's'}, {"updated_at", 't'}, {0}};
+	static const struct rk_trust_col list[] = {{"path", 's'},  {"scope", 's'},	{"bot", 's'}, {"revision", 'i'},
+						   {"bytes", 'i'}, {"updated_at", 't'}, {0}};
+	cJSON *arr = NULL;
+	r = rk_trust_rows(eng->db, st, norm ? one : list, "read memory", &arr, err);
 	if (r == 0 && norm && cJSON_GetArraySize(arr) == 0)
 		r = rk_error_set(err, RK_ENOTFOUND, "no memory document '%s' for %s in space '%s'", norm, a->user,
 				 a->space);
@@ -103,21 +89,6 @@ int rk_memory_read(struct rk_engine *eng, const struct rk_actor *a, const char *
 	}
 	free(norm);
 	return r;
-}
-
-static int utf8_ok(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
-		size_t k = *p < 0x80 ? 0 : (*p & 0xE0) == 0xC0 ? 1 : (*p & 0xF0) == 0xE0 ? 2 : (*p & 0xF8) == 0xF0 ? 3 : 9;
-		if (k == 9)
-			return 0;
-		for (size_t j = 1; j <= k; j++)
-			if ((p[j] & 0xC0) != 0x80)
-				return 0;
-		p += k + 1;
-	}
-	return 1;
 }
 
 /* Inside the transaction: the write itself. */
@@ -227,7 +198,7 @@ int rk_memory_write(struct rk_engine *eng, const struct rk_actor *a, const char 
 		content = "";
 	if (strlen(content) > RK_MEMORY_CONTENT_MAX)
 		r = rk_error_set(err, RK_ETOOLARGE, "memory document exceeds %u bytes", RK_MEMORY_CONTENT_MAX);
-	else if (!utf8_ok(content))
+	else if (!rk_trust_utf8(content, strlen(content)))
 		r = rk_error_set(err, RK_EINVALID, "memory is Markdown text: the content is not UTF-8");
 	else if (expected_revision < RK_MEMORY_NO_REVISION)
 		r = rk_error_set(err, RK_EINVALID, "expected revision must be 0 or more");
@@ -369,7 +340,8 @@ int rk_memory_history(struct rk_engine *eng, const struct rk_actor *a, const cha
 		return r;
 	sqlite3_stmt *st = rk_trust_prep(
 		eng->db,
-		"SELECT d.path, d.scope, d.bot_id, v.revision, length(CAST(v.content AS BLOB)), v.run_id, v.created_at "
+		"SELECT d.path, d.scope, nullif(d.bot_id, ''), v.revision, length(CAST(v.content AS BLOB)), v.run_id, "
+		"v.created_at "
 		"FROM memory_revisions v JOIN memory_documents d ON d.id = v.document_id "
 		"WHERE " FILTER " AND d.path = ?4 ORDER BY d.bot_id = '', v.revision DESC",
 		err);
@@ -379,18 +351,10 @@ int rk_memory_history(struct rk_engine *eng, const struct rk_actor *a, const cha
 	}
 	bind_actor(st, a);
 	rk_trust_bind_text(st, 4, norm);
-	cJSON *arr = cJSON_CreateArray();
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		cJSON *o = cJSON_CreateObject();
-		add_key(o, st, 0);
-		cJSON_AddNumberToObject(o, "bytes", (double)sqlite3_column_int64(st, 4));
-		rk_json_add_str_or_null(o, "run_id", (const char *)sqlite3_column_text(st, 5));
-		add_iso(o, "created_at", sqlite3_column_int64(st, 6));
-		cJSON_AddItemToArray(arr, o);
-	}
-	r = rc == SQLITE_DONE ? 0 : rk_trust_sql_error(eng->db, err, "read memory history");
-	sqlite3_finalize(st);
+	static const struct rk_trust_col cols[] = {{"path", 's'},  {"scope", 's'},  {"bot", 's'},	{"revision", 'i'},
+						   {"bytes", 'i'}, {"run_id", 's'}, {"created_at", 't'}, {0}};
+	cJSON *arr = NULL;
+	r = rk_trust_rows(eng->db, st, cols, "read memory history", &arr, err);
 	if (r == 0 && cJSON_GetArraySize(arr) == 0)
 		r = rk_error_set(err, RK_ENOTFOUND, "no memory document '%s' for %s in space '%s'", norm, a->user,
 				 a->space);

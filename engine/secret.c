@@ -398,9 +398,10 @@ int rk_secret_list(struct rk_engine *eng, const struct rk_actor *a, cJSON **out,
 {
 	sqlite3_stmt *st = rk_trust_prep(
 		eng->db,
-		"SELECT name, bot_id, origin, auth, auth_param, 'set', created_at, updated_at, NULL FROM secrets "
-		"WHERE user_id = ?1 AND space_id = ?2 "
-		"UNION ALL SELECT q.name, q.bot_id, q.origin, q.auth, q.auth_param, 'requested', q.created_at, "
+		"SELECT name, nullif(bot_id, ''), origin, auth || coalesce(':' || auth_param, ''), 'set', created_at, "
+		"updated_at, NULL FROM secrets WHERE user_id = ?1 AND space_id = ?2 "
+		"UNION ALL SELECT q.name, nullif(q.bot_id, ''), q.origin, q.auth || coalesce(':' || q.auth_param, ''), "
+		"'requested', q.created_at, "
 		"q.created_at, q.reason FROM secret_requests q WHERE q.user_id = ?1 AND q.space_id = ?2 "
 		"AND NOT EXISTS (SELECT 1 FROM secrets s WHERE s.user_id = q.user_id AND s.space_id = q.space_id "
 		"AND s.name = q.name AND s.bot_id IN (q.bot_id, '')) "
@@ -412,35 +413,10 @@ int rk_secret_list(struct rk_engine *eng, const struct rk_actor *a, cJSON **out,
 		return -err->code;
 	rk_trust_bind_text(st, 1, a->user);
 	rk_trust_bind_text(st, 2, a->space);
-	cJSON *arr = cJSON_CreateArray();
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		cJSON *o = cJSON_CreateObject();
-		char t[32];
-		const char *bot = (const char *)sqlite3_column_text(st, 1);
-		const char *kind = (const char *)sqlite3_column_text(st, 3);
-		const char *param = (const char *)sqlite3_column_text(st, 4);
-		cJSON_AddStringToObject(o, "name", (const char *)sqlite3_column_text(st, 0));
-		rk_json_add_str_or_null(o, "bot", bot && *bot ? bot : NULL);
-		cJSON_AddStringToObject(o, "origin", (const char *)sqlite3_column_text(st, 2));
-		char *spec = param ? rk_xasprintf("%s:%s", kind, param) : rk_xstrdup(kind);
-		cJSON_AddStringToObject(o, "auth", spec);
-		free(spec);
-		cJSON_AddStringToObject(o, "state", (const char *)sqlite3_column_text(st, 5));
-		cJSON_AddStringToObject(o, "created_at", rk_iso8601(sqlite3_column_int64(st, 6), t, sizeof(t)));
-		cJSON_AddStringToObject(o, "updated_at", rk_iso8601(sqlite3_column_int64(st, 7), t, sizeof(t)));
-		if (sqlite3_column_type(st, 8) != SQLITE_NULL)
-			cJSON_AddStringToObject(o, "reason", (const char *)sqlite3_column_text(st, 8));
-		cJSON_AddItemToArray(arr, o);
-	}
-	int r = rc == SQLITE_DONE ? 0 : rk_trust_sql_error(eng->db, err, "list secrets");
-	sqlite3_finalize(st);
-	if (r) {
-		cJSON_Delete(arr);
-		return r;
-	}
-	*out = arr;
-	return 0;
+	static const struct rk_trust_col cols[] = {{"name", 's'},	  {"bot", 's'},	       {"origin", 's'},
+						   {"auth", 's'},	  {"state", 's'},      {"created_at", 't'},
+						   {"updated_at", 't'}, {"reason", 's'},     {0}};
+	return rk_trust_rows(eng->db, st, cols, "list secrets", out, err);
 }
 
 int rk_secret_remove(struct rk_engine *eng, const struct rk_actor *a, const char *name, struct rk_error *err)
@@ -687,22 +663,6 @@ static int header_forbidden(const char *name, const struct sealed *s)
 	return !strcmp(s->kind, "header") && !strcasecmp(name, s->param);
 }
 
-static int is_utf8_text(const char *s, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		unsigned char c = (unsigned char)s[i];
-		size_t k = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
-		if (k == 9 || c == 0 || i + k > n - 1)
-			return 0;
-		for (size_t j = 1; j <= k; j++)
-			if (((unsigned char)s[i + j] & 0xC0) != 0x80)
-				return 0;
-		i += k + 1;
-	}
-	return 1;
-}
-
 /* The response as the model gets it: the headers it may need and the body,
  * with every form of the value gone. */
 static cJSON *response_doc(long status, struct response *rs, const char *value, size_t vlen)
@@ -734,7 +694,7 @@ static cJSON *response_doc(long status, struct response *rs, const char *value, 
 		if (!cJSON_GetObjectItemCaseSensitive(h, line))
 			cJSON_AddStringToObject(h, line, v);
 	}
-	if (is_utf8_text(rs->body.data, rs->body.len)) {
+	if (rk_trust_utf8(rs->body.data, rs->body.len)) {
 		cJSON_AddStringToObject(o, "body", rs->body.data);
 	} else {
 		char *b64 = rk_base64_encode(rs->body.data, rs->body.len);
