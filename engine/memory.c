@@ -111,7 +111,6 @@ static int save(struct rk_engine *eng, const struct rk_actor *a, const char *pat
 	int64_t id = -1, have = 0;
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		id = sqlite3_column_int64(st, 0);
 		have = sqlite3_column_int64(st, 1);
 	} else if (rc != SQLITE_DONE) {
 		int r = rk_trust_sql_error(eng->db, err, "read memory");
@@ -126,37 +125,29 @@ static int save(struct rk_engine *eng, const struct rk_actor *a, const char *pat
 				    path, (long long)have, (long long)expected);
 	int64_t now = rk_now_ms();
 	int r;
-	if (id < 0) {
-		st = rk_trust_prep(eng->db,
-				   "INSERT INTO memory_documents (space_id, user_id, scope, bot_id, path, content, revision, "
-				   "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)",
-				   err);
-		if (!st)
-			return -err->code;
-		rk_trust_bind_text(st, 1, a->space);
-		rk_trust_bind_text(st, 2, a->user);
-		rk_trust_bind_text(st, 3, scope);
-		rk_trust_bind_text(st, 4, bot);
-		rk_trust_bind_text(st, 5, path);
-		rk_trust_bind_text(st, 6, content);
-		sqlite3_bind_int64(st, 7, now);
-		sqlite3_bind_int64(st, 8, now);
-		if ((r = rk_trust_step_done(eng->db, st, "save memory", err)))
-			return r;
-		id = sqlite3_last_insert_rowid(eng->db->handle);
-	} else {
-		st = rk_trust_prep(eng->db,
-				   "UPDATE memory_documents SET content = ?, revision = revision + 1, updated_at = ? "
-				   "WHERE id = ?",
-				   err);
-		if (!st)
-			return -err->code;
-		rk_trust_bind_text(st, 1, content);
-		sqlite3_bind_int64(st, 2, now);
-		sqlite3_bind_int64(st, 3, id);
-		if ((r = rk_trust_step_done(eng->db, st, "save memory", err)))
-			return r;
+	/* one upsert for both cases; the key is the unique one of the table */
+	st = rk_trust_prep(eng->db,
+			   "INSERT INTO memory_documents (space_id, user_id, scope, bot_id, path, content, revision, "
+			   "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?7, ?7) "
+			   "ON CONFLICT (space_id, user_id, scope, bot_id, path) DO UPDATE SET content = excluded.content, "
+			   "revision = revision + 1, updated_at = excluded.updated_at RETURNING id",
+			   err);
+	if (!st)
+		return -err->code;
+	rk_trust_bind_text(st, 1, a->space);
+	rk_trust_bind_text(st, 2, a->user);
+	rk_trust_bind_text(st, 3, scope);
+	rk_trust_bind_text(st, 4, bot);
+	rk_trust_bind_text(st, 5, path);
+	rk_trust_bind_text(st, 6, content);
+	sqlite3_bind_int64(st, 7, now);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		r = rk_trust_sql_error(eng->db, err, "save memory");
+		sqlite3_finalize(st);
+		return r;
 	}
+	id = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
 	*revision = have + 1;
 	st = rk_trust_prep(eng->db,
 			   "INSERT INTO memory_revisions (document_id, revision, content, run_id, created_at) "
