@@ -238,3 +238,33 @@ EOF
 	RAKAZO_OWNER=user:carol rk computer exec shared --json -- true >/dev/null
 	expect_json_error 8 denied env RAKAZO_OWNER=user:carol "$RAKAZO_BIN" computer exec t --json -- true
 }
+
+@test "docker: after a run that used a secret, no process in the container has it in its environment" {
+	curl -sf --unix-socket /var/run/docker.sock http://localhost/_ping >/dev/null 2>&1 || skip "dockerd is not running"
+	unset RAKAZO_NO_WORKER
+	start_echo
+	local value='Dk7-container_secret-Q'
+	printf '%s' "$value" | rk secret set svc --origin "$ECHO_URL" --auth header:X-Api-Key >/dev/null
+	run rk computer create --provider docker --name d --no-desktop --wait --timeout 300 --json
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	python3 - "$ECHO_URL" >"$BATS_TEST_TMPDIR/scenario.json" <<'PY'
+import json, sys
+print(json.dumps({"steps": [
+  {"reply": {"tool_calls": [{"name": "secret_request", "arguments": {"name": "svc", "url": sys.argv[1] + "/x"}}]}},
+  {"expect": {"last_tool_result_contains": "[redacted]"},
+   "reply": {"tool_calls": [{"name": "shell", "arguments": {"command": "env; echo env-done; sleep 300", "yield_ms": 1500}}]}},
+  {"expect": {"last_tool_result_contains": "env-done"}, "reply": {"content": "done"}}]}))
+PY
+	start_model "$BATS_TEST_TMPDIR/scenario.json"
+	run rk run --computer d --json "call it"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	model_ok
+	# every process in the container (the run's sleep among them): not in any environment
+	run rk computer exec d -- 'for f in /proc/[0-9]*/environ; do tr "\0" "\n" <"$f"; done 2>/dev/null; echo procs=$(ls -d /proc/[0-9]* | wc -l)'
+	[ "$status" -eq 0 ]
+	[[ "$output" == *procs=* ]]
+	[[ "$output" == *HOME=* ]] # environments were read
+	[[ "$output" != *"$value"* ]]
+	refute grep -raF -- "$value" "$RAKAZO_DATA_DIR"
+	rk computer delete d --wait --timeout 120 --json >/dev/null
+}
