@@ -168,7 +168,7 @@ EOF
 	[ "$(RAKAZO_USER=alice rk approval list --json | rk_json 'len(d)')" = 2 ]
 }
 
-@test "a call that needs approval pauses the run in waiting_approval until run deny; the write never happens" {
+@test "a call that needs approval pauses the run in waiting_approval: run deny (the write never happens), then run approve" {
 	rk_fake t
 	rk approval set --effect require_approval --match tool --value write_file --json >/dev/null
 	cat >"$BATS_TEST_TMPDIR/scenario.json" <<'EOF'
@@ -176,7 +176,9 @@ EOF
   {"reply": {"tool_calls": [{"name": "write_file", "arguments": {"path": "buy.txt", "content": "order 3 pianos"}}]}},
   {"expect": {"last_tool_result_contains": "too many pianos"},
    "reply": {"tool_calls": [{"name": "read_file", "arguments": {"path": "buy.txt"}}]}},
-  {"expect": {"last_tool_result_contains": "not_found"}, "reply": {"content": "gave up"}}]}
+  {"expect": {"last_tool_result_contains": "not_found"},
+   "reply": {"tool_calls": [{"name": "write_file", "arguments": {"path": "buy.txt", "content": "order 1 piano"}}]}},
+  {"expect": {"last_tool_result_contains": "\"ok\":true"}, "reply": {"content": "ordered one"}}]}
 EOF
 	start_model "$BATS_TEST_TMPDIR/scenario.json"
 	rk run --computer t --json "buy pianos" >"$BATS_TEST_TMPDIR/run.out" 2>&1 &
@@ -186,10 +188,15 @@ EOF
 	run_id=$(rk run list --json | rk_json 'd[0]["id"]')
 	[ "$(rk approval pending --json | rk_json 'd[0]["tool"]')" = write_file ]
 	rk run deny "$run_id" --note "too many pianos" --json >/dev/null
+	# the second write waits too; this one is approved
+	wait_for "rk approval pending --json | grep -q 'order 1 piano'" 30
+	[ "$(rk run show "$run_id" --json | rk_json 'd["state"]')" = waiting_approval ]
+	rk run approve "$run_id" --json >/dev/null
 	wait "$RUN_PID"
 	RUN_PID=
 	model_ok
 	[ "$(rk run show "$run_id" --json | rk_json 'd["state"]')" = completed ]
+	[ "$(rk computer file read t buy.txt)" = 'order 1 piano' ]
 	[ "$(rk approval pending --json)" = '[]' ]
 	expect_json_error 3 not_found rk run approve "$run_id" --json
 	expect_json_error 3 not_found rk run approve run_nope --json
@@ -267,4 +274,29 @@ PY
 	[[ "$output" != *"$value"* ]]
 	refute grep -raF -- "$value" "$RAKAZO_DATA_DIR"
 	rk computer delete d --wait --timeout 120 --json >/dev/null
+}
+
+@test "a bot's run keeps its memory through the memory tools; the person sees it with --bot, another user never" {
+	rk_fake t
+	RAKAZO_USER=bats rk memory write team.md --content 'deploys on tuesdays' --json >/dev/null
+	cat >"$BATS_TEST_TMPDIR/scenario.json" <<'JSON'
+{"steps": [
+  {"expect": {"tools_include": ["memory_read", "memory_write", "memory_search"]},
+   "reply": {"tool_calls": [{"name": "memory_search", "arguments": {"query": "tuesdays"}}]}},
+  {"expect": {"last_tool_result_contains": "team.md"},
+   "reply": {"tool_calls": [{"name": "memory_write", "arguments": {"path": "bot/notes.md", "content": "learned: tuesdays", "expected_revision": 0}}]}},
+  {"expect": {"last_tool_result_contains": "\"revision\":1"},
+   "reply": {"tool_calls": [{"name": "memory_write", "arguments": {"path": "bot/notes.md", "content": "stale", "expected_revision": 0}}]}},
+  {"expect": {"last_tool_result_contains": "conflict"},
+   "reply": {"tool_calls": [{"name": "memory_read", "arguments": {}}]}},
+  {"expect": {"last_tool_result_contains": "bot/notes.md"}, "reply": {"content": "noted"}}]}
+JSON
+	start_model "$BATS_TEST_TMPDIR/scenario.json"
+	run rk run --computer t --bot b1 --json "remember"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	model_ok
+	[ "$(RAKAZO_USER=bats rk memory read bot/notes.md --bot b1)" = 'learned: tuesdays' ]
+	[ "$(RAKAZO_USER=bats rk memory read --bot b1 --json | rk_json 'sorted(x["scope"] for x in d)')" = '["bot", "user"]' ]
+	expect_json_error 3 not_found env RAKAZO_USER=bats "$RAKAZO_BIN" memory read bot/notes.md --bot b2 --json
+	[ "$(RAKAZO_USER=eve rk memory read --json)" = '[]' ]
 }
