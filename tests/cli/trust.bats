@@ -300,3 +300,15 @@ JSON
 	expect_json_error 3 not_found env RAKAZO_USER=bats "$RAKAZO_BIN" memory read bot/notes.md --bot b2 --json
 	[ "$(RAKAZO_USER=eve rk memory read --json)" = '[]' ]
 }
+
+@test "a master key given in the environment never reaches a computer's shell" {
+	export RAKAZO_MASTER_KEY=0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0
+	printf 'v4lue' | rk secret set s --origin https://a.example --auth bearer --json >/dev/null
+	[ ! -e "$RAKAZO_DATA_DIR/master.key" ]
+	rk_fake t
+	run rk computer exec t -- 'env; echo env-done'
+	[ "$status" -eq 0 ]
+	[[ "$output" == *env-done* ]]
+	[[ "$output" != *0f1e2d3c4b5a6978* ]]
+	expect_json_error 2 invalid_argument env RAKAZO_MASTER_KEY=short "$RAKAZO_BIN" secret set s2 --origin https://a.example --auth bearer --json </dev/null
+}
