@@ -119,6 +119,16 @@ static void associated_data(struct rk_buf *ad, const char *user, const char *spa
 
 /* --- origins and auth specs ------------------------------------------------------------ */
 
+/* An "@" between "://" and the path: userinfo, however the parser took it. */
+static int at_in_authority(const char *url)
+{
+	const char *p = strstr(url, "://");
+	if (!p)
+		return 0;
+	size_t n = strcspn(p + 3, "/?#");
+	return memchr(p + 3, '@', n) != NULL;
+}
+
 int rk_secret_origin(const char *url, int origin_only, char **origin, struct rk_error *err)
 {
 	*origin = NULL;
@@ -142,7 +152,7 @@ int rk_secret_origin(const char *url, int origin_only, char **origin, struct rk_
 	curl_url_get(u, CURLUPART_QUERY, &query, 0);
 	if (!scheme || (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
 		r = rk_error_set(err, RK_EINVALID, "'%s': only http and https URLs are allowed", url);
-	} else if (user || pass || strchr(url, '@')) {
+	} else if (user || pass || at_in_authority(url)) {
 		r = rk_error_set(err, RK_EDENIED, "the URL has userinfo (user@...): refused");
 	} else if (!host || !*host || !port) {
 		r = rk_error_set(err, RK_EINVALID, "'%s' has no host", url);
@@ -837,8 +847,10 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 out:
 	if (curl)
 		curl_easy_cleanup(curl);
+	for (struct curl_slist *h2 = hdrs; h2; h2 = h2->next)
+		sodium_memzero(h2->data, strlen(h2->data)); /* the list holds a copy of the auth line */
 	if (hdrs)
-		curl_slist_free_all(hdrs); /* the auth line in it was copied by curl; ours is zeroed below */
+		curl_slist_free_all(hdrs);
 	if (auth_line)
 		sodium_free(auth_line);
 	if (url)
