@@ -94,6 +94,7 @@ static int run_set(struct cmd_ctx *ctx)
 	char *origin = NULL, *kind = NULL, *param = NULL;
 	if ((r = rk_secret_origin(o_origin, 1, &origin, &ctx->err)) ||
 	    (r = rk_secret_auth_parse(o_auth, &kind, &param, &ctx->err))) {
+		free(origin);
 		rk_actor_release(&a);
 		return r;
 	}
