@@ -328,8 +328,8 @@ int rk_approval_check(struct rk_engine *eng, const struct rk_actor *a, const cha
 				    d->reason);
 	char *id = rk_id_new("apv");
 	sqlite3_stmt *st = rk_trust_prep(eng->db,
-					 "INSERT INTO approvals (id, run_id, tool, arguments, reason, created_at) "
-					 "VALUES (?, ?, ?, ?, ?, ?)",
+					 "INSERT INTO approvals (id, run_id, tool, arguments, reason, created_at, user_id) "
+					 "VALUES (?, ?, ?, ?, ?, ?, ?)",
 					 err);
 	if (!st) {
 		free(id);
@@ -341,6 +341,7 @@ int rk_approval_check(struct rk_engine *eng, const struct rk_actor *a, const cha
 	rk_trust_bind_text(st, 4, args_json && *args_json ? args_json : "{}");
 	rk_trust_bind_text(st, 5, d->reason);
 	sqlite3_bind_int64(st, 6, rk_now_ms());
+	rk_trust_bind_text(st, 7, a->user);
 	/* the row and the run's state together: whoever sees one sees the other */
 	if ((r = rk_db_begin(eng->db, err))) {
 		sqlite3_finalize(st);
@@ -402,10 +403,27 @@ int rk_approval_decide(struct rk_engine *eng, const struct rk_actor *a, const ch
 {
 	if (note && strlen(note) > 2000)
 		return rk_error_set(err, RK_EINVALID, "--note exceeds 2000 characters");
-	sqlite3_stmt *st = rk_trust_prep(eng->db,
-					 "UPDATE approvals SET state = ?, note = ?, decided_by = ?, decided_at = ? "
-					 "WHERE run_id = ? AND state = 'pending'",
+	if (a->bot)
+		return rk_error_set(err, RK_EDENIED, "bot '%s' cannot decide approvals: a person does", a->bot);
+	/* only the person whose run it is decides */
+	sqlite3_stmt *st = rk_trust_prep(eng->db, "SELECT user_id FROM approvals WHERE run_id = ? AND state = 'pending'",
 					 err);
+	if (!st)
+		return -err->code;
+	rk_trust_bind_text(st, 1, run_id);
+	char *owner = sqlite3_step(st) == SQLITE_ROW ? rk_trust_col_text(st, 0) : NULL;
+	sqlite3_finalize(st);
+	if (owner && strcmp(owner, a->user) != 0) {
+		int r = rk_error_set(err, RK_EDENIED, "run %s is %s's: only they can approve or deny its calls", run_id,
+				     owner);
+		free(owner);
+		return r;
+	}
+	free(owner);
+	st = rk_trust_prep(eng->db,
+			   "UPDATE approvals SET state = ?, note = ?, decided_by = ?, decided_at = ? "
+			   "WHERE run_id = ? AND state = 'pending'",
+			   err);
 	if (!st)
 		return -err->code;
 	char *by = rk_xasprintf("user:%s", a->user);

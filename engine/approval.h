@@ -66,7 +66,8 @@ int rk_approval_check(struct rk_engine *eng, const struct rk_actor *a, const cha
 		      volatile sig_atomic_t *cancel, const char *tool, const char *args_json,
 		      struct rk_approval_decision *d, struct rk_error *err);
 
-/* Decides the run's pending approval. RK_ENOTFOUND when none is pending. */
+/* Decides the run's pending approval: only the user whose call waits, never
+ * a bot (RK_EDENIED). RK_ENOTFOUND when none is pending. */
 int rk_approval_decide(struct rk_engine *eng, const struct rk_actor *a, const char *run_id, int approve,
 		       const char *note, struct rk_error *err);
 /* Pending approvals (run_id NULL: all), a cJSON array of {id, run_id, tool,

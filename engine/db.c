@@ -222,6 +222,7 @@ static const char *const migrations[] = {
 	"CREATE TABLE approvals ("
 	"  id TEXT PRIMARY KEY,"
 	"  run_id TEXT NOT NULL,"
+	"  user_id TEXT NOT NULL,"
 	"  tool TEXT NOT NULL,"
 	"  arguments TEXT,"
 	"  reason TEXT NOT NULL,"

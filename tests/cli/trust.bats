@@ -187,6 +187,9 @@ EOF
 	local run_id
 	run_id=$(rk run list --json | rk_json 'd[0]["id"]')
 	[ "$(rk approval pending --json | rk_json 'd[0]["tool"]')" = write_file ]
+	# only the person whose run it is decides; never a bot (it could approve itself)
+	expect_json_error 8 denied env RAKAZO_OWNER=user:mallory "$RAKAZO_BIN" run approve "$run_id" --json
+	expect_json_error 8 denied env RAKAZO_OWNER=bot:b1 "$RAKAZO_BIN" run approve "$run_id" --json
 	rk run deny "$run_id" --note "too many pianos" --json >/dev/null
 	# the second write waits too; this one is approved
 	wait_for "rk approval pending --json | grep -q 'order 1 piano'" 30

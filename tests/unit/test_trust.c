@@ -701,6 +701,20 @@ TEST(approval_waits_for_a_person)
 	CHECK_EQ_INT(cJSON_GetObjectItem(o, "revision")->valueint, 1); /* the denied write did not happen */
 	cJSON_Delete(o);
 	CHECK_EQ_INT(rk_approval_decide(eng, &a, "run_t1", 1, NULL, &e), -RK_ENOTFOUND);
+	/* nobody but alice decides alice's calls, and no bot does */
+	CHECK(rk_db_exec(eng->db,
+			 "INSERT INTO approvals (id, run_id, user_id, tool, reason, created_at) "
+			 "VALUES ('apv_x', 'run_t1', 'alice', 'shell', 'rule', 1)",
+			 &e) == 0);
+	struct rk_actor bob, bot;
+	actor(&bob, "bob", NULL, NULL);
+	actor(&bot, "alice", NULL, "b1");
+	CHECK_EQ_INT(rk_approval_decide(eng, &bob, "run_t1", 1, NULL, &e), -RK_EDENIED);
+	CHECK_EQ_INT(rk_approval_decide(eng, &bot, "run_t1", 1, NULL, &e), -RK_EDENIED);
+	setenv("RAKAZO_USER", "alice", 1);
+	CHECK_EQ_INT(rk_approval_decide(eng, &a, "run_t1", 0, "no", &e), 0);
+	rk_actor_release(&bob);
+	rk_actor_release(&bot);
 	rk_actor_release(&a);
 }
 
