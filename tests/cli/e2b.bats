@@ -290,3 +290,11 @@ d = json.load(open(p)); d["touched_ms"] = 0; json.dump(d, open(p, "w"))
 	rk computer exec t --json -- true >/dev/null
 	[ "$(calls POST "/sandboxes/$ref/timeout")" = 1 ]
 }
+
+@test "e2b: the official e2b and @e2b/desktop SDKs run their scenario against the emulator (fidelity)" {
+	run sh "$BATS_TEST_DIRNAME/../sdk/run-e2b.sh"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"sdk: "*" passed, 0 failed"* ]]
+	[[ $output != *"sdk: 0 passed, 0 failed"* ]] || [ "${RAKAZO_REQUIRE_DOCKER:-}" != 1 ]
+}
