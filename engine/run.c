@@ -447,7 +447,7 @@ static int wait_takeover(struct run *run, const char *reason, char **note, const
  * or a negative code with *why set when the run must stop. */
 static int run_calls(struct run *run, const struct rk_model_reply *reply, const char **why, struct rk_error *err)
 {
-	struct rk_tools_ctx tctx = {run->eng, &run->c, run->row.bot_id, 0, 0, 0};
+	struct rk_tools_ctx tctx = {.eng = run->eng, .computer = &run->c, .bot_id = run->row.bot_id, .fence = run->fence};
 	for (size_t i = 0; i < reply->ncalls; i++) {
 		const struct rk_model_tool_call *call = &reply->calls[i];
 		const char *cid = call->id ? call->id : "", *name = call->name ? call->name : "";

@@ -254,7 +254,7 @@ static int t_observe(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool
 	struct rk_display_observe_options oo = {.max_width = ctx->max_width, .max_height = ctx->max_height};
 	struct rk_display_shot shot = {0};
 	/* a bot sees its own screen (engine/team.h); without one, the display */
-	if ((r = ctx->bot_id ? rk_team_screen_observe(ctx->eng, ctx->computer, ctx->bot_id, 0, &oo, &shot, e)
+	if ((r = ctx->bot_id ? rk_team_screen_observe(ctx->eng, ctx->computer, ctx->bot_id, ctx->fence, &oo, &shot, e)
 			     : rk_display_observe(ctx->eng, ctx->computer, ctx->display, &oo, &shot, e)))
 		return r;
 	take_frame(out, shot.meta, &shot.png, &shot.png_len);
@@ -277,7 +277,7 @@ static int t_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_res
 	char *batch = cJSON_PrintUnformatted(args);
 	struct rk_display_observe_options oo = {.max_width = ctx->max_width, .max_height = ctx->max_height};
 	struct rk_display_act_result res = {0};
-	r = ctx->bot_id ? rk_team_screen_act(ctx->eng, ctx->computer, ctx->bot_id, 0, batch, -1, -1, &oo, &res, e)
+	r = ctx->bot_id ? rk_team_screen_act(ctx->eng, ctx->computer, ctx->bot_id, ctx->fence, batch, -1, -1, &oo, &res, e)
 			: rk_display_act(ctx->eng, ctx->computer, ctx->display, batch, -1, -1, &oo, &res, e);
 	free(batch);
 	if (r)

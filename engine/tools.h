@@ -35,6 +35,7 @@ struct rk_tools_ctx {
 	const char *bot_id;           /* may be NULL */
 	int display;                  /* 0 */
 	int max_width, max_height;    /* screenshot size for the model; 0: full size */
+	int64_t fence;                /* the caller's (computer, bot) lease fence; 0: calls take the lease */
 };
 
 struct rk_tool_result {

@@ -41,7 +41,7 @@ TEST(definitions)
 TEST(error_results)
 {
 	struct rk_computer c = {.id = "cmp_x", .name = "x", .kind = "fake", .desktop = 0};
-	struct rk_tools_ctx ctx = {NULL, &c, NULL, 0, 0, 0};
+	struct rk_tools_ctx ctx = {.computer = &c};
 	struct rk_tool_result r;
 	const struct {
 		const char *name, *args, *code, *msg;
