@@ -1,7 +1,5 @@
-/* The API's tables (migration 7 in db.c): tokens, rights, and reading
- * usage records. The statement helpers are small copies of db.c's static
- * ones (db.c keeps its own static), so the files stay apart as db_runs.c
- * does. */
+/* The API's tables (migration 6 in db.c): tokens, rights, and reading
+ * usage records, through db.h's statement helpers. */
 
 #include "api.h"
 
@@ -12,82 +10,6 @@
 #include "util/buf.h"
 #include "util/id.h"
 #include "util/time.h"
-
-static int sql_error(struct rk_db *db, struct rk_error *err, const char *what)
-{
-	int rc = sqlite3_errcode(db->handle);
-	enum rk_code code = RK_EFAILED;
-	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
-		code = RK_EUNAVAILABLE;
-	else if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
-		code = RK_ECORRUPT;
-	else if (rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN || rc == SQLITE_IOERR || rc == SQLITE_FULL)
-		code = RK_EIO;
-	else if (rc == SQLITE_CONSTRAINT)
-		code = RK_ECONFLICT;
-	return rk_error_set(err, code, "database: %s: %s", what, sqlite3_errmsg(db->handle));
-}
-
-static sqlite3_stmt *prep(struct rk_db *db, const char *sql, struct rk_error *err)
-{
-	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(db->handle, sql, -1, &st, NULL) != SQLITE_OK) {
-		sql_error(db, err, "prepare");
-		return NULL;
-	}
-	return st;
-}
-
-static char *col_text(sqlite3_stmt *st, int i)
-{
-	const unsigned char *t = sqlite3_column_text(st, i);
-	return t ? rk_xstrdup((const char *)t) : NULL;
-}
-
-static int step_done(struct rk_db *db, sqlite3_stmt *st, const char *what, struct rk_error *err)
-{
-	int rc = sqlite3_step(st);
-	int r = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : sql_error(db, err, what);
-	sqlite3_finalize(st);
-	return r;
-}
-
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
-}
-
-/* Steps st to its end into a malloc'd array of size-byte elements filled by
- * from_row; on failure releases what it read. Finalizes st. */
-static int collect(struct rk_db *db, sqlite3_stmt *st, size_t size, void (*from_row)(sqlite3_stmt *, void *),
-		   void (*release)(void *), void **out, size_t *n, const char *what, struct rk_error *err)
-{
-	size_t cap = 8, count = 0;
-	char *arr = rk_xcalloc(cap, size);
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (count == cap) {
-			cap *= 2;
-			arr = rk_xrealloc(arr, cap * size);
-		}
-		memset(arr + count * size, 0, size);
-		from_row(st, arr + count++ * size);
-	}
-	int r = rc == SQLITE_DONE ? 0 : sql_error(db, err, what);
-	sqlite3_finalize(st);
-	if (r) {
-		for (size_t i = 0; i < count; i++)
-			release(arr + i * size);
-		free(arr);
-		return r;
-	}
-	*out = arr;
-	*n = count;
-	return 0;
-}
 
 /* --- tokens ------------------------------------------------------------------------ */
 
@@ -105,9 +27,9 @@ void rk_api_token_release(struct rk_api_token *t)
 
 static void token_from_row(sqlite3_stmt *st, struct rk_api_token *t)
 {
-	t->id = col_text(st, 0);
-	t->name = col_text(st, 1);
-	t->bot_id = col_text(st, 2);
+	t->id = rk_db_col_text(st, 0);
+	t->name = rk_db_col_text(st, 1);
+	t->bot_id = rk_db_col_text(st, 2);
 	t->created_at = sqlite3_column_int64(st, 3);
 	t->last_used_at = sqlite3_column_int64(st, 4);
 	t->revoked_at = sqlite3_column_int64(st, 5);
@@ -137,7 +59,7 @@ int rk_api_token_create(struct rk_db *db, const char *name, const char *bot_id, 
 	sodium_bin2hex(hexs, sizeof(hexs), raw, sizeof(raw));
 	rk_sha256_hex(hexs, 64, hash);
 	char *id = rk_id_new("tok");
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"INSERT INTO api_tokens (id, name, secret_hash, bot_id, created_at) "
 				"SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT EXISTS "
 				"(SELECT 1 FROM api_tokens WHERE name = ?2 AND revoked_at IS NULL)",
@@ -150,9 +72,9 @@ int rk_api_token_create(struct rk_db *db, const char *name, const char *bot_id, 
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 3, hash, -1, SQLITE_TRANSIENT);
-	bind_text_or_null(st, 4, bot_id);
+	rk_db_bind_text(st, 4, bot_id);
 	sqlite3_bind_int64(st, 5, now);
-	int r = step_done(db, st, "create token", err);
+	int r = rk_db_step_done(db, st, "create token", err);
 	if (r == 0 && sqlite3_changes(db->handle) == 0)
 		r = rk_error_set(err, RK_ECONFLICT, "a live token is already named '%s' (revoke it first)", name);
 	if (r) {
@@ -174,16 +96,16 @@ static void token_free(void *t) { rk_api_token_release(t); }
 
 int rk_api_token_list(struct rk_db *db, struct rk_api_token **out, size_t *n, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "SELECT " TOKEN_COLS " FROM api_tokens ORDER BY created_at, id", err);
+	sqlite3_stmt *st = rk_db_prepare(db, "SELECT " TOKEN_COLS " FROM api_tokens ORDER BY created_at, id", err);
 	if (!st)
 		return -err->code;
-	return collect(db, st, sizeof(**out), token_row, token_free, (void **)out, n, "list tokens", err);
+	return rk_db_collect(db, st, sizeof(**out), token_row, token_free, (void **)out, n, "list tokens", err);
 }
 
 static int token_get(struct rk_db *db, const char *sql, const char *key, struct rk_api_token *out,
 		     char **hash, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, sql, err);
+	sqlite3_stmt *st = rk_db_prepare(db, sql, err);
 	if (!st)
 		return -err->code;
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
@@ -192,11 +114,11 @@ static int token_get(struct rk_db *db, const char *sql, const char *key, struct 
 		memset(out, 0, sizeof(*out));
 		token_from_row(st, out);
 		if (hash)
-			*hash = col_text(st, 6);
+			*hash = rk_db_col_text(st, 6);
 	} else if (rc == SQLITE_DONE) {
 		r = rk_error_set(err, RK_ENOTFOUND, "no live token '%s'", key);
 	} else {
-		r = sql_error(db, err, "read token");
+		r = rk_db_sql_error(db, err, "read token");
 	}
 	sqlite3_finalize(st);
 	return r;
@@ -209,7 +131,7 @@ int rk_api_token_revoke(struct rk_db *db, const char *id_or_name, struct rk_api_
 			  id_or_name, out, NULL, err);
 	if (r)
 		return r;
-	sqlite3_stmt *st = prep(db, "UPDATE api_tokens SET revoked_at = ?2 WHERE id = ?1", err);
+	sqlite3_stmt *st = rk_db_prepare(db, "UPDATE api_tokens SET revoked_at = ?2 WHERE id = ?1", err);
 	if (!st) {
 		rk_api_token_release(out);
 		return -err->code;
@@ -217,7 +139,7 @@ int rk_api_token_revoke(struct rk_db *db, const char *id_or_name, struct rk_api_
 	out->revoked_at = rk_now_ms();
 	sqlite3_bind_text(st, 1, out->id, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 2, out->revoked_at);
-	if ((r = step_done(db, st, "revoke token", err)))
+	if ((r = rk_db_step_done(db, st, "revoke token", err)))
 		rk_api_token_release(out);
 	return r;
 }
@@ -254,11 +176,11 @@ int rk_api_token_verify(struct rk_db *db, const char *secret, struct rk_api_toke
 	/* at most one write a minute per token: reads stay reads under load */
 	int64_t now = rk_now_ms();
 	if (now - out->last_used_at > 60000) {
-		sqlite3_stmt *st = prep(db, "UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1", NULL);
+		sqlite3_stmt *st = rk_db_prepare(db, "UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1", NULL);
 		if (st) {
 			sqlite3_bind_text(st, 1, out->id, -1, SQLITE_TRANSIENT);
 			sqlite3_bind_int64(st, 2, now);
-			step_done(db, st, "touch token", NULL);
+			rk_db_step_done(db, st, "touch token", NULL);
 			out->last_used_at = now;
 		}
 	}
@@ -303,9 +225,9 @@ void rk_api_right_release(struct rk_api_right *r)
 
 static void right_from_row(sqlite3_stmt *st, struct rk_api_right *r)
 {
-	r->computer_id = col_text(st, 0);
-	r->bot_id = col_text(st, 1);
-	r->granted_by = col_text(st, 2);
+	r->computer_id = rk_db_col_text(st, 0);
+	r->bot_id = rk_db_col_text(st, 1);
+	r->granted_by = rk_db_col_text(st, 2);
 	r->created_at = sqlite3_column_int64(st, 3);
 }
 
@@ -314,7 +236,7 @@ int rk_api_right_put(struct rk_db *db, const char *computer_id, const char *bot_
 {
 	if (!valid_label(bot_id, 64))
 		return rk_error_set(err, RK_EINVALID, "a bot id is 1 to 64 letters, digits, '-', '_' or '.'");
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"INSERT INTO computer_rights (computer_id, bot_id, granted_by, created_at) "
 				"VALUES (?1, ?2, ?3, ?4) ON CONFLICT (computer_id, bot_id) DO NOTHING",
 				err);
@@ -324,14 +246,14 @@ int rk_api_right_put(struct rk_db *db, const char *computer_id, const char *bot_
 	sqlite3_bind_text(st, 2, bot_id, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 3, granted_by, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 4, rk_now_ms());
-	int r = step_done(db, st, "grant right", err);
+	int r = rk_db_step_done(db, st, "grant right", err);
 	return r ? r : rk_api_right_get(db, computer_id, bot_id, out, err);
 }
 
 int rk_api_right_get(struct rk_db *db, const char *computer_id, const char *bot_id, struct rk_api_right *out,
 		     struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"SELECT computer_id, bot_id, granted_by, created_at FROM computer_rights "
 				"WHERE computer_id = ?1 AND bot_id = ?2",
 				err);
@@ -346,7 +268,7 @@ int rk_api_right_get(struct rk_db *db, const char *computer_id, const char *bot_
 	} else if (rc == SQLITE_DONE) {
 		r = rk_error_set(err, RK_ENOTFOUND, "bot '%s' has no right to computer %s", bot_id, computer_id);
 	} else {
-		r = sql_error(db, err, "read right");
+		r = rk_db_sql_error(db, err, "read right");
 	}
 	sqlite3_finalize(st);
 	return r;
@@ -354,12 +276,12 @@ int rk_api_right_get(struct rk_db *db, const char *computer_id, const char *bot_
 
 int rk_api_right_delete(struct rk_db *db, const char *computer_id, const char *bot_id, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "DELETE FROM computer_rights WHERE computer_id = ?1 AND bot_id = ?2", err);
+	sqlite3_stmt *st = rk_db_prepare(db, "DELETE FROM computer_rights WHERE computer_id = ?1 AND bot_id = ?2", err);
 	if (!st)
 		return -err->code;
 	sqlite3_bind_text(st, 1, computer_id, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 2, bot_id, -1, SQLITE_TRANSIENT);
-	int r = step_done(db, st, "take right", err);
+	int r = rk_db_step_done(db, st, "take right", err);
 	if (r == 0 && sqlite3_changes(db->handle) == 0)
 		r = rk_error_set(err, RK_ENOTFOUND, "bot '%s' has no right to computer %s", bot_id, computer_id);
 	return r;
@@ -371,19 +293,19 @@ static void right_free(void *r) { rk_api_right_release(r); }
 int rk_api_right_list(struct rk_db *db, const char *computer_id, struct rk_api_right **out, size_t *n,
 		      struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"SELECT computer_id, bot_id, granted_by, created_at FROM computer_rights "
 				"WHERE computer_id = ?1 ORDER BY created_at, bot_id",
 				err);
 	if (!st)
 		return -err->code;
 	sqlite3_bind_text(st, 1, computer_id, -1, SQLITE_TRANSIENT);
-	return collect(db, st, sizeof(**out), right_row, right_free, (void **)out, n, "list rights", err);
+	return rk_db_collect(db, st, sizeof(**out), right_row, right_free, (void **)out, n, "list rights", err);
 }
 
 int rk_api_usage_list(struct rk_db *db, const char *computer_id, int64_t **out, size_t *n, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"SELECT started_at, coalesce(ended_at, 0) FROM usage_records WHERE computer_id = ?1 "
 				"ORDER BY id",
 				err);
@@ -401,7 +323,7 @@ int rk_api_usage_list(struct rk_db *db, const char *computer_id, int64_t **out, 
 		arr[count++] = sqlite3_column_int64(st, 0);
 		arr[count++] = sqlite3_column_int64(st, 1);
 	}
-	int r = rc == SQLITE_DONE ? 0 : sql_error(db, err, "list usage");
+	int r = rc == SQLITE_DONE ? 0 : rk_db_sql_error(db, err, "list usage");
 	sqlite3_finalize(st);
 	if (r) {
 		free(arr);
@@ -431,14 +353,14 @@ int rk_api_pair_create(struct rk_db *db, const char *name, const char *owner, ch
 				.pause_after = -1, .revisions_kept = 1, .created_at = now, .updated_at = now};
 	int r = rk_db_begin(db, err);
 	if (r == 0 && (r = rk_db_computer_insert(db, &c, err)) == 0) {
-		sqlite3_stmt *st = prep(db, "INSERT INTO paired_machines (computer_id, secret_hash, created_at) VALUES (?1, ?2, ?3)", err);
+		sqlite3_stmt *st = rk_db_prepare(db, "INSERT INTO paired_machines (computer_id, secret_hash, created_at) VALUES (?1, ?2, ?3)", err);
 		if (!st) {
 			r = -err->code;
 		} else {
 			sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
 			sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
 			sqlite3_bind_int64(st, 3, now);
-			r = step_done(db, st, "pair machine", err);
+			r = rk_db_step_done(db, st, "pair machine", err);
 		}
 	}
 	if (r == 0)
@@ -462,7 +384,7 @@ int rk_api_pair_verify(struct rk_db *db, const char *secret, char **computer_id,
 	if (!dot || dot == secret || (size_t)(dot - secret) > 64)
 		return rk_error_set(err, RK_EDENIED, "the machine secret is malformed");
 	char *id = rk_xstrndup(secret, (size_t)(dot - secret));
-	sqlite3_stmt *st = prep(db, "SELECT secret_hash FROM paired_machines WHERE computer_id = ?1", err);
+	sqlite3_stmt *st = rk_db_prepare(db, "SELECT secret_hash FROM paired_machines WHERE computer_id = ?1", err);
 	if (!st) {
 		free(id);
 		return -err->code;
@@ -484,8 +406,8 @@ int rk_api_pair_verify(struct rk_db *db, const char *secret, char **computer_id,
 
 int rk_api_pair_reset(struct rk_db *db, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "UPDATE computers SET state = 'offline' WHERE kind = 'paired' AND state = 'running'", err);
+	sqlite3_stmt *st = rk_db_prepare(db, "UPDATE computers SET state = 'offline' WHERE kind = 'paired' AND state = 'running'", err);
 	if (!st)
 		return -(int)err->code;
-	return step_done(db, st, "reset paired machines", err);
+	return rk_db_step_done(db, st, "reset paired machines", err);
 }

@@ -427,6 +427,17 @@ void rk_db_bind_text(sqlite3_stmt *st, int i, const char *s)
 	bind_text(st, i, s);
 }
 
+char *rk_db_col_text(sqlite3_stmt *st, int i)
+{
+	return col_text(st, i);
+}
+
+int rk_db_collect(struct rk_db *db, sqlite3_stmt *st, size_t size, void (*from_row)(sqlite3_stmt *, void *),
+		  void (*release)(void *), void **out, size_t *n, const char *what, struct rk_error *err)
+{
+	return collect_rows(db, st, size, from_row, release, out, n, what, err);
+}
+
 /* --- open and migrate ------------------------------------------------------- */
 
 int rk_db_schema_version(struct rk_db *db)

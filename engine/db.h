@@ -37,6 +37,12 @@ int rk_db_step_done(struct rk_db *db, sqlite3_stmt *st, const char *what, struct
 int rk_db_sql_error(struct rk_db *db, struct rk_error *err, const char *what);
 /* Binds s as text (a copy), or NULL. */
 void rk_db_bind_text(sqlite3_stmt *st, int i, const char *s);
+/* Column i as a malloc'd string, or NULL. */
+char *rk_db_col_text(sqlite3_stmt *st, int i);
+/* Steps st to its end into a malloc'd array of size-byte elements filled by
+ * from_row; on failure releases what it read. Finalizes st. */
+int rk_db_collect(struct rk_db *db, sqlite3_stmt *st, size_t size, void (*from_row)(sqlite3_stmt *, void *),
+		  void (*release)(void *), void **out, size_t *n, const char *what, struct rk_error *err);
 
 /* --- computers ---------------------------------------------------------- */
 struct rk_computer {

@@ -1,5 +1,4 @@
-/* The runs table: its SQL (see db_runs.h). The small statement helpers are
- * copies of db.c's static ones, kept here so the two files stay apart. */
+/* The runs table: its SQL (see db_runs.h), through db.h's statement helpers. */
 
 #include "db_runs.h"
 
@@ -26,39 +25,6 @@ int rk_run_state_is_final(const char *state)
 			 !strcmp(state, "cancelled"));
 }
 
-static int sql_error(struct rk_db *db, struct rk_error *err, const char *what)
-{
-	int rc = sqlite3_errcode(db->handle);
-	enum rk_code code = RK_EFAILED;
-	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
-		code = RK_EUNAVAILABLE;
-	else if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
-		code = RK_ECORRUPT;
-	else if (rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN || rc == SQLITE_IOERR || rc == SQLITE_FULL)
-		code = RK_EIO;
-	else if (rc == SQLITE_CONSTRAINT)
-		code = RK_ECONFLICT;
-	return rk_error_set(err, code, "database: %s: %s", what, sqlite3_errmsg(db->handle));
-}
-
-static sqlite3_stmt *prep(struct rk_db *db, const char *sql, struct rk_error *err)
-{
-	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(db->handle, sql, -1, &st, NULL) != SQLITE_OK) {
-		sql_error(db, err, "prepare failed");
-		return NULL;
-	}
-	return st;
-}
-
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
-}
-
 static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
 {
 	if (v < 0)
@@ -67,31 +33,15 @@ static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
 		sqlite3_bind_int64(st, i, v);
 }
 
-static char *col_text(sqlite3_stmt *st, int i)
-{
-	const unsigned char *t = sqlite3_column_text(st, i);
-	return t ? rk_xstrdup((const char *)t) : NULL;
-}
-
 static int64_t col_int(sqlite3_stmt *st, int i)
 {
 	return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
 }
 
-static int step_done(struct rk_db *db, sqlite3_stmt *st, const char *what, struct rk_error *err)
-{
-	int rc = sqlite3_step(st);
-	int r = 0;
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-		r = sql_error(db, err, what);
-	sqlite3_finalize(st);
-	return r;
-}
-
 /* Fails with not_found when the statement touched no row. */
 static int step_one(struct rk_db *db, sqlite3_stmt *st, const char *id, const char *what, struct rk_error *err)
 {
-	int r = step_done(db, st, what, err);
+	int r = rk_db_step_done(db, st, what, err);
 	if (r == 0 && sqlite3_changes(db->handle) == 0)
 		r = rk_error_set(err, RK_ENOTFOUND, "no run '%s'", id);
 	return r;
@@ -104,15 +54,15 @@ static int step_one(struct rk_db *db, sqlite3_stmt *st, const char *id, const ch
 
 static void run_from_row(sqlite3_stmt *st, struct rk_run_row *r)
 {
-	r->id = col_text(st, 0);
-	r->bot_id = col_text(st, 1);
-	r->thread_id = col_text(st, 2);
-	r->computer_id = col_text(st, 3);
-	r->task = col_text(st, 4);
-	r->model = col_text(st, 5);
-	r->state = col_text(st, 6);
-	r->final_answer = col_text(st, 7);
-	r->error = col_text(st, 8);
+	r->id = rk_db_col_text(st, 0);
+	r->bot_id = rk_db_col_text(st, 1);
+	r->thread_id = rk_db_col_text(st, 2);
+	r->computer_id = rk_db_col_text(st, 3);
+	r->task = rk_db_col_text(st, 4);
+	r->model = rk_db_col_text(st, 5);
+	r->state = rk_db_col_text(st, 6);
+	r->final_answer = rk_db_col_text(st, 7);
+	r->error = rk_db_col_text(st, 8);
 	r->steps = col_int(st, 9);
 	r->input_tokens = col_int(st, 10);
 	r->output_tokens = col_int(st, 11);
@@ -121,13 +71,13 @@ static void run_from_row(sqlite3_stmt *st, struct rk_run_row *r)
 	r->created_at = col_int(st, 14);
 	r->started_at = col_int(st, 15);
 	r->finished_at = col_int(st, 16);
-	r->reason = col_text(st, 17);
-	r->options = col_text(st, 18);
+	r->reason = rk_db_col_text(st, 17);
+	r->options = rk_db_col_text(st, 18);
 	r->cancel_requested = col_int(st, 19);
-	r->lease_bot = col_text(st, 20);
+	r->lease_bot = rk_db_col_text(st, 20);
 	r->lease_fence = col_int(st, 21);
-	r->takeover_reason = col_text(st, 22);
-	r->takeover_note = col_text(st, 23);
+	r->takeover_reason = rk_db_col_text(st, 22);
+	r->takeover_note = rk_db_col_text(st, 23);
 	r->attempts = col_int(st, 24);
 }
 
@@ -163,43 +113,43 @@ int rk_db_run_insert(struct rk_db *db, const struct rk_run_row *r, struct rk_err
 {
 	if (!r->id || !r->task || !rk_run_state_valid(r->state))
 		return rk_error_set(err, RK_EINVALID, "a run needs an id, a task and a valid state");
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"INSERT INTO runs (id, bot_id, thread_id, computer_id, task, model, state, created_at, "
 				"options, heartbeat_at, lease_bot, lease_fence) "
 				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8, ?10, ?11)",
 				err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, r->id);
-	bind_text(st, 2, r->bot_id);
-	bind_text(st, 3, r->thread_id);
-	bind_text(st, 4, r->computer_id);
-	bind_text(st, 5, r->task);
-	bind_text(st, 6, r->model);
-	bind_text(st, 7, r->state);
+	rk_db_bind_text(st, 1, r->id);
+	rk_db_bind_text(st, 2, r->bot_id);
+	rk_db_bind_text(st, 3, r->thread_id);
+	rk_db_bind_text(st, 4, r->computer_id);
+	rk_db_bind_text(st, 5, r->task);
+	rk_db_bind_text(st, 6, r->model);
+	rk_db_bind_text(st, 7, r->state);
 	sqlite3_bind_int64(st, 8, r->created_at > 0 ? r->created_at : rk_now_ms());
-	bind_text(st, 9, r->options);
-	bind_text(st, 10, r->lease_bot);
+	rk_db_bind_text(st, 9, r->options);
+	rk_db_bind_text(st, 10, r->lease_bot);
 	if (r->lease_fence > 0)
 		sqlite3_bind_int64(st, 11, r->lease_fence);
 	else
 		sqlite3_bind_null(st, 11);
-	return step_done(db, st, "insert run", err);
+	return rk_db_step_done(db, st, "insert run", err);
 }
 
 int rk_db_run_get(struct rk_db *db, const char *id, struct rk_run_row *out, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "SELECT " RUN_COLS " FROM runs WHERE id = ?", err);
+	sqlite3_stmt *st = rk_db_prepare(db, "SELECT " RUN_COLS " FROM runs WHERE id = ?", err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, id);
+	rk_db_bind_text(st, 1, id);
 	int rc = sqlite3_step(st), r = 0;
 	if (rc == SQLITE_ROW)
 		run_from_row(st, out);
 	else if (rc == SQLITE_DONE)
 		r = rk_error_set(err, RK_ENOTFOUND, "no run '%s' (see `rakazo run list`)", id);
 	else
-		r = sql_error(db, err, "get run");
+		r = rk_db_sql_error(db, err, "get run");
 	sqlite3_finalize(st);
 	return r;
 }
@@ -209,13 +159,13 @@ int rk_db_run_list(struct rk_db *db, const char *computer_id, size_t limit, stru
 {
 	*out = NULL;
 	*n = 0;
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"SELECT " RUN_COLS " FROM runs WHERE ?1 IS NULL OR computer_id = ?1 "
 				"ORDER BY created_at DESC, rowid DESC LIMIT ?2",
 				err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, computer_id);
+	rk_db_bind_text(st, 1, computer_id);
 	sqlite3_bind_int64(st, 2, limit ? (int64_t)limit : 100);
 	size_t cap = 0;
 	int rc, r = 0;
@@ -228,7 +178,7 @@ int rk_db_run_list(struct rk_db *db, const char *computer_id, size_t limit, stru
 		run_from_row(st, &(*out)[(*n)++]);
 	}
 	if (rc != SQLITE_DONE) {
-		r = sql_error(db, err, "list runs");
+		r = rk_db_sql_error(db, err, "list runs");
 		rk_run_rows_free(*out, *n);
 		*out = NULL;
 		*n = 0;
@@ -242,15 +192,15 @@ int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int
 {
 	if (!rk_run_state_valid(state))
 		return rk_error_set(err, RK_EINVALID, "no run state '%s'", state ? state : "");
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = ?2, worker_pid = coalesce(?3, worker_pid), heartbeat_at = ?4, "
 				"started_at = CASE WHEN ?2 = 'running' THEN coalesce(started_at, ?4) ELSE started_at END, "
 				"finished_at = CASE WHEN ?5 THEN ?4 ELSE finished_at END WHERE id = ?1",
 				err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, id);
-	bind_text(st, 2, state);
+	rk_db_bind_text(st, 1, id);
+	rk_db_bind_text(st, 2, state);
 	bind_opt(st, 3, worker_pid);
 	sqlite3_bind_int64(st, 4, rk_now_ms());
 	sqlite3_bind_int(st, 5, rk_run_state_is_final(state));
@@ -260,13 +210,13 @@ int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int
 int rk_db_run_progress(struct rk_db *db, const char *id, int64_t steps, int64_t input_tokens,
 		       int64_t output_tokens, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET steps = ?2, input_tokens = ?3, output_tokens = ?4, heartbeat_at = ?5 "
 				"WHERE id = ?1",
 				err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, id);
+	rk_db_bind_text(st, 1, id);
 	sqlite3_bind_int64(st, 2, steps);
 	sqlite3_bind_int64(st, 3, input_tokens);
 	sqlite3_bind_int64(st, 4, output_tokens);
@@ -276,10 +226,10 @@ int rk_db_run_progress(struct rk_db *db, const char *id, int64_t steps, int64_t 
 
 int rk_db_run_heartbeat(struct rk_db *db, const char *id, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "UPDATE runs SET heartbeat_at = ?2 WHERE id = ?1", err);
+	sqlite3_stmt *st = rk_db_prepare(db, "UPDATE runs SET heartbeat_at = ?2 WHERE id = ?1", err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, id);
+	rk_db_bind_text(st, 1, id);
 	sqlite3_bind_int64(st, 2, rk_now_ms());
 	return step_one(db, st, id, "run heartbeat", err);
 }
@@ -289,16 +239,16 @@ int rk_db_run_finish(struct rk_db *db, const char *id, const char *state, const 
 {
 	if (!rk_run_state_is_final(state))
 		return rk_error_set(err, RK_EINVALID, "'%s' is not a final run state", state ? state : "");
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = ?2, final_answer = ?3, error = ?4, heartbeat_at = ?5, "
 				"finished_at = ?5 WHERE id = ?1",
 				err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, id);
-	bind_text(st, 2, state);
-	bind_text(st, 3, final_answer);
-	bind_text(st, 4, error);
+	rk_db_bind_text(st, 1, id);
+	rk_db_bind_text(st, 2, state);
+	rk_db_bind_text(st, 3, final_answer);
+	rk_db_bind_text(st, 4, error);
 	sqlite3_bind_int64(st, 5, rk_now_ms());
 	return step_one(db, st, id, "finish run", err);
 }
@@ -306,22 +256,22 @@ int rk_db_run_finish(struct rk_db *db, const char *id, const char *state, const 
 int rk_db_run_set_meta(struct rk_db *db, const char *id, const char *reason, const char *options,
 		       struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET reason = coalesce(?2, reason), options = coalesce(?3, options) "
 				"WHERE id = ?1",
 				err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, id);
-	bind_text(st, 2, reason);
-	bind_text(st, 3, options);
+	rk_db_bind_text(st, 1, id);
+	rk_db_bind_text(st, 2, reason);
+	rk_db_bind_text(st, 3, options);
 	return step_one(db, st, id, "set run meta", err);
 }
 
 int rk_db_run_begin_attempt(struct rk_db *db, const char *id, int64_t worker_pid, const char *lease_bot,
 			    int64_t lease_fence, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = 'running', worker_pid = ?2, lease_bot = ?3, lease_fence = ?4, "
 				"attempts = attempts + 1, heartbeat_at = ?5, started_at = coalesce(started_at, ?5), "
 				"finished_at = NULL, reason = NULL, error = NULL, final_answer = NULL, "
@@ -329,9 +279,9 @@ int rk_db_run_begin_attempt(struct rk_db *db, const char *id, int64_t worker_pid
 				err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, id);
+	rk_db_bind_text(st, 1, id);
 	sqlite3_bind_int64(st, 2, worker_pid);
-	bind_text(st, 3, lease_bot);
+	rk_db_bind_text(st, 3, lease_bot);
 	bind_opt(st, 4, lease_fence);
 	sqlite3_bind_int64(st, 5, rk_now_ms());
 	return step_one(db, st, id, "begin run attempt", err);
@@ -339,57 +289,57 @@ int rk_db_run_begin_attempt(struct rk_db *db, const char *id, int64_t worker_pid
 
 int rk_db_run_request_cancel(struct rk_db *db, const char *id, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "UPDATE runs SET cancel_requested = 1 WHERE id = ?1", err);
+	sqlite3_stmt *st = rk_db_prepare(db, "UPDATE runs SET cancel_requested = 1 WHERE id = ?1", err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, id);
+	rk_db_bind_text(st, 1, id);
 	return step_one(db, st, id, "request run cancel", err);
 }
 
 int rk_db_run_wait_takeover(struct rk_db *db, const char *id, const char *reason, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = 'waiting_takeover', takeover_reason = ?2, takeover_note = NULL, "
 				"heartbeat_at = ?3 WHERE id = ?1",
 				err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, id);
-	bind_text(st, 2, reason);
+	rk_db_bind_text(st, 1, id);
+	rk_db_bind_text(st, 2, reason);
 	sqlite3_bind_int64(st, 3, rk_now_ms());
 	return step_one(db, st, id, "run waits for a takeover", err);
 }
 
 int rk_db_run_end_takeover(struct rk_db *db, const char *id, const char *note, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = 'running', takeover_note = ?2 "
 				"WHERE id = ?1 AND state = 'waiting_takeover'",
 				err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, id);
-	bind_text(st, 2, note);
-	int r = step_done(db, st, "end run takeover", err);
+	rk_db_bind_text(st, 1, id);
+	rk_db_bind_text(st, 2, note);
+	int r = rk_db_step_done(db, st, "end run takeover", err);
 	return r ? r : sqlite3_changes(db->handle) > 0;
 }
 
 int rk_db_run_mark_interrupted(struct rk_db *db, const char *id, int64_t heartbeat_at, const char *reason,
 			       const char *error, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = 'interrupted', reason = ?3, error = ?4, finished_at = ?5 "
 				"WHERE id = ?1 AND state IN ('queued','running','waiting_takeover') "
 				"AND coalesce(heartbeat_at, -1) = ?2",
 				err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, id);
+	rk_db_bind_text(st, 1, id);
 	sqlite3_bind_int64(st, 2, heartbeat_at);
-	bind_text(st, 3, reason);
-	bind_text(st, 4, error);
+	rk_db_bind_text(st, 3, reason);
+	rk_db_bind_text(st, 4, error);
 	sqlite3_bind_int64(st, 5, rk_now_ms());
-	int r = step_done(db, st, "mark run interrupted", err);
+	int r = rk_db_step_done(db, st, "mark run interrupted", err);
 	return r ? r : sqlite3_changes(db->handle) > 0;
 }
 
@@ -397,7 +347,7 @@ int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, st
 {
 	*out = NULL;
 	*n = 0;
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"SELECT " RUN_COLS " FROM runs WHERE state IN ('queued','running','waiting_takeover') "
 				"ORDER BY created_at, rowid",
 				err);
@@ -414,7 +364,7 @@ int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, st
 		run_from_row(st, &(*out)[(*n)++]);
 	}
 	if (rc != SQLITE_DONE) {
-		r = sql_error(db, err, "list live runs");
+		r = rk_db_sql_error(db, err, "list live runs");
 		rk_run_rows_free(*out, *n);
 		*out = NULL;
 		*n = 0;
@@ -435,30 +385,30 @@ void rk_run_events_free(struct rk_run_event *ev, size_t n)
 int rk_db_run_event_append(struct rk_db *db, const char *run_id, int64_t seq, const char *type, const char *data,
 			   struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
 				err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, run_id);
+	rk_db_bind_text(st, 1, run_id);
 	sqlite3_bind_int64(st, 2, seq);
-	bind_text(st, 3, type);
-	bind_text(st, 4, data);
+	rk_db_bind_text(st, 3, type);
+	rk_db_bind_text(st, 4, data);
 	sqlite3_bind_int64(st, 5, rk_now_ms());
-	return step_done(db, st, "store run event", err);
+	return rk_db_step_done(db, st, "store run event", err);
 }
 
 int rk_db_run_event_last(struct rk_db *db, const char *run_id, int64_t *seq, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = ?1", err);
+	sqlite3_stmt *st = rk_db_prepare(db, "SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = ?1", err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, run_id);
+	rk_db_bind_text(st, 1, run_id);
 	int r = 0;
 	if (sqlite3_step(st) == SQLITE_ROW)
 		*seq = sqlite3_column_int64(st, 0);
 	else
-		r = sql_error(db, err, "last run event");
+		r = rk_db_sql_error(db, err, "last run event");
 	sqlite3_finalize(st);
 	return r;
 }
@@ -468,13 +418,13 @@ int rk_db_run_events_after(struct rk_db *db, const char *run_id, int64_t after, 
 {
 	*out = NULL;
 	*n = 0;
-	sqlite3_stmt *st = prep(db,
+	sqlite3_stmt *st = rk_db_prepare(db,
 				"SELECT seq, type, data, created_at FROM run_events WHERE run_id = ?1 AND seq > ?2 "
 				"ORDER BY seq LIMIT ?3",
 				err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, run_id);
+	rk_db_bind_text(st, 1, run_id);
 	sqlite3_bind_int64(st, 2, after);
 	sqlite3_bind_int64(st, 3, limit ? (int64_t)limit : 1000);
 	size_t cap = 0;
@@ -486,12 +436,12 @@ int rk_db_run_events_after(struct rk_db *db, const char *run_id, int64_t after, 
 		}
 		struct rk_run_event *e = &(*out)[(*n)++];
 		e->seq = sqlite3_column_int64(st, 0);
-		e->type = col_text(st, 1);
-		e->data = col_text(st, 2);
+		e->type = rk_db_col_text(st, 1);
+		e->data = rk_db_col_text(st, 2);
 		e->created_at = sqlite3_column_int64(st, 3);
 	}
 	if (rc != SQLITE_DONE) {
-		r = sql_error(db, err, "list run events");
+		r = rk_db_sql_error(db, err, "list run events");
 		rk_run_events_free(*out, *n);
 		*out = NULL;
 		*n = 0;
@@ -503,22 +453,22 @@ int rk_db_run_events_after(struct rk_db *db, const char *run_id, int64_t after, 
 int rk_db_run_message_append(struct rk_db *db, const char *run_id, int64_t seq, const char *data,
 			     struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "INSERT INTO run_messages (run_id, seq, data) VALUES (?1, ?2, ?3)", err);
+	sqlite3_stmt *st = rk_db_prepare(db, "INSERT INTO run_messages (run_id, seq, data) VALUES (?1, ?2, ?3)", err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, run_id);
+	rk_db_bind_text(st, 1, run_id);
 	sqlite3_bind_int64(st, 2, seq);
-	bind_text(st, 3, data);
-	return step_done(db, st, "store run message", err);
+	rk_db_bind_text(st, 3, data);
+	return rk_db_step_done(db, st, "store run message", err);
 }
 
 int rk_db_run_messages(struct rk_db *db, const char *run_id, char **json_array, struct rk_error *err)
 {
 	*json_array = NULL;
-	sqlite3_stmt *st = prep(db, "SELECT data FROM run_messages WHERE run_id = ?1 ORDER BY seq", err);
+	sqlite3_stmt *st = rk_db_prepare(db, "SELECT data FROM run_messages WHERE run_id = ?1 ORDER BY seq", err);
 	if (!st)
 		return -err->code;
-	bind_text(st, 1, run_id);
+	rk_db_bind_text(st, 1, run_id);
 	struct rk_buf b = RK_BUF_INIT;
 	rk_buf_init(&b);
 	rk_buf_addc(&b, '[');
@@ -532,7 +482,7 @@ int rk_db_run_messages(struct rk_db *db, const char *run_id, char **json_array, 
 	}
 	rk_buf_addc(&b, ']');
 	if (rc != SQLITE_DONE) {
-		r = sql_error(db, err, "list run messages");
+		r = rk_db_sql_error(db, err, "list run messages");
 		rk_buf_release(&b);
 	} else {
 		*json_array = rk_buf_detach(&b, NULL);

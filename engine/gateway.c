@@ -176,12 +176,6 @@ static sqlite3_stmt *prep(struct rk_engine *eng, const char *sql, struct rk_erro
 	return st;
 }
 
-static char *col_text(sqlite3_stmt *st, int i)
-{
-	const unsigned char *t = sqlite3_column_text(st, i);
-	return t ? rk_xstrdup((const char *)t) : NULL;
-}
-
 #define CAP_COLS                                                                                            \
 	"id, token_hash, computer_id, display, bot_id, generation, policy, socket_path, vnc_socket, vnc_dev, " \
 	"vnc_ino, vnc_ctime_ns, created_at, expires_at, coalesce(revoked_at, 0), revoke_reason"
@@ -190,7 +184,7 @@ static char *col_text(sqlite3_stmt *st, int i)
 static void cap_from_row(sqlite3_stmt *st, struct rk_gateway_cap *cap, int64_t *ctime_ns, unsigned char *hash)
 {
 	memset(cap, 0, sizeof(*cap));
-	cap->id = col_text(st, 0);
+	cap->id = rk_db_col_text(st, 0);
 	if (hash) {
 		const char *hex = (const char *)sqlite3_column_text(st, 1);
 		size_t bin_len = 0;
@@ -198,14 +192,14 @@ static void cap_from_row(sqlite3_stmt *st, struct rk_gateway_cap *cap, int64_t *
 		if (hex)
 			sodium_hex2bin(hash, HASH_BYTES, hex, strlen(hex), NULL, &bin_len, NULL);
 	}
-	cap->computer_id = col_text(st, 2);
+	cap->computer_id = rk_db_col_text(st, 2);
 	cap->display = sqlite3_column_int(st, 3);
-	cap->bot_id = col_text(st, 4);
+	cap->bot_id = rk_db_col_text(st, 4);
 	cap->generation = sqlite3_column_int64(st, 5);
 	const char *p = (const char *)sqlite3_column_text(st, 6);
 	cap->policy = p && !strcmp(p, "control") ? RK_GATEWAY_CONTROL : RK_GATEWAY_VIEW;
-	cap->socket_path = col_text(st, 7);
-	cap->vnc_socket = col_text(st, 8);
+	cap->socket_path = rk_db_col_text(st, 7);
+	cap->vnc_socket = rk_db_col_text(st, 8);
 	cap->vnc_dev = sqlite3_column_int64(st, 9);
 	cap->vnc_ino = sqlite3_column_int64(st, 10);
 	if (ctime_ns)
@@ -213,7 +207,7 @@ static void cap_from_row(sqlite3_stmt *st, struct rk_gateway_cap *cap, int64_t *
 	cap->created_at = sqlite3_column_int64(st, 12);
 	cap->expires_at = sqlite3_column_int64(st, 13);
 	cap->revoked_at = sqlite3_column_int64(st, 14);
-	cap->revoke_reason = col_text(st, 15);
+	cap->revoke_reason = rk_db_col_text(st, 15);
 }
 
 static int cap_insert(struct rk_engine *eng, const struct rk_gateway_cap *cap, const char *hash_hex_s,

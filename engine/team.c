@@ -19,12 +19,6 @@
 #define SLOT_MAX 63 /* the display module's highest display */
 #define BROWSER_CLOSE_MS 10000
 
-static char *col_text(sqlite3_stmt *st, int i)
-{
-	const unsigned char *t = sqlite3_column_text(st, i);
-	return t ? rk_xstrdup((const char *)t) : NULL;
-}
-
 static int is_team(const struct rk_computer *c)
 {
 	return c->mode && !strcmp(c->mode, "team");
@@ -185,9 +179,9 @@ int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char 
 	rk_db_bind_text(st, 2, bot_id);
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		*state = col_text(st, 0);
+		*state = rk_db_col_text(st, 0);
 		if (run_id)
-			*run_id = col_text(st, 1);
+			*run_id = rk_db_col_text(st, 1);
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : rk_db_sql_error(db, err, "run state");
@@ -208,7 +202,7 @@ int rk_team_control_live(struct rk_db *db, const char *computer_id, const char *
 	sqlite3_bind_int64(st, 3, rk_now_ms());
 	int live = sqlite3_step(st) == SQLITE_ROW;
 	if (live && holder)
-		*holder = col_text(st, 0);
+		*holder = rk_db_col_text(st, 0);
 	sqlite3_finalize(st);
 	return live;
 }
@@ -794,7 +788,7 @@ int rk_team_takeover(struct rk_engine *eng, struct rk_computer *c, const char *b
 		sqlite3_bind_int64(st, 6, now);
 		sqlite3_bind_int(st, 7, extend);
 		if (sqlite3_step(st) == SQLITE_ROW)
-			lease_id = col_text(st, 0);
+			lease_id = rk_db_col_text(st, 0);
 		else
 			r = rk_db_sql_error(eng->db, err, "grant control");
 		sqlite3_finalize(st);
