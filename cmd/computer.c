@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../engine/checkpoint.h"
+#include "../engine/authz.h"
 #include "../engine/computer.h"
 #include "../engine/execution.h"
 #include "../engine/lease.h"
@@ -33,7 +34,7 @@
 /* options shared by several verbs (one process runs one verb) */
 static const char *o_key, *o_provider, *o_name, *o_mode, *o_options, *o_pause_after, *o_cwd, *o_output,
 	*o_outcome, *o_bot, *o_holder, *o_session, *o_what, *o_encoding;
-static int o_wait, o_no_desktop, o_tty, o_follow, o_executable, o_base64, o_team, o_private;
+static int o_wait, o_no_desktop, o_tty, o_follow, o_executable, o_base64, o_team, o_private, o_org;
 static const char *o_kind;
 static int64_t o_timeout = 300, o_rows = 24, o_cols = 80, o_yield = 0, o_max_output = RK_SESSION_OUTPUT_DEFAULT,
 	       o_after = 0, o_max_bytes = RK_FILE_READ_DEFAULT_MAX, o_ttl = RK_LEASE_DEFAULT_TTL_MS, o_fence = 0,
@@ -46,12 +47,55 @@ static struct rk_opt_list o_env;
 
 /* --- helpers ----------------------------------------------------------------- */
 
+/* A computer of the current space (RAKAZO_SPACE): another space's is not found. */
+static int find_computer(struct cmd_ctx *ctx, const char *ref, struct rk_computer *c)
+{
+	struct rk_actor a;
+	int r = cmd_engine(ctx);
+	if (r || (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)))
+		return r;
+	r = rk_authz_computer_get(ctx->eng, &a, ref, c, &ctx->err);
+	rk_actor_release(&a);
+	return r;
+}
+
+static int authorize(struct cmd_ctx *ctx, const char *capability, const struct rk_computer *c);
+
+/* A computer the caller may use (computers.use: its owner, any member for an
+ * org computer, a bot with a grant), checked on every call, so a revoke
+ * stops the next one. */
 static int load_computer(struct cmd_ctx *ctx, const char *ref, struct rk_computer *c)
 {
+	int r = find_computer(ctx, ref, c);
+	if (r == 0 && (r = authorize(ctx, "computers.use", c)))
+		rk_computer_release(c);
+	return r;
+}
+
+/* The capability check (engine/authz.h) for an action on c (NULL: create). */
+static int authorize(struct cmd_ctx *ctx, const char *capability, const struct rk_computer *c)
+{
+	struct rk_actor a;
 	int r = cmd_engine(ctx);
+	if (r || (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)))
+		return r;
+	r = rk_authz_check(ctx->eng, &a, capability, c, &ctx->err);
+	rk_actor_release(&a);
+	return r;
+}
+
+/* After a create: the new computer's space and owner (a member, or the org with --org). */
+static int record_place(struct cmd_ctx *ctx, const char *computer_id)
+{
+	struct rk_actor a;
+	int r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err);
 	if (r)
 		return r;
-	return rk_db_computer_get(ctx->eng->db, ref, c, &ctx->err);
+	char *owner = o_org ? rk_xstrdup("org") : rk_xasprintf("user:%s", a.user);
+	r = rk_authz_computer_record(ctx->eng, computer_id, a.space, owner, &ctx->err);
+	free(owner);
+	rk_actor_release(&a);
+	return r;
 }
 
 #define OPT_FENCE OPT_INT("fence", 0, &o_fence, "TOKEN", "with --bot: act under this execution lease token", 1, INT64_MAX)
@@ -125,6 +169,8 @@ static int submit(struct cmd_ctx *ctx, const char *op, const char *computer, cJS
 	int existed = 0;
 	r = rk_execution_submit(ctx->eng, &s, &e, &existed, &ctx->err);
 	cJSON_Delete(body);
+	if (r == 0 && !strcmp(op, "create") && e.computer_id)
+		r = record_place(ctx, e.computer_id);
 	if (r == 0) {
 		if (!o_key && !opt_json)
 			out_progress("command key: %s (pass it again with --command-key to retry safely)", e.command_key);
@@ -202,6 +248,7 @@ static const struct rk_opt create_opts[] = {
 	OPT_STRING("pause-after", 0, &o_pause_after, "SECONDS|never", "pause when idle this long (default 600)"),
 	OPT_INT("revisions", 0, &o_revisions, "N", "workspace checkpoints to keep (default 1)", 1, 1000),
 	OPT_STRING("options", 0, &o_options, "JSON", "provider options as a JSON object, e.g. '{\"network\":\"none\"}'"),
+	OPT_BOOL("org", 0, &o_org, "owned by the organization (every member may use it), not by you"),
 	OPT_KEY, OPT_WAIT, OPT_TIMEOUT, OPT_END,
 };
 
@@ -217,6 +264,8 @@ static int run_create(struct cmd_ctx *ctx)
 		return rk_error_set(&ctx->err, RK_EUSAGE, "give one of --team, --private or --mode");
 	if (o_team || o_private)
 		o_mode = o_team ? "team" : "private";
+	if ((r = authorize(ctx, "computers.create", NULL)))
+		return r;
 	cJSON *body = cJSON_CreateObject();
 	cJSON_AddStringToObject(body, "name", name);
 	cJSON_AddStringToObject(body, "provider", o_provider ? o_provider : "docker");
@@ -263,11 +312,19 @@ static int run_list(struct cmd_ctx *ctx)
 	if ((r = rk_db_computer_list(ctx->eng->db, &cs, &n, &ctx->err)))
 		return r;
 	cJSON *rows = cJSON_CreateArray();
-	for (size_t i = 0; i < n; i++) {
-		cJSON_AddItemToArray(rows, rk_computer_to_json(&cs[i]));
+	struct rk_actor a;
+	if ((r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (rk_authz_visible(ctx->eng, &a, &cs[i])) /* the current space's only */
+				cJSON_AddItemToArray(rows, rk_computer_to_json(&cs[i]));
+	for (size_t i = 0; i < n; i++)
 		rk_computer_release(&cs[i]);
-	}
 	free(cs);
+	rk_actor_release(&a);
+	if (r) {
+		cJSON_Delete(rows);
+		return r;
+	}
 	static const struct out_col cols[] = {{"name", "NAME"}, {"id", "ID"}, {"provider", "PROVIDER"}, {"state", "STATE"},
 					      {"mode", "MODE"}, {"home_revision", "CHECKPOINT"}, {0}};
 	out_list(rows, cols);
@@ -278,7 +335,7 @@ static int run_show(struct cmd_ctx *ctx)
 {
 	struct rk_computer c = {0};
 	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
-	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
+	if (r || (r = find_computer(ctx, ctx->args[0], &c)))
 		return r;
 	cJSON *doc = rk_computer_to_json(&c);
 	struct rk_execution e = {0};
@@ -309,6 +366,12 @@ static int run_show(struct cmd_ctx *ctx)
 static int lifecycle(struct cmd_ctx *ctx, const char *op)
 {
 	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
+	if (r)
+		return r;
+	struct rk_computer c = {0};
+	if ((r = find_computer(ctx, ctx->args[0], &c)) == 0)
+		r = authorize(ctx, !strcmp(op, "delete") ? "computers.delete" : "computers.use", &c);
+	rk_computer_release(&c);
 	if (r)
 		return r;
 	return submit(ctx, op, ctx->args[0], cJSON_CreateObject());
@@ -765,22 +828,6 @@ static int run_file_list(struct cmd_ctx *ctx)
 	return 0;
 }
 
-static int is_utf8(const char *s, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		unsigned char c = (unsigned char)s[i];
-		size_t k = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
-		if (k == 9 || (c == 0) || i + k >= n + (k ? 0 : 1))
-			return 0;
-		for (size_t j = 1; j <= k; j++)
-			if (i + j >= n || ((unsigned char)s[i + j] & 0xC0) != 0x80)
-				return 0;
-		i += k + 1;
-	}
-	return 1;
-}
-
 static const struct rk_opt read_opts[] = {
 	OPT_STRING("output", 'o', &o_output, "FILE", "write the bytes to FILE (- for stdout)"),
 	OPT_INT("max-bytes", 0, &o_max_bytes, "N", "refuse files larger than this (default 16 MiB)", 1, RK_FILE_READ_LIMIT),
@@ -823,8 +870,8 @@ static int run_file_read(struct cmd_ctx *ctx)
 			out_doc(o);
 		}
 	} else if (opt_json) {
-		int utf8 = o_encoding ? !strcmp(o_encoding, "utf8") : is_utf8(data.data, data.len);
-		if (utf8 && !is_utf8(data.data, data.len)) {
+		int utf8 = o_encoding ? !strcmp(o_encoding, "utf8") : rk_utf8_valid(data.data, data.len);
+		if (utf8 && !rk_utf8_valid(data.data, data.len)) {
 			r = rk_error_set(&ctx->err, RK_EINVALID, "%s is not valid UTF-8: use --encoding base64", ctx->args[1]);
 			goto out;
 		}
@@ -1030,6 +1077,10 @@ static int run_lease_acquire(struct cmd_ctx *ctx)
 	if (r)
 		return r;
 	struct rk_lease l = {0};
+	if ((r = authorize(ctx, "computers.acquire", &c))) {
+		rk_computer_release(&c);
+		return r;
+	}
 	r = rk_lease_acquire(ctx->eng, c.id, o_bot, o_holder ? o_holder : ctx->eng->owner, o_ttl, &l, &ctx->err);
 	if (r == 0)
 		out_doc(rk_lease_to_json(&l));
@@ -1173,6 +1224,61 @@ static const struct cmd_verb image_verbs[] = {
 	{0},
 };
 
+/* --- rights (engine/authz.h) --------------------------------------------------------------- */
+
+static const struct rk_opt grant_opts[] = {
+	OPT_STRING("bot", 'b', &o_bot, "BOT", "the bot"),
+	OPT_END,
+};
+
+/* grant|revoke COMPUTER --bot BOT */
+static int grant_or_revoke(struct cmd_ctx *ctx, int grant)
+{
+	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
+	if (r)
+		return r;
+	if (!o_bot)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "--bot BOT is required");
+	struct rk_computer c = {0};
+	struct rk_actor a;
+	if ((r = find_computer(ctx, ctx->args[0], &c)))
+		return r;
+	if ((r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)) == 0) {
+		r = grant ? rk_authz_grant(ctx->eng, &a, &c, o_bot, &ctx->err)
+			  : rk_authz_revoke(ctx->eng, &a, &c, o_bot, &ctx->err);
+		rk_actor_release(&a);
+	}
+	if (r == 0) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "computer_id", c.id);
+		cJSON_AddStringToObject(o, "computer", c.name);
+		cJSON_AddStringToObject(o, "bot", o_bot);
+		cJSON_AddBoolToObject(o, "granted", grant);
+		out_doc(o);
+	}
+	rk_computer_release(&c);
+	return r;
+}
+
+static int run_grant(struct cmd_ctx *ctx) { return grant_or_revoke(ctx, 1); }
+static int run_revoke(struct cmd_ctx *ctx) { return grant_or_revoke(ctx, 0); }
+
+static int run_rights(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
+	struct rk_computer c = {0};
+	if (r || (r = find_computer(ctx, ctx->args[0], &c)))
+		return r;
+	cJSON *arr;
+	if ((r = rk_authz_rights(ctx->eng, &c, &arr, &ctx->err)) == 0) {
+		static const struct out_col cols[] = {{"bot", "BOT"}, {"granted_by", "GRANTED BY"}, {"created_at", "SINCE"},
+						      {0}};
+		out_list(arr, cols);
+	}
+	rk_computer_release(&c);
+	return r;
+}
+
 /* --- the table ----------------------------------------------------------------------------- */
 
 /* --- reservations: update and recovery jobs ---------------------------------------------- */
@@ -1303,6 +1409,10 @@ static const struct cmd_verb computer_verbs[] = {
 	 NULL},
 	{"image", "VERB ...", "the computer image: build, tag", NULL, NULL, image_verbs},
 	{"providers", "", "list providers and their capabilities", no_opts, run_providers, NULL},
+	{"grant", "COMPUTER --bot BOT", "let a bot use a computer", grant_opts, run_grant, NULL},
+	{"revoke", "COMPUTER --bot BOT", "take a bot's right away (its next action is refused)", grant_opts, run_revoke,
+	 NULL},
+	{"rights", "COMPUTER", "list the bots that may use a computer", no_opts, run_rights, NULL},
 	{0},
 };
 

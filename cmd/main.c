@@ -19,6 +19,7 @@ extern const struct cmd_entry cmd_tui;
 extern const struct cmd_entry cmd_serve;
 extern const struct cmd_entry cmd_pair;
 extern const struct cmd_entry cmd_browser;
+extern const struct cmd_entry cmd_secret, cmd_memory, cmd_approval;
 
 #define CMD(name, entry) &entry
 /* The command table. Makefile's install and the completion test read the
@@ -32,6 +33,9 @@ const struct cmd_entry *const cmd_table[] = {
 	CMD("tui", cmd_tui),
 	CMD("serve", cmd_serve),
 	CMD("pair", cmd_pair),
+	CMD("secret", cmd_secret),
+	CMD("memory", cmd_memory),
+	CMD("approval", cmd_approval),
 	CMD("doctor", cmd_doctor),
 	CMD("worker", cmd_worker),
 	CMD("help", cmd_help),

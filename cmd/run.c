@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../engine/approval.h"
 #include "../engine/db_runs.h"
 #include "../engine/util/log.h"
 #include "../engine/model.h"
@@ -60,7 +61,7 @@ static const struct rk_opt run_opts[] = {
 	OPT_INT("after", 0, &o_after, "N", "logs: only events after sequence number N", 0, INT64_MAX),
 	OPT_INT("wait", 0, &o_wait, "SECONDS", "cancel: wait this long for the run to end (default 60, 0: no wait)", 0,
 		3600),
-	OPT_STRING("note", 0, &o_note, "TEXT", "continue: a note for the model (its request_takeover's result)"),
+	OPT_STRING("note", 0, &o_note, "TEXT", "continue, approve, deny: a note for the model"),
 	OPT_END,
 };
 
@@ -497,6 +498,27 @@ static int run_resume(struct cmd_ctx *ctx)
 	return r;
 }
 
+/* approve|deny RUN: decides the call the run waits on (engine/approval.h). */
+static int run_decide(struct cmd_ctx *ctx, int approve)
+{
+	int r = cmd_want_args(ctx, 2, 2, "RUN");
+	struct rk_actor a;
+	if (r || (r = cmd_engine(ctx)) || (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)))
+		return r;
+	struct rk_run_row row = {0};
+	if ((r = rk_db_run_get(ctx->eng->db, ctx->args[1], &row, &ctx->err)) == 0 &&
+	    (r = rk_approval_decide(ctx->eng, &a, row.id, approve, o_note, &ctx->err)) == 0) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "run_id", row.id);
+		cJSON_AddStringToObject(o, "decision", approve ? "approved" : "denied");
+		rk_json_add_str_or_null(o, "note", o_note);
+		out_doc(o);
+	}
+	rk_run_row_release(&row);
+	rk_actor_release(&a);
+	return r;
+}
+
 static const struct {
 	const char *name;
 	cmd_fn fn;
@@ -508,6 +530,8 @@ static const struct {
 static int run_main(struct cmd_ctx *ctx)
 {
 	const char *verb = ctx->nargs ? ctx->args[0] : NULL;
+	if (verb && (!strcmp(verb, "approve") || !strcmp(verb, "deny")) && ctx->nargs <= 2)
+		return run_decide(ctx, !strcmp(verb, "approve"));
 	for (size_t i = 0; verb && i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		if (strcmp(verb, verbs[i].name))
 			continue;
@@ -523,8 +547,9 @@ static int run_main(struct cmd_ctx *ctx)
 
 const struct cmd_entry cmd_run = {
 	.name = "run",
-	.args = "[options] [start] TASK... | - | list | show ID | logs ID | cancel ID | resume ID | continue ID",
-	.summary = "run an agent on a computer; list, show, follow, cancel, resume and continue runs",
+	.args = "[options] [start] TASK... | - | list | show ID | logs ID | cancel ID | resume ID | continue ID | "
+		"approve|deny RUN [--note TEXT]",
+	.summary = "run an agent on a computer; list, show, follow, cancel, resume, continue and approve runs",
 	.description =
 		"`rakazo run TASK...` runs the agent loop here until the model answers (exit 0, the answer on\n"
 		"stdout) or the run fails: max_steps, max_wall or max_tokens (exit 1, 6 for max_wall), a model\n"
@@ -538,7 +563,9 @@ const struct cmd_entry cmd_run = {
 		"sessions killed); `resume ID` continues an interrupted run (or one failed by a limit or the\n"
 		"model) from its stored conversation; `continue ID [--note TEXT]` ends the takeover a run\n"
 		"waits in (request_takeover). A second run of the same bot on the same computer is a conflict\n"
-		"(exit 4) while the first is live.",
+		"(exit 4) while the first is live.\n"
+		"A call that needs approval (`rakazo approval`) pauses the run in waiting_approval until\n"
+		"`rakazo run approve RUN` or `rakazo run deny RUN [--note TEXT]` from another terminal.",
 	.opts = run_opts,
 	.run = run_main,
 };

@@ -8,9 +8,9 @@
 _rakazo_static() {
 	local words=
 	case "$1" in
-	"") words="computer screen checkpoint run doctor worker help version tui serve pair browser" ;;
-	"computer") words="create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers" ;;
-	"computer create") words="--provider --name --mode --team --private --no-desktop --pause-after --revisions --options --command-key --wait --timeout --json --help" ;;
+	"") words="computer screen checkpoint run doctor worker help version tui serve pair browser secret memory approval" ;;
+	"computer") words="create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers grant revoke rights" ;;
+	"computer create") words="--provider --name --mode --team --private --no-desktop --pause-after --revisions --options --command-key --wait --timeout --json --help --org" ;;
 	"computer list") words="--json --help" ;;
 	"computer show") words="--json --help" ;;
 	"computer pause") words="--command-key --wait --timeout --json --help" ;;
@@ -55,6 +55,9 @@ _rakazo_static() {
 	"browser navigate") words="--display --timeout-ms --profile --json --help" ;;
 	"browser snapshot") words="--display --screenshot --output --profile --json --help" ;;
 	"browser act") words="--display --action --profile --json --help" ;;
+	"computer grant") words="--bot --json --help" ;;
+	"computer revoke") words="--bot --json --help" ;;
+	"computer rights") words="--json --help" ;;
 	"screen info") words="--display --json --help" ;;
 	"screen watch") words="--display --interval-ms --json --help" ;;
 	"screen close") words="--display --json --help" ;;
@@ -79,6 +82,20 @@ _rakazo_static() {
 	"tui") words="--computer --json --help" ;;
 	"serve") words="--listen --token-file --url-file --bot --json --help token routes" ;;
 	"pair") words="--token --name --root --once --json --help" ;;
+	"secret") words="set list rm" ;;
+	"secret set") words="--origin --auth --bot --space --json --help" ;;
+	"secret list") words="--space --json --help" ;;
+	"secret rm") words="--bot --space --json --help" ;;
+	"memory") words="read write search history" ;;
+	"memory read") words="--bot --space --json --help" ;;
+	"memory write") words="--content --expected-revision --bot --space --json --help" ;;
+	"memory search") words="--limit --bot --space --json --help" ;;
+	"memory history") words="--bot --space --json --help" ;;
+	"approval") words="set list rm pending" ;;
+	"approval set") words="--effect --match --value --shared --space --json --help" ;;
+	"approval list") words="--space --json --help" ;;
+	"approval rm") words="--space --json --help" ;;
+	"approval pending") words="--space --json --help" ;;
 	"doctor") words="--json --help" ;;
 	"worker") words="--once --idle-exit --json --help" ;;
 	"help") words="--json --help" ;;
@@ -129,3 +146,4 @@ _rakazo() {
 
 complete -F _rakazo rakazo
 complete -F _rakazo rakazo-computer rakazo-screen rakazo-checkpoint rakazo-run rakazo-serve rakazo-pair rakazo-doctor rakazo-worker
+complete -F _rakazo rakazo-computer rakazo-screen rakazo-checkpoint rakazo-run rakazo-secret rakazo-memory rakazo-approval rakazo-doctor rakazo-worker

@@ -28,8 +28,8 @@ complete -c rakazo -l mode -xa "team private"
 complete -c rakazo -l outcome -xa "succeeded failed"
 complete -c rakazo -l encoding -xa "utf8 base64"
 
-complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run doctor worker help version tui serve pair browser"
-complete -c rakazo -n "__rakazo_at computer" -a "create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers"
+complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run doctor worker help version tui serve pair browser secret memory approval"
+complete -c rakazo -n "__rakazo_at computer" -a "create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers grant revoke rights"
 complete -c rakazo -n "__rakazo_at computer create" -l provider
 complete -c rakazo -n "__rakazo_at computer create" -l name
 complete -c rakazo -n "__rakazo_at computer create" -l mode
@@ -39,6 +39,7 @@ complete -c rakazo -n "__rakazo_at computer create" -l no-desktop
 complete -c rakazo -n "__rakazo_at computer create" -l pause-after
 complete -c rakazo -n "__rakazo_at computer create" -l revisions
 complete -c rakazo -n "__rakazo_at computer create" -l options
+complete -c rakazo -n "__rakazo_at computer create" -l org
 complete -c rakazo -n "__rakazo_at computer create" -l command-key
 complete -c rakazo -n "__rakazo_at computer create" -l wait
 complete -c rakazo -n "__rakazo_at computer create" -l timeout
@@ -324,6 +325,65 @@ complete -c rakazo -n "__rakazo_at pair" -l root
 complete -c rakazo -n "__rakazo_at pair" -l once
 complete -c rakazo -n "__rakazo_at pair" -l json
 complete -c rakazo -n "__rakazo_at pair" -l help
+complete -c rakazo -n "__rakazo_at computer grant" -l bot
+complete -c rakazo -n "__rakazo_at computer grant" -l json
+complete -c rakazo -n "__rakazo_at computer grant" -l help
+complete -c rakazo -n "__rakazo_at computer revoke" -l bot
+complete -c rakazo -n "__rakazo_at computer revoke" -l json
+complete -c rakazo -n "__rakazo_at computer revoke" -l help
+complete -c rakazo -n "__rakazo_at computer rights" -l json
+complete -c rakazo -n "__rakazo_at computer rights" -l help
+complete -c rakazo -n "__rakazo_at secret" -a "set list rm"
+complete -c rakazo -n "__rakazo_at secret set" -l origin
+complete -c rakazo -n "__rakazo_at secret set" -l auth
+complete -c rakazo -n "__rakazo_at secret set" -l bot
+complete -c rakazo -n "__rakazo_at secret set" -l space
+complete -c rakazo -n "__rakazo_at secret set" -l json
+complete -c rakazo -n "__rakazo_at secret set" -l help
+complete -c rakazo -n "__rakazo_at secret list" -l space
+complete -c rakazo -n "__rakazo_at secret list" -l json
+complete -c rakazo -n "__rakazo_at secret list" -l help
+complete -c rakazo -n "__rakazo_at secret rm" -l bot
+complete -c rakazo -n "__rakazo_at secret rm" -l space
+complete -c rakazo -n "__rakazo_at secret rm" -l json
+complete -c rakazo -n "__rakazo_at secret rm" -l help
+complete -c rakazo -n "__rakazo_at memory" -a "read write search history"
+complete -c rakazo -n "__rakazo_at memory read" -l bot
+complete -c rakazo -n "__rakazo_at memory read" -l space
+complete -c rakazo -n "__rakazo_at memory read" -l json
+complete -c rakazo -n "__rakazo_at memory read" -l help
+complete -c rakazo -n "__rakazo_at memory write" -l content
+complete -c rakazo -n "__rakazo_at memory write" -l expected-revision
+complete -c rakazo -n "__rakazo_at memory write" -l bot
+complete -c rakazo -n "__rakazo_at memory write" -l space
+complete -c rakazo -n "__rakazo_at memory write" -l json
+complete -c rakazo -n "__rakazo_at memory write" -l help
+complete -c rakazo -n "__rakazo_at memory search" -l limit
+complete -c rakazo -n "__rakazo_at memory search" -l bot
+complete -c rakazo -n "__rakazo_at memory search" -l space
+complete -c rakazo -n "__rakazo_at memory search" -l json
+complete -c rakazo -n "__rakazo_at memory search" -l help
+complete -c rakazo -n "__rakazo_at memory history" -l bot
+complete -c rakazo -n "__rakazo_at memory history" -l space
+complete -c rakazo -n "__rakazo_at memory history" -l json
+complete -c rakazo -n "__rakazo_at memory history" -l help
+complete -c rakazo -n "__rakazo_at approval" -a "set list rm pending"
+complete -c rakazo -n "__rakazo_at approval set" -l effect
+complete -c rakazo -n "__rakazo_at approval set" -l match
+complete -c rakazo -n "__rakazo_at approval set" -l value
+complete -c rakazo -n "__rakazo_at approval set" -l shared
+complete -c rakazo -n "__rakazo_at approval set" -l space
+complete -c rakazo -n "__rakazo_at approval set" -l json
+complete -c rakazo -n "__rakazo_at approval set" -l help
+complete -c rakazo -n "__rakazo_at approval list" -l space
+complete -c rakazo -n "__rakazo_at approval list" -l json
+complete -c rakazo -n "__rakazo_at approval list" -l help
+complete -c rakazo -n "__rakazo_at approval rm" -l space
+complete -c rakazo -n "__rakazo_at approval rm" -l json
+complete -c rakazo -n "__rakazo_at approval rm" -l help
+complete -c rakazo -n "__rakazo_at approval pending" -l space
+complete -c rakazo -n "__rakazo_at approval pending" -l json
+complete -c rakazo -n "__rakazo_at approval pending" -l help
 complete -c rakazo -n "__rakazo_at doctor" -l json
 complete -c rakazo -n "__rakazo_at doctor" -l help
 complete -c rakazo -n "__rakazo_at worker" -l once

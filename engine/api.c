@@ -1,6 +1,7 @@
 /* The Computers HTTP API: routes and their handlers on the engine (see api.h). */
 
 #include "api.h"
+#include "authz.h"
 
 #include <sodium.h>
 #include <stdlib.h>
@@ -340,6 +341,16 @@ static int submit(struct call *k, const char *op, const char *computer, cJSON *b
 	if (!rk_execution_state_is_final(e.state) && strcmp(e.state, "outcome_unknown") &&
 	    rk_worker_ensure(k->eng, &err))
 		rk_log(RK_LOG_WARN, "api: cannot start the worker: %s", err.message);
+	if (!strcmp(op, "create") && !existed) {
+		/* the organization owns what a token makes, in the server's space */
+		struct rk_actor server;
+		if (rk_actor_resolve(&server, k->eng, NULL, NULL, &err) == 0) {
+			if (rk_authz_computer_record(k->eng, e.computer_id, server.space, "org", &err))
+				rk_log(RK_LOG_WARN, "api: cannot record computer %s's owner: %s", e.computer_id,
+				       err.message);
+			rk_actor_release(&server);
+		}
+	}
 	if (!strcmp(op, "create") && k->tok.bot_id && !existed) {
 		struct rk_api_right right = {0};
 		if (rk_api_right_put(k->eng->db, e.computer_id, k->tok.bot_id, k->tok.id, &right, &err) == 0)
@@ -755,34 +766,6 @@ static int h_session_kill(struct call *k)
 
 /* --- files ------------------------------------------------------------------------------- */
 
-static int valid_utf8(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t more;
-		if (c == 0)
-			return 0; /* a JSON string cannot carry it here: base64 */
-		else if (c < 0x80)
-			more = 0;
-		else if (c >= 0xC2 && c < 0xE0)
-			more = 1;
-		else if (c >= 0xE0 && c < 0xF0)
-			more = 2;
-		else if (c >= 0xF0 && c < 0xF5)
-			more = 3;
-		else
-			return 0;
-		if (more > n - i - 1)
-			return 0;
-		for (size_t j = 1; j <= more; j++)
-			if ((s[i + j] & 0xC0) != 0x80)
-				return 0;
-		i += more + 1;
-	}
-	return 1;
-}
-
 static int h_file_get(struct call *k)
 {
 	struct rk_computer c = {0};
@@ -801,7 +784,7 @@ static int h_file_get(struct call *k)
 	if (rk_computer_file_read(k->eng, &c, path, (size_t)maxb, &data, &err)) {
 		fail_err(k, &err);
 	} else {
-		int text = valid_utf8((const unsigned char *)data.data, data.len);
+		int text = rk_utf8_valid(data.data, data.len);
 		int as_utf8 = enc ? !strcmp(enc, "utf8") : text;
 		if (as_utf8 && !text) {
 			fail(k, RK_EINVALID, "%s is not valid UTF-8: ask for encoding=base64", path);

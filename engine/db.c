@@ -283,6 +283,89 @@ static const char *const migrations[] = {
 	"  computer_id TEXT PRIMARY KEY,"
 	"  secret_hash TEXT NOT NULL,"
 	"  created_at INTEGER NOT NULL);",
+	/* 7: trust (engine/secret.c, memory.c, approval.c and authz.c own these
+	 * tables and their SQL). runs.state also takes waiting_approval: the
+	 * CHECK list is widened in place, whatever columns runs has by now (a
+	 * looser CHECK leaves every stored row valid, the one schema edit SQLite
+	 * documents as safe this way); the CREATE TABLEs after it bump the
+	 * schema cookie, so other connections read the new schema. */
+	"PRAGMA writable_schema=ON;"
+	"UPDATE sqlite_master SET sql = replace(sql, '''waiting_takeover'',', '''waiting_takeover'',''waiting_approval'',')"
+	"  WHERE type = 'table' AND name = 'runs' AND sql NOT LIKE '%waiting_approval%';"
+	"PRAGMA writable_schema=OFF;"
+	"CREATE TABLE secrets ("
+	"  id TEXT PRIMARY KEY,"
+	"  user_id TEXT NOT NULL,"
+	"  space_id TEXT NOT NULL,"
+	"  bot_id TEXT NOT NULL DEFAULT '',"
+	"  name TEXT NOT NULL,"
+	"  origin TEXT NOT NULL,"
+	"  auth TEXT NOT NULL CHECK (auth IN ('bearer','header','basic','query')),"
+	"  auth_param TEXT,"
+	"  nonce BLOB NOT NULL,"
+	"  ciphertext BLOB NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  updated_at INTEGER NOT NULL,"
+	"  UNIQUE (user_id, space_id, bot_id, name));"
+	"CREATE TABLE secret_requests ("
+	"  id TEXT PRIMARY KEY,"
+	"  run_id TEXT,"
+	"  user_id TEXT NOT NULL,"
+	"  space_id TEXT NOT NULL,"
+	"  bot_id TEXT NOT NULL DEFAULT '',"
+	"  name TEXT NOT NULL,"
+	"  origin TEXT NOT NULL,"
+	"  auth TEXT NOT NULL,"
+	"  auth_param TEXT,"
+	"  reason TEXT,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE TABLE memory_documents ("
+	"  id INTEGER PRIMARY KEY,"
+	"  space_id TEXT NOT NULL,"
+	"  user_id TEXT NOT NULL,"
+	"  scope TEXT NOT NULL CHECK (scope IN ('user','bot')),"
+	"  bot_id TEXT NOT NULL DEFAULT '',"
+	"  path TEXT NOT NULL,"
+	"  content TEXT NOT NULL,"
+	"  revision INTEGER NOT NULL DEFAULT 1,"
+	"  created_at INTEGER NOT NULL,"
+	"  updated_at INTEGER NOT NULL,"
+	"  UNIQUE (space_id, user_id, scope, bot_id, path));"
+	"CREATE TABLE memory_revisions ("
+	"  document_id INTEGER NOT NULL REFERENCES memory_documents(id),"
+	"  revision INTEGER NOT NULL,"
+	"  content TEXT NOT NULL,"
+	"  run_id TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (document_id, revision));"
+	"CREATE VIRTUAL TABLE memory_fts USING fts5(path, content, tokenize = 'unicode61');"
+	"CREATE TABLE approval_rules ("
+	"  id TEXT PRIMARY KEY,"
+	"  space_id TEXT NOT NULL,"
+	"  user_id TEXT NOT NULL,"
+	"  effect TEXT NOT NULL CHECK (effect IN ('allow','require_approval')),"
+	"  match TEXT NOT NULL CHECK (match IN ('tool','connector','category')),"
+	"  value TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  UNIQUE (space_id, user_id, match, value, effect));"
+	"CREATE TABLE approvals ("
+	"  id TEXT PRIMARY KEY,"
+	"  run_id TEXT NOT NULL,"
+	"  user_id TEXT NOT NULL,"
+	"  tool TEXT NOT NULL,"
+	"  arguments TEXT,"
+	"  reason TEXT NOT NULL,"
+	"  state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','approved','denied')),"
+	"  note TEXT,"
+	"  decided_by TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  decided_at INTEGER);"
+	"CREATE INDEX approvals_run ON approvals(run_id, state);"
+	"CREATE TABLE computer_access ("
+	"  computer_id TEXT PRIMARY KEY,"
+	"  space_id TEXT NOT NULL,"
+	"  owner TEXT NOT NULL);"
+	"PRAGMA writable_schema=RESET;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -430,6 +513,39 @@ void rk_db_bind_text(sqlite3_stmt *st, int i, const char *s)
 char *rk_db_col_text(sqlite3_stmt *st, int i)
 {
 	return col_text(st, i);
+}
+
+int rk_db_json_rows(struct rk_db *db, sqlite3_stmt *st, const struct rk_db_json_col *cols, const char *what, cJSON **out,
+		  struct rk_error *err)
+{
+	cJSON *arr = cJSON_CreateArray();
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		cJSON *o = cJSON_CreateObject();
+		for (int i = 0; cols[i].key; i++) {
+			int null = sqlite3_column_type(st, i) == SQLITE_NULL;
+			char t[32];
+			if (null && cols[i].type != 'b')
+				cJSON_AddNullToObject(o, cols[i].key);
+			else if (cols[i].type == 'i')
+				cJSON_AddNumberToObject(o, cols[i].key, (double)sqlite3_column_int64(st, i));
+			else if (cols[i].type == 'b')
+				cJSON_AddBoolToObject(o, cols[i].key, sqlite3_column_int(st, i) != 0);
+			else if (cols[i].type == 't')
+				cJSON_AddStringToObject(o, cols[i].key, rk_iso8601(sqlite3_column_int64(st, i), t, sizeof(t)));
+			else
+				cJSON_AddStringToObject(o, cols[i].key, (const char *)sqlite3_column_text(st, i));
+		}
+		cJSON_AddItemToArray(arr, o);
+	}
+	int r = rc == SQLITE_DONE ? 0 : sql_error(db, err, what);
+	sqlite3_finalize(st);
+	if (r) {
+		cJSON_Delete(arr);
+		return r;
+	}
+	*out = arr;
+	return 0;
 }
 
 int rk_db_collect(struct rk_db *db, sqlite3_stmt *st, size_t size, void (*from_row)(sqlite3_stmt *, void *),

@@ -4,6 +4,7 @@
  * that holds SQL for the core tables; modules call these typed functions.
  * Strings in records are malloc'd and owned by the record (release it). */
 
+#include <cJSON.h>
 #include <sqlite3.h>
 #include <stdint.h>
 
@@ -39,6 +40,16 @@ int rk_db_sql_error(struct rk_db *db, struct rk_error *err, const char *what);
 void rk_db_bind_text(sqlite3_stmt *st, int i, const char *s);
 /* Column i as a malloc'd string, or NULL. */
 char *rk_db_col_text(sqlite3_stmt *st, int i);
+/* A result column as a JSON member: type 's' text (null for NULL), 'i' an
+ * integer, 'b' a boolean, 't' ms since the epoch as ISO-8601 (null for NULL). */
+struct rk_db_json_col {
+	const char *key;
+	char type;
+};
+/* Steps st to its end into *out, a cJSON array of one object per row with
+ * the columns in order as cols names them ({NULL} ends it); finalizes st. */
+int rk_db_json_rows(struct rk_db *db, sqlite3_stmt *st, const struct rk_db_json_col *cols, const char *what,
+		    cJSON **out, struct rk_error *err);
 /* Steps st to its end into a malloc'd array of size-byte elements filled by
  * from_row; on failure releases what it read. Finalizes st. */
 int rk_db_collect(struct rk_db *db, sqlite3_stmt *st, size_t size, void (*from_row)(sqlite3_stmt *, void *),

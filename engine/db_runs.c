@@ -8,8 +8,8 @@
 #include "util/buf.h"
 #include "util/time.h"
 
-static const char *const states[] = {"queued",      "running",     "waiting_takeover", "completed",
-				     "failed",      "interrupted", "cancelled",        NULL};
+static const char *const states[] = {"queued",      "running",     "waiting_takeover", "waiting_approval",
+				     "completed",   "failed",      "interrupted",      "cancelled", NULL};
 
 int rk_run_state_valid(const char *state)
 {

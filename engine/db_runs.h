@@ -11,7 +11,7 @@
 #include "db.h"
 #include "util/err.h"
 
-/* queued, running, waiting_takeover, completed, failed, interrupted, cancelled */
+/* queued, running, waiting_takeover, waiting_approval (engine/approval.h), completed, failed, interrupted, cancelled */
 int rk_run_state_valid(const char *state);
 int rk_run_state_is_final(const char *state); /* completed, failed, interrupted, cancelled */
 

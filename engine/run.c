@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "authz.h"
 #include "checkpoint.h"
 #include "db_runs.h"
 #include "execution.h"
@@ -447,7 +448,8 @@ static int wait_takeover(struct run *run, const char *reason, char **note, const
  * or a negative code with *why set when the run must stop. */
 static int run_calls(struct run *run, const struct rk_model_reply *reply, const char **why, struct rk_error *err)
 {
-	struct rk_tools_ctx tctx = {.eng = run->eng, .computer = &run->c, .bot_id = run->row.bot_id, .fence = run->fence};
+	struct rk_tools_ctx tctx = {.eng = run->eng, .computer = &run->c, .bot_id = run->row.bot_id, .fence = run->fence,
+				    .run_id = run->id, .cancel = run->x->cancel};
 	for (size_t i = 0; i < reply->ncalls; i++) {
 		const struct rk_model_tool_call *call = &reply->calls[i];
 		const char *cid = call->id ? call->id : "", *name = call->name ? call->name : "";
@@ -711,6 +713,25 @@ static int lease_conflict(struct rk_engine *eng, const struct rk_computer *c, co
 	return -RK_ECONFLICT;
 }
 
+/* Whoever starts a run must be able to use its computer. A person who
+ * starts a bot's run on a computer they manage gives that bot its right
+ * (the same right `rakazo computer grant` records, so `rights` shows it and
+ * a revoke stops the run's next action); a bot starts runs only as itself. */
+static int authorize_starter(struct rk_engine *eng, const struct rk_computer *c, const char *bot,
+			     struct rk_error *err)
+{
+	struct rk_actor a;
+	int r = rk_actor_resolve(&a, eng, NULL, NULL, err);
+	if (r)
+		return r;
+	if (a.bot && bot && strcmp(a.bot, bot) != 0)
+		r = rk_error_set(err, RK_EDENIED, "bot '%s' cannot start a run as bot '%s'", a.bot, bot);
+	else if ((r = rk_authz_check(eng, &a, "computers.use", c, err)) == 0 && bot && !a.bot)
+		r = rk_authz_grant(eng, &a, c, bot, err);
+	rk_actor_release(&a);
+	return r;
+}
+
 int rk_run_create(struct rk_engine *eng, const struct rk_run_options *opt, char **run_id, struct rk_error *err)
 {
 	*run_id = NULL;
@@ -722,6 +743,11 @@ int rk_run_create(struct rk_engine *eng, const struct rk_run_options *opt, char 
 	if (r)
 		return r;
 	if ((r = pick_computer(eng, opt->computer, &c, err))) {
+		rk_model_config_release(&cfg);
+		return r;
+	}
+	if ((r = authorize_starter(eng, &c, opt->bot, err))) {
+		rk_computer_release(&c);
 		rk_model_config_release(&cfg);
 		return r;
 	}

@@ -9,8 +9,12 @@
 #include <string.h>
 
 #include "browser.h"
+#include "approval.h"
+#include "authz.h"
 #include "computer.h"
 #include "display.h"
+#include "memory.h"
+#include "secret.h"
 #include "session.h"
 #include "team.h"
 #include "util/buf.h"
@@ -109,6 +113,39 @@ static const struct tool_def defs[] = {
 	 "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}"},
 	{"list_files", "List a directory of the workspace (default: its root).",
 	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}},\"additionalProperties\":false}"},
+	{"request_secret",
+	 "Ask the person for a secret (an API key, a token, a login) you need for an HTTP service. You name it, "
+	 "give the origin it is for (scheme://host[:port]) and how it is sent: bearer, basic, header:NAME or "
+	 "query:NAME. The person sets the value; you never see it. Then call secret_request with its name.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"name\":{\"type\":\"string\",\"description\":\"letters, digits, _ - .\"},"
+	 "\"origin\":{\"type\":\"string\",\"description\":\"e.g. https://api.example.com\"},"
+	 "\"auth\":{\"type\":\"string\",\"description\":\"bearer, basic, header:NAME or query:NAME\"},"
+	 "\"reason\":{\"type\":\"string\",\"description\":\"what you need it for, shown to the person\"}},"
+	 "\"required\":[\"name\",\"origin\",\"auth\"],\"additionalProperties\":false}"},
+	{"secret_request",
+	 "Send one HTTP request with a stored secret added as its auth. The URL must be on the secret's origin "
+	 "(same scheme, host and port), with no user@ part and no #fragment. Redirects are not followed. The "
+	 "secret is removed from the response before you see it.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"name\":{\"type\":\"string\"},\"url\":{\"type\":\"string\"},"
+	 "\"method\":{\"type\":\"string\",\"enum\":[\"GET\",\"POST\",\"PUT\",\"PATCH\",\"DELETE\",\"HEAD\"]},"
+	 "\"headers\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
+	 "\"body\":{\"type\":\"string\"}},"
+	 "\"required\":[\"name\",\"url\"],\"additionalProperties\":false}"},
+	{"memory_read", "Read a Markdown memory document by path, or list your memory documents without a path.",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}},\"additionalProperties\":false}"},
+	{"memory_write",
+	 "Save a Markdown memory document (the whole content). Give expected_revision (the revision you read; 0 "
+	 "for a new document) to fail instead of overwriting a change made meanwhile.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"},"
+	 "\"expected_revision\":{\"type\":\"integer\",\"minimum\":0}},"
+	 "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}"},
+	{"memory_search", "Search your memory documents; the best matches first, each with a snippet.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"query\":{\"type\":\"string\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100}},"
+	 "\"required\":[\"query\"],\"additionalProperties\":false}"},
 };
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))
 
@@ -196,22 +233,6 @@ static int fail(struct rk_tool_result *out, const struct rk_error *e)
 	out->is_error = 1;
 	snprintf(out->error_code, sizeof(out->error_code), "%s", rk_code_name(e->code));
 	return -(int)e->code;
-}
-
-static int is_utf8(const char *s, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		unsigned char c = (unsigned char)s[i];
-		size_t k = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
-		if (k == 9 || c == 0 || i + k >= n)
-			return 0;
-		for (size_t j = 1; j <= k; j++)
-			if (((unsigned char)s[i + j] & 0xC0) != 0x80)
-				return 0;
-		i += k + 1;
-	}
-	return 1;
 }
 
 /* Takes the screenshot into out, with its observation metadata under "observation" of doc. */
@@ -372,7 +393,7 @@ static int t_read(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_re
 	if ((r = bot_path(ctx, path, &where, e)) == 0)
 		r = rk_computer_file_read(ctx->eng, ctx->computer, where, (size_t)max, &b, e);
 	free(where);
-	if (r == 0 && !is_utf8(b.data, b.len))
+	if (r == 0 && !rk_utf8_valid(b.data, b.len))
 		r = rk_error_set(e, RK_EINVALID, "read_file: '%s' is not UTF-8 text", path);
 	if (r == 0) {
 		/* keep the JSON whole: the text is cut here, not by the final clip */
@@ -469,6 +490,96 @@ static int t_list(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_re
 	return 0;
 }
 
+/* --- secrets and memory (engine/secret.h, engine/memory.h) --------------------------- */
+
+static int t_request_secret(struct rk_tools_ctx *ctx, const struct rk_actor *a, const cJSON *args,
+			    struct rk_tool_result *out, struct rk_error *e)
+{
+	const char *name, *origin, *auth, *reason;
+	int r;
+	if ((r = rk_json_get_string(args, "name", 1, &name, "request_secret", e)) ||
+	    (r = rk_json_get_string(args, "origin", 1, &origin, "request_secret", e)) ||
+	    (r = rk_json_get_string(args, "auth", 1, &auth, "request_secret", e)) ||
+	    (r = rk_json_get_string(args, "reason", 0, &reason, "request_secret", e)))
+		return r;
+	cJSON *doc;
+	if ((r = rk_secret_request(ctx->eng, a, ctx->run_id, name, origin, auth, reason, &doc, e)))
+		return r;
+	set_text(out, doc);
+	return 0;
+}
+
+static int t_secret_request(struct rk_tools_ctx *ctx, const struct rk_actor *a, const cJSON *args,
+			    struct rk_tool_result *out, struct rk_error *e)
+{
+	struct rk_secret_http req = {0};
+	int r;
+	if ((r = rk_json_get_string(args, "name", 1, &req.name, "secret_request", e)) ||
+	    (r = rk_json_get_string(args, "url", 1, &req.url, "secret_request", e)) ||
+	    (r = rk_json_get_string(args, "method", 0, &req.method, "secret_request", e)) ||
+	    (r = rk_json_get_string(args, "body", 0, &req.body, "secret_request", e)))
+		return r;
+	req.headers = cJSON_GetObjectItemCaseSensitive(args, "headers");
+	cJSON *doc;
+	if ((r = rk_secret_send(ctx->eng, a, &req, &doc, e)))
+		return r;
+	set_text(out, doc);
+	return 0;
+}
+
+static int t_memory_read(struct rk_tools_ctx *ctx, const struct rk_actor *a, const cJSON *args,
+			 struct rk_tool_result *out, struct rk_error *e)
+{
+	const char *path;
+	int r;
+	if ((r = rk_json_get_string(args, "path", 0, &path, "memory_read", e)))
+		return r;
+	cJSON *doc;
+	if ((r = rk_memory_read(ctx->eng, a, path && *path ? path : NULL, &doc, e)))
+		return r;
+	if (cJSON_IsArray(doc)) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddItemToObject(o, "documents", doc);
+		doc = o;
+	}
+	set_text(out, doc);
+	return 0;
+}
+
+static int t_memory_write(struct rk_tools_ctx *ctx, const struct rk_actor *a, const cJSON *args,
+			  struct rk_tool_result *out, struct rk_error *e)
+{
+	const char *path, *content;
+	int64_t expected;
+	int r;
+	if ((r = rk_json_get_string(args, "path", 1, &path, "memory_write", e)) ||
+	    (r = rk_json_get_string(args, "content", 1, &content, "memory_write", e)) ||
+	    (r = rk_json_get_int(args, "expected_revision", 0, INT64_C(1) << 40, RK_MEMORY_NO_REVISION, &expected,
+				 "memory_write", e)))
+		return r;
+	cJSON *doc;
+	if ((r = rk_memory_write(ctx->eng, a, path, content, expected, ctx->run_id, &doc, e)))
+		return r;
+	set_text(out, doc);
+	return 0;
+}
+
+static int t_memory_search(struct rk_tools_ctx *ctx, const struct rk_actor *a, const cJSON *args,
+			   struct rk_tool_result *out, struct rk_error *e)
+{
+	const char *query;
+	int64_t limit;
+	int r;
+	if ((r = rk_json_get_string(args, "query", 1, &query, "memory_search", e)) ||
+	    (r = rk_json_get_int(args, "limit", 1, 100, 20, &limit, "memory_search", e)))
+		return r;
+	cJSON *doc;
+	if ((r = rk_memory_search(ctx->eng, a, query, (int)limit, &doc, e)))
+		return r;
+	set_text(out, doc);
+	return 0;
+}
+
 typedef int (*tool_fn)(struct rk_tools_ctx *, const cJSON *, struct rk_tool_result *, struct rk_error *);
 /* --- the page browser ------------------------------------------------------- */
 
@@ -524,6 +635,30 @@ static int t_browser_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_
 	return r;
 }
 
+typedef int (*trust_fn)(struct rk_tools_ctx *, const struct rk_actor *, const cJSON *, struct rk_tool_result *,
+			struct rk_error *);
+static const struct {
+	const char *name;
+	trust_fn fn;
+} trust_dispatch[] = {
+	{"request_secret", t_request_secret}, {"secret_request", t_secret_request}, {"memory_read", t_memory_read},
+	{"memory_write", t_memory_write},     {"memory_search", t_memory_search},
+};
+
+/* Rights on the computer (again, before each call), then the approval rules. */
+static int gate(struct rk_tools_ctx *ctx, const struct rk_actor *a, const char *name, const char *args_json,
+		struct rk_error *e)
+{
+	if (!ctx->eng)
+		return 0; /* no database: nothing can run either (the unit tests' argument checks) */
+	const char *conn = rk_approval_connector(name);
+	int r;
+	if (conn && !strcmp(conn, "computer") && (r = rk_authz_check(ctx->eng, a, "computers.use", ctx->computer, e)))
+		return r;
+	struct rk_approval_decision d;
+	return rk_approval_check(ctx->eng, a, ctx->run_id, ctx->cancel, name, args_json, &d, e);
+}
+
 static const struct {
 	const char *name;
 	tool_fn fn;
@@ -538,12 +673,17 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 	memset(out, 0, sizeof(*out));
 	struct rk_error e = {0};
 	tool_fn fn = NULL;
+	trust_fn tfn = NULL;
 	for (size_t i = 0; name && i < sizeof(dispatch) / sizeof(dispatch[0]); i++)
 		if (!strcmp(dispatch[i].name, name))
 			fn = dispatch[i].fn;
-	if (!fn) {
+	for (size_t i = 0; name && i < sizeof(trust_dispatch) / sizeof(trust_dispatch[0]); i++)
+		if (!strcmp(trust_dispatch[i].name, name))
+			tfn = trust_dispatch[i].fn;
+	if (!fn && !tfn) {
 		rk_error_set(&e, RK_ENOTFOUND, "unknown tool '%s'; the tools are computer_observe, computer_act, "
-					       "shell, write_stdin, read_file, write_file, list_files and (with a page "
+					       "shell, write_stdin, read_file, write_file, list_files, request_secret, "
+					       "secret_request, memory_read, memory_write, memory_search and (with a page "
 					       "browser) browser_navigate, browser_snapshot and browser_act",
 			     name ? name : "");
 		fail(out, &e);
@@ -551,13 +691,19 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 	}
 	struct rk_model_tool_call call = {NULL, (char *)name, (char *)(args_json ? args_json : "")};
 	cJSON *args = NULL;
+	struct rk_actor a = {0};
 	int r = rk_model_tool_call_args(&call, &args, &e);
+	if (r == 0)
+		r = rk_actor_resolve(&a, ctx->eng, NULL, ctx->bot_id, &e);
+	if (r == 0)
+		r = gate(ctx, &a, name, args_json, &e);
 	if (r == 0) {
-		r = fn(ctx, args, out, &e);
+		r = fn ? fn(ctx, args, out, &e) : tfn(ctx, &a, args, out, &e);
 		if (r && !e.message[0])
 			rk_error_set(&e, RK_EFAILED, "%s failed", name);
 	}
 	cJSON_Delete(args);
+	rk_actor_release(&a);
 	if (r < 0) {
 		free(out->png);
 		out->png = NULL;

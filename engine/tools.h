@@ -14,11 +14,22 @@
  *   browser_navigate {url, timeout_ms?}   (page-browser providers: engine/browser.h)
  *   browser_snapshot {screenshot?}
  *   browser_act      {action, ref?, text?, value?, key?, clear?, submit?, dx?, dy?}
+ *   request_secret   {name, origin, auth, reason?}  ask a person for a secret (engine/secret.h)
+ *   secret_request   {name, url, method?, headers?, body?}  HTTP with a secret the bot never sees
+ *   memory_read      {path?}              a memory document, or the list (engine/memory.h)
+ *   memory_write     {path, content, expected_revision?}
+ *   memory_search    {query, limit?}
+ *
+ * Before a call runs, the caller's rights on the computer are checked again
+ * (engine/authz.h: a revoked bot stops here, even mid-session) and the
+ * approval rules decide (engine/approval.h: a call that needs approval
+ * waits for a person in a run, and is denied outside one).
  *
  * A call never fails the caller: an unknown tool, malformed arguments or a
  * failed operation becomes an error result {"error":{"code","message"}}
  * (is_error set), which the loop hands back to the model like any other. */
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "db.h"
@@ -36,6 +47,8 @@ struct rk_tools_ctx {
 	int display;                  /* 0 */
 	int max_width, max_height;    /* screenshot size for the model; 0: full size */
 	int64_t fence;                /* the caller's (computer, bot) lease fence; 0: calls take the lease */
+	const char *run_id;           /* the run making the calls, or NULL (then an approval cannot be waited for) */
+	volatile sig_atomic_t *cancel; /* may be NULL; stops a wait for approval */
 };
 
 struct rk_tool_result {

@@ -158,3 +158,32 @@ char *rk_buf_detach(struct rk_buf *b, size_t *len)
 	rk_buf_init(b);
 	return p;
 }
+
+int rk_utf8_valid(const char *text, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = s[i];
+		size_t more;
+		if (c == 0)
+			return 0; /* a NUL cannot travel in a C or JSON string: such data goes as base64 */
+		else if (c < 0x80)
+			more = 0;
+		else if (c >= 0xC2 && c < 0xE0)
+			more = 1;
+		else if (c >= 0xE0 && c < 0xF0)
+			more = 2;
+		else if (c >= 0xF0 && c < 0xF5)
+			more = 3;
+		else
+			return 0;
+		if (more > n - i - 1)
+			return 0;
+		for (size_t j = 1; j <= more; j++)
+			if ((s[i + j] & 0xC0) != 0x80)
+				return 0;
+		i += more + 1;
+	}
+	return 1;
+}

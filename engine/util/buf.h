@@ -37,4 +37,8 @@ char *rk_xstrdup(const char *s);            /* NULL stays NULL */
 char *rk_xstrndup(const char *s, size_t n);
 char *rk_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* 1 when s[0..n) is well-formed UTF-8 without a NUL byte (overlong leads
+ * and code points past U+10FFFF are not). */
+int rk_utf8_valid(const char *s, size_t n);
+
 #endif

@@ -457,6 +457,7 @@ static void child_exec(const struct rk_machine *m, const struct rk_exec_request 
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setenv("HOME", m->home_dir, 1);
 	setenv("RAKAZO_COMPUTER", m->computer_id, 1);
+	unsetenv("RAKAZO_MASTER_KEY"); /* the key to every secret (engine/secret.h) stays out of the machine */
 	if (!req->tty)
 		setenv("TERM", "dumb", 1);
 	else

@@ -1,0 +1,77 @@
+#ifndef RK_SECRET_H
+#define RK_SECRET_H
+/* Secrets a bot may use without seeing them.
+ *
+ * A secret is a value, the origin it may be sent to (scheme, host, port)
+ * and how it is sent: bearer (Authorization: Bearer V), header:NAME
+ * (NAME: V), basic (V is "user:password"; Authorization: Basic base64(V))
+ * or query:NAME (?NAME=V). It belongs to a user in a space, and to one bot
+ * or to all the user's bots (bot "").
+ *
+ * Storage: XChaCha20-Poly1305 (libsodium) under a 32-byte master key, from
+ * RAKAZO_MASTER_KEY (64 hex digits) or DATA_DIR/master.key (made on first
+ * use, mode 0600; a file readable by others is refused). The associated
+ * data binds each ciphertext to its user, space, bot and name, so a row
+ * copied to another bot or name fails to decrypt (RK_ECORRUPT).
+ *
+ * Use: rk_secret_send sends one HTTP request to the secret's origin with
+ * the auth added. The URL must have exactly the stored origin, and no
+ * userinfo or fragment. Redirects are not followed. Before anything of the
+ * response reaches the caller, the value is replaced by "[redacted]" in its
+ * raw, base64 (padded or not), base64url, hex (either case) and
+ * percent-encoded forms (and, for basic, the password alone). Values never
+ * go to a shell, an environment, history, events or the log. */
+
+#include <cJSON.h>
+#include <stddef.h>
+
+#include "authz.h"
+#include "engine.h"
+#include "util/buf.h"
+#include "util/err.h"
+
+#define RK_SECRET_VALUE_MAX 65536
+#define RK_SECRET_RESPONSE_MAX (1u << 20)
+#define RK_SECRET_REDACTED "[redacted]"
+
+/* "scheme://host:port" of url (lowercase, the port always written), malloc'd.
+ * Only http and https. With origin_only, anything beyond the origin (a
+ * path other than "/", a query) is refused too. Userinfo and fragments are
+ * always refused. */
+int rk_secret_origin(const char *url, int origin_only, char **origin, struct rk_error *err);
+/* Checks an auth spec (bearer, basic, header:NAME, query:NAME); *kind and
+ * *param (malloc'd, NULL for none) are its parts. */
+int rk_secret_auth_parse(const char *spec, char **kind, char **param, struct rk_error *err);
+/* Replaces every listed form of secret in b by "[redacted]". */
+void rk_secret_redact(struct rk_buf *b, const char *secret, size_t len);
+
+/* Stores (or replaces) a's secret name (a->bot: for that bot only). */
+int rk_secret_set(struct rk_engine *eng, const struct rk_actor *a, const char *name, const char *origin_url,
+		  const char *auth, const void *value, size_t len, struct rk_error *err);
+/* a's secrets and the requests bots made for ones not set yet, a cJSON array
+ * of {name, bot, origin, auth, state: set|requested, ...}; never values. */
+int rk_secret_list(struct rk_engine *eng, const struct rk_actor *a, cJSON **out, struct rk_error *err);
+int rk_secret_remove(struct rk_engine *eng, const struct rk_actor *a, const char *name, struct rk_error *err);
+/* The plaintext of a's secret name (the bot's own, else the user's), for
+ * tests and rk_secret_send; *value is sodium_malloc'd: free it with
+ * rk_secret_value_free. */
+int rk_secret_reveal(struct rk_engine *eng, const struct rk_actor *a, const char *name, char **value, size_t *len,
+		     struct rk_error *err);
+void rk_secret_value_free(char *value, size_t len);
+
+/* The request_secret tool: records that the bot needs secret name. *out:
+ * {name, origin, auth, state: requested|available, command}. */
+int rk_secret_request(struct rk_engine *eng, const struct rk_actor *a, const char *run_id, const char *name,
+		      const char *origin, const char *auth, const char *reason, cJSON **out, struct rk_error *err);
+
+struct rk_secret_http {
+	const char *name, *url, *method; /* method NULL: GET */
+	const cJSON *headers;            /* object of strings, or NULL */
+	const char *body;                /* or NULL */
+};
+/* The secret_request tool. *out: {status, headers {lowercase name: value},
+ * body (UTF-8 text) | body_base64, truncated}, already redacted. */
+int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct rk_secret_http *req, cJSON **out,
+		   struct rk_error *err);
+
+#endif
