@@ -19,7 +19,7 @@ extern const struct cmd_entry cmd_tui;
 extern const struct cmd_entry cmd_serve;
 extern const struct cmd_entry cmd_pair;
 extern const struct cmd_entry cmd_browser;
-extern const struct cmd_entry cmd_secret, cmd_memory, cmd_approval;
+extern const struct cmd_entry cmd_secret, cmd_memory, cmd_approval, cmd_space;
 
 #define CMD(name, entry) &entry
 /* The command table. Makefile's install and the completion test read the
@@ -36,6 +36,7 @@ const struct cmd_entry *const cmd_table[] = {
 	CMD("secret", cmd_secret),
 	CMD("memory", cmd_memory),
 	CMD("approval", cmd_approval),
+	CMD("space", cmd_space),
 	CMD("doctor", cmd_doctor),
 	CMD("worker", cmd_worker),
 	CMD("help", cmd_help),

@@ -36,7 +36,7 @@
 #define TASK_MAX (1u << 20)
 
 static const char *o_computer, *o_bot, *o_thread, *o_model, *o_base_url;
-static const char *o_note;
+static const char *o_note, *o_trigger;
 static int64_t o_max_steps = 0, o_max_wall = 0, o_max_tokens = 0, o_retries = -1, o_limit = 50, o_after = 0,
 	       o_wait = 60;
 static int o_detach, o_follow;
@@ -55,6 +55,8 @@ static const struct rk_opt run_opts[] = {
 		7 * 86400),
 	OPT_INT("max-tokens", 0, &o_max_tokens, "N", "fail the run (max_tokens) past this many tokens", 1,
 		INT64_C(1) << 40),
+	OPT_STRING("trigger", 0, &o_trigger, "person|webhook",
+		   "who started the run (default person); webhook: calls that change data need approval"),
 	OPT_INT("limit", 'n', &o_limit, "N", "list: at most N runs (default 50)", 1, 10000),
 	OPT_BOOL("detach", 'd', &o_detach, "start (or resume) the run in a process of its own and print its id"),
 	OPT_BOOL("follow", 'f', &o_follow, "logs: keep printing events until the run ends"),
@@ -455,7 +457,8 @@ static int run_task(struct cmd_ctx *ctx, int first)
 	mf.max_retries = (int)o_retries;
 	struct rk_run_options ro = {.computer = o_computer, .bot = o_bot, .thread = o_thread, .task = task.data,
 				    .model = &mf, .max_steps = (int)o_max_steps, .max_wall_ms = o_max_wall * 1000,
-				    .max_tokens = o_max_tokens, .cancel = &cancel_flag, .wake = &wake_flag};
+				    .max_tokens = o_max_tokens, .trigger = o_trigger, .cancel = &cancel_flag,
+				    .wake = &wake_flag};
 	char *id = NULL;
 	if (o_detach) {
 		r = rk_run_create(ctx->eng, &ro, &id, &ctx->err);

@@ -8,7 +8,7 @@
 _rakazo_static() {
 	local words=
 	case "$1" in
-	"") words="computer screen checkpoint run doctor worker help version tui serve pair browser secret memory approval" ;;
+	"") words="computer screen checkpoint run doctor worker help version tui serve pair browser secret memory approval space" ;;
 	"computer") words="create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers grant revoke rights" ;;
 	"computer create") words="--provider --name --mode --team --private --no-desktop --pause-after --revisions --options --command-key --wait --timeout --json --help --org" ;;
 	"computer list") words="--json --help" ;;
@@ -78,7 +78,7 @@ _rakazo_static() {
 	"checkpoint import") words="--json --help" ;;
 	"checkpoint verify") words="--revision --deep --all --json --help" ;;
 	"checkpoint gc") words="--json --help" ;;
-	"run") words="--computer --bot --thread --model --model-base-url --model-retries --max-steps --max-wall --max-tokens --limit --detach --follow --after --wait --note --json --help" ;;
+	"run") words="--computer --bot --thread --model --model-base-url --model-retries --max-steps --max-wall --max-tokens --trigger --limit --detach --follow --after --wait --note --json --help" ;;
 	"tui") words="--computer --json --help" ;;
 	"serve") words="--listen --token-file --url-file --bot --json --help token routes" ;;
 	"pair") words="--token --name --root --once --json --help" ;;
@@ -91,6 +91,9 @@ _rakazo_static() {
 	"memory write") words="--content --expected-revision --bot --space --json --help" ;;
 	"memory search") words="--limit --bot --space --json --help" ;;
 	"memory history") words="--bot --space --json --help" ;;
+	"space") words="list create" ;;
+	"space list") words="--json --help" ;;
+	"space create") words="--description --json --help" ;;
 	"approval") words="set list rm pending" ;;
 	"approval set") words="--effect --match --value --shared --space --json --help" ;;
 	"approval list") words="--space --json --help" ;;

@@ -28,7 +28,7 @@ complete -c rakazo -l mode -xa "team private"
 complete -c rakazo -l outcome -xa "succeeded failed"
 complete -c rakazo -l encoding -xa "utf8 base64"
 
-complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run doctor worker help version tui serve pair browser secret memory approval"
+complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run doctor worker help version tui serve pair browser secret memory approval space"
 complete -c rakazo -n "__rakazo_at computer" -a "create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers grant revoke rights"
 complete -c rakazo -n "__rakazo_at computer create" -l provider
 complete -c rakazo -n "__rakazo_at computer create" -l name
@@ -301,6 +301,7 @@ complete -c rakazo -n "__rakazo_at run" -l model-retries
 complete -c rakazo -n "__rakazo_at run" -l max-steps
 complete -c rakazo -n "__rakazo_at run" -l max-wall
 complete -c rakazo -n "__rakazo_at run" -l max-tokens
+complete -c rakazo -n "__rakazo_at run" -l trigger
 complete -c rakazo -n "__rakazo_at run" -l limit
 complete -c rakazo -n "__rakazo_at run" -l detach
 complete -c rakazo -n "__rakazo_at run" -l follow
@@ -367,6 +368,12 @@ complete -c rakazo -n "__rakazo_at memory history" -l bot
 complete -c rakazo -n "__rakazo_at memory history" -l space
 complete -c rakazo -n "__rakazo_at memory history" -l json
 complete -c rakazo -n "__rakazo_at memory history" -l help
+complete -c rakazo -n "__rakazo_at space" -a "list create"
+complete -c rakazo -n "__rakazo_at space list" -l json
+complete -c rakazo -n "__rakazo_at space list" -l help
+complete -c rakazo -n "__rakazo_at space create" -l description
+complete -c rakazo -n "__rakazo_at space create" -l json
+complete -c rakazo -n "__rakazo_at space create" -l help
 complete -c rakazo -n "__rakazo_at approval" -a "set list rm pending"
 complete -c rakazo -n "__rakazo_at approval set" -l effect
 complete -c rakazo -n "__rakazo_at approval set" -l match

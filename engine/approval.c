@@ -34,6 +34,7 @@ static const struct {
 	{"memory_read", "memory", "read", 0},
 	{"memory_search", "memory", "read", 0},
 	{"memory_write", "memory", "write", 0},
+	{"create_space", "spaces", "write", 0},
 	/* capabilities (engine/authz.h): tool and connector rules only */
 	{"computers.use", "computers", NULL, 0},
 	{"computers.acquire", "computers", NULL, 0},
@@ -245,10 +246,23 @@ static int judge(struct rk_engine *eng, const char *tool, const char *args_json,
 	return ask;
 }
 
+/* Tools no rule can let through without a person. */
+static int always_asks(const char *tool)
+{
+	return tool && !strcmp(tool, "create_space");
+}
+
 int rk_approval_evaluate(struct rk_engine *eng, const struct rk_actor *a, const char *tool, const char *args_json,
-			 int use_judge, struct rk_approval_decision *d, struct rk_error *err)
+			 unsigned flags, struct rk_approval_decision *d, struct rk_error *err)
 {
 	memset(d, 0, sizeof(*d));
+	if (always_asks(tool)) {
+		d->ask = 1;
+		snprintf(d->source, sizeof(d->source), "policy");
+		snprintf(d->reason, sizeof(d->reason), "%s always needs a person's approval", tool);
+		return 0;
+	}
+	int strict = (flags & RK_APPROVAL_WEBHOOK) && changes_data(tool);
 	const struct {
 		const char *match, *value;
 	} levels[] = {
@@ -262,6 +276,8 @@ int rk_approval_evaluate(struct rk_engine *eng, const struct rk_actor *a, const 
 		int r = level(eng, a, levels[i].match, levels[i].value, &found, &ask, id, sizeof(id), err);
 		if (r)
 			return r;
+		if (found && strict && !ask && i > 0)
+			break; /* a webhook's run: only a tool rule allows a changing call */
 		if (found) {
 			d->ask = ask;
 			snprintf(d->source, sizeof(d->source), "rule");
@@ -270,8 +286,17 @@ int rk_approval_evaluate(struct rk_engine *eng, const struct rk_actor *a, const 
 			return 0;
 		}
 	}
+	if (strict) {
+		d->ask = 1;
+		snprintf(d->source, sizeof(d->source), "webhook");
+		snprintf(d->reason, sizeof(d->reason),
+			 "a run started by a webhook needs approval for %s (it changes data or acts outside); a tool "
+			 "rule can allow it",
+			 tool);
+		return 0;
+	}
 	const char *jm = getenv("RAKAZO_JUDGE_MODEL");
-	if (use_judge && jm && *jm && changes_data(tool)) {
+	if ((flags & RK_APPROVAL_JUDGE) && jm && *jm && changes_data(tool)) {
 		d->ask = judge(eng, tool, args_json, d->reason, sizeof(d->reason));
 		snprintf(d->source, sizeof(d->source), "judge");
 		rk_log(RK_LOG_INFO, "approval: %s: %s", tool, d->reason);
@@ -317,10 +342,10 @@ static int approval_state(struct rk_engine *eng, const char *id, char *state, si
 }
 
 int rk_approval_check(struct rk_engine *eng, const struct rk_actor *a, const char *run_id,
-		      volatile sig_atomic_t *cancel, const char *tool, const char *args_json,
+		      volatile sig_atomic_t *cancel, const char *tool, const char *args_json, unsigned flags,
 		      struct rk_approval_decision *d, struct rk_error *err)
 {
-	int r = rk_approval_evaluate(eng, a, tool, args_json, 1, d, err);
+	int r = rk_approval_evaluate(eng, a, tool, args_json, flags | RK_APPROVAL_JUDGE, d, err);
 	if (r || !d->ask)
 		return r;
 	if (!run_id)

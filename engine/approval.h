@@ -22,6 +22,13 @@
  * shown the call and answers ALLOW or ASK; anything else, or an error, is
  * ASK.
  *
+ * Always and never: create_space always needs a person's approval,
+ * whatever the rules say. A run started by a webhook (RK_APPROVAL_WEBHOOK)
+ * gets the stricter gate: a call that changes data or acts outside (write,
+ * shell, act, network; the exempt tools included) needs approval unless a
+ * tool rule allows that very tool; connector and category allow rules and
+ * the judge do not let it through.
+ *
  * Ask: inside a run the call waits. A pending approval is recorded, the
  * run's state is waiting_approval, and `rakazo run approve|deny RUN
  * [--note]` decides it (the run goes back to running; a denied call gives
@@ -37,7 +44,7 @@
 
 struct rk_approval_decision {
 	int ask;          /* 1: a person must approve the call */
-	char source[16];  /* "rule", "judge" or "default" */
+	char source[16];  /* "policy", "rule", "judge", "webhook" or "default" */
 	char reason[256]; /* why, for the person and the model */
 };
 
@@ -55,15 +62,19 @@ int rk_approval_rule_list(struct rk_engine *eng, const struct rk_actor *a, cJSON
 /* Removes one of a's rules (or a shared rule of a's space). */
 int rk_approval_rule_remove(struct rk_engine *eng, const struct rk_actor *a, const char *id, struct rk_error *err);
 
-/* The decision for one call; with use_judge the judge may be asked. */
+/* How a call is judged (bits). */
+#define RK_APPROVAL_JUDGE 1u   /* the judge may be asked */
+#define RK_APPROVAL_WEBHOOK 2u /* the call is a webhook-started run's: the stricter gate */
+
+/* The decision for one call. */
 int rk_approval_evaluate(struct rk_engine *eng, const struct rk_actor *a, const char *tool, const char *args_json,
-			 int use_judge, struct rk_approval_decision *d, struct rk_error *err);
+			 unsigned flags, struct rk_approval_decision *d, struct rk_error *err);
 
 /* The gate tools.c runs before each call: evaluate, and on ask wait for a
  * person when run_id is set (until approve/deny, or *cancel). 0: go on;
  * RK_EDENIED: denied (err says by whom and the note); RK_EINTERRUPTED. */
 int rk_approval_check(struct rk_engine *eng, const struct rk_actor *a, const char *run_id,
-		      volatile sig_atomic_t *cancel, const char *tool, const char *args_json,
+		      volatile sig_atomic_t *cancel, const char *tool, const char *args_json, unsigned flags,
 		      struct rk_approval_decision *d, struct rk_error *err);
 
 /* Decides the run's pending approval: only the user whose call waits, never

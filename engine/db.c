@@ -365,6 +365,12 @@ static const char *const migrations[] = {
 	"  computer_id TEXT PRIMARY KEY,"
 	"  space_id TEXT NOT NULL,"
 	"  owner TEXT NOT NULL);"
+	"CREATE TABLE spaces ("
+	"  id TEXT PRIMARY KEY,"
+	"  description TEXT,"
+	"  created_by TEXT NOT NULL,"
+	"  run_id TEXT,"
+	"  created_at INTEGER NOT NULL);"
 	"PRAGMA writable_schema=RESET;",
 };
 

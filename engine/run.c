@@ -449,7 +449,8 @@ static int wait_takeover(struct run *run, const char *reason, char **note, const
 static int run_calls(struct run *run, const struct rk_model_reply *reply, const char **why, struct rk_error *err)
 {
 	struct rk_tools_ctx tctx = {.eng = run->eng, .computer = &run->c, .bot_id = run->row.bot_id, .fence = run->fence,
-				    .run_id = run->id, .cancel = run->x->cancel};
+				    .run_id = run->id, .cancel = run->x->cancel,
+				    .webhook = !strcmp(rk_json_string(run->opts, "trigger", "person"), "webhook")};
 	for (size_t i = 0; i < reply->ncalls; i++) {
 		const struct rk_model_tool_call *call = &reply->calls[i];
 		const char *cid = call->id ? call->id : "", *name = call->name ? call->name : "";
@@ -678,6 +679,7 @@ static cJSON *options_json(const struct rk_run_options *opt)
 	cJSON_AddNumberToObject(o, "max_wall_ms", (double)(opt->max_wall_ms > 0 ? opt->max_wall_ms : 0));
 	cJSON_AddNumberToObject(o, "max_tokens", (double)(opt->max_tokens > 0 ? opt->max_tokens : 0));
 	rk_json_add_str_or_null(o, "system_prompt", opt->system_prompt);
+	cJSON_AddStringToObject(o, "trigger", opt->trigger ? opt->trigger : "person");
 	/* the flags given; the rest (and the key, never stored) comes from the
 	 * environment and config file of the process that runs it, so a resume
 	 * can point a run whose endpoint went down at a working one */
@@ -737,6 +739,8 @@ int rk_run_create(struct rk_engine *eng, const struct rk_run_options *opt, char 
 	*run_id = NULL;
 	if (!opt->task || !opt->task[0])
 		return rk_error_set(err, RK_EUSAGE, "a run needs a task");
+	if (opt->trigger && strcmp(opt->trigger, "person") && strcmp(opt->trigger, "webhook"))
+		return rk_error_set(err, RK_EUSAGE, "a run's trigger is person or webhook, not '%s'", opt->trigger);
 	struct rk_model_config cfg = {0};
 	struct rk_computer c = {0};
 	int r = rk_model_config_load(opt->model, eng->data_dir, &cfg, err);

@@ -75,6 +75,7 @@ struct rk_run_options {
 	int64_t max_wall_ms;   /* 0: no limit */
 	int64_t max_tokens;    /* input + output tokens per attempt; 0: no limit */
 	const char *system_prompt; /* NULL: the built-in one */
+	const char *trigger;   /* who started it: "person" (NULL) or "webhook" (the stricter approval gate) */
 	volatile sig_atomic_t *cancel; /* non-zero (e.g. from SIGINT): the run ends interrupted */
 	volatile sig_atomic_t *wake;   /* non-zero: stop waiting (a model call, a backoff) and look at the
 					* row (rk_run_cancel signals the run's process with SIGUSR1 for it);

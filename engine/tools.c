@@ -2,7 +2,6 @@
 
 #include "tools.h"
 
-#include "browser.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include "memory.h"
 #include "secret.h"
 #include "session.h"
+#include "space.h"
 #include "team.h"
 #include "util/buf.h"
 #include "util/ipc.h"
@@ -142,6 +142,13 @@ static const struct tool_def defs[] = {
 	 "\"path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"},"
 	 "\"expected_revision\":{\"type\":\"integer\",\"minimum\":0}},"
 	 "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}"},
+	{"create_space",
+	 "Create a new space (a separate room for computers, memory, secrets and approval rules). A person must "
+	 "approve every create_space call; the run waits for that.",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"name\":{\"type\":\"string\",\"description\":\"1 to 128 letters, digits and . _ @ + -\"},"
+	 "\"description\":{\"type\":\"string\",\"description\":\"what the space is for, shown to the person\"}},"
+	 "\"required\":[\"name\"],\"additionalProperties\":false}"},
 	{"memory_search", "Search your memory documents; the best matches first, each with a snippet.",
 	 "{\"type\":\"object\",\"properties\":{"
 	 "\"query\":{\"type\":\"string\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100}},"
@@ -580,6 +587,22 @@ static int t_memory_search(struct rk_tools_ctx *ctx, const struct rk_actor *a, c
 	return 0;
 }
 
+static int t_create_space(struct rk_tools_ctx *ctx, const struct rk_actor *a, const cJSON *args,
+			  struct rk_tool_result *out, struct rk_error *e)
+{
+	const char *name, *description;
+	int r;
+	if ((r = rk_json_get_string(args, "name", 1, &name, "create_space", e)) ||
+	    (r = rk_json_get_string(args, "description", 0, &description, "create_space", e)) ||
+	    (r = rk_space_create(ctx->eng, a, name, description, ctx->run_id, e)))
+		return r;
+	cJSON *doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "space", name);
+	cJSON_AddBoolToObject(doc, "created", 1);
+	set_text(out, doc);
+	return 0;
+}
+
 typedef int (*tool_fn)(struct rk_tools_ctx *, const cJSON *, struct rk_tool_result *, struct rk_error *);
 /* --- the page browser ------------------------------------------------------- */
 
@@ -642,7 +665,7 @@ static const struct {
 	trust_fn fn;
 } trust_dispatch[] = {
 	{"request_secret", t_request_secret}, {"secret_request", t_secret_request}, {"memory_read", t_memory_read},
-	{"memory_write", t_memory_write},     {"memory_search", t_memory_search},
+	{"memory_write", t_memory_write},     {"memory_search", t_memory_search},   {"create_space", t_create_space},
 };
 
 /* Rights on the computer (again, before each call), then the approval rules. */
@@ -656,7 +679,8 @@ static int gate(struct rk_tools_ctx *ctx, const struct rk_actor *a, const char *
 	if (conn && !strcmp(conn, "computer") && (r = rk_authz_check(ctx->eng, a, "computers.use", ctx->computer, e)))
 		return r;
 	struct rk_approval_decision d;
-	return rk_approval_check(ctx->eng, a, ctx->run_id, ctx->cancel, name, args_json, &d, e);
+	return rk_approval_check(ctx->eng, a, ctx->run_id, ctx->cancel, name, args_json,
+				 ctx->webhook ? RK_APPROVAL_WEBHOOK : 0, &d, e);
 }
 
 static const struct {
@@ -683,7 +707,7 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 	if (!fn && !tfn) {
 		rk_error_set(&e, RK_ENOTFOUND, "unknown tool '%s'; the tools are computer_observe, computer_act, "
 					       "shell, write_stdin, read_file, write_file, list_files, request_secret, "
-					       "secret_request, memory_read, memory_write, memory_search and (with a page "
+					       "secret_request, memory_read, memory_write, memory_search, create_space and (with a page "
 					       "browser) browser_navigate, browser_snapshot and browser_act",
 			     name ? name : "");
 		fail(out, &e);

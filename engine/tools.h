@@ -49,6 +49,7 @@ struct rk_tools_ctx {
 	int64_t fence;                /* the caller's (computer, bot) lease fence; 0: calls take the lease */
 	const char *run_id;           /* the run making the calls, or NULL (then an approval cannot be waited for) */
 	volatile sig_atomic_t *cancel; /* may be NULL; stops a wait for approval */
+	int webhook;                  /* the run was started by a webhook: the stricter approval gate */
 };
 
 struct rk_tool_result {

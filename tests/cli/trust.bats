@@ -359,3 +359,62 @@ rk_bg() {
 	RAKAZO_OWNER=user:carol rk computer exec apimade --json -- true >/dev/null
 	expect_json_error 8 denied env RAKAZO_OWNER=bot:b1 "$RAKAZO_BIN" computer exec apimade --json -- true
 }
+
+@test "create_space always waits for a person, even under an allow rule; a webhook's run asks before writing, a person's does not" {
+	rk_fake t
+	rk approval set --effect allow --match tool --value create_space --json >/dev/null
+	cat >"$BATS_TEST_TMPDIR/space.json" <<'EOF2'
+{"steps": [
+  {"reply": {"tool_calls": [{"name": "create_space", "arguments": {"name": "research", "description": "papers"}}]}},
+  {"expect": {"last_tool_result_contains": "\"created\":true"}, "reply": {"content": "made it"}}]}
+EOF2
+	start_model "$BATS_TEST_TMPDIR/space.json"
+	rk run --computer t --json "make a research space" >"$BATS_TEST_TMPDIR/run.out" 2>&1 &
+	RUN_PID=$!
+	wait_for "rk run list --json | grep -q waiting_approval" 30
+	local run_id
+	run_id=$(rk run list --json | rk_json 'd[0]["id"]')
+	[ "$(rk approval pending --json | rk_json 'd[0]["tool"]')" = create_space ]
+	[[ "$(rk approval pending --json | rk_json 'd[0]["reason"]')" == *"always needs a person"* ]]
+	[ "$(rk space list --json | rk_json '[s["id"] for s in d]')" = '["default"]' ]
+	rk run approve "$run_id" --json >/dev/null
+	wait "$RUN_PID"
+	RUN_PID=
+	model_ok
+	[ "$(rk space list --json | rk_json '[[s["id"], s["run_id"]] for s in d]')" = "[[\"default\", null], [\"research\", \"$run_id\"]]" ]
+
+	# the same write: a person's run goes through, a webhook's waits (and is denied here)
+	cat >"$BATS_TEST_TMPDIR/write.json" <<'EOF2'
+{"steps": [
+  {"reply": {"tool_calls": [{"name": "write_file", "arguments": {"path": "hook.txt", "content": "from a hook"}}]}},
+  {"reply": {"content": "done"}}]}
+EOF2
+	start_model "$BATS_TEST_TMPDIR/write.json"
+	rk run --computer t --json "write it" >/dev/null 2>&1
+	model_ok
+	[ "$(rk computer file read t hook.txt)" = 'from a hook' ]
+	rk computer file remove t hook.txt --json >/dev/null
+	start_model "$BATS_TEST_TMPDIR/write.json"
+	rk run --computer t --trigger webhook --json "write it" >"$BATS_TEST_TMPDIR/run2.out" 2>&1 &
+	RUN_PID=$!
+	wait_for "rk run list --json | grep -q waiting_approval" 30
+	run_id=$(rk run list --json | rk_json '[r["id"] for r in d if r["state"] == "waiting_approval"][0]')
+	[[ "$(rk approval pending --json | rk_json 'd[0]["reason"]')" == *webhook* ]]
+	rk run deny "$run_id" --note "not from a hook" --json >/dev/null
+	wait "$RUN_PID"
+	RUN_PID=
+	model_ok
+	expect_json_error 3 not_found rk computer file read t hook.txt --json
+	echo x | expect_json_error 2 usage rk run --computer t --trigger cron --json -
+}
+
+@test "space: create, list and bad input; a bot cannot create one" {
+	expect_json_error 2 invalid_argument rk space create 'bad name' --json
+	expect_json_error 4 conflict rk space create default --json
+	rk space create lab --description 'experiments' --json >/dev/null
+	expect_json_error 4 conflict rk space create lab --json
+	expect_json_error 8 denied env RAKAZO_OWNER=bot:b1 "$RAKAZO_BIN" space create botspace --json
+	RAKAZO_SPACE=lab rk computer create --provider fake --name l1 --wait --json >/dev/null
+	[ "$(rk space list --json | rk_json '[[s["id"], s["computers"], s["created_by"]] for s in d]')" = '[["default", 0, null], ["lab", 1, "user:bats"]]' ]
+	expect_status 2 rk space list extra
+}

@@ -544,7 +544,7 @@ TEST(approval_precedence)
 	/* outside a run an ask is a denial */
 	struct rk_approval_decision d;
 	struct rk_error e;
-	CHECK_EQ_INT(rk_approval_check(eng, &a, NULL, NULL, "shell", "{}", &d, &e), -RK_EDENIED);
+	CHECK_EQ_INT(rk_approval_check(eng, &a, NULL, NULL, "shell", "{}", 0, &d, &e), -RK_EDENIED);
 	/* bad rules */
 	char *id;
 	CHECK_EQ_INT(rk_approval_rule_add(eng, &a, "maybe", "tool", "x", 0, &id, &e), -RK_EUSAGE);
@@ -554,6 +554,55 @@ TEST(approval_precedence)
 	CHECK_EQ_INT(rk_approval_rule_remove(eng, &bob, "apr_nope", &e), -RK_ENOTFOUND);
 	rk_actor_release(&a);
 	rk_actor_release(&bob);
+}
+
+static int asks_webhook(struct rk_actor *a, const char *tool, char *source, size_t size)
+{
+	struct rk_approval_decision d;
+	struct rk_error e;
+	if (rk_approval_evaluate(eng, a, tool, "{}", RK_APPROVAL_WEBHOOK, &d, &e) != 0)
+		return -1;
+	snprintf(source, size, "%s", d.source);
+	return d.ask;
+}
+
+TEST(approval_always_and_webhook)
+{
+	fresh_engine();
+	unsetenv("RAKAZO_JUDGE_MODEL");
+	struct rk_actor a;
+	actor(&a, "alice", "hooks", NULL);
+	char src[16];
+	/* create_space always asks: no rule, a tool allow rule, a shared one */
+	CHECK_EQ_INT(asks(&a, "create_space"), 1);
+	rule(&a, "allow", "tool", "create_space", 0);
+	rule(&a, "allow", "connector", "spaces", 1);
+	CHECK_EQ_INT(asks(&a, "create_space"), 1);
+	/* a webhook's run: changing calls ask with no rule, the exempt ones too; reads do not */
+	CHECK_EQ_INT(asks_webhook(&a, "write_file", src, sizeof(src)), 1);
+	CHECK_EQ_STR(src, "webhook");
+	CHECK_EQ_INT(asks_webhook(&a, "shell", src, sizeof(src)), 1);
+	CHECK_EQ_INT(asks_webhook(&a, "computer_act", src, sizeof(src)), 1);
+	CHECK_EQ_INT(asks_webhook(&a, "secret_request", src, sizeof(src)), 1);
+	CHECK_EQ_INT(asks_webhook(&a, "read_file", src, sizeof(src)), 0);
+	CHECK_EQ_INT(asks_webhook(&a, "computer_observe", src, sizeof(src)), 0);
+	/* connector and category allow rules do not let a changing call through; a person's run they do */
+	rule(&a, "allow", "category", "write", 0);
+	rule(&a, "allow", "connector", "memory", 0);
+	CHECK_EQ_INT(asks_webhook(&a, "write_file", src, sizeof(src)), 1);
+	CHECK_EQ_INT(asks_webhook(&a, "memory_write", src, sizeof(src)), 1);
+	CHECK_EQ_INT(asks(&a, "memory_write"), 0);
+	/* a tool rule does; a require rule at any level still asks */
+	rule(&a, "allow", "tool", "write_file", 0);
+	CHECK_EQ_INT(asks_webhook(&a, "write_file", src, sizeof(src)), 0);
+	CHECK_EQ_STR(src, "rule");
+	rule(&a, "require_approval", "connector", "computer", 0);
+	CHECK_EQ_INT(asks_webhook(&a, "list_files", src, sizeof(src)), 1);
+	CHECK_EQ_STR(src, "rule");
+	/* and create_space stays asked for in a webhook's run */
+	CHECK_EQ_INT(asks_webhook(&a, "create_space", src, sizeof(src)), 1);
+	CHECK_EQ_STR(src, "policy");
+	rk_actor_release(&a);
 }
 
 /* Starts build/tests/emulators/model_server on scenario text; *url set. */
@@ -610,22 +659,22 @@ TEST(approval_judge)
 	struct rk_approval_decision d;
 	struct rk_error e;
 	/* read-only calls never reach the judge */
-	CHECK(rk_approval_evaluate(eng, &a, "read_file", "{}", 1, &d, &e) == 0 && !d.ask);
+	CHECK(rk_approval_evaluate(eng, &a, "read_file", "{}", RK_APPROVAL_JUDGE, &d, &e) == 0 && !d.ask);
 	CHECK_EQ_STR(d.source, "default");
 	const int want[] = {0, 1, 1, 1}; /* ALLOW, ASK, neither, an error */
 	for (int i = 0; i < 4; i++) {
-		REQUIRE(rk_approval_evaluate(eng, &a, "write_file", "{\"path\":\"x\"}", 1, &d, &e) == 0);
+		REQUIRE(rk_approval_evaluate(eng, &a, "write_file", "{\"path\":\"x\"}", RK_APPROVAL_JUDGE, &d, &e) == 0);
 		CHECK_EQ_INT(d.ask, want[i]);
 		CHECK_EQ_STR(d.source, "judge");
 	}
 	/* a rule is decided without the judge (the server has no step left: it would fail) */
 	rule(&a, "allow", "tool", "write_file", 0);
-	REQUIRE(rk_approval_evaluate(eng, &a, "write_file", "{}", 1, &d, &e) == 0);
+	REQUIRE(rk_approval_evaluate(eng, &a, "write_file", "{}", RK_APPROVAL_JUDGE, &d, &e) == 0);
 	CHECK(!d.ask && !strcmp(d.source, "rule"));
 	/* a judge that is down asks */
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
-	REQUIRE(rk_approval_evaluate(eng, &a, "memory_write", "{}", 1, &d, &e) == 0);
+	REQUIRE(rk_approval_evaluate(eng, &a, "memory_write", "{}", RK_APPROVAL_JUDGE, &d, &e) == 0);
 	CHECK(d.ask && !strcmp(d.source, "judge"));
 	unsetenv("RAKAZO_JUDGE_MODEL");
 	unsetenv("RAKAZO_JUDGE_BASE_URL");
@@ -826,6 +875,7 @@ int main(void)
 	RUN(memory_isolation_and_revisions);
 	RUN(memory_search_ranks);
 	RUN(approval_precedence);
+	RUN(approval_always_and_webhook);
 	RUN(approval_waits_for_a_person);
 	RUN(approval_judge);
 	RUN(authz_spaces_and_grants);
