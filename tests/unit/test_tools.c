@@ -22,8 +22,8 @@ TEST(definitions)
 	size_t n, nd;
 	const struct rk_model_tool *all = rk_tools_definitions(1, &n);
 	const struct rk_model_tool *text = rk_tools_definitions(0, &nd);
-	CHECK_EQ_INT(n, 12); /* 7 + request_secret, secret_request, memory_read/write/search */
-	CHECK_EQ_INT(nd, 10);
+	CHECK_EQ_INT(n, 13); /* 7 + request_secret, secret_request, memory_read/write/search, create_space */
+	CHECK_EQ_INT(nd, 11);
 	CHECK_EQ_STR(all[0].name, "computer_observe");
 	CHECK_EQ_STR(all[1].name, "computer_act");
 	for (size_t i = 0; i < nd; i++)
