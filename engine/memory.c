@@ -92,6 +92,17 @@ int rk_memory_read(struct rk_engine *eng, const struct rk_actor *a, const char *
 }
 
 /* Inside the transaction: the write itself. */
+/* Binds a document's key (space, user, scope, bot, path) as parameters 1 to 5. */
+static void bind_document_key(sqlite3_stmt *st, const struct rk_actor *a, const char *scope, const char *bot,
+			      const char *path)
+{
+	rk_db_bind_text(st, 1, a->space);
+	rk_db_bind_text(st, 2, a->user);
+	rk_db_bind_text(st, 3, scope);
+	rk_db_bind_text(st, 4, bot);
+	rk_db_bind_text(st, 5, path);
+}
+
 static int save(struct rk_engine *eng, const struct rk_actor *a, const char *path, const char *content,
 		int64_t expected, const char *run_id, int64_t *revision, struct rk_error *err)
 {
@@ -103,11 +114,7 @@ static int save(struct rk_engine *eng, const struct rk_actor *a, const char *pat
 					 err);
 	if (!st)
 		return -err->code;
-	rk_db_bind_text(st, 1, a->space);
-	rk_db_bind_text(st, 2, a->user);
-	rk_db_bind_text(st, 3, scope);
-	rk_db_bind_text(st, 4, bot);
-	rk_db_bind_text(st, 5, path);
+	bind_document_key(st, a, scope, bot, path);
 	int64_t id = -1, have = 0;
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -134,11 +141,7 @@ static int save(struct rk_engine *eng, const struct rk_actor *a, const char *pat
 			   err);
 	if (!st)
 		return -err->code;
-	rk_db_bind_text(st, 1, a->space);
-	rk_db_bind_text(st, 2, a->user);
-	rk_db_bind_text(st, 3, scope);
-	rk_db_bind_text(st, 4, bot);
-	rk_db_bind_text(st, 5, path);
+	bind_document_key(st, a, scope, bot, path);
 	rk_db_bind_text(st, 6, content);
 	sqlite3_bind_int64(st, 7, now);
 	if (sqlite3_step(st) != SQLITE_ROW) {
