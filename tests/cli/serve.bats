@@ -370,6 +370,10 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 	rk serve routes --json >"$BATS_TEST_TMPDIR/routes.json"
 	run python3 "$CLIENT" "$URL" "$TOKEN" openapi "$SPEC" "$BATS_TEST_TMPDIR/routes.json"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	# every reply the client reads is checked against the spec's schema for its status
+	run python3 "$CLIENT" "$URL" "$TOKEN" contract "$(api_fake contract)"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[[ "$output" == "ok contract "* ]]
 }
 
 @test "serve: a docker computer's desktop through the API" {
