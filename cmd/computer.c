@@ -119,6 +119,16 @@ static int bot_begin(struct cmd_ctx *ctx, struct rk_computer *c, const char *pat
 	return r;
 }
 
+/* A session verb (input, resize, kill) as a bot: the lease checked (or
+ * taken) for this call alone, so a stale --fence is refused on every one. */
+static int bot_session_begin(struct cmd_ctx *ctx, struct rk_computer *c, struct rk_team_call *call)
+{
+	char *where = NULL;
+	int r = bot_begin(ctx, c, NULL, call, &where);
+	free(where);
+	return r;
+}
+
 /* Prints a receipt, or waits and prints the finished execution. */
 static int show_receipt(struct cmd_ctx *ctx, struct rk_execution *e, int existed)
 {
@@ -639,6 +649,8 @@ static const struct rk_opt input_opts[] = {
 	OPT_INT("yield-ms", 'y', &o_yield, "MS", "wait this long for output (250 to 30000, default 1000)", 0, INT64_MAX),
 	OPT_INT("max-output", 0, &o_max_output, "BYTES", "at most this much new output (default 65536)", 1,
 		64 * 1024 * 1024),
+	OPT_FILE_BOT,
+	OPT_FENCE,
 	OPT_END,
 };
 
@@ -654,13 +666,15 @@ static int run_input(struct cmd_ctx *ctx)
 		return r;
 	}
 	struct rk_computer c = {0};
-	if ((r = load_computer(ctx, ctx->args[0], &c)) == 0) {
+	struct rk_team_call call = {0};
+	if ((r = load_computer(ctx, ctx->args[0], &c)) == 0 && (r = bot_session_begin(ctx, &c, &call)) == 0) {
 		struct rk_session_reply rep = {0};
 		r = rk_session_input(ctx->eng, c.id, ctx->args[1], data.data, data.len, o_yield ? o_yield : 1000,
 				     (size_t)o_max_output, &rep, &ctx->err);
 		if (r == 0)
 			r = print_reply(ctx, &rep);
 		rk_session_reply_release(&rep);
+		rk_team_call_end(ctx->eng, &call);
 	}
 	rk_computer_release(&c);
 	rk_buf_release(&data);
@@ -670,16 +684,23 @@ static int run_input(struct cmd_ctx *ctx)
 static const struct rk_opt resize_opts[] = {
 	OPT_INT("rows", 0, &o_rows, "N", "terminal rows", 1, 1000),
 	OPT_INT("cols", 0, &o_cols, "N", "terminal columns", 1, 1000),
+	OPT_FILE_BOT,
+	OPT_FENCE,
 	OPT_END,
 };
+static const struct rk_opt kill_opts[] = {OPT_FILE_BOT, OPT_FENCE, OPT_END};
 
 static int run_resize(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 2, 2, "COMPUTER SESSION");
 	struct rk_computer c = {0};
+	struct rk_team_call call = {0};
 	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
 		return r;
-	r = rk_session_resize(ctx->eng, c.id, ctx->args[1], (int)o_rows, (int)o_cols, &ctx->err);
+	if ((r = bot_session_begin(ctx, &c, &call)) == 0) {
+		r = rk_session_resize(ctx->eng, c.id, ctx->args[1], (int)o_rows, (int)o_cols, &ctx->err);
+		rk_team_call_end(ctx->eng, &call);
+	}
 	if (r == 0) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "session", ctx->args[1]);
@@ -698,7 +719,11 @@ static int run_kill(struct cmd_ctx *ctx)
 	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
 		return r;
 	struct rk_session_reply rep = {0};
-	r = rk_session_kill(ctx->eng, c.id, ctx->args[1], &rep, &ctx->err);
+	struct rk_team_call call = {0};
+	if ((r = bot_session_begin(ctx, &c, &call)) == 0) {
+		r = rk_session_kill(ctx->eng, c.id, ctx->args[1], &rep, &ctx->err);
+		rk_team_call_end(ctx->eng, &call);
+	}
 	if (r == 0)
 		r = print_reply(ctx, &rep);
 	rk_session_reply_release(&rep);
@@ -1396,7 +1421,7 @@ static const struct cmd_verb computer_verbs[] = {
 	{"input", "COMPUTER SESSION [CHARS]", "send stdin (C escapes: \\n, \\x03 Ctrl-C, \\x04 Ctrl-D) and read output",
 	 input_opts, run_input, NULL},
 	{"resize", "COMPUTER SESSION --rows R --cols C", "resize a session's terminal", resize_opts, run_resize, NULL},
-	{"kill", "COMPUTER SESSION", "stop a session's command and give its last output", no_opts, run_kill, NULL},
+	{"kill", "COMPUTER SESSION", "stop a session's command and give its last output", kill_opts, run_kill, NULL},
 	{"sessions", "COMPUTER", "list shell sessions", no_opts, run_sessions, NULL},
 	{"history", "COMPUTER", "the terminal history: commands, input, output, exits", history_opts, run_history, NULL},
 	{"file", "VERB ...", "files: list, read, write, remove", NULL, NULL, file_verbs},

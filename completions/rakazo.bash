@@ -24,9 +24,9 @@ _rakazo_static() {
 	"computer execution cancel") words="--json --help" ;;
 	"computer execution decide") words="--outcome --json --help" ;;
 	"computer exec") words="--cwd --env --tty --rows --cols --yield-ms --max-output --bot --fence --json --help" ;;
-	"computer input") words="--yield-ms --max-output --json --help" ;;
-	"computer resize") words="--rows --cols --json --help" ;;
-	"computer kill") words="--json --help" ;;
+	"computer input") words="--yield-ms --max-output --bot --fence --json --help" ;;
+	"computer resize") words="--rows --cols --bot --fence --json --help" ;;
+	"computer kill") words="--bot --fence --json --help" ;;
 	"computer sessions") words="--json --help" ;;
 	"computer history") words="--session --after --limit --json --help" ;;
 	"computer file") words="list read write remove" ;;

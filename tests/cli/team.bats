@@ -185,6 +185,27 @@ EOF
 	[ "$(rk computer lease show t --bot a --json | rk_json 'd["holder"]')" = null ]
 }
 
+@test "team: a bot's session input, resize and kill carry its fence; a stale one is refused on each call" {
+	team t
+	local fence sid fence2
+	fence=$(rk computer lease acquire t --bot a --holder run-1 --json | rk_json 'd["fence"]')
+	sid=$(rk computer exec t --bot a --fence "$fence" --tty --yield-ms 300 --json -- cat | rk_json 'd["session"]')
+	[ -n "$sid" ] && [ "$sid" != None ]
+	run rk computer input t "$sid" 'one\n' --bot a --fence "$fence" --json
+	[ "$status" -eq 0 ] && [[ "$output" == *one* ]]
+	rk computer resize t "$sid" --rows 30 --cols 90 --bot a --fence "$fence" --json >/dev/null
+	# the lease moves on: the old token reaches nothing, not even a live session
+	rk computer lease release t --bot a --fence "$fence"
+	fence2=$(rk computer lease acquire t --bot a --holder run-2 --json | rk_json 'd["fence"]')
+	expect_json_error 4 stale_lease rk computer input t "$sid" 'two\n' --bot a --fence "$fence" --json
+	expect_json_error 4 stale_lease rk computer resize t "$sid" --rows 20 --cols 80 --bot a --fence "$fence" --json
+	expect_json_error 4 stale_lease rk computer kill t "$sid" --bot a --fence "$fence" --json
+	expect_json_error 2 usage rk computer input t "$sid" 'x' --fence "$fence2" --json
+	run rk computer kill t "$sid" --bot a --fence "$fence2" --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["running"]')" = false ]
+}
+
 @test "team: takeover is refused while the bot holds a live lease or an active run, allowed when waiting_takeover" {
 	team t
 	rk screen shot t --bot a --json >/dev/null
