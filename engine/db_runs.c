@@ -490,3 +490,29 @@ int rk_db_run_messages(struct rk_db *db, const char *run_id, char **json_array, 
 	sqlite3_finalize(st);
 	return r;
 }
+
+int rk_db_run_thread_previous(struct rk_db *db, const char *thread_id, const char *bot_id, const char *run_id,
+			      char **prev, struct rk_error *err)
+{
+	*prev = NULL;
+	sqlite3_stmt *st = rk_db_prepare(db,
+					 "SELECT id FROM runs WHERE thread_id = ?1 AND coalesce(bot_id, '') = coalesce(?2, '') "
+					 "AND id != ?3 AND state IN ('completed','failed','cancelled','interrupted') "
+					 "AND rowid < (SELECT rowid FROM runs WHERE id = ?3) "
+					 "ORDER BY rowid DESC LIMIT 1",
+					 err);
+	if (!st)
+		return -err->code;
+	rk_db_bind_text(st, 1, thread_id);
+	rk_db_bind_text(st, 2, bot_id);
+	rk_db_bind_text(st, 3, run_id);
+	int rc = sqlite3_step(st), r = 0;
+	if (rc == SQLITE_ROW)
+		*prev = rk_db_col_text(st, 0);
+	else if (rc == SQLITE_DONE)
+		r = rk_error_set(err, RK_ENOTFOUND, "thread '%s' has no earlier run", thread_id);
+	else
+		r = rk_db_sql_error(db, err, "read the thread's runs");
+	sqlite3_finalize(st);
+	return r;
+}

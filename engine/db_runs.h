@@ -90,5 +90,10 @@ int rk_db_run_message_append(struct rk_db *db, const char *run_id, int64_t seq, 
 			     struct rk_error *err);
 /* The messages in order, as one JSON array text (malloc'd). */
 int rk_db_run_messages(struct rk_db *db, const char *run_id, char **json_array, struct rk_error *err);
+/* The latest ended run (completed, failed, cancelled, interrupted) of
+ * thread_id and bot_id (NULL: runs without a bot) created before run_id,
+ * as *prev (malloc'd); RK_ENOTFOUND when the thread has none. */
+int rk_db_run_thread_previous(struct rk_db *db, const char *thread_id, const char *bot_id, const char *run_id,
+			      char **prev, struct rk_error *err);
 
 #endif

@@ -190,28 +190,40 @@ static struct rk_model_message *add_tool_msg(struct run *run, const char *call_i
 	return msg;
 }
 
-/* Rebuilds the conversation from the stored messages. A call of the last
+/* Adds the stored messages of run_id to the conversation. Its own (a
+ * resume): they are stored already. Another run's (the thread's previous
+ * one): its system message is left out and the rest are stored as this
+ * run's, so a resume of this run rebuilds them too. A call of the last
  * assistant turn without a stored result gets one saying its outcome is
- * unknown, so the conversation is well formed again. */
-static int load_conversation(struct run *run, struct rk_error *err)
+ * unknown, so the conversation is well formed again. *count: how many were
+ * added. */
+static int replay_messages(struct run *run, const char *run_id, int *count, struct rk_error *err)
 {
+	int own = !strcmp(run_id, run->id);
 	char *text;
-	int r = rk_db_run_messages(run->eng->db, run->id, &text, err);
+	int r = rk_db_run_messages(run->eng->db, run_id, &text, err);
 	if (r)
 		return r;
 	cJSON *arr = cJSON_Parse(text);
 	free(text);
 	if (!cJSON_IsArray(arr)) {
 		cJSON_Delete(arr);
-		return rk_error_set(err, RK_ECORRUPT, "run %s: its stored conversation is not JSON", run->id);
+		return rk_error_set(err, RK_ECORRUPT, "run %s: its stored conversation is not JSON", run_id);
 	}
+	*count = 0;
 	cJSON *pending = cJSON_CreateArray(); /* call ids of the last assistant turn without a result */
 	const cJSON *m;
 	cJSON_ArrayForEach(m, arr)
 	{
 		const char *role = rk_json_string(m, "role", "");
 		const char *mtext = rk_json_string(m, "text", NULL);
-		run->msg_seq++;
+		if (!own && !strcmp(role, "system"))
+			continue;
+		if (own)
+			run->msg_seq++;
+		else
+			store_msg(run, cJSON_Duplicate(m, 1));
+		(*count)++;
 		if (!strcmp(role, "system")) {
 			rk_model_add_message(run->conv, RK_MODEL_SYSTEM, mtext);
 		} else if (!strcmp(role, "user")) {
@@ -241,7 +253,8 @@ static int load_conversation(struct run *run, struct rk_error *err)
 			struct rk_model_message *tm = rk_model_add_tool_result(run->conv, id, mtext);
 			const char *frame = rk_json_string(m, "frame", NULL);
 			if (frame) {
-				char *t = rk_xasprintf("[screenshot not kept across the resume: %s]", frame);
+				char *t = rk_xasprintf("[screenshot not kept across %s: %s]",
+						       own ? "the resume" : "runs", frame);
 				rk_model_message_add_text(tm, t);
 				free(t);
 			}
@@ -261,6 +274,27 @@ static int load_conversation(struct run *run, struct rk_error *err)
 	}
 	cJSON_Delete(pending);
 	return 0;
+}
+
+static int load_conversation(struct run *run, struct rk_error *err)
+{
+	int n;
+	return replay_messages(run, run->id, &n, err);
+}
+
+/* The agent's session is its thread and bot, never its computer: a new run
+ * of a thread goes on from the thread's previous run (of the same bot),
+ * whichever computer that one had. Sets *prev (malloc'd) when it did. */
+static int continue_thread(struct run *run, char **prev, int *count, struct rk_error *err)
+{
+	*prev = NULL;
+	*count = 0;
+	if (!run->row.thread_id)
+		return 0;
+	int r = rk_db_run_thread_previous(run->eng->db, run->row.thread_id, run->row.bot_id, run->id, prev, err);
+	if (r == -RK_ENOTFOUND)
+		return 0;
+	return r ? r : replay_messages(run, *prev, count, err);
 }
 
 /* The computer to run on: the one named, else the only one. */
@@ -892,6 +926,21 @@ int rk_run_execute(struct rk_engine *eng, const char *run_id, const struct rk_ru
 		free(t);
 	} else {
 		add_text_msg(&run, RK_MODEL_SYSTEM, run.system_prompt ? run.system_prompt : default_prompt);
+		char *prev;
+		int n;
+		if ((r = continue_thread(&run, &prev, &n, err))) {
+			reason = "database";
+			goto finish;
+		}
+		if (prev) {
+			cJSON *t = cJSON_CreateObject();
+			cJSON_AddStringToObject(t, "thread_id", run.row.thread_id);
+			rk_json_add_str_or_null(t, "bot_id", run.row.bot_id);
+			cJSON_AddStringToObject(t, "previous_run_id", prev);
+			cJSON_AddNumberToObject(t, "messages", n);
+			emit(&run, "run.thread", t);
+			free(prev);
+		}
 		add_text_msg(&run, RK_MODEL_USER, run.row.task);
 	}
 	/* a paused computer is resumed before the first step */

@@ -274,6 +274,32 @@ assert seq == list(range(1, len(seq) + 1)), seq
 	expect_status 3 rk run resume run_nosuchrun
 }
 
+@test "run: the agent's session is its thread and bot: the next run goes on from the last one, on another computer" {
+	rk_fake c1
+	rk_fake c2
+	start_server run_thread_1.json
+	rk run --computer c1 --thread t1 --bot b1 --json "remember a word" >"$BATS_TEST_TMPDIR/one.ndjson"
+	server_ok
+	local first
+	first=$(last_run | rk_json 'd["id"]')
+	start_server run_thread_2.json
+	rk run --computer c2 --thread t1 --bot b1 --json "what was the word?" >"$BATS_TEST_TMPDIR/two.ndjson"
+	server_ok
+	python3 - "$BATS_TEST_TMPDIR/two.ndjson" "$first" <<'EOF'
+import json, sys
+t = [e for e in map(json.loads, open(sys.argv[1])) if e["type"] == "run.thread"]
+assert len(t) == 1 and t[0]["previous_run_id"] == sys.argv[2] and t[0]["messages"] == 2, t
+EOF
+	[ "$(last_run | rk_json 'd["final_answer"]')" = 'it was plum' ]
+	# another bot, or no thread, starts afresh (the scenario asserts the model saw no old turn)
+	start_server run_thread_fresh.json
+	rk run --computer c2 --thread t1 --bot b2 --json "what was the word?" >"$BATS_TEST_TMPDIR/three.ndjson"
+	server_ok
+	run grep -c '"run.thread"' "$BATS_TEST_TMPDIR/three.ndjson"
+	[ "$output" = 0 ]
+	[ "$(last_run | rk_json 'd["thread_id"]')" = t1 ]
+}
+
 @test "run --detach returns at once; cancel from another process ends it cancelled and kills its shell session" {
 	rk_fake t
 	start_server run_hang.json

@@ -15,6 +15,7 @@
  *   tool_result_has_image: true|false    the last tool result came with an image
  *   no_image_for_duplicate_frame: true   no two images in the request are the same bytes
  *   messages_min: N, image_count_min: N, image_count_max: N
+ *   messages_contain: "text"             some message's text holds it
  *   tools_include: ["name", ...]         the request offers these tools
  *   has_authorization: true|false        an "Authorization: Bearer" header came
  *   model: "name"
@@ -55,7 +56,8 @@
 
 static const char *expect_keys[] = {"last_tool_result_contains", "tool_result_has_image",
 				    "no_image_for_duplicate_frame", "messages_min", "image_count_min",
-				    "image_count_max", "tools_include", "has_authorization", "model", NULL};
+				    "image_count_max", "tools_include", "has_authorization", "model", "messages_contain",
+				    NULL};
 
 static struct {
 	pthread_mutex_t mu;
@@ -165,6 +167,7 @@ struct summary {
 	int last_tool;          /* index of the last tool message, -1 */
 	int images_after_last_tool;
 	char *last_tool_text;   /* malloc'd */
+	struct rk_buf all_text; /* every message's text, one a line */
 	char ids_problem[300];  /* "" when tool_call_ids are consistent */
 	cJSON *tools;           /* names (owned) */
 	cJSON *roles;           /* owned */
@@ -283,6 +286,7 @@ static void summarize(const cJSON *req, struct summary *s)
 	s->last_tool = -1;
 	s->tools = cJSON_CreateArray();
 	s->roles = cJSON_CreateArray();
+	rk_buf_init(&s->all_text);
 	const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(req, "messages");
 	s->model = rk_json_string(req, "model", NULL);
 	if (!cJSON_IsObject(req) || !s->model || !cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0) {
@@ -303,6 +307,9 @@ static void summarize(const cJSON *req, struct summary *s)
 		}
 		cJSON_AddItemToArray(s->roles, cJSON_CreateString(role));
 		const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+		char *text = content_text(content);
+		rk_buf_printf(&s->all_text, "%s\n", text);
+		free(text);
 		int imgs = count_images(content, seen, s);
 		s->images += imgs;
 		if (strcmp(role, "tool") == 0) {
@@ -328,6 +335,7 @@ static void summarize(const cJSON *req, struct summary *s)
 static void summary_release(struct summary *s)
 {
 	free(s->last_tool_text);
+	rk_buf_release(&s->all_text);
 	cJSON_Delete(s->tools);
 	cJSON_Delete(s->roles);
 }
@@ -416,6 +424,10 @@ static void assert_request(const cJSON *expect, const struct summary *s, int has
 		} else if (strcmp(k, "has_authorization") == 0) {
 			record(v, k, cJSON_IsTrue(e) == has_auth, "%s",
 			       has_auth ? "a bearer Authorization header came" : "no bearer Authorization header came");
+		} else if (strcmp(k, "messages_contain") == 0) {
+			const char *want = cJSON_IsString(e) ? e->valuestring : "";
+			int ok = s->all_text.data && strstr(s->all_text.data, want);
+			record(v, k, ok, "wanted \"%.100s\" in some message", want);
 		} else if (strcmp(k, "model") == 0) {
 			const char *want = cJSON_IsString(e) ? e->valuestring : "";
 			record(v, k, strcmp(want, s->model) == 0, "model \"%.100s\", wanted \"%.100s\"", s->model, want);
