@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +288,45 @@ void rk_browser_close(struct rk_browser *b)
 	free(b);
 }
 
+/* The bridge sockets this process reached, by (computer, machine, display,
+ * profile): the next call on the same display connects at once instead of
+ * asking the provider again (a command in the machine each time). A socket
+ * that does not answer (Chromium went away with its bridge) sends the call
+ * back to the provider, which starts it again. */
+#define KNOWN_MAX 16
+static pthread_mutex_t known_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char *key, *socket;
+} known[KNOWN_MAX];
+static unsigned known_next;
+
+static char *known_get(const char *key)
+{
+	char *s = NULL;
+	pthread_mutex_lock(&known_mu);
+	for (int i = 0; i < KNOWN_MAX && !s; i++)
+		if (known[i].key && !strcmp(known[i].key, key))
+			s = rk_xstrdup(known[i].socket);
+	pthread_mutex_unlock(&known_mu);
+	return s;
+}
+
+static void known_set(const char *key, const char *socket)
+{
+	pthread_mutex_lock(&known_mu);
+	int slot = -1;
+	for (int i = 0; i < KNOWN_MAX && slot < 0; i++)
+		if (known[i].key && !strcmp(known[i].key, key))
+			slot = i;
+	if (slot < 0)
+		slot = (int)(known_next++ % KNOWN_MAX);
+	free(known[slot].key);
+	free(known[slot].socket);
+	known[slot].key = socket ? rk_xstrdup(key) : NULL;
+	known[slot].socket = socket ? rk_xstrdup(socket) : NULL;
+	pthread_mutex_unlock(&known_mu);
+}
+
 int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display, const char *profile_dir,
 		       struct rk_browser **out, struct rk_error *err)
 {
@@ -305,6 +345,19 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 	char def[64];
 	snprintf(def, sizeof(def), display == 0 ? ".browser-profiles/default" : ".browser-profiles/display-%d",
 		 display);
+	char *key = rk_xasprintf("%s\n%s\n%d\n%s", c->id, c->provider_ref ? c->provider_ref : "", display,
+				 profile_dir ? profile_dir : def);
+	char *sock = known_get(key);
+	if (sock) {
+		rc = rk_browser_open(sock, out, err);
+		free(sock);
+		if (rc != -RK_EUNAVAILABLE) { /* connected, or a browser that is there but failed */
+			free(key);
+			return rc;
+		}
+		known_set(key, NULL);
+		rc = 0;
+	}
 	/* idempotent: a running desktop is left as it is, a browser that went
 	 * away starts again on its profile */
 	struct rk_display_options dopt = {.width = 0, .height = 0, .profile_dir = profile_dir ? profile_dir : def};
@@ -327,6 +380,9 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 		rk_sleep_ms(100);
 		rc = 0;
 	}
+	if (rc == 0)
+		known_set(key, tr.cdp_socket);
+	free(key);
 	free(tr.vnc_socket);
 	free(tr.cdp_socket);
 	return rc;
