@@ -327,10 +327,8 @@ static void known_set(const char *key, const char *socket)
 	pthread_mutex_unlock(&known_mu);
 }
 
-int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display, const char *profile_dir,
-		       struct rk_browser **out, struct rk_error *err)
+int rk_browser_supported(const struct rk_computer *c, struct rk_error *err)
 {
-	*out = NULL;
 	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
 	if (!ops || !(ops->caps & RK_CAP_PAGE_BROWSER) || !ops->display_start)
 		return rk_error_set(err, RK_EUNSUPPORTED,
@@ -339,7 +337,18 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 				    c->name, c->kind);
 	if (!c->desktop)
 		return rk_error_set(err, RK_EUNSUPPORTED, "computer '%s' was created without a desktop", c->name);
-	int rc = rk_computer_ensure_running(eng, c, err);
+	return 0;
+}
+
+int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display, const char *profile_dir,
+		       int extra_screen, struct rk_browser **out, struct rk_error *err)
+{
+	*out = NULL;
+	int rc = rk_browser_supported(c, err);
+	if (rc)
+		return rc;
+	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
+	rc = rk_computer_ensure_running(eng, c, err);
 	if (rc)
 		return rc;
 	char def[64];
@@ -366,6 +375,12 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 	rk_machine_ctx_init(&mc, eng, c);
 	rc = ops->display_start(&mc.m, display, &dopt, &tr, err);
 	rk_machine_ctx_release(&mc);
+	if (rc && extra_screen && err->code != RK_EUSAGE && err->code != RK_EINVALID) {
+		/* as engine/display.c says it: shell and files still work */
+		rk_error_prefix(err, "cannot start another screen on computer '%s'", c->name);
+		err->code = RK_EMULTISCREEN;
+		rc = -RK_EMULTISCREEN;
+	}
 	if (rc == 0 && !tr.cdp_socket)
 		rc = rk_error_set(err, RK_EUNAVAILABLE,
 				  "display :%d of '%s' has no browser bridge (a computer made before rakazo had "

@@ -32,9 +32,14 @@ struct rk_browser;
 
 /* Connects to display's Chromium on c (starting it, or starting it again,
  * with profile_dir: relative to the workspace; NULL: the display's default,
- * .browser-profiles/default on display 0). */
+ * .browser-profiles/default on display 0). With extra_screen, a display
+ * the provider cannot start is MULTI_SCREEN_UNAVAILABLE (a bot's screen:
+ * engine/team.h's rk_team_browser_begin is the way in for bots). */
 int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display, const char *profile_dir,
-		       struct rk_browser **out, struct rk_error *err);
+		       int extra_screen, struct rk_browser **out, struct rk_error *err);
+/* 0 when c has a page browser (its provider's pageBrowser capability and a
+ * desktop), else RK_EUNSUPPORTED saying so. */
+int rk_browser_supported(const struct rk_computer *c, struct rk_error *err);
 /* The same on a bridge socket itself (tests, benchmarks). */
 int rk_browser_open(const char *cdp_socket, struct rk_browser **out, struct rk_error *err);
 void rk_browser_close(struct rk_browser *b);

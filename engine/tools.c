@@ -583,6 +583,13 @@ static int t_memory_search(struct rk_tools_ctx *ctx, const struct rk_actor *a, c
 typedef int (*tool_fn)(struct rk_tools_ctx *, const cJSON *, struct rk_tool_result *, struct rk_error *);
 /* --- the page browser ------------------------------------------------------- */
 
+/* A bot drives its own Chromium on its own screen (engine/team.h); without
+ * a bot, the display's. act: the call changes the page. */
+static int browser_begin(struct rk_tools_ctx *ctx, int act, struct rk_team_browser *tb, struct rk_error *e)
+{
+	return rk_team_browser_begin(ctx->eng, ctx->computer, ctx->bot_id, ctx->fence, ctx->display, NULL, act, tb, e);
+}
+
 static int t_navigate(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
 {
 	const char *url;
@@ -591,12 +598,13 @@ static int t_navigate(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_too
 	if (r || (r = rk_json_get_int(args, "timeout_ms", 1, RK_BROWSER_TIMEOUT_MAX_MS, RK_BROWSER_NAVIGATE_TIMEOUT_MS,
 				      &timeout, "browser_navigate", e)))
 		return r;
-	struct rk_browser *b = NULL;
+	struct rk_team_browser tb;
 	cJSON *res = NULL;
-	if ((r = rk_browser_connect(ctx->eng, ctx->computer, ctx->display, NULL, &b, e)) == 0 &&
-	    (r = rk_browser_navigate(b, url, (int)timeout, &res, e)) == 0)
+	if ((r = browser_begin(ctx, 1, &tb, e)) == 0 && (r = rk_browser_navigate(tb.browser, url, (int)timeout, &res, e)) == 0) {
+		rk_team_browser_stamp(&tb, res);
 		set_text(out, res);
-	rk_browser_close(b);
+	}
+	rk_team_browser_end(ctx->eng, &tb);
 	return r;
 }
 
@@ -606,17 +614,18 @@ static int t_snapshot(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_too
 	int r = rk_json_get_bool(args, "screenshot", 0, &shot, "browser_snapshot", e);
 	if (r)
 		return r;
-	struct rk_browser *b = NULL;
+	struct rk_team_browser tb;
 	cJSON *snap = NULL;
 	unsigned char *png = NULL;
 	size_t len = 0;
-	if ((r = rk_browser_connect(ctx->eng, ctx->computer, ctx->display, NULL, &b, e)) == 0 &&
-	    (r = rk_browser_snapshot(b, shot, &snap, &png, &len, e)) == 0) {
+	if ((r = browser_begin(ctx, 0, &tb, e)) == 0 &&
+	    (r = rk_browser_snapshot(tb.browser, shot, &snap, &png, &len, e)) == 0) {
 		out->png = png;
 		out->png_len = len;
+		rk_team_browser_stamp(&tb, snap);
 		set_text(out, snap);
 	}
-	rk_browser_close(b);
+	rk_team_browser_end(ctx->eng, &tb);
 	return r;
 }
 
@@ -626,12 +635,13 @@ static int t_browser_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_
 	int r = rk_browser_action_check(args, e); /* before the computer is touched */
 	if (r)
 		return r;
-	struct rk_browser *b = NULL;
+	struct rk_team_browser tb;
 	cJSON *res = NULL;
-	if ((r = rk_browser_connect(ctx->eng, ctx->computer, ctx->display, NULL, &b, e)) == 0 &&
-	    (r = rk_browser_act(b, args, &res, e)) == 0)
+	if ((r = browser_begin(ctx, 1, &tb, e)) == 0 && (r = rk_browser_act(tb.browser, args, &res, e)) == 0) {
+		rk_team_browser_stamp(&tb, res);
 		set_text(out, res);
-	rk_browser_close(b);
+	}
+	rk_team_browser_end(ctx->eng, &tb);
 	return r;
 }
 

@@ -3,7 +3,8 @@
 #
 # One docker computer serves the whole file (a desktop with Chromium takes a
 # few seconds to start): its pages are tests/fixtures/pages, served inside it
-# on 127.0.0.1:8000 by serve.py.
+# on 127.0.0.1:8000 by serve.py. It is a Team computer, so bots can have
+# their own screens on it; without --bot the commands drive display 0.
 
 load helper
 
@@ -37,7 +38,7 @@ teardown_file() {
 pages() {
 	docker_or_skip
 	if ! rk computer show b >/dev/null 2>&1; then
-		rk computer create --name b --wait --json >/dev/null
+		rk computer create --name b --team --wait --json >/dev/null
 		local f
 		for f in serve.py form.html inner.html other.html color.html; do
 			rk computer file write b "pages/$f" <"$BATS_TEST_DIRNAME/../fixtures/pages/$f"
@@ -222,4 +223,69 @@ ref_of() {
 	rk browser navigate b http://127.0.0.1:8000/other.html >/dev/null
 	run rk browser snapshot b
 	[[ $output == *'heading "The other page"'* ]]
+}
+
+@test "browser: two bots drive their own Chromium, each on its own screen and profile, under their leases" {
+	pages
+	# both at once, each to its own page
+	rk browser navigate b http://127.0.0.1:8000/form.html --bot alpha --json >"$BATS_TEST_TMPDIR/a.json" 3>&- 4>&- &
+	local pa=$!
+	rk browser navigate b http://127.0.0.1:8000/other.html --bot beta --json >"$BATS_TEST_TMPDIR/b.json" 3>&- 4>&- &
+	local pb=$!
+	wait "$pa"
+	wait "$pb"
+	local sa sb
+	sa=$(rk_json '[d["bot_id"], d["title"], d["slot"]]' <"$BATS_TEST_TMPDIR/a.json")
+	sb=$(rk_json '[d["bot_id"], d["title"], d["slot"]]' <"$BATS_TEST_TMPDIR/b.json")
+	[[ $sa == '["alpha", "Form page", '[1-9]*']' ]]
+	[[ $sb == '["beta", "Other page", '[1-9]*']' ]]
+	[ "$(rk_json 'd["slot"]' <"$BATS_TEST_TMPDIR/a.json")" != "$(rk_json 'd["slot"]' <"$BATS_TEST_TMPDIR/b.json")" ]
+	# each snapshot shows its own bot's page
+	run rk browser snapshot b --bot alpha
+	[ "$status" -eq 0 ]
+	[[ $output == *'heading "Order form"'* ]]
+	[[ $output != *"The other page"* ]]
+	run rk browser snapshot b --bot beta
+	[ "$status" -eq 0 ]
+	[[ $output == *'heading "The other page"'* ]]
+	[[ $output != *"Order form"* ]]
+	# the screens are the bots' slots, live, on their own profiles
+	[ "$(rk screen list b --json | rk_json 'sorted([s["bot_id"], s["state"], s["profile"]] for s in d)')" = \
+		'[["alpha", "live", ".browser-profiles/alpha"], ["beta", "live", ".browser-profiles/beta"]]' ]
+	run rk computer exec b -- 'pgrep -fc "[-]-user-data-dir=$PWD/[.]browser-profiles/(alpha|beta)( |$)"'
+	[ "$output" -ge 2 ]
+	# alpha's click changes alpha's page only
+	local counter
+	counter=$(rk browser snapshot b --bot alpha | grep -m1 'button "clicked 0"' | sed -n 's/.*\[ref=\(e[0-9]*\)\].*/\1/p')
+	[ -n "$counter" ]
+	rk browser act b --bot alpha -a "{\"action\":\"click\",\"ref\":\"$counter\"}" >/dev/null
+	[[ "$(rk browser snapshot b --bot alpha)" == *'button "clicked 1"'* ]]
+	[[ "$(rk browser snapshot b --bot beta)" != *clicked* ]]
+	# while a person has control of alpha's screen its navigation and actions wait; looking does not
+	rk screen takeover b --bot alpha --json >/dev/null
+	run rk browser navigate b http://127.0.0.1:8000/other.html --bot alpha
+	[ "$status" -eq 4 ]
+	[[ $output == *"has control of the screen of bot 'alpha'"* ]]
+	run rk browser act b --bot alpha -a "{\"action\":\"click\",\"ref\":\"$counter\"}"
+	[ "$status" -eq 4 ]
+	run rk browser snapshot b --bot alpha
+	[ "$status" -eq 0 ]
+	[[ $output == *'button "clicked 1"'* ]]
+	rk screen release-control b --bot alpha
+	# a token that is not alpha's lease is refused
+	run rk browser snapshot b --bot alpha --fence 987654
+	[ "$status" -eq 4 ]
+	[[ $output == *"stale_lease"* ]]
+	# past the screen limit a third bot gets MULTI_SCREEN_UNAVAILABLE and no slot
+	SANDBOX_TEAM_SCREEN_LIMIT=2 expect_json_error 5 MULTI_SCREEN_UNAVAILABLE rk browser snapshot b --bot gamma --json
+	[ "$(rk screen list b --json | rk_json 'sorted(s["bot_id"] for s in d)')" = '["alpha", "beta"]' ]
+	# --bot is the bot's own screen and profile
+	run rk browser snapshot b --bot alpha --display 1
+	[ "$status" -eq 2 ]
+	run rk browser snapshot b --bot alpha --profile p
+	[ "$status" -eq 2 ]
+	run rk browser snapshot b --fence 3
+	[ "$status" -eq 2 ]
+	rk screen release b --bot alpha
+	rk screen release b --bot beta
 }
