@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "../engine/browser.h"
+#include "../engine/authz.h"
 #include "../engine/db.h"
 #include "../engine/team.h"
 #include "../engine/util/buf.h"
@@ -116,7 +117,7 @@ static const struct rk_opt act_opts[] = {
 	OPT_BOT,
 	OPT_FENCE,
 	OPT_STRING("action", 'a', &o_action, "JSON|-",
-		   "{\"action\":\"click|type|select|press|hover|scroll\",\"ref\":\"e3\",...}"),
+		   "{\"action\":\"click|type|select|press|hover|scroll|fill_secret\",\"ref\":\"e3\",...}"),
 	OPT_PROFILE,
 	OPT_END,
 };
@@ -151,7 +152,14 @@ static int run_act(struct cmd_ctx *ctx)
 	struct rk_team_browser tb;
 	r = connect_browser(ctx, 1, "COMPUTER", 1, &c, &tb);
 	cJSON *res = NULL;
-	if (r == 0 && (r = rk_browser_act(tb.browser, a, &res, &ctx->err)) == 0) {
+	struct rk_actor who = {0};
+	/* fill_secret types the person's secret, or the bot's with --bot */
+	if (r == 0 && (r = rk_actor_resolve(&who, ctx->eng, NULL, o_bot, &ctx->err)) == 0) {
+		struct rk_browser_secrets sec = {.eng = ctx->eng, .actor = &who};
+		r = rk_browser_act(tb.browser, a, &sec, &res, &ctx->err);
+	}
+	rk_actor_release(&who);
+	if (r == 0) {
 		rk_team_browser_stamp(&tb, res);
 		out_doc(res);
 	}
@@ -165,7 +173,8 @@ static const struct cmd_verb browser_verbs[] = {
 	{"navigate", "COMPUTER URL", "load URL in the visible tab and wait for it", navigate_opts, run_navigate, NULL},
 	{"snapshot", "COMPUTER", "the page's interactive elements and text, with refs", snapshot_opts, run_snapshot,
 	 NULL},
-	{"act", "COMPUTER --action JSON", "click, type, select, press, hover or scroll by ref", act_opts, run_act, NULL},
+	{"act", "COMPUTER --action JSON", "click, type, select, press, hover, scroll or fill_secret by ref", act_opts,
+	 run_act, NULL},
 	{0},
 };
 

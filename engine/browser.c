@@ -13,6 +13,7 @@
 #include "../providers/provider.h"
 #include "browser_js.h"
 #include "execution.h"
+#include "secret.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/ipc.h"
@@ -520,8 +521,9 @@ int rk_browser_snapshot(struct rk_browser *b, int screenshot, cJSON **out, unsig
 
 /* --- act ---------------------------------------------------------------------- */
 
-enum act_kind { ACT_CLICK, ACT_TYPE, ACT_SELECT, ACT_PRESS, ACT_HOVER, ACT_SCROLL };
-static const char *const act_names[] = {"click", "type", "select", "press", "hover", "scroll", NULL};
+enum act_kind { ACT_CLICK, ACT_TYPE, ACT_SELECT, ACT_PRESS, ACT_HOVER, ACT_SCROLL, ACT_FILL_SECRET };
+static const char *const act_names[] = {"click", "type",   "select",      "press",
+					"hover", "scroll", "fill_secret", NULL};
 
 static int act_kind(const cJSON *a, struct rk_error *err)
 {
@@ -530,12 +532,13 @@ static int act_kind(const cJSON *a, struct rk_error *err)
 	const cJSON *k = cJSON_GetObjectItemCaseSensitive(a, "action");
 	if (!cJSON_IsString(k))
 		return rk_error_set(err, RK_EINVALID,
-				    "browser_act: action is required (click, type, select, press, hover, scroll)");
+				    "browser_act: action is required (click, type, select, press, hover, scroll, "
+				    "fill_secret)");
 	for (int i = 0; act_names[i]; i++)
 		if (!strcmp(k->valuestring, act_names[i]))
 			return i;
 	return rk_error_set(err, RK_EINVALID,
-			    "browser_act: unknown action '%s' (click, type, select, press, hover, scroll)",
+			    "browser_act: unknown action '%s' (click, type, select, press, hover, scroll, fill_secret)",
 			    k->valuestring);
 }
 
@@ -606,7 +609,7 @@ int rk_browser_action_check(const cJSON *a, struct rk_error *err)
 	if (k < 0)
 		return k;
 	const char *ref = NULL, *s = NULL;
-	int need_ref = k == ACT_CLICK || k == ACT_TYPE || k == ACT_SELECT || k == ACT_HOVER;
+	int need_ref = k == ACT_CLICK || k == ACT_TYPE || k == ACT_SELECT || k == ACT_HOVER || k == ACT_FILL_SECRET;
 	int rc = rk_json_get_string(a, "ref", need_ref, &ref, "browser_act", err);
 	if (rc)
 		return rc;
@@ -616,6 +619,14 @@ int rk_browser_action_check(const cJSON *a, struct rk_error *err)
 		return rc;
 	if (k == ACT_SELECT && (rc = rk_json_get_string(a, "value", 1, &s, "browser_act", err)))
 		return rc;
+	if (k == ACT_FILL_SECRET) {
+		if ((rc = rk_json_get_string(a, "name", 1, &s, "browser_act", err)))
+			return rc;
+		if ((rc = rk_json_get_string(a, "part", 0, &s, "browser_act", err)))
+			return rc;
+		if (s && strcmp(s, "username") != 0 && strcmp(s, "password") != 0)
+			return rk_error_set(err, RK_EINVALID, "browser_act: part must be username or password");
+	}
 	if (k == ACT_PRESS) {
 		if ((rc = rk_json_get_string(a, "key", 1, &s, "browser_act", err)))
 			return rc;
@@ -744,7 +755,109 @@ static cJSON *settled_state(struct rk_browser *b, struct rk_error *err)
 	return st;
 }
 
-int rk_browser_act(struct rk_browser *b, const cJSON *a, cJSON **out, struct rk_error *err)
+/* JSON text of the arguments (ref, origin, text) without the array's
+ * brackets; the caller wipes and frees it. */
+static char *fill_args(const char *ref, const char *origin, const char *text, size_t len)
+{
+	struct rk_buf b;
+	rk_buf_init(&b);
+	cJSON *r = cJSON_CreateString(ref), *o = cJSON_CreateString(origin);
+	char *rs = cJSON_PrintUnformatted(r), *os = cJSON_PrintUnformatted(o);
+	rk_buf_printf(&b, "%s, %s, \"", rs, os);
+	free(rs);
+	free(os);
+	cJSON_Delete(r);
+	cJSON_Delete(o);
+	/* the value escaped here, not through cJSON: no copy of it is left unwiped */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)text[i];
+		if (c == '"' || c == '\\')
+			rk_buf_printf(&b, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			rk_buf_printf(&b, "\\u%04x", c);
+		else
+			rk_buf_add(&b, (const char *)&c, 1);
+	}
+	rk_buf_adds(&b, "\"");
+	return rk_buf_detach(&b, NULL);
+}
+
+static void wipe_free(char *s)
+{
+	if (s) {
+		sodium_memzero(s, strlen(s));
+		free(s);
+	}
+}
+
+/* Types secret name into ref; the value stays in *value (for the result's
+ * redaction) until the caller frees it with rk_secret_value_free. */
+static int fill_secret(struct rk_browser *b, const cJSON *a, const struct rk_browser_secrets *sec, char **value,
+		       size_t *vlen, struct rk_error *err)
+{
+	const char *ref = rk_json_string(a, "ref", ""), *name = rk_json_string(a, "name", "");
+	const char *part = rk_json_string(a, "part", NULL);
+	if (!sec || !sec->eng || !sec->actor)
+		return rk_error_set(err, RK_EUNSUPPORTED, "browser_act: fill_secret needs a person's or a bot's secrets here");
+	char *arg = rk_xasprintf("\"%s\"", ref);
+	cJSON *v = NULL;
+	int rc = evaluate(b, RK_BROWSER_JS_ORIGIN, arg, CALL_TIMEOUT_MS, &v, err);
+	free(arg);
+	if (rc)
+		return rc;
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone"))) {
+		cJSON_Delete(v);
+		return ref_error(ref, err);
+	}
+	char *origin = rk_xstrdup(rk_json_string(v, "origin", "null")), *kind = NULL;
+	cJSON_Delete(v);
+	v = NULL;
+	rc = rk_secret_reveal_for_origin(sec->eng, sec->actor, name, origin, value, vlen, &kind, err);
+	const char *text = *value;
+	size_t tlen = *vlen;
+	if (rc == 0 && !strcmp(kind, "basic")) {
+		const char *colon = memchr(text, ':', tlen);
+		if (!part || !colon)
+			rc = rk_error_set(err, RK_EINVALID,
+					  "browser_act: secret '%s' is a login (user:password): give part username or "
+					  "password",
+					  name);
+		else if (!strcmp(part, "username"))
+			tlen = (size_t)(colon - text);
+		else
+			tlen -= (size_t)(colon + 1 - text), text = colon + 1;
+	} else if (rc == 0 && part) {
+		rc = rk_error_set(err, RK_EINVALID, "browser_act: secret '%s' is not a login (user:password): leave out part",
+				  name);
+	}
+	if (rc == 0 && memchr(text, '\0', tlen))
+		rc = rk_error_set(err, RK_EINVALID, "browser_act: secret '%s' holds a NUL byte and cannot be typed", name);
+	if (rc == 0) { /* the page checks again, as it types, that it is still of that origin */
+		char *args = fill_args(ref, origin, text, tlen);
+		rc = evaluate(b, RK_BROWSER_JS_FILL, args, CALL_TIMEOUT_MS, &v, err);
+		wipe_free(args);
+	}
+	if (rc == 0) {
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone")))
+			rc = ref_error(ref, err);
+		else if (cJSON_GetObjectItemCaseSensitive(v, "origin"))
+			rc = rk_error_set(err, RK_EDENIED,
+					  "browser_act: the page moved to %s before secret '%s' was typed: refused",
+					  rk_json_string(v, "origin", "?"), name);
+		else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")))
+			rc = rk_error_set(err, RK_ECONFLICT, "browser_act: %s is not a text field that can take the focus",
+					  ref);
+	}
+	if (rc == 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "submit")))
+		rc = press(b, "Enter", err);
+	cJSON_Delete(v);
+	free(origin);
+	free(kind);
+	return rc;
+}
+
+int rk_browser_act(struct rk_browser *b, const cJSON *a, const struct rk_browser_secrets *sec, cJSON **out,
+		   struct rk_error *err)
 {
 	*out = NULL;
 	int rc = rk_browser_action_check(a, err);
@@ -754,7 +867,12 @@ int rk_browser_act(struct rk_browser *b, const cJSON *a, cJSON **out, struct rk_
 	const char *ref = rk_json_string(a, "ref", NULL);
 	double x = 0, y = 0;
 	cJSON *v = NULL;
+	char *secret = NULL;
+	size_t secret_len = 0;
 	switch (k) {
+	case ACT_FILL_SECRET:
+		rc = fill_secret(b, a, sec, &secret, &secret_len, err);
+		break;
 	case ACT_CLICK:
 		if ((rc = point_of(b, ref, &x, &y, err)) == 0 && (rc = mouse(b, "mouseMoved", x, y, 0, 0, 0, err)) == 0 &&
 		    (rc = mouse(b, "mousePressed", x, y, 1, 0, 0, err)) == 0)
@@ -840,11 +958,25 @@ int rk_browser_act(struct rk_browser *b, const cJSON *a, cJSON **out, struct rk_
 	}
 	}
 	cJSON_Delete(v);
+	cJSON *st = rc ? NULL : settled_state(b, err);
+	if (st && secret) { /* the value is in no result, in any of its forms */
+		char *text = cJSON_PrintUnformatted(st);
+		struct rk_buf t;
+		rk_buf_init(&t);
+		rk_buf_adds(&t, text);
+		wipe_free(text);
+		rk_secret_redact(&t, secret, secret_len);
+		cJSON_Delete(st);
+		st = cJSON_ParseWithLength(t.data, t.len);
+		sodium_memzero(t.data, t.len);
+		rk_buf_release(&t);
+	}
+	if (secret)
+		rk_secret_value_free(secret, secret_len);
 	if (rc)
 		return rc;
-	cJSON *st = settled_state(b, err);
 	if (!st)
-		return -(int)err->code;
+		return err->code ? -(int)err->code : rk_error_set(err, RK_EFAILED, "browser_act: no page state");
 	cJSON_AddStringToObject(st, "action", act_names[k]);
 	if (ref)
 		cJSON_AddStringToObject(st, "ref", ref);

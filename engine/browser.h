@@ -9,7 +9,7 @@
  *   snapshot  {screenshot?}           the page's interactive elements and text
  *                                     as a compact tree with stable refs
  *                                     ("e12"), title and URL
- *   act       {action: click|type|select|press|hover|scroll, ref?, ...}
+ *   act       {action: click|type|select|press|hover|scroll|fill_secret, ref?, ...}
  *
  * Refs live in the page: an element keeps its ref while it exists, across
  * snapshots; a ref whose element is gone is not_found. What the browser
@@ -49,9 +49,22 @@ int rk_browser_navigate(struct rk_browser *b, const char *url, int timeout_ms, c
 /* {url, title, elements, truncated, tree}; with screenshot, *png (malloc'd). */
 int rk_browser_snapshot(struct rk_browser *b, int screenshot, cJSON **out, unsigned char **png, size_t *png_len,
 			struct rk_error *err);
-/* action: {action, ref?, text?, value?, key?, dx?, dy?, submit?}; checked
- * before anything runs. */
-int rk_browser_act(struct rk_browser *b, const cJSON *action, cJSON **out, struct rk_error *err);
+/* Whose secrets fill_secret may type (engine/secret.h). */
+struct rk_actor;
+struct rk_browser_secrets {
+	struct rk_engine *eng;
+	const struct rk_actor *actor;
+};
+/* action: {action, ref?, text?, value?, key?, dx?, dy?, submit?, name?,
+ * part?}; checked before anything runs. fill_secret {ref, name, part?,
+ * submit?} types the stored secret name into the text field ref, only when
+ * the field's page is of the secret's stored origin (else RK_EDENIED, and
+ * the value is not even decrypted); part username or password picks half
+ * of a basic (user:password) login. The value is in no result (they are
+ * redacted) and the field shows as [secret] in snapshots. sec NULL:
+ * fill_secret is unsupported. */
+int rk_browser_act(struct rk_browser *b, const cJSON *action, const struct rk_browser_secrets *sec, cJSON **out,
+		   struct rk_error *err);
 
 /* Checks an act request without a browser (also for tests). */
 int rk_browser_action_check(const cJSON *action, struct rk_error *err);

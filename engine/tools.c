@@ -49,12 +49,15 @@ static const struct tool_def defs[] = {
 	{"browser_act",
 	 "Act on an element of the last browser_snapshot by its ref: click, type (text; replaces the field's value "
 	 "unless clear:false; submit:true presses Enter), select (value or label of an option), press (key like "
-	 "Enter, Tab, ctrl+a; on ref when given), hover, scroll (dy pixels, default 400; at ref when given).",
+	 "Enter, Tab, ctrl+a; on ref when given), hover, scroll (dy pixels, default 400; at ref when given), "
+	 "fill_secret (types stored secret name into the field, only on a page of the secret's origin; for a "
+	 "user:password login, part username or password; you never see the value).",
 	 "{\"type\":\"object\",\"properties\":{"
 	 "\"action\":{\"type\":\"string\",\"enum\":[\"click\",\"type\",\"select\",\"press\",\"hover\","
-	 "\"scroll\"]},\"ref\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},"
+	 "\"scroll\",\"fill_secret\"]},\"ref\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},"
 	 "\"value\":{\"type\":\"string\"},\"key\":{\"type\":\"string\"},\"clear\":{\"type\":\"boolean\"},"
-	 "\"submit\":{\"type\":\"boolean\"},\"dx\":{\"type\":\"integer\"},\"dy\":{\"type\":\"integer\"}},"
+	 "\"submit\":{\"type\":\"boolean\"},\"dx\":{\"type\":\"integer\"},\"dy\":{\"type\":\"integer\"},"
+	 "\"name\":{\"type\":\"string\"},\"part\":{\"type\":\"string\",\"enum\":[\"username\",\"password\"]}},"
 	 "\"required\":[\"action\"],\"additionalProperties\":false}"},
 	{"computer_observe", "Take a screenshot of the computer's screen. The result names the frame and carries the "
 			     "image; an unchanged screen is said to be unchanged, without a new image.",
@@ -636,12 +639,18 @@ static int t_browser_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_
 	if (r)
 		return r;
 	struct rk_team_browser tb;
+	struct rk_actor who = {0};
 	cJSON *res = NULL;
-	if ((r = browser_begin(ctx, 1, &tb, e)) == 0 && (r = rk_browser_act(tb.browser, args, &res, e)) == 0) {
-		rk_team_browser_stamp(&tb, res);
-		set_text(out, res);
+	/* fill_secret types the bot's (or its person's) secret (engine/secret.h) */
+	if ((r = rk_actor_resolve(&who, ctx->eng, NULL, ctx->bot_id, e)) == 0 && (r = browser_begin(ctx, 1, &tb, e)) == 0) {
+		struct rk_browser_secrets sec = {.eng = ctx->eng, .actor = &who};
+		if ((r = rk_browser_act(tb.browser, args, &sec, &res, e)) == 0) {
+			rk_team_browser_stamp(&tb, res);
+			set_text(out, res);
+		}
+		rk_team_browser_end(ctx->eng, &tb);
 	}
-	rk_team_browser_end(ctx->eng, &tb);
+	rk_actor_release(&who);
 	return r;
 }
 

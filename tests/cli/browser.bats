@@ -40,7 +40,7 @@ pages() {
 	if ! rk computer show b >/dev/null 2>&1; then
 		rk computer create --name b --team --wait --json >/dev/null
 		local f
-		for f in serve.py form.html inner.html other.html color.html; do
+		for f in serve.py form.html inner.html other.html color.html login.html; do
 			rk computer file write b "pages/$f" <"$BATS_TEST_DIRNAME/../fixtures/pages/$f"
 		done
 	fi
@@ -288,4 +288,52 @@ ref_of() {
 	[ "$status" -eq 2 ]
 	rk screen release b --bot alpha
 	rk screen release b --bot beta
+}
+
+@test "browser: fill_secret types a stored login only into a page of its origin, and the value shows nowhere" {
+	pages
+	local user='carol.w' pw='Pa55-w0rd_ZqX9k'
+	printf '%s:%s' "$user" "$pw" | rk secret set site --origin http://127.0.0.1:8000 --auth basic
+	printf 'tok-Q7mW3rTz' | rk secret set token --origin http://localhost:8000 --auth bearer
+	rk browser navigate b http://127.0.0.1:8000/login.html >/dev/null
+	local u p t
+	u=$(ref_of '^textbox "User"')
+	p=$(ref_of '^textbox "Password"')
+	t=$(ref_of '^textbox "Token"')
+	[ -n "$u" ] && [ -n "$p" ] && [ -n "$t" ]
+	# another origin (the same server as localhost is not 127.0.0.1): refused, nothing typed
+	run rk browser act b -a "{\"action\":\"fill_secret\",\"ref\":\"$t\",\"name\":\"token\"}"
+	[ "$status" -eq 8 ]
+	[[ $output == *"denied: secret 'token' is for http://localhost:8000, and the page is http://127.0.0.1:8000: refused"* ]]
+	[[ $output != *tok-Q7mW3rTz* ]]
+	# a login says which half goes where
+	run rk browser act b -a "{\"action\":\"fill_secret\",\"ref\":\"$u\",\"name\":\"site\"}"
+	[ "$status" -eq 2 ]
+	[[ $output == *"is a login (user:password): give part username or password"* ]]
+	run rk browser act b -a "{\"action\":\"fill_secret\",\"ref\":\"$u\",\"name\":\"site\",\"part\":\"user\"}"
+	[ "$status" -eq 2 ]
+	run rk browser act b -a "{\"action\":\"fill_secret\",\"ref\":\"$u\",\"name\":\"nope\"}"
+	[ "$status" -eq 3 ]
+	run rk browser act b -a "{\"action\":\"fill_secret\",\"ref\":\"$u\",\"name\":\"site\",\"part\":\"username\"}" --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json '[d["action"], d["title"]]')" = '["fill_secret", "Login page"]' ]
+	[[ $output != *"$user"* ]]
+	run rk browser act b -a "{\"action\":\"fill_secret\",\"ref\":\"$p\",\"name\":\"site\",\"part\":\"password\"}" --json
+	[ "$status" -eq 0 ]
+	[[ $output != *"$pw"* ]]
+	# the snapshot shows that the fields are filled, not with what
+	run rk browser snapshot b
+	[[ $output == *"textbox \"User\" [ref=$u] value=\"[secret]\""* ]]
+	[[ $output == *"textbox \"Password\" [ref=$p] value=\"[secret]\""* ]]
+	[[ $output == *"textbox \"Token\" [ref=$t] value=\"\""* ]]
+	[[ $output != *"$pw"* && $output != *"$user"* ]]
+	# the page sends it to its own server side
+	rk computer exec b -- 'rm -f pages/posted.txt' >/dev/null
+	run rk browser act b -a "{\"action\":\"click\",\"ref\":\"$(ref_of '^button "Sign in"')\"}" --json
+	[ "$status" -eq 0 ]
+	[[ $output != *"$pw"* ]]
+	# rakazo's own records (its database, log, run files) hold no copy of it (before the
+	# test reads the file through computer exec, whose output is kept in the history)
+	! grep -raF -e "$pw" -e "$user" --exclude-dir=homes "$RAKAZO_DATA_DIR"
+	wait_for '[ "$(rk computer exec b -- "cat pages/posted.txt 2>/dev/null")" = "user=$user&password=$pw&token=" ]' 20
 }
