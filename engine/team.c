@@ -773,6 +773,8 @@ cJSON *rk_team_capabilities(const struct rk_computer *c)
 	cJSON_AddBoolToObject(o, "pty", !!(caps & RK_CAP_TTY));
 	cJSON_AddBoolToObject(o, "persistentHome", !!(caps & RK_CAP_PERSISTENT_HOME));
 	cJSON_AddBoolToObject(o, "snapshots", !!(caps & RK_CAP_SNAPSHOTS));
+	/* the browser tools (engine/browser.h) are offered exactly when this holds */
+	cJSON_AddBoolToObject(o, "pageBrowser", rk_browser_supported(c, NULL) == 0);
 	return o;
 }
 

@@ -115,7 +115,8 @@ int rk_team_screen_release(struct rk_engine *eng, struct rk_computer *c, const c
 int rk_team_screens_forget(struct rk_engine *eng, const char *computer_id, struct rk_error *err);
 /* [{slot, bot_id, state, generation, profile, control}] of c; owned by the caller. */
 int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSON **out, struct rk_error *err);
-/* describe()'s capabilities for c: {graphical, multiScreen, screen_limit, takeover, pty, persistentHome, snapshots}. */
+/* describe()'s capabilities for c: {graphical, multiScreen, screen_limit, takeover, pty, persistentHome, snapshots,
+ * pageBrowser}. */
 cJSON *rk_team_capabilities(const struct rk_computer *c);
 
 /* --- control (takeover) -------------------------------------------------------------- */

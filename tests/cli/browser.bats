@@ -86,9 +86,15 @@ ref_of() {
 
 @test "browser: a computer without a page browser says so" {
 	rk computer create --name f --provider fake --wait --json >/dev/null
+	[ "$(rk computer show f --json | rk_json 'd["capabilities"]["pageBrowser"]')" = false ]
 	run rk browser snapshot f
 	[ "$status" -eq 1 ]
 	[[ $output == *"unsupported"*"has no page browser"* ]]
+	# nor a bot's, and no screen is claimed for it
+	run rk browser snapshot f --bot alpha
+	[ "$status" -eq 1 ]
+	[[ $output == *"has no page browser"* ]]
+	[ "$(rk screen list f --json)" = "[]" ]
 	rk computer delete f --wait >/dev/null
 }
 
@@ -109,6 +115,8 @@ ref_of() {
 	[[ $output != *"Hidden button"* ]]
 	run rk browser snapshot b --json
 	[ "$(printf '%s' "$output" | rk_json '[d["url"], d["truncated"], d["elements"] >= 10]')" = '["http://127.0.0.1:8000/form.html", false, true]' ]
+	# the computer says it has the page browser
+	[ "$(rk computer show b --json | rk_json 'd["capabilities"]["pageBrowser"]')" = true ]
 }
 
 @test "browser: refs stay with their element; clicks reach a button, one in an iframe and one far down" {
@@ -336,4 +344,29 @@ ref_of() {
 	# test reads the file through computer exec, whose output is kept in the history)
 	! grep -raF -e "$pw" -e "$user" --exclude-dir=homes "$RAKAZO_DATA_DIR"
 	wait_for '[ "$(rk computer exec b -- "cat pages/posted.txt 2>/dev/null")" = "user=$user&password=$pw&token=" ]' 20
+}
+
+@test "browser: a scripted model drives a bot's browser with browser_navigate, browser_snapshot and browser_act in a run" {
+	pages
+	local server=$BATS_TEST_DIRNAME/../../build/tests/emulators/model_server out=$BATS_TEST_TMPDIR/server.out
+	"$server" "$BATS_TEST_DIRNAME/../fixtures/scenarios/run_browser.json" --report "$BATS_TEST_TMPDIR/report.json" \
+		>"$out" 2>"$BATS_TEST_TMPDIR/server.err" 3>&- 4>&- &
+	local spid=$!
+	wait_for "grep -q '^listening on ' '$out'" 10
+	export RAKAZO_MODEL_BASE_URL="$(sed -n 's|^listening on \(http://127.0.0.1:[0-9]*\)$|\1|p' "$out")/v1" RAKAZO_MODEL=scripted
+	run rk run --computer b --bot surfer --json 'click the counter'
+	local st=0
+	wait "$spid" || st=$?
+	[ "$status" -eq 0 ]
+	# every step was served and every expectation on what reached the model held
+	python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["completed"] and d["ok"] and d["failures"] == [], d["failures"]
+' "$BATS_TEST_TMPDIR/report.json"
+	[ "$st" -eq 0 ]
+	# the run's clicks were on the bot's own browser, on its own screen
+	[[ "$(rk browser snapshot b --bot surfer)" == *'button "clicked 1"'* ]]
+	[ "$(rk screen list b --json | rk_json '"surfer" in [s["bot_id"] for s in d]')" = true ]
+	rk screen release b --bot surfer
 }
