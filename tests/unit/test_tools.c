@@ -17,6 +17,22 @@ static cJSON *parse_error(const struct rk_tool_result *r)
 	return doc ? cJSON_GetObjectItemCaseSensitive(doc, "error") ? doc : (cJSON_Delete(doc), NULL) : NULL;
 }
 
+/* r is an error result with code whose message holds msg (case i); released. */
+static void check_error(struct rk_tool_result *r, size_t i, const char *code, const char *msg)
+{
+	CHECK(r->is_error);
+	CHECK_EQ_STR(r->error_code, code);
+	CHECK(r->png == NULL && r->frame_hash[0] == 0);
+	cJSON *doc = parse_error(r);
+	CHECK(doc != NULL);
+	const char *m = doc ? rk_json_string(cJSON_GetObjectItemCaseSensitive(doc, "error"), "message", "") : "";
+	if (!strstr(m, msg))
+		printf("  case %zu: message \"%s\" lacks \"%s\"\n", i, m, msg);
+	CHECK(strstr(m, msg) != NULL);
+	cJSON_Delete(doc);
+	rk_tool_result_release(r);
+}
+
 TEST(definitions)
 {
 	size_t n, nd;
@@ -63,17 +79,7 @@ TEST(error_results)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		CHECK_EQ_INT(rk_tools_call(&ctx, cases[i].name, cases[i].args, &r), 0);
-		CHECK(r.is_error);
-		CHECK_EQ_STR(r.error_code, cases[i].code);
-		CHECK(r.png == NULL && r.frame_hash[0] == 0);
-		cJSON *doc = parse_error(&r);
-		CHECK(doc != NULL);
-		const char *m = doc ? rk_json_string(cJSON_GetObjectItemCaseSensitive(doc, "error"), "message", "") : "";
-		if (!strstr(m, cases[i].msg))
-			printf("  case %zu: message \"%s\" lacks \"%s\"\n", i, m, cases[i].msg);
-		CHECK(strstr(m, cases[i].msg) != NULL);
-		cJSON_Delete(doc);
-		rk_tool_result_release(&r);
+		check_error(&r, i, cases[i].code, cases[i].msg);
 	}
 }
 
@@ -99,15 +105,7 @@ TEST(browser_args)
 		struct rk_tools_ctx ctx = {.computer = &c, .bot_id = cases[i].bot};
 		struct rk_tool_result r;
 		CHECK_EQ_INT(rk_tools_call(&ctx, cases[i].name, cases[i].args, &r), 0);
-		CHECK(r.is_error);
-		CHECK_EQ_STR(r.error_code, cases[i].code);
-		cJSON *doc = parse_error(&r);
-		const char *m = doc ? rk_json_string(cJSON_GetObjectItemCaseSensitive(doc, "error"), "message", "") : "";
-		if (!strstr(m, cases[i].msg))
-			printf("  case %zu: message \"%s\" lacks \"%s\"\n", i, m, cases[i].msg);
-		CHECK(strstr(m, cases[i].msg) != NULL);
-		cJSON_Delete(doc);
-		rk_tool_result_release(&r);
+		check_error(&r, i, cases[i].code, cases[i].msg);
 	}
 }
 
