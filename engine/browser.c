@@ -357,7 +357,8 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 		 display);
 	char *key = rk_xasprintf("%s\n%s\n%d\n%s", c->id, c->provider_ref ? c->provider_ref : "", display,
 				 profile_dir ? profile_dir : def);
-	char *sock = known_get(key);
+	/* a display being started for a new tenant is never taken from the cache */
+	char *sock = extra_screen ? NULL : known_get(key);
 	if (sock) {
 		rc = rk_browser_open(sock, out, err);
 		free(sock);

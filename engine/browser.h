@@ -32,9 +32,10 @@ struct rk_browser;
 
 /* Connects to display's Chromium on c (starting it, or starting it again,
  * with profile_dir: relative to the workspace; NULL: the display's default,
- * .browser-profiles/default on display 0). With extra_screen, a display
- * the provider cannot start is MULTI_SCREEN_UNAVAILABLE (a bot's screen:
- * engine/team.h's rk_team_browser_begin is the way in for bots). */
+ * .browser-profiles/default on display 0). With extra_screen (a bot's
+ * freshly claimed screen: engine/team.h's rk_team_browser_begin is the way
+ * in for bots), the display is always started through the provider, and
+ * one it cannot start is MULTI_SCREEN_UNAVAILABLE. */
 int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display, const char *profile_dir,
 		       int extra_screen, struct rk_browser **out, struct rk_error *err);
 /* 0 when c has a page browser (its provider's pageBrowser capability and a

@@ -280,6 +280,11 @@ ref_of() {
 	[ "$status" -eq 0 ]
 	[[ $output == *'button "clicked 1"'* ]]
 	rk screen release-control b --bot alpha
+	# what a bot's browser does shows on that bot's screen, not on the other's
+	rk browser navigate b http://127.0.0.1:8000/color.html --bot alpha >/dev/null
+	wait_for 'rk screen shot b --bot alpha -o "$BATS_TEST_TMPDIR/a.png" >/dev/null && [ "$(pixel "$BATS_TEST_TMPDIR/a.png" 640 600)" = "0 255 0" ]' 20
+	rk screen shot b --bot beta -o "$BATS_TEST_TMPDIR/b.png" >/dev/null
+	[ "$(pixel "$BATS_TEST_TMPDIR/b.png" 640 600)" != "0 255 0" ]
 	# a token that is not alpha's lease is refused
 	run rk browser snapshot b --bot alpha --fence 987654
 	[ "$status" -eq 4 ]
