@@ -52,9 +52,9 @@ _rakazo_static() {
 	"screen shot") words="--display --bot --fence --output --max-width --max-height --consumer --json --help" ;;
 	"screen act") words="--display --bot --fence --actions --settle-ms --no-observe --output --max-width --max-height --consumer --json --help" ;;
 	"browser") words="navigate snapshot act" ;;
-	"browser navigate") words="--display --timeout-ms --profile --json --help" ;;
-	"browser snapshot") words="--display --screenshot --output --profile --json --help" ;;
-	"browser act") words="--display --action --profile --json --help" ;;
+	"browser navigate") words="--display --bot --fence --timeout-ms --profile --json --help" ;;
+	"browser snapshot") words="--display --bot --fence --screenshot --output --profile --json --help" ;;
+	"browser act") words="--display --bot --fence --action --profile --json --help" ;;
 	"computer grant") words="--bot --json --help" ;;
 	"computer revoke") words="--bot --json --help" ;;
 	"computer rights") words="--json --help" ;;

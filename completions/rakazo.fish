@@ -216,17 +216,23 @@ complete -c rakazo -n "__rakazo_at screen act" -l json
 complete -c rakazo -n "__rakazo_at screen act" -l help
 complete -c rakazo -n "__rakazo_at browser" -a "navigate snapshot act"
 complete -c rakazo -n "__rakazo_at browser navigate" -l display
+complete -c rakazo -n "__rakazo_at browser navigate" -l bot
+complete -c rakazo -n "__rakazo_at browser navigate" -l fence
 complete -c rakazo -n "__rakazo_at browser navigate" -l timeout-ms
 complete -c rakazo -n "__rakazo_at browser navigate" -l profile
 complete -c rakazo -n "__rakazo_at browser navigate" -l json
 complete -c rakazo -n "__rakazo_at browser navigate" -l help
 complete -c rakazo -n "__rakazo_at browser snapshot" -l display
+complete -c rakazo -n "__rakazo_at browser snapshot" -l bot
+complete -c rakazo -n "__rakazo_at browser snapshot" -l fence
 complete -c rakazo -n "__rakazo_at browser snapshot" -l screenshot
 complete -c rakazo -n "__rakazo_at browser snapshot" -l output
 complete -c rakazo -n "__rakazo_at browser snapshot" -l profile
 complete -c rakazo -n "__rakazo_at browser snapshot" -l json
 complete -c rakazo -n "__rakazo_at browser snapshot" -l help
 complete -c rakazo -n "__rakazo_at browser act" -l display
+complete -c rakazo -n "__rakazo_at browser act" -l bot
+complete -c rakazo -n "__rakazo_at browser act" -l fence
 complete -c rakazo -n "__rakazo_at browser act" -l action
 complete -c rakazo -n "__rakazo_at browser act" -l profile
 complete -c rakazo -n "__rakazo_at browser act" -l json

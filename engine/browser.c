@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "../providers/provider.h"
 #include "browser_js.h"
 #include "execution.h"
+#include "secret.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/ipc.h"
@@ -287,10 +289,47 @@ void rk_browser_close(struct rk_browser *b)
 	free(b);
 }
 
-int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display, const char *profile_dir,
-		       struct rk_browser **out, struct rk_error *err)
+/* The bridge sockets this process reached, by (computer, machine, display,
+ * profile): the next call on the same display connects at once instead of
+ * asking the provider again (a command in the machine each time). A socket
+ * that does not answer (Chromium went away with its bridge) sends the call
+ * back to the provider, which starts it again. */
+#define KNOWN_MAX 16
+static pthread_mutex_t known_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char *key, *socket;
+} known[KNOWN_MAX];
+static unsigned known_next;
+
+static char *known_get(const char *key)
 {
-	*out = NULL;
+	char *s = NULL;
+	pthread_mutex_lock(&known_mu);
+	for (int i = 0; i < KNOWN_MAX && !s; i++)
+		if (known[i].key && !strcmp(known[i].key, key))
+			s = rk_xstrdup(known[i].socket);
+	pthread_mutex_unlock(&known_mu);
+	return s;
+}
+
+static void known_set(const char *key, const char *socket)
+{
+	pthread_mutex_lock(&known_mu);
+	int slot = -1;
+	for (int i = 0; i < KNOWN_MAX && slot < 0; i++)
+		if (known[i].key && !strcmp(known[i].key, key))
+			slot = i;
+	if (slot < 0)
+		slot = (int)(known_next++ % KNOWN_MAX);
+	free(known[slot].key);
+	free(known[slot].socket);
+	known[slot].key = socket ? rk_xstrdup(key) : NULL;
+	known[slot].socket = socket ? rk_xstrdup(socket) : NULL;
+	pthread_mutex_unlock(&known_mu);
+}
+
+int rk_browser_supported(const struct rk_computer *c, struct rk_error *err)
+{
 	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
 	if (!ops || !(ops->caps & RK_CAP_PAGE_BROWSER) || !ops->display_start)
 		return rk_error_set(err, RK_EUNSUPPORTED,
@@ -299,12 +338,37 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 				    c->name, c->kind);
 	if (!c->desktop)
 		return rk_error_set(err, RK_EUNSUPPORTED, "computer '%s' was created without a desktop", c->name);
-	int rc = rk_computer_ensure_running(eng, c, err);
+	return 0;
+}
+
+int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display, const char *profile_dir,
+		       int extra_screen, struct rk_browser **out, struct rk_error *err)
+{
+	*out = NULL;
+	int rc = rk_browser_supported(c, err);
+	if (rc)
+		return rc;
+	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
+	rc = rk_computer_ensure_running(eng, c, err);
 	if (rc)
 		return rc;
 	char def[64];
 	snprintf(def, sizeof(def), display == 0 ? ".browser-profiles/default" : ".browser-profiles/display-%d",
 		 display);
+	char *key = rk_xasprintf("%s\n%s\n%d\n%s", c->id, c->provider_ref ? c->provider_ref : "", display,
+				 profile_dir ? profile_dir : def);
+	/* a display being started for a new tenant is never taken from the cache */
+	char *sock = extra_screen ? NULL : known_get(key);
+	if (sock) {
+		rc = rk_browser_open(sock, out, err);
+		free(sock);
+		if (rc != -RK_EUNAVAILABLE) { /* connected, or a browser that is there but failed */
+			free(key);
+			return rc;
+		}
+		known_set(key, NULL);
+		rc = 0;
+	}
 	/* idempotent: a running desktop is left as it is, a browser that went
 	 * away starts again on its profile */
 	struct rk_display_options dopt = {.width = 0, .height = 0, .profile_dir = profile_dir ? profile_dir : def};
@@ -313,6 +377,12 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 	rk_machine_ctx_init(&mc, eng, c);
 	rc = ops->display_start(&mc.m, display, &dopt, &tr, err);
 	rk_machine_ctx_release(&mc);
+	if (rc && extra_screen && err->code != RK_EUSAGE && err->code != RK_EINVALID) {
+		/* as engine/display.c says it: shell and files still work */
+		rk_error_prefix(err, "cannot start another screen on computer '%s'", c->name);
+		err->code = RK_EMULTISCREEN;
+		rc = -RK_EMULTISCREEN;
+	}
 	if (rc == 0 && !tr.cdp_socket)
 		rc = rk_error_set(err, RK_EUNAVAILABLE,
 				  "display :%d of '%s' has no browser bridge (a computer made before rakazo had "
@@ -327,6 +397,9 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 		rk_sleep_ms(100);
 		rc = 0;
 	}
+	if (rc == 0)
+		known_set(key, tr.cdp_socket);
+	free(key);
 	free(tr.vnc_socket);
 	free(tr.cdp_socket);
 	return rc;
@@ -449,8 +522,9 @@ int rk_browser_snapshot(struct rk_browser *b, int screenshot, cJSON **out, unsig
 
 /* --- act ---------------------------------------------------------------------- */
 
-enum act_kind { ACT_CLICK, ACT_TYPE, ACT_SELECT, ACT_PRESS, ACT_HOVER, ACT_SCROLL };
-static const char *const act_names[] = {"click", "type", "select", "press", "hover", "scroll", NULL};
+enum act_kind { ACT_CLICK, ACT_TYPE, ACT_SELECT, ACT_PRESS, ACT_HOVER, ACT_SCROLL, ACT_FILL_SECRET };
+static const char *const act_names[] = {"click", "type",   "select",      "press",
+					"hover", "scroll", "fill_secret", NULL};
 
 static int act_kind(const cJSON *a, struct rk_error *err)
 {
@@ -459,12 +533,13 @@ static int act_kind(const cJSON *a, struct rk_error *err)
 	const cJSON *k = cJSON_GetObjectItemCaseSensitive(a, "action");
 	if (!cJSON_IsString(k))
 		return rk_error_set(err, RK_EINVALID,
-				    "browser_act: action is required (click, type, select, press, hover, scroll)");
+				    "browser_act: action is required (click, type, select, press, hover, scroll, "
+				    "fill_secret)");
 	for (int i = 0; act_names[i]; i++)
 		if (!strcmp(k->valuestring, act_names[i]))
 			return i;
 	return rk_error_set(err, RK_EINVALID,
-			    "browser_act: unknown action '%s' (click, type, select, press, hover, scroll)",
+			    "browser_act: unknown action '%s' (click, type, select, press, hover, scroll, fill_secret)",
 			    k->valuestring);
 }
 
@@ -535,7 +610,7 @@ int rk_browser_action_check(const cJSON *a, struct rk_error *err)
 	if (k < 0)
 		return k;
 	const char *ref = NULL, *s = NULL;
-	int need_ref = k == ACT_CLICK || k == ACT_TYPE || k == ACT_SELECT || k == ACT_HOVER;
+	int need_ref = k == ACT_CLICK || k == ACT_TYPE || k == ACT_SELECT || k == ACT_HOVER || k == ACT_FILL_SECRET;
 	int rc = rk_json_get_string(a, "ref", need_ref, &ref, "browser_act", err);
 	if (rc)
 		return rc;
@@ -545,6 +620,14 @@ int rk_browser_action_check(const cJSON *a, struct rk_error *err)
 		return rc;
 	if (k == ACT_SELECT && (rc = rk_json_get_string(a, "value", 1, &s, "browser_act", err)))
 		return rc;
+	if (k == ACT_FILL_SECRET) {
+		if ((rc = rk_json_get_string(a, "name", 1, &s, "browser_act", err)))
+			return rc;
+		if ((rc = rk_json_get_string(a, "part", 0, &s, "browser_act", err)))
+			return rc;
+		if (s && strcmp(s, "username") != 0 && strcmp(s, "password") != 0)
+			return rk_error_set(err, RK_EINVALID, "browser_act: part must be username or password");
+	}
 	if (k == ACT_PRESS) {
 		if ((rc = rk_json_get_string(a, "key", 1, &s, "browser_act", err)))
 			return rc;
@@ -673,7 +756,109 @@ static cJSON *settled_state(struct rk_browser *b, struct rk_error *err)
 	return st;
 }
 
-int rk_browser_act(struct rk_browser *b, const cJSON *a, cJSON **out, struct rk_error *err)
+/* JSON text of the arguments (ref, origin, text) without the array's
+ * brackets; the caller wipes and frees it. */
+static char *fill_args(const char *ref, const char *origin, const char *text, size_t len)
+{
+	struct rk_buf b;
+	rk_buf_init(&b);
+	cJSON *r = cJSON_CreateString(ref), *o = cJSON_CreateString(origin);
+	char *rs = cJSON_PrintUnformatted(r), *os = cJSON_PrintUnformatted(o);
+	rk_buf_printf(&b, "%s, %s, \"", rs, os);
+	free(rs);
+	free(os);
+	cJSON_Delete(r);
+	cJSON_Delete(o);
+	/* the value escaped here, not through cJSON: no copy of it is left unwiped */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)text[i];
+		if (c == '"' || c == '\\')
+			rk_buf_printf(&b, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			rk_buf_printf(&b, "\\u%04x", c);
+		else
+			rk_buf_add(&b, (const char *)&c, 1);
+	}
+	rk_buf_adds(&b, "\"");
+	return rk_buf_detach(&b, NULL);
+}
+
+static void wipe_free(char *s)
+{
+	if (s) {
+		sodium_memzero(s, strlen(s));
+		free(s);
+	}
+}
+
+/* Types secret name into ref; the value stays in *value (for the result's
+ * redaction) until the caller frees it with rk_secret_value_free. */
+static int fill_secret(struct rk_browser *b, const cJSON *a, const struct rk_browser_secrets *sec, char **value,
+		       size_t *vlen, struct rk_error *err)
+{
+	const char *ref = rk_json_string(a, "ref", ""), *name = rk_json_string(a, "name", "");
+	const char *part = rk_json_string(a, "part", NULL);
+	if (!sec || !sec->eng || !sec->actor)
+		return rk_error_set(err, RK_EUNSUPPORTED, "browser_act: fill_secret needs a person's or a bot's secrets here");
+	char *arg = rk_xasprintf("\"%s\"", ref);
+	cJSON *v = NULL;
+	int rc = evaluate(b, RK_BROWSER_JS_ORIGIN, arg, CALL_TIMEOUT_MS, &v, err);
+	free(arg);
+	if (rc)
+		return rc;
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone"))) {
+		cJSON_Delete(v);
+		return ref_error(ref, err);
+	}
+	char *origin = rk_xstrdup(rk_json_string(v, "origin", "null")), *kind = NULL;
+	cJSON_Delete(v);
+	v = NULL;
+	rc = rk_secret_reveal_for_origin(sec->eng, sec->actor, name, origin, value, vlen, &kind, err);
+	const char *text = *value;
+	size_t tlen = *vlen;
+	if (rc == 0 && !strcmp(kind, "basic")) {
+		const char *colon = memchr(text, ':', tlen);
+		if (!part || !colon)
+			rc = rk_error_set(err, RK_EINVALID,
+					  "browser_act: secret '%s' is a login (user:password): give part username or "
+					  "password",
+					  name);
+		else if (!strcmp(part, "username"))
+			tlen = (size_t)(colon - text);
+		else
+			tlen -= (size_t)(colon + 1 - text), text = colon + 1;
+	} else if (rc == 0 && part) {
+		rc = rk_error_set(err, RK_EINVALID, "browser_act: secret '%s' is not a login (user:password): leave out part",
+				  name);
+	}
+	if (rc == 0 && memchr(text, '\0', tlen))
+		rc = rk_error_set(err, RK_EINVALID, "browser_act: secret '%s' holds a NUL byte and cannot be typed", name);
+	if (rc == 0) { /* the page checks again, as it types, that it is still of that origin */
+		char *args = fill_args(ref, origin, text, tlen);
+		rc = evaluate(b, RK_BROWSER_JS_FILL, args, CALL_TIMEOUT_MS, &v, err);
+		wipe_free(args);
+	}
+	if (rc == 0) {
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone")))
+			rc = ref_error(ref, err);
+		else if (cJSON_GetObjectItemCaseSensitive(v, "origin"))
+			rc = rk_error_set(err, RK_EDENIED,
+					  "browser_act: the page moved to %s before secret '%s' was typed: refused",
+					  rk_json_string(v, "origin", "?"), name);
+		else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")))
+			rc = rk_error_set(err, RK_ECONFLICT, "browser_act: %s is not a text field that can take the focus",
+					  ref);
+	}
+	if (rc == 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "submit")))
+		rc = press(b, "Enter", err);
+	cJSON_Delete(v);
+	free(origin);
+	free(kind);
+	return rc;
+}
+
+int rk_browser_act(struct rk_browser *b, const cJSON *a, const struct rk_browser_secrets *sec, cJSON **out,
+		   struct rk_error *err)
 {
 	*out = NULL;
 	int rc = rk_browser_action_check(a, err);
@@ -683,7 +868,12 @@ int rk_browser_act(struct rk_browser *b, const cJSON *a, cJSON **out, struct rk_
 	const char *ref = rk_json_string(a, "ref", NULL);
 	double x = 0, y = 0;
 	cJSON *v = NULL;
+	char *secret = NULL;
+	size_t secret_len = 0;
 	switch (k) {
+	case ACT_FILL_SECRET:
+		rc = fill_secret(b, a, sec, &secret, &secret_len, err);
+		break;
 	case ACT_CLICK:
 		if ((rc = point_of(b, ref, &x, &y, err)) == 0 && (rc = mouse(b, "mouseMoved", x, y, 0, 0, 0, err)) == 0 &&
 		    (rc = mouse(b, "mousePressed", x, y, 1, 0, 0, err)) == 0)
@@ -769,11 +959,25 @@ int rk_browser_act(struct rk_browser *b, const cJSON *a, cJSON **out, struct rk_
 	}
 	}
 	cJSON_Delete(v);
+	cJSON *st = rc ? NULL : settled_state(b, err);
+	if (st && secret) { /* the value is in no result, in any of its forms */
+		char *text = cJSON_PrintUnformatted(st);
+		struct rk_buf t;
+		rk_buf_init(&t);
+		rk_buf_adds(&t, text);
+		wipe_free(text);
+		rk_secret_redact(&t, secret, secret_len);
+		cJSON_Delete(st);
+		st = cJSON_ParseWithLength(t.data, t.len);
+		sodium_memzero(t.data, t.len);
+		rk_buf_release(&t);
+	}
+	if (secret)
+		rk_secret_value_free(secret, secret_len);
 	if (rc)
 		return rc;
-	cJSON *st = settled_state(b, err);
 	if (!st)
-		return -(int)err->code;
+		return err->code ? -(int)err->code : rk_error_set(err, RK_EFAILED, "browser_act: no page state");
 	cJSON_AddStringToObject(st, "action", act_names[k]);
 	if (ref)
 		cJSON_AddStringToObject(st, "ref", ref);

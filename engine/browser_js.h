@@ -59,7 +59,8 @@
 	"  flush(); refs++; let s = r + ' ' + q(label(ch)) + ' [ref=' + ref(ch) + ']';\n"                   \
 	"  if (r === 'link') s += ' -> ' + clip(ch.getAttribute('href'), 120);\n"                          \
 	"  if (r === 'textbox' || r === 'searchbox' || r === 'slider') s += ' value=' + q(clip("            \
-	"ch.isContentEditable ? ch.innerText : ch.value, 200));\n"                                           \
+	"ch.type === 'password' || (R.secret && R.secret.has(ch)) ? ((ch.isContentEditable ? ch.innerText"   \
+	" : ch.value) ? '[secret]' : '') : ch.isContentEditable ? ch.innerText : ch.value, 200));\n"         \
 	"  if ((r === 'checkbox' || r === 'radio') && ch.checked) s += ' checked';\n"                       \
 	"  if (r === 'combobox' || r === 'listbox') s += ' value=' + q(ch.value) + ' options=' +"           \
 	" q([...ch.options].slice(0, 50).map(o => o.label || o.text));\n"                                    \
@@ -112,6 +113,42 @@
 	" el.dispatchEvent(new Event('input', {bubbles: true}));"                                           \
 	" el.dispatchEvent(new Event('change', {bubbles: true}));\n"                                         \
 	" return {value: el.value}; })"
+
+/* The web origin of an element's document, written as engine/secret.c
+ * writes origins (scheme://host:port, the port always given), or 'null'. */
+#define RK_BROWSER_JS_ORIGIN_OF                                                                                \
+	"(el => { const l = el.ownerDocument.location; if (l.protocol !== 'http:' && l.protocol !== 'https:')"  \
+	" return 'null'; return l.protocol + '//' + l.hostname.toLowerCase() + ':' + (l.port ||"              \
+	" (l.protocol === 'https:' ? '443' : '80')); })"
+
+/* origin(ref) -> {origin} | {gone} */
+#define RK_BROWSER_JS_ORIGIN                                                                                   \
+	"((REF) => { const R = window.__rk; const w = R && R.byRef.get(REF); const el = w && w.deref();\n" \
+	" if (!el || !el.isConnected) return {gone: true}; return {origin: " RK_BROWSER_JS_ORIGIN_OF "(el)}; })"
+
+/* fill(ref, origin, text) -> {ok} | {gone} | {origin}: puts text in a text
+ * field only while its document is of origin (checked in the same task as
+ * the typing, so a page that moved meanwhile gets nothing), as typing would
+ * (input events); the field is then shown as [secret] in snapshots. */
+#define RK_BROWSER_JS_FILL                                                                                     \
+	"((REF, ORIGIN, TEXT) => { const R = window.__rk; const w = R && R.byRef.get(REF); const el = w && w.deref();\n" \
+	" if (!el || !el.isConnected) return {gone: true};\n"                                              \
+	" const o = " RK_BROWSER_JS_ORIGIN_OF "(el); if (o !== ORIGIN) return {origin: o};\n"              \
+	" const t = el.tagName; const field = t === 'TEXTAREA' || el.isContentEditable || (t === 'INPUT' &&"  \
+	" !['checkbox', 'radio', 'submit', 'button', 'reset', 'image', 'file', 'hidden', 'range', 'color']"   \
+	".includes((el.type || 'text').toLowerCase()));\n"                                                  \
+	" if (!field || el.disabled || el.readOnly) return {ok: false};\n"                                  \
+	" el.scrollIntoView({block: 'center', behavior: 'instant'}); el.focus();\n"                         \
+	" const d = el.ownerDocument; if (d.activeElement !== el && !el.contains(d.activeElement)) return {ok: false};\n" \
+	" (R.secret || (R.secret = new WeakSet())).add(el);\n"                                             \
+	" if (el.isContentEditable) { const s = d.getSelection(); const g = d.createRange();"                \
+	" g.selectNodeContents(el); s.removeAllRanges(); s.addRange(g); } else el.select();\n"              \
+	" let done = false; try { done = d.execCommand('insertText', false, TEXT); } catch (e) {}\n"       \
+	" if (!el.isContentEditable && (!done || el.value !== TEXT)) {"                                      \
+	" const p = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(el), 'value');"                    \
+	" if (p && p.set) p.set.call(el, TEXT); else el.value = TEXT;"                                       \
+	" el.dispatchEvent(new Event('input', {bubbles: true})); el.dispatchEvent(new Event('change', {bubbles: true})); }\n" \
+	" return {ok: true}; })"
 
 #define RK_BROWSER_JS_STATE "({url: location.href, title: document.title, ready: document.readyState})"
 #define RK_BROWSER_JS_VIEWPORT "({x: innerWidth / 2, y: innerHeight / 2})"

@@ -560,6 +560,32 @@ int rk_secret_reveal(struct rk_engine *eng, const struct rk_actor *a, const char
 	return r;
 }
 
+int rk_secret_reveal_for_origin(struct rk_engine *eng, const struct rk_actor *a, const char *name,
+				const char *origin, char **value, size_t *len, char **kind, struct rk_error *err)
+{
+	*value = NULL;
+	*len = 0;
+	if (kind)
+		*kind = NULL;
+	struct sealed s;
+	int r = load_sealed(eng, a, name, &s, err);
+	if (r)
+		return r;
+	char *want = NULL;
+	struct rk_error e2;
+	/* the value is opened only once the origin is the stored one */
+	if (rk_secret_origin(origin, 1, &want, &e2) != 0 || strcmp(want, s.origin) != 0)
+		r = rk_error_set(err, RK_EDENIED, "secret '%s' is for %s, and the page is %s: refused", name, s.origin,
+				 want ? want : origin && *origin && strcmp(origin, "null") ? origin : "of no web origin");
+	else
+		r = open_sealed(eng, a, name, &s, value, len, err);
+	if (r == 0 && kind)
+		*kind = rk_xstrdup(s.kind);
+	free(want);
+	sealed_release(&s);
+	return r;
+}
+
 void rk_secret_value_free(char *value, size_t len)
 {
 	(void)len;

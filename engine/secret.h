@@ -20,7 +20,9 @@
  * response reaches the caller, the value is replaced by "[redacted]" in its
  * raw, base64 (padded or not), base64url, hex (either case) and
  * percent-encoded forms (and, for basic, the password alone). Values never
- * go to a shell, an environment, history, events or the log. */
+ * go to a shell, an environment, history, events or the log. The one other
+ * use is the page browser's fill_secret: a login typed into a field of a
+ * page of the secret's own origin. */
 
 #include <cJSON.h>
 #include <stddef.h>
@@ -58,6 +60,13 @@ int rk_secret_remove(struct rk_engine *eng, const struct rk_actor *a, const char
 int rk_secret_reveal(struct rk_engine *eng, const struct rk_actor *a, const char *name, char **value, size_t *len,
 		     struct rk_error *err);
 void rk_secret_value_free(char *value, size_t len);
+/* The same, only for a page of origin (scheme://host[:port]): anything but
+ * the secret's stored origin is RK_EDENIED and the value is not decrypted.
+ * *kind (malloc'd, when asked): its auth kind (bearer, basic, header,
+ * query). The page browser's fill_secret types it into a field
+ * (engine/browser.h). */
+int rk_secret_reveal_for_origin(struct rk_engine *eng, const struct rk_actor *a, const char *name,
+				const char *origin, char **value, size_t *len, char **kind, struct rk_error *err);
 
 /* The request_secret tool: records that the bot needs secret name. *out:
  * {name, origin, auth, state: requested|available, command}. */

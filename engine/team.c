@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "browser.h"
 #include "execution.h"
 #include "idle.h"
 #include "lease.h"
@@ -485,6 +486,20 @@ static void screen_after(struct rk_engine *eng, struct rk_computer *c, const str
 		slot_set_state(eng, c->id, s, "releasing", 0);
 }
 
+/* The display may have taken seconds to come up: the fence and control
+ * are checked again right before a bot's actions go. */
+static int act_recheck(struct rk_engine *eng, const struct rk_computer *c, const struct rk_team_call *call,
+		       struct rk_error *err)
+{
+	char *holder = NULL;
+	int r = rk_team_call_check(eng, call, err);
+	if (r == 0 && rk_team_control_live(eng->db, c->id, call->bot, &holder))
+		r = rk_error_set(err, RK_ECONFLICT, "%s took control of the screen of bot '%s'",
+				 holder ? holder : "a person", call->bot);
+	free(holder);
+	return r;
+}
+
 /* A bot's screenshot (batch NULL) or batch of actions: the call's lease,
  * the slot (claimed and started as needed), and the result stamped with
  * bot_id, slot and generation. */
@@ -504,15 +519,7 @@ static int screen_call(struct rk_engine *eng, struct rk_computer *c, const char 
 	char *profile = NULL;
 	if ((r = screen_prepare(eng, c, bot, &s, &o, &profile, err)) == 0) {
 		if (batch_json) {
-			/* the display may have taken seconds to come up: the fence
-			 * and control are checked again right before the actions go */
-			char *holder = NULL;
-			if ((r = rk_team_call_check(eng, &call, err)) == 0 &&
-			    rk_team_control_live(eng->db, c->id, bot, &holder))
-				r = rk_error_set(err, RK_ECONFLICT, "%s took control of the screen of bot '%s'",
-						 holder ? holder : "a person", bot);
-			free(holder);
-			if (r == 0)
+			if ((r = act_recheck(eng, c, &call, err)) == 0)
 				r = rk_display_act(eng, c, s.slot, batch_json, settle_ms, observe, &o, res, err);
 		} else {
 			r = rk_display_observe(eng, c, s.slot, &o, shot, err);
@@ -547,6 +554,56 @@ int rk_team_screen_act(struct rk_engine *eng, struct rk_computer *c, const char 
 	if (!batch_json)
 		return rk_error_set(err, RK_EINVALID, "no batch given");
 	return screen_call(eng, c, bot, fence, batch_json, settle_ms, observe, opt, NULL, out, err);
+}
+
+int rk_team_browser_begin(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence, int display,
+			  const char *profile_dir, int act, struct rk_team_browser *tb, struct rk_error *err)
+{
+	memset(tb, 0, sizeof(*tb));
+	if (!bot) {
+		tb->display = display;
+		return rk_browser_connect(eng, c, display, profile_dir, 0, &tb->browser, err);
+	}
+	/* before a slot is claimed for a browser that cannot be there */
+	int r = rk_browser_supported(c, err);
+	if (r || (r = rk_team_call_begin(eng, c, bot, fence, act ? RK_TEAM_USE_ACT : RK_TEAM_USE_VIEW, &tb->call,
+					 err)))
+		return r;
+	struct slot s = {0};
+	struct rk_display_observe_options o = {0};
+	char *profile = NULL;
+	if ((r = screen_prepare(eng, c, bot, &s, &o, &profile, err)) == 0) {
+		/* a fresh slot whose display cannot start is MULTI_SCREEN_UNAVAILABLE (and given back) */
+		r = rk_browser_connect(eng, c, s.slot, profile, s.fresh, &tb->browser, err);
+		screen_after(eng, c, &s, r, err);
+		if (r == 0 && act)
+			r = act_recheck(eng, c, &tb->call, err);
+	}
+	free(profile);
+	if (r) {
+		rk_team_browser_end(eng, tb);
+		return r;
+	}
+	tb->display = s.slot;
+	tb->generation = s.generation;
+	return 0;
+}
+
+void rk_team_browser_stamp(const struct rk_team_browser *tb, cJSON *doc)
+{
+	if (!tb->call.bot || !cJSON_IsObject(doc))
+		return;
+	cJSON_AddStringToObject(doc, "bot_id", tb->call.bot);
+	cJSON_AddNumberToObject(doc, "slot", tb->display);
+	cJSON_AddNumberToObject(doc, "generation", (double)tb->generation);
+}
+
+void rk_team_browser_end(struct rk_engine *eng, struct rk_team_browser *tb)
+{
+	rk_browser_close(tb->browser);
+	if (tb->call.computer_id)
+		rk_team_call_end(eng, &tb->call);
+	memset(tb, 0, sizeof(*tb));
 }
 
 /* Ends the Chromium on bot's profile cleanly, so its cookies and session
@@ -716,6 +773,8 @@ cJSON *rk_team_capabilities(const struct rk_computer *c)
 	cJSON_AddBoolToObject(o, "pty", !!(caps & RK_CAP_TTY));
 	cJSON_AddBoolToObject(o, "persistentHome", !!(caps & RK_CAP_PERSISTENT_HOME));
 	cJSON_AddBoolToObject(o, "snapshots", !!(caps & RK_CAP_SNAPSHOTS));
+	/* the browser tools (engine/browser.h) are offered exactly when this holds */
+	cJSON_AddBoolToObject(o, "pageBrowser", rk_browser_supported(c, NULL) == 0);
 	return o;
 }
 

@@ -85,6 +85,26 @@ int rk_team_screen_act(struct rk_engine *eng, struct rk_computer *c, const char 
 		       const char *batch_json, int settle_ms, int observe,
 		       const struct rk_display_observe_options *opt, struct rk_display_act_result *out,
 		       struct rk_error *err);
+/* A page-browser call (engine/browser.h). With a bot: the bot's own
+ * Chromium on its own screen and profile (.browser-profiles/<bot>), under
+ * the same lease, slot claim and takeover checks as its screen calls (act:
+ * a call that changes the page, refused while a person has control; a
+ * display that cannot start is MULTI_SCREEN_UNAVAILABLE). Without one:
+ * display's Chromium on profile_dir (NULL: the display's default), as
+ * rk_browser_connect. End every begun call, failed or not, with _end. */
+struct rk_browser;
+struct rk_team_browser {
+	struct rk_browser *browser; /* connected */
+	int display;                /* the display it is on (a bot's slot) */
+	int64_t generation;         /* the bot's slot generation; 0 without a bot */
+	struct rk_team_call call;   /* the bot's call; zero without a bot */
+};
+int rk_team_browser_begin(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence, int display,
+			  const char *profile_dir, int act, struct rk_team_browser *tb, struct rk_error *err);
+/* Adds bot_id, slot and generation to doc when the call is a bot's. */
+void rk_team_browser_stamp(const struct rk_team_browser *tb, cJSON *doc);
+void rk_team_browser_end(struct rk_engine *eng, struct rk_team_browser *tb);
+
 /* Closes the bot's Chromium cleanly (its profile stays), stops the display
  * and frees the slot. If teardown fails the slot stays reserved
  * ("releasing") and a second release retries it. */
@@ -95,7 +115,8 @@ int rk_team_screen_release(struct rk_engine *eng, struct rk_computer *c, const c
 int rk_team_screens_forget(struct rk_engine *eng, const char *computer_id, struct rk_error *err);
 /* [{slot, bot_id, state, generation, profile, control}] of c; owned by the caller. */
 int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSON **out, struct rk_error *err);
-/* describe()'s capabilities for c: {graphical, multiScreen, screen_limit, takeover, pty, persistentHome, snapshots}. */
+/* describe()'s capabilities for c: {graphical, multiScreen, screen_limit, takeover, pty, persistentHome, snapshots,
+ * pageBrowser}. */
 cJSON *rk_team_capabilities(const struct rk_computer *c);
 
 /* --- control (takeover) -------------------------------------------------------------- */

@@ -49,12 +49,15 @@ static const struct tool_def defs[] = {
 	{"browser_act",
 	 "Act on an element of the last browser_snapshot by its ref: click, type (text; replaces the field's value "
 	 "unless clear:false; submit:true presses Enter), select (value or label of an option), press (key like "
-	 "Enter, Tab, ctrl+a; on ref when given), hover, scroll (dy pixels, default 400; at ref when given).",
+	 "Enter, Tab, ctrl+a; on ref when given), hover, scroll (dy pixels, default 400; at ref when given), "
+	 "fill_secret (types stored secret name into the field, only on a page of the secret's origin; for a "
+	 "user:password login, part username or password; you never see the value).",
 	 "{\"type\":\"object\",\"properties\":{"
 	 "\"action\":{\"type\":\"string\",\"enum\":[\"click\",\"type\",\"select\",\"press\",\"hover\","
-	 "\"scroll\"]},\"ref\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},"
+	 "\"scroll\",\"fill_secret\"]},\"ref\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},"
 	 "\"value\":{\"type\":\"string\"},\"key\":{\"type\":\"string\"},\"clear\":{\"type\":\"boolean\"},"
-	 "\"submit\":{\"type\":\"boolean\"},\"dx\":{\"type\":\"integer\"},\"dy\":{\"type\":\"integer\"}},"
+	 "\"submit\":{\"type\":\"boolean\"},\"dx\":{\"type\":\"integer\"},\"dy\":{\"type\":\"integer\"},"
+	 "\"name\":{\"type\":\"string\"},\"part\":{\"type\":\"string\",\"enum\":[\"username\",\"password\"]}},"
 	 "\"required\":[\"action\"],\"additionalProperties\":false}"},
 	{"computer_observe", "Take a screenshot of the computer's screen. The result names the frame and carries the "
 			     "image; an unchanged screen is said to be unchanged, without a new image.",
@@ -606,6 +609,13 @@ static int t_create_space(struct rk_tools_ctx *ctx, const struct rk_actor *a, co
 typedef int (*tool_fn)(struct rk_tools_ctx *, const cJSON *, struct rk_tool_result *, struct rk_error *);
 /* --- the page browser ------------------------------------------------------- */
 
+/* A bot drives its own Chromium on its own screen (engine/team.h); without
+ * a bot, the display's. act: the call changes the page. */
+static int browser_begin(struct rk_tools_ctx *ctx, int act, struct rk_team_browser *tb, struct rk_error *e)
+{
+	return rk_team_browser_begin(ctx->eng, ctx->computer, ctx->bot_id, ctx->fence, ctx->display, NULL, act, tb, e);
+}
+
 static int t_navigate(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
 {
 	const char *url;
@@ -614,12 +624,13 @@ static int t_navigate(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_too
 	if (r || (r = rk_json_get_int(args, "timeout_ms", 1, RK_BROWSER_TIMEOUT_MAX_MS, RK_BROWSER_NAVIGATE_TIMEOUT_MS,
 				      &timeout, "browser_navigate", e)))
 		return r;
-	struct rk_browser *b = NULL;
+	struct rk_team_browser tb;
 	cJSON *res = NULL;
-	if ((r = rk_browser_connect(ctx->eng, ctx->computer, ctx->display, NULL, &b, e)) == 0 &&
-	    (r = rk_browser_navigate(b, url, (int)timeout, &res, e)) == 0)
+	if ((r = browser_begin(ctx, 1, &tb, e)) == 0 && (r = rk_browser_navigate(tb.browser, url, (int)timeout, &res, e)) == 0) {
+		rk_team_browser_stamp(&tb, res);
 		set_text(out, res);
-	rk_browser_close(b);
+	}
+	rk_team_browser_end(ctx->eng, &tb);
 	return r;
 }
 
@@ -629,17 +640,18 @@ static int t_snapshot(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_too
 	int r = rk_json_get_bool(args, "screenshot", 0, &shot, "browser_snapshot", e);
 	if (r)
 		return r;
-	struct rk_browser *b = NULL;
+	struct rk_team_browser tb;
 	cJSON *snap = NULL;
 	unsigned char *png = NULL;
 	size_t len = 0;
-	if ((r = rk_browser_connect(ctx->eng, ctx->computer, ctx->display, NULL, &b, e)) == 0 &&
-	    (r = rk_browser_snapshot(b, shot, &snap, &png, &len, e)) == 0) {
+	if ((r = browser_begin(ctx, 0, &tb, e)) == 0 &&
+	    (r = rk_browser_snapshot(tb.browser, shot, &snap, &png, &len, e)) == 0) {
 		out->png = png;
 		out->png_len = len;
+		rk_team_browser_stamp(&tb, snap);
 		set_text(out, snap);
 	}
-	rk_browser_close(b);
+	rk_team_browser_end(ctx->eng, &tb);
 	return r;
 }
 
@@ -649,12 +661,19 @@ static int t_browser_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_
 	int r = rk_browser_action_check(args, e); /* before the computer is touched */
 	if (r)
 		return r;
-	struct rk_browser *b = NULL;
+	struct rk_team_browser tb;
+	struct rk_actor who = {0};
 	cJSON *res = NULL;
-	if ((r = rk_browser_connect(ctx->eng, ctx->computer, ctx->display, NULL, &b, e)) == 0 &&
-	    (r = rk_browser_act(b, args, &res, e)) == 0)
-		set_text(out, res);
-	rk_browser_close(b);
+	/* fill_secret types the bot's (or its person's) secret (engine/secret.h) */
+	if ((r = rk_actor_resolve(&who, ctx->eng, NULL, ctx->bot_id, e)) == 0 && (r = browser_begin(ctx, 1, &tb, e)) == 0) {
+		struct rk_browser_secrets sec = {.eng = ctx->eng, .actor = &who};
+		if ((r = rk_browser_act(tb.browser, args, &sec, &res, e)) == 0) {
+			rk_team_browser_stamp(&tb, res);
+			set_text(out, res);
+		}
+		rk_team_browser_end(ctx->eng, &tb);
+	}
+	rk_actor_release(&who);
 	return r;
 }
 

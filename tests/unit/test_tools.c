@@ -17,6 +17,22 @@ static cJSON *parse_error(const struct rk_tool_result *r)
 	return doc ? cJSON_GetObjectItemCaseSensitive(doc, "error") ? doc : (cJSON_Delete(doc), NULL) : NULL;
 }
 
+/* r is an error result with code whose message holds msg (case i); released. */
+static void check_error(struct rk_tool_result *r, size_t i, const char *code, const char *msg)
+{
+	CHECK(r->is_error);
+	CHECK_EQ_STR(r->error_code, code);
+	CHECK(r->png == NULL && r->frame_hash[0] == 0);
+	cJSON *doc = parse_error(r);
+	CHECK(doc != NULL);
+	const char *m = doc ? rk_json_string(cJSON_GetObjectItemCaseSensitive(doc, "error"), "message", "") : "";
+	if (!strstr(m, msg))
+		printf("  case %zu: message \"%s\" lacks \"%s\"\n", i, m, msg);
+	CHECK(strstr(m, msg) != NULL);
+	cJSON_Delete(doc);
+	rk_tool_result_release(r);
+}
+
 TEST(definitions)
 {
 	size_t n, nd;
@@ -63,17 +79,33 @@ TEST(error_results)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		CHECK_EQ_INT(rk_tools_call(&ctx, cases[i].name, cases[i].args, &r), 0);
-		CHECK(r.is_error);
-		CHECK_EQ_STR(r.error_code, cases[i].code);
-		CHECK(r.png == NULL && r.frame_hash[0] == 0);
-		cJSON *doc = parse_error(&r);
-		CHECK(doc != NULL);
-		const char *m = doc ? rk_json_string(cJSON_GetObjectItemCaseSensitive(doc, "error"), "message", "") : "";
-		if (!strstr(m, cases[i].msg))
-			printf("  case %zu: message \"%s\" lacks \"%s\"\n", i, m, cases[i].msg);
-		CHECK(strstr(m, cases[i].msg) != NULL);
-		cJSON_Delete(doc);
-		rk_tool_result_release(&r);
+		check_error(&r, i, cases[i].code, cases[i].msg);
+	}
+}
+
+/* The browser tools check their arguments, and whether the computer has a
+ * page browser, before any lease, slot or computer is touched (no engine
+ * here: anything further would crash). */
+TEST(browser_args)
+{
+	struct rk_computer c = {.id = "cmp_x", .name = "x", .kind = "fake", .desktop = 1};
+	const struct {
+		const char *bot, *name, *args, *code, *msg;
+	} cases[] = {
+		{NULL, "browser_act", "{\"action\":\"fill_secret\",\"ref\":\"e1\"}", "invalid_argument", "name is required"},
+		{NULL, "browser_act", "{\"action\":\"fill_secret\",\"name\":\"n\"}", "invalid_argument", "ref is required"},
+		{NULL, "browser_act", "{\"action\":\"fill_secret\",\"ref\":\"e1\",\"name\":\"n\",\"part\":\"pin\"}",
+		 "invalid_argument", "part must be username or password"},
+		{NULL, "browser_navigate", "{\"url\":\"http://127.0.0.1/\"}", "unsupported", "has no page browser"},
+		{"alpha", "browser_snapshot", "{}", "unsupported", "has no page browser"},
+		{"alpha", "browser_act", "{\"action\":\"fill_secret\",\"ref\":\"e1\",\"name\":\"n\"}", "unsupported",
+		 "has no page browser"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rk_tools_ctx ctx = {.computer = &c, .bot_id = cases[i].bot};
+		struct rk_tool_result r;
+		CHECK_EQ_INT(rk_tools_call(&ctx, cases[i].name, cases[i].args, &r), 0);
+		check_error(&r, i, cases[i].code, cases[i].msg);
 	}
 }
 
@@ -142,6 +174,7 @@ int main(void)
 {
 	RUN(definitions);
 	RUN(error_results);
+	RUN(browser_args);
 	RUN(runs_table);
 	return check_summary("tools");
 }
