@@ -60,8 +60,9 @@ int cmd_screen_share(struct cmd_ctx *ctx)
 		} else {
 			char t[40];
 			printf("%s\n", url);
-			fprintf(stderr, "%s capability %s on display %d of %s, until %s (revoke: rakazo screen revoke %s)\n",
-				rk_gateway_policy_name(cap.policy), cap.id, cap.display, c.name,
+			fprintf(stderr, "%s capability %s on display %d%s%s%s of %s, until %s (revoke: rakazo screen revoke %s)\n",
+				rk_gateway_policy_name(cap.policy), cap.id, cap.display, cap.bot_id ? " (bot " : "",
+				cap.bot_id ? cap.bot_id : "", cap.bot_id ? ")" : "", c.name,
 				rk_iso8601(cap.expires_at, t, sizeof(t)), cap.id);
 		}
 		free(url);
