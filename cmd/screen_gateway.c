@@ -49,8 +49,7 @@ int cmd_screen_share(struct cmd_ctx *ctx)
 	struct rk_gateway_cap cap;
 	r = rk_gateway_share(ctx->eng, &c, &so, &token, &cap, &ctx->err);
 	if (r == 0) {
-		char *base = rk_gateway_base_url(ctx->eng);
-		char *url = rk_xasprintf("%s?token=%s", base, token);
+		char *url = rk_gateway_url(ctx->eng, token);
 		if (out_is_json()) {
 			cJSON *doc = rk_gateway_cap_to_json(&cap, rk_now_ms());
 			cJSON_AddStringToObject(doc, "computer", c.name);
@@ -66,7 +65,6 @@ int cmd_screen_share(struct cmd_ctx *ctx)
 				rk_iso8601(cap.expires_at, t, sizeof(t)), cap.id);
 		}
 		free(url);
-		free(base);
 		memset(token, 0, strlen(token));
 		free(token);
 		rk_gateway_cap_release(&cap);

@@ -1043,8 +1043,7 @@ static int h_stream(struct call *k)
 		fail_err(k, &err);
 		goto out;
 	}
-	char *base = rk_gateway_base_url(k->eng);
-	char *url = rk_xasprintf("%s?token=%s", base, token);
+	char *url = rk_gateway_url(k->eng, token);
 	cJSON *doc = rk_gateway_cap_to_json(&cap, rk_now_ms());
 	cJSON_AddStringToObject(doc, "url", url);
 	camelize(doc);
@@ -1052,7 +1051,6 @@ static int h_stream(struct call *k)
 	sodium_memzero(url, strlen(url));
 	sodium_memzero(token, strlen(token));
 	free(url);
-	free(base);
 	free(token);
 	rk_gateway_cap_release(&cap);
 out:

@@ -1096,7 +1096,7 @@ int rk_gateway_connect(const struct rk_gateway_cap *cap, struct rk_error *err)
 	return fd;
 }
 
-char *rk_gateway_base_url(struct rk_engine *eng)
+char *rk_gateway_url(struct rk_engine *eng, const char *token)
 {
 	char *p = rk_xasprintf("%s/run/gateway/address", eng->data_dir);
 	struct rk_buf b;
@@ -1106,9 +1106,9 @@ char *rk_gateway_base_url(struct rk_engine *eng)
 	if (rk_fs_read_all(p, 256, &b, &e) == 0 && b.len > 0) {
 		while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == ' '))
 			b.data[--b.len] = '\0';
-		url = rk_xasprintf("ws://%s/websockify", b.data);
+		url = rk_xasprintf("ws://%s/websockify?token=%s", b.data, token);
 	} else {
-		url = rk_xstrdup("ws://" RK_GATEWAY_DEFAULT_LISTEN "/websockify");
+		url = rk_xasprintf("ws://" RK_GATEWAY_DEFAULT_LISTEN "/websockify?token=%s", token);
 	}
 	rk_buf_release(&b);
 	free(p);

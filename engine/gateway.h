@@ -130,7 +130,8 @@ struct rk_gateway_server_options {
  * DATA_DIR/run/gateway/address for `share` to build URLs. */
 int rk_gateway_serve(struct rk_engine *eng, const struct rk_gateway_server_options *opt, struct rk_error *err);
 
-/* The base URL share prints: the running gateway's address, else the default. */
-char *rk_gateway_base_url(struct rk_engine *eng);
+/* The URL of a capability's token (malloc'd): the running gateway's
+ * address, else the default, ws://HOST:PORT/websockify?token=TOKEN. */
+char *rk_gateway_url(struct rk_engine *eng, const char *token);
 
 #endif
