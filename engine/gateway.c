@@ -377,18 +377,20 @@ int rk_gateway_control_held(struct rk_engine *eng, const struct rk_gateway_cap *
 		return rk_error_set(err, RK_ESTALE, "control of display %d has ended", cap->display);
 	if (!cap->bot_id)
 		return 0;
-	int r = rk_team_bot_busy(eng->db, cap->computer_id, cap->computer_id, cap->bot_id, NULL, err);
-	if (r)
-		return r;
+	struct rk_computer c = {0};
+	struct rk_error ce;
+	const char *name = rk_db_computer_get(eng->db, cap->computer_id, &c, &ce) == 0 ? c.name : cap->computer_id;
+	int r = rk_team_bot_busy(eng->db, cap->computer_id, name, cap->bot_id, NULL, err);
 	char *holder = NULL;
-	int live = rk_team_control_live(eng->db, cap->computer_id, cap->bot_id, &holder);
-	if (!live || !holder || !cap->created_by || strcmp(holder, cap->created_by) != 0)
+	if (r == 0 && (!rk_team_control_live(eng->db, cap->computer_id, cap->bot_id, &holder) || !holder ||
+		       !cap->created_by || strcmp(holder, cap->created_by) != 0))
 		r = rk_error_set(err, RK_EDENIED,
 				 "%s does not hold control of the screen of bot '%s' on computer '%s': take it first "
 				 "(`rakazo screen takeover %s --bot %s`)",
-				 cap->created_by && *cap->created_by ? cap->created_by : "the sharer", cap->bot_id,
-				 cap->computer_id, cap->computer_id, cap->bot_id);
+				 cap->created_by && *cap->created_by ? cap->created_by : "the sharer", cap->bot_id, name,
+				 name, cap->bot_id);
 	free(holder);
+	rk_computer_release(&c);
 	return r;
 }
 
