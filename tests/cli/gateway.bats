@@ -357,6 +357,8 @@ team_events() {
 	rk screen release-control tc --bot alpha
 	rk screen release tc --bot alpha
 	wait_for 'grep -q closed "$BATS_TEST_TMPDIR/hold"' 20
+	# and its transport is down before the slot goes to anyone
+	[[ "$(rk computer exec tc -- "rakazo-desktop status $SLOT")" == *"x11vnc stopped"* ]]
 	# beta gets the same slot, a new generation; the same person takes it over
 	[ "$(rk screen shot tc --bot beta --json | rk_json 'd["slot"]')" = "$SLOT" ]
 	[ "$(rk screen list tc --json | rk_json '[s["generation"] for s in d if s["bot_id"] == "beta"][0]')" -gt "$gen" ]
