@@ -49,8 +49,7 @@ int cmd_screen_share(struct cmd_ctx *ctx)
 	struct rk_gateway_cap cap;
 	r = rk_gateway_share(ctx->eng, &c, &so, &token, &cap, &ctx->err);
 	if (r == 0) {
-		char *base = rk_gateway_base_url(ctx->eng);
-		char *url = rk_xasprintf("%s?token=%s", base, token);
+		char *url = rk_gateway_url(ctx->eng, token);
 		if (out_is_json()) {
 			cJSON *doc = rk_gateway_cap_to_json(&cap, rk_now_ms());
 			cJSON_AddStringToObject(doc, "computer", c.name);
@@ -60,12 +59,12 @@ int cmd_screen_share(struct cmd_ctx *ctx)
 		} else {
 			char t[40];
 			printf("%s\n", url);
-			fprintf(stderr, "%s capability %s on display %d of %s, until %s (revoke: rakazo screen revoke %s)\n",
-				rk_gateway_policy_name(cap.policy), cap.id, cap.display, c.name,
+			fprintf(stderr, "%s capability %s on display %d%s%s%s of %s, until %s (revoke: rakazo screen revoke %s)\n",
+				rk_gateway_policy_name(cap.policy), cap.id, cap.display, cap.bot_id ? " (bot " : "",
+				cap.bot_id ? cap.bot_id : "", cap.bot_id ? ")" : "", c.name,
 				rk_iso8601(cap.expires_at, t, sizeof(t)), cap.id);
 		}
 		free(url);
-		free(base);
 		memset(token, 0, strlen(token));
 		free(token);
 		rk_gateway_cap_release(&cap);

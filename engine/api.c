@@ -11,6 +11,7 @@
 #include "computer.h"
 #include "display.h"
 #include "execution.h"
+#include "gateway.h"
 #include "session.h"
 #include "util/buf.h"
 #include "util/id.h"
@@ -1008,14 +1009,52 @@ out:
 	return 0;
 }
 
+/* A gateway URL with a view (default) or control capability on the
+ * desktop: the same engine call as `rakazo screen share`. Body:
+ * {control, ttlSeconds, display | botId}. The token is in the URL only. */
 static int h_stream(struct call *k)
 {
+	static const char *const allowed[] = {"control", "ttlSeconds", "display", "botId", NULL};
 	struct rk_computer c = {0};
 	if (desktop_computer(k, &c))
 		return 0;
-	fail(k, RK_EUNSUPPORTED,
-	     "a desktop stream needs the screen gateway (rakazo screen share), which this build does not have; "
-	     "use desktop/screenshot and desktop/actions");
+	cJSON *b = body_object(k, 0, allowed);
+	int64_t display, ttl;
+	int control;
+	const char *bot = NULL;
+	struct rk_error err;
+	if (!b || get_bool(k, b, "control", 0, &control) || get_int(k, b, "display", 0, 63, 0, &display) ||
+	    get_int(k, b, "ttlSeconds", 1, RK_GATEWAY_MAX_TTL_S, RK_GATEWAY_DEFAULT_TTL_S, &ttl) ||
+	    get_str(k, b, "botId", 0, &bot))
+		goto out;
+	if (bot && cJSON_GetObjectItemCaseSensitive(b, "display")) {
+		fail(k, RK_EINVALID, "give botId (the bot's own screen) or display, not both");
+		goto out;
+	}
+	struct rk_gateway_share_options so = {
+		.display = (int)display,
+		.bot_id = bot,
+		.policy = control ? RK_GATEWAY_CONTROL : RK_GATEWAY_VIEW,
+		.ttl_s = ttl,
+	};
+	char *token = NULL;
+	struct rk_gateway_cap cap;
+	if (rk_gateway_share(k->eng, &c, &so, &token, &cap, &err)) {
+		fail_err(k, &err);
+		goto out;
+	}
+	char *url = rk_gateway_url(k->eng, token);
+	cJSON *doc = rk_gateway_cap_to_json(&cap, rk_now_ms());
+	cJSON_AddStringToObject(doc, "url", url);
+	camelize(doc);
+	reply(k, 200, doc);
+	sodium_memzero(url, strlen(url));
+	sodium_memzero(token, strlen(token));
+	free(url);
+	free(token);
+	rk_gateway_cap_release(&cap);
+out:
+	cJSON_Delete(b);
 	rk_computer_release(&c);
 	return 0;
 }

@@ -22,6 +22,7 @@
 
 #include "display.h"
 #include "rfb.h"
+#include "team.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/id.h"
@@ -34,6 +35,7 @@
 #define HANDSHAKE_MS 15000
 #define STOP_WAIT_MS 5000
 #define MAX_CLIENTS 64
+#define CONTROL_CHECK_MS 500
 
 const char *rk_gateway_policy_name(enum rk_gateway_policy p)
 {
@@ -50,6 +52,7 @@ void rk_gateway_cap_release(struct rk_gateway_cap *cap)
 	free(cap->socket_path);
 	free(cap->vnc_socket);
 	free(cap->revoke_reason);
+	free(cap->created_by);
 	memset(cap, 0, sizeof(*cap));
 }
 
@@ -69,10 +72,12 @@ cJSON *rk_gateway_cap_to_json(const struct rk_gateway_cap *cap, int64_t now_ms)
 	cJSON_AddStringToObject(o, "id", cap->id);
 	cJSON_AddStringToObject(o, "computer_id", cap->computer_id);
 	cJSON_AddNumberToObject(o, "display", cap->display);
-	if (cap->bot_id)
+	if (cap->bot_id) {
 		cJSON_AddStringToObject(o, "bot", cap->bot_id);
-	else
+		cJSON_AddNumberToObject(o, "generation", (double)cap->generation);
+	} else {
 		cJSON_AddNullToObject(o, "bot");
+	}
 	cJSON_AddStringToObject(o, "policy", rk_gateway_policy_name(cap->policy));
 	cJSON_AddStringToObject(o, "created_at", rk_iso8601(cap->created_at, t, sizeof(t)));
 	cJSON_AddStringToObject(o, "expires_at", rk_iso8601(cap->expires_at, t, sizeof(t)));
@@ -178,7 +183,7 @@ static sqlite3_stmt *prep(struct rk_engine *eng, const char *sql, struct rk_erro
 
 #define CAP_COLS                                                                                            \
 	"id, token_hash, computer_id, display, bot_id, generation, policy, socket_path, vnc_socket, vnc_dev, " \
-	"vnc_ino, vnc_ctime_ns, created_at, expires_at, coalesce(revoked_at, 0), revoke_reason"
+	"vnc_ino, vnc_ctime_ns, created_at, expires_at, coalesce(revoked_at, 0), revoke_reason, created_by"
 
 /* Reads a row of CAP_COLS; the stored hash goes to hash when given. */
 static void cap_from_row(sqlite3_stmt *st, struct rk_gateway_cap *cap, int64_t *ctime_ns, unsigned char *hash)
@@ -208,6 +213,7 @@ static void cap_from_row(sqlite3_stmt *st, struct rk_gateway_cap *cap, int64_t *
 	cap->expires_at = sqlite3_column_int64(st, 13);
 	cap->revoked_at = sqlite3_column_int64(st, 14);
 	cap->revoke_reason = rk_db_col_text(st, 15);
+	cap->created_by = rk_db_col_text(st, 16);
 }
 
 static int cap_insert(struct rk_engine *eng, const struct rk_gateway_cap *cap, const char *hash_hex_s,
@@ -237,7 +243,7 @@ static int cap_insert(struct rk_engine *eng, const struct rk_gateway_cap *cap, c
 	sqlite3_bind_int64(st, 12, ctime_ns);
 	sqlite3_bind_int64(st, 13, cap->created_at);
 	sqlite3_bind_int64(st, 14, cap->expires_at);
-	sqlite3_bind_text(st, 15, eng->owner ? eng->owner : "", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 15, cap->created_by ? cap->created_by : "", -1, SQLITE_TRANSIENT);
 	int rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : sql_fail(eng, err, "record the capability");
@@ -341,23 +347,83 @@ int rk_gateway_list(struct rk_engine *eng, int all, struct rk_gateway_cap **out,
 int rk_gateway_bot_slot(struct rk_engine *eng, const struct rk_computer *c, const char *bot_id, int *display,
 			int64_t *generation, struct rk_error *err)
 {
-	(void)eng;
-	(void)display;
-	(void)generation;
-	return rk_error_set(err, RK_EUNSUPPORTED,
-			    "computer '%s' has no per-bot screens yet, so bot '%s' has no slot: share a display "
-			    "with --display N",
-			    c->name, bot_id);
+	int r = rk_team_bot_check(bot_id, err);
+	if (r)
+		return r;
+	if ((r = rk_team_screen_slot(eng, c->id, bot_id, display, generation, err)) && err->code == RK_ENOTFOUND)
+		rk_error_set(err, RK_ENOTFOUND,
+			     "bot '%s' has no live screen on computer '%s': it starts with the bot's first graphical call "
+			     "(`rakazo screen shot %s --bot %s`)",
+			     bot_id, c->name, c->name, bot_id);
+	return r;
+}
+
+/* Whether cap's bot screen is still the tenancy it was made for: the bot
+ * has the same slot, at the same generation. */
+static int bot_slot_same(struct rk_engine *eng, const struct rk_gateway_cap *cap)
+{
+	int display;
+	int64_t generation;
+	struct rk_error e;
+	return rk_team_screen_slot(eng, cap->computer_id, cap->bot_id, &display, &generation, &e) == 0 &&
+	       display == cap->display && generation == cap->generation;
 }
 
 int rk_gateway_control_held(struct rk_engine *eng, const struct rk_gateway_cap *cap, struct rk_error *err)
 {
-	(void)eng;
 	if (cap->policy != RK_GATEWAY_CONTROL)
 		return rk_error_set(err, RK_EDENIED, "capability %s is view-only", cap->id);
 	if (cap->revoked_at || rk_now_ms() >= cap->expires_at)
 		return rk_error_set(err, RK_ESTALE, "control of display %d has ended", cap->display);
-	return 0;
+	if (!cap->bot_id)
+		return 0;
+	struct rk_computer c = {0};
+	struct rk_error ce;
+	const char *name = rk_db_computer_get(eng->db, cap->computer_id, &c, &ce) == 0 ? c.name : cap->computer_id;
+	int r = rk_team_bot_busy(eng->db, cap->computer_id, name, cap->bot_id, NULL, err);
+	char *holder = NULL;
+	if (r == 0 && (!rk_team_control_live(eng->db, cap->computer_id, cap->bot_id, &holder) || !holder ||
+		       !cap->created_by || strcmp(holder, cap->created_by) != 0))
+		r = rk_error_set(err, RK_EDENIED,
+				 "%s does not hold control of the screen of bot '%s' on computer '%s': take it first "
+				 "(`rakazo screen takeover %s --bot %s`)",
+				 cap->created_by && *cap->created_by ? cap->created_by : "the sharer", cap->bot_id, name,
+				 name, cap->bot_id);
+	free(holder);
+	rk_computer_release(&c);
+	return r;
+}
+
+/* Whether (computer, bot) is controlled by holder now, read by a forwarder
+ * through its own connection to the database (it must not use the
+ * parent's): 1 yes, 0 no, -1 when the database could not be read (the
+ * forwarder then asks again on its next tick). */
+static int control_live_fresh(const char *data_dir, const struct rk_gateway_cap *cap)
+{
+	char *path = rk_xasprintf("%s/rakazo.db", data_dir);
+	sqlite3 *db = NULL;
+	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	free(path);
+	int live = -1;
+	sqlite3_stmt *st = NULL;
+	if (rc == SQLITE_OK) {
+		sqlite3_busy_timeout(db, 1000);
+		rc = sqlite3_prepare_v2(db,
+					"SELECT 1 FROM control_leases WHERE computer_id = ? AND bot_id = ? AND holder = ? "
+					"AND expires_at > ?",
+					-1, &st, NULL);
+	}
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, cap->computer_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, cap->bot_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, cap->created_by ? cap->created_by : "", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, rk_now_ms());
+		rc = sqlite3_step(st);
+		live = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return live;
 }
 
 /* --- the forwarder -------------------------------------------------------------------- */
@@ -630,6 +696,8 @@ static void forwarder_main(void *arg, int ready_fd)
 	pid_t self = getpid();
 	rk_ipc_ready(ready_fd, NULL);
 	const char *why = "stopped";
+	int takeover_bound = cap->policy == RK_GATEWAY_CONTROL && cap->bot_id;
+	int64_t next_control_check = 0;
 	while (!fw_stop) {
 		struct pollfd p = {.fd = lsock, .events = POLLIN};
 		int pr = poll(&p, 1, FORWARDER_TICK_MS);
@@ -651,6 +719,13 @@ static void forwarder_main(void *arg, int ready_fd)
 		if (stat(cap->socket_path, &now) != 0 || now.st_ino != own.st_ino || now.st_dev != own.st_dev) {
 			why = "its socket was removed";
 			break;
+		}
+		if (takeover_bound && rk_monotonic_ms() >= next_control_check) {
+			if (control_live_fresh(a->data_dir, cap) == 0) {
+				why = "the takeover it was made under ended";
+				break;
+			}
+			next_control_check = rk_monotonic_ms() + CONTROL_CHECK_MS;
 		}
 		if (pr <= 0)
 			continue;
@@ -739,7 +814,7 @@ static int forwarder_stop(const char *data_dir, const struct rk_gateway_cap *cap
 /* --- share, revoke, teardown ------------------------------------------------------------ */
 
 /* The VNC socket of display on c, starting the display as needed. */
-static int vnc_socket_of(struct rk_engine *eng, struct rk_computer *c, int display, char **out,
+static int vnc_socket_of(struct rk_engine *eng, struct rk_computer *c, int display, const char *bot, char **out,
 			 struct rk_error *err)
 {
 	cJSON *info = NULL;
@@ -760,11 +835,13 @@ static int vnc_socket_of(struct rk_engine *eng, struct rk_computer *c, int displ
 	/* display_start is idempotent: it hands the running display's socket */
 	struct rk_machine_ctx mc;
 	rk_machine_ctx_init(&mc, eng, c);
-	struct rk_display_options dopt = {.width = 1280, .height = 800,
-					  .profile_dir = display == 0 ? ".browser-profiles/default" : NULL};
+	char *profile = bot ? rk_xasprintf(".browser-profiles/%s", bot)
+			    : display == 0 ? rk_xstrdup(".browser-profiles/default") : NULL;
+	struct rk_display_options dopt = {.width = 1280, .height = 800, .profile_dir = profile};
 	struct rk_screen_transport tr = {0};
 	r = ops->display_start(&mc.m, display, &dopt, &tr, err);
 	rk_machine_ctx_release(&mc);
+	free(profile);
 	if (r)
 		return r;
 	if (!tr.vnc_socket)
@@ -784,29 +861,42 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 		return rk_error_set(err, RK_EINVALID, "--ttl must be from 1 to %lld seconds", RK_GATEWAY_MAX_TTL_S);
 	int display = opt->display;
 	int64_t generation = 0;
+	char *bot = NULL;
 	int r;
-	if (opt->bot_id && (r = rk_gateway_bot_slot(eng, c, opt->bot_id, &display, &generation, err)))
+	if (opt->bot_id) {
+		if ((r = rk_gateway_bot_slot(eng, c, opt->bot_id, &display, &generation, err)))
+			return r;
+		bot = rk_xstrdup(opt->bot_id);
+	} else if ((r = rk_team_slot_tenant(eng, c->id, display, &bot, &generation, err)) < 0) {
 		return r;
+	}
+	/* a --display share of a bot's slot is a share of that bot's screen:
+	 * the same tenancy binding, and control needs the takeover */
 	char *vnc = NULL;
-	if ((r = vnc_socket_of(eng, c, display, &vnc, err)))
+	if ((r = vnc_socket_of(eng, c, display, bot, &vnc, err))) {
+		free(bot);
 		return r;
+	}
 	struct slot_id slot;
 	if (slot_identity(vnc, &slot.dev, &slot.ino, &slot.ctime_ns) != 0) {
 		r = rk_error_set(err, RK_EUNAVAILABLE, "the VNC socket %s of display %d is gone", vnc, display);
 		free(vnc);
+		free(bot);
 		return r;
 	}
 	char *dir = gw_dir(eng->data_dir);
 	if ((r = rk_fs_mkdirs(dir, 0700, err))) {
 		free(dir);
 		free(vnc);
+		free(bot);
 		return r;
 	}
 	struct rk_gateway_cap *cap = out;
 	cap->id = rk_id_new("cap");
 	cap->computer_id = rk_xstrdup(c->id);
 	cap->display = display;
-	cap->bot_id = rk_xstrdup(opt->bot_id);
+	cap->bot_id = bot;
+	cap->created_by = rk_xstrdup(eng->owner ? eng->owner : "");
 	cap->generation = generation;
 	cap->policy = opt->policy;
 	cap->socket_path = rk_xasprintf("%s/%s.sock", dir, cap->id);
@@ -816,6 +906,11 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 	cap->created_at = rk_now_ms();
 	cap->expires_at = cap->created_at + ttl * 1000;
 	free(dir);
+	if (bot && !bot_slot_same(eng, cap)) {
+		r = rk_error_set(err, RK_ECONFLICT, "the screen of bot '%s' changed while it was being shared: try again",
+				 bot);
+		goto fail;
+	}
 	if (cap->policy == RK_GATEWAY_CONTROL && (r = rk_gateway_control_held(eng, cap, err)))
 		goto fail;
 	char *t = token_new();
@@ -923,6 +1018,24 @@ int rk_gateway_teardown_slot(struct rk_engine *eng, const char *computer_id, int
 	return first;
 }
 
+int rk_gateway_revoke_control(struct rk_engine *eng, const char *computer_id, const char *bot_id,
+			       struct rk_error *err)
+{
+	struct rk_gateway_cap *caps = NULL;
+	size_t n = 0, keep = 0;
+	int r = caps_where(eng, "computer_id = ? AND policy = 'control' AND revoked_at IS NULL", computer_id, -1, &caps,
+			   &n, err);
+	if (r)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (caps[i].bot_id && !strcmp(caps[i].bot_id, bot_id))
+			caps[keep++] = caps[i];
+		else
+			rk_gateway_cap_release(&caps[i]);
+	}
+	return revoke_each(eng, caps, keep, "control released", NULL, err);
+}
+
 /* --- the gateway's check ----------------------------------------------------------------- */
 
 int rk_gateway_http_status(enum rk_code code)
@@ -932,6 +1045,8 @@ int rk_gateway_http_status(enum rk_code code)
 		return 401;
 	case RK_ESTALE:
 		return 403;
+	case RK_ECONFLICT:
+		return 409;
 	case RK_EUNAVAILABLE:
 		return 503;
 	default:
@@ -960,13 +1075,14 @@ int rk_gateway_authorize(struct rk_engine *eng, const char *token, struct rk_gat
 		r = rk_error_set(err, RK_ESTALE, "capability %s was revoked", out->id);
 	else if (now >= out->expires_at)
 		r = rk_error_set(err, RK_ESTALE, "capability %s has expired", out->id);
-	else if (!slot_same(out->vnc_socket, &slot))
+	else if (!slot_same(out->vnc_socket, &slot) || (out->bot_id && !bot_slot_same(eng, out)))
 		r = rk_error_set(err, RK_ESTALE, "capability %s was for a screen that is gone (its slot was released "
 				 "or reused)", out->id);
+	else if (out->policy == RK_GATEWAY_CONTROL && (r = rk_gateway_control_held(eng, out, err)) != 0)
+		/* a busy bot is the conflict (409); control not held, the capability's end (403) */
+		r = err->code == RK_ECONFLICT ? r : rk_error_set(err, RK_ESTALE, "%s", err->message);
 	else if (!forwarder_alive(eng->data_dir, out->id, NULL))
 		r = rk_error_set(err, RK_ESTALE, "capability %s is no longer served", out->id);
-	else if (out->policy == RK_GATEWAY_CONTROL && (r = rk_gateway_control_held(eng, out, err)) != 0)
-		r = rk_error_set(err, RK_ESTALE, "%s", err->message);
 	else
 		r = 0;
 	if (r)
@@ -982,7 +1098,7 @@ int rk_gateway_connect(const struct rk_gateway_cap *cap, struct rk_error *err)
 	return fd;
 }
 
-char *rk_gateway_base_url(struct rk_engine *eng)
+char *rk_gateway_url(struct rk_engine *eng, const char *token)
 {
 	char *p = rk_xasprintf("%s/run/gateway/address", eng->data_dir);
 	struct rk_buf b;
@@ -992,9 +1108,9 @@ char *rk_gateway_base_url(struct rk_engine *eng)
 	if (rk_fs_read_all(p, 256, &b, &e) == 0 && b.len > 0) {
 		while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == ' '))
 			b.data[--b.len] = '\0';
-		url = rk_xasprintf("ws://%s/websockify", b.data);
+		url = rk_xasprintf("ws://%s/websockify?token=%s", b.data, token);
 	} else {
-		url = rk_xstrdup("ws://" RK_GATEWAY_DEFAULT_LISTEN "/websockify");
+		url = rk_xasprintf("ws://" RK_GATEWAY_DEFAULT_LISTEN "/websockify?token=%s", token);
 	}
 	rk_buf_release(&b);
 	free(p);

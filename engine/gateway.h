@@ -43,23 +43,33 @@ struct rk_gateway_cap {
 	int64_t vnc_dev, vnc_ino;
 	int64_t created_at, expires_at, revoked_at; /* ms; revoked_at 0 when live */
 	char *revoke_reason;
+	char *created_by;  /* the person who shared it (eng->owner) */
 };
 void rk_gateway_cap_release(struct rk_gateway_cap *cap);
-/* {id, computer_id, display, bot, policy, created_at, expires_at, revoked_at?, state}; owned by the caller. */
+/* {id, computer_id, display, bot, generation (with a bot), policy, created_at, expires_at, revoked_at?,
+ * state}; owned by the caller. */
 cJSON *rk_gateway_cap_to_json(const struct rk_gateway_cap *cap, int64_t now_ms);
 
 const char *rk_gateway_policy_name(enum rk_gateway_policy p);
 
 /* Where a bot's screen lives: its live display slot and that slot's
- * generation on computer c. The team helper's screen registry answers this;
- * until it lands there are no bot screens and this is RK_EUNSUPPORTED. */
+ * generation on computer c (engine/team.h's registry). RK_ENOTFOUND when
+ * the bot has no live screen (it starts with the bot's first graphical
+ * call). A capability is bound to (slot, generation) and to the slot's VNC
+ * socket: once the bot releases the slot, or another bot gets it, the
+ * capability authorizes nothing. */
 int rk_gateway_bot_slot(struct rk_engine *eng, const struct rk_computer *c, const char *bot_id, int *display,
 			int64_t *generation, struct rk_error *err);
 
-/* Whether a person holds control of display of c right now: the one check a
- * control capability passes at share time and on every connection. Until
- * takeover lands, an explicit --control share is itself the grant, so this
- * only checks the capability is a live control one. */
+/* Whether a control capability may drive its screen now: the one check it
+ * passes at share time and on every connection. On a bot's screen the
+ * sharer must hold the takeover (rakazo screen takeover; RK_EDENIED when
+ * not), and the bot must not hold a live execution lease or have an active
+ * run unless it is waiting_takeover (RK_ECONFLICT, "Stop the bot first").
+ * Its forwarder drops its clients when that takeover ends, so a control
+ * token lives at most as long as the takeover it was made under. On a
+ * display no bot has (--display N), an explicit --control share is itself
+ * the grant. */
 int rk_gateway_control_held(struct rk_engine *eng, const struct rk_gateway_cap *cap, struct rk_error *err);
 
 struct rk_gateway_share_options {
@@ -91,10 +101,16 @@ void rk_gateway_caps_free(struct rk_gateway_cap *caps, size_t n);
  * Nonzero means some are still connected: keep the slot reserved and retry. */
 int rk_gateway_teardown_slot(struct rk_engine *eng, const char *computer_id, int display, struct rk_error *err);
 
+/* A person gave control of bot_id's screen back: its live control
+ * capabilities are revoked and their clients dropped (view ones stay). */
+int rk_gateway_revoke_control(struct rk_engine *eng, const char *computer_id, const char *bot_id,
+			      struct rk_error *err);
+
 /* What the gateway does with a presented token: RK_EDENIED ("401") for a
  * malformed or unknown one, RK_ESTALE ("403") for a revoked, expired, or
- * stale-after-slot-reuse one or a control one without control held; else
- * fills *out. */
+ * stale-after-slot-reuse one or a control one without the takeover held,
+ * RK_ECONFLICT ("409") for a control one while its bot is busy (see
+ * rk_gateway_control_held); else fills *out. */
 int rk_gateway_authorize(struct rk_engine *eng, const char *token, struct rk_gateway_cap *out, struct rk_error *err);
 /* The HTTP status the gateway answers for an authorize error code. */
 int rk_gateway_http_status(enum rk_code code);
@@ -114,7 +130,8 @@ struct rk_gateway_server_options {
  * DATA_DIR/run/gateway/address for `share` to build URLs. */
 int rk_gateway_serve(struct rk_engine *eng, const struct rk_gateway_server_options *opt, struct rk_error *err);
 
-/* The base URL share prints: the running gateway's address, else the default. */
-char *rk_gateway_base_url(struct rk_engine *eng);
+/* The URL of a capability's token (malloc'd): the running gateway's
+ * address, else the default, ws://HOST:PORT/websockify?token=TOKEN. */
+char *rk_gateway_url(struct rk_engine *eng, const char *token);
 
 #endif

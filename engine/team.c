@@ -8,6 +8,7 @@
 
 #include "browser.h"
 #include "execution.h"
+#include "gateway.h"
 #include "idle.h"
 #include "lease.h"
 #include "reservation.h"
@@ -206,6 +207,41 @@ int rk_team_control_live(struct rk_db *db, const char *computer_id, const char *
 		*holder = rk_db_col_text(st, 0);
 	sqlite3_finalize(st);
 	return live;
+}
+
+int rk_team_bot_busy(struct rk_db *db, const char *computer_id, const char *computer_name, const char *bot_id,
+		     char **waiting_run, struct rk_error *err)
+{
+	char *state = NULL, *run = NULL;
+	if (waiting_run)
+		*waiting_run = NULL;
+	int r = rk_team_bot_run_state(db, computer_id, bot_id, &state, &run, err);
+	if (r)
+		return r;
+	if (state && !strcmp(state, "waiting_takeover")) {
+		if (waiting_run)
+			*waiting_run = run;
+		else
+			free(run);
+		free(state);
+		return 0;
+	}
+	if (state) {
+		r = rk_error_set(err, RK_ECONFLICT, "Stop the bot first: bot '%s' has an active run %s (%s) on computer '%s'",
+				 bot_id, run, state, computer_name);
+	} else {
+		struct rk_lease l = {0};
+		struct rk_error e2;
+		if (rk_db_lease_get(db, computer_id, bot_id, &l, &e2) == 0 && l.holder && l.expires_at > rk_now_ms())
+			r = rk_error_set(err, RK_ECONFLICT,
+					 "Stop the bot first: bot '%s' holds a live execution lease on computer '%s' (%s, "
+					 "fence %lld)",
+					 bot_id, computer_name, l.holder, (long long)l.fence);
+		rk_lease_release_record(&l);
+	}
+	free(state);
+	free(run);
+	return r;
 }
 
 /* --- a bot's call ----------------------------------------------------------------------- */
@@ -445,6 +481,27 @@ int rk_team_screen_slot(struct rk_engine *eng, const char *computer_id, const ch
 	}
 	sqlite3_finalize(st);
 	return r;
+}
+
+int rk_team_slot_tenant(struct rk_engine *eng, const char *computer_id, int slot, char **bot_id,
+			int64_t *generation, struct rk_error *err)
+{
+	*bot_id = NULL;
+	sqlite3_stmt *st = rk_db_prepare(eng->db,
+					 "SELECT bot_id, generation FROM display_slots WHERE computer_id = ? AND slot = ? "
+					 "AND bot_id IS NOT NULL",
+					 err);
+	if (!st)
+		return -err->code;
+	rk_db_bind_text(st, 1, computer_id);
+	sqlite3_bind_int(st, 2, slot);
+	int rc = sqlite3_step(st), found = rc == SQLITE_ROW;
+	if (found) {
+		*bot_id = rk_db_col_text(st, 0);
+		*generation = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	return found ? 1 : rc == SQLITE_DONE ? 0 : rk_db_sql_error(eng->db, err, "slot tenant");
 }
 
 /* Claims the slot; a fresh claim whose display did not come up is given back. */
@@ -798,7 +855,7 @@ int rk_team_takeover(struct rk_engine *eng, struct rk_computer *c, const char *b
 	if (ttl_ms && (ttl_ms < 1000 || ttl_ms > 24LL * 3600 * 1000))
 		return rk_error_set(err, RK_EINVALID, "control ttl must be from 1 s to 24 h");
 	int64_t ttl = control_ttl(ttl_ms), now = rk_now_ms();
-	char *holder = NULL, *state = NULL, *run = NULL, *lease_id = NULL;
+	char *holder = NULL, *run = NULL, *lease_id = NULL;
 	if ((r = rk_db_begin(eng->db, err)))
 		return r;
 	if ((r = rk_reservation_check(eng->db, c->id, err)))
@@ -811,24 +868,9 @@ int rk_team_takeover(struct rk_engine *eng, struct rk_computer *c, const char *b
 		}
 		extend = 1;
 	}
-	if ((r = rk_team_bot_run_state(eng->db, c->id, bot, &state, &run, err)))
+	if ((r = rk_team_bot_busy(eng->db, c->id, c->name, bot, &run, err)))
 		goto fail;
-	int waiting = state && !strcmp(state, "waiting_takeover");
-	if (state && !waiting) {
-		r = rk_error_set(err, RK_ECONFLICT, "Stop the bot first: bot '%s' has an active run %s (%s) on computer '%s'",
-				 bot, run, state, c->name);
-		goto fail;
-	}
-	struct rk_lease l = {0};
-	struct rk_error e2;
-	if (!waiting && rk_db_lease_get(eng->db, c->id, bot, &l, &e2) == 0 && l.holder && l.expires_at > now) {
-		r = rk_error_set(err, RK_ECONFLICT,
-				 "Stop the bot first: bot '%s' holds a live execution lease on computer '%s' (%s, fence %lld)",
-				 bot, c->name, l.holder, (long long)l.fence);
-		rk_lease_release_record(&l);
-		goto fail;
-	}
-	rk_lease_release_record(&l);
+	int waiting = run != NULL;
 	/* one upsert: a new lease, or the same person's extended (its id kept) */
 	char *new_id = rk_id_new("ctl");
 	sqlite3_stmt *st = rk_db_prepare(
@@ -877,14 +919,12 @@ int rk_team_takeover(struct rk_engine *eng, struct rk_computer *c, const char *b
 		cJSON_AddNullToObject(o, "slot");
 	*out = o;
 	free(holder);
-	free(state);
 	free(run);
 	free(lease_id);
 	return 0;
 fail:
 	rk_db_rollback(eng->db);
 	free(holder);
-	free(state);
 	free(run);
 	free(lease_id);
 	return r;
@@ -912,6 +952,12 @@ int rk_team_release_control(struct rk_engine *eng, struct rk_computer *c, const 
 	rk_db_bind_text(st, 2, bot);
 	if ((r = rk_db_step_done(eng->db, st, "release control", err)))
 		return r;
+	/* control capabilities made under this takeover end with it (their
+	 * forwarders would notice on their own; this makes it immediate and
+	 * shows them revoked) */
+	struct rk_error ge;
+	if (rk_gateway_revoke_control(eng, c->id, bot, &ge))
+		rk_log(RK_LOG_WARN, "team %s: revoking bot %s's control capabilities: %s", c->id, bot, ge.message);
 	rk_idle_touch(eng, c->id);
 	struct rk_error e;
 	if (rk_idle_flush_deferred(eng, c, &e) < 0)

@@ -78,6 +78,12 @@ void rk_team_call_end(struct rk_engine *eng, struct rk_team_call *call);
 int rk_team_screen_slot(struct rk_engine *eng, const char *computer_id, const char *bot_id, int *slot,
 			int64_t *generation, struct rk_error *err);
 
+/* The bot on display slot of computer_id (1, *bot_id malloc'd, with the
+ * slot's generation), or 0 when no bot has it: a --display share of a bot's
+ * slot is a share of that bot's screen. */
+int rk_team_slot_tenant(struct rk_engine *eng, const char *computer_id, int slot, char **bot_id,
+			int64_t *generation, struct rk_error *err);
+
 int rk_team_screen_observe(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence,
 			   const struct rk_display_observe_options *opt, struct rk_display_shot *out,
 			   struct rk_error *err);
@@ -131,6 +137,14 @@ int rk_team_takeover(struct rk_engine *eng, struct rk_computer *c, const char *b
 int rk_team_release_control(struct rk_engine *eng, struct rk_computer *c, const char *bot, struct rk_error *err);
 /* 1 when a person controls (computer, bot) now (bot NULL: any bot); *holder malloc'd when asked. */
 int rk_team_control_live(struct rk_db *db, const char *computer_id, const char *bot_id, char **holder);
+
+/* Whether a person may take control of bot's screen now: RK_ECONFLICT
+ * ("Stop the bot first") while the bot holds a live execution lease or has
+ * an active run, unless its run is waiting_takeover (then 0, and
+ * *waiting_run, when asked, is that run's id, malloc'd). The one check of
+ * takeover and of the screen gateway's control capabilities. */
+int rk_team_bot_busy(struct rk_db *db, const char *computer_id, const char *computer_name, const char *bot_id,
+		     char **waiting_run, struct rk_error *err);
 
 /* The bot's most pressing run on the computer: "running" or "queued"
  * (active), else "waiting_takeover", else NULL (*state malloc'd); *run_id

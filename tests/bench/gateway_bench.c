@@ -1,5 +1,5 @@
-/* make bench: the screen gateway and the cost of idle desktops, on a real
- * docker computer driven through the rakazo CLI ($RAKAZO_BIN).
+/* make bench: the screen gateway, on a real docker computer driven through
+ * the rakazo CLI ($RAKAZO_BIN).
  *
  *   gateway_frame        one full 1280x800 frame (FramebufferUpdateRequest,
  *                        non-incremental, raw encoding, 32 bpp) until the
@@ -10,18 +10,11 @@
  *                        Alternated, p50 and p95; gateway_frame_added is
  *                        their difference. gateway_small_frame: the same
  *                        for a 64x64 region (the per-message cost).
- *   desktop_marginal_mb  desktops 1..10 started one after another in one
- *                        computer, each Xvfb + openbox + x11vnc + a Chromium
- *                        on its own profile, left idle: the container's
- *                        working set (usage minus inactive file pages, as
- *                        `docker stats`) with n desktops, minus none, over n.
- *                        Also desktop_idle_cpu: CPU (% of one core) per idle
- *                        desktop over a 3 s window with all ten up.
- *                        Each step's figures go to stderr.
+ * (The cost of idle desktops, desktop_marginal_mb and desktop_idle_cpu, is
+ * team_bench.c's.)
  *
  * RAKAZO_BENCH=NAME runs only that figure. Without docker or the image it
- * prints "skip: ..." and exits 0; a broken frame or a desktop that does not
- * come up exits 1. Everything made (a data dir under /tmp, one container
+ * prints "skip: ..." and exits 0; a broken frame exits 1. Everything made (a data dir under /tmp, one container
  * labelled rakazo.test, the processes of that data dir) goes at the end. */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +39,6 @@
 #include "../../providers/docker/api.h"
 
 #define N_FRAMES 20
-#define N_DESKTOPS 10
 #define IO_MS 20000
 
 static char data_dir[128];
@@ -100,12 +92,6 @@ static cJSON *cli_json(const char *const *args)
 	cJSON *j = cli(&b, args) == 0 ? cJSON_Parse(b.data ? b.data : "") : NULL;
 	rk_buf_release(&b);
 	return j;
-}
-
-static int sh(const char *cmd)
-{
-	const char *args[] = {"computer", "exec", "b", "--", cmd, NULL};
-	return cli(NULL, args);
 }
 
 /* --- a tiny RFB client over a unix socket or the gateway's WebSocket ---------------- */
@@ -394,80 +380,6 @@ static int bench_frame(const char *vnc_sock, const char *token)
 	return 0;
 }
 
-/* --- idle desktops ------------------------------------------------------------------------ */
-
-/* The container's working set (bytes) and CPU used so far (ns). */
-static int container_stats(const char *id, double *mem, double *cpu_ns)
-{
-	char *path = rk_xasprintf("/containers/%s/stats?stream=false&one-shot=true", id);
-	struct rk_docker_resp r;
-	rk_docker_resp_init(&r);
-	struct rk_error e;
-	int rc = rk_docker_json("GET", path, NULL, 0, &r, &e);
-	free(path);
-	cJSON *j = rc == 0 && r.status == 200 ? cJSON_Parse(r.body.data) : NULL;
-	rk_docker_resp_release(&r);
-	if (!j)
-		return -1;
-	cJSON *ms = cJSON_GetObjectItem(j, "memory_stats"), *st = cJSON_GetObjectItem(ms, "stats");
-	double usage = cJSON_GetNumberValue(cJSON_GetObjectItem(ms, "usage"));
-	cJSON *inact = cJSON_GetObjectItem(st, "total_inactive_file");
-	if (!inact)
-		inact = cJSON_GetObjectItem(st, "inactive_file");
-	*mem = usage - (inact ? cJSON_GetNumberValue(inact) : 0);
-	*cpu_ns = cJSON_GetNumberValue(
-		cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "cpu_stats"), "cpu_usage"), "total_usage"));
-	cJSON_Delete(j);
-	return usage > 0 ? 0 : -1;
-}
-
-/* Memory after a settle, and CPU over a window: both while idle. */
-static int measure_idle(const char *id, double *mem, double *cpu_pct)
-{
-	rk_sleep_ms(3000);
-	double m0, c0, m1, c1;
-	int64_t t0 = rk_monotonic_us();
-	if (container_stats(id, &m0, &c0))
-		return -1;
-	rk_sleep_ms(3000);
-	if (container_stats(id, &m1, &c1))
-		return -1;
-	double us = (double)(rk_monotonic_us() - t0);
-	*mem = (m0 + m1) / 2;
-	*cpu_pct = (c1 - c0) / 1000.0 / us * 100.0;
-	return 0;
-}
-
-static int bench_desktops(const char *id)
-{
-	double mem[N_DESKTOPS + 1], cpu[N_DESKTOPS + 1];
-	if (measure_idle(id, &mem[0], &cpu[0]))
-		return -1;
-	fprintf(stderr, "desktops 0: %.1f MB, %.2f%% cpu\n", mem[0] / 1048576, cpu[0]);
-	for (int n = 1; n <= N_DESKTOPS; n++) {
-		char cmd[512];
-		snprintf(cmd, sizeof(cmd),
-			 "rakazo-desktop start %d 1280x800 \"$PWD/.browser-profiles/bench-%d\" >/dev/null && "
-			 "for i in $(seq 300); do DISPLAY=:%d xdotool search --onlyvisible --class chromium "
-			 ">/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1",
-			 n + 10, n, n + 10);
-		if (sh(cmd) != 0) {
-			fprintf(stderr, "gateway_bench: desktop %d (display :%d) with Chromium did not come up\n", n, n + 10);
-			return -1;
-		}
-		if (measure_idle(id, &mem[n], &cpu[n]))
-			return -1;
-		fprintf(stderr, "desktops %d: %.1f MB (+%.1f), %.2f%% cpu\n", n, mem[n] / 1048576,
-			(mem[n] - mem[n - 1]) / 1048576, cpu[n]);
-	}
-	double per_mb = (mem[N_DESKTOPS] - mem[0]) / N_DESKTOPS / 1048576;
-	double per_cpu = (cpu[N_DESKTOPS] - cpu[0]) / N_DESKTOPS;
-	printf("bench: desktop_marginal_mb ours=%.1f MB\n", per_mb);
-	printf("bench: desktop_idle_cpu ours=%.2f %%\n", per_cpu);
-	fflush(stdout);
-	return 0;
-}
-
 /* --- setup and teardown -------------------------------------------------------------------- */
 
 static void kill_ours(void)
@@ -540,8 +452,7 @@ int main(void)
 	bin = getenv("RAKAZO_BIN");
 	if (!bin || !*bin)
 		bin = "build/rakazo";
-	int do_frame = want("gateway_frame"), do_desk = want("desktop_marginal_mb") || want("desktop_idle_cpu");
-	if (!do_frame && !do_desk)
+	if (!want("gateway_frame"))
 		return 0;
 	struct rk_error e;
 	if (rk_docker_ping(&e) != 0) {
@@ -570,12 +481,12 @@ int main(void)
 	}
 	const char *showa[] = {"computer", "show", "b", "--json", NULL};
 	show = cli_json(showa);
-	const char *cid = rk_json_string(show, "id", NULL), *ref = rk_json_string(show, "provider_ref", NULL);
-	if (!cid || !ref) {
-		fprintf(stderr, "gateway_bench: no computer id/ref\n");
+	const char *cid = rk_json_string(show, "id", NULL);
+	if (!cid) {
+		fprintf(stderr, "gateway_bench: no computer id\n");
 		goto out;
 	}
-	if (do_frame) {
+	{
 		const char *info[] = {"screen", "info", "b", "--display", "1", "--json", NULL};
 		cJSON *ij = cli_json(info);
 		cJSON_Delete(ij);
@@ -590,8 +501,6 @@ int main(void)
 		}
 		cJSON_Delete(sj);
 	}
-	if (do_desk && bench_desktops(ref) != 0)
-		goto out;
 	rc = 0;
 out:
 	kill_ours();

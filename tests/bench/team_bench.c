@@ -13,16 +13,21 @@
  *   cpu     the CPU time (utime + stime) of every process over an idle
  *           window of BENCH_IDLE_MS, as a percentage of one core
  *
- *   team_desktop_mem_N  ours: the marginal PSS of the Nth desktop (MB)
- *                       base: the issue's target, 150 MB per desktop
- *   team_desktop_mem_avg  ours: (PSS with 10) - (PSS with 0), over 10
- *   team_desktop_cpu_N  ours: the idle CPU of all N desktops together,
- *                       divided by N (% of a core); base: 1 % of a core, the
- *                       line this bench takes for "near zero"
+ *   desktop_marginal_mb  ours: (PSS with 10 desktops - PSS with none) / 10
+ *   desktop_idle_cpu     ours: the idle CPU of all 10 desktops together,
+ *                        divided by 10 (% of one core)
+ * Each step's figures (the Nth desktop's marginal PSS, the idle CPU per
+ * desktop with N up) go to stderr, for 1 to 10.
  *
- * RAKAZO_BENCH=NAME prints only that figure (all desktops still start).
- * Without docker it prints "skip: ..." and exits 0; a desktop that does not
- * come up exits 1. */
+ * There is no baseline to run beside these (nothing else here starts a
+ * desktop per bot), so base is the target budget of issue 8 instead:
+ * 150 MB per desktop, and 1 % of a core as the line this bench takes for
+ * its "near-zero idle CPU". ratio <= 1 is within budget.
+ *
+ * This is the one bench that starts ten Chromium desktops (the screen
+ * gateway's bench measures frames only). RAKAZO_BENCH=NAME runs it only
+ * for these two names. Without docker it prints "skip: ..." and exits 0;
+ * a desktop that does not come up exits 1. */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +108,8 @@ static int want(const char *name)
 
 int main(void)
 {
+	if (!want("desktop_marginal_mb") && !want("desktop_idle_cpu"))
+		return 0;
 	dops = rk_provider_find("docker");
 	if (!dops || !dops->check || dops->check(&err) != 0) {
 		printf("skip: team_desktop (docker is down)\n");
@@ -139,7 +146,7 @@ int main(void)
 		goto out;
 	}
 	pss_prev = pss0;
-	double pss_n = pss0;
+	double pss_n = pss0, cpu = 0;
 	for (int n = 1; n <= DESKTOPS; n++) {
 		char profile[64], cmd[256];
 		snprintf(profile, sizeof(profile), ".browser-profiles/b%d", n);
@@ -166,26 +173,23 @@ int main(void)
 		}
 		rk_sleep_ms(SETTLE_MS);
 		double p1, ta, tb;
-		if (measure(&p1, &ta, &hz) != 0)
-			break;
-		rk_sleep_ms(BENCH_IDLE_MS);
-		if (measure(&pss_n, &tb, &hz) != 0)
-			break;
-		double marginal = pss_n - pss_prev, cpu = (tb - ta) / hz / (BENCH_IDLE_MS / 1000.0) * 100.0 / n;
-		char name[64];
-		snprintf(name, sizeof(name), "team_desktop_mem_%d", n);
-		if (want(name))
-			printf("bench: %s ours=%.1f MB base=%.0f MB ratio=%.2f\n", name, marginal, TARGET_MB,
-			       marginal / TARGET_MB);
-		snprintf(name, sizeof(name), "team_desktop_cpu_%d", n);
-		if (want(name))
-			printf("bench: %s ours=%.2f %% base=%.2f %% ratio=%.2f\n", name, cpu, CPU_LINE, cpu / CPU_LINE);
-		fflush(stdout);
+		if (measure(&p1, &ta, &hz) != 0 || (rk_sleep_ms(BENCH_IDLE_MS), measure(&pss_n, &tb, &hz)) != 0) {
+			fprintf(stderr, "team_bench: cannot measure the machine with %d desktops: %s\n", n, err.message);
+			status = 1;
+			goto out;
+		}
+		double marginal = pss_n - pss_prev;
+		cpu = (tb - ta) / hz / (BENCH_IDLE_MS / 1000.0) * 100.0 / n;
+		fprintf(stderr, "desktops %d: +%.1f MB for the last one, %.2f %% cpu each idle\n", n, marginal, cpu);
 		pss_prev = pss_n;
 	}
-	if (want("team_desktop_mem_avg"))
-		printf("bench: team_desktop_mem_avg ours=%.1f MB base=%.0f MB ratio=%.2f\n", (pss_n - pss0) / DESKTOPS,
-		       TARGET_MB, (pss_n - pss0) / DESKTOPS / TARGET_MB);
+	double per_mb = (pss_n - pss0) / DESKTOPS;
+	if (want("desktop_marginal_mb"))
+		printf("bench: desktop_marginal_mb ours=%.1f MB base=%.0f MB ratio=%.2f\n", per_mb, TARGET_MB,
+		       per_mb / TARGET_MB);
+	if (want("desktop_idle_cpu"))
+		printf("bench: desktop_idle_cpu ours=%.2f %% base=%.2f %% ratio=%.2f\n", cpu, CPU_LINE, cpu / CPU_LINE);
+	fflush(stdout);
 out:
 	if (dm.ref) {
 		struct rk_error e;

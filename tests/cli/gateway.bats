@@ -11,16 +11,6 @@ load helper
 GW_DIR="$BATS_TEST_DIRNAME/../gateway"
 NODE_DIR="${RAKAZO_NODE_DIR:-$BATS_TEST_DIRNAME/../../build/node}"
 
-# Starts `rakazo screen gateway` on a free loopback port; sets GW (HOST:PORT).
-gateway_start() {
-	eval '"$RAKAZO_BIN" screen gateway --listen 127.0.0.1:0 >"$BATS_TEST_TMPDIR/gw.out" 2>"$BATS_TEST_TMPDIR/gw.err" &' \
-		"$RK_CLOSE_FDS"
-	GW_PID=$!
-	wait_for 'grep -q "listening on" "$BATS_TEST_TMPDIR/gw.out"' 10
-	GW=$(sed -n 's#.*ws://\([^/]*\)/.*#\1#p' "$BATS_TEST_TMPDIR/gw.out")
-	[ -n "$GW" ]
-}
-
 # The HTTP status of a WebSocket upgrade to the gateway with token $1
 # (101 when it is let through; the client then hangs up).
 upgrade_status() {
@@ -86,9 +76,14 @@ events() {
 	expect_status 1 rk screen share c --view --json
 	[[ "$output" == *'"code":"unsupported"'* ]]
 	[[ "$output" == *"relays VNC only"* ]]
-	# bot screens come with the team's screen registry; until then a clear refusal
-	expect_status 1 rk screen share c --view --bot b1
-	[[ "$output" == *"--display N"* ]]
+	# a bot's screen: a bad bot id is a usage error; a bot with no screen yet
+	# is not_found with how to start it; the fake's bot screens have no VNC
+	expect_status 2 rk screen share c --view --bot .bad
+	expect_json_error 3 not_found rk screen share c --view --bot b1 --json
+	[[ "$(rk screen share c --view --bot b1 2>&1)" == *"rakazo screen shot c --bot b1"* ]]
+	rk screen shot c --bot b1 --json >/dev/null
+	expect_status 1 rk screen share c --control --bot b1
+	[[ "$output" == *"relays VNC only"* ]]
 	run rk screen revoke --all --json
 	[ "$status" -eq 0 ]
 	[ "$output" = '{"revoked":0}' ]
@@ -251,4 +246,137 @@ events() {
 	wait "$holder" 2>/dev/null || true
 	rk screen close d --display 1
 	[[ "$(rk computer exec d -- 'rakazo-desktop status 1')" == *"x11vnc stopped"* ]]
+}
+
+# --- a bot's screen on a Team computer ------------------------------------------------------
+
+# A Team docker computer tc (networking off) where bot alpha's screen is
+# up, with xclient.py over its Chromium (grey; clicks draw squares and are
+# logged in st/events); sets SLOT to alpha's display and starts a gateway.
+team_desktop() {
+	docker_or_skip
+	rk computer create --name tc --team --wait --json >/dev/null
+	[ "$(rk computer show tc --json | rk_json 'd["options"]["network"] if d["options"] else "none"')" = none ]
+	SLOT=$(rk screen shot tc --bot alpha --json | rk_json 'd["slot"]')
+	# the bot's Chromium first, so the test client maps over it
+	wait_for "rk computer exec tc -- 'DISPLAY=:$SLOT xdotool search --onlyvisible --class chromium' >/dev/null 2>&1" 30
+	rk computer file write tc xclient.py <"$BATS_TEST_DIRNAME/../fixtures/xclient.py"
+	rk computer exec tc -- "rm -rf st && mkdir st && DISPLAY=:$SLOT setsid -f python3 xclient.py st --above </dev/null >/dev/null 2>&1"
+	wait_for "rk computer file read tc st/ready >/dev/null 2>&1" 30
+	wait_for 'rk screen shot tc --bot alpha -o "$BATS_TEST_TMPDIR/ready.png" >/dev/null && [ "$(pixel "$BATS_TEST_TMPDIR/ready.png" 640 500)" = "128 128 128" ]' 20
+	gateway_start
+}
+
+team_events() {
+	rk computer file read tc st/events 2>/dev/null || true
+}
+
+@test "docker: a bot's screen: noVNC's view sees it and never acts; control works only under takeover, and its click reaches the bot's screen" {
+	node_or_skip
+	team_desktop
+	run rk screen share tc --bot alpha --view --json
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | rk_json '[d["bot"], d["display"], d["policy"], d["generation"] > 0]')" = "[\"alpha\", $SLOT, \"view\", true]" ]
+	view=$(echo "$output" | rk_json 'd["token"]')
+	# (away from the pointer at the middle, which x11vnc draws into the frame)
+	run novnc "ws://$GW/websockify?token=$view" --wait-pixel 200,600=128,128,128 --click 300,300 --pixel 290,290
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | rk_json '[d["connected"], d["clicked"], d["pixels"]["200,600"]]')" = '[true, true, [128, 128, 128]]' ]
+	# no control without the takeover, by --bot or by its display
+	expect_json_error 8 denied rk screen share tc --bot alpha --control --json
+	[[ "$(rk screen share tc --bot alpha --control 2>&1)" == *"rakazo screen takeover"* ]]
+	expect_status 8 rk screen share tc --display "$SLOT" --control
+	rk screen takeover tc --bot alpha --json >/dev/null
+	control=$(share_token tc --bot alpha --control)
+	run novnc "ws://$GW/websockify?token=$control" --click 400,300 --wait-pixel 390,290=255,0,0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | rk_json 'd["pixels"]["390,290"]')" = '[255, 0, 0]' ]
+	wait_for '[[ "$(team_events)" == *"press 1 400 300"* ]]' 20
+	# the viewer's click never arrived
+	[[ "$(team_events)" != *"300 300"* ]]
+	# the bot's own actions wait while the person has control
+	expect_json_error 4 conflict rk screen act tc --bot alpha -a '[{"action":"click","x":5,"y":5}]' --json
+	# someone else's takeover token: the sharer must hold the control
+	RAKAZO_OWNER=user:other expect_json_error 8 denied rk screen share tc --bot alpha --control --json
+}
+
+@test "docker: takeover conflicts through the gateway: a live lease or an active run is 409, waiting_takeover is not; release-control ends control tokens" {
+	team_desktop
+	rk screen takeover tc --bot alpha --json >/dev/null
+	view=$(share_token tc --bot alpha --view)
+	control=$(share_token tc --bot alpha --control)
+	[ "$(upgrade_status "$control")" = 101 ]
+	# the bot takes its execution lease: Stop the bot first (409; the CLI's exit 4)
+	fence=$(rk computer lease acquire tc --bot alpha --holder run-1 --json | rk_json 'd["fence"]')
+	[ "$(upgrade_status "$control")" = 409 ]
+	run rk screen share tc --bot alpha --control
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"Stop the bot first"* ]]
+	grep -q "refused a connection (409)" "$RAKAZO_DATA_DIR/log/rakazo.log"
+	# a viewer is never in conflict
+	[ "$(upgrade_status "$view")" = 101 ]
+	rk computer lease release tc --bot alpha --fence "$fence"
+	[ "$(upgrade_status "$control")" = 101 ]
+	# an active run: 409; a run waiting for the person: let through
+	run_row tc alpha running r1
+	[ "$(upgrade_status "$control")" = 409 ]
+	expect_json_error 4 conflict rk screen share tc --bot alpha --control --json
+	run_row tc alpha waiting_takeover r1
+	[ "$(upgrade_status "$control")" = 101 ]
+	# a connected control client is dropped when the person gives control
+	# back; the token is revoked and the view one still works
+	rfb "ws://$GW/websockify?token=$control" --hold >"$BATS_TEST_TMPDIR/hold" 2>&1 &
+	wait_for 'grep -q connected "$BATS_TEST_TMPDIR/hold"' 20
+	rk screen release-control tc --bot alpha
+	wait_for 'grep -q closed "$BATS_TEST_TMPDIR/hold"' 20
+	[ "$(upgrade_status "$control")" = 403 ]
+	[ "$(upgrade_status "$view")" = 101 ]
+	[ "$(rk screen shares --all --json | rk_json '[[c["policy"], c["state"]] for c in d]')" = '[["view", "live"], ["control", "revoked"]]' ]
+	# a takeover that lapses on its own ends its control tokens too
+	run_row tc alpha completed r1
+	rk screen takeover tc --bot alpha --ttl-ms 4000 --json >/dev/null
+	short=$(share_token tc --bot alpha --control)
+	[ "$(upgrade_status "$short")" = 101 ]
+	wait_for '[ "$(upgrade_status "$short")" = 403 ]' 20
+	# with no forwarder left behind for it
+	id=$(rk screen shares --all --json | rk_json '[c["id"] for c in d][-1]')
+	wait_for '[ ! -e "$RAKAZO_DATA_DIR/run/gateway/$id.sock" ]' 10
+}
+
+@test "docker: stale view and control tokens of a bot are refused after its slot goes to another bot" {
+	team_desktop
+	rk screen takeover tc --bot alpha --json >/dev/null
+	view=$(share_token tc --bot alpha --view)
+	control=$(share_token tc --bot alpha --control)
+	rfb "ws://$GW/websockify?token=$view" --hold >"$BATS_TEST_TMPDIR/hold" 2>&1 &
+	wait_for 'grep -q connected "$BATS_TEST_TMPDIR/hold"' 20
+	gen=$(rk screen list tc --json | rk_json '[s["generation"] for s in d if s["bot_id"] == "alpha"][0]')
+	# alpha gives its screen up: its viewer is dropped first
+	rk screen release-control tc --bot alpha
+	rk screen release tc --bot alpha
+	wait_for 'grep -q closed "$BATS_TEST_TMPDIR/hold"' 20
+	# and its transport is down before the slot goes to anyone
+	[[ "$(rk computer exec tc -- "rakazo-desktop status $SLOT")" == *"x11vnc stopped"* ]]
+	# beta gets the same slot, a new generation; the same person takes it over
+	[ "$(rk screen shot tc --bot beta --json | rk_json 'd["slot"]')" = "$SLOT" ]
+	[ "$(rk screen list tc --json | rk_json '[s["generation"] for s in d if s["bot_id"] == "beta"][0]')" -gt "$gen" ]
+	rk screen takeover tc --bot beta --json >/dev/null
+	[ "$(upgrade_status "$view")" = 403 ]
+	[ "$(upgrade_status "$control")" = 403 ]
+	# even were their revocation lost, the binding to alpha's tenancy (its
+	# slot generation and VNC socket) refuses them
+	sqlite3 "$RAKAZO_DATA_DIR/rakazo.db" "UPDATE screen_capabilities SET revoked_at = NULL WHERE bot_id = 'alpha'"
+	[ "$(upgrade_status "$view")" = 403 ]
+	[ "$(upgrade_status "$control")" = 403 ]
+	grep -q "was for a screen that is gone" "$RAKAZO_DATA_DIR/log/rakazo.log"
+	# beta's own tokens reach beta's screen
+	bview=$(share_token tc --bot beta --view)
+	bcontrol=$(share_token tc --bot beta --control)
+	[ "$(upgrade_status "$bview")" = 101 ]
+	[ "$(upgrade_status "$bcontrol")" = 101 ]
+	run rfb "ws://$GW/websockify?token=$bview" --pixel 640,500
+	[ "$status" -eq 0 ]
+	! grep -qF -e "$view" -e "$control" -e "$bview" -e "$bcontrol" "$RAKAZO_DATA_DIR/log/rakazo.log"
 }

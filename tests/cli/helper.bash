@@ -181,6 +181,30 @@ docker_or_skip() {
 	fi
 }
 
+# Inserts a run row for bot $2 on computer $1 in state $3 (the run helper's
+# `rakazo run --bot` makes these; here the table is written directly).
+run_row() {
+	python3 - "$RAKAZO_DATA_DIR/rakazo.db" "$(rk_id "$1")" "$2" "$3" "${4:-run_$2_$3}" <<'EOF'
+import sqlite3, sys, time
+db, computer, bot, state, rid = sys.argv[1:]
+c = sqlite3.connect(db, timeout=30)
+c.execute("DELETE FROM runs WHERE id = ?", (rid,))
+c.execute("INSERT INTO runs (id, bot_id, computer_id, task, state, created_at) VALUES (?, ?, ?, 'task', ?, ?)",
+          (rid, bot, computer, state, int(time.time() * 1000)))
+c.commit()
+EOF
+}
+
+# Starts `rakazo screen gateway` on a free loopback port; sets GW (HOST:PORT).
+gateway_start() {
+	eval '"$RAKAZO_BIN" screen gateway --listen 127.0.0.1:0 >"$BATS_TEST_TMPDIR/gw.out" 2>"$BATS_TEST_TMPDIR/gw.err" &' \
+		"$RK_CLOSE_FDS"
+	GW_PID=$!
+	wait_for 'grep -q "listening on" "$BATS_TEST_TMPDIR/gw.out"' 10
+	GW=$(sed -n 's#.*ws://\([^/]*\)/.*#\1#p' "$BATS_TEST_TMPDIR/gw.out")
+	[ -n "$GW" ]
+}
+
 # "WxH" of a PNG file after checking its signature and IHDR.
 png_size() {
 	python3 - "$1" <<'EOF'

@@ -299,8 +299,17 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 	[ "$(jq_ 'd["observation"]["image"][:8]')" = iVBORw0K ]
 	api POST "/v1/computers/$id/desktop/actions" '{"actions":[{"action":"teleport"}]}'
 	[ "$CODE" = 400 ]
+	# a stream needs a VNC transport, which the fake's screen has not; bad bodies are 400s first
 	api POST "/v1/computers/$id/desktop/stream"
 	[ "$CODE" = 422 ] && [ "$(jq_ 'd["error"]["category"]')" = ComputerUnsupported ]
+	[[ "$(jq_ 'd["error"]["message"]')" == *"relays VNC only"* ]]
+	for bad in '{"control":"yes"}' '{"ttlSeconds":0}' '{"display":1,"botId":"a"}' '{"botId":".x"}' '{"viewOnly":true}'; do
+		api POST "/v1/computers/$id/desktop/stream" "$bad"
+		[ "$CODE" = 400 ] || { echo "$bad: $CODE $BODY"; false; }
+	done
+	api POST "/v1/computers/$id/desktop/stream" '{"botId":"nobody"}'
+	[ "$CODE" = 404 ]
+	[ "$(rk screen shares --all --json)" = '[]' ]
 	api PUT "/v1/computers/$id/ports/99999"
 	[ "$CODE" = 400 ]
 	api POST /v1/computers '{"commandKey":"nd","name":"nodesk","source":{"provider":"fake","template":null}}'
@@ -393,6 +402,32 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 	[ "$(jq_ 'd["observation"]["image"][:8]')" = iVBORw0K ]
 	api POST "/v1/computers/$id/sessions" '{"command":"echo $HOME; id -un","yieldTimeMs":10000}'
 	[ "$(jq_ 'd["exitCode"]')" = 0 ]
+	# desktop/stream: a gateway URL with a view capability (the default),
+	# the same as `rakazo screen share`; the token is in the URL only
+	gateway_start
+	api POST "/v1/computers/$id/desktop/stream" '{"ttlSeconds":600}'
+	[ "$CODE" = 200 ] || { echo "$BODY"; false; }
+	[ "$(jq_ '[d["policy"], d["display"], d["bot"], d["state"], d["computerId"] == "'"$id"'"]')" = '["view", 0, null, "live", true]' ]
+	view=$(jq_ 'd["url"]')
+	[[ "$view" == "ws://$GW/websockify?token="* ]]
+	run python3 "$BATS_TEST_DIRNAME/../gateway/rfb_ws.py" "$view" --status
+	[ "$output" = 101 ]
+	run python3 "$BATS_TEST_DIRNAME/../gateway/rfb_ws.py" "$view" --pixel 10,10
+	[ "$status" -eq 0 ] && [[ "$output" == *"10,10 "* ]]
+	api POST "/v1/computers/$id/desktop/stream" '{"control":true,"ttlSeconds":600}'
+	[ "$CODE" = 200 ] && [ "$(jq_ 'd["policy"]')" = control ]
+	[ "$(rk screen shares --json | rk_json '[c["policy"] for c in d]')" = '["view", "control"]' ]
+	! grep -qF "${view#*token=}" "$RAKAZO_DATA_DIR/log/rakazo.log"
+	# a bot's screen: view is given; control needs the person's takeover, and
+	# a busy bot is the conflict
+	rk screen shot "$id" --bot alpha --json >/dev/null
+	api POST "/v1/computers/$id/desktop/stream" '{"botId":"alpha"}'
+	[ "$CODE" = 200 ] && [ "$(jq_ '[d["bot"], d["display"]]')" = '["alpha", 1]' ]
+	api POST "/v1/computers/$id/desktop/stream" '{"botId":"alpha","control":true}'
+	[ "$CODE" = 403 ] && [ "$(jq_ 'd["error"]["category"]')" = forbidden ]
+	rk computer lease acquire "$id" --bot alpha --holder run-1 --json >/dev/null
+	api POST "/v1/computers/$id/desktop/stream" '{"botId":"alpha","control":true}'
+	[ "$CODE" = 409 ] && [ "$(jq_ 'd["error"]["category"]')" = ComputerConflict ]
 	# a port inside a computer with no network, reached through the forward
 	api PUT "/v1/computers/$id/files" '{"path":"www/hello.txt","content":"from the container\n"}'
 	api POST "/v1/computers/$id/sessions" '{"command":"cd www && exec python3 -m http.server 8000 --bind 127.0.0.1","yieldTimeMs":250}'

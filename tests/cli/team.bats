@@ -16,20 +16,6 @@ home() {
 	echo "$RAKAZO_DATA_DIR/homes/$(rk computer show "${1:-t}" --json | rk_json 'd["home_key"]')"
 }
 
-# Inserts a run row for bot $2 on computer $1 in state $3 (the run helper's
-# `rakazo run --bot` makes these; here the table is written directly).
-run_row() {
-	python3 - "$RAKAZO_DATA_DIR/rakazo.db" "$(rk_id "$1")" "$2" "$3" "${4:-run_$2_$3}" <<'EOF'
-import sqlite3, sys, time
-db, computer, bot, state, rid = sys.argv[1:]
-c = sqlite3.connect(db, timeout=30)
-c.execute("DELETE FROM runs WHERE id = ?", (rid,))
-c.execute("INSERT INTO runs (id, bot_id, computer_id, task, state, created_at) VALUES (?, ?, ?, 'task', ?, ?)",
-          (rid, bot, computer, state, int(time.time() * 1000)))
-c.commit()
-EOF
-}
-
 @test "team: --team and --private make the mode; both, or with --mode, are a usage error" {
 	team t
 	[ "$(rk computer show t --json | rk_json 'd["mode"]')" = team ]
