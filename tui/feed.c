@@ -33,6 +33,7 @@
 #define SCREEN_EVERY_MS 250
 #define PREVIEW_MAX (64 * 1024)
 #define RUNS_MAX 1000
+#define REAP_FIRST_MS 1000
 #define REAP_EVERY_MS 5000
 #define TAKEOVER_TTL_MS 60000
 
@@ -650,7 +651,8 @@ static void *data_main(void *arg)
 			next_lists = now + LIST_EVERY_MS;
 		}
 		if (!next_reap) {
-			next_reap = now + 1; /* not before the first load is out: reaping writes */
+			/* not while the first frame is drawn: reaping writes */
+			next_reap = now + REAP_FIRST_MS;
 		} else if (now >= next_reap) {
 			/* a run whose process died shows as interrupted, with nobody
 			 * typing `rakazo run list` */
@@ -774,10 +776,10 @@ static int takeover_sync(struct feed *f, struct rk_engine *eng, struct takeover 
 	cJSON *grant = NULL;
 	int r = rk_team_takeover(eng, c, TAKEOVER_BOT, TAKEOVER_TTL_MS, &grant, &e);
 	cJSON_Delete(grant);
+	if (r && t->computer)
+		takeover_drop(eng, t); /* not extended: what is left of it goes too */
 	pthread_mutex_lock(&f->mu);
 	if (r) {
-		free(t->computer);
-		t->computer = NULL;
 		free(f->takeover_error);
 		f->takeover_error = rk_xasprintf("takeover: %s: %s", rk_code_name(e.code), e.message);
 		f->takeover_want = 0;
