@@ -9,7 +9,6 @@
 #include "../engine/util/buf.h"
 #include "../engine/util/time.h"
 #include "curses.h"
-#include "halfblock.h"
 #include "tui.h"
 
 static void ago(int64_t ms, char *out, size_t size)
