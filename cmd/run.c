@@ -27,6 +27,7 @@
 #include "../engine/util/log.h"
 #include "../engine/model.h"
 #include "../engine/run.h"
+#include "../engine/run_log.h"
 #include "../engine/util/buf.h"
 #include "../engine/util/json.h"
 #include "../engine/util/time.h"
@@ -193,51 +194,6 @@ static int run_show(struct cmd_ctx *ctx)
 	return 0;
 }
 
-/* One stored event as a human line. */
-static char *event_line(const cJSON *ev)
-{
-	const char *type = rk_json_string(ev, "type", "");
-	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(ev, "seq");
-	struct rk_buf b = RK_BUF_INIT;
-	rk_buf_init(&b);
-	rk_buf_printf(&b, "%4lld %s %-20s", cJSON_IsNumber(seq) ? (long long)seq->valuedouble : 0LL,
-		      rk_json_string(ev, "time", ""), type);
-	if (!strcmp(type, "tool.call")) {
-		char *a = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(ev, "arguments"));
-		rk_buf_printf(&b, " %s %.200s", rk_json_string(ev, "name", ""), a ? a : "");
-		free(a);
-	} else if (!strcmp(type, "tool.result")) {
-		const cJSON *e = cJSON_GetObjectItemCaseSensitive(ev, "error");
-		if (e)
-			rk_buf_printf(&b, " %s error: %.200s", rk_json_string(ev, "name", ""),
-				      rk_json_string(e, "message", ""));
-		else
-			rk_buf_printf(&b, " %s %.200s", rk_json_string(ev, "name", ""), rk_json_string(ev, "output", ""));
-	} else if (!strcmp(type, "model.turn")) {
-		const char *text = rk_json_string(ev, "text", NULL);
-		const cJSON *st = cJSON_GetObjectItemCaseSensitive(ev, "step");
-		rk_buf_printf(&b, " step %d%s%.200s", cJSON_IsNumber(st) ? st->valueint : 0, text ? ": " : "",
-			      text ? text : "");
-	} else if (!strcmp(type, "run.finished")) {
-		rk_buf_printf(&b, " %s", rk_json_string(ev, "state", ""));
-		const char *ans = rk_json_string(ev, "answer", NULL);
-		const cJSON *e = cJSON_GetObjectItemCaseSensitive(ev, "error");
-		if (ans)
-			rk_buf_printf(&b, ": %.300s", ans);
-		else if (e)
-			rk_buf_printf(&b, ": %.300s", rk_json_string(e, "message", ""));
-	} else if (!strcmp(type, "run.waiting_takeover")) {
-		rk_buf_printf(&b, " %s", rk_json_string(ev, "reason", ""));
-	} else if (!strcmp(type, "run.takeover_ended")) {
-		rk_buf_printf(&b, " %s", rk_json_string(ev, "note", ""));
-	} else if (!strcmp(type, "run.interrupted")) {
-		rk_buf_printf(&b, " %s", rk_json_string(ev, "error", ""));
-	} else if (!strcmp(type, "run.started")) {
-		rk_buf_printf(&b, " on %s with %s", rk_json_string(ev, "computer", ""), rk_json_string(ev, "model", ""));
-	}
-	return rk_buf_detach(&b, NULL);
-}
-
 static int run_logs(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 1, 1, "ID");
@@ -262,7 +218,7 @@ static int run_logs(struct cmd_ctx *ctx)
 			if (opt_json) {
 				out_stream(doc, NULL);
 			} else {
-				char *line = event_line(doc);
+				char *line = rk_run_event_line(doc, 0);
 				out_stream(doc, line);
 				free(line);
 			}

@@ -16,6 +16,7 @@
 #include "db_runs.h"
 #include "execution.h"
 #include "lease.h"
+#include "run_log.h"
 #include "session.h"
 #include "tools.h"
 #include "util/buf.h"
@@ -438,6 +439,16 @@ static void record_history(struct run *run, const char *name, const char *args_j
 	cJSON_Delete(a);
 }
 
+/* Keeps a small picture of the frame a tool result carries, for people
+ * looking at the run later (engine/run_log.h); a failure is only logged. */
+static void keep_frame(struct run *run, const struct rk_tool_result *res)
+{
+	struct rk_error e;
+	if (res->png && res->frame_hash[0] &&
+	    rk_run_frame_keep(run->eng->data_dir, run->id, res->frame_hash, res->png, res->png_len, &e))
+		rk_log(RK_LOG_WARN, "run %s: frame %.16s not kept: %s", run->id, res->frame_hash, e.message);
+}
+
 /* Waits in waiting_takeover until a person ends it (*note, malloc'd or
  * NULL), the run is cancelled or interrupted. */
 static int wait_takeover(struct run *run, const char *reason, char **note, const char **why, struct rk_error *err)
@@ -545,6 +556,7 @@ static int run_calls(struct run *run, const struct rk_model_reply *reply, const 
 		}
 		note_session(run, &res, name);
 		record_history(run, name, call->arguments, &res);
+		keep_frame(run, &res);
 		struct rk_model_message *m = add_tool_msg(run, cid, res.text, res.png ? res.label : NULL);
 		const char *image = NULL;
 		if (res.png)

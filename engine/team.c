@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "browser.h"
+#include "db_runs.h"
 #include "execution.h"
 #include "gateway.h"
 #include "idle.h"
@@ -171,7 +172,8 @@ int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char 
 	if (run_id)
 		*run_id = NULL;
 	sqlite3_stmt *st = rk_db_prepare(db,
-					 "SELECT state, id FROM runs WHERE computer_id = ? AND bot_id = ? AND state IN "
+					 "SELECT state, id FROM runs WHERE computer_id = ? AND coalesce(lease_bot, bot_id, "
+					 "'default') = ? AND state IN "
 					 "('queued','running','waiting_takeover') ORDER BY CASE state WHEN 'running' THEN 0 "
 					 "WHEN 'queued' THEN 1 ELSE 2 END, created_at DESC LIMIT 1",
 					 err);
@@ -814,6 +816,22 @@ int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSO
 	return 0;
 }
 
+int rk_team_screen_count(struct rk_db *db, const struct rk_computer *c)
+{
+	int bots = 0;
+	sqlite3_stmt *st = rk_db_prepare(db, "SELECT count(*) FROM display_slots WHERE computer_id = ? AND bot_id IS NOT NULL",
+					 NULL);
+	if (st) {
+		rk_db_bind_text(st, 1, c->id);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			bots = sqlite3_column_int(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (!c->desktop || !c->state || strcmp(c->state, "running"))
+		return bots;
+	return multi_screen(c) ? 1 + bots : 1;
+}
+
 cJSON *rk_team_capabilities(const struct rk_computer *c)
 {
 	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
@@ -930,6 +948,22 @@ fail:
 	return r;
 }
 
+/* The person handed control back: the bot's run waiting for it goes on. */
+static void end_waiting_run(struct rk_engine *eng, const struct rk_computer *c, const char *bot)
+{
+	char *state = NULL, *run = NULL;
+	struct rk_error e;
+	if (rk_team_bot_run_state(eng->db, c->id, bot, &state, &run, &e) == 0 && state &&
+	    !strcmp(state, "waiting_takeover")) {
+		if (rk_db_run_end_takeover(eng->db, run, NULL, &e) < 0)
+			rk_log(RK_LOG_WARN, "run %s: the takeover did not end: %s", run, e.message);
+		else
+			rk_log(RK_LOG_INFO, "run %s goes on: control of bot %s's screen was released", run, bot);
+	}
+	free(state);
+	free(run);
+}
+
 int rk_team_release_control(struct rk_engine *eng, struct rk_computer *c, const char *bot, struct rk_error *err)
 {
 	int r = rk_team_bot_check(bot, err);
@@ -958,6 +992,7 @@ int rk_team_release_control(struct rk_engine *eng, struct rk_computer *c, const 
 	struct rk_error ge;
 	if (rk_gateway_revoke_control(eng, c->id, bot, &ge))
 		rk_log(RK_LOG_WARN, "team %s: revoking bot %s's control capabilities: %s", c->id, bot, ge.message);
+	end_waiting_run(eng, c, bot);
 	rk_idle_touch(eng, c->id);
 	struct rk_error e;
 	if (rk_idle_flush_deferred(eng, c, &e) < 0)

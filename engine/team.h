@@ -121,6 +121,10 @@ int rk_team_screen_release(struct rk_engine *eng, struct rk_computer *c, const c
 int rk_team_screens_forget(struct rk_engine *eng, const char *computer_id, struct rk_error *err);
 /* [{slot, bot_id, state, generation, profile, control}] of c; owned by the caller. */
 int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSON **out, struct rk_error *err);
+/* The screens c has live now: its main display while it runs with a
+ * desktop, and the bots' screens (one display on a provider without
+ * multiScreen); 0 when stopped. Reads the database only. */
+int rk_team_screen_count(struct rk_db *db, const struct rk_computer *c);
 /* describe()'s capabilities for c: {graphical, multiScreen, screen_limit, takeover, pty, persistentHome, snapshots,
  * pageBrowser}. */
 cJSON *rk_team_capabilities(const struct rk_computer *c);
@@ -133,7 +137,10 @@ cJSON *rk_team_capabilities(const struct rk_computer *c);
 int rk_team_takeover(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t ttl_ms, cJSON **out,
 		     struct rk_error *err);
 /* Ends eng->owner's control of bot's screen; RK_ENOTFOUND when nobody has
- * it, RK_EDENIED when another person does. */
+ * it, RK_EDENIED when another person does. A run of the bot that waits for
+ * a takeover (request_takeover) goes on, as `rakazo run continue` without a
+ * note would make it. The bot of a run without one is "default" (its
+ * execution lease's; engine/run.h), the bot of the main display. */
 int rk_team_release_control(struct rk_engine *eng, struct rk_computer *c, const char *bot, struct rk_error *err);
 /* 1 when a person controls (computer, bot) now (bot NULL: any bot); *holder malloc'd when asked. */
 int rk_team_control_live(struct rk_db *db, const char *computer_id, const char *bot_id, char **holder);

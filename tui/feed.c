@@ -15,9 +15,13 @@
 #include "../engine/db_runs.h"
 #include "../engine/display.h"
 #include "../engine/home.h"
-#include "../engine/lease.h"
+#include "../engine/run.h"
+#include "../engine/run_log.h"
+#include "../engine/team.h"
 #include "../engine/util/buf.h"
 #include "../engine/util/fs.h"
+#include "../engine/util/json.h"
+#include "../engine/util/log.h"
 #include "../engine/util/time.h"
 #include "feed.h"
 #include "halfblock.h"
@@ -29,7 +33,8 @@
 #define SCREEN_EVERY_MS 250
 #define PREVIEW_MAX (64 * 1024)
 #define RUNS_MAX 1000
-#define TAKEOVER_BOT "takeover"
+#define REAP_FIRST_MS 1000
+#define REAP_EVERY_MS 5000
 #define TAKEOVER_TTL_MS 60000
 
 /* --- lines ---------------------------------------------------------------------- */
@@ -238,6 +243,7 @@ static int load_lists(struct feed *f, struct rk_engine *eng, struct rk_home_stor
 		fc[i].state = cs[i].state;
 		fc[i].home_key = cs[i].home_key;
 		fc[i].desktop = cs[i].desktop;
+		fc[i].screens = rk_team_screen_count(eng->db, &cs[i]);
 		cs[i].id = cs[i].name = cs[i].kind = cs[i].state = cs[i].home_key = NULL;
 		struct rk_home_revision rev = {0};
 		struct rk_error e2 = {0};
@@ -466,17 +472,17 @@ static const char *iso(int64_t ms, char *buf, size_t size)
 	return rk_iso8601(ms, buf, size);
 }
 
-/* The timeline of a run. Today the engine stores a run as its row (state,
- * steps, tokens, times, answer or error); the per-turn events go to the
- * caller's callback only. When stored run events arrive, this is the one
- * function to point at them. */
-int feed_timeline_load(struct rk_engine *eng, const char *run_id, struct feed_lines *out, struct rk_error *err)
+/* The head of a run's timeline: its row (state, steps, tokens, times,
+ * answer or error). *live: it has not ended. */
+static int timeline_head(struct rk_engine *eng, const char *run_id, struct feed_lines *out, int *live,
+			 struct rk_error *err)
 {
 	struct rk_run_row r = {0};
 	int rc = rk_db_run_get(eng->db, run_id, &r, err);
 	if (rc)
 		return rc;
 	char a[40];
+	*live = !rk_run_state_is_final(r.state);
 	lines_addf(out, "run %s  %s", r.id, r.state);
 	lines_addf(out, "task      %s", r.task ? r.task : "");
 	lines_addf(out, "model     %s", r.model ? r.model : "-");
@@ -489,8 +495,7 @@ int feed_timeline_load(struct rk_engine *eng, const char *run_id, struct feed_li
 		lines_addf(out, "%s  started (worker %lld)", iso(r.started_at, a, sizeof(a)), (long long)r.worker_pid);
 	lines_addf(out, "%s  %lld steps, %lld input + %lld output tokens%s",
 		   r.heartbeat_at > 0 ? iso(r.heartbeat_at, a, sizeof(a)) : "-", (long long)r.steps,
-		   (long long)r.input_tokens, (long long)r.output_tokens,
-		   rk_run_state_is_final(r.state) ? "" : " (so far)");
+		   (long long)r.input_tokens, (long long)r.output_tokens, *live ? " (so far)" : "");
 	if (r.finished_at > 0)
 		lines_addf(out, "%s  %s", iso(r.finished_at, a, sizeof(a)), r.state);
 	if (r.final_answer) {
@@ -503,21 +508,111 @@ int feed_timeline_load(struct rk_engine *eng, const char *run_id, struct feed_li
 		lines_addf(out, "%s", "");
 		lines_addf(out, "error: %s", r.error);
 	}
+	lines_addf(out, "%s", "");
 	rk_run_row_release(&r);
 	return 0;
 }
 
+static void thumbs_free(struct feed_thumb *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].rgb);
+	free(v);
+}
+
+/* The run's events after *seq, the way `rakazo run logs` reads them: a
+ * line each (lines_before lines come before them), and under a tool result
+ * that showed the model a new frame, that frame's kept picture. */
+static int timeline_events(struct rk_engine *eng, const char *run_id, int64_t *seq, size_t lines_before,
+			   struct feed_lines *out, struct feed_thumb **thumbs, size_t *nthumbs, struct rk_error *err)
+{
+	for (;;) {
+		struct rk_run_event *ev = NULL;
+		size_t n = 0;
+		int r = rk_db_run_events_after(eng->db, run_id, *seq, 1000, &ev, &n, err);
+		if (r)
+			return r;
+		for (size_t i = 0; i < n; i++) {
+			*seq = ev[i].seq;
+			cJSON *doc = cJSON_Parse(ev[i].data);
+			if (!doc)
+				continue;
+			char *line = rk_run_event_line(doc, 1);
+			lines_addf(out, "%s", line);
+			free(line);
+			const char *hash = rk_json_string(doc, "frame_hash", NULL);
+			const char *image = rk_json_string(doc, "image", NULL);
+			struct feed_thumb th = {0};
+			struct rk_error e;
+			if (!strcmp(ev[i].type, "tool.result") && hash && image && !strcmp(image, "sent") &&
+			    rk_run_frame_load(eng->data_dir, run_id, hash, FEED_THUMB_W, FEED_THUMB_H, &th.rgb, &th.w,
+					      &th.h, &e) == 0) {
+				th.line = lines_before + out->n;
+				*thumbs = rk_xrealloc(*thumbs, (*nthumbs + 1) * sizeof(**thumbs));
+				(*thumbs)[(*nthumbs)++] = th;
+				for (int k = 0; k < (th.h + 1) / 2; k++)
+					feed_lines_add(out, "", 0);
+			}
+			cJSON_Delete(doc);
+		}
+		rk_run_events_free(ev, n);
+		if (n < 1000)
+			return 0;
+	}
+}
+
+/* The timeline of run: all of it after a switch, then the row again and
+ * the events that came since (a running run's live tail). */
 static void load_timeline(struct feed *f, struct rk_engine *eng, const char *run)
 {
-	struct feed_lines l = {0};
+	struct feed_lines head = {0}, add = {0};
+	struct feed_thumb *th = NULL;
+	size_t nth = 0;
 	struct rk_error e = {0};
-	if (feed_timeline_load(eng, run, &l, &e))
-		lines_addf(&l, "%s: %s", rk_code_name(e.code), e.message);
 	pthread_mutex_lock(&f->mu);
-	feed_lines_clear(&f->timeline);
-	f->timeline = l;
-	set_str(&f->timeline_run, run);
+	int fresh = !same(f->timeline_run, run);
+	int64_t seq = fresh ? 0 : f->timeline_seq;
+	size_t had = fresh ? 0 : f->timeline.n - f->timeline_head; /* only this thread changes them */
 	pthread_mutex_unlock(&f->mu);
+	int live = 0;
+	if (timeline_head(eng, run, &head, &live, &e) ||
+	    timeline_events(eng, run, &seq, had, &add, &th, &nth, &e))
+		lines_addf(&head, "%s: %s", rk_code_name(e.code), e.message);
+	pthread_mutex_lock(&f->mu);
+	if (fresh) {
+		feed_lines_clear(&f->timeline);
+		thumbs_free(f->thumbs, f->nthumbs);
+		f->thumbs = NULL;
+		f->nthumbs = 0;
+		f->timeline_head = 0;
+		set_str(&f->timeline_run, run);
+	}
+	/* the new head, the events it had, the new events */
+	struct feed_lines all = {0};
+	all.cap = head.n + had + add.n + 1;
+	all.v = rk_xmalloc(all.cap * sizeof(*all.v));
+	if (head.n)
+		memcpy(all.v, head.v, head.n * sizeof(*all.v));
+	if (had)
+		memcpy(all.v + head.n, f->timeline.v + f->timeline_head, had * sizeof(*all.v));
+	if (add.n)
+		memcpy(all.v + head.n + had, add.v, add.n * sizeof(*all.v));
+	all.n = head.n + had + add.n;
+	for (size_t i = 0; i < f->timeline_head; i++)
+		free(f->timeline.v[i]);
+	free(f->timeline.v);
+	f->timeline = all;
+	f->timeline_head = head.n;
+	f->timeline_seq = seq;
+	if (nth) {
+		f->thumbs = rk_xrealloc(f->thumbs, (f->nthumbs + nth) * sizeof(*f->thumbs));
+		memcpy(f->thumbs + f->nthumbs, th, nth * sizeof(*th));
+		f->nthumbs += nth;
+	}
+	pthread_mutex_unlock(&f->mu);
+	free(head.v);
+	free(add.v);
+	free(th);
 }
 
 static void *data_main(void *arg)
@@ -537,7 +632,7 @@ static void *data_main(void *arg)
 		return NULL;
 	}
 	store = rk_home_store_local_new(eng->data_dir);
-	int64_t next_lists = 0, next_files = 0, next_timeline = 0;
+	int64_t next_lists = 0, next_files = 0, next_timeline = 0, next_reap = 0;
 	uint64_t seen = (uint64_t)-1;
 	char *last_dir = NULL, *last_file = NULL, *last_run = NULL, *last_files_computer = NULL;
 	pthread_mutex_lock(&f->mu);
@@ -554,6 +649,18 @@ static void *data_main(void *arg)
 				err_set = 1;
 			}
 			next_lists = now + LIST_EVERY_MS;
+		}
+		if (!next_reap) {
+			/* not while the first frame is drawn: reaping writes */
+			next_reap = now + REAP_FIRST_MS;
+		} else if (now >= next_reap) {
+			/* a run whose process died shows as interrupted, with nobody
+			 * typing `rakazo run list` */
+			struct rk_error e2;
+			int marked = 0;
+			if (rk_run_reap(eng, &marked, &e2) == 0 && marked)
+				next_lists = 0;
+			next_reap = now + REAP_EVERY_MS;
 		}
 		char *cid = NULL, *home_key = NULL;
 		pick_computer(f, q.computer, &cid, &home_key);
@@ -626,28 +733,37 @@ static void screen_status(struct feed *f, const char *computer, char *msg)
 	wake(f);
 }
 
+/* The screen pane shows the main display, the screen of the default bot
+ * (a run without --bot): the person takes that bot's control lease. */
+#define TAKEOVER_BOT RK_RUN_LEASE_BOT_DEFAULT
+
 struct takeover {
-	char *computer;
-	int64_t fence, renew_at;
+	char *computer; /* the computer whose main display this person controls */
+	int64_t renew_at;
 };
 
+/* Gives control back; a run that waited for it goes on (rk_team_release_control). */
 static void takeover_drop(struct rk_engine *eng, struct takeover *t)
 {
 	struct rk_error e = {0};
-	if (t->computer)
-		rk_lease_release(eng, t->computer, TAKEOVER_BOT, t->fence, &e);
+	struct rk_computer c = {0};
+	if (t->computer && rk_db_computer_get(eng->db, t->computer, &c, &e) == 0) {
+		if (rk_team_release_control(eng, &c, TAKEOVER_BOT, &e) && e.code != RK_ENOTFOUND)
+			rk_log(RK_LOG_WARN, "takeover of %s: %s", c.name, e.message);
+		rk_computer_release(&c);
+	}
 	free(t->computer);
 	memset(t, 0, sizeof(*t));
 }
 
-/* Takes, keeps or gives back the control lease as the UI wants it. 1 when held. */
-static int takeover_sync(struct feed *f, struct rk_engine *eng, struct takeover *t, const char *computer,
-			 int want)
+/* Takes, keeps or gives back the control lease as the UI wants it: refused
+ * (the UI told why) while the bot runs. 1 when held. */
+static int takeover_sync(struct feed *f, struct rk_engine *eng, struct takeover *t, struct rk_computer *c, int want)
 {
 	struct rk_error e = {0};
-	if (t->computer && (!want || !same(t->computer, computer)))
+	if (t->computer && (!want || !c || !same(t->computer, c->id)))
 		takeover_drop(eng, t);
-	if (!want || !computer) {
+	if (!want || !c) {
 		pthread_mutex_lock(&f->mu);
 		f->takeover_held = 0;
 		pthread_mutex_unlock(&f->mu);
@@ -656,29 +772,20 @@ static int takeover_sync(struct feed *f, struct rk_engine *eng, struct takeover 
 	int64_t now = rk_monotonic_ms();
 	if (t->computer && now < t->renew_at)
 		return 1;
-	int r;
-	if (t->computer) {
-		r = rk_lease_renew(eng, t->computer, TAKEOVER_BOT, t->fence, TAKEOVER_TTL_MS, &e);
-	} else {
-		struct rk_lease l = {0};
-		char *holder = rk_xasprintf("%s tui %d", eng->owner, (int)getpid());
-		r = rk_lease_acquire(eng, computer, TAKEOVER_BOT, holder, TAKEOVER_TTL_MS, &l, &e);
-		free(holder);
-		if (r == 0) {
-			t->computer = rk_xstrdup(computer);
-			t->fence = l.fence;
-			rk_lease_release_record(&l);
-		}
-	}
+	/* the first time takes control, later ones extend it */
+	cJSON *grant = NULL;
+	int r = rk_team_takeover(eng, c, TAKEOVER_BOT, TAKEOVER_TTL_MS, &grant, &e);
+	cJSON_Delete(grant);
+	if (r && t->computer)
+		takeover_drop(eng, t); /* not extended: what is left of it goes too */
 	pthread_mutex_lock(&f->mu);
 	if (r) {
-		free(t->computer);
-		t->computer = NULL;
 		free(f->takeover_error);
 		f->takeover_error = rk_xasprintf("takeover: %s: %s", rk_code_name(e.code), e.message);
 		f->takeover_want = 0;
 		f->takeover_held = 0;
 	} else {
+		set_str(&t->computer, c->id);
 		t->renew_at = now + TAKEOVER_TTL_MS / 3;
 		f->takeover_held = 1;
 		free(f->takeover_error);
@@ -736,7 +843,7 @@ static void *screen_main(void *arg)
 			wait_ms = 1000;
 		} else {
 			struct rk_display_observe_options oo = {.max_width = cols, .max_height = rows * 2, .consumer = f->consumer};
-			int held = takeover_sync(f, eng, &t, c.id, takeover);
+			int held = takeover_sync(f, eng, &t, &c, takeover);
 			for (size_t i = 0; i < ninput && held; i++) {
 				struct rk_display_act_result res = {0};
 				char *batch = rk_xasprintf("[%s]", input[i]);
@@ -977,6 +1084,7 @@ int feed_stop(struct feed *f)
 	runs_free(f->runs, f->nruns);
 	free(f->timeline_run);
 	feed_lines_clear(&f->timeline);
+	thumbs_free(f->thumbs, f->nthumbs);
 	free(f->history_computer);
 	feed_lines_clear(&f->history);
 	free(f->files_computer);

@@ -17,6 +17,7 @@
 struct feed_computer {
 	char *id, *name, *kind, *state, *home_key;
 	int desktop;
+	int screens;            /* live now (rk_team_screen_count) */
 	char *checkpoint;       /* the latest revision: "rev-... (reason)", or NULL */
 	int64_t checkpoint_at;  /* ms, 0: none */
 };
@@ -33,6 +34,14 @@ struct feed_lines {
 };
 void feed_lines_add(struct feed_lines *l, const char *s, size_t len);
 void feed_lines_clear(struct feed_lines *l);
+
+/* A frame the model was shown, in the timeline: drawn over the blank lines
+ * it takes there. */
+struct feed_thumb {
+	unsigned char *rgb; /* packed RGB, w x h */
+	int w, h;
+	size_t line;        /* its first line, counted from the first event line */
+};
 
 struct feed_file {
 	char *name;
@@ -71,7 +80,11 @@ struct feed {
 	struct feed_run *runs;
 	size_t nruns;
 	char *timeline_run;
-	struct feed_lines timeline;
+	struct feed_lines timeline; /* the run's row, then one line per event */
+	size_t timeline_head;       /* how many lines the row takes */
+	int64_t timeline_seq;       /* the last event in it */
+	struct feed_thumb *thumbs;  /* pictures among the event lines, in order */
+	size_t nthumbs;
 	char *history_computer;
 	struct feed_lines history;
 	int history_partial; /* the last line has no newline yet */
@@ -127,8 +140,10 @@ int feed_transfer(struct feed *f, int upload, const char *computer, const char *
 /* Reads the wake pipe dry. */
 void feed_drain(struct feed *f);
 
-/* The run timeline's lines for run_id, in order. The one place that reads
- * a run's events (see the function). */
-int feed_timeline_load(struct rk_engine *eng, const char *run_id, struct feed_lines *out, struct rk_error *err);
+/* The timeline's pictures: FEED_THUMB_W x FEED_THUMB_H pixels at most, drawn from
+ * this column of the pane. */
+#define FEED_THUMB_W 32
+#define FEED_THUMB_H 20
+#define FEED_THUMB_X 9
 
 #endif

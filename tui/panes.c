@@ -9,7 +9,6 @@
 #include "../engine/util/buf.h"
 #include "../engine/util/time.h"
 #include "curses.h"
-#include "halfblock.h"
 #include "tui.h"
 
 static void ago(int64_t ms, char *out, size_t size)
@@ -196,7 +195,7 @@ static void computers_draw(struct tui *t, struct pane *p, int focused)
 		char head[64], rest[256], when[32];
 		snprintf(head, sizeof(head), " %-16.16s", c->name);
 		ago(c->checkpoint_at, when, sizeof(when));
-		snprintf(rest, sizeof(rest), "%-9.9s %-8s %s%s%s", c->kind, c->desktop ? "1" : "0", when,
+		snprintf(rest, sizeof(rest), "%-9.9s %-8d %s%s%s", c->kind, c->screens, when,
 			 c->checkpoint ? " " : "", c->checkpoint ? c->checkpoint : "");
 		list_row(t, p, y, sel, focused, head, 17, c->state, rest);
 	}
@@ -243,6 +242,8 @@ static void select_run(struct tui *t, int i)
 	free(f->want_run);
 	f->want_run = rk_xstrdup(f->runs[i].id);
 	t->panes[PANE_TIMELINE].top = 0;
+	/* a live run's timeline follows its tail; an ended one opens at its top */
+	t->panes[PANE_TIMELINE].follow = !rk_run_state_is_final(f->runs[i].state);
 	feed_poke(f);
 }
 
@@ -308,12 +309,26 @@ static void timeline_draw(struct tui *t, struct pane *p, int focused)
 		tui_put(p->r.y + 2, p->r.x + 1, p->r.w - 1, "no run selected: choose one in Runs (2) and press Enter");
 		return;
 	}
-	tui_title(t, p, focused, "%s", f->want_run);
 	if (!f->timeline_run || strcmp(f->timeline_run, f->want_run)) {
+		tui_title(t, p, focused, "%s", f->want_run);
 		tui_put(p->r.y + 2, p->r.x + 1, p->r.w - 1, "loading...");
 		return;
 	}
-	tui_text_draw(t, &f->timeline, &p->top, 0, p->r.y + 1, p->r.x + 1, p->r.h - 1, p->r.w - 1);
+	tui_title(t, p, focused, "%s  %lld events  %s", f->want_run, (long long)f->timeline_seq,
+		  p->follow ? "live tail" : "scrollback (G follows)");
+	int y = p->r.y + 1, x = p->r.x + 1, h = p->r.h - 1, w = p->r.w - 1;
+	tui_text_draw(t, &f->timeline, &p->top, p->follow, y, x, h, w);
+	/* the frames the model saw, over the blank lines kept for them */
+	for (size_t i = 0; i < f->nthumbs; i++) {
+		const struct feed_thumb *th = &f->thumbs[i];
+		int first = (int)(f->timeline_head + th->line), rows = (th->h + 1) / 2;
+		int from = first > p->top ? first : p->top, to = first + rows < p->top + h ? first + rows : p->top + h;
+		if (from >= to)
+			continue;
+		int skip = from - first; /* rows above the pane's top */
+		tui_picture(t, y + from - p->top, x + FEED_THUMB_X, to - from, w - FEED_THUMB_X,
+			    th->rgb + (size_t)skip * 2 * th->w * 3, th->w, th->h - skip * 2);
+	}
 }
 
 static int timeline_key(struct tui *t, struct pane *p, enum action a)
@@ -667,17 +682,7 @@ static void screen_draw(struct tui *t, struct pane *p, int focused)
 	t->screen_img = (struct rect){p->r.y + 1, p->r.x, ih, iw};
 	t->screen_img_w = f->screen_w;
 	t->screen_img_h = f->screen_h;
-	if (t->color)
-		return; /* tui.c writes the truecolor picture over these blank cells */
-	static const char ramp[] = " .:-=+*#%@";
-	char line[1024];
-	for (int y = 0; y < ih; y++) {
-		int x;
-		for (x = 0; x < iw && x < (int)sizeof(line) - 1; x++)
-			line[x] = ramp[tui_halfblock_luma(f->screen_rgb, f->screen_w, f->screen_h, x, y) * 9 / 255];
-		line[x] = 0;
-		tui_put(p->r.y + 1 + y, p->r.x, iw, line);
-	}
+	tui_picture(t, p->r.y + 1, p->r.x, rows, cols, f->screen_rgb, f->screen_w, f->screen_h);
 }
 
 static int screen_key(struct tui *t, struct pane *p, enum action a)

@@ -34,7 +34,7 @@ const struct key_binding tui_keys[] = {
 	{{'G', KEY_END}, "G", "the last line (the history follows its tail again)", PANES_ALL, ACT_BOTTOM, NULL},
 	{{'\n', '\r', KEY_ENTER}, "Enter", "open: a computer's history, a run's timeline, a directory or a file",
 	 PANES_LISTS, ACT_OPEN, "open"},
-	{{'f'}, "f", "follow the tail", PANE_BIT(PANE_HISTORY), ACT_FOLLOW, "follow"},
+	{{'f'}, "f", "follow the tail", PANE_BIT(PANE_HISTORY) | PANE_BIT(PANE_TIMELINE), ACT_FOLLOW, "follow"},
 	{{'d'}, "d", "download the file into the current directory (a running computer)", PANE_BIT(PANE_FILES),
 	 ACT_DOWNLOAD, "download"},
 	{{'u'}, "u", "upload a local file into this directory (a running computer)", PANE_BIT(PANE_FILES), ACT_UPLOAD,
@@ -286,7 +286,8 @@ int tui_text_key(struct tui *t, struct pane *p, enum action a, const struct feed
 		*top = max;
 	if (*top < 0)
 		*top = 0;
-	if (*top == max && (a == ACT_DOWN || a == ACT_PAGE_DOWN || a == ACT_WHEEL_DOWN) && p->id == PANE_HISTORY)
+	if (*top == max && (a == ACT_DOWN || a == ACT_PAGE_DOWN || a == ACT_WHEEL_DOWN) &&
+	    (p->id == PANE_HISTORY || p->id == PANE_TIMELINE))
 		p->follow = 1; /* scrolled back to the end: follow again */
 	return KEY_HANDLED | KEY_REDRAW;
 }
@@ -459,34 +460,81 @@ static void draw_help(struct tui *t)
 	}
 }
 
-/* The screen pane's picture in truecolor, written after curses' update
- * (curses keeps those cells blank, so it never overwrites them). */
-static void screen_raw(struct tui *t, struct rk_buf *out)
+void tui_picture(struct tui *t, int y, int x, int rows, int cols, const unsigned char *rgb, int w, int h)
 {
-	struct feed *f = &t->feed;
-	struct rect r = t->screen_img;
-	if (!t->color || t->help || !r.h || !f->screen_rgb || !t->panes[PANE_SCREEN].r.h)
+	int ih = (h + 1) / 2 < rows ? (h + 1) / 2 : rows, iw = w < cols ? w : cols;
+	if (ih <= 0 || iw <= 0 || !rgb)
 		return;
-	const struct feed_computer *c = tui_computer(t);
-	if (!c || !f->screen_computer || strcmp(c->id, f->screen_computer) || f->screen_status)
+	if (t->color) {
+		/* tui.c writes it over these blank cells after the update */
+		if (t->npics < TUI_PICS_MAX)
+			t->pics[t->npics++] = (struct tui_pic){{y, x, ih, iw}, rgb, w, h};
 		return;
-	rk_buf_adds(out, "\0337");
-	tui_halfblock_render(out, f->screen_rgb, f->screen_w, f->screen_h, r.y + 1, r.x + 1, r.h, r.w, 0);
-	rk_buf_adds(out, "\0338");
+	}
+	static const char ramp[] = " .:-=+*#%@";
+	char line[1024];
+	for (int row = 0; row < ih; row++) {
+		int k;
+		for (k = 0; k < iw && k < (int)sizeof(line) - 1; k++)
+			line[k] = ramp[tui_halfblock_luma(rgb, w, h, k, row) * 9 / 255];
+		line[k] = 0;
+		tui_put(y + row, x, iw, line);
+	}
+}
+
+static int same_rect(struct rect a, struct rect b)
+{
+	return a.y == b.y && a.x == b.x && a.h == b.h && a.w == b.w;
+}
+
+/* Before curses' update: blanks where a picture was and is no more. Curses
+ * thinks those cells blank already, so it would leave the old pixels. */
+static void pics_unpaint(struct tui *t, struct rk_buf *out)
+{
+	for (int i = 0; i < t->ndrawn; i++) {
+		struct rect r = t->drawn[i];
+		int kept = 0;
+		for (int k = 0; k < t->npics && !kept; k++)
+			kept = same_rect(r, t->pics[k].r);
+		if (kept)
+			continue;
+		rk_buf_adds(out, "\0337\033[0m");
+		for (int y = 0; y < r.h; y++)
+			rk_buf_printf(out, "\033[%d;%dH%*s", r.y + y + 1, r.x + 1, r.w, "");
+		rk_buf_adds(out, "\0338");
+	}
+	t->ndrawn = 0;
+	for (int k = 0; k < t->npics; k++)
+		t->drawn[t->ndrawn++] = t->pics[k].r;
+}
+
+/* After it: the pictures in truecolor (the feed locked: they are its). */
+static void pics_paint(struct tui *t, struct rk_buf *out)
+{
+	for (int k = 0; k < t->npics; k++) {
+		const struct tui_pic *p = &t->pics[k];
+		rk_buf_adds(out, "\0337");
+		tui_halfblock_render(out, p->rgb, p->w, p->h, p->r.y + 1, p->r.x + 1, p->r.h, p->r.w, 0);
+		rk_buf_adds(out, "\0338");
+	}
 }
 
 static int drawn_loaded;
 
 static void draw(struct tui *t)
 {
-	struct rk_buf raw;
+	struct rk_buf raw, unpaint;
 	rk_buf_init(&raw);
+	rk_buf_init(&unpaint);
 	pthread_mutex_lock(&t->feed.mu);
+	if (t->takeover && !t->feed.takeover_want)
+		t->takeover = 0; /* refused: the footer says why */
 	erase();
 	layout(t);
 	tui_sync(t);
 	draw_header(t);
 	t->screen_img = (struct rect){0, 0, 0, 0};
+	t->npics = 0;
 	if (!t->feed.loaded) {
 		tui_put(LINES / 2, 2, COLS - 4, "loading...");
 	} else {
@@ -498,12 +546,19 @@ static void draw(struct tui *t)
 			mvvline(1, lw, ACS_VLINE, LINES - 2);
 		}
 	}
-	if (t->help)
+	if (t->help) {
 		draw_help(t);
+		t->npics = 0;
+	}
 	drawn_loaded = t->feed.loaded;
-	screen_raw(t, &raw);
+	pics_unpaint(t, &unpaint);
+	pics_paint(t, &raw);
 	draw_footer(t);
 	pthread_mutex_unlock(&t->feed.mu);
+	if (unpaint.len) {
+		ssize_t n = write(1, unpaint.data, unpaint.len);
+		(void)n;
+	}
 	wnoutrefresh(stdscr);
 	doupdate();
 	if (raw.len) {
@@ -511,6 +566,7 @@ static void draw(struct tui *t)
 		(void)n;
 	}
 	rk_buf_release(&raw);
+	rk_buf_release(&unpaint);
 }
 
 /* --- input -------------------------------------------------------------------------------- */
@@ -627,6 +683,8 @@ static int takeover_mouse(struct tui *t, const MEVENT *ev)
 	int x = ev->x - r.x, y = (ev->y - r.y) * 2;
 	if (x >= t->screen_img_w || y >= t->screen_img_h)
 		return 0;
+	if (!(ev->bstate & (BUTTON1_PRESSED | BUTTON2_PRESSED | BUTTON3_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED)))
+		return 1; /* a release or a motion: the press made the click */
 	char json[160];
 	const char *button = (ev->bstate & BUTTON3_PRESSED) ? "right" : (ev->bstate & BUTTON2_PRESSED) ? "middle" : "left";
 	if (ev->bstate & BUTTON4_PRESSED)
@@ -728,6 +786,8 @@ static int on_prompt_key(struct tui *t, int is_key, wint_t ch)
 
 static int on_key(struct tui *t, int is_key, wint_t ch)
 {
+	if (t->takeover && !t->feed.takeover_want)
+		t->takeover = 0; /* refused by the feed: the keys are the dashboard's */
 	if (is_key && ch == KEY_RESIZE)
 		return KEY_REDRAW;
 	if (is_key && ch == KEY_MOUSE)

@@ -78,6 +78,15 @@ struct key_binding {
 };
 extern const struct key_binding tui_keys[];
 
+/* A picture on the screen: truecolor half blocks written after curses'
+ * update over cells curses keeps blank (tui.c). */
+#define TUI_PICS_MAX 64
+struct tui_pic {
+	struct rect r;              /* the cells it covers */
+	const unsigned char *rgb;   /* packed RGB, w x h; the feed's (valid while it is locked) */
+	int w, h;
+};
+
 struct tui {
 	struct feed feed;
 	struct pane panes[PANE_COUNT];
@@ -93,6 +102,10 @@ struct tui {
 	char search[1024];     /* the last search */
 	int mouse_y, mouse_x, mouse_button;
 	char *message;         /* a one-off footer message, or NULL */
+	struct tui_pic pics[TUI_PICS_MAX]; /* this frame's pictures */
+	int npics;
+	struct rect drawn[TUI_PICS_MAX];   /* where the last frame's were */
+	int ndrawn;
 	struct rect screen_img; /* where the screen pane's picture is (cells) */
 	int screen_img_w, screen_img_h; /* its size in pixels */
 };
@@ -114,6 +127,10 @@ int tui_put(int y, int x, int w, const char *s);
 /* Fills the rest of a row from x with blanks up to w cells. */
 void tui_fill(int y, int x, int w);
 void tui_title(struct tui *t, struct pane *p, int focused, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Draws rgb (w x h) with its top left corner at cell (y, x), clipped to
+ * rows x cols cells: half blocks in colour, a luminance ramp of characters
+ * without. */
+void tui_picture(struct tui *t, int y, int x, int rows, int cols, const unsigned char *rgb, int w, int h);
 /* Case-insensitive search of needle in s. */
 int tui_match(const char *s, const char *needle);
 void tui_set_message(struct tui *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -7,7 +7,10 @@
 
 load helper
 
+MODEL_SERVER=$BATS_TEST_DIRNAME/../../build/tests/emulators/model_server
+
 teardown() {
+	model_stop
 	if [ -n "${DOCKER_C:-}" ]; then
 		rk computer delete "$DOCKER_C" --wait --timeout 120 >/dev/null 2>&1 || true
 	fi
@@ -19,6 +22,39 @@ teardown() {
 # tmux on this test's own server, without bats' descriptors.
 tm() {
 	eval 'tmux -L "rk-tui-$$-$BATS_TEST_NUMBER" -f /dev/null "$@"' "$RK_CLOSE_FDS"
+}
+
+# The scripted model (tests/emulators/model_server) replaying scenario $1,
+# with the model config pointed at it.
+model_start() {
+	local out=$BATS_TEST_TMPDIR/model.out
+	model_stop
+	"$MODEL_SERVER" "$BATS_TEST_DIRNAME/../fixtures/scenarios/$1" >"$out" 2>&1 3>&- 4>&- &
+	MODEL_PID=$!
+	wait_for "grep -q '^listening on ' '$out'" 10
+	export RAKAZO_MODEL=scripted \
+		RAKAZO_MODEL_BASE_URL="$(sed -n 's|^listening on \(http://127.0.0.1:[0-9]*\)$|\1|p' "$out")/v1"
+}
+
+model_stop() {
+	[ -n "${MODEL_PID:-}" ] || return 0
+	kill "$MODEL_PID" 2>/dev/null || true
+	wait "$MODEL_PID" 2>/dev/null || true
+	MODEL_PID=
+}
+
+# The server exits 0 after its last step when every expectation held.
+model_done() {
+	local st=0
+	wait "$MODEL_PID" || st=$?
+	MODEL_PID=
+	[ "$st" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/model.out" >&2; return 1; }
+}
+
+# The state of run $1 as the table has it (rakazo run show would reap it first).
+run_state_stored() {
+	python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT state FROM runs WHERE id = ?", (sys.argv[2],)).fetchone()[0])' \
+		"$RAKAZO_DATA_DIR/rakazo.db" "$1"
 }
 
 # A shell in a COLSxROWS tmux window; then `rakazo tui ARGS` typed into it.
@@ -325,16 +361,96 @@ frame_hash_shown() {
 	wait_for '[ -n "$(frame_hash_shown)" ]' 30
 	tm send-keys t
 	wait_for 'shows "TAKEOVER"'
-	wait_for 'rk computer lease show t --bot takeover --json | rk_json "d[\"holder\"]" | grep -q "tui"'
+	# the person holds the control lease of the main display's bot: another person is refused
+	wait_for 'RAKAZO_OWNER=user:other rk screen takeover t --bot default --json 2>&1 | grep -q "user:bats already has control"'
 	tm send-keys -l 'qjk?'
-	local st
-	st=$(ls "$RAKAZO_DATA_DIR"/fake/*/screen-0.json | head -n 1)
-	wait_for 'python3 -c "import json,sys; sys.exit(0 if json.load(open(\"$st\"))[\"text\"].endswith(\"qjk?\") else 1)"' 20
+	wait_for 'fake_typed "qjk?"' 20
 	# q went to the computer: the dashboard is still up
 	shows " 6 Screen"
 	tm send-keys C-]
 	wait_for 'shows "takeover ended"'
-	wait_for '[ "$(rk computer lease show t --bot takeover --json | rk_json "d[\"holder\"]")" = null ]'
+	# given back: another person may take it now
+	wait_for 'RAKAZO_OWNER=user:other rk screen takeover t --bot default --json >/dev/null 2>&1'
+	RAKAZO_OWNER=user:other rk screen release-control t --bot default
+	tm send-keys q
+	wait_for 'shows "tui-exit=0"'
+}
+
+# How many rows of the window hold a run of exactly $1 half blocks.
+block_rows() {
+	screen_text | python3 -c '
+import re, sys
+n = int(sys.argv[1])
+print(sum(1 for line in sys.stdin if any(len(m) == n for m in re.findall("\u2580+", line))))
+' "$1"
+}
+
+# The fake screen's typed text ends with $1.
+fake_typed() {
+	python3 -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["text"].endswith(sys.argv[2]) else 1)' \
+		"$(ls "$RAKAZO_DATA_DIR"/fake/*/screen-0.json | head -n 1)" "$1"
+}
+
+# The fake screen's clicks so far (DATA_DIR/fake/REF/screen-0.json marks), one "x y button" a line.
+fake_clicks() {
+	python3 -c '
+import json, sys
+for m in json.load(open(sys.argv[1])).get("marks", []):
+    if m[2]:
+        print(m[0], m[1], m[2])
+' "$(ls "$RAKAZO_DATA_DIR"/fake/*/screen-0.json | head -n 1)"
+}
+
+@test "tui: takeover is the control lease: refused while a run works, granted while it waits; a click reaches the screen; giving it back lets the run go on" {
+	rk_fake t
+	# a run at work (its model call hangs): the person may not take over
+	model_start run_hang.json
+	local busy
+	busy=$(rk run --detach --computer t "keep busy")
+	wait_for 'rk run logs '"$busy"' | grep -q "tool.result *shell"' 30
+	tui_start 120 35
+	tm send-keys 6
+	wait_for '[ -n "$(frame_hash_shown)" ]' 30
+	tm send-keys t
+	wait_for 'shows "takeover: conflict: Stop the bot first"'
+	shows "$busy"
+	! shows "TAKEOVER"
+	rk run cancel "$busy" --wait 30 >/dev/null
+	model_stop
+	# a run that asks for a person waits; the person takes over
+	model_start tui_takeover.json
+	local id
+	id=$(rk run --detach --computer t "ask for help")
+	wait_for '[ "$(rk run show '"$id"' --json | rk_json "d[\"state\"]")" = waiting_takeover ]' 30
+	tm send-keys t
+	wait_for 'shows "TAKEOVER"'
+	wait_for '! shows "taking the control lease"'
+	RAKAZO_OWNER=user:other expect_json_error 4 conflict rk screen takeover t --bot default --json
+	# a left click on the picture (an X10 press and release, as the terminal sends them)
+	# reaches the computer's screen as one click
+	local before clicks
+	before=$(rk screen shot t --json | rk_json 'd["frame_hash"]')
+	clicks=$(fake_clicks | wc -l)
+	local row col
+	row=$(printf "\\$(printf %o $((2 + 6 + 33)))")
+	col=$(printf "\\$(printf %o $((61 + 20 + 33)))")
+	tm send-keys -l $'\e[M '"$col$row"
+	tm send-keys -l $'\e[M#'"$col$row"
+	wait_for '[ "$(fake_clicks | wc -l)" -eq $((clicks + 1)) ]' 20
+	# a key after it: once it is there, the release has been handled too, and made no click
+	tm send-keys -l 'z'
+	wait_for 'fake_typed z' 20
+	[ "$(fake_clicks | wc -l)" -eq $((clicks + 1)) ]
+	# left button (1), inside the screen
+	fake_clicks | tail -n 1 | awk '{ exit !($3 == 1 && $1 > 0 && $1 < 1280 && $2 > 0 && $2 < 800) }'
+	[ "$(rk screen shot t --json | rk_json 'd["frame_hash"]')" != "$before" ]
+	# still waiting while the person has control; Ctrl-] gives it back and the run goes on
+	[ "$(rk run show "$id" --json | rk_json 'd["state"]')" = waiting_takeover ]
+	tm send-keys C-]
+	wait_for 'shows "takeover ended"'
+	wait_for '[ "$(rk run show '"$id"' --json | rk_json "d[\"state\"]")" = completed ]' 30
+	model_done
+	[ "$(rk run show "$id" --json | rk_json 'd["final_answer"]')" = "thanks, carrying on" ]
 	tm send-keys q
 	wait_for 'shows "tui-exit=0"'
 }
@@ -440,6 +556,108 @@ EOF
 	wait_for 'focused Timeline'
 	wait_for 'shows "all done here"'
 	shows "4 steps, 1200 input + 300 output tokens"
+	tm send-keys q
+	wait_for 'shows "tui-exit=0"'
+}
+
+@test "tui: a run's timeline shows its model turns, tool calls and results, and the frame it saw in half blocks" {
+	rk_fake t
+	model_start run_fake.json
+	rk run --computer t --json "write a note and read it back" >/dev/null
+	model_done
+	TUI_ENV="NO_COLOR=" tui_start 160 60
+	tm send-keys 2
+	wait_for 'focused Runs'
+	tm send-keys Enter
+	wait_for 'focused Timeline'
+	wait_for 'shows "tool.call list_files"'
+	local name
+	for name in write_file shell computer_observe; do
+		shows "tool.call $name"
+		shows "tool.result $name"
+	done
+	shows "model.turn step 1: Looking around."
+	shows "run.finished completed: Wrote notes/x.txt and read it back."
+	shows "6 steps"
+	# under the first observe's result (a new frame) its picture: 1280x800 in 32x20 pixels, ten
+	# rows of 32 half blocks in the fake's grey; the second observe (the same frame) has none
+	wait_for '[ "$(block_rows 32)" = 10 ]'
+	local res pic
+	res=$(screen_text | grep -n "tool.result computer_observe" | head -n 1 | cut -d: -f1)
+	pic=$(screen_text | grep -n "▀" | head -n 1 | cut -d: -f1)
+	[ "$pic" -eq $((res + 1)) ]
+	tm capture-pane -p -e | grep -q "38;2;128;128;128"
+	# in a lower window, at the end: the picture's first row is above the pane's top, the
+	# other nine show from the pane's first row, and the next event follows them
+	tm resize-window -x 160 -y 18
+	tm send-keys G
+	wait_for '[ "$(block_rows 32)" = 9 ]'
+	screen_text | sed -n 3p | grep -q "▀"
+	[ "$(screen_text | grep -n "model.turn step 5" | cut -d: -f1)" -eq 12 ]
+	# up three lines and back: the picture moves whole, and where it was is blank again
+	tm send-keys k k k
+	wait_for '[ "$(block_rows 32)" = 10 ] && [ "$(screen_text | grep -n "model.turn step 5" | cut -d: -f1)" -eq 15 ]'
+	tm send-keys j j j
+	wait_for '[ "$(screen_text | grep -n "model.turn step 5" | cut -d: -f1)" -eq 12 ]'
+	wait_for '[ "$(screen_text | grep -o "▀" | wc -l)" -eq $((9 * 32)) ]'
+	tm send-keys q
+	wait_for 'shows "tui-exit=0"'
+}
+
+@test "tui: a running run's timeline follows its events live" {
+	rk_fake t
+	model_start tui_takeover.json
+	local id
+	id=$(rk run --detach --computer t "ask for help")
+	tui_start 140 35
+	tm send-keys 2 Enter
+	wait_for 'focused Timeline'
+	wait_for 'shows "run.waiting_takeover please click the button"' 30
+	shows "live tail"
+	! shows "run.finished"
+	rk run continue "$id" --note "done by hand" >/dev/null
+	wait_for 'shows "run.takeover_ended done by hand"' 30
+	wait_for 'shows "run.finished completed: thanks, carrying on"' 30
+	model_done
+	tm send-keys q
+	wait_for 'shows "tui-exit=0"'
+}
+
+@test "tui: a run whose process died shows as interrupted without anyone running rakazo run list" {
+	rk_fake t
+	local cid dead
+	cid=$(rk_id t)
+	sh -c 'exit 0' &
+	dead=$!
+	wait "$dead"
+	python3 - "$RAKAZO_DATA_DIR/rakazo.db" "$cid" "$dead" <<'EOF'
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1])
+now = int(time.time() * 1000)
+db.execute("INSERT INTO runs (id, computer_id, task, model, state, worker_pid, heartbeat_at, created_at, started_at) "
+           "VALUES ('run_tuidead1', ?, 'a task', 'm', 'running', ?, ?, ?, ?)", (sys.argv[2], int(sys.argv[3]), now, now, now))
+db.commit()
+EOF
+	[ "$(run_state_stored run_tuidead1)" = running ]
+	tui_start 140 35
+	wait_for 'shows "run_tuidead1"'
+	wait_for '[ "$(run_state_stored run_tuidead1)" = interrupted ]' 30
+	wait_for 'screen_text | grep "run_tuidead1" | grep -q " interrupte"' 10
+	tm send-keys q
+	wait_for 'shows "tui-exit=0"'
+}
+
+@test "tui: the computers pane counts live screens: the main display and each bot's" {
+	rk computer create --provider fake --name t --team --wait --json >/dev/null
+	tui_start 140 35
+	wait_for 'screen_text | grep -qE "^ t +running +fake +1 "'
+	rk screen shot t --bot a --json >/dev/null
+	rk screen shot t --bot b --json >/dev/null
+	wait_for 'screen_text | grep -qE "^ t +running +fake +3 "'
+	rk screen release t --bot a
+	wait_for 'screen_text | grep -qE "^ t +running +fake +2 "'
+	rk computer stop t --wait --json >/dev/null
+	wait_for 'screen_text | grep -qE "^ t +stopped +fake +0 "' 20
 	tm send-keys q
 	wait_for 'shows "tui-exit=0"'
 }
