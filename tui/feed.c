@@ -11,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../engine/approval.h"
 #include "../engine/computer.h"
+#include "../engine/approval.h"
 #include "../engine/db_runs.h"
 #include "../engine/display.h"
 #include "../engine/home.h"
@@ -472,8 +474,31 @@ static const char *iso(int64_t ms, char *buf, size_t size)
 	return rk_iso8601(ms, buf, size);
 }
 
+/* The call a run waits on a person for, and how to decide it. */
+static void approval_lines(struct rk_engine *eng, const char *run_id, struct feed_lines *out)
+{
+	cJSON *arr = NULL;
+	struct rk_error e;
+	if (rk_approval_pending(eng, run_id, &arr, &e)) {
+		lines_addf(out, "waiting for approval (cannot read it: %s)", e.message);
+		return;
+	}
+	const cJSON *a;
+	cJSON_ArrayForEach(a, arr)
+	{
+		lines_addf(out, "waiting for approval: %s  (%s)", rk_json_string(a, "tool", "?"),
+			   rk_json_string(a, "reason", ""));
+		const char *args = rk_json_string(a, "arguments", NULL);
+		if (args)
+			lines_addf(out, "  arguments %.300s%s", args, strlen(args) > 300 ? "..." : "");
+		lines_addf(out, "  decide:   rakazo run approve %s | rakazo run deny %s --note TEXT", run_id, run_id);
+	}
+	cJSON_Delete(arr);
+}
+
 /* The head of a run's timeline: its row (state, steps, tokens, times,
- * answer or error). *live: it has not ended. */
+ * answer or error, the call it waits to have approved). *live: it has not
+ * ended. */
 static int timeline_head(struct rk_engine *eng, const char *run_id, struct feed_lines *out, int *live,
 			 struct rk_error *err)
 {
@@ -484,6 +509,8 @@ static int timeline_head(struct rk_engine *eng, const char *run_id, struct feed_
 	char a[40];
 	*live = !rk_run_state_is_final(r.state);
 	lines_addf(out, "run %s  %s", r.id, r.state);
+	if (!strcmp(r.state, "waiting_approval"))
+		approval_lines(eng, r.id, out);
 	lines_addf(out, "task      %s", r.task ? r.task : "");
 	lines_addf(out, "model     %s", r.model ? r.model : "-");
 	if (r.computer_id)

@@ -256,10 +256,15 @@ static void runs_draw(struct tui *t, struct pane *p, int focused)
 	else if (n > 0)
 		select_run(t, p->sel < n ? p->sel : 0);
 	tui_list_clamp(p, n, list_rows(p));
-	int running = 0;
-	for (int i = 0; i < n; i++)
+	int running = 0, asking = 0;
+	for (int i = 0; i < n; i++) {
 		running += !rk_run_state_is_final(f->runs[i].state);
-	tui_title(t, p, focused, "%d, %d active", n, running);
+		asking += !strcmp(f->runs[i].state, "waiting_approval");
+	}
+	if (asking)
+		tui_title(t, p, focused, "%d, %d active, %d waiting for approval", n, running, asking);
+	else
+		tui_title(t, p, focused, "%d, %d active", n, running);
 	heading(t, p, " RUN           STATE     STEPS MODEL        TIME    TOKENS  COMPUTER  TASK");
 	if (n == 0) {
 		tui_put(p->r.y + 2, p->r.x + 1, p->r.w - 1, "no runs: rakazo run --computer NAME 'TASK'");

@@ -604,6 +604,32 @@ EOF
 	wait_for 'shows "tui-exit=0"'
 }
 
+@test "tui: pending approvals show: the runs title counts them, the timeline names the call and how to decide it (issue 11)" {
+	rk_fake t
+	rk approval set --effect require_approval --match tool --value write_file --json >/dev/null
+	model_start run_approval.json
+	local id
+	id=$(rk run --computer t --detach "buy pianos")
+	wait_for "[ \"\$(run_state_stored $id)\" = waiting_approval ]" 30
+	tui_start 160 50
+	tm send-keys 2
+	wait_for 'focused Runs'
+	wait_for 'shows "1 waiting for approval"'
+	tm send-keys Enter
+	wait_for 'focused Timeline'
+	wait_for 'shows "waiting for approval: write_file"'
+	shows "order 3 pianos"
+	shows "rakazo run approve $id"
+	rk run approve "$id" --json >/dev/null
+	model_done
+	wait_for 'shows "run.finished completed: ordered"' 30
+	run shows "waiting for approval"
+	[ "$status" -ne 0 ]
+	tm send-keys q
+	wait_for 'screen_text | grep -q "tui-exit=0"'
+	[ "$(rk computer file read t buy.txt)" = 'order 3 pianos' ]
+}
+
 @test "tui: a running run's timeline follows its events live" {
 	rk_fake t
 	model_start tui_takeover.json
