@@ -24,6 +24,7 @@ void rk_http_response_init(struct rk_http_response *r)
 {
 	memset(r, 0, sizeof(*r));
 	rk_buf_init(&r->body);
+	r->content_length = -1;
 }
 
 void rk_http_response_release(struct rk_http_response *r)
@@ -33,6 +34,8 @@ void rk_http_response_release(struct rk_http_response *r)
 	rk_buf_release(&r->body);
 	free(r->content_type);
 	r->content_type = NULL;
+	free(r->etag);
+	r->etag = NULL;
 }
 
 enum rk_code rk_http_status_code(long status)
@@ -238,6 +241,9 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 		a->retry_after[0] = '\0';
 		free(a->resp->content_type);
 		a->resp->content_type = NULL;
+		free(a->resp->etag);
+		a->resp->etag = NULL;
+		a->resp->content_length = -1;
 		rk_buf_reset(&a->resp->body);
 		return len;
 	}
@@ -258,6 +264,13 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 	} else if (nlen == 12 && strncasecmp(data, "content-type", 12) == 0) {
 		free(a->resp->content_type);
 		a->resp->content_type = rk_xstrndup(v, vlen);
+	} else if (nlen == 4 && strncasecmp(data, "etag", 4) == 0) {
+		free(a->resp->etag);
+		a->resp->etag = rk_xstrndup(v, vlen);
+	} else if (nlen == 14 && strncasecmp(data, "content-length", 14) == 0) {
+		char *cl = rk_xstrndup(v, vlen);
+		a->resp->content_length = strtoll(cl, NULL, 10);
+		free(cl);
 	}
 	return len;
 }
@@ -341,6 +354,10 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	curl_easy_setopt(curl, CURLOPT_HEADERDATA, a);
 	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
+	if (req->aws_sigv4) {
+		curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, req->aws_sigv4);
+		curl_easy_setopt(curl, CURLOPT_USERPWD, req->userpwd ? req->userpwd : "");
+	}
 
 	CURLcode rc = curl_easy_perform(curl);
 	long status = 0, sent = 0;
