@@ -1263,6 +1263,24 @@ static int valid_bucket(const char *b, size_t n)
 	return 1;
 }
 
+/* A prefix (n > 0 bytes, no leading or trailing '/') whose segments a URL
+ * path keeps as they are: none empty, "." or "..", no control characters. */
+static int valid_prefix(const char *p, size_t n)
+{
+	size_t seg = 0;
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && (unsigned char)p[i] < 0x20)
+			return 0;
+		if (i < n && p[i] != '/')
+			continue;
+		size_t len = i - seg;
+		if (len == 0 || (len == 1 && p[seg] == '.') || (len == 2 && p[seg] == '.' && p[seg + 1] == '.'))
+			return 0;
+		seg = i + 1;
+	}
+	return 1;
+}
+
 struct rk_home_store *rk_home_store_s3_new(const char *url, const char *data_dir, struct rk_error *err)
 {
 	if (!url || strncmp(url, "s3://", 5)) {
@@ -1283,11 +1301,12 @@ struct rk_home_store *rk_home_store_s3_new(const char *url, const char *data_dir
 	size_t pn = strlen(p);
 	while (pn && p[pn - 1] == '/')
 		pn--;
-	for (size_t i = 0; i < pn; i++)
-		if ((unsigned char)p[i] < 0x20 || (i + 1 < pn && p[i] == '/' && p[i + 1] == '/')) {
-			rk_error_set(err, RK_EINVALID, "RAKAZO_HOME_STORE '%s': the prefix holds an empty segment or a control character", url);
-			return NULL;
-		}
+	if (pn && !valid_prefix(p, pn)) {
+		rk_error_set(err, RK_EINVALID,
+			     "RAKAZO_HOME_STORE '%s': the prefix holds an empty, '.' or '..' segment or a control character",
+			     url);
+		return NULL;
+	}
 	const char *id = env("AWS_ACCESS_KEY_ID"), *secret = env("AWS_SECRET_ACCESS_KEY");
 	if (!id || !secret) {
 		rk_error_set(err, RK_EINVALID,

@@ -630,6 +630,13 @@ TEST(bad_settings_give_clear_errors)
 	CHECK(strstr(e.message, "bucket name") != NULL);
 	CHECK(rk_home_store_s3_new("s3://Bad_Bucket/p", dd, &e) == NULL);
 	CHECK_EQ_INT(e.code, RK_EINVALID);
+	CHECK(rk_home_store_s3_new("s3://bucket/a/../b", dd, &e) == NULL);
+	CHECK(strstr(e.message, "'..'") != NULL);
+	CHECK(rk_home_store_s3_new("s3://bucket/a//b", dd, &e) == NULL);
+	struct rk_home_store *ok = rk_home_store_s3_new("s3://bucket/a/b.c/", dd, &e);
+	CHECK(ok != NULL);
+	if (ok)
+		ok->ops->free(ok);
 	char *id = rk_xstrdup(getenv("AWS_ACCESS_KEY_ID"));
 	unsetenv("AWS_ACCESS_KEY_ID");
 	CHECK(rk_home_store_s3_new("s3://rakazo-test/p", dd, &e) == NULL);
