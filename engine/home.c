@@ -455,9 +455,7 @@ static int list_locked(struct local *s, const char *key, struct rk_home_revision
 			cap = cap ? cap * 2 : 8;
 			*out = rk_xrealloc(*out, cap * sizeof(**out));
 		}
-		(*out)[(*n)++] = m.meta;
-		memset(&m.meta, 0, sizeof(m.meta));
-		rk_manifest_release(&m);
+		rk_manifest_take_meta(&m, &(*out)[(*n)++]);
 	}
 	closedir(d);
 	if (*n)
@@ -616,9 +614,7 @@ static int local_latest(struct rk_home_store *base, const char *key, struct rk_h
 	free(id);
 	if (r)
 		return r;
-	*out = m.meta;
-	memset(&m.meta, 0, sizeof(m.meta));
-	rk_manifest_release(&m);
+	rk_manifest_take_meta(&m, out);
 	return 0;
 }
 
@@ -634,9 +630,7 @@ static int local_show(struct rk_home_store *base, const char *key, const char *r
 	struct rk_manifest m;
 	if ((r = manifest_load(s, key, rev, 0, &m, err)))
 		return r;
-	*out = m.meta;
-	memset(&m.meta, 0, sizeof(m.meta));
-	rk_manifest_release(&m);
+	rk_manifest_take_meta(&m, out);
 	return 0;
 }
 

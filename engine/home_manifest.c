@@ -140,6 +140,13 @@ out:
 
 
 
+void rk_manifest_take_meta(struct rk_manifest *m, struct rk_home_revision *out)
+{
+	*out = m->meta;
+	memset(&m->meta, 0, sizeof(m->meta));
+	rk_manifest_release(m);
+}
+
 void rk_manifest_release(struct rk_manifest *m)
 {
 	rk_home_revision_release(&m->meta);

@@ -41,6 +41,8 @@ struct rk_manifest {
 };
 
 void rk_manifest_release(struct rk_manifest *m);
+/* Moves m's header into out (the caller's now) and releases m. */
+void rk_manifest_take_meta(struct rk_manifest *m, struct rk_home_revision *out);
 /* Parses m->text (a whole revision file, or with want_entries -1 only its
  * header line) as revision rev: the header always; the manifest checksum
  * is checked (want_entries >= 0) and with want_entries 1 the entries are

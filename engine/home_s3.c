@@ -488,9 +488,7 @@ static int list_revs(struct s3 *s, const char *key, struct rk_home_revision **ou
 			rk_log(RK_LOG_WARN, "home %s: skipping revision %s: %s", key, l.keys[i], e2.message);
 			continue;
 		}
-		(*out)[(*n)++] = m.meta;
-		memset(&m.meta, 0, sizeof(m.meta));
-		rk_manifest_release(&m);
+		rk_manifest_take_meta(&m, &(*out)[(*n)++]);
 	}
 	listing_release(&l);
 	if (r) {
@@ -964,41 +962,26 @@ static int s3_describe(struct rk_home_store *base, struct rk_home_desc *out, str
 	return 0;
 }
 
-static int s3_latest(struct rk_home_store *base, const char *key, struct rk_home_revision *out,
-		     struct rk_error *err)
-{
-	struct s3 *s = (struct s3 *)base;
-	int r = rk_home_check_key(key, err);
-	char *id = NULL;
-	if (r || (r = read_latest_id(s, key, &id, err)))
-		return r;
-	struct rk_manifest m;
-	r = manifest_load(s, key, id, -1, &m, err);
-	free(id);
-	if (r)
-		return r;
-	*out = m.meta;
-	memset(&m.meta, 0, sizeof(m.meta));
-	rk_manifest_release(&m);
-	return 0;
-}
-
 static int s3_show(struct rk_home_store *base, const char *key, const char *rev, struct rk_home_revision *out,
 		   struct rk_error *err)
 {
 	struct s3 *s = (struct s3 *)base;
+	char *id = NULL;
 	int r = rk_home_check_key(key, err);
-	if (r)
+	if (r || (!rev && (r = read_latest_id(s, key, &id, err))))
 		return r;
-	if (!rev)
-		return s3_latest(base, key, out, err);
 	struct rk_manifest m;
-	if ((r = manifest_load(s, key, rev, -1, &m, err)))
-		return r;
-	*out = m.meta;
-	memset(&m.meta, 0, sizeof(m.meta));
-	rk_manifest_release(&m);
-	return 0;
+	r = manifest_load(s, key, rev ? rev : id, -1, &m, err);
+	free(id);
+	if (r == 0)
+		rk_manifest_take_meta(&m, out);
+	return r;
+}
+
+static int s3_latest(struct rk_home_store *base, const char *key, struct rk_home_revision *out,
+		     struct rk_error *err)
+{
+	return s3_show(base, key, NULL, out, err);
 }
 
 static int s3_list_op(struct rk_home_store *base, const char *key, struct rk_home_revision **out, size_t *n,
