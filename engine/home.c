@@ -197,6 +197,47 @@ int rk_home_swap_in(const char *data_dir, const char *key, const char *staging, 
 	return r;
 }
 
+int rk_home_lock_key(const char *data_dir, const char *key, int how, struct rk_error *err)
+{
+	struct local s = {.revisions = rk_path_join(data_dir, "home-revisions")};
+	int r = rk_home_check_key(key, err);
+	if (r == 0)
+		r = lock_key(&s, key, how, err);
+	free(s.revisions);
+	return r;
+}
+
+int64_t rk_home_gc_staging(const char *data_dir)
+{
+	/* staging dirs of homes whose lock is free */
+	int64_t removed = 0;
+	char *homes = rk_path_join(data_dir, "homes");
+	DIR *hd = opendir(homes);
+	struct dirent *de;
+	while (hd && (de = readdir(hd))) {
+		const char *n = de->d_name;
+		const char *st = strstr(n, ".staging-");
+		const char *pv = strstr(n, ".previous");
+		if (n[0] != '.' || (!st && !pv))
+			continue;
+		char *key = rk_xstrndup(n + 1, (size_t)((st ? st : pv) - n - 1));
+		struct rk_error e2;
+		int k = rk_home_lock_key(data_dir, key, LOCK_EX | LOCK_NB, &e2);
+		if (k >= 0) {
+			char *home = rk_path_join(homes, key);
+			rk_home_swap_recover(home, NULL);
+			free(home);
+			unlock(k);
+			removed++;
+		}
+		free(key);
+	}
+	if (hd)
+		closedir(hd);
+	free(homes);
+	return removed;
+}
+
 
 static char *rev_path(struct local *s, const char *key, const char *rev)
 {
@@ -958,31 +999,7 @@ static int local_gc(struct rk_home_store *base, struct rk_home_gc_stats *out, st
 	free(tmp);
 	unlock(lk);
 	free(refs.k);
-	/* staging dirs of homes whose lock is free */
-	DIR *hd = opendir(s->homes);
-	struct dirent *de;
-	while (hd && (de = readdir(hd))) {
-		const char *n = de->d_name;
-		const char *st = strstr(n, ".staging-");
-		const char *pv = strstr(n, ".previous");
-		if (n[0] != '.' || (!st && !pv))
-			continue;
-		char *key = rk_xstrndup(n + 1, (size_t)((st ? st : pv) - n - 1));
-		struct rk_error e2;
-		if (rk_home_check_key(key, &e2) == 0) {
-			int k = lock_key(s, key, LOCK_EX | LOCK_NB, &e2);
-			if (k >= 0) {
-				char *home = rk_path_join(s->homes, key);
-				rk_home_swap_recover(home, NULL);
-				free(home);
-				unlock(k);
-				out->staging_removed++;
-			}
-		}
-		free(key);
-	}
-	if (hd)
-		closedir(hd);
+	out->staging_removed = rk_home_gc_staging(s->data_dir);
 	return 0;
 }
 

@@ -63,6 +63,12 @@ int64_t rk_home_ns_of(const struct timespec *t);
 
 /* Keys are one path segment (see rk_home_dir). */
 int rk_home_check_key(const char *key, struct rk_error *err);
+/* This host's lock of a home (DATA_DIR/home-revisions/<key>/lock), the one
+ * every store and rk_home_recover take: the fd holding it. */
+int rk_home_lock_key(const char *data_dir, const char *key, int how, struct rk_error *err);
+/* Puts right the staging and .previous dirs under DATA_DIR/homes whose home
+ * lock is free; returns how many. */
+int64_t rk_home_gc_staging(const char *data_dir);
 /* flock on path (created); returns the fd holding it (close drops it). */
 int rk_home_take_lock(const char *path, int how, struct rk_error *err);
 

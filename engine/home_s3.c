@@ -16,7 +16,8 @@
  * rule for stale multipart uploads). Restores download into a staging dir
  * beside the destination, check every object's sha256, and swap it in.
  *
- * Writers on this host are serialized by flocks under DATA_DIR/home-s3/;
+ * Writers on this host are serialized by the home's lock (the local
+ * store's) and an objects lock under DATA_DIR/home-s3/;
  * S3 offers no lock, so two hosts must not checkpoint one home at once (the
  * computer's lease already keeps that so) and gc must not run while another
  * host checkpoints.
@@ -376,15 +377,11 @@ static int lock_file(struct s3 *s, const char *name, int how, struct rk_error *e
 	return r;
 }
 
+/* The home's lock on this host, shared with the local store and
+ * rk_home_recover, so a restore's staging is never taken for stale. */
 static int lock_key(struct s3 *s, const char *key, int how, struct rk_error *err)
 {
-	int r = rk_home_check_key(key, err);
-	if (r)
-		return r;
-	char *name = rk_xasprintf("%s.lock", key);
-	r = lock_file(s, name, how, err);
-	free(name);
-	return r;
+	return rk_home_lock_key(s->data_dir, key, how, err);
 }
 
 static void unlock(int fd)
@@ -1175,6 +1172,8 @@ static int s3_gc(struct rk_home_store *base, struct rk_home_gc_stats *out, struc
 	listing_release(&l);
 	free(refs.k);
 	unlock(lk);
+	if (r == 0)
+		out->staging_removed = rk_home_gc_staging(s->data_dir);
 	return r;
 }
 
