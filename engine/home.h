@@ -149,7 +149,7 @@ struct rk_home_s3_stats {
 	int64_t other_puts;        /* manifests and `latest` */
 	int64_t heads, gets, lists, deletes, posts;
 };
-int rk_home_s3_stats(const struct rk_home_store *s, struct rk_home_s3_stats *out);
+int rk_home_s3_stats(struct rk_home_store *s, struct rk_home_s3_stats *out);
 
 /* A store whose every operation fails with why (a store that could not be
  * made, so the error reaches whoever uses it). Caller frees with s->ops->free. */

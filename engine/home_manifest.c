@@ -448,7 +448,8 @@ char **rk_home_list_names(DIR *d, size_t *n)
 		}
 		v[(*n)++] = rk_xstrdup(de->d_name);
 	}
-	qsort(v, *n, sizeof(*v), cmp_names);
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_names);
 	return v;
 }
 

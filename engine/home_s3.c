@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,12 +50,15 @@
 #define PART_SIZE (8LL << 20)
 #define HEADER_RANGE 4096           /* a revision's header line fits in this */
 #define LIST_PAGES_FIRST 20         /* a first checkpoint lists up to this many pages of objects */
+#define UPLOAD_THREADS 4            /* small files go up this many at a time */
+#define UPLOAD_INFLIGHT (64u << 20) /* at most this much file content waits for them */
 
 struct s3 {
 	struct rk_home_store base;
 	char *url, *endpoint, *bucket, *prefix; /* prefix: "" or "a/b/" */
 	char *sigv4, *userpwd, *token;
 	char *data_dir, *locks;
+	pthread_mutex_t stats_mu; /* uploads run on threads */
 	struct rk_home_s3_stats stats;
 };
 
@@ -134,6 +138,7 @@ static void count(struct s3 *s, const struct s3_req *q)
 {
 	const char *m = q->method;
 	int object = q->key && !strncmp(q->key, "objects/", 8);
+	pthread_mutex_lock(&s->stats_mu);
 	if (!strcmp(m, "PUT") && object && q->query) {
 		s->stats.parts++;
 		s->stats.bytes_uploaded += (int64_t)q->len;
@@ -153,6 +158,7 @@ static void count(struct s3 *s, const struct s3_req *q)
 	} else if (!strcmp(m, "POST")) {
 		s->stats.posts++;
 	}
+	pthread_mutex_unlock(&s->stats_mu);
 }
 
 /* One signed request. resp is initialized here; the caller releases it.
@@ -663,10 +669,146 @@ static int s3_open_object(void *ctx, const struct rk_mentry *e, struct rk_error 
 
 /* --- checkpoint ---------------------------------------------------------------------------- */
 
+/* The small files' uploads, on UPLOAD_THREADS threads: the walk hashes a
+ * file and queues its content (at most UPLOAD_INFLIGHT bytes wait); a
+ * thread asks the bucket first when need be (HEAD) and PUTs it. The first
+ * error stops the walk; all uploads end before the manifest is written. */
+struct upload {
+	struct upload *next;
+	char hex[65];
+	int check; /* HEAD first */
+	struct rk_buf data;
+};
+
+struct uploader {
+	struct s3 *s;
+	pthread_mutex_t mu;
+	pthread_cond_t work, room;
+	struct upload *head, *tail;
+	size_t waiting;  /* bytes queued or being sent */
+	int stop, failed, nth;
+	pthread_t th[UPLOAD_THREADS];
+	struct rk_error err; /* the first failure */
+	int64_t uploaded;
+};
+
+static void *upload_thread(void *arg)
+{
+	struct uploader *u = arg;
+	pthread_mutex_lock(&u->mu);
+	for (;;) {
+		while (!u->head && !u->stop)
+			pthread_cond_wait(&u->work, &u->mu);
+		struct upload *up = u->head;
+		if (!up)
+			break;
+		u->head = up->next;
+		if (!u->head)
+			u->tail = NULL;
+		int skip = u->failed;
+		pthread_mutex_unlock(&u->mu);
+		struct rk_error e = {0};
+		int r = 0, sent = 0;
+		if (!skip) {
+			char *key = object_key(up->hex);
+			r = up->check ? s3_head(u->s, key, (int64_t)up->data.len, &e) : 0;
+			if (r == 0) {
+				r = s3_put(u->s, key, up->data.data, up->data.len, &e);
+				sent = r == 0;
+			}
+			free(key);
+		}
+		pthread_mutex_lock(&u->mu);
+		if (r < 0 && !u->failed) {
+			u->failed = 1;
+			u->err = e;
+		}
+		u->uploaded += sent;
+		u->waiting -= up->data.len;
+		pthread_cond_broadcast(&u->room);
+		rk_buf_release(&up->data);
+		free(up);
+	}
+	pthread_mutex_unlock(&u->mu);
+	return NULL;
+}
+
+static void uploader_init(struct uploader *u, struct s3 *s)
+{
+	memset(u, 0, sizeof(*u));
+	u->s = s;
+	pthread_mutex_init(&u->mu, NULL);
+	pthread_cond_init(&u->work, NULL);
+	pthread_cond_init(&u->room, NULL);
+}
+
+/* Queues data (taken over) as object hex; a failure of an earlier upload
+ * comes back here. */
+static int uploader_add(struct uploader *u, const char *hex, int check, struct rk_buf *data, struct rk_error *err)
+{
+	pthread_mutex_lock(&u->mu);
+	while (!u->failed && u->waiting && u->waiting + data->len > UPLOAD_INFLIGHT)
+		pthread_cond_wait(&u->room, &u->mu);
+	if (u->failed) {
+		int r = rk_error_set(err, (enum rk_code)u->err.code, "%s", u->err.message);
+		pthread_mutex_unlock(&u->mu);
+		rk_buf_release(data);
+		return r;
+	}
+	if (u->nth < UPLOAD_THREADS && (u->head || u->nth == 0)) {
+		if (pthread_create(&u->th[u->nth], NULL, upload_thread, u) == 0)
+			u->nth++;
+	}
+	struct upload *up = rk_xcalloc(1, sizeof(*up));
+	memcpy(up->hex, hex, 65);
+	up->check = check;
+	up->data = *data;
+	rk_buf_init(data);
+	if (u->tail)
+		u->tail->next = up;
+	else
+		u->head = up;
+	u->tail = up;
+	u->waiting += up->data.len;
+	int started = u->nth;
+	pthread_cond_signal(&u->work);
+	pthread_mutex_unlock(&u->mu);
+	if (!started) { /* no thread could start: send it from here */
+		pthread_mutex_lock(&u->mu);
+		u->stop = 1;
+		pthread_mutex_unlock(&u->mu);
+		upload_thread(u);
+		pthread_mutex_lock(&u->mu);
+		u->stop = 0;
+		int r = u->failed ? rk_error_set(err, (enum rk_code)u->err.code, "%s", u->err.message) : 0;
+		pthread_mutex_unlock(&u->mu);
+		return r;
+	}
+	return 0;
+}
+
+/* Waits for every queued upload; the first failure, if any. */
+static int uploader_finish(struct uploader *u, struct rk_error *err)
+{
+	pthread_mutex_lock(&u->mu);
+	u->stop = 1;
+	pthread_cond_broadcast(&u->work);
+	pthread_mutex_unlock(&u->mu);
+	for (int i = 0; i < u->nth; i++)
+		pthread_join(u->th[i], NULL);
+	u->nth = 0;
+	int r = u->failed && err ? rk_error_set(err, (enum rk_code)u->err.code, "%s", u->err.message) : 0;
+	pthread_mutex_destroy(&u->mu);
+	pthread_cond_destroy(&u->work);
+	pthread_cond_destroy(&u->room);
+	return r;
+}
+
 struct s3_walk {
 	struct rk_home_walk base; /* first: store gets &base */
 	struct s3 *s;
-	struct rk_hset known;     /* objects known to be in the bucket */
+	struct rk_hset known;     /* objects known to be in the bucket, or on their way */
+	struct uploader up;
 	int listed;               /* known holds every object there */
 	int64_t uploaded;
 };
@@ -767,8 +909,11 @@ static int multipart(struct s3_walk *w, int fd, const char *hex, int64_t total, 
 		rk_http_response_release(&resp);
 		free(query);
 	}
-	if (r == 0)
+	if (r == 0) {
+		pthread_mutex_lock(&s->stats_mu);
 		s->stats.multipart_uploads++;
+		pthread_mutex_unlock(&s->stats_mu);
+	}
 	rk_buf_release(&done);
 	free(up);
 	free(upload);
@@ -802,18 +947,14 @@ static int s3_store_file(struct rk_home_walk *base, int fd, char hex[65], int64_
 		crypto_hash_sha256_final(&h, d);
 		sodium_bin2hex(hex, 65, d, sizeof(d));
 		*size = (int64_t)b.len;
-		int r = object_known(w, hex, *size);
-		if (r == 0) {
-			char *key = object_key(hex);
-			r = s3_put(w->s, key, b.data, b.len, err);
-			free(key);
-			if (r == 0) {
-				rk_hset_add(&w->known, hex);
-				w->uploaded++;
-			}
+		int r = 0;
+		if (!rk_hset_has(&w->known, hex)) {
+			/* the threads ask the bucket (unless it was listed) and send it */
+			rk_hset_add(&w->known, hex);
+			r = uploader_add(&w->up, hex, !w->listed, &b, err);
 		}
 		rk_buf_release(&b);
-		return r < 0 ? r : 0;
+		return r;
 	}
 	int64_t total = 0;
 	ssize_t n;
@@ -848,6 +989,7 @@ static int s3_checkpoint(struct rk_home_store *base, const char *key, const stru
 	meta.kind = RK_HOME_SNAPSHOT; /* no markers here: a marker would name a dir on one host */
 	struct s3_walk w = {.base = {.err = err, .store = s3_store_file}, .s = s};
 	rk_buf_init(&w.base.body);
+	uploader_init(&w.up, s);
 	struct rk_manifest prev = {0};
 	rk_buf_init(&prev.text);
 	struct rk_buf text;
@@ -898,6 +1040,12 @@ static int s3_checkpoint(struct rk_home_store *base, const char *key, const stru
 	rk_buf_init(&rel);
 	r = rk_home_walk_dir(&w.base, dfd, &rel);
 	rk_buf_release(&rel);
+	/* every object is in before the manifest */
+	struct rk_error e4;
+	int ur = uploader_finish(&w.up, &e4);
+	w.uploaded += w.up.uploaded;
+	if (r == 0 && ur)
+		r = rk_error_set(err, (enum rk_code)e4.code, "%s", e4.message);
 	if (r)
 		goto out;
 	char hex[65];
@@ -935,6 +1083,8 @@ static int s3_checkpoint(struct rk_home_store *base, const char *key, const stru
 	*out = meta;
 	memset(&meta, 0, sizeof(meta));
 out:
+	if (w.up.nth)
+		uploader_finish(&w.up, NULL); /* a walk cut short before the wait above */
 	unlock(olk);
 	unlock(lk);
 	rk_home_revision_release(&meta);
@@ -1211,6 +1361,7 @@ static void s3_free(struct rk_home_store *base)
 	free(s->token);
 	free(s->data_dir);
 	free(s->locks);
+	pthread_mutex_destroy(&s->stats_mu);
 	free(s);
 }
 
@@ -1319,6 +1470,7 @@ struct rk_home_store *rk_home_store_s3_new(const char *url, const char *data_dir
 	}
 	struct s3 *s = rk_xcalloc(1, sizeof(*s));
 	s->base.ops = &s3_ops;
+	pthread_mutex_init(&s->stats_mu, NULL);
 	s->url = rk_xstrdup(url);
 	s->endpoint = endpoint;
 	s->bucket = rk_xstrndup(b, bn);
@@ -1336,12 +1488,15 @@ struct rk_home_store *rk_home_store_s3_new(const char *url, const char *data_dir
 	return &s->base;
 }
 
-int rk_home_s3_stats(const struct rk_home_store *base, struct rk_home_s3_stats *out)
+int rk_home_s3_stats(struct rk_home_store *base, struct rk_home_s3_stats *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!base || base->ops != &s3_ops)
 		return -RK_EINVALID;
-	*out = ((const struct s3 *)base)->stats;
+	struct s3 *s = (struct s3 *)base;
+	pthread_mutex_lock(&s->stats_mu);
+	*out = s->stats;
+	pthread_mutex_unlock(&s->stats_mu);
 	return 0;
 }
 

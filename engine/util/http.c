@@ -15,9 +15,19 @@
 #include "time.h"
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+/* Each thread's kept handle, cleaned up when the thread ends (a thread
+ * that exits would otherwise leave its handle and connection behind). */
+static pthread_key_t curl_key;
+
+static void curl_thread_end(void *handle)
+{
+	curl_easy_cleanup(handle);
+}
+
 static void curl_setup(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	pthread_key_create(&curl_key, curl_thread_end);
 }
 
 void rk_http_response_init(struct rk_http_response *r)
@@ -305,8 +315,10 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	 * socket's number may belong to another file by now (the helper closes
 	 * inherited descriptors and opens its database), and using or cleaning
 	 * it up would write to or close that file */
-	if (cached && cached_pid != getpid())
+	if (cached && cached_pid != getpid()) {
 		cached = NULL;
+		pthread_setspecific(curl_key, NULL);
+	}
 	int reuse = !req->on_data;
 	CURL *curl = reuse && cached ? cached : curl_easy_init();
 	if (reuse && curl == cached)
@@ -367,6 +379,7 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	if (reuse) {
 		cached = curl;
 		cached_pid = getpid();
+		pthread_setspecific(curl_key, curl);
 	}
 	else
 		curl_easy_cleanup(curl);

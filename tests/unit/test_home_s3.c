@@ -270,6 +270,17 @@ TEST(round_trip_modes_links_binary_empty_dirs)
 	s->ops->free(s);
 }
 
+static int open_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
 TEST(unchanged_files_are_not_uploaded_again)
 {
 	if (!need_server())
@@ -297,6 +308,15 @@ TEST(unchanged_files_are_not_uploaded_again)
 	REQUIRE(checkpoint(s, "dedupe", src, 5, NULL) == 0);
 	rk_home_s3_stats(s, &s2);
 	CHECK_EQ_INT(s2.object_puts - s1.object_puts, 1);
+	/* the upload threads leave no connection behind when they end */
+	int fds = open_fds();
+	for (int i = 0; i < 4; i++) {
+		char text[32];
+		snprintf(text, sizeof(text), "round %d", i);
+		put(src, "d2/f6", text);
+		REQUIRE(checkpoint(s, "dedupe", src, 5, NULL) == 0);
+	}
+	CHECK_EQ_INT(open_fds(), fds);
 	/* a new home with the same files in the same bucket uploads nothing,
 	 * and a fresh process (no local state) neither */
 	struct rk_home_store *s2nd = open_store("dedupe");
