@@ -42,7 +42,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	char *cmd = rk_xasprintf("sh tests/s3/start.sh '%s/s3' rakazo-bench", root);
+	char *cmd = rk_xasprintf("sh tests/s3/start.sh '%s/s3' rakazo-bench %d", root, (int)getpid());
 	FILE *p = popen(cmd, "r");
 	free(cmd);
 	char line[256], *endpoint = NULL;

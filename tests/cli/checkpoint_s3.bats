@@ -9,7 +9,7 @@ load helper
 setup_file() {
 	export S3_DIR="$BATS_FILE_TMPDIR/s3"
 	local out rc=0
-	out=$(sh "$BATS_TEST_DIRNAME/../s3/start.sh" "$S3_DIR" rakazo-bats) || rc=$?
+	out=$(sh "$BATS_TEST_DIRNAME/../s3/start.sh" "$S3_DIR" rakazo-bats $$) || rc=$?
 	if [ $rc -eq 0 ]; then
 		export S3_ENDPOINT=$(echo "$out" | sed -n 's/^endpoint=//p')
 		export S3_PID=$(echo "$out" | sed -n 's/^pid=//p')

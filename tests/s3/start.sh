@@ -1,7 +1,10 @@
 #!/bin/sh
 # Starts the local S3-compatible server (s3rver, installed by
 # tests/s3/setup.sh) on 127.0.0.1 with a free port, storing into DIR, with
-# the bucket BUCKET (default rakazo-test) made. Prints, once it listens:
+# the bucket BUCKET (default rakazo-test) made. With OWNER_PID it also ends
+# when that process is gone (a test killed before its cleanup). Usage:
+#   start.sh DIR [BUCKET [OWNER_PID]]
+# Prints, once it listens:
 #   endpoint=http://127.0.0.1:PORT
 #   pid=PID
 # Its credentials are s3rver's: AWS_ACCESS_KEY_ID=S3RVER
@@ -10,6 +13,7 @@
 set -eu
 dir=${1:?usage: start.sh DIR [BUCKET]}
 bucket=${2:-rakazo-test}
+owner=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 nd=${RAKAZO_S3_NODE_DIR:-$here/../../build/s3node}
 bin=$nd/node_modules/s3rver/bin/s3rver.js
@@ -30,6 +34,12 @@ i=0
 while [ $i -lt 300 ]; do
 	port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' "$log" | head -n 1)
 	if [ -n "$port" ]; then
+		if [ -n "$owner" ]; then
+			(
+				while kill -0 "$owner" 2>/dev/null && kill -0 "$pid" 2>/dev/null; do sleep 1; done
+				kill "$pid" 2>/dev/null
+			) >/dev/null 2>&1 </dev/null &
+		fi
 		echo "endpoint=http://127.0.0.1:$port"
 		echo "pid=$pid"
 		exit 0

@@ -33,7 +33,7 @@ static int start_server(void)
 	char tmpl2[] = "/tmp/rk-s3data-XXXXXX";
 	data_dir = rk_xstrdup(mkdtemp(tmpl2));
 	const char *root = getenv("RAKAZO_SRC") ? getenv("RAKAZO_SRC") : ".";
-	char *cmd = rk_xasprintf("sh '%s/tests/s3/start.sh' '%s' rakazo-test", root, server_dir);
+	char *cmd = rk_xasprintf("sh '%s/tests/s3/start.sh' '%s' rakazo-test %d", root, server_dir, (int)getpid());
 	FILE *p = popen(cmd, "r");
 	free(cmd);
 	char line[256];
