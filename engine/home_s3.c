@@ -28,6 +28,7 @@
 #include "home.h"
 #include "home_manifest.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -637,33 +638,103 @@ static int fetch_object(struct s3 *s, const char *hex, int64_t size, int fd, str
 	return 0;
 }
 
-/* rk_home_open_object_fn: the object, downloaded and checked, in an unlinked temp file. */
-static int s3_open_object(void *ctx, const struct rk_mentry *e, struct rk_error *err)
+/* Restores and exports download first, on UPLOAD_THREADS threads: every
+ * object of a manifest, checked, into a cache dir under DATA_DIR/tmp that
+ * the materialization (or the tar) then reads. */
+struct fetcher {
+	struct s3 *s;
+	const struct rk_manifest *m;
+	char *dir;
+	pthread_mutex_t mu;
+	size_t next;
+	struct rk_hset claimed;
+	int failed;
+	struct rk_error err;
+};
+
+static void *fetch_thread(void *arg)
 {
-	struct s3 *s = ctx;
-	char *dir = rk_path_join(s->data_dir, "tmp");
-	int r = rk_fs_mkdirs(dir, 0700, err);
-	int fd = r ? r : open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (!r && fd < 0) {
-		char *p = rk_xasprintf("%s/s3-XXXXXX", dir);
-		fd = mkostemp(p, O_CLOEXEC);
+	struct fetcher *f = arg;
+	for (;;) {
+		pthread_mutex_lock(&f->mu);
+		const struct rk_mentry *e = NULL;
+		while (!f->failed && f->next < f->m->n) {
+			const struct rk_mentry *c = &f->m->e[f->next++];
+			if (c->type == 'f' && !rk_hset_has(&f->claimed, c->ref)) {
+				rk_hset_add(&f->claimed, c->ref);
+				e = c;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&f->mu);
+		if (!e)
+			return NULL;
+		struct rk_error err = {0};
+		char *part = rk_xasprintf("%s/.%s", f->dir, e->ref);
+		char *path = rk_path_join(f->dir, e->ref);
+		int fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		int r = fd < 0 ? rk_error_errno(&err, RK_EIO, errno, "cannot write %s", part)
+			       : fetch_object(f->s, e->ref, e->size, fd, &err);
 		if (fd >= 0)
-			unlink(p);
-		free(p);
-		if (fd < 0)
-			fd = rk_error_errno(err, RK_EIO, errno, "cannot make a temp file in %s", dir);
+			close(fd);
+		if (r == 0 && rename(part, path) != 0)
+			r = rk_error_errno(&err, RK_EIO, errno, "cannot rename %s", part);
+		if (r) {
+			rk_error_prefix(&err, "%s", e->path);
+			pthread_mutex_lock(&f->mu);
+			if (!f->failed) {
+				f->failed = 1;
+				f->err = err;
+			}
+			pthread_mutex_unlock(&f->mu);
+		}
+		free(part);
+		free(path);
 	}
-	free(dir);
-	if (fd < 0)
-		return fd;
-	r = fetch_object(s, e->ref, e->size, fd, err);
-	if (r == 0 && lseek(fd, 0, SEEK_SET) != 0)
-		r = rk_error_errno(err, RK_EIO, errno, "cannot rewind a downloaded object");
-	if (r) {
-		rk_error_prefix(err, "%s", e->path);
-		close(fd);
+}
+
+/* Fills *dir (DATA_DIR/tmp/s3-fetch-<key>-XXXXXX, malloc'd; the caller
+ * removes it) with m's objects. Caller holds key's lock: gc removes such
+ * dirs left by a crash when the lock is free. */
+static int prefetch(struct s3 *s, const char *key, const struct rk_manifest *m, char **dir, struct rk_error *err)
+{
+	char *tmp = rk_path_join(s->data_dir, "tmp");
+	int r = rk_fs_mkdirs(tmp, 0700, err);
+	*dir = r ? NULL : rk_xasprintf("%s/s3-fetch-%s-XXXXXX", tmp, key);
+	free(tmp);
+	if (r)
+		return r;
+	if (!mkdtemp(*dir)) {
+		r = rk_error_errno(err, RK_EIO, errno, "cannot make a download dir %s", *dir);
+		free(*dir);
+		*dir = NULL;
 		return r;
 	}
+	struct fetcher f = {.s = s, .m = m, .dir = *dir};
+	pthread_mutex_init(&f.mu, NULL);
+	pthread_t th[UPLOAD_THREADS];
+	int n = 0;
+	while (n < UPLOAD_THREADS && pthread_create(&th[n], NULL, fetch_thread, &f) == 0)
+		n++;
+	if (n == 0)
+		fetch_thread(&f);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&f.mu);
+	free(f.claimed.k);
+	if (f.failed)
+		return rk_error_set(err, (enum rk_code)f.err.code, "%s", f.err.message);
+	return 0;
+}
+
+/* rk_home_open_object_fn over a prefetch dir: the object's file there. */
+static int open_fetched(void *ctx, const struct rk_mentry *e, struct rk_error *err)
+{
+	char *p = rk_path_join(ctx, e->ref);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	free(p);
+	if (fd < 0)
+		return rk_error_errno(err, RK_EIO, errno, "%s: the downloaded object %.12s is gone", e->path, e->ref);
 	return fd;
 }
 
@@ -1165,13 +1236,13 @@ static int s3_restore(struct rk_home_store *base, const char *key, const char *r
 	int lk = lock_key(s, key, LOCK_EX, err);
 	if (lk < 0)
 		return lk;
-	char *staging = NULL;
+	char *staging = NULL, *fetched = NULL;
 	struct rk_manifest m = {0};
 	int r;
 	if ((r = rk_home_swap_recover(dest, err)) || (r = load_rev(s, key, rev, &m, err)))
 		goto out;
-	if ((r = rk_home_staging_for(dest, &staging, err)) ||
-	    (r = rk_home_materialize(&m, staging, s3_open_object, s, err)) ||
+	if ((r = prefetch(s, key, &m, &fetched, err)) || (r = rk_home_staging_for(dest, &staging, err)) ||
+	    (r = rk_home_materialize(&m, staging, open_fetched, fetched, err)) ||
 	    (r = rk_home_swap_dir(dest, staging, err)))
 		goto out;
 	free(staging);
@@ -1184,6 +1255,10 @@ out:
 	if (staging) {
 		rk_fs_remove_tree(staging, NULL);
 		free(staging);
+	}
+	if (fetched) {
+		rk_fs_remove_tree(fetched, NULL);
+		free(fetched);
 	}
 	rk_manifest_release(&m);
 	unlock(lk);
@@ -1198,9 +1273,14 @@ static int s3_export_tar(struct rk_home_store *base, const char *key, const char
 	if (lk < 0)
 		return lk;
 	struct rk_manifest m;
+	char *fetched = NULL;
 	int r = load_rev(s, key, rev, &m, err);
-	if (r == 0)
-		r = rk_home_export_manifest(&m, fd, zstd, s3_open_object, s, err);
+	if (r == 0 && (r = prefetch(s, key, &m, &fetched, err)) == 0)
+		r = rk_home_export_manifest(&m, fd, zstd, open_fetched, fetched, err);
+	if (fetched) {
+		rk_fs_remove_tree(fetched, NULL);
+		free(fetched);
+	}
 	rk_manifest_release(&m);
 	unlock(lk);
 	return r;
@@ -1293,6 +1373,35 @@ out:
 	return r;
 }
 
+/* Download dirs a crashed restore or export left, of homes whose lock is free. */
+static int64_t gc_fetched(struct s3 *s)
+{
+	int64_t removed = 0;
+	char *tmp = rk_path_join(s->data_dir, "tmp");
+	DIR *d = opendir(tmp);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		const char *dash = strrchr(de->d_name, '-');
+		if (strncmp(de->d_name, "s3-fetch-", 9) || !dash || dash - de->d_name <= 9)
+			continue;
+		char *key = rk_xstrndup(de->d_name + 9, (size_t)(dash - de->d_name - 9));
+		struct rk_error e;
+		int lk = lock_key(s, key, LOCK_EX | LOCK_NB, &e);
+		if (lk >= 0) {
+			char *p = rk_path_join(tmp, de->d_name);
+			if (rk_fs_remove_tree(p, NULL) == 0)
+				removed++;
+			free(p);
+			unlock(lk);
+		}
+		free(key);
+	}
+	if (d)
+		closedir(d);
+	free(tmp);
+	return removed;
+}
+
 static int s3_gc(struct rk_home_store *base, struct rk_home_gc_stats *out, struct rk_error *err)
 {
 	struct s3 *s = (struct s3 *)base;
@@ -1323,7 +1432,7 @@ static int s3_gc(struct rk_home_store *base, struct rk_home_gc_stats *out, struc
 	free(refs.k);
 	unlock(lk);
 	if (r == 0)
-		out->staging_removed = rk_home_gc_staging(s->data_dir);
+		out->staging_removed = rk_home_gc_staging(s->data_dir) + gc_fetched(s);
 	return r;
 }
 

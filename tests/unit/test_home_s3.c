@@ -417,10 +417,16 @@ TEST(list_show_and_prune)
 	CHECK_EQ_INT(raw("HEAD", k0, NULL), 404);
 	CHECK_EQ_INT(raw("HEAD", k3, NULL), 200);
 	CHECK_EQ_INT(raw("HEAD", ks, NULL), 200);
-	/* and gc has nothing left to remove */
+	/* and gc has nothing left to remove but a crashed restore's downloads */
+	char *stale = rk_xasprintf("%s/tmp/s3-fetch-prune-AbC123", data_dir);
+	rk_fs_mkdirs(stale, 0700, NULL);
+	put(stale, "x", "y");
 	struct rk_home_gc_stats gs;
 	CHECK_EQ_INT(s->ops->gc(s, &gs, &e), 0);
 	CHECK_EQ_INT(gs.objects_removed, 0);
+	CHECK(!rk_fs_exists(stale));
+	CHECK_EQ_INT(gs.staging_removed, 1);
+	free(stale);
 	CHECK_EQ_INT(gs.objects_kept, 3); /* unchanging, version 2, version 3 */
 	/* an older revision restores */
 	char *dest = rk_xasprintf("%s/prune-dest", data_dir);
