@@ -74,6 +74,13 @@ bucket_has() {
 	run tar --zstd -xOf "$BATS_TEST_TMPDIR/ws.tar.zst" notes.txt
 	[ "$status" -eq 0 ]
 	[ "$output" = first ]
+	# gc keeps what the revision names
+	run rk checkpoint gc --json
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | jget 'd["objects_removed"]')" = 0 ]
+	[ "$(echo "$output" | jget 'd["objects_kept"]')" -ge 1 ]
+	run rk checkpoint verify a --deep --json
+	[ "$(echo "$output" | jget 'd["ok"]')" = True ]
 	# nothing went to the local store
 	[ ! -d "$RAKAZO_DATA_DIR/objects" ] || [ -z "$(find "$RAKAZO_DATA_DIR/objects" -type f -name '??????*' ! -name lock)" ]
 }
