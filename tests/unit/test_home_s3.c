@@ -729,6 +729,8 @@ int main(void)
 	if (start_server() != 0 && required) {
 		printf("FAIL s3rver is required (RAKAZO_REQUIRE_DOCKER) but: %s\n", no_server);
 		printf("unit: 0 passed, 1 failed\n");
+		rk_fs_remove_tree(server_dir, NULL);
+		rk_fs_remove_tree(data_dir, NULL);
 		return 1;
 	}
 	RUN(round_trip_modes_links_binary_empty_dirs);
