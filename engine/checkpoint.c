@@ -33,7 +33,24 @@
 
 struct rk_home_store *rk_checkpoint_store(struct rk_engine *eng)
 {
-	return rk_home_store_local_new(eng->data_dir);
+	/* RAKAZO_HOME_STORE=s3://bucket/prefix: the S3-compatible store; a
+	 * wrong setting fails every checkpoint operation with its reason */
+	const char *url = getenv("RAKAZO_HOME_STORE");
+	if (!url || !*url || !strcmp(url, "local"))
+		return rk_home_store_local_new(eng->data_dir);
+	struct rk_error e;
+	struct rk_home_store *s = rk_home_store_s3_new(url, eng->data_dir, &e);
+	return s ? s : rk_home_store_failed_new(&e);
+}
+
+/* A store without markers (S3) snapshots even with revisions_kept 1. */
+static int store_has_markers(struct rk_home_store *s)
+{
+	struct rk_home_desc d = {0};
+	struct rk_error e;
+	int has = s->ops->describe(s, &d, &e) != 0 || (d.caps & RK_HOME_MARKERS);
+	free(d.location);
+	return has;
 }
 
 int rk_checkpoint_home_mounted(const struct rk_provider_ops *ops)
@@ -209,7 +226,7 @@ static int checkpoint_locked(struct rk_engine *eng, struct rk_home_store *store,
 		struct rk_home_checkpoint_req req = {
 			.src_dir = mc.home_dir,
 			.reason = reason,
-			.kind = keep > 1 ? RK_HOME_SNAPSHOT : RK_HOME_MARKER,
+			.kind = keep > 1 || !store_has_markers(store) ? RK_HOME_SNAPSHOT : RK_HOME_MARKER,
 			.keep = keep,
 		};
 		if (req.kind == RK_HOME_SNAPSHOT && quiesce && c->desktop)

@@ -24,7 +24,9 @@
 #include "engine.h"
 #include "home.h"
 
-/* The home store of this engine (the local one). Caller frees it with s->ops->free. */
+/* The home store of this engine: the local one, or the S3 one when
+ * RAKAZO_HOME_STORE=s3://BUCKET[/PREFIX] (a wrong value gives a store whose
+ * operations all fail with the reason). Caller frees it with s->ops->free. */
 struct rk_home_store *rk_checkpoint_store(struct rk_engine *eng);
 
 /* Is the provider's workspace the host dir m->home_dir itself? (docker and

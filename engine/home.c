@@ -16,6 +16,7 @@
  * a .previous dir back when the kill fell between them. */
 
 #include "home.h"
+#include "home_manifest.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -37,8 +38,8 @@
 #include "util/log.h"
 #include "util/time.h"
 
-#define IOBUF (1u << 20)
-#define MANIFEST_MAX (1024u * 1024 * 1024)
+#define RK_HOME_IOBUF (1u << 20)
+#define RK_HOME_MANIFEST_MAX (1024u * 1024 * 1024)
 
 void rk_home_revision_release(struct rk_home_revision *r)
 {
@@ -110,40 +111,16 @@ struct local {
 	char *data_dir, *objects, *revisions, *homes;
 };
 
-static int check_key(const char *key, struct rk_error *err)
-{
-	if (!key || !*key || !strcmp(key, ".") || !strcmp(key, "..") || strchr(key, '/') || strchr(key, '\\') ||
-	    strlen(key) > 200)
-		return rk_error_set(err, RK_EINVALID, "home key '%s' is not one path segment", key ? key : "");
-	return 0;
-}
 
 int rk_home_dir(const char *data_dir, const char *key, char **out, struct rk_error *err)
 {
-	int r = check_key(key, err);
+	int r = rk_home_check_key(key, err);
 	if (r)
 		return r;
 	*out = rk_xasprintf("%s/homes/%s", data_dir, key);
 	return 0;
 }
 
-/* flock on path (created); returns the fd holding it. */
-static int take_lock(const char *path, int how, struct rk_error *err)
-{
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return rk_error_errno(err, RK_EIO, errno, "cannot open lock %s", path);
-	while (flock(fd, how) != 0) {
-		if (errno == EINTR)
-			continue;
-		int e = errno;
-		close(fd);
-		if (e == EWOULDBLOCK)
-			return rk_error_set(err, RK_ECONFLICT, "%s is locked by another rakazo process", path);
-		return rk_error_errno(err, RK_EIO, e, "cannot lock %s", path);
-	}
-	return fd;
-}
 
 static char *key_dir(struct local *s, const char *key)
 {
@@ -156,7 +133,7 @@ static int lock_key(struct local *s, const char *key, int how, struct rk_error *
 	int r = rk_fs_mkdirs(dir, 0700, err);
 	if (r == 0) {
 		char *p = rk_path_join(dir, "lock");
-		r = take_lock(p, how, err);
+		r = rk_home_take_lock(p, how, err);
 		free(p);
 	}
 	free(dir);
@@ -169,7 +146,7 @@ static int lock_objects(struct local *s, int how, struct rk_error *err)
 	if (r)
 		return r;
 	char *p = rk_path_join(s->objects, "lock");
-	r = take_lock(p, how, err);
+	r = rk_home_take_lock(p, how, err);
 	free(p);
 	return r;
 }
@@ -182,98 +159,6 @@ static void unlock(int fd)
 
 /* --- swapping a staged dir in ------------------------------------------------ */
 
-static char *sibling(const char *dest, const char *suffix)
-{
-	const char *slash = strrchr(dest, '/');
-	if (!slash)
-		return rk_xasprintf(".%s%s", dest, suffix);
-	return rk_xasprintf("%.*s/.%s%s", (int)(slash - dest), dest, slash + 1, suffix);
-}
-
-static char *parent_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? rk_xstrndup(path, (size_t)(slash - path)) : rk_xstrdup(".");
-}
-
-/* Puts back dest from dest's .previous when a swap was cut between its two
- * renames, and removes stale staging dirs of dest. Caller holds the lock. */
-static int swap_recover(const char *dest, struct rk_error *err)
-{
-	char *prev = sibling(dest, ".previous");
-	int r = 0;
-	if (!rk_fs_exists(dest) && rk_fs_exists(prev)) {
-		if (rename(prev, dest) != 0)
-			r = rk_error_errno(err, RK_EIO, errno, "cannot put back %s from %s", dest, prev);
-		else
-			rk_log(RK_LOG_WARN, "home: put back %s after an interrupted swap", dest);
-	} else if (rk_fs_exists(prev)) {
-		rk_fs_remove_tree(prev, NULL);
-	}
-	free(prev);
-	char *parent = parent_of(dest);
-	const char *base = strrchr(dest, '/') ? strrchr(dest, '/') + 1 : dest;
-	char *pattern = rk_xasprintf(".%s.staging-", base);
-	DIR *d = opendir(parent);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		if (strncmp(de->d_name, pattern, strlen(pattern)) == 0) {
-			char *p = rk_path_join(parent, de->d_name);
-			rk_fs_remove_tree(p, NULL);
-			free(p);
-		}
-	}
-	if (d)
-		closedir(d);
-	free(pattern);
-	free(parent);
-	return r;
-}
-
-static int staging_for(const char *dest, char **out, struct rk_error *err)
-{
-	char *parent = parent_of(dest);
-	int r = rk_fs_mkdirs(parent, 0755, err);
-	free(parent);
-	if (r)
-		return r;
-	char *tmpl = sibling(dest, ".staging-XXXXXX");
-	if (!mkdtemp(tmpl)) {
-		r = rk_error_errno(err, RK_EIO, errno, "cannot make a staging dir beside %s", dest);
-		free(tmpl);
-		return r;
-	}
-	chmod(tmpl, 0755);
-	*out = tmpl;
-	return 0;
-}
-
-/* dest becomes staging: dest -> .previous, staging -> dest, previous removed. */
-static int swap_dir(const char *dest, const char *staging, struct rk_error *err)
-{
-	char *prev = sibling(dest, ".previous");
-	char *parent = parent_of(dest);
-	int r = 0;
-	rk_fs_remove_tree(prev, NULL);
-	int had = rk_fs_exists(dest);
-	if (had && rename(dest, prev) != 0) {
-		r = rk_error_errno(err, RK_EIO, errno, "cannot move %s aside", dest);
-		goto out;
-	}
-	if (rename(staging, dest) != 0) {
-		r = rk_error_errno(err, RK_EIO, errno, "cannot move the staged copy to %s", dest);
-		if (had)
-			rename(prev, dest);
-		goto out;
-	}
-	rk_fs_fsync_dir(parent);
-	if (had)
-		rk_fs_remove_tree(prev, NULL);
-out:
-	free(parent);
-	free(prev);
-	return r;
-}
 
 int rk_home_recover(const char *data_dir, const char *key, struct rk_error *err)
 {
@@ -282,7 +167,7 @@ int rk_home_recover(const char *data_dir, const char *key, struct rk_error *err)
 	int r = rk_home_dir(data_dir, key, &home, err);
 	int fd = r ? r : lock_key(&s, key, LOCK_EX, err);
 	if (fd >= 0) {
-		r = swap_recover(home, err);
+		r = rk_home_swap_recover(home, err);
 		unlock(fd);
 	} else {
 		r = fd;
@@ -297,7 +182,7 @@ int rk_home_staging_new(const char *data_dir, const char *key, char **out, struc
 	char *home = NULL;
 	int r = rk_home_dir(data_dir, key, &home, err);
 	if (r == 0)
-		r = staging_for(home, out, err);
+		r = rk_home_staging_for(home, out, err);
 	free(home);
 	return r;
 }
@@ -307,139 +192,52 @@ int rk_home_swap_in(const char *data_dir, const char *key, const char *staging, 
 	char *home = NULL;
 	int r = rk_home_dir(data_dir, key, &home, err);
 	if (r == 0)
-		r = swap_dir(home, staging, err);
+		r = rk_home_swap_dir(home, staging, err);
 	free(home);
 	return r;
 }
 
-/* --- manifests ----------------------------------------------------------------- */
-
-/* One line per entry, fields split by tabs; path and link target escaped
- * (\\ \t \n):  TYPE MODE UID GID MTIME_NS SIZE INO CTIME_NS HASH|TARGET|- PATH */
-struct mentry {
-	char type; /* f d l */
-	unsigned mode, uid, gid;
-	int64_t mtime_ns, size, ctime_ns;
-	uint64_t ino;
-	char *ref;  /* hash (f), target (l), "-" (d); points into the manifest text */
-	char *path;
-};
-
-struct manifest {
-	struct rk_home_revision meta;
-	struct rk_buf text;
-	struct mentry *e;
-	size_t n, cap;
-};
-
-static void manifest_release(struct manifest *m)
+int rk_home_lock_key(const char *data_dir, const char *key, int how, struct rk_error *err)
 {
-	rk_home_revision_release(&m->meta);
-	rk_buf_release(&m->text);
-	free(m->e);
-	memset(m, 0, sizeof(*m));
+	struct local s = {.revisions = rk_path_join(data_dir, "home-revisions")};
+	int r = rk_home_check_key(key, err);
+	if (r == 0)
+		r = lock_key(&s, key, how, err);
+	free(s.revisions);
+	return r;
 }
 
-static void add_escaped(struct rk_buf *b, const char *s)
+int64_t rk_home_gc_staging(const char *data_dir)
 {
-	for (; *s; s++) {
-		if (*s == '\\')
-			rk_buf_adds(b, "\\\\");
-		else if (*s == '\t')
-			rk_buf_adds(b, "\\t");
-		else if (*s == '\n')
-			rk_buf_adds(b, "\\n");
-		else
-			rk_buf_addc(b, *s);
-	}
-}
-
-static void unescape(char *s)
-{
-	char *w = s;
-	for (char *r = s; *r; r++) {
-		if (*r == '\\' && r[1]) {
-			r++;
-			*w++ = *r == 't' ? '\t' : *r == 'n' ? '\n' : *r;
-		} else {
-			*w++ = *r;
+	/* staging dirs of homes whose lock is free */
+	int64_t removed = 0;
+	char *homes = rk_path_join(data_dir, "homes");
+	DIR *hd = opendir(homes);
+	struct dirent *de;
+	while (hd && (de = readdir(hd))) {
+		const char *n = de->d_name;
+		const char *st = strstr(n, ".staging-");
+		const char *pv = strstr(n, ".previous");
+		if (n[0] != '.' || (!st && !pv))
+			continue;
+		char *key = rk_xstrndup(n + 1, (size_t)((st ? st : pv) - n - 1));
+		struct rk_error e2;
+		int k = rk_home_lock_key(data_dir, key, LOCK_EX | LOCK_NB, &e2);
+		if (k >= 0) {
+			char *home = rk_path_join(homes, key);
+			rk_home_swap_recover(home, NULL);
+			free(home);
+			unlock(k);
+			removed++;
 		}
+		free(key);
 	}
-	*w = '\0';
+	if (hd)
+		closedir(hd);
+	free(homes);
+	return removed;
 }
 
-static int64_t ns_of(const struct timespec *t)
-{
-	return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
-}
-
-static void add_entry_line(struct rk_buf *b, char type, const struct stat *st, int64_t size, const char *ref,
-			   const char *path)
-{
-	rk_buf_printf(b, "%c\t%o\t%u\t%u\t%lld\t%lld\t%llu\t%lld\t", type, (unsigned)(st->st_mode & 07777),
-		      (unsigned)st->st_uid, (unsigned)st->st_gid, (long long)ns_of(&st->st_mtim), (long long)size,
-		      (unsigned long long)st->st_ino, (long long)ns_of(&st->st_ctim));
-	if (type == 'l')
-		add_escaped(b, ref);
-	else
-		rk_buf_adds(b, ref);
-	rk_buf_addc(b, '\t');
-	add_escaped(b, path);
-	rk_buf_addc(b, '\n');
-}
-
-static cJSON *meta_to_json(const struct rk_home_revision *r)
-{
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "id", r->id);
-	cJSON_AddNumberToObject(o, "created_at", (double)r->created_at);
-	cJSON_AddStringToObject(o, "reason", r->reason ? r->reason : "");
-	cJSON_AddStringToObject(o, "kind", rk_home_kind_name(r->kind));
-	cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
-	cJSON_AddNumberToObject(o, "files", (double)r->files);
-	rk_json_add_str_or_null(o, "checksum", r->checksum);
-	cJSON_AddNumberToObject(o, "ms", (double)r->ms);
-	cJSON_AddNumberToObject(o, "reused", (double)r->reused);
-	cJSON_AddNumberToObject(o, "hashed", (double)r->hashed);
-	return o;
-}
-
-static int meta_from_json(const char *text, size_t len, struct rk_home_revision *r, struct rk_error *err)
-{
-	cJSON *o = rk_json_parse(text, len, "revision header", err);
-	if (!o)
-		return -RK_ECORRUPT;
-	const char *id = rk_json_string(o, "id", NULL);
-	if (!id || strncmp(id, "rev-", 4)) {
-		cJSON_Delete(o);
-		return rk_error_set(err, RK_ECORRUPT, "revision header has no id");
-	}
-	memset(r, 0, sizeof(*r));
-	r->id = rk_xstrdup(id);
-	r->reason = rk_xstrdup(rk_json_string(o, "reason", ""));
-	r->kind = !strcmp(rk_json_string(o, "kind", "snapshot"), "marker") ? RK_HOME_MARKER : RK_HOME_SNAPSHOT;
-	const cJSON *v;
-	if ((v = cJSON_GetObjectItemCaseSensitive(o, "created_at")) && cJSON_IsNumber(v))
-		r->created_at = (int64_t)v->valuedouble;
-	r->bytes = (v = cJSON_GetObjectItemCaseSensitive(o, "bytes")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
-	r->files = (v = cJSON_GetObjectItemCaseSensitive(o, "files")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
-	r->ms = (v = cJSON_GetObjectItemCaseSensitive(o, "ms")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
-	r->reused = (v = cJSON_GetObjectItemCaseSensitive(o, "reused")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
-	r->hashed = (v = cJSON_GetObjectItemCaseSensitive(o, "hashed")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
-	r->checksum = rk_xstrdup(rk_json_string(o, "checksum", NULL));
-	cJSON_Delete(o);
-	return 0;
-}
-
-static int valid_rev(const char *rev)
-{
-	if (!rev || strncmp(rev, "rev-", 4) || strlen(rev) > 64)
-		return 0;
-	for (const char *p = rev; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-'))
-			return 0;
-	return 1;
-}
 
 static char *rev_path(struct local *s, const char *key, const char *rev)
 {
@@ -467,97 +265,21 @@ static int read_first_line(const char *path, struct rk_buf *out, struct rk_error
 /* Reads revs/<rev>: the header always (want_entries -1: only the header,
  * unchecked); the manifest checksum is checked and with want_entries 1 the
  * entries parsed. */
-static int manifest_load(struct local *s, const char *key, const char *rev, int want_entries, struct manifest *m,
+static int manifest_load(struct local *s, const char *key, const char *rev, int want_entries, struct rk_manifest *m,
 			 struct rk_error *err)
 {
 	memset(m, 0, sizeof(*m));
 	rk_buf_init(&m->text);
-	if (!valid_rev(rev))
+	if (!rk_home_valid_rev(rev))
 		return rk_error_set(err, RK_ENOTFOUND, "no revision '%s' (see `rakazo checkpoint list`)", rev ? rev : "");
 	char *p = rev_path(s, key, rev);
-	int r = want_entries < 0 ? read_first_line(p, &m->text, err) : rk_fs_read_all(p, MANIFEST_MAX, &m->text, err);
+	int r = want_entries < 0 ? read_first_line(p, &m->text, err) : rk_fs_read_all(p, RK_HOME_MANIFEST_MAX, &m->text, err);
 	if (r == -RK_ENOTFOUND)
 		r = rk_error_set(err, RK_ENOTFOUND, "no revision '%s' of home %s", rev, key);
 	free(p);
 	if (r)
 		return r;
-	char *nl = memchr(m->text.data, '\n', m->text.len);
-	if (!nl) {
-		r = rk_error_set(err, RK_ECORRUPT, "revision %s has no header line", rev);
-		goto fail;
-	}
-	if ((r = meta_from_json(m->text.data, (size_t)(nl - m->text.data), &m->meta, err)))
-		goto fail;
-	if (strcmp(m->meta.id, rev)) {
-		r = rk_error_set(err, RK_ECORRUPT, "revision file %s names revision %s", rev, m->meta.id);
-		goto fail;
-	}
-	if (want_entries < 0)
-		return 0;
-	if (m->meta.kind == RK_HOME_SNAPSHOT) {
-		char *body = nl + 1;
-		size_t blen = m->text.len - (size_t)(body - m->text.data);
-		char hex[65];
-		rk_sha256_hex(body, blen, hex);
-		if (!m->meta.checksum || strcmp(hex, m->meta.checksum)) {
-			r = rk_error_set(err, RK_ECORRUPT, "revision %s: manifest checksum mismatch", rev);
-			goto fail;
-		}
-	}
-	if (!want_entries || m->meta.kind == RK_HOME_MARKER)
-		return 0;
-	for (char *line = nl + 1; line < m->text.data + m->text.len;) {
-		char *end = memchr(line, '\n', (size_t)(m->text.data + m->text.len - line));
-		if (!end) {
-			r = rk_error_set(err, RK_ECORRUPT, "revision %s: truncated manifest", rev);
-			goto fail;
-		}
-		*end = '\0';
-		char *f[10];
-		int nf = 0;
-		for (char *q = line; nf < 10;) {
-			f[nf++] = q;
-			char *t = strchr(q, '\t');
-			if (!t)
-				break;
-			*t = '\0';
-			q = t + 1;
-		}
-		if (nf != 10 || (f[0][0] != 'f' && f[0][0] != 'd' && f[0][0] != 'l')) {
-			r = rk_error_set(err, RK_ECORRUPT, "revision %s: bad manifest line", rev);
-			goto fail;
-		}
-		if (m->n == m->cap) {
-			m->cap = m->cap ? m->cap * 2 : 256;
-			m->e = rk_xrealloc(m->e, m->cap * sizeof(*m->e));
-		}
-		struct mentry *e = &m->e[m->n++];
-		e->type = f[0][0];
-		e->mode = (unsigned)strtoul(f[1], NULL, 8);
-		e->uid = (unsigned)strtoul(f[2], NULL, 10);
-		e->gid = (unsigned)strtoul(f[3], NULL, 10);
-		e->mtime_ns = strtoll(f[4], NULL, 10);
-		e->size = strtoll(f[5], NULL, 10);
-		e->ino = strtoull(f[6], NULL, 10);
-		e->ctime_ns = strtoll(f[7], NULL, 10);
-		unescape(f[8]);
-		unescape(f[9]);
-		e->ref = f[8];
-		e->path = f[9];
-		char *norm = NULL;
-		if (rk_path_normalize(e->path, &norm, NULL) != 0 || strcmp(norm, e->path) || !*norm ||
-		    (e->type == 'f' && strlen(e->ref) != 64)) {
-			free(norm);
-			r = rk_error_set(err, RK_ECORRUPT, "revision %s: bad manifest entry", rev);
-			goto fail;
-		}
-		free(norm);
-		line = end + 1;
-	}
-	return 0;
-fail:
-	manifest_release(m);
-	return r;
+	return rk_manifest_parse(m, rev, want_entries, err);
 }
 
 static int read_latest_id(struct local *s, const char *key, char **out, struct rk_error *err)
@@ -573,7 +295,7 @@ static int read_latest_id(struct local *s, const char *key, char **out, struct r
 	}
 	if (r == 0) {
 		b.data[strcspn(b.data, "\n")] = '\0';
-		if (!valid_rev(b.data))
+		if (!rk_home_valid_rev(b.data))
 			r = rk_error_set(err, RK_ECORRUPT, "home %s: the latest marker is damaged", key);
 	}
 	if (r == 0)
@@ -582,94 +304,6 @@ static int read_latest_id(struct local *s, const char *key, char **out, struct r
 	return r;
 }
 
-/* --- path table (previous manifest, by path) ------------------------------------ */
-
-struct table {
-	size_t *slot; /* index + 1; 0 empty */
-	size_t mask;
-	const struct manifest *m;
-};
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
-static void table_build(struct table *t, const struct manifest *m)
-{
-	size_t size = 16;
-	while (size < m->n * 2 + 1)
-		size <<= 1;
-	t->slot = rk_xcalloc(size, sizeof(*t->slot));
-	t->mask = size - 1;
-	t->m = m;
-	for (size_t i = 0; i < m->n; i++) {
-		size_t h = (size_t)hash_str(m->e[i].path) & t->mask;
-		while (t->slot[h])
-			h = (h + 1) & t->mask;
-		t->slot[h] = i + 1;
-	}
-}
-
-static const struct mentry *table_get(const struct table *t, const char *path)
-{
-	if (!t->slot)
-		return NULL;
-	size_t h = (size_t)hash_str(path) & t->mask;
-	while (t->slot[h]) {
-		const struct mentry *e = &t->m->e[t->slot[h] - 1];
-		if (!strcmp(e->path, path))
-			return e;
-		h = (h + 1) & t->mask;
-	}
-	return NULL;
-}
-
-/* A set of hashes (for garbage collection). */
-struct hset {
-	char (*k)[65];
-	size_t n, mask;
-};
-
-static void hset_add(struct hset *h, const char *hex)
-{
-	if (!h->k || (h->n + 1) * 2 > h->mask + 1) {
-		size_t size = h->k ? (h->mask + 1) * 2 : 1024;
-		char (*old)[65] = h->k;
-		size_t oldsize = h->k ? h->mask + 1 : 0;
-		h->k = rk_xcalloc(size, 65);
-		h->mask = size - 1;
-		h->n = 0;
-		for (size_t i = 0; i < oldsize; i++)
-			if (old[i][0])
-				hset_add(h, old[i]);
-		free(old);
-	}
-	size_t i = (size_t)hash_str(hex) & h->mask;
-	while (h->k[i][0]) {
-		if (!strcmp(h->k[i], hex))
-			return;
-		i = (i + 1) & h->mask;
-	}
-	memcpy(h->k[i], hex, 65);
-	h->n++;
-}
-
-static int hset_has(const struct hset *h, const char *hex)
-{
-	if (!h->k)
-		return 0;
-	size_t i = (size_t)hash_str(hex) & h->mask;
-	while (h->k[i][0]) {
-		if (!strcmp(h->k[i], hex))
-			return 1;
-		i = (i + 1) & h->mask;
-	}
-	return 0;
-}
 
 /* --- objects ------------------------------------------------------------------ */
 
@@ -690,15 +324,11 @@ static int object_ok(struct local *s, const char *hex, int64_t size)
 #define FSYNC_EACH_MAX 32
 
 struct walk {
+	struct rk_home_walk base; /* first: store gets &base */
 	struct local *s;
 	char **fresh; /* objects written by this checkpoint (paths), up to FSYNC_EACH_MAX + 1 */
 	size_t nfresh;
-	struct rk_buf body;
-	struct table prev;
-	int64_t files, bytes, reused, hashed;
 	unsigned char made[256];
-	unsigned char *io;
-	struct rk_error *err;
 };
 
 static int publish_object(struct walk *w, const char *tmp, const char *hex, int64_t size)
@@ -708,7 +338,7 @@ static int publish_object(struct walk *w, const char *tmp, const char *hex, int6
 	if (!w->made[idx]) {
 		char *d = rk_xasprintf("%s/%.2s", w->s->objects, hex);
 		if (mkdir(d, 0700) != 0 && errno != EEXIST) {
-			int r = rk_error_errno(w->err, RK_EIO, errno, "cannot make %s", d);
+			int r = rk_error_errno(w->base.err, RK_EIO, errno, "cannot make %s", d);
 			free(d);
 			free(p);
 			unlink(tmp);
@@ -721,7 +351,7 @@ static int publish_object(struct walk *w, const char *tmp, const char *hex, int6
 	if (stat(p, &st) == 0 && st.st_size == size) {
 		unlink(tmp); /* the same content is already stored */
 	} else if (rename(tmp, p) != 0) {
-		int r = rk_error_errno(w->err, RK_EIO, errno, "cannot store object %s", p);
+		int r = rk_error_errno(w->base.err, RK_EIO, errno, "cannot store object %s", p);
 		free(p);
 		unlink(tmp);
 		return r;
@@ -739,7 +369,7 @@ static int new_tmp(struct walk *w, char **path)
 	char *p = rk_xasprintf("%s/tmp/o-XXXXXX", w->s->objects);
 	int fd = mkostemp(p, O_CLOEXEC);
 	if (fd < 0) {
-		int r = rk_error_errno(w->err, RK_EIO, errno, "cannot write in %s/tmp", w->s->objects);
+		int r = rk_error_errno(w->base.err, RK_EIO, errno, "cannot write in %s/tmp", w->s->objects);
 		free(p);
 		return r;
 	}
@@ -748,17 +378,18 @@ static int new_tmp(struct walk *w, char **path)
 }
 
 /* Hashes the file open on fd and stores its content as an object. */
-static int store_file(struct walk *w, int fd, char hex[65], int64_t *size)
+static int store_file(struct rk_home_walk *base, int fd, char hex[65], int64_t *size)
 {
+	struct walk *w = (struct walk *)base;
 	crypto_hash_sha256_state h;
 	crypto_hash_sha256_init(&h);
-	ssize_t n = rk_fs_read_fd(fd, w->io, IOBUF);
+	ssize_t n = rk_fs_read_fd(fd, w->base.io, RK_HOME_IOBUF);
 	if (n < 0)
-		return rk_error_errno(w->err, RK_EIO, errno, "cannot read a workspace file");
+		return rk_error_errno(w->base.err, RK_EIO, errno, "cannot read a workspace file");
 	unsigned char d[32];
-	if ((size_t)n < IOBUF) {
+	if ((size_t)n < RK_HOME_IOBUF) {
 		/* small file: hash first, write only when the content is new */
-		crypto_hash_sha256_update(&h, w->io, (size_t)n);
+		crypto_hash_sha256_update(&h, w->base.io, (size_t)n);
 		crypto_hash_sha256_final(&h, d);
 		sodium_bin2hex(hex, 65, d, sizeof(d));
 		*size = n;
@@ -769,8 +400,8 @@ static int store_file(struct walk *w, int fd, char hex[65], int64_t *size)
 		if (out < 0)
 			return out;
 		int r = 0;
-		if (rk_fs_write_fd(out, w->io, (size_t)n) != 0)
-			r = rk_error_errno(w->err, RK_EIO, errno, "cannot write object %s", tmp);
+		if (rk_fs_write_fd(out, w->base.io, (size_t)n) != 0)
+			r = rk_error_errno(w->base.err, RK_EIO, errno, "cannot write object %s", tmp);
 		close(out);
 		if (r == 0)
 			r = publish_object(w, tmp, hex, n);
@@ -786,16 +417,16 @@ static int store_file(struct walk *w, int fd, char hex[65], int64_t *size)
 	int64_t total = 0;
 	int r = 0;
 	while (n > 0) {
-		crypto_hash_sha256_update(&h, w->io, (size_t)n);
-		if (rk_fs_write_fd(out, w->io, (size_t)n) != 0) {
-			r = rk_error_errno(w->err, RK_EIO, errno, "cannot write object %s", tmp);
+		crypto_hash_sha256_update(&h, w->base.io, (size_t)n);
+		if (rk_fs_write_fd(out, w->base.io, (size_t)n) != 0) {
+			r = rk_error_errno(w->base.err, RK_EIO, errno, "cannot write object %s", tmp);
 			break;
 		}
 		total += n;
-		n = rk_fs_read_fd(fd, w->io, IOBUF);
+		n = rk_fs_read_fd(fd, w->base.io, RK_HOME_IOBUF);
 	}
 	if (r == 0 && n < 0)
-		r = rk_error_errno(w->err, RK_EIO, errno, "cannot read a workspace file");
+		r = rk_error_errno(w->base.err, RK_EIO, errno, "cannot read a workspace file");
 	close(out);
 	if (r == 0) {
 		crypto_hash_sha256_final(&h, d);
@@ -809,108 +440,9 @@ static int store_file(struct walk *w, int fd, char hex[65], int64_t *size)
 	return r;
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Lists a dir's names, sorted (a stable manifest). */
-static char **list_names(DIR *d, size_t *n)
-{
-	char **v = NULL;
-	size_t cap = 0;
-	*n = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 32;
-			v = rk_xrealloc(v, cap * sizeof(*v));
-		}
-		v[(*n)++] = rk_xstrdup(de->d_name);
-	}
-	qsort(v, *n, sizeof(*v), cmp_names);
-	return v;
-}
-
-static int walk_dir(struct walk *w, int dfd, struct rk_buf *rel)
-{
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return rk_error_errno(w->err, RK_EIO, errno, "cannot read %s", rel->len ? rel->data : "the workspace");
-	}
-	size_t n;
-	char **names = list_names(d, &n);
-	int r = 0;
-	size_t base = rel->len;
-	for (size_t i = 0; i < n && r == 0; i++) {
-		rel->len = base;
-		rel->data[base] = '\0';
-		if (base)
-			rk_buf_addc(rel, '/');
-		rk_buf_adds(rel, names[i]);
-		if (rk_home_excluded(rel->data))
-			continue;
-		struct stat st;
-		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue; /* gone while we walked: a live workspace changes */
-		if (S_ISDIR(st.st_mode)) {
-			add_entry_line(&w->body, 'd', &st, 0, "-", rel->data);
-			int sub = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0)
-				r = walk_dir(w, sub, rel);
-		} else if (S_ISLNK(st.st_mode)) {
-			char target[4096];
-			ssize_t k = readlinkat(dirfd(d), names[i], target, sizeof(target) - 1);
-			if (k < 0)
-				continue;
-			target[k] = '\0';
-			add_entry_line(&w->body, 'l', &st, 0, target, rel->data);
-		} else if (S_ISREG(st.st_mode)) {
-			const struct mentry *p = table_get(&w->prev, rel->data);
-			char hex[65];
-			int64_t size = st.st_size;
-			if (p && p->type == 'f' && p->size == st.st_size && p->mtime_ns == ns_of(&st.st_mtim) &&
-			    p->ino == (uint64_t)st.st_ino && p->ctime_ns == ns_of(&st.st_ctim)) {
-				/* the previous manifest is the latest, so its objects are
-				 * kept (prune and gc only drop unnamed ones): no stat needed */
-				memcpy(hex, p->ref, 65);
-				w->reused++;
-			} else {
-				int fd = openat(dirfd(d), names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-				if (fd < 0)
-					continue;
-				r = store_file(w, fd, hex, &size);
-				close(fd);
-				if (r)
-					break;
-				w->hashed++;
-			}
-			add_entry_line(&w->body, 'f', &st, size, hex, rel->data);
-			w->files++;
-			w->bytes += size;
-		}
-		/* sockets, fifos, devices: runtime state, never kept */
-	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	rel->len = base;
-	rel->data[base] = '\0';
-	closedir(d);
-	return r;
-}
 
 /* --- revisions on disk ------------------------------------------------------------ */
 
-static char *new_rev_id(void)
-{
-	unsigned char rnd[4];
-	rk_random_bytes(rnd, sizeof(rnd));
-	return rk_xasprintf("rev-%013lld-%02x%02x%02x%02x", (long long)rk_now_ms(), rnd[0], rnd[1], rnd[2], rnd[3]);
-}
 
 static int write_revision(struct local *s, const char *key, const struct rk_home_revision *meta,
 			  const struct rk_buf *body, struct rk_error *err)
@@ -920,14 +452,9 @@ static int write_revision(struct local *s, const char *key, const struct rk_home
 	free(dir);
 	if (r)
 		return r;
-	cJSON *h = meta_to_json(meta);
 	struct rk_buf all;
 	rk_buf_init(&all);
-	rk_json_print(&all, h);
-	cJSON_Delete(h);
-	rk_buf_addc(&all, '\n');
-	if (body)
-		rk_buf_add(&all, body->data, body->len);
+	rk_manifest_compose(meta, body, &all);
 	char *p = rev_path(s, key, meta->id);
 	r = rk_fs_write_atomic(p, all.data, all.len, 0600, err);
 	free(p);
@@ -942,13 +469,6 @@ static int write_revision(struct local *s, const char *key, const struct rk_home
 	return r;
 }
 
-static int cmp_rev_desc(const void *a, const void *b)
-{
-	const struct rk_home_revision *x = a, *y = b;
-	if (x->created_at != y->created_at)
-		return x->created_at < y->created_at ? 1 : -1;
-	return -strcmp(x->id, y->id);
-}
 
 /* Headers of every revision of key, newest first. */
 static int list_locked(struct local *s, const char *key, struct rk_home_revision **out, size_t *n,
@@ -964,9 +484,9 @@ static int list_locked(struct local *s, const char *key, struct rk_home_revision
 	size_t cap = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (!valid_rev(de->d_name))
+		if (!rk_home_valid_rev(de->d_name))
 			continue; /* temp files of an interrupted write */
-		struct manifest m;
+		struct rk_manifest m;
 		struct rk_error e2;
 		if (manifest_load(s, key, de->d_name, -1, &m, &e2) != 0) {
 			rk_log(RK_LOG_WARN, "home %s: skipping revision %s: %s", key, de->d_name, e2.message);
@@ -976,18 +496,16 @@ static int list_locked(struct local *s, const char *key, struct rk_home_revision
 			cap = cap ? cap * 2 : 8;
 			*out = rk_xrealloc(*out, cap * sizeof(**out));
 		}
-		(*out)[(*n)++] = m.meta;
-		memset(&m.meta, 0, sizeof(m.meta));
-		manifest_release(&m);
+		rk_manifest_take_meta(&m, &(*out)[(*n)++]);
 	}
 	closedir(d);
 	if (*n)
-		qsort(*out, *n, sizeof(**out), cmp_rev_desc);
+		qsort(*out, *n, sizeof(**out), rk_home_cmp_rev_desc);
 	return 0;
 }
 
 /* Hashes named by every manifest of every home, except skip_key/skip_rev. */
-static void collect_refs(struct local *s, struct hset *refs)
+static void collect_refs(struct local *s, struct rk_hset *refs)
 {
 	DIR *d = opendir(s->revisions);
 	struct dirent *de;
@@ -998,15 +516,15 @@ static void collect_refs(struct local *s, struct hset *refs)
 		DIR *rd = opendir(rdir);
 		struct dirent *re;
 		while (rd && (re = readdir(rd))) {
-			if (!valid_rev(re->d_name))
+			if (!rk_home_valid_rev(re->d_name))
 				continue;
-			struct manifest m;
+			struct rk_manifest m;
 			if (manifest_load(s, de->d_name, re->d_name, 1, &m, NULL) != 0)
 				continue;
 			for (size_t i = 0; i < m.n; i++)
 				if (m.e[i].type == 'f')
-					hset_add(refs, m.e[i].ref);
-			manifest_release(&m);
+					rk_hset_add(refs, m.e[i].ref);
+			rk_manifest_release(&m);
 		}
 		if (rd)
 			closedir(rd);
@@ -1018,7 +536,7 @@ static void collect_refs(struct local *s, struct hset *refs)
 
 /* Which of a few candidate hashes any manifest of any home names: a search
  * of the manifests' text, cheaper than parsing them all. */
-static void find_refs(struct local *s, const struct hset *cand, struct hset *refs)
+static void find_refs(struct local *s, const struct rk_hset *cand, struct rk_hset *refs)
 {
 	DIR *d = opendir(s->revisions);
 	struct dirent *de;
@@ -1029,15 +547,15 @@ static void find_refs(struct local *s, const struct hset *cand, struct hset *ref
 		DIR *rd = opendir(rdir);
 		struct dirent *re;
 		while (rd && (re = readdir(rd))) {
-			if (!valid_rev(re->d_name))
+			if (!rk_home_valid_rev(re->d_name))
 				continue;
 			char *p = rk_path_join(rdir, re->d_name);
 			struct rk_buf b;
 			rk_buf_init(&b);
-			if (rk_fs_read_all(p, MANIFEST_MAX, &b, NULL) == 0)
+			if (rk_fs_read_all(p, RK_HOME_MANIFEST_MAX, &b, NULL) == 0)
 				for (size_t i = 0; i <= cand->mask; i++)
 					if (cand->k[i][0] && memmem(b.data, b.len, cand->k[i], 64))
-						hset_add(refs, cand->k[i]);
+						rk_hset_add(refs, cand->k[i]);
 			rk_buf_release(&b);
 			free(p);
 		}
@@ -1057,7 +575,7 @@ static int prune_locked(struct local *s, const char *key, const char *latest, in
 	int r = list_locked(s, key, &revs, &n, err);
 	if (r)
 		return r;
-	struct hset candidates = {0};
+	struct rk_hset candidates = {0};
 	int kept = latest ? 1 : 0; /* the latest always stays */
 	for (size_t i = 0; i < n; i++) {
 		if (latest && !strcmp(revs[i].id, latest))
@@ -1066,12 +584,12 @@ static int prune_locked(struct local *s, const char *key, const char *latest, in
 			kept++;
 			continue;
 		}
-		struct manifest m;
+		struct rk_manifest m;
 		if (revs[i].kind == RK_HOME_SNAPSHOT && manifest_load(s, key, revs[i].id, 1, &m, NULL) == 0) {
 			for (size_t k = 0; k < m.n; k++)
 				if (m.e[k].type == 'f')
-					hset_add(&candidates, m.e[k].ref);
-			manifest_release(&m);
+					rk_hset_add(&candidates, m.e[k].ref);
+			rk_manifest_release(&m);
 		}
 		char *p = rev_path(s, key, revs[i].id);
 		unlink(p);
@@ -1092,13 +610,13 @@ static int prune_locked(struct local *s, const char *key, const char *latest, in
 		free(candidates.k);
 		return lk;
 	}
-	struct hset refs = {0};
+	struct rk_hset refs = {0};
 	if (candidates.n <= 64)
 		find_refs(s, &candidates, &refs);
 	else
 		collect_refs(s, &refs);
 	for (size_t i = 0; i <= candidates.mask; i++) {
-		if (!candidates.k[i][0] || hset_has(&refs, candidates.k[i]))
+		if (!candidates.k[i][0] || rk_hset_has(&refs, candidates.k[i]))
 			continue;
 		char *p = object_path(s, candidates.k[i]);
 		unlink(p);
@@ -1126,20 +644,18 @@ static int local_latest(struct rk_home_store *base, const char *key, struct rk_h
 			struct rk_error *err)
 {
 	struct local *s = (struct local *)base;
-	int r = check_key(key, err);
+	int r = rk_home_check_key(key, err);
 	if (r)
 		return r;
 	char *id = NULL;
 	if ((r = read_latest_id(s, key, &id, err)))
 		return r;
-	struct manifest m;
+	struct rk_manifest m;
 	r = manifest_load(s, key, id, 0, &m, err);
 	free(id);
 	if (r)
 		return r;
-	*out = m.meta;
-	memset(&m.meta, 0, sizeof(m.meta));
-	manifest_release(&m);
+	rk_manifest_take_meta(&m, out);
 	return 0;
 }
 
@@ -1147,17 +663,15 @@ static int local_show(struct rk_home_store *base, const char *key, const char *r
 		      struct rk_error *err)
 {
 	struct local *s = (struct local *)base;
-	int r = check_key(key, err);
+	int r = rk_home_check_key(key, err);
 	if (r)
 		return r;
 	if (!rev)
 		return local_latest(base, key, out, err);
-	struct manifest m;
+	struct rk_manifest m;
 	if ((r = manifest_load(s, key, rev, 0, &m, err)))
 		return r;
-	*out = m.meta;
-	memset(&m.meta, 0, sizeof(m.meta));
-	manifest_release(&m);
+	rk_manifest_take_meta(&m, out);
 	return 0;
 }
 
@@ -1165,7 +679,7 @@ static int local_list(struct rk_home_store *base, const char *key, struct rk_hom
 		      struct rk_error *err)
 {
 	struct local *s = (struct local *)base;
-	int r = check_key(key, err);
+	int r = rk_home_check_key(key, err);
 	if (r)
 		return r;
 	int lk = lock_key(s, key, LOCK_SH, err);
@@ -1180,7 +694,7 @@ static int local_checkpoint(struct rk_home_store *base, const char *key, const s
 			    struct rk_home_revision *out, struct rk_error *err)
 {
 	struct local *s = (struct local *)base;
-	int r = check_key(key, err);
+	int r = rk_home_check_key(key, err);
 	if (r)
 		return r;
 	int64_t t0 = rk_monotonic_ms();
@@ -1191,9 +705,9 @@ static int local_checkpoint(struct rk_home_store *base, const char *key, const s
 	meta.reason = rk_xstrdup(req->reason ? req->reason : "manual");
 	meta.kind = req->kind;
 	meta.bytes = meta.files = -1;
-	struct walk w = {.s = s, .err = err};
-	rk_buf_init(&w.body);
-	struct manifest prev = {0};
+	struct walk w = {.base = {.err = err, .store = store_file}, .s = s};
+	rk_buf_init(&w.base.body);
+	struct rk_manifest prev = {0};
 	rk_buf_init(&prev.text);
 	int olk = -1;
 	struct stat st;
@@ -1206,7 +720,7 @@ static int local_checkpoint(struct rk_home_store *base, const char *key, const s
 		struct rk_error e2;
 		if (read_latest_id(s, key, &pid, &e2) == 0) {
 			if (manifest_load(s, key, pid, 1, &prev, &e2) == 0)
-				table_build(&w.prev, &prev);
+				rk_path_table_build(&w.base.prev, &prev);
 			free(pid);
 		}
 		char *tmpdir = rk_path_join(s->objects, "tmp");
@@ -1219,7 +733,7 @@ static int local_checkpoint(struct rk_home_store *base, const char *key, const s
 			r = olk;
 			goto out;
 		}
-		w.io = rk_xmalloc(IOBUF);
+		w.base.io = rk_xmalloc(RK_HOME_IOBUF);
 		int dfd = open(req->src_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0) {
 			r = rk_error_errno(err, RK_EIO, errno, "cannot open %s", req->src_dir);
@@ -1228,7 +742,7 @@ static int local_checkpoint(struct rk_home_store *base, const char *key, const s
 		struct rk_buf rel;
 		rk_buf_init(&rel);
 		int sfd = dup(dfd);
-		r = walk_dir(&w, dfd, &rel);
+		r = rk_home_walk_dir(&w.base, dfd, &rel);
 		rk_buf_release(&rel);
 		/* every object durable before a manifest names it: a few are
 		 * fsynced one by one, many at once with syncfs */
@@ -1250,17 +764,17 @@ static int local_checkpoint(struct rk_home_store *base, const char *key, const s
 		if (r)
 			goto out;
 		char hex[65];
-		rk_sha256_hex(w.body.data, w.body.len, hex);
+		rk_sha256_hex(w.base.body.data, w.base.body.len, hex);
 		meta.checksum = rk_xstrdup(hex);
-		meta.files = w.files;
-		meta.bytes = w.bytes;
-		meta.reused = w.reused;
-		meta.hashed = w.hashed;
+		meta.files = w.base.files;
+		meta.bytes = w.base.bytes;
+		meta.reused = w.base.reused;
+		meta.hashed = w.base.hashed;
 	}
-	meta.id = new_rev_id();
+	meta.id = rk_home_new_rev_id();
 	meta.created_at = rk_now_ms();
 	meta.ms = rk_monotonic_ms() - t0;
-	if ((r = write_revision(s, key, &meta, req->kind == RK_HOME_SNAPSHOT ? &w.body : NULL, err)))
+	if ((r = write_revision(s, key, &meta, req->kind == RK_HOME_SNAPSHOT ? &w.base.body : NULL, err)))
 		goto out;
 	unlock(olk);
 	olk = -1;
@@ -1274,128 +788,42 @@ out:
 	unlock(olk);
 	unlock(lk);
 	rk_home_revision_release(&meta);
-	rk_buf_release(&w.body);
+	rk_buf_release(&w.base.body);
 	for (size_t i = 0; i < w.nfresh; i++)
 		free(w.fresh[i]);
 	free(w.fresh);
-	free(w.prev.slot);
-	free(w.io);
-	manifest_release(&prev);
+	free(w.base.prev.slot);
+	free(w.base.io);
+	rk_manifest_release(&prev);
 	return r;
 }
 
-/* Copies object hex into a new file at dfd/name. */
-static int materialize_file(struct local *s, int dfd, const char *name, const struct mentry *e, int as_root,
-			    struct rk_error *err)
+
+/* The object of e, for reading (rk_home_open_object_fn). */
+static int local_open_object(void *ctx, const struct rk_mentry *e, struct rk_error *err)
 {
-	char *op = object_path(s, e->ref);
-	int in = open(op, O_RDONLY | O_CLOEXEC);
-	if (in < 0) {
-		int r = rk_error_errno(err, RK_ECORRUPT, errno, "object %s of %s is missing", e->ref, e->path);
-		free(op);
-		return r;
-	}
+	char *op = object_path(ctx, e->ref);
+	int fd = open(op, O_RDONLY | O_CLOEXEC);
 	free(op);
-	int out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0) {
-		close(in);
-		return rk_error_errno(err, RK_EIO, errno, "cannot create %s", e->path);
-	}
-	int r = 0;
-	int64_t left = e->size;
-	while (left > 0) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)(left > (1 << 30) ? (1 << 30) : left), 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			/* copy_file_range unsupported here: plain copy */
-			char buf[65536];
-			ssize_t k;
-			while (left > 0 && (k = rk_fs_read_fd(in, buf, sizeof(buf))) > 0) {
-				if (rk_fs_write_fd(out, buf, (size_t)k) != 0)
-					break;
-				left -= k;
-			}
-			break;
-		}
-		left -= n;
-	}
-	if (left != 0)
-		r = rk_error_set(err, RK_ECORRUPT, "object %s of %s is shorter than recorded", e->ref, e->path);
-	if (r == 0 && as_root && fchown(out, e->uid, e->gid) != 0)
-		r = rk_error_errno(err, RK_EIO, errno, "cannot chown %s", e->path);
-	if (r == 0 && fchmod(out, e->mode & 07777) != 0)
-		r = rk_error_errno(err, RK_EIO, errno, "cannot chmod %s", e->path);
-	struct timespec ts[2] = {{.tv_sec = e->mtime_ns / 1000000000LL, .tv_nsec = e->mtime_ns % 1000000000LL},
-				 {.tv_sec = e->mtime_ns / 1000000000LL, .tv_nsec = e->mtime_ns % 1000000000LL}};
-	if (r == 0)
-		futimens(out, ts);
-	close(out);
-	close(in);
-	return r;
-}
-
-/* Builds the tree of m under dir (an empty dir). */
-static int materialize(struct local *s, const struct manifest *m, const char *dir, struct rk_error *err)
-{
-	int as_root = geteuid() == 0;
-	int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0)
-		return rk_error_errno(err, RK_EIO, errno, "cannot open %s", dir);
-	int r = 0;
-	for (size_t i = 0; i < m->n && r == 0; i++) {
-		const struct mentry *e = &m->e[i];
-		const char *leaf;
-		int pfd = rk_fs_parent_beneath(dir, e->path, 0, &leaf, err);
-		if (pfd < 0) {
-			r = pfd;
-			break;
-		}
-		if (e->type == 'd') {
-			if (mkdirat(pfd, leaf, 0700) != 0 && errno != EEXIST)
-				r = rk_error_errno(err, RK_EIO, errno, "cannot make %s", e->path);
-			if (r == 0 && as_root)
-				fchownat(pfd, leaf, e->uid, e->gid, AT_SYMLINK_NOFOLLOW);
-		} else if (e->type == 'l') {
-			if (symlinkat(e->ref, pfd, leaf) != 0)
-				r = rk_error_errno(err, RK_EIO, errno, "cannot make link %s", e->path);
-			if (r == 0 && as_root)
-				fchownat(pfd, leaf, e->uid, e->gid, AT_SYMLINK_NOFOLLOW);
-		} else {
-			r = materialize_file(s, pfd, leaf, e, as_root, err);
-		}
-		close(pfd);
-	}
-	/* directory modes and times last, deepest first, so writing children cannot change them */
-	for (size_t i = m->n; i-- > 0 && r == 0;) {
-		const struct mentry *e = &m->e[i];
-		if (e->type != 'd')
-			continue;
-		struct timespec ts[2] = {{.tv_sec = e->mtime_ns / 1000000000LL, .tv_nsec = e->mtime_ns % 1000000000LL},
-					 {.tv_sec = e->mtime_ns / 1000000000LL, .tv_nsec = e->mtime_ns % 1000000000LL}};
-		fchmodat(root, e->path, e->mode & 07777, 0);
-		utimensat(root, e->path, ts, AT_SYMLINK_NOFOLLOW);
-	}
-	if (r == 0 && syncfs(root) != 0)
-		r = rk_error_errno(err, RK_EIO, errno, "cannot flush %s", dir);
-	close(root);
-	return r;
+	if (fd < 0)
+		return rk_error_errno(err, RK_ECORRUPT, errno, "object %.12s of %s is missing", e->ref, e->path);
+	return fd;
 }
 
 static int local_restore(struct rk_home_store *base, const char *key, const char *rev, const char *dest,
 			 struct rk_home_revision *out, struct rk_error *err)
 {
 	struct local *s = (struct local *)base;
-	int r = check_key(key, err);
+	int r = rk_home_check_key(key, err);
 	if (r)
 		return r;
 	int lk = lock_key(s, key, LOCK_EX, err);
 	if (lk < 0)
 		return lk;
 	char *id = NULL, *staging = NULL;
-	struct manifest m = {0};
+	struct rk_manifest m = {0};
 	rk_buf_init(&m.text);
-	if ((r = swap_recover(dest, err)))
+	if ((r = rk_home_swap_recover(dest, err)))
 		goto out;
 	if (rev)
 		id = rk_xstrdup(rev);
@@ -1418,8 +846,8 @@ static int local_restore(struct rk_home_store *base, const char *key, const char
 			goto out;
 		}
 	} else {
-		if ((r = staging_for(dest, &staging, err)) || (r = materialize(s, &m, staging, err)) ||
-		    (r = swap_dir(dest, staging, err)))
+		if ((r = rk_home_staging_for(dest, &staging, err)) || (r = rk_home_materialize(&m, staging, local_open_object, s, err)) ||
+		    (r = rk_home_swap_dir(dest, staging, err)))
 			goto out;
 		free(staging);
 		staging = NULL;
@@ -1433,7 +861,7 @@ out:
 		rk_fs_remove_tree(staging, NULL);
 		free(staging);
 	}
-	manifest_release(&m);
+	rk_manifest_release(&m);
 	free(id);
 	unlock(lk);
 	return r;
@@ -1448,10 +876,10 @@ static int hash_object(struct local *s, const char *hex, int64_t *size, char out
 		return -1;
 	crypto_hash_sha256_state h;
 	crypto_hash_sha256_init(&h);
-	unsigned char *buf = rk_xmalloc(IOBUF);
+	unsigned char *buf = rk_xmalloc(RK_HOME_IOBUF);
 	ssize_t n;
 	*size = 0;
-	while ((n = rk_fs_read_fd(fd, buf, IOBUF)) > 0) {
+	while ((n = rk_fs_read_fd(fd, buf, RK_HOME_IOBUF)) > 0) {
 		crypto_hash_sha256_update(&h, buf, (size_t)n);
 		*size += n;
 	}
@@ -1468,14 +896,14 @@ static int local_verify(struct rk_home_store *base, const char *key, const char 
 {
 	struct local *s = (struct local *)base;
 	memset(out, 0, sizeof(*out));
-	int r = check_key(key, err);
+	int r = rk_home_check_key(key, err);
 	if (r)
 		return r;
 	int lk = lock_key(s, key, LOCK_SH, err);
 	if (lk < 0)
 		return lk;
 	char *id = NULL;
-	struct manifest m = {0};
+	struct rk_manifest m = {0};
 	rk_buf_init(&m.text);
 	if (rev)
 		id = rk_xstrdup(rev);
@@ -1501,7 +929,7 @@ static int local_verify(struct rk_home_store *base, const char *key, const char 
 		goto out;
 	}
 	for (size_t i = 0; i < m.n; i++) {
-		const struct mentry *e = &m.e[i];
+		const struct rk_mentry *e = &m.e[i];
 		if (e->type != 'f')
 			continue;
 		out->files++;
@@ -1527,7 +955,7 @@ static int local_verify(struct rk_home_store *base, const char *key, const char 
 	}
 	out->ok = !out->missing && !out->corrupt;
 out:
-	manifest_release(&m);
+	rk_manifest_release(&m);
 	free(id);
 	unlock(lk);
 	return r;
@@ -1540,7 +968,7 @@ static int local_gc(struct rk_home_store *base, struct rk_home_gc_stats *out, st
 	int lk = lock_objects(s, LOCK_EX, err);
 	if (lk < 0)
 		return lk;
-	struct hset refs = {0};
+	struct rk_hset refs = {0};
 	collect_refs(s, &refs);
 	for (int i = 0; i < 256; i++) {
 		char *d = rk_xasprintf("%s/%02x", s->objects, i);
@@ -1549,7 +977,7 @@ static int local_gc(struct rk_home_store *base, struct rk_home_gc_stats *out, st
 		while (dd && (de = readdir(dd))) {
 			if (strlen(de->d_name) != 64)
 				continue;
-			if (hset_has(&refs, de->d_name)) {
+			if (rk_hset_has(&refs, de->d_name)) {
 				out->objects_kept++;
 				continue;
 			}
@@ -1571,38 +999,14 @@ static int local_gc(struct rk_home_store *base, struct rk_home_gc_stats *out, st
 	free(tmp);
 	unlock(lk);
 	free(refs.k);
-	/* staging dirs of homes whose lock is free */
-	DIR *hd = opendir(s->homes);
-	struct dirent *de;
-	while (hd && (de = readdir(hd))) {
-		const char *n = de->d_name;
-		const char *st = strstr(n, ".staging-");
-		const char *pv = strstr(n, ".previous");
-		if (n[0] != '.' || (!st && !pv))
-			continue;
-		char *key = rk_xstrndup(n + 1, (size_t)((st ? st : pv) - n - 1));
-		struct rk_error e2;
-		if (check_key(key, &e2) == 0) {
-			int k = lock_key(s, key, LOCK_EX | LOCK_NB, &e2);
-			if (k >= 0) {
-				char *home = rk_path_join(s->homes, key);
-				swap_recover(home, NULL);
-				free(home);
-				unlock(k);
-				out->staging_removed++;
-			}
-		}
-		free(key);
-	}
-	if (hd)
-		closedir(hd);
+	out->staging_removed = rk_home_gc_staging(s->data_dir);
 	return 0;
 }
 
 static int local_forget(struct rk_home_store *base, const char *key, struct rk_error *err)
 {
 	struct local *s = (struct local *)base;
-	int r = check_key(key, err);
+	int r = rk_home_check_key(key, err);
 	if (r)
 		return r;
 	int lk = lock_key(s, key, LOCK_EX, err);
@@ -1652,7 +1056,7 @@ static int tar_copy(struct archive *a, int fd, int64_t size, unsigned char *buf,
 {
 	int64_t left = size;
 	while (left > 0) {
-		ssize_t n = rk_fs_read_fd(fd, buf, left < IOBUF ? (size_t)left : IOBUF);
+		ssize_t n = rk_fs_read_fd(fd, buf, left < RK_HOME_IOBUF ? (size_t)left : RK_HOME_IOBUF);
 		if (n <= 0)
 			break;
 		if (archive_write_data(a, buf, (size_t)n) < 0)
@@ -1677,7 +1081,7 @@ static int export_walk(struct archive *a, int dfd, struct rk_buf *rel, unsigned 
 		return rk_error_errno(err, RK_EIO, errno, "cannot read the workspace");
 	}
 	size_t n;
-	char **names = list_names(d, &n);
+	char **names = rk_home_list_names(d, &n);
 	size_t base = rel->len;
 	int r = 0;
 	for (size_t i = 0; i < n && r == 0; i++) {
@@ -1758,7 +1162,7 @@ int rk_home_export_dir(const char *dir, int fd, int zstd, struct rk_error *err)
 		close(dfd);
 		return -err->code;
 	}
-	unsigned char *buf = rk_xmalloc(IOBUF);
+	unsigned char *buf = rk_xmalloc(RK_HOME_IOBUF);
 	struct rk_buf rel;
 	rk_buf_init(&rel);
 	int r = export_walk(a, dfd, &rel, buf, err);
@@ -1767,39 +1171,17 @@ int rk_home_export_dir(const char *dir, int fd, int zstd, struct rk_error *err)
 	return tar_finish(a, r, err);
 }
 
-static int local_export_tar(struct rk_home_store *base, const char *key, const char *rev, int fd, int zstd,
-			    struct rk_error *err)
+int rk_home_export_manifest(const struct rk_manifest *m, int fd, int zstd, rk_home_open_object_fn open_object,
+			    void *ctx, struct rk_error *err)
 {
-	struct local *s = (struct local *)base;
-	int r = check_key(key, err);
-	if (r)
-		return r;
-	int lk = lock_key(s, key, LOCK_SH, err);
-	if (lk < 0)
-		return lk;
-	char *id = NULL;
-	struct manifest m = {0};
-	rk_buf_init(&m.text);
-	if (rev)
-		id = rk_xstrdup(rev);
-	else if ((r = read_latest_id(s, key, &id, err)))
-		goto out;
-	if ((r = manifest_load(s, key, id, 1, &m, err)))
-		goto out;
-	if (m.meta.kind == RK_HOME_MARKER) {
-		char *home = rk_path_join(s->homes, key);
-		r = rk_home_export_dir(home, fd, zstd, err);
-		free(home);
-		goto out;
-	}
+	int r = 0;
 	struct archive *a = tar_writer(fd, zstd, err);
 	if (!a) {
-		r = -err->code;
-		goto out;
+		return -err->code;
 	}
-	unsigned char *buf = rk_xmalloc(IOBUF);
-	for (size_t i = 0; i < m.n && r == 0; i++) {
-		const struct mentry *me = &m.e[i];
+	unsigned char *buf = rk_xmalloc(RK_HOME_IOBUF);
+	for (size_t i = 0; i < m->n && r == 0; i++) {
+		const struct rk_mentry *me = &m->e[i];
 		struct archive_entry *e = archive_entry_new();
 		archive_entry_set_pathname(e, me->path);
 		archive_entry_set_perm(e, me->mode & 07777);
@@ -1815,11 +1197,9 @@ static int local_export_tar(struct rk_home_store *base, const char *key, const c
 		} else {
 			archive_entry_set_filetype(e, AE_IFREG);
 			archive_entry_set_size(e, me->size);
-			char *op = object_path(s, me->ref);
-			ofd = open(op, O_RDONLY | O_CLOEXEC);
-			free(op);
+			ofd = open_object(ctx, me, err);
 			if (ofd < 0)
-				r = rk_error_set(err, RK_ECORRUPT, "object %.12s of %s is missing", me->ref, me->path);
+				r = ofd;
 		}
 		if (r == 0 && archive_write_header(a, e) != ARCHIVE_OK)
 			r = tar_err(a, err, "write");
@@ -1830,9 +1210,37 @@ static int local_export_tar(struct rk_home_store *base, const char *key, const c
 		archive_entry_free(e);
 	}
 	free(buf);
-	r = tar_finish(a, r, err);
+	return tar_finish(a, r, err);
+}
+
+static int local_export_tar(struct rk_home_store *base, const char *key, const char *rev, int fd, int zstd,
+			    struct rk_error *err)
+{
+	struct local *s = (struct local *)base;
+	int r = rk_home_check_key(key, err);
+	if (r)
+		return r;
+	int lk = lock_key(s, key, LOCK_SH, err);
+	if (lk < 0)
+		return lk;
+	char *id = NULL;
+	struct rk_manifest m = {0};
+	rk_buf_init(&m.text);
+	if (rev)
+		id = rk_xstrdup(rev);
+	else if ((r = read_latest_id(s, key, &id, err)))
+		goto out;
+	if ((r = manifest_load(s, key, id, 1, &m, err)))
+		goto out;
+	if (m.meta.kind == RK_HOME_MARKER) {
+		char *home = rk_path_join(s->homes, key);
+		r = rk_home_export_dir(home, fd, zstd, err);
+		free(home);
+		goto out;
+	}
+	r = rk_home_export_manifest(&m, fd, zstd, local_open_object, s, err);
 out:
-	manifest_release(&m);
+	rk_manifest_release(&m);
 	free(id);
 	unlock(lk);
 	return r;

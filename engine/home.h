@@ -128,6 +128,33 @@ struct rk_home_store {
 /* The local store over data_dir. Caller frees with s->ops->free. */
 struct rk_home_store *rk_home_store_local_new(const char *data_dir);
 
+/* The S3-compatible store (engine/home_s3.c) at url "s3://BUCKET[/PREFIX]":
+ * objects/<sha256>, homes/<key>/revs/<rev> and homes/<key>/latest under the
+ * prefix, written in that order. The endpoint comes from RAKAZO_S3_ENDPOINT
+ * (default https://s3.REGION.amazonaws.com; path-style addressing), the
+ * credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+ * AWS_SESSION_TOKEN, the region from AWS_REGION (default us-east-1).
+ * data_dir holds the host's locks and temp files. Snapshots only (no
+ * RK_HOME_MARKERS). NULL with err filled when the url or the environment
+ * is wrong; nothing is contacted until the first operation. */
+struct rk_home_store *rk_home_store_s3_new(const char *url, const char *data_dir, struct rk_error *err);
+
+/* Counters of the requests an S3 store sent (tests and benchmarks);
+ * -RK_EINVALID when s is not an S3 store. */
+struct rk_home_s3_stats {
+	int64_t object_puts;       /* single-request object uploads */
+	int64_t multipart_uploads; /* objects uploaded in parts */
+	int64_t parts;             /* their part uploads */
+	int64_t bytes_uploaded;    /* object bytes sent */
+	int64_t other_puts;        /* manifests and `latest` */
+	int64_t heads, gets, lists, deletes, posts;
+};
+int rk_home_s3_stats(struct rk_home_store *s, struct rk_home_s3_stats *out);
+
+/* A store whose every operation fails with why (a store that could not be
+ * made, so the error reaches whoever uses it). Caller frees with s->ops->free. */
+struct rk_home_store *rk_home_store_failed_new(const struct rk_error *why);
+
 /* DATA_DIR/homes/<key>, malloc'd. Keys are one path segment: "", ".", ".."
  * and separators are refused. */
 int rk_home_dir(const char *data_dir, const char *key, char **out, struct rk_error *err);

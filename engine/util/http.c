@@ -15,15 +15,26 @@
 #include "time.h"
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+/* Each thread's kept handle, cleaned up when the thread ends (a thread
+ * that exits would otherwise leave its handle and connection behind). */
+static pthread_key_t curl_key;
+
+static void curl_thread_end(void *handle)
+{
+	curl_easy_cleanup(handle);
+}
+
 static void curl_setup(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	pthread_key_create(&curl_key, curl_thread_end);
 }
 
 void rk_http_response_init(struct rk_http_response *r)
 {
 	memset(r, 0, sizeof(*r));
 	rk_buf_init(&r->body);
+	r->content_length = -1;
 }
 
 void rk_http_response_release(struct rk_http_response *r)
@@ -33,6 +44,8 @@ void rk_http_response_release(struct rk_http_response *r)
 	rk_buf_release(&r->body);
 	free(r->content_type);
 	r->content_type = NULL;
+	free(r->etag);
+	r->etag = NULL;
 }
 
 enum rk_code rk_http_status_code(long status)
@@ -238,6 +251,9 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 		a->retry_after[0] = '\0';
 		free(a->resp->content_type);
 		a->resp->content_type = NULL;
+		free(a->resp->etag);
+		a->resp->etag = NULL;
+		a->resp->content_length = -1;
 		rk_buf_reset(&a->resp->body);
 		return len;
 	}
@@ -258,6 +274,13 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 	} else if (nlen == 12 && strncasecmp(data, "content-type", 12) == 0) {
 		free(a->resp->content_type);
 		a->resp->content_type = rk_xstrndup(v, vlen);
+	} else if (nlen == 4 && strncasecmp(data, "etag", 4) == 0) {
+		free(a->resp->etag);
+		a->resp->etag = rk_xstrndup(v, vlen);
+	} else if (nlen == 14 && strncasecmp(data, "content-length", 14) == 0) {
+		char *cl = rk_xstrndup(v, vlen);
+		a->resp->content_length = strtoll(cl, NULL, 10);
+		free(cl);
 	}
 	return len;
 }
@@ -292,8 +315,10 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	 * socket's number may belong to another file by now (the helper closes
 	 * inherited descriptors and opens its database), and using or cleaning
 	 * it up would write to or close that file */
-	if (cached && cached_pid != getpid())
+	if (cached && cached_pid != getpid()) {
 		cached = NULL;
+		pthread_setspecific(curl_key, NULL);
+	}
 	int reuse = !req->on_data;
 	CURL *curl = reuse && cached ? cached : curl_easy_init();
 	if (reuse && curl == cached)
@@ -341,6 +366,10 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	curl_easy_setopt(curl, CURLOPT_HEADERDATA, a);
 	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
+	if (req->aws_sigv4) {
+		curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, req->aws_sigv4);
+		curl_easy_setopt(curl, CURLOPT_USERPWD, req->userpwd ? req->userpwd : "");
+	}
 
 	CURLcode rc = curl_easy_perform(curl);
 	long status = 0, sent = 0;
@@ -350,6 +379,7 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	if (reuse) {
 		cached = curl;
 		cached_pid = getpid();
+		pthread_setspecific(curl_key, curl);
 	}
 	else
 		curl_easy_cleanup(curl);

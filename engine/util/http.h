@@ -47,12 +47,19 @@ struct rk_http_request {
 	/* When set and it becomes non-zero (another thread), the transfer stops
 	 * within about a second (RK_EINTERRUPTED). */
 	const volatile int *cancel;
+	/* AWS Signature V4 by libcurl (CURLOPT_AWS_SIGV4, e.g.
+	 * "aws:amz:us-east-1:s3") with userpwd "KEY_ID:SECRET"; the secret is
+	 * never logged. Signed headers come from headers. */
+	const char *aws_sigv4;
+	const char *userpwd;
 };
 
 struct rk_http_response {
 	long status;         /* the final attempt's HTTP status (0: none) */
 	struct rk_buf body;  /* the final reply's body (also for errors) */
 	char *content_type;  /* malloc'd or NULL */
+	char *etag;          /* the ETag header, malloc'd or NULL */
+	long long content_length; /* the Content-Length header; -1: none */
 	int attempts;        /* how many requests were sent */
 };
 
