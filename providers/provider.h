@@ -62,9 +62,9 @@ struct rk_exec_request {
 };
 
 struct rk_exit_status {
-	int exited; /* 1 when the command ended */
-	int code;   /* exit code, when it exited normally */
-	int signo;  /* > 0 when a signal ended it */
+	int exited; /* 1 when the command ended (some providers leave it 0 when signo is set) */
+	int code;   /* exit code, when it exited normally (signo 0) */
+	int signo;  /* > 0 when a signal ended it; callers treat that as ended */
 	int lost;   /* the machine went away: how it ended is unknown */
 };
 
