@@ -2481,6 +2481,7 @@ static int docker_workspace_import(const struct rk_machine *m, int fd, struct rk
 static int docker_display_start(const struct rk_machine *m, int display, const struct rk_display_options *opt,
 				struct rk_screen_transport *out, struct rk_error *err)
 {
+	memset(out, 0, sizeof(*out)); /* no browser: cdp_socket stays NULL */
 	if (display < 0 || display > 999)
 		return rk_error_set(err, RK_EINVALID, "display number %d is out of range (0-999)", display);
 	int w = opt && opt->width > 0 ? opt->width : 1280;
