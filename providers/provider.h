@@ -134,6 +134,10 @@ struct rk_provider_ops {
 
 	/* Is the backend reachable at all (daemon up, credentials set)? */
 	int (*check)(struct rk_error *err);
+	/* Optional, for `rakazo doctor` after check() passed: is the image
+	 * provision would start from there? 0 with *detail (malloc'd) naming it,
+	 * RK_ENOTFOUND when it is missing (the message says how to make it). */
+	int (*image_check)(char **detail, struct rk_error *err);
 
 	/* Lifecycle. provision reconnects to m->ref when it still exists, else
 	 * makes a fresh machine (replaced=1 when a ref was given). */

@@ -198,3 +198,29 @@ procs_in() {
 	run rk computer exec d --json -- 'echo back'
 	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = back ]
 }
+
+@test "docker: doctor asks dockerd for the computer image, and reports a missing one" {
+	docker_or_skip
+	local tag
+	tag=$(rk computer image tag)
+	[[ $tag == rakazo-computer:* ]]
+	run rk doctor --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json '[c["status"] for c in d["checks"] if c["check"]=="docker image"][0]')" = ok ]
+	[[ $(printf '%s' "$output" | rk_json '[c["detail"] for c in d["checks"] if c["check"]=="docker image"][0]') == "$tag: in dockerd ("* ]]
+	# the tag a run uses can be overridden; a missing one is reported, not assumed
+	export RAKAZO_IMAGE=rakazo-computer:missing-$$
+	[ "$(rk computer image tag)" = "$RAKAZO_IMAGE" ]
+	run rk doctor --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json '[c["status"] for c in d["checks"] if c["check"]=="docker image"][0]')" = warn ]
+	[[ $(printf '%s' "$output" | rk_json '[c["detail"] for c in d["checks"] if c["check"]=="docker image"][0]') == *"$RAKAZO_IMAGE (from RAKAZO_IMAGE) is not in dockerd"* ]]
+	# and creating from it fails with the same news
+	expect_json_error 5 unavailable rk computer create --provider docker --name m --no-desktop --wait --timeout 120 --json
+	[[ $(cat "$BATS_TEST_TMPDIR/stderr") == *"$RAKAZO_IMAGE is not built"* ]]
+	# a down dockerd leaves the image unchecked, and says why
+	unset RAKAZO_IMAGE
+	rk_kill_all
+	DOCKER_HOST=unix:///nonexistent run rk doctor --json
+	[[ $(printf '%s' "$output" | rk_json '[c["detail"] for c in d["checks"] if c["check"]=="docker image"][0]') == "not checked: docker is not running"* ]]
+}
