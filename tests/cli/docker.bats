@@ -224,3 +224,30 @@ procs_in() {
 	DOCKER_HOST=unix:///nonexistent run rk doctor --json
 	[[ $(printf '%s' "$output" | rk_json '[c["detail"] for c in d["checks"] if c["check"]=="docker image"][0]') == "not checked: docker is not running"* ]]
 }
+
+@test "docker: image build reuses a built recipe and follows DOCKER_HOST; dockerd.sh does too" {
+	docker_or_skip
+	local tag
+	tag=$(rk computer image tag)
+	# another path to the same daemon: a build through it finds the image and reuses it
+	ln -s /var/run/docker.sock "$BATS_TEST_TMPDIR/other.sock"
+	DOCKER_HOST="unix://$BATS_TEST_TMPDIR/other.sock" run rk computer image build --json
+	[ "$status" -eq 0 ] || { echo "$output" >&2; return 1; }
+	[[ $output == *"image: $tag already built"* ]]
+	[ "$(printf '%s\n' "$output" | grep '^{' | rk_json 'd["image"]')" = "$tag" ]
+	# a DOCKER_HOST with nothing behind it is not the default socket in disguise
+	python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$BATS_TEST_TMPDIR/dead.sock"
+	DOCKER_HOST="unix://$BATS_TEST_TMPDIR/dead.sock" run rk computer image build
+	[ "$status" -eq 5 ]
+	[[ $output == *"docker is not running on $BATS_TEST_TMPDIR/dead.sock"* ]]
+	DOCKER_HOST=tcp://127.0.0.1:9 run sh "$BATS_TEST_DIRNAME/../../image/build.sh"
+	[ "$status" -eq 2 ]
+	[[ $output == *"is not a unix:// socket"* ]]
+	# dockerd.sh finds the daemon up on DOCKER_HOST's socket and starts nothing
+	DOCKER_HOST="unix://$BATS_TEST_TMPDIR/other.sock" run sh "$BATS_TEST_DIRNAME/../../scripts/dockerd.sh"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	DOCKER_HOST=tcp://127.0.0.1:9 run sh "$BATS_TEST_DIRNAME/../../scripts/dockerd.sh"
+	[ "$status" -eq 2 ]
+	[[ $output == *"is not a unix:// socket"* ]]
+}
