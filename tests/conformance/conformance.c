@@ -487,6 +487,22 @@ static void check_frame(struct rk_screen *s, const struct rk_screen_transport *t
 	rk_observation_release(&o);
 }
 
+/* A started display's frame checked, then the display stopped and the
+ * transport freed. */
+static void check_frame_and_stop(int display, struct rk_screen_transport *tr)
+{
+	struct rk_error e;
+	struct rk_screen *s = screen_of(display, tr);
+	CHECK(s != NULL);
+	if (s) {
+		check_frame(s, tr);
+		rk_screen_free(s);
+	}
+	CHECK(ops->display_stop(&main_m.m, display, &e) == 0);
+	free(tr->vnc_socket);
+	free(tr->cdp_socket);
+}
+
 TEST(desktop_observe_act_stop)
 {
 	if (!(ops->caps & RK_CAP_DESKTOP)) {
@@ -550,15 +566,7 @@ TEST(desktop_observe_act_stop)
 
 	/* and it starts again */
 	REQUIRE(ops->display_start(&main_m.m, 0, &opt, &tr, &e) == 0);
-	s = screen_of(0, &tr);
-	CHECK(s != NULL);
-	if (s) {
-		check_frame(s, &tr);
-		rk_screen_free(s);
-	}
-	CHECK(ops->display_stop(&main_m.m, 0, &e) == 0);
-	free(tr.vnc_socket);
-	free(tr.cdp_socket);
+	check_frame_and_stop(0, &tr);
 }
 
 /* A second display as describe() says: its own size where multiScreen,
@@ -586,15 +594,7 @@ TEST(desktop_second_screen)
 	}
 	CHECK_EQ_INT(tr.width, 800);
 	CHECK_EQ_INT(tr.height, 600);
-	struct rk_screen *s = screen_of(1, &tr);
-	CHECK(s != NULL);
-	if (s) {
-		check_frame(s, &tr);
-		rk_screen_free(s);
-	}
-	CHECK(ops->display_stop(&main_m.m, 1, &e) == 0);
-	free(tr.vnc_socket);
-	free(tr.cdp_socket);
+	check_frame_and_stop(1, &tr);
 }
 
 int main(int argc, char **argv)
