@@ -28,6 +28,13 @@ UI_LIBS := $(shell pkg-config --libs $(UI_PKGS) 2>/dev/null)
 LDFLAGS ?=
 ALL_LDFLAGS := $(LDFLAGS) $(EXTRA_LDFLAGS)
 
+# The version and image tag are compiled in: the stamp changes when they do
+# (a new image recipe), and everything compiled depends on it, so no object
+# keeps an old tag.
+STAMP := $(BUILD)/version.stamp
+$(shell mkdir -p $(BUILD); echo "$(VERSION) $(IMAGE_TAG)" | cmp -s - $(STAMP) 2>/dev/null || \
+	echo "$(VERSION) $(IMAGE_TAG)" >$(STAMP))
+
 # The static in-computer exec agent (and its DevTools bridge) is not engine code.
 AGENT_SRC := providers/docker/agent.c providers/docker/cdp_bridge.c
 ENGINE_SRC := $(filter-out $(AGENT_SRC),$(sort $(wildcard engine/*.c engine/util/*.c providers/*.c providers/*/*.c)))
@@ -61,15 +68,15 @@ $(BUILD)/rakazo-agent: $(AGENT_SRC)
 	@mkdir -p $(@D)
 	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) -static -o $@ $(AGENT_SRC)
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c $(STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(BUILD)/librakazo.a
+$(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(BUILD)/librakazo.a $(STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/librakazo.a $(LIBS)
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/librakazo.a
+$(BUILD)/tests/%: tests/%.c $(BUILD)/librakazo.a $(STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/librakazo.a $(LIBS)
 

@@ -655,9 +655,10 @@ void rk_db_close(struct rk_db *db)
 	free(db);
 }
 
-int rk_db_integrity_check(struct rk_db *db, char **result, struct rk_error *err)
+/* The rows of a PRAGMA that answers in text, joined with "; " (malloc'd). */
+static int pragma_text(struct rk_db *db, const char *sql, const char *what, char **result, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "PRAGMA integrity_check", err);
+	sqlite3_stmt *st = prep(db, sql, err);
 	if (!st)
 		return -err->code;
 	struct rk_buf b;
@@ -672,10 +673,20 @@ int rk_db_integrity_check(struct rk_db *db, char **result, struct rk_error *err)
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
 		rk_buf_release(&b);
-		return sql_error(db, err, "integrity check");
+		return sql_error(db, err, what);
 	}
 	*result = rk_buf_detach(&b, NULL);
 	return 0;
+}
+
+int rk_db_integrity_check(struct rk_db *db, char **result, struct rk_error *err)
+{
+	return pragma_text(db, "PRAGMA integrity_check", "integrity check", result, err);
+}
+
+int rk_db_journal_mode(struct rk_db *db, char **result, struct rk_error *err)
+{
+	return pragma_text(db, "PRAGMA journal_mode", "journal mode", result, err);
 }
 
 /* --- computers ---------------------------------------------------------------- */

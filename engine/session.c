@@ -263,7 +263,8 @@ static void holder_check_end(struct holder *h)
 		st.lost = 1;
 		st.exited = 1;
 	}
-	if (st.exited || st.lost) {
+	/* a signal ends it too: providers differ on whether they also set exited */
+	if (st.exited || st.lost || st.signo > 0) {
 		h->status = st;
 		h->ended = 1;
 		rk_db_session_command_ended(h->db, h->sid, NULL); /* no longer keeps the computer busy */

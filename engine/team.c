@@ -113,7 +113,7 @@ static int machine_sh(struct rk_engine *eng, const struct rk_computer *c, const 
 		}
 		struct rk_exit_status st = {0};
 		if (r == 0 && (r = p->ops->wait(p, &st, err)) == 0)
-			*code = st.exited ? st.code : 128 + st.signo;
+			*code = st.signo > 0 ? 128 + st.signo : st.exited && !st.lost ? st.code : 128;
 		p->ops->free(p);
 		rk_buf_release(&o);
 	}

@@ -54,7 +54,7 @@ static void probe(struct rk_window_watch *w)
 		rk_buf_release(&out);
 		return; /* keep the last answer */
 	}
-	if (st.exited && st.code == 0)
+	if (st.exited && st.code == 0 && st.signo <= 0)
 		rk_window_parse(out.data, &id, &title);
 	rk_buf_release(&out);
 	pthread_mutex_lock(&w->lock);

@@ -10,11 +10,15 @@ set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 SUITE=bookworm
 
+# The hash covers what makes the image: the packages, the rootfs files and
+# this script from its "the recipe" line on. The plumbing above that line
+# (which docker socket, reuse) can change without a new tag.
 recipe_hash() {
 	(
 		cd "$HERE"
 		echo "suite=$SUITE"
-		find build.sh packages.txt rootfs -type f | LC_ALL=C sort | while read -r f; do
+		printf 'build.sh %s\n' "$(sed -n '/^# --- the recipe/,$p' build.sh | sha256sum | cut -c1-64)"
+		find packages.txt rootfs -type f | LC_ALL=C sort | while read -r f; do
 			printf '%s %s\n' "$f" "$(sha256sum <"$f" | cut -c1-64)"
 			# the mode matters too: an init that lost its x bit is a new recipe
 			stat -c '%a' "$f"
@@ -28,7 +32,19 @@ if [ "${1:-}" = "--tag" ]; then
 	exit 0
 fi
 
-SOCK=${DOCKER_SOCK:-/var/run/docker.sock}
+# The socket: DOCKER_SOCK, else DOCKER_HOST's unix://PATH, else the default;
+# `docker import` below is pointed at the same one.
+case ${DOCKER_HOST:-} in
+'' | unix://*) ;;
+*)
+	echo "image: DOCKER_HOST=$DOCKER_HOST is not a unix:// socket; rakazo talks to docker over a unix socket" >&2
+	exit 2
+	;;
+esac
+HOST_SOCK=${DOCKER_HOST:+${DOCKER_HOST#unix://}}
+SOCK=${DOCKER_SOCK:-${HOST_SOCK:-/var/run/docker.sock}}
+DOCKER_HOST="unix://$SOCK"
+export DOCKER_HOST
 api() { curl -sf --unix-socket "$SOCK" "http://localhost/v1.41$1"; }
 if ! curl -sf --max-time 2 --unix-socket "$SOCK" http://localhost/_ping >/dev/null 2>&1; then
 	echo "image: docker is not running on $SOCK; start it with scripts/dockerd.sh" >&2
@@ -43,6 +59,7 @@ for tool in debootstrap tar; do
 	command -v $tool >/dev/null 2>&1 || { echo "image: $tool missing; run 'make deps'" >&2; exit 1; }
 done
 
+# --- the recipe (hashed: a change below is a new image tag) -----------------
 start=$(date +%s)
 MIRROR=${RAKAZO_DEBIAN_MIRROR:-}
 if [ -z "$MIRROR" ]; then

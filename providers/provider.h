@@ -62,9 +62,9 @@ struct rk_exec_request {
 };
 
 struct rk_exit_status {
-	int exited; /* 1 when the command ended */
-	int code;   /* exit code, when it exited normally */
-	int signo;  /* > 0 when a signal ended it */
+	int exited; /* 1 when the command ended (some providers leave it 0 when signo is set) */
+	int code;   /* exit code, when it exited normally (signo 0) */
+	int signo;  /* > 0 when a signal ended it; callers treat that as ended */
 	int lost;   /* the machine went away: how it ended is unknown */
 };
 
@@ -134,6 +134,10 @@ struct rk_provider_ops {
 
 	/* Is the backend reachable at all (daemon up, credentials set)? */
 	int (*check)(struct rk_error *err);
+	/* Optional, for `rakazo doctor` after check() passed: is the image
+	 * provision would start from there? 0 with *detail (malloc'd) naming it,
+	 * RK_ENOTFOUND when it is missing (the message says how to make it). */
+	int (*image_check)(char **detail, struct rk_error *err);
 
 	/* Lifecycle. provision reconnects to m->ref when it still exists, else
 	 * makes a fresh machine (replaced=1 when a ref was given). */

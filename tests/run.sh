@@ -4,7 +4,8 @@
 #   unit         every $BUILD/tests/unit/test_* (each ends "unit: N passed, N failed")
 #   conformance  $BUILD/tests/conformance/conformance PROVIDER for each provider
 #                `rakazo computer providers --json` calls available (with the
-#                E2B emulator started for e2b when node and dockerd are here)
+#                E2B emulator started for e2b when node and dockerd are here),
+#                then daytona and box against their emulators
 #   cli          bats --tap tests/cli
 #
 # Each suite's output is shown as it runs; the last line is the sum,
@@ -12,7 +13,11 @@
 # a suite ended without its closing line (a crash), or ran past the timeout.
 #
 # Environment: RAKAZO_BIN (default ./$BUILD/rakazo), BUILD (default build),
-# RAKAZO_TEST_TIMEOUT (seconds per suite run, default 900).
+# RAKAZO_TEST_TIMEOUT (seconds per suite run, default 900),
+# RAKAZO_REQUIRE_DOCKER=1: a provider whose backend should be up (docker; the
+# e2b, daytona and box emulators when node and the computer image are here)
+# but is reported unavailable, or whose emulator does not start, is a failure
+# instead of a note.
 
 BUILD=${BUILD:-build}
 RAKAZO_BIN=${RAKAZO_BIN:-./$BUILD/rakazo}
@@ -84,6 +89,54 @@ suite_unit() {
 	[ $found -eq 1 ] || echo "run.sh: no unit tests in $BUILD/tests/unit (make test-bins)" >&2
 }
 
+# The docker socket: DOCKER_HOST's when it is unix://, else the default.
+docker_sock() {
+	case ${DOCKER_HOST:-} in
+	unix://*) echo "${DOCKER_HOST#unix://}" ;;
+	*) echo /var/run/docker.sock ;;
+	esac
+}
+
+docker_up() {
+	curl -sf --max-time 5 --unix-socket "$(docker_sock)" http://localhost/_ping >/dev/null 2>&1
+}
+
+# Can the vendor emulators run here (node, dockerd and the computer image)?
+emulators_possible() {
+	command -v node >/dev/null 2>&1 || return 1
+	docker_up || return 1
+	img=${RAKAZO_IMAGE:-$(sh image/build.sh --tag 2>/dev/null)}
+	[ -n "$img" ] && curl -sf --max-time 5 --unix-socket "$(docker_sock)" \
+		"http://localhost/images/$img/json" >/dev/null 2>&1
+}
+
+# missing WHAT: a backend that should be up is not. A failure with
+# RAKAZO_REQUIRE_DOCKER=1, else a note.
+missing() {
+	if [ "${RAKAZO_REQUIRE_DOCKER:-0}" = 1 ]; then
+		echo "run.sh: $1 (RAKAZO_REQUIRE_DOCKER=1): counted as a failure" >&2
+		failed=$((failed + 1))
+	else
+		echo "run.sh: note: $1: skipped"
+	fi
+}
+
+# provider_field JSON NAME FIELD: "true" for an available provider, or its
+# "reason" string, from `rakazo computer providers --json`.
+provider_field() {
+	echo "$1" | awk -v want="$2" -v field="$3" '{
+		n = split($0, a, "{\"name\":\"")
+		for (i = 2; i <= n; i++) {
+			name = a[i]
+			sub(/".*/, "", name)
+			if (name != want) continue
+			if (field == "available") { print (a[i] ~ /"available":true/) ? "true" : "false"; exit }
+			if (match(a[i], /"reason":"[^"]*"/)) print substr(a[i], RSTART + 10, RLENGTH - 11)
+			exit
+		}
+	}'
+}
+
 suite_conformance() {
 	bin=$BUILD/tests/conformance/conformance
 	if [ ! -x "$bin" ]; then
@@ -92,11 +145,12 @@ suite_conformance() {
 	fi
 	# the E2B emulator stands in for the vendor, unless a real key is set
 	e2b_pid=
-	if [ -z "${E2B_API_KEY:-}" ] && command -v node >/dev/null 2>&1 &&
-		curl -sf --max-time 5 --unix-socket /var/run/docker.sock http://localhost/_ping >/dev/null 2>&1; then
+	if [ -z "${E2B_API_KEY:-}" ] && emulators_possible; then
 		if url=$(sh tests/emulators/e2b/start.sh "$tmp/e2b"); then
 			e2b_pid=$(cat "$tmp/e2b/e2b-emulator.pid")
 			export E2B_API_URL="$url" E2B_SANDBOX_URL="$url" E2B_API_KEY=e2b_emulator_key E2B_DOMAIN=emulator.invalid
+		else
+			missing "the e2b emulator did not start"
 		fi
 	fi
 	json=$("$RAKAZO_BIN" computer providers --json) || {
@@ -112,6 +166,12 @@ suite_conformance() {
 			if (a[i] ~ /"available":true/) print name
 		}
 	}')
+	if [ "${RAKAZO_REQUIRE_DOCKER:-0}" = 1 ] && [ "$(provider_field "$json" docker available)" != true ]; then
+		missing "provider docker is unavailable: $(provider_field "$json" docker reason)"
+	fi
+	if [ -n "$e2b_pid" ] && [ "$(provider_field "$json" e2b available)" != true ]; then
+		missing "provider e2b is unavailable with its emulator running: $(provider_field "$json" e2b reason)"
+	fi
 	for p in $providers; do
 		run "conformance $p" "$bin" "$p"
 		counts conformance
@@ -127,13 +187,23 @@ suite_conformance() {
 # and the image are here; else a note and nothing run).
 suite_conformance_emulated() {
 	. tests/emulators/daytona/emulator.sh
+	wanted=0
+	emulators_possible && wanted=1
 	for k in daytona box; do
 		[ -f "tests/emulators/$k/server.js" ] || continue
 		if rk_emulator_up "$k"; then
-			run "conformance $k (emulator)" "$bin" "$k"
-			counts conformance
+			pj=$("$RAKAZO_BIN" computer providers --json)
+			if [ "$(provider_field "$pj" "$k" available)" = true ]; then
+				run "conformance $k (emulator)" "$bin" "$k"
+				counts conformance
+			else
+				missing "provider $k is unavailable with its emulator running: $(provider_field "$pj" "$k" reason)"
+			fi
+		elif [ $wanted -eq 1 ]; then
+			missing "the $k emulator did not start although node, dockerd and the image are here"
 		fi
 		rk_emulators_down
+		unset DAYTONA_API_URL DAYTONA_API_KEY DAYTONA_EMULATOR_URL BOX_API_URL BOX_API_KEY BOX_EMULATOR_URL
 	done
 }
 

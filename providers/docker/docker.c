@@ -16,6 +16,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -318,6 +319,40 @@ static int network_option(const char *options_json, const char **network, struct
 static int docker_check(struct rk_error *err)
 {
 	return rk_docker_ping(err);
+}
+
+static int docker_image_check(char **detail, struct rk_error *err)
+{
+	const char *tag = image_tag();
+	const char *from = getenv("RAKAZO_IMAGE") && *getenv("RAKAZO_IMAGE") ? " (from RAKAZO_IMAGE)" : "";
+	*detail = NULL;
+	for (const char *p = tag; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr(":/._-@", *p))
+			return rk_error_set(err, RK_EINVALID, "computer image name %s%s is not a valid image name", tag, from);
+	char *path = rk_xasprintf("/images/%s/json", tag);
+	struct rk_docker_resp r;
+	rk_docker_resp_init(&r);
+	int rc = rk_docker_json("GET", path, NULL, 0, &r, err);
+	free(path);
+	if (rc == 0 && r.status == 200) {
+		cJSON *doc = rk_json_parse(r.body.data, r.body.len, "docker image reply", err);
+		const cJSON *size = cJSON_GetObjectItemCaseSensitive(doc, "Size");
+		const char *id = rk_json_string(doc, "Id", "");
+		if (!strncmp(id, "sha256:", 7))
+			id += 7;
+		*detail = rk_xasprintf("%s%s: in dockerd (%.12s, %.0f MiB)", tag, from, id,
+				       cJSON_IsNumber(size) ? size->valuedouble / (1024.0 * 1024.0) : 0.0);
+		cJSON_Delete(doc);
+	} else if (rc == 0 && r.status == 404) {
+		rc = rk_error_set(err, RK_ENOTFOUND, "computer image %s%s is not in dockerd: %s", tag, from,
+				  *from ? "load or tag it, or unset RAKAZO_IMAGE for this build's image"
+					: "build it with `rakazo computer image build` (or `make image`)");
+	} else if (rc == 0) {
+		rc = rk_error_set(err, RK_EFAILED, "docker cannot inspect image %s (HTTP %ld): %s", tag, r.status,
+				  rk_docker_message(&r));
+	}
+	rk_docker_resp_release(&r);
+	return rc;
 }
 
 static int provision_container(const struct rk_machine *m, struct rk_provision_result *out, struct rk_error *err)
@@ -2481,6 +2516,7 @@ static int docker_workspace_import(const struct rk_machine *m, int fd, struct rk
 static int docker_display_start(const struct rk_machine *m, int display, const struct rk_display_options *opt,
 				struct rk_screen_transport *out, struct rk_error *err)
 {
+	memset(out, 0, sizeof(*out)); /* no browser: cdp_socket stays NULL */
 	if (display < 0 || display > 999)
 		return rk_error_set(err, RK_EINVALID, "display number %d is out of range (0-999)", display);
 	int w = opt && opt->width > 0 ? opt->width : 1280;
@@ -2564,6 +2600,7 @@ const struct rk_provider_ops rk_provider_docker = {
 		RK_CAP_VNC | RK_CAP_PAUSE | RK_CAP_SNAPSHOTS | RK_CAP_HOST_HOME | RK_CAP_PAGE_BROWSER,
 	.summary = "containers on the local docker daemon (rakazo-computer image, no network by default)",
 	.check = docker_check,
+	.image_check = docker_image_check,
 	.provision = docker_provision,
 	.status = docker_status,
 	.pause = docker_pause,

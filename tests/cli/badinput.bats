@@ -87,6 +87,27 @@ refuse() {
 	[ "$(printf '%s' "$output" | head -n1 | rk_json 'd["ok"]')" = false ]
 }
 
+@test "an existing data directory that is not writable gives a clear message and exit 1" {
+	# root writes anywhere: run as nobody then (a 0555 directory otherwise)
+	local as=()
+	[ "$(id -u)" != 0 ] || as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	# nobody must reach it, so not under the test's private tmp
+	local dir
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/rk-readonly.XXXXXX")
+	chmod 0555 "$dir"
+	RAKAZO_DATA_DIR=$dir expect_json_error 1 io "${as[@]}" "$RAKAZO_BIN" computer list --json
+	[ "$(rk_json 'd["error"]["message"]' <"$BATS_TEST_TMPDIR/stderr")" = "data directory $dir is not writable (set RAKAZO_DATA_DIR): Permission denied" ]
+	RAKAZO_DATA_DIR=$dir run "${as[@]}" "$RAKAZO_BIN" computer create --provider fake --name t
+	[ "$status" -eq 1 ]
+	[ "$output" = "rakazo: io: data directory $dir is not writable (set RAKAZO_DATA_DIR): Permission denied" ]
+	RAKAZO_DATA_DIR=$dir run "${as[@]}" "$RAKAZO_BIN" doctor --json
+	[ "$status" -eq 1 ]
+	[ "$(printf '%s' "$output" | head -n1 | rk_json '[c["status"] for c in d["checks"] if c["check"]=="state"][0]')" = fail ]
+	# nothing was made in it
+	[ -z "$(ls -A "$dir")" ]
+	rmdir "$dir"
+}
+
 @test "XDG_DATA_HOME is used when RAKAZO_DATA_DIR is unset" {
 	unset RAKAZO_DATA_DIR
 	export XDG_DATA_HOME=$BATS_TEST_TMPDIR/xdg

@@ -190,3 +190,52 @@ more" ]
 	[ "$code" = 400 ]
 	[ "$(rk computer show b --json | rk_json 'd["state"]')" = running ]
 }
+
+@test "box: describe says one desktop: multiScreen false in providers and in the computer's capabilities" {
+	run rk computer providers --json
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json '[p["available"] for p in d if p["name"] == "box"][0]')" = true ]
+	[ "$(printf '%s' "$output" | rk_json '[p["capabilities"]["multiScreen"] for p in d if p["name"] == "box"][0]')" = false ]
+	[ "$(printf '%s' "$output" | rk_json '[p["capabilities"]["desktop"] for p in d if p["name"] == "box"][0]')" = true ]
+	[[ ,$(printf '%s' "$output" | rk_json '[p["caps"] for p in d if p["name"] == "box"][0]'), != *,multiScreen,* ]]
+	bx_create
+	run rk computer show b --json
+	[ "$(printf '%s' "$output" | rk_json 'd["capabilities"]["multiScreen"]')" = false ]
+	[ "$(printf '%s' "$output" | rk_json 'd["capabilities"]["graphical"]')" = true ]
+}
+
+@test "box: 5xx on reads are retried; a 500 on create fails it (unavailable, 5) and is not retried (a mutation)" {
+	bx_create
+	printf 'x' | rk computer file write b f.txt
+	fault '{"method":"GET","path":"/artifacts/raw$","status":503,"times":2}'
+	curl -sf -X DELETE "$BOX_EMULATOR_URL/_emulator/requests" >/dev/null
+	[ "$(rk computer file read b f.txt)" = x ]
+	[ "$(seen GET '/artifacts/raw$')" = 3 ]
+	fault '{"method":"GET","path":"/boxes/[^/]+$","status":502,"times":2}'
+	curl -sf -X DELETE "$BOX_EMULATOR_URL/_emulator/requests" >/dev/null
+	run rk computer exec b --json -- 'echo through'
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = through ]
+	[ "$(seen GET '/boxes/[^/]+$')" -ge 3 ]
+	fault '{"method":"POST","path":"/boxes$","status":500,"times":5}'
+	curl -sf -X DELETE "$BOX_EMULATOR_URL/_emulator/requests" >/dev/null
+	expect_status 5 rk computer create --provider box --name c --wait --timeout 120 --json
+	[ "$(seen POST '/boxes$')" = 1 ]
+	[ "$(rk computer show c --json | rk_json 'd["state"]')" = failed ]
+}
+
+@test "box: slow replies are waited for" {
+	bx_create
+	fault '{"method":"POST","path":"/command$","delay_ms":1500,"times":1}'
+	curl -sf -X DELETE "$BOX_EMULATOR_URL/_emulator/requests" >/dev/null
+	run rk computer exec b --json -- 'echo slow'
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = slow ]
+	# waited for, not sent again (a command is a mutation)
+	[ "$(seen POST '/command$')" = 1 ]
+	printf 'late' | rk computer file write b late.txt
+	fault '{"method":"GET","path":"/artifacts/raw$","delay_ms":1500,"times":1}'
+	curl -sf -X DELETE "$BOX_EMULATOR_URL/_emulator/requests" >/dev/null
+	[ "$(rk computer file read b late.txt)" = late ]
+	[ "$(seen GET '/artifacts/raw$')" = 1 ]
+}

@@ -82,6 +82,33 @@ load helper
 	[[ $output == *"usage: rakazo computer"* ]]
 }
 
+@test "every command in the table has help: rakazo help SUB, rakazo SUB --help and the rakazo-SUB link agree" {
+	local sub n=0 help
+	for sub in $(rk --complete-helper); do
+		run rk help "$sub"
+		[ "$status" -eq 0 ] || { echo "rakazo help $sub: status $status" >&2; return 1; }
+		[[ ${lines[0]} == "usage: rakazo $sub"* ]] || { echo "rakazo help $sub: ${lines[0]}" >&2; return 1; }
+		[ "${#lines[@]}" -ge 3 ] || { echo "rakazo help $sub is too short: $output" >&2; return 1; }
+		help=$output
+		run rk "$sub" --help
+		[ "$status" -eq 0 ] && [ "$output" = "$help" ] || { echo "rakazo $sub --help differs" >&2; return 1; }
+		run rk "$sub" -h
+		[ "$status" -eq 0 ] && [ "$output" = "$help" ] || { echo "rakazo $sub -h differs" >&2; return 1; }
+		# help and version are no rakazo-SUB links (make install makes none)
+		case $sub in help | version) continue ;; esac
+		ln -s "$RAKAZO_BIN" "$BATS_TEST_TMPDIR/rakazo-$sub"
+		run "$BATS_TEST_TMPDIR/rakazo-$sub" --help
+		[ "$status" -eq 0 ] && [ "$output" = "$help" ] || { echo "rakazo-$sub --help differs" >&2; return 1; }
+		n=$((n + 1))
+	done
+	[ "$n" -ge 10 ]
+}
+
+@test "the Makefile's link list is the command table" {
+	local root=$BATS_TEST_DIRNAME/../..
+	[ "$(sh "$root/scripts/subcommands.sh" | sort)" = "$(rk --complete-helper | sort)" ]
+}
+
 @test "a link named rakazo-nosuch is a usage error" {
 	ln -s "$RAKAZO_BIN" "$BATS_TEST_TMPDIR/rakazo-nosuch"
 	run "$BATS_TEST_TMPDIR/rakazo-nosuch" list
@@ -94,4 +121,41 @@ load helper
 	[ "$status" -eq 2 ]
 	run rk help computer nosuch
 	[ "$status" -eq 2 ]
+}
+
+@test "make install DESTDIR PREFIX=/usr: the binary, a rakazo-SUB link per command, man pages, completions" {
+	command -v make >/dev/null || skip "make is not installed"
+	local root
+	root=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+	local d=$BATS_TEST_TMPDIR/dest build=${BUILD:-build}
+	# the tree under test: the binary this suite runs, built in $BUILD
+	[ "$RAKAZO_BIN" -ef "$root/$build/rakazo" ] || skip "RAKAZO_BIN is not $build/rakazo of this tree"
+	run make -s -C "$root" install BUILD="$build" DESTDIR="$d" PREFIX=/usr
+	[ "$status" -eq 0 ] || { echo "$output" >&2; return 1; }
+	[ -x "$d/usr/bin/rakazo" ] && [ -x "$d/usr/bin/rakazo-agent" ]
+	cmp "$d/usr/bin/rakazo" "$RAKAZO_BIN"
+	[ "$("$d/usr/bin/rakazo" --version)" = "$(rk --version)" ]
+	local sub n=0
+	for sub in $(rk --complete-helper); do
+		case $sub in help | version)
+			[ ! -e "$d/usr/bin/rakazo-$sub" ] || { echo "rakazo-$sub should not be installed" >&2; return 1; }
+			continue ;;
+		esac
+		# relative, so the tree can move
+		[ "$(readlink "$d/usr/bin/rakazo-$sub")" = rakazo ] || { echo "rakazo-$sub: $(readlink "$d/usr/bin/rakazo-$sub")" >&2; return 1; }
+		run "$d/usr/bin/rakazo-$sub" --help
+		[ "$status" -eq 0 ] && [[ ${lines[0]} == "usage: rakazo $sub"* ]] || { echo "rakazo-$sub --help: $output" >&2; return 1; }
+		cmp "$d/usr/share/man/man1/rakazo-$sub.1" "$root/man/rakazo-$sub.1"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 10 ]
+	cmp "$d/usr/share/man/man1/rakazo.1" "$root/man/rakazo.1"
+	cmp "$d/usr/share/bash-completion/completions/rakazo" "$root/completions/rakazo.bash"
+	cmp "$d/usr/share/zsh/site-functions/_rakazo" "$root/completions/_rakazo"
+	cmp "$d/usr/share/fish/vendor_completions.d/rakazo.fish" "$root/completions/rakazo.fish"
+	# the image recipe goes along whole: the same tag from the installed copy
+	cmp "$d/usr/share/rakazo/image/build.sh" "$root/image/build.sh"
+	[ "$(cd "$d/usr/share/rakazo/image" && sh build.sh --tag)" = "$(sh "$root/image/build.sh" --tag)" ]
+	# nothing outside DESTDIR: every installed path is under usr/
+	[ -z "$(find "$d" -mindepth 1 -maxdepth 1 ! -name usr)" ]
 }

@@ -146,6 +146,12 @@ for line in sys.stdin:
 	[ "$(printf '%s' "$output" | rk_json '[c["status"] for c in d["checks"] if c["check"]=="database"][0]')" = ok ]
 	[[ $(printf '%s' "$output" | rk_json '[c["detail"] for c in d["checks"] if c["check"]=="database"][0]') == *"integrity ok"* ]]
 	[ "$(printf '%s' "$output" | rk_json 'd["data_dir"]')" = "$RAKAZO_DATA_DIR" ]
+	# the journal mode doctor shows is the one the file has (SQLite keeps WAL in the file)
+	local mode
+	mode=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA journal_mode").fetchone()[0])' "$RAKAZO_DATA_DIR/rakazo.db")
+	[ "$mode" = wal ]
+	[[ $(printf '%s' "$output" | rk_json '[c["detail"] for c in d["checks"] if c["check"]=="database"][0]') == *", journal_mode $mode" ]]
+	[ "$(printf '%s' "$output" | rk_json '[c["check"] for c in d["checks"] if c["check"]=="journal mode"]')" = '[]' ]
 }
 
 @test "teardown leaves no process behind" {

@@ -104,14 +104,24 @@ running_session() {
 	[[ $(printf '%s' "$output" | rk_json 'd["output"]') == *"40 100"* ]]
 }
 
-@test "output over 64 KiB: truncated true and exactly 65536 bytes kept" {
+@test "output over 64 KiB: truncated true and exactly its last 65536 bytes kept" {
 	rk_fake t
-	run rk computer exec t --json -- 'head -c 200000 /dev/zero | tr "\0" a'
+	# seq 1 100000 prints 588895 bytes: the reply must end with 100000
+	run rk computer exec t --json -- 'seq 1 100000'
 	[ "$status" -eq 0 ]
 	[ "$(printf '%s' "$output" | rk_json 'd["truncated"]')" = true ]
-	[ "$(printf '%s' "$output" | rk_json 'len(d["output"])')" = 65536 ]
+	printf '%s' "$output" | python3 -c 'import json, sys; sys.stdout.write(json.load(sys.stdin)["output"])' > "$BATS_TEST_TMPDIR/out"
+	[ "$(wc -c < "$BATS_TEST_TMPDIR/out")" = 65536 ]
+	seq 1 100000 | tail -c 65536 | cmp - "$BATS_TEST_TMPDIR/out"
+	[ "$(tail -n 1 "$BATS_TEST_TMPDIR/out")" = 100000 ]
+	# the head is gone: the first whole line kept is 89079 (the one before is
+	# cut to its last bytes), not 1
+	[ "$(sed -n 2p "$BATS_TEST_TMPDIR/out")" = 89079 ]
+	[ "$(head -n 1 "$BATS_TEST_TMPDIR/out")" = 78 ]
 	run rk computer exec t --json --max-output 10 -- 'echo 0123456789abcdef'
-	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = "$(printf '89abcdef\n')" ] || [ "$(printf '%s' "$output" | rk_json 'len(d["output"])')" = 10 ]
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | rk_json 'repr(d["output"])')" = "'789abcdef\\n'" ]
+	[ "$(printf '%s' "$output" | rk_json 'len(d["output"])')" = 10 ]
 	[ "$(printf '%s' "$output" | rk_json 'd["truncated"]')" = true ]
 }
 

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../engine/actions.h"
+#include "../../engine/screen.h"
 #include "../../engine/util/buf.h"
 #include "../../engine/util/fs.h"
 #include "../../engine/util/id.h"
@@ -433,6 +435,168 @@ TEST(destroy_then_replace)
 	ops->destroy(&main_m.m, &e);
 }
 
+/* --- desktop (providers whose describe() says desktop) ----------------------- */
+
+/* The width and height a PNG's IHDR gives, or -1. */
+static void png_dims(const unsigned char *png, size_t len, int *w, int *h)
+{
+	*w = *h = -1;
+	if (!png || len < 24 || memcmp(png, "\x89PNG\r\n\x1a\n", 8) != 0 || memcmp(png + 12, "IHDR", 4) != 0)
+		return;
+	*w = (int)((unsigned)png[16] << 24 | (unsigned)png[17] << 16 | (unsigned)png[18] << 8 | png[19]);
+	*h = (int)((unsigned)png[20] << 24 | (unsigned)png[21] << 16 | (unsigned)png[22] << 8 | png[23]);
+}
+
+/* The screen of a started display: VNC where the transport has it, else
+ * the provider's capture and act. */
+static struct rk_screen *screen_of(int display, const struct rk_screen_transport *tr)
+{
+	struct rk_error e;
+	struct rk_screen *s = NULL;
+	int rc = tr->vnc_socket ? rk_screen_open_vnc(tr->vnc_socket, &s, &e)
+				: rk_screen_open_provider(ops, &main_m.m, display, &s, &e);
+	if (rc) {
+		printf("  screen %d: %s: %s\n", display, rk_code_name(e.code), e.message);
+		return NULL;
+	}
+	return s;
+}
+
+/* Observes display's screen: a PNG whose size is the screen's, which is
+ * the size the transport reported (when it reports one). */
+static void check_frame(struct rk_screen *s, const struct rk_screen_transport *tr)
+{
+	struct rk_error e;
+	struct rk_observation o;
+	if (rk_screen_observe(s, NULL, &o, &e) != 0) {
+		printf("  observe: %s: %s\n", rk_code_name(e.code), e.message);
+		CHECK(0);
+		return;
+	}
+	int pw, ph;
+	png_dims(o.png, o.png_len, &pw, &ph);
+	CHECK_EQ_INT(pw, o.width);
+	CHECK_EQ_INT(ph, o.height);
+	CHECK_EQ_INT(o.width, o.screen_width);
+	CHECK_EQ_INT(o.height, o.screen_height);
+	CHECK(o.width > 0 && o.height > 0);
+	if (tr->width > 0) {
+		CHECK_EQ_INT(o.screen_width, tr->width);
+		CHECK_EQ_INT(o.screen_height, tr->height);
+	}
+	rk_observation_release(&o);
+}
+
+/* A started display's frame checked, then the display stopped and the
+ * transport freed. */
+static void check_frame_and_stop(int display, struct rk_screen_transport *tr)
+{
+	struct rk_error e;
+	struct rk_screen *s = screen_of(display, tr);
+	CHECK(s != NULL);
+	if (s) {
+		check_frame(s, tr);
+		rk_screen_free(s);
+	}
+	CHECK(ops->display_stop(&main_m.m, display, &e) == 0);
+	free(tr->vnc_socket);
+	free(tr->cdp_socket);
+}
+
+TEST(desktop_observe_act_stop)
+{
+	if (!(ops->caps & RK_CAP_DESKTOP)) {
+		check_skip("no desktop capability");
+		return;
+	}
+	REQUIRE(ops->display_start && ops->display_stop);
+	REQUIRE((ops->caps & RK_CAP_VNC) || (ops->capture && ops->act));
+	struct rk_error e;
+	struct rk_display_options opt = {.width = 1024, .height = 768};
+	struct rk_screen_transport tr;
+	if (ops->display_start(&main_m.m, 0, &opt, &tr, &e) != 0) {
+		printf("  display_start 0: %s: %s\n", rk_code_name(e.code), e.message);
+		CHECK(0);
+		return;
+	}
+	/* describe() and the transport agree */
+	CHECK_EQ_INT(tr.vnc_socket != NULL, (ops->caps & RK_CAP_VNC) != 0);
+	struct rk_screen *s = screen_of(0, &tr);
+	REQUIRE(s);
+	check_frame(s, &tr);
+
+	/* an action runs, and the pointer is where it was sent */
+	struct rk_action_batch b;
+	const char *moves = "{\"actions\":[{\"action\":\"move\",\"x\":37,\"y\":41}],\"settle_ms\":100}";
+	REQUIRE(rk_action_batch_parse(moves, strlen(moves), &b, &e) == 0);
+	struct rk_act_result r;
+	int rc = rk_screen_act(s, &b, NULL, &r, &e);
+	if (rc)
+		printf("  act: %s: %s\n", rk_code_name(e.code), e.message);
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(r.completed, 1);
+	CHECK_EQ_INT(r.observed, 1);
+	if (rc == 0 && r.observed) {
+		CHECK_EQ_INT(r.obs.has_cursor, 1);
+		CHECK_EQ_INT(r.obs.cursor_x, 37);
+		CHECK_EQ_INT(r.obs.cursor_y, 41);
+	}
+	if (rc == 0)
+		rk_act_result_release(&r);
+	rk_action_batch_release(&b);
+	rk_screen_free(s);
+
+	/* start is idempotent: the same display, the same transport */
+	struct rk_screen_transport again;
+	CHECK(ops->display_start(&main_m.m, 0, &opt, &again, &e) == 0);
+	CHECK_EQ_INT(again.width, tr.width);
+	CHECK_EQ_INT(again.height, tr.height);
+	free(again.vnc_socket);
+	free(again.cdp_socket);
+
+	/* stop, twice (idempotent); a VNC display's socket goes with it */
+	CHECK(ops->display_stop(&main_m.m, 0, &e) == 0);
+	CHECK(ops->display_stop(&main_m.m, 0, &e) == 0);
+	if (tr.vnc_socket) {
+		struct stat st;
+		CHECK(stat(tr.vnc_socket, &st) != 0 && errno == ENOENT);
+	}
+	free(tr.vnc_socket);
+	free(tr.cdp_socket);
+
+	/* and it starts again */
+	REQUIRE(ops->display_start(&main_m.m, 0, &opt, &tr, &e) == 0);
+	check_frame_and_stop(0, &tr);
+}
+
+/* A second display as describe() says: its own size where multiScreen,
+ * MULTI_SCREEN_UNAVAILABLE where not. */
+TEST(desktop_second_screen)
+{
+	if (!(ops->caps & RK_CAP_DESKTOP)) {
+		check_skip("no desktop capability");
+		return;
+	}
+	struct rk_error e;
+	struct rk_display_options opt = {.width = 800, .height = 600};
+	struct rk_screen_transport tr;
+	int rc = ops->display_start(&main_m.m, 1, &opt, &tr, &e);
+	if (!(ops->caps & RK_CAP_MULTI_SCREEN)) {
+		CHECK(rc != 0);
+		if (rc)
+			CHECK_EQ_STR(rk_code_name(e.code), "MULTI_SCREEN_UNAVAILABLE");
+		return;
+	}
+	if (rc) {
+		printf("  display_start 1: %s: %s\n", rk_code_name(e.code), e.message);
+		CHECK(0);
+		return;
+	}
+	CHECK_EQ_INT(tr.width, 800);
+	CHECK_EQ_INT(tr.height, 600);
+	check_frame_and_stop(1, &tr);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -482,6 +646,8 @@ int main(int argc, char **argv)
 	RUN(files_limits_and_missing);
 	RUN(files_symlink_cannot_escape);
 	RUN(export_import_roundtrip);
+	RUN(desktop_observe_act_stop);
+	RUN(desktop_second_screen);
 	RUN(stop_keeps_files);
 	RUN(pause_resume);
 	RUN(destroy_then_replace);
