@@ -96,6 +96,63 @@ jget() {
 	[ "$(rk computer file read dst project/lock)" = keep ]
 }
 
+@test "export a - | import b - composes as a pipeline; FILE as the second argument; both at once is usage" {
+	rk computer create --provider fake --name a --wait --json >/dev/null
+	echo piped | rk computer file write a work/p.txt -
+	rk checkpoint create a --json >/dev/null
+	rk computer create --provider fake --name b --wait --json >/dev/null
+	rk computer stop b --wait --json >/dev/null
+	run bash -c 'set -o pipefail; "$RAKAZO_BIN" checkpoint export a - | "$RAKAZO_BIN" checkpoint import b - --json'
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[ "$(echo "$output" | jget 'd["imported"]["files"] >= 1')" = True ]
+	[ "$(cat "$RAKAZO_DATA_DIR/homes/$(home_of b)/work/p.txt")" = piped ]
+	rk checkpoint export a "$BATS_TEST_TMPDIR/a.tar.zst"
+	[ "$(tar --zstd -xOf "$BATS_TEST_TMPDIR/a.tar.zst" work/p.txt)" = piped ]
+	expect_status 2 rk checkpoint export a - -o "$BATS_TEST_TMPDIR/x.tar.zst"
+	[[ $output == *"rakazo: usage: give the output once"* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/x.tar.zst" ]
+	expect_status 2 rk checkpoint export a x y
+}
+
+# A stand-in for Chromium on a fake computer: a process whose command line
+# names the workspace's profile dir, that writes its cookie file only when
+# it is closed cleanly (SIGTERM), as Chromium flushes its cookie store.
+start_browser() {
+	cat >"$1/fakebrowser.py" <<'EOF2'
+import os, signal, sys, time
+prof = sys.argv[1].split("=", 1)[1]
+def close(*_):
+    os.makedirs(prof + "/Default", exist_ok=True)
+    with open(prof + "/Default/Cookies", "w") as f:
+        f.write("written-on-close")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, close)
+os.makedirs(prof, exist_ok=True)
+open(prof + "/up", "w").close()
+while True:
+    time.sleep(0.1)
+EOF2
+	rm -f "$1/.browser-profiles/default/up"
+	rk computer exec "$2" -- "setsid -f '$RK_PYTHON' fakebrowser.py --user-data-dir=\$PWD/.browser-profiles/default </dev/null >/dev/null 2>&1" >/dev/null
+	wait_for "[ -e '$1/.browser-profiles/default/up' ]" 20
+}
+
+@test "quiesce: a Private computer's browser is closed cleanly before the checkpoint copies it; --no-quiesce leaves it" {
+	rk computer create --provider fake --name q --revisions 3 --wait --json >/dev/null
+	h="$RAKAZO_DATA_DIR/homes/$(home_of q)"
+	start_browser "$h" q
+	pgrep -f -- "--user-data-dir=$h/.browser-profiles" >/dev/null
+	rk checkpoint create q --no-quiesce --json >/dev/null
+	# left running: the snapshot has no cookie file
+	pgrep -f -- "--user-data-dir=$h/.browser-profiles" >/dev/null
+	! rk checkpoint export q - | tar --zstd -tf - | grep -q Default/Cookies
+	rk checkpoint create q --json >/dev/null
+	# closed before the copy: what it wrote as it closed is in the revision
+	[ "$(rk checkpoint export q - | tar --zstd -xOf - ./.browser-profiles/default/Default/Cookies 2>/dev/null ||
+		rk checkpoint export q - | tar --zstd -xOf - .browser-profiles/default/Default/Cookies)" = written-on-close ]
+	! pgrep -f -- "--user-data-dir=$h/.browser-profiles" >/dev/null
+}
+
 @test "import refuses every kind of tar slip and writes nothing outside" {
 	rk computer create --provider fake --name t --wait --json >/dev/null
 	rk computer stop t --wait --json >/dev/null
