@@ -18,32 +18,57 @@
 #include "util/log.h"
 #include "util/time.h"
 
-/* Closes the browsers whose profile lives in this workspace cleanly: SIGTERM
- * to each browser's main process (not its helpers, not a DevTools bridge in
- * front of it) makes Chromium write its cookies and profile databases and
- * exit; then it waits for every process on the profile (SIGKILL after 5 s,
- * the rest after 7 s). The [-] keeps the pattern from matching the shell
- * that runs it; browsers elsewhere on the machine are left alone. Prints
- * "closed N" when it closed N browsers. */
-#define QUIESCE_SH                                                                           \
-	"pat=\"[-]-user-data-dir=$PWD/.browser-profiles\"\n"                                 \
-	"mains=\n"                                                                            \
-	"for p in $(pgrep -f -- \"$pat\"); do\n"                                              \
-	"  cl=$(tr '\\0' ' ' </proc/$p/cmdline 2>/dev/null) || continue\n"                    \
-	"  case \"$cl\" in *--type=*|*cdp-bridge*) continue;; esac\n"                         \
-	"  mains=\"$mains $p\"\n"                                                             \
-	"done\n"                                                                              \
-	"[ -n \"$mains\" ] || exit 0\n"                                                       \
-	"kill -TERM $mains 2>/dev/null\n"                                                     \
-	"i=0\n"                                                                               \
-	"while pgrep -f -- \"$pat\" >/dev/null; do\n"                                         \
-	"  i=$((i+1))\n"                                                                      \
-	"  [ $i -eq 50 ] && { kill -KILL $mains 2>/dev/null; pkill -TERM -f -- \"$pat\"; }\n" \
-	"  [ $i -ge 70 ] && { pkill -KILL -f -- \"$pat\"; sleep 0.2; break; }\n"               \
-	"  sleep 0.1\n"                                                                       \
-	"done\n"                                                                              \
-	"set -- $mains\n"                                                                     \
-	"echo closed $#\n"                                                                    \
+/* Closes the browsers whose profile lives in this workspace cleanly, so
+ * their cookies and profile databases are on disk: each browser's windows
+ * are closed on its own display (Ctrl+Shift+W, as engine/team.c closes a
+ * bot's), and Chromium quits the normal way. A TERM is the fallback for a
+ * browser without windows (after 5 s for one that does not close): Chromium
+ * takes it as the session ending and exits at once, without the cookies of
+ * the last half minute. KILL after 7 s; then the helpers and a DevTools
+ * bridge on the profile go too. The [-] keeps the pattern from matching the
+ * shell that runs it; browsers elsewhere on the machine are left alone.
+ * Prints "closed N" when it closed N browsers. */
+#define QUIESCE_SH \
+	"pat=\"[-]-user-data-dir=$PWD/.browser-profiles\"\n" \
+	"mains=\n" \
+	"for p in $(pgrep -f -- \"$pat\"); do\n" \
+	"  cl=$(tr '\\0' ' ' </proc/$p/cmdline 2>/dev/null) || continue\n" \
+	"  case \"$cl\" in *--type=*|*cdp-bridge*) continue;; esac\n" \
+	"  mains=\"$mains $p\"\n" \
+	"done\n" \
+	"[ -n \"$mains\" ] || exit 0\n" \
+	"alive() {\n" \
+	"  for p in $mains; do\n" \
+	"    s=$(ps -o stat= -p $p 2>/dev/null) && case $s in Z*) ;; *) return 0;; esac\n" \
+	"  done\n" \
+	"  return 1\n" \
+	"}\n" \
+	"close_windows() {\n" \
+	"  command -v xdotool >/dev/null || return 1\n" \
+	"  n=0\n" \
+	"  for p in $mains; do\n" \
+	"    d=$(tr '\\0' '\\n' </proc/$p/environ 2>/dev/null | sed -n 's/^DISPLAY=//p')\n" \
+	"    [ -n \"$d\" ] || continue\n" \
+	"    for w in $(DISPLAY=$d xdotool search --onlyvisible --pid $p 2>/dev/null); do\n" \
+	"      DISPLAY=$d xdotool windowactivate --sync $w key --clearmodifiers ctrl+shift+w 2>/dev/null && n=$((n+1))\n" \
+	"    done\n" \
+	"  done\n" \
+	"  [ $n -gt 0 ]\n" \
+	"}\n" \
+	"close_windows || kill -TERM $mains 2>/dev/null\n" \
+	"i=0\n" \
+	"while alive; do\n" \
+	"  i=$((i+1))\n" \
+	"  [ $((i % 20)) -eq 0 ] && [ $i -lt 50 ] && close_windows\n" \
+	"  [ $i -eq 50 ] && kill -TERM $mains 2>/dev/null\n" \
+	"  [ $i -ge 70 ] && { kill -KILL $mains 2>/dev/null; break; }\n" \
+	"  sleep 0.1\n" \
+	"done\n" \
+	"j=0\n" \
+	"while pgrep -f -- \"$pat\" >/dev/null && [ $j -lt 20 ]; do sleep 0.1; j=$((j+1)); done\n" \
+	"pkill -KILL -f -- \"$pat\" 2>/dev/null\n" \
+	"set -- $mains\n" \
+	"echo closed $#\n" \
 	"exit 0\n"
 
 struct rk_home_store *rk_checkpoint_store(struct rk_engine *eng)

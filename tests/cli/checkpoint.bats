@@ -212,21 +212,69 @@ EOF
 	[ "$(echo "$output" | jget 'all(x["ok"] for x in d)')" = True ]
 }
 
-@test "docker: a destroyed container is replaced and the file and cookie are back" {
+# The cookie page server (tests/fixtures/cookie_server.py) inside computer
+# $1 on 127.0.0.1:8765, logging to /tmp/requests.log in the machine (not in
+# the workspace: a new machine starts with an empty log).
+serve_cookies() {
+	rk computer exec "$1" -- 'setsid -f python3 srv/cookie_server.py 8765 /tmp/requests.log </dev/null >/dev/null 2>&1' >/dev/null
+	wait_for "rk computer exec $1 -- 'python3 -c \"import socket; socket.create_connection((\\\"127.0.0.1\\\", 8765))\"' >/dev/null 2>&1" 30
+}
+
+# The server in computer $1 saw a request for page $2 carrying cookie text $3 ("" for any).
+served() {
+	rk computer exec "$1" -- cat /tmp/requests.log 2>/dev/null |
+		awk -F'\t' -v p="/$2" -v c="$3" '$1 == p && index($2, c) > 0 { f = 1 } END { exit !f }'
+}
+
+# Computer $1's Chromium (display 0) loads page $2 until the server has seen
+# a request for it carrying cookie text $3: a browser just up may drop the
+# first keys.
+load_until() {
+	local i
+	rk screen shot "$1" --json >/dev/null
+	wait_for "rk computer exec $1 -- 'DISPLAY=:0 xdotool search --onlyvisible --class chromium' >/dev/null 2>&1" 60
+	for i in 1 2 3 4 5 6; do
+		rk screen act "$1" --no-observe -a '[{"action":"key","keys":"ctrl+l"},{"action":"wait","ms":300},
+			{"action":"type","text":"http://127.0.0.1:8765/'"$2"'?v='"$i"'"},{"action":"wait","ms":200},
+			{"action":"key","keys":"Return"}]' --json >/dev/null
+		wait_for "served $1 $2 '$3'" 8 2>/dev/null && return 0
+	done
+	echo "computer $1 never got page $2 with cookie '$3' to the server" >&2
+	rk computer exec "$1" -- cat /tmp/requests.log >&2
+	return 1
+}
+
+@test "docker: a destroyed container is replaced and the file and the Chromium cookie are back (issue 6)" {
 	docker_up
-	rk computer create --name d1 --no-desktop --wait --json >/dev/null
+	rk computer create --name d1 --wait --json >/dev/null
 	echo precious | rk computer file write d1 work/notes.txt -
-	echo 'session=1' | rk computer file write d1 .browser-profiles/default/Default/Cookies -
-	rk checkpoint create d1 --json >/dev/null
+	rk computer file write d1 srv/cookie_server.py <"$BATS_TEST_DIRNAME/../fixtures/cookie_server.py"
+	serve_cookies d1
+	# Chromium gets a persistent cookie (one=alpha) from a page in the container
+	load_until d1 one ""
+	h="$RAKAZO_DATA_DIR/homes/$(home_of d1)"
+	run rk checkpoint create d1 --json
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | jget 'd["kind"]')" = marker ]
+	# the checkpoint closed Chromium cleanly first: the cookie is in its database on the host
+	python3 - "$h/.browser-profiles/default/Default/Cookies" <<'EOF'
+import sqlite3, sys
+names = [r[0] for r in sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True).execute("SELECT name FROM cookies")]
+assert "one" in names, names
+EOF
+	# the container goes (Docker API), the computer provisions through its stale ref
 	ref=$(rk computer show d1 --json | jget 'd["provider_ref"]')
-	docker rm -f "$ref" >/dev/null
+	curl -sf -X DELETE --unix-socket /var/run/docker.sock "http://localhost/containers/$ref?force=1"
 	rk computer stop d1 --wait --json >/dev/null
 	run rk computer resume d1 --wait --json
 	[ "$status" -eq 0 ]
 	[ "$(echo "$output" | jget 'd["result"]["replacement"]')" = True ]
-	[ "$(rk computer file read d1 work/notes.txt)" = precious ]
-	[ "$(rk computer file read d1 .browser-profiles/default/Default/Cookies)" = 'session=1' ]
+	[ "$(echo "$output" | jget 'd["result"]["restore"]["source"]')" = live ]
 	[ "$(rk computer show d1 --json | jget 'd["provider_ref"]')" != "$ref" ]
+	[ "$(rk computer file read d1 work/notes.txt)" = precious ]
+	# the new container's Chromium sends the cookie the old one was given
+	serve_cookies d1
+	load_until d1 two "one=alpha"
 	rk checkpoint verify d1 --json >/dev/null
 }
 
