@@ -442,24 +442,32 @@ static int bench_observe(double *ours, double *base)
 	return 0;
 }
 
-static int bench_dedupe(double *ours)
+/* An unchanged screen for the same consumer (metadata only) against the
+ * same observe of a changed frame (the pointer moved one pixel), in turns. */
+static int bench_dedupe(double *ours, double *base)
 {
 	struct rk_observe_options oo = {1024, 1024, "bench"};
 	struct rk_observation o;
-	if (rk_screen_observe(screen, &oo, &o, &err) < 0)
-		return fail("observe_dedupe: %s", err.message);
-	rk_observation_release(&o);
 	for (int i = 0; i < N; i++) {
+		nudge(i);
 		int64_t t0 = rk_monotonic_us();
 		if (rk_screen_observe(screen, &oo, &o, &err) < 0)
 			return fail("observe_dedupe: %s", err.message);
-		ours[i] = (rk_monotonic_us() - t0) / 1000.0;
+		base[i] = (rk_monotonic_us() - t0) / 1000.0;
 		int unchanged = o.unchanged;
+		rk_observation_release(&o);
+		if (unchanged)
+			return fail("observe_dedupe: a changed frame came without an image%s", NULL);
+		t0 = rk_monotonic_us();
+		if (rk_screen_observe(screen, &oo, &o, &err) < 0)
+			return fail("observe_dedupe: %s", err.message);
+		ours[i] = (rk_monotonic_us() - t0) / 1000.0;
+		unchanged = o.unchanged;
 		rk_observation_release(&o);
 		if (!unchanged)
 			return fail("observe_dedupe: an unchanged screen came with an image%s", NULL);
 	}
-	report("observe_dedupe", ours, NULL, N);
+	report("observe_dedupe", ours, base, N);
 	return 0;
 }
 
@@ -567,12 +575,20 @@ static int probe_typing(void)
 static int bench_type(double *ours, double *base)
 {
 	/* 200 characters: ASCII with a few outside the keymap, repeated */
-	const char *unit = "The quick brown fox ä é ñ 漢 😀 jumps! "; /* 40 characters */
+	const char *unit = "The quick brown fox ä é ñ 漢 😀 jumps ok! "; /* 40 characters */
 	struct rk_buf text, want;
 	rk_buf_init(&text);
 	rk_buf_init(&want);
 	for (int i = 0; i < 5; i++)
 		rk_buf_adds(&text, unit);
+	size_t chars = 0;
+	for (size_t i = 0; i < text.len; i++)
+		chars += ((unsigned char)text.data[i] & 0xC0) != 0x80; /* UTF-8 lead bytes */
+	if (chars != 200) {
+		rk_buf_release(&text);
+		rk_buf_release(&want);
+		return fail("type_unicode: the text has %s characters, not 200", chars < 200 ? "fewer" : "more");
+	}
 	char *json = rk_xasprintf("[{\"action\":\"type\",\"text\":\"%s\"}]", text.data);
 	const char *disp = getenv("RK_BENCH_DISPLAY");
 	char *cmd = rk_xasprintf("DISPLAY=%s xdotool type --delay 0 '%s'", disp, text.data);
@@ -653,7 +669,7 @@ int main(void)
 	if (rc == 0 && wanted("observe"))
 		rc = bench_observe(ours, base);
 	if (rc == 0 && wanted("observe_dedupe"))
-		rc = bench_dedupe(ours);
+		rc = bench_dedupe(ours, base);
 	if (rc == 0 && wanted("act_settle"))
 		rc = bench_act_settle(ours, base);
 	if (rc == 0 && wanted("type_unicode"))
