@@ -374,8 +374,9 @@ static void report(const char *name, double *ours, double *base, int n)
 		printf("bench: %s_p95 ours=%.2f ms\n", name, o95);
 	} else {
 		double b50 = pct(base, n, 0.5), b95 = pct(base, n, 0.95);
-		printf("bench: %s ours=%.2f ms base=%.2f ms ratio=%.3f\n", name, o50, b50, b50 > 0 ? o50 / b50 : 0);
-		printf("bench: %s_p95 ours=%.2f ms base=%.2f ms ratio=%.3f\n", name, o95, b95, b95 > 0 ? o95 / b95 : 0);
+		/* microseconds show: the dedupe path is far under a millisecond */
+		printf("bench: %s ours=%.3f ms base=%.3f ms ratio=%.4f\n", name, o50, b50, b50 > 0 ? o50 / b50 : 0);
+		printf("bench: %s_p95 ours=%.3f ms base=%.3f ms ratio=%.4f\n", name, o95, b95, b95 > 0 ? o95 / b95 : 0);
 	}
 	fflush(stdout);
 }
@@ -476,6 +477,26 @@ static int bench_act_settle(double *ours, double *base)
 	const char *disp = getenv("RK_BENCH_DISPLAY");
 	struct rk_buf out;
 	rk_buf_init(&out);
+	/* untimed warm-up: this figure run alone (no observe before it) saw
+	 * its first click lost on a fresh x11vnc; click off the measured spots
+	 * until one shows, then time */
+	int warm = 0;
+	for (int k = 0; k < 20 && !warm; k++) {
+		const char *wj = "[{\"action\":\"click\",\"x\":1200,\"y\":700}]";
+		struct rk_action_batch wb;
+		struct rk_act_options wo = RK_ACT_OPTIONS_INIT;
+		struct rk_act_result wr;
+		if (rk_action_batch_parse(wj, strlen(wj), &wb, &err) < 0)
+			return fail("act_settle: %s", err.message);
+		if (rk_screen_act(screen, &wb, &wo, &wr, &err) == 0)
+			warm = wr.observed && png_red_at(wr.obs.png, wr.obs.png_len, 1190, 690);
+		rk_act_result_release(&wr);
+		rk_action_batch_release(&wb);
+		if (!warm)
+			rk_sleep_ms(500);
+	}
+	if (!warm)
+		return fail("act_settle: no click reached the client in 20 tries%s", NULL);
 	for (int i = 0; i < N; i++) {
 		/* 40 px apart: each click's square is new; checked 10 px up-left
 		 * of the hotspot, where x11vnc's drawn pointer is not */

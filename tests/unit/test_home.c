@@ -481,6 +481,21 @@ static void make_tree(const char *root, int round)
 	}
 }
 
+/* kill -9 to pid and, when > 0, pid2; how many were killed. */
+static int kill9(pid_t pid, pid_t pid2)
+{
+	int n = 0;
+	for (int i = 0; i < 2; i++) {
+		pid_t p = i ? pid2 : pid;
+		if (p > 0) {
+			kill(p, SIGKILL);
+			waitpid(p, NULL, 0);
+			n++;
+		}
+	}
+	return n;
+}
+
 /* In a child: checkpoint and restore forever (until killed). */
 static void churn(const char *dir, int seed)
 {
@@ -529,14 +544,7 @@ TEST(kill9_during_checkpoint_and_restore)
 			_exit(0);
 		}
 		rk_sleep_ms(1 + rand() % 40);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		kills++;
-		if (pid2 > 0) {
-			kill(pid2, SIGKILL);
-			waitpid(pid2, NULL, 0);
-			kills++;
-		}
+		kills += kill9(pid, pid2);
 		/* after every kill the latest revision is whole */
 		struct rk_home_verify v;
 		if (s->ops->verify(s, "crash", NULL, i % 10 == 0, &v, &e) != 0 || !v.ok) {
@@ -681,14 +689,7 @@ TEST(kill9_during_computer_checkpoints_restores_and_imports)
 		/* mostly early (opening, the first operation), now and then after
 		 * a few operations */
 		rk_sleep_ms(rand() % 3 ? 5 + rand() % 80 : 100 + rand() % 300);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		kills++;
-		if (pid2 > 0) {
-			kill(pid2, SIGKILL);
-			waitpid(pid2, NULL, 0);
-			kills++;
-		}
+		kills += kill9(pid, pid2);
 		if (computers_verify(eng, i % 10 == 0, kills) != 0) {
 			CHECK(0);
 			break;

@@ -207,6 +207,26 @@ static int revision_count(struct rk_engine *eng, const char *computer_id)
 	return n;
 }
 
+/* Bot b takes the lease (in *lb), then bot a's run (completed, or failed)
+ * ends: its checkpoint is deferred, blocked by b, with the run's reason. */
+static void deferred_run_end(struct rk_engine *eng, const struct rk_computer *c, const char *run, int failed,
+			     struct rk_lease *lb)
+{
+	struct rk_error e;
+	CHECK_EQ_INT(rk_lease_acquire(eng, c->id, "b", "run-b", 60000, lb, &e), 0);
+	add_run(eng, run, c->id, "a", failed ? "failed" : "completed");
+	CHECK_EQ_INT(rk_checkpoint_run_end(eng, c->id, run, failed, &e), 0);
+	cJSON *d = rk_idle_deferred_to_json(eng->db, c->id);
+	CHECK(d != NULL);
+	char *want = rk_xasprintf("%s:%s", failed ? "run-failed" : "run", run);
+	if (d) {
+		CHECK_EQ_STR(cJSON_GetObjectItem(d, "reason")->valuestring, want);
+		CHECK(strstr(cJSON_GetObjectItem(d, "blocked_by")->valuestring, "bot b") != NULL);
+	}
+	free(want);
+	cJSON_Delete(d);
+}
+
 TEST(deferred_team_checkpoint)
 {
 	struct rk_computer c = {0};
@@ -215,16 +235,9 @@ TEST(deferred_team_checkpoint)
 	struct rk_error e;
 	int before = revision_count(eng, c.id);
 	struct rk_lease lb = {0};
-	REQUIRE(rk_lease_acquire(eng, c.id, "b", "run-b", 60000, &lb, &e) == 0);
-	add_run(eng, "ra", c.id, "a", "completed");
 	/* a's run ends while b works: deferred */
-	CHECK_EQ_INT(rk_checkpoint_run_end(eng, c.id, "ra", 0, &e), 0);
+	deferred_run_end(eng, &c, "ra", 0, &lb);
 	CHECK_EQ_INT(revision_count(eng, c.id), before);
-	cJSON *d = rk_idle_deferred_to_json(eng->db, c.id);
-	REQUIRE(d != NULL);
-	CHECK_EQ_STR(cJSON_GetObjectItem(d, "reason")->valuestring, "run:ra");
-	CHECK(strstr(cJSON_GetObjectItem(d, "blocked_by")->valuestring, "bot b") != NULL);
-	cJSON_Delete(d);
 	/* still blocked while b's lease lives */
 	CHECK_EQ_INT(rk_idle_flush_deferred(eng, &c, &e), 0);
 	/* when b's lease ends, the deferred checkpoint is made */
@@ -309,14 +322,8 @@ TEST(run_end_quiesces_private_computers_only)
 	b = start_browser(eng, &c, &cookies);
 	int before = revision_count(eng, c.id);
 	struct rk_lease lb = {0};
-	REQUIRE(rk_lease_acquire(eng, c.id, "b", "run-b", 60000, &lb, &e) == 0);
-	add_run(eng, "rf", c.id, "a", "failed");
-	CHECK_EQ_INT(rk_checkpoint_run_end(eng, c.id, "rf", 1, &e), 0);
+	deferred_run_end(eng, &c, "rf", 1, &lb);
 	CHECK_EQ_INT(revision_count(eng, c.id), before);
-	cJSON *d = rk_idle_deferred_to_json(eng->db, c.id);
-	REQUIRE(d != NULL);
-	CHECK_EQ_STR(cJSON_GetObjectItem(d, "reason")->valuestring, "run-failed:rf");
-	cJSON_Delete(d);
 	CHECK_EQ_INT(rk_lease_release(eng, c.id, "b", lb.fence, &e), 0);
 	CHECK_EQ_INT(rk_idle_flush_deferred(eng, &c, &e), 1);
 	CHECK_EQ_STR(latest_reason(eng, c.id), "run-failed:rf");
