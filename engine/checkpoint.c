@@ -460,7 +460,11 @@ int rk_checkpoint_before_lifecycle(struct rk_engine *eng, const struct rk_comput
 	/* a machine that is gone has nothing to export; a mounted home is on the host either way */
 	if (mounted ? !home_there : st != RK_MACHINE_RUNNING)
 		return 0;
-	int r = rk_checkpoint_create(eng, c, op, RK_QUIESCE_STOPPING, NULL, err);
+	/* a stop ends the browsers anyway; a pause that keeps memory (docker's
+	 * freeze) gets display 0's browser back before it, so a resumed desktop
+	 * has one, its cookies on disk either way */
+	int quiesce = !strcmp(op, "pause") && (ops->caps & RK_CAP_PAUSE) ? RK_QUIESCE : RK_QUIESCE_STOPPING;
+	int r = rk_checkpoint_create(eng, c, op, quiesce, NULL, err);
 	if (r)
 		rk_error_prefix(err, "checkpoint before %s failed, so the computer was left as it was", op);
 	return r;

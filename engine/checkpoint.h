@@ -15,8 +15,12 @@
  *
  * Checkpoints run before an explicit stop and before a pause (the worker,
  * engine/execution.c), on `rakazo checkpoint create`, and at the end of a
- * run (rk_checkpoint_run_end). Before copying, desktop browsers are
- * quiesced so their profile databases are consistent. */
+ * run (rk_checkpoint_run_end). Before a checkpoint (a copy or a marker),
+ * the desktop browsers of a Private computer are closed cleanly so their
+ * cookies and profile databases are on disk; a Team computer's are not
+ * closed under its bots (its checkpoints are deferred instead). A restore
+ * or an import reaches a machine without a mount through the provider's
+ * import, at once or on its next resume or provision. */
 
 #include <cJSON.h>
 
