@@ -166,9 +166,15 @@ static const struct rk_opt export_opts[] = {
 static int run_export(struct cmd_ctx *ctx)
 {
 	struct rk_computer c = {0};
-	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
+	int r = cmd_want_args(ctx, 1, 2, "COMPUTER [FILE|-]");
 	if (r)
 		return r;
+	/* `export c1 -` (a pipeline) and `export c1 FILE` name the output as -o does */
+	if (ctx->nargs == 2) {
+		if (o_output)
+			return rk_error_set(&ctx->err, RK_EUSAGE, "give the output once: as -o FILE or as FILE, not both");
+		o_output = ctx->args[1];
+	}
 	int fd = 1;
 	char *tmp = NULL;
 	if (o_output && strcmp(o_output, "-")) {
@@ -342,10 +348,10 @@ static const struct cmd_verb checkpoint_verbs[] = {
 	{"create", "COMPUTER [--reason TEXT]", "checkpoint the workspace now", create_opts, run_create, NULL},
 	{"list", "COMPUTER", "the revisions kept, newest first", no_opts, run_list, NULL},
 	{"show", "COMPUTER [REVISION]", "one revision (default: the latest)", show_opts, run_show, NULL},
-	{"restore", "COMPUTER [--revision R]", "put a revision back as the workspace (computer stopped)", show_opts,
+	{"restore", "COMPUTER [--revision R]", "put a revision back as the workspace", show_opts,
 	 run_restore, NULL},
-	{"export", "COMPUTER [-o FILE.tar.zst|-]", "a revision as tar+zstd", export_opts, run_export, NULL},
-	{"import", "COMPUTER FILE|-", "replace the workspace with an archive (computer stopped)", no_opts, run_import,
+	{"export", "COMPUTER [FILE.tar.zst|-] [-o FILE.tar.zst|-]", "a revision as tar+zstd", export_opts, run_export, NULL},
+	{"import", "COMPUTER FILE|-", "replace the workspace with an archive", no_opts, run_import,
 	 NULL},
 	{"verify", "COMPUTER [--revision R] | --all", "check a revision is whole", verify_opts, run_verify, NULL},
 	{"gc", "", "remove stored files no revision names", no_opts, run_gc, NULL},

@@ -21,9 +21,10 @@
 #include "cmd.h"
 #include "out.h"
 #include "screen_gateway.h"
+#include "termimg.h"
 
 static int64_t o_display = 0, o_max_w = 0, o_max_h = 0, o_settle = -1, o_interval = 100, o_fence = 0, o_ttl = 0;
-static const char *o_output, *o_actions, *o_consumer, *o_bot;
+static const char *o_output, *o_actions, *o_consumer, *o_bot, *o_mode;
 static int o_no_observe;
 
 #define OPT_DISPLAY OPT_INT("display", 'd', &o_display, "N", "display number (default 0)", 0, 63)
@@ -191,14 +192,18 @@ static int run_close(struct cmd_ctx *ctx)
 	return r;
 }
 
-/* --- watch: the desktop in the terminal, in truecolor half blocks ---------------------- */
+/* --- watch: the desktop in the terminal: kitty graphics, sixel or half blocks ----------- */
 
 static volatile sig_atomic_t watch_stop, watch_resized;
 static struct termios saved_tio;
 static int tio_saved;
 
+static int watch_mode = TERMIMG_HALFBLOCK;
+
 static void restore_terminal(void)
 {
+	if (watch_mode == TERMIMG_KITTY)
+		fputs("\033_Ga=d,d=A,q=2\033\\", stdout);
 	fputs("\033[0m\033[?25h\033[?1049l", stdout);
 	fflush(stdout);
 	if (tio_saved)
@@ -213,14 +218,67 @@ static void on_watch_signal(int sig)
 		watch_stop = 1;
 }
 
-/* The picture goes under the status line; tui/halfblock.c draws it. */
-static void draw_frame(const unsigned char *rgb, int w, int h, int cols, int rows, const char *status)
+/* The terminal's size in cells and, when it says, in pixels per cell. */
+struct term_size {
+	int cols, rows, cell_w, cell_h;
+};
+
+static struct term_size term_size(void)
+{
+	struct winsize ws = {0};
+	ioctl(1, TIOCGWINSZ, &ws);
+	struct term_size t = {ws.ws_col ? ws.ws_col : 80, ws.ws_row ? ws.ws_row : 24, 0, 0};
+	if (ws.ws_xpixel && ws.ws_ypixel) {
+		t.cell_w = ws.ws_xpixel / t.cols;
+		t.cell_h = ws.ws_ypixel / t.rows;
+	}
+	return t;
+}
+
+/* The largest picture worth asking for: half blocks draw one pixel a
+ * column and two a row; kitty and sixel draw pixels (the terminal's when it
+ * says, else 8x16 cells; kitty scales the PNG itself, so at most the screen). */
+static void watch_box(int mode, const struct term_size *t, int *max_w, int *max_h)
+{
+	int rows = t->rows > 1 ? t->rows - 1 : 1;
+	if (mode == TERMIMG_HALFBLOCK) {
+		*max_w = t->cols;
+		*max_h = rows * 2;
+	} else {
+		*max_w = t->cols * (t->cell_w ? t->cell_w : 8);
+		*max_h = rows * (t->cell_h ? t->cell_h : 16);
+		if (mode == TERMIMG_KITTY && !t->cell_w) {
+			*max_w = 1280;
+			*max_h = 800;
+		}
+	}
+}
+
+/* One frame under the status line, drawn in the mode's way; png is the
+ * observation (kitty sends it as it is), rgb its pixels. */
+static void draw_frame(int mode, const unsigned char *png, size_t png_len, const unsigned char *rgb, int w, int h,
+		       const struct term_size *t, const char *status)
 {
 	struct rk_buf b;
 	rk_buf_init(&b);
-	int image_rows = rows - 1;
-	tui_halfblock_render(&b, rgb, w, h, 1, 1, image_rows, cols, 1);
-	int used = (h + 1) / 2 < image_rows ? (h + 1) / 2 : image_rows;
+	int image_rows = t->rows - 1, used;
+	if (mode == TERMIMG_KITTY) {
+		int c, r;
+		termimg_fit(w, h, t->cols, image_rows, t->cell_w, t->cell_h, &c, &r);
+		rk_buf_adds(&b, "\033[1;1H");
+		termimg_kitty(&b, png, png_len, c, r);
+		used = r;
+	} else if (mode == TERMIMG_SIXEL) {
+		rk_buf_adds(&b, "\033[1;1H");
+		termimg_sixel(&b, rgb, w, h);
+		int ch = t->cell_h ? t->cell_h : 16;
+		used = (h + ch - 1) / ch;
+	} else {
+		tui_halfblock_render(&b, rgb, w, h, 1, 1, image_rows, t->cols, 1);
+		used = (h + 1) / 2;
+	}
+	if (used > image_rows)
+		used = image_rows;
 	rk_buf_printf(&b, "\033[%d;1H\033[0m\033[K%s", used + 1, status);
 	fwrite(b.data, 1, b.len, stdout);
 	fflush(stdout);
@@ -230,11 +288,17 @@ static void draw_frame(const unsigned char *rgb, int w, int h, int cols, int row
 static const struct rk_opt watch_opts[] = {
 	OPT_DISPLAY,
 	OPT_INT("interval-ms", 0, &o_interval, "MS", "how often to look for a change (default 100)", 20, 10000),
+	OPT_STRING("mode", 'm', &o_mode, "MODE",
+		   "auto (default: what the terminal answers), halfblock, kitty or sixel"),
 	OPT_END,
 };
 
 static int run_watch(struct cmd_ctx *ctx)
 {
+	int mode = o_mode ? termimg_mode_parse(o_mode) : TERMIMG_AUTO;
+	if (mode < 0)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "unknown --mode '%s': use auto, halfblock, kitty or sixel",
+				    o_mode);
 	if (!isatty(1) || !isatty(0))
 		return rk_error_set(&ctx->err, RK_EUSAGE, "screen watch needs a terminal; use `screen shot` in scripts");
 	struct rk_computer c = {0};
@@ -255,36 +319,38 @@ static int run_watch(struct cmd_ctx *ctx)
 		tcsetattr(0, TCSANOW, &raw);
 		tio_saved = 1;
 	}
+	/* what the terminal draws: asked before anything is shown (300 ms at most) */
+	watch_mode = mode == TERMIMG_AUTO ? termimg_detect(0, 1, 300) : mode;
 	atexit(restore_terminal);
 	fputs("\033[?1049h\033[?25l\033[2J", stdout);
 	char consumer[64];
 	snprintf(consumer, sizeof(consumer), "watch-%d", (int)getpid());
 	uint64_t frames = 0;
 	while (!watch_stop) {
-		struct winsize ws = {0};
-		ioctl(1, TIOCGWINSZ, &ws);
-		int cols = ws.ws_col ? ws.ws_col : 80, rows = ws.ws_row ? ws.ws_row : 24;
-		struct rk_display_observe_options oo = {.max_width = cols, .max_height = (rows - 1) * 2,
-							.consumer = watch_resized ? NULL : consumer};
+		struct term_size t = term_size();
+		struct rk_display_observe_options oo = {.consumer = watch_resized ? NULL : consumer};
+		watch_box(watch_mode, &t, &oo.max_width, &oo.max_height);
 		if (watch_resized) {
-			fputs("\033[2J", stdout);
+			fputs(watch_mode == TERMIMG_KITTY ? "\033_Ga=d,d=A,q=2\033\\\033[2J" : "\033[2J", stdout);
 			watch_resized = 0;
 		}
 		struct rk_display_shot shot = {0};
 		r = rk_display_observe(ctx->eng, &c, (int)o_display, &oo, &shot, &ctx->err);
 		if (r)
 			break;
+		/* only a changed frame comes with a picture: nothing else is drawn */
 		if (shot.png) {
 			unsigned char *rgb;
 			int w, h;
 			if (tui_png_decode(shot.png, shot.png_len, &rgb, &w, &h) == 0) {
 				char status[256];
 				frames++;
-				snprintf(status, sizeof(status), " %s :%d  %dx%d  frame %llu  q quits", c.name, (int)o_display,
+				snprintf(status, sizeof(status), " %s :%d  %dx%d  frame %llu  q quits  %s", c.name,
+					 (int)o_display,
 					 (int)cJSON_GetNumberValue(cJSON_GetObjectItem(shot.meta, "screen_width")),
 					 (int)cJSON_GetNumberValue(cJSON_GetObjectItem(shot.meta, "screen_height")),
-					 (unsigned long long)frames);
-				draw_frame(rgb, w, h, cols, rows, status);
+					 (unsigned long long)frames, termimg_mode_name(watch_mode));
+				draw_frame(watch_mode, shot.png, shot.png_len, rgb, w, h, &t, status);
 				free(rgb);
 			}
 		}
@@ -391,7 +457,8 @@ static const struct cmd_verb screen_verbs[] = {
 	{"act", "COMPUTER --actions JSON|@FILE|-", "run a batch of actions, settle, and take a screenshot", act_opts,
 	 run_act, NULL},
 	{"info", "COMPUTER", "the display's size and transport", info_opts, run_info, NULL},
-	{"watch", "COMPUTER", "watch the desktop live in the terminal (truecolor half blocks)", watch_opts, run_watch,
+	{"watch", "COMPUTER [--mode auto|halfblock|kitty|sixel]",
+	 "watch the desktop live in the terminal (kitty graphics, sixel or truecolor half blocks)", watch_opts, run_watch,
 	 NULL},
 	{"close", "COMPUTER", "close the display: its holder and its desktop stack", info_opts, run_close, NULL},
 	{"list", "COMPUTER", "the bots' screens: slot, bot, state, generation, who has control", no_opts, run_list, NULL},

@@ -59,7 +59,7 @@ _rakazo_static() {
 	"computer revoke") words="--bot --json --help" ;;
 	"computer rights") words="--json --help" ;;
 	"screen info") words="--display --json --help" ;;
-	"screen watch") words="--display --interval-ms --json --help" ;;
+	"screen watch") words="--display --interval-ms --mode --json --help" ;;
 	"screen close") words="--display --json --help" ;;
 	"screen list") words="--json --help" ;;
 	"screen release") words="--bot --fence --json --help" ;;

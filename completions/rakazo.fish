@@ -242,6 +242,7 @@ complete -c rakazo -n "__rakazo_at screen info" -l json
 complete -c rakazo -n "__rakazo_at screen info" -l help
 complete -c rakazo -n "__rakazo_at screen watch" -l display
 complete -c rakazo -n "__rakazo_at screen watch" -l interval-ms
+complete -c rakazo -n "__rakazo_at screen watch" -l mode
 complete -c rakazo -n "__rakazo_at screen watch" -l json
 complete -c rakazo -n "__rakazo_at screen watch" -l help
 complete -c rakazo -n "__rakazo_at screen close" -l display

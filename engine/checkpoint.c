@@ -18,17 +18,57 @@
 #include "util/log.h"
 #include "util/time.h"
 
-/* Stops the browsers whose profile lives in this workspace and waits for
- * them (SIGKILL after 5 s). The [-] keeps the pattern from matching the
- * shell that runs it; browsers elsewhere on the machine are left alone. */
-#define QUIESCE_SH                                                                              \
-	"pat=\"[-]-user-data-dir=$PWD/.browser-profiles\"\n"                                    \
-	"pkill -TERM -f -- \"$pat\" 2>/dev/null || exit 0\n"                                    \
-	"i=0\n"                                                                                 \
-	"while pkill -0 -f -- \"$pat\" 2>/dev/null; do\n"                                       \
-	"  i=$((i+1)); if [ $i -ge 50 ]; then pkill -KILL -f -- \"$pat\"; sleep 0.2; break; fi\n" \
-	"  sleep 0.1\n"                                                                         \
-	"done\n"                                                                                \
+/* Closes the browsers whose profile lives in this workspace cleanly, so
+ * their cookies and profile databases are on disk: each browser's windows
+ * are closed on its own display (Ctrl+Shift+W, as engine/team.c closes a
+ * bot's), and Chromium quits the normal way. A TERM is the fallback for a
+ * browser without windows (after 5 s for one that does not close): Chromium
+ * takes it as the session ending and exits at once, without the cookies of
+ * the last half minute. KILL after 7 s; then the helpers and a DevTools
+ * bridge on the profile go too. The [-] keeps the pattern from matching the
+ * shell that runs it; browsers elsewhere on the machine are left alone.
+ * Prints "closed N" when it closed N browsers. */
+#define QUIESCE_SH \
+	"pat=\"[-]-user-data-dir=$PWD/.browser-profiles\"\n" \
+	"mains=\n" \
+	"for p in $(pgrep -f -- \"$pat\"); do\n" \
+	"  cl=$(tr '\\0' ' ' </proc/$p/cmdline 2>/dev/null) || continue\n" \
+	"  case \"$cl\" in *--type=*|*cdp-bridge*) continue;; esac\n" \
+	"  mains=\"$mains $p\"\n" \
+	"done\n" \
+	"[ -n \"$mains\" ] || exit 0\n" \
+	"alive() {\n" \
+	"  for p in $mains; do\n" \
+	"    s=$(ps -o stat= -p $p 2>/dev/null) && case $s in Z*) ;; *) return 0;; esac\n" \
+	"  done\n" \
+	"  return 1\n" \
+	"}\n" \
+	"close_windows() {\n" \
+	"  command -v xdotool >/dev/null || return 1\n" \
+	"  n=0\n" \
+	"  for p in $mains; do\n" \
+	"    d=$(tr '\\0' '\\n' </proc/$p/environ 2>/dev/null | sed -n 's/^DISPLAY=//p')\n" \
+	"    [ -n \"$d\" ] || continue\n" \
+	"    for w in $(DISPLAY=$d xdotool search --onlyvisible --pid $p 2>/dev/null); do\n" \
+	"      DISPLAY=$d xdotool windowactivate --sync $w key --clearmodifiers ctrl+shift+w 2>/dev/null && n=$((n+1))\n" \
+	"    done\n" \
+	"  done\n" \
+	"  [ $n -gt 0 ]\n" \
+	"}\n" \
+	"close_windows || kill -TERM $mains 2>/dev/null\n" \
+	"i=0\n" \
+	"while alive; do\n" \
+	"  i=$((i+1))\n" \
+	"  [ $((i % 20)) -eq 0 ] && [ $i -lt 50 ] && close_windows\n" \
+	"  [ $i -eq 50 ] && kill -TERM $mains 2>/dev/null\n" \
+	"  [ $i -ge 70 ] && { kill -KILL $mains 2>/dev/null; break; }\n" \
+	"  sleep 0.1\n" \
+	"done\n" \
+	"j=0\n" \
+	"while pgrep -f -- \"$pat\" >/dev/null && [ $j -lt 20 ]; do sleep 0.1; j=$((j+1)); done\n" \
+	"pkill -KILL -f -- \"$pat\" 2>/dev/null\n" \
+	"set -- $mains\n" \
+	"echo closed $#\n" \
 	"exit 0\n"
 
 struct rk_home_store *rk_checkpoint_store(struct rk_engine *eng)
@@ -135,17 +175,122 @@ static enum rk_machine_state machine_state(const struct rk_provider_ops *ops, co
 	return st;
 }
 
-static void quiesce_browsers(const struct rk_provider_ops *ops, const struct rk_machine *m)
+/* Closes the desktop browsers of a running machine before its workspace is
+ * copied or marked (see QUIESCE_SH). Returns 1 when it closed any and the
+ * machine keeps running (RK_QUIESCE): then the caller starts display 0's
+ * browser again with reopen_browser once the copy is made. */
+static int quiesce_browsers(const struct rk_computer *c, const struct rk_provider_ops *ops,
+			    const struct rk_machine *m, int quiesce)
 {
-	if (!ops->exec_spawn || machine_state(ops, m) != RK_MACHINE_RUNNING)
-		return;
+	if (!quiesce || !c->desktop || !ops->exec_spawn || machine_state(ops, m) != RK_MACHINE_RUNNING)
+		return 0;
 	struct rk_buf out;
 	rk_buf_init(&out);
 	struct rk_exit_status st;
 	struct rk_error e;
-	if (rk_provider_run(ops, m, QUIESCE_SH, 15000, 65536, &out, &st, &e) != 0)
+	int64_t t0 = rk_monotonic_ms();
+	int closed = 0;
+	if (rk_provider_run(ops, m, QUIESCE_SH, 15000, 65536, &out, &st, &e) != 0) {
 		rk_log(RK_LOG_WARN, "checkpoint %s: cannot quiesce browsers: %s", m->computer_id, e.message);
+	} else if (out.data && strstr(out.data, "closed ")) {
+		closed = 1;
+		rk_log(RK_LOG_INFO, "checkpoint %s: browsers %.40s in %lld ms", m->computer_id, out.data,
+		       (long long)(rk_monotonic_ms() - t0));
+	}
 	rk_buf_release(&out);
+	return closed && quiesce == RK_QUIESCE;
+}
+
+/* Display 0's browser again after a quiesce (the display's start is
+ * idempotent: only the closed browser comes back). */
+static void reopen_browser(const struct rk_provider_ops *ops, const struct rk_machine *m)
+{
+	if (!ops->display_start)
+		return;
+	struct rk_display_options o = {.profile_dir = ".browser-profiles/default"};
+	struct rk_screen_transport tr = {0};
+	struct rk_error e;
+	if (ops->display_start(m, 0, &o, &tr, &e) != 0)
+		rk_log(RK_LOG_WARN, "checkpoint %s: cannot start the browser again: %s", m->computer_id, e.message);
+	free(tr.vnc_socket);
+	free(tr.cdp_socket);
+}
+
+/* A temp file under DATA_DIR/tmp, already unlinked. */
+static int temp_file(struct rk_engine *eng, struct rk_error *err)
+{
+	char *dir = rk_path_join(eng->data_dir, "tmp");
+	int r = rk_fs_mkdirs(dir, 0700, err);
+	if (r) {
+		free(dir);
+		return r;
+	}
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		char *p = rk_xasprintf("%s/tar-XXXXXX", dir);
+		fd = mkostemp(p, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(p);
+		free(p);
+	}
+	if (fd < 0)
+		r = rk_error_errno(err, RK_EIO, errno, "cannot make a temp file in %s", dir);
+	free(dir);
+	return fd < 0 ? r : fd;
+}
+
+/* --- pushes to machines without a mount ---------------------------------------------- */
+
+/* Empties the workspace (the command's cwd) so an import leaves exactly the
+ * archive's tree; refuses to run anywhere near the root. */
+#define CLEAR_SH                                                        \
+	"case \"$PWD\" in /|/home|/root|'') exit 3;; esac\n"                 \
+	"find . -mindepth 1 -maxdepth 1 -exec rm -rf -- {} + || exit 4\n" \
+	"exit 0\n"
+
+/* DATA_DIR/home-revisions/<key>/push-pending: the latest revision was
+ * recorded while a machine without a mount was down (a restore or an
+ * import); its next resume or provision pushes it before any tool runs. */
+static char *push_marker(struct rk_engine *eng, const struct rk_computer *c)
+{
+	return rk_xasprintf("%s/home-revisions/%s/push-pending", eng->data_dir, c->home_key);
+}
+
+static int clear_workspace(const struct rk_provider_ops *ops, const struct rk_machine *m, struct rk_error *err)
+{
+	struct rk_buf out;
+	rk_buf_init(&out);
+	struct rk_exit_status st = {0};
+	int r = rk_provider_run(ops, m, CLEAR_SH, 120000, 4096, &out, &st, err);
+	if (r == 0 && (!st.exited || st.code != 0))
+		r = rk_error_set(err, RK_EFAILED, "cannot empty the workspace in the machine (exit %d): %.200s", st.code,
+				 out.data ? out.data : "");
+	rk_buf_release(&out);
+	return r;
+}
+
+/* Brings a tree to the machine's workspace with the provider's import:
+ * revision rev of the store (NULL: the latest) or, when dir is given, that
+ * directory. clear: the workspace is emptied first, so it ends up equal to
+ * the tree (a machine that held another state). */
+static int push_workspace(struct rk_engine *eng, struct rk_home_store *store, const struct rk_computer *c,
+			  const struct rk_provider_ops *ops, const struct rk_machine *m, const char *rev,
+			  const char *dir, int clear, struct rk_error *err)
+{
+	if (!ops->workspace_import)
+		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' cannot import a workspace", c->kind);
+	int fd = temp_file(eng, err);
+	if (fd < 0)
+		return fd;
+	int r = dir ? rk_home_export_dir(dir, fd, 0, err) : store->ops->export_tar(store, c->home_key, rev, fd, 0, err);
+	if (r == 0 && lseek(fd, 0, SEEK_SET) != 0)
+		r = rk_error_errno(err, RK_EIO, errno, "cannot rewind the workspace archive");
+	if (r == 0 && clear)
+		r = clear_workspace(ops, m, err);
+	if (r == 0)
+		r = ops->workspace_import(m, fd, err);
+	close(fd);
+	return r;
 }
 
 /* Mirrors the store's revisions of c into the database, in one transaction. */
@@ -183,29 +328,6 @@ static int record_revision(struct rk_engine *eng, struct rk_home_store *store, c
 	return r;
 }
 
-/* A temp file under DATA_DIR/tmp, already unlinked. */
-static int temp_file(struct rk_engine *eng, struct rk_error *err)
-{
-	char *dir = rk_path_join(eng->data_dir, "tmp");
-	int r = rk_fs_mkdirs(dir, 0700, err);
-	if (r) {
-		free(dir);
-		return r;
-	}
-	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		char *p = rk_xasprintf("%s/tar-XXXXXX", dir);
-		fd = mkostemp(p, O_CLOEXEC);
-		if (fd >= 0)
-			unlink(p);
-		free(p);
-	}
-	if (fd < 0)
-		r = rk_error_errno(err, RK_EIO, errno, "cannot make a temp file in %s", dir);
-	free(dir);
-	return fd < 0 ? r : fd;
-}
-
 /* --- checkpoint ------------------------------------------------------------------------ */
 
 static int checkpoint_locked(struct rk_engine *eng, struct rk_home_store *store, const struct rk_computer *c,
@@ -219,6 +341,7 @@ static int checkpoint_locked(struct rk_engine *eng, struct rk_home_store *store,
 	int keep = c->revisions_kept < 1 ? 1 : c->revisions_kept;
 	struct rk_home_revision rev = {0};
 	char *staging = NULL;
+	int reopen = 0;
 	int r = rk_home_recover(eng->data_dir, c->home_key, err);
 	if (r)
 		goto out;
@@ -229,8 +352,9 @@ static int checkpoint_locked(struct rk_engine *eng, struct rk_home_store *store,
 			.kind = keep > 1 || !store_has_markers(store) ? RK_HOME_SNAPSHOT : RK_HOME_MARKER,
 			.keep = keep,
 		};
-		if (req.kind == RK_HOME_SNAPSHOT && quiesce && c->desktop)
-			quiesce_browsers(ops, &mc.m);
+		/* a marker too: it says the host dir holds the work up to now, and
+		 * Chromium keeps cookies in memory for up to 30 s before it writes them */
+		reopen = quiesce_browsers(c, ops, &mc.m, quiesce);
 		r = store->ops->checkpoint(store, c->home_key, &req, &rev, err);
 	} else {
 		/* the machine holds the workspace: export it into staging first */
@@ -245,8 +369,16 @@ static int checkpoint_locked(struct rk_engine *eng, struct rk_home_store *store,
 					 c->name);
 			goto out;
 		}
-		if (quiesce && c->desktop)
-			quiesce_browsers(ops, &mc.m);
+		/* a restore or import the machine has not received yet (a resume
+		 * whose push failed): push it first, never export over it */
+		char *marker = push_marker(eng, c);
+		if (rk_fs_exists(marker) &&
+		    (r = push_workspace(eng, store, c, ops, &mc.m, NULL, NULL, 1, err)) == 0)
+			unlink(marker);
+		free(marker);
+		if (r)
+			goto out;
+		reopen = quiesce_browsers(c, ops, &mc.m, quiesce);
 		int fd = temp_file(eng, err);
 		if (fd < 0) {
 			r = fd;
@@ -276,6 +408,8 @@ static int checkpoint_locked(struct rk_engine *eng, struct rk_home_store *store,
 		memset(&rev, 0, sizeof(rev));
 	}
 out:
+	if (reopen)
+		reopen_browser(ops, &mc.m);
 	if (staging) {
 		rk_fs_remove_tree(staging, NULL);
 		free(staging);
@@ -343,7 +477,11 @@ int rk_checkpoint_before_lifecycle(struct rk_engine *eng, const struct rk_comput
 	/* a machine that is gone has nothing to export; a mounted home is on the host either way */
 	if (mounted ? !home_there : st != RK_MACHINE_RUNNING)
 		return 0;
-	int r = rk_checkpoint_create(eng, c, op, 1, NULL, err);
+	/* a stop ends the browsers anyway; a pause that keeps memory (docker's
+	 * freeze) gets display 0's browser back before it, so a resumed desktop
+	 * has one, its cookies on disk either way */
+	int quiesce = !strcmp(op, "pause") && (ops->caps & RK_CAP_PAUSE) ? RK_QUIESCE : RK_QUIESCE_STOPPING;
+	int r = rk_checkpoint_create(eng, c, op, quiesce, NULL, err);
 	if (r)
 		rk_error_prefix(err, "checkpoint before %s failed, so the computer was left as it was", op);
 	return r;
@@ -420,34 +558,33 @@ static void drop_browser_locks(const char *dir, int depth)
 	closedir(d);
 }
 
-int rk_checkpoint_after_provision(struct rk_engine *eng, const struct rk_computer *c,
-				  const struct rk_provider_ops *ops, const struct rk_machine *m,
-				  const struct rk_provision_result *pr, cJSON *result, struct rk_error *err)
+/* The latest revision into machine m before any tool runs: the computer is
+ * `restoring` meanwhile (a tool call waits for the execution). A mounted
+ * machine already has it live on the host: the store is checked to back it
+ * and the old machine's browser locks go. Another machine gets it through
+ * its import; clear empties a workspace that held another state first. A
+ * push marker is done with once the push succeeds. Adds "restore" to result. */
+static int bring_latest(struct rk_engine *eng, const struct rk_computer *c, const struct rk_provider_ops *ops,
+			const struct rk_machine *m, int clear, int pending, cJSON *result, struct rk_error *err)
 {
-	char *ref_kind = NULL;
-	rk_db_computer_ref_kind(eng->db, c->id, &ref_kind, NULL);
-	int replacement = pr->fresh || !c->provider_ref || !pr->ref || strcmp(c->provider_ref, pr->ref) != 0 ||
-			  (ref_kind && strcmp(ref_kind, c->kind) != 0);
-	free(ref_kind);
-	cJSON_AddBoolToObject(result, "replacement", replacement);
-	if (!replacement)
-		return 0;
+	int lk = lock_computer(eng, c, err);
+	if (lk < 0)
+		return lk;
 	struct rk_home_store *store = rk_checkpoint_store(eng);
 	struct rk_home_revision latest = {0};
+	char *marker = push_marker(eng, c);
 	struct rk_error e2;
 	int r = 0;
-	if (store->ops->latest(store, c->home_key, &latest, &e2) != 0) {
-		store->ops->free(store);
-		return 0; /* never checkpointed: nothing to bring back */
-	}
+	if (store->ops->latest(store, c->home_key, &latest, &e2) != 0)
+		goto out; /* never checkpointed: nothing to bring back */
 	if ((r = rk_db_computer_set_state(eng->db, c->id, "restoring", err)))
 		goto out;
 	cJSON *o = cJSON_AddObjectToObject(result, "restore");
 	cJSON_AddStringToObject(o, "revision", latest.id);
+	if (pending)
+		cJSON_AddBoolToObject(o, "pending", 1);
 	int64_t t0 = rk_monotonic_ms();
 	if (rk_checkpoint_home_mounted(ops)) {
-		/* the live home on the host is the latest: check the store still
-		 * backs it, and clear the old machine's browser locks */
 		cJSON_AddStringToObject(o, "source", "live");
 		char *profiles = rk_path_join(m->home_dir, ".browser-profiles");
 		drop_browser_locks(profiles, 0);
@@ -463,41 +600,68 @@ int rk_checkpoint_after_provision(struct rk_engine *eng, const struct rk_compute
 		}
 	} else {
 		cJSON_AddStringToObject(o, "source", "store");
-		if (!ops->workspace_import) {
-			r = rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' cannot import a workspace", c->kind);
-			goto fail;
+		if ((r = push_workspace(eng, store, c, ops, m, latest.id, NULL, clear, err))) {
+			rk_error_prefix(err, "restoring the workspace of '%s' from %s failed", c->name, latest.id);
+			rk_db_computer_set_state(eng->db, c->id, "failed", NULL);
+			goto out;
 		}
-		int fd = temp_file(eng, err);
-		if (fd < 0) {
-			r = fd;
-			goto fail;
-		}
-		r = store->ops->export_tar(store, c->home_key, latest.id, fd, 0, err);
-		if (r == 0 && lseek(fd, 0, SEEK_SET) != 0)
-			r = rk_error_errno(err, RK_EIO, errno, "cannot rewind the workspace archive");
-		if (r == 0)
-			r = ops->workspace_import(m, fd, err);
-		close(fd);
-		if (r)
-			goto fail;
 	}
 	cJSON_AddNumberToObject(o, "ms", (double)(rk_monotonic_ms() - t0));
-	goto out;
-fail:
-	rk_error_prefix(err, "restoring the workspace of '%s' from %s failed", c->name, latest.id);
-	rk_db_computer_set_state(eng->db, c->id, "failed", NULL);
 out:
+	if (r == 0)
+		unlink(marker);
+	free(marker);
 	rk_home_revision_release(&latest);
 	store->ops->free(store);
+	close(lk);
 	return r;
+}
+
+static int push_pending(struct rk_engine *eng, const struct rk_computer *c, const struct rk_provider_ops *ops)
+{
+	if (rk_checkpoint_home_mounted(ops))
+		return 0;
+	char *marker = push_marker(eng, c);
+	int pending = rk_fs_exists(marker);
+	free(marker);
+	return pending;
+}
+
+int rk_checkpoint_after_provision(struct rk_engine *eng, const struct rk_computer *c,
+				  const struct rk_provider_ops *ops, const struct rk_machine *m,
+				  const struct rk_provision_result *pr, cJSON *result, struct rk_error *err)
+{
+	char *ref_kind = NULL;
+	rk_db_computer_ref_kind(eng->db, c->id, &ref_kind, NULL);
+	int replacement = pr->fresh || !c->provider_ref || !pr->ref || strcmp(c->provider_ref, pr->ref) != 0 ||
+			  (ref_kind && strcmp(ref_kind, c->kind) != 0);
+	free(ref_kind);
+	cJSON_AddBoolToObject(result, "replacement", replacement);
+	int pending = push_pending(eng, c, ops);
+	if (!replacement && !pending)
+		return 0;
+	/* the same machine again holds its old state: it is emptied first */
+	return bring_latest(eng, c, ops, m, !replacement, pending, result, err);
+}
+
+int rk_checkpoint_after_resume(struct rk_engine *eng, const struct rk_computer *c, const struct rk_provider_ops *ops,
+			       const struct rk_machine *m, cJSON *result, struct rk_error *err)
+{
+	if (!push_pending(eng, c, ops))
+		return 0;
+	return bring_latest(eng, c, ops, m, 1, 1, result, err);
 }
 
 /* --- restore, export, import, verify --------------------------------------------------------------- */
 
+/* A mounted machine binds the host home while it runs or is paused: a
+ * restore or an import waits until it is stopped. A machine with its own
+ * disk takes the new workspace through its import, now or when it next
+ * resumes, so it need not be down. */
 static int require_down(struct rk_engine *eng, const struct rk_computer *c, const char *what, struct rk_error *err)
 {
 	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
-	if (!ops || !c->provider_ref)
+	if (!ops || !c->provider_ref || !rk_checkpoint_home_mounted(ops))
 		return 0;
 	struct rk_machine_ctx mc;
 	rk_machine_ctx_init(&mc, eng, c);
@@ -510,6 +674,64 @@ static int require_down(struct rk_engine *eng, const struct rk_computer *c, cons
 	return 0;
 }
 
+/* Makes the tree in dir (a staging dir beside the home) c's latest revision
+ * and its host home, and brings it to the machine. A mounted machine (down)
+ * binds the host home when it next starts. Any other machine gets it now
+ * through the provider's import when it runs (browsers closed, workspace
+ * emptied first), else on its next resume or provision (the push marker).
+ * The host home is swapped in last, so any failure leaves it, the latest
+ * revision and a running machine's workspace as they were (a push that
+ * fails half way says so). Caller holds the computer's lock; dir is gone
+ * on success. */
+static int install_locked(struct rk_engine *eng, struct rk_home_store *store, const struct rk_computer *c,
+			  const char *dir, const char *reason, struct rk_home_revision *out, struct rk_error *err)
+{
+	const struct rk_provider_ops *ops = provider_of(c, err);
+	if (!ops)
+		return -err->code;
+	struct rk_machine_ctx mc;
+	rk_machine_ctx_init(&mc, eng, c);
+	int mounted = rk_checkpoint_home_mounted(ops);
+	enum rk_machine_state st = c->provider_ref ? machine_state(ops, &mc.m) : RK_MACHINE_GONE;
+	char *marker = push_marker(eng, c);
+	int marked = 0, stored = 0, r = 0;
+	struct rk_home_revision rev = {0};
+	if (!mounted && st == RK_MACHINE_RUNNING) {
+		int reopen = quiesce_browsers(c, ops, &mc.m, RK_QUIESCE);
+		if ((r = push_workspace(eng, store, c, ops, &mc.m, NULL, dir, 1, err)))
+			rk_error_prefix(err, "the workspace of '%s' may be partly replaced in its machine; nothing was "
+					     "recorded, run it again", c->name);
+		if (reopen)
+			reopen_browser(ops, &mc.m);
+	} else if (!mounted && !rk_fs_exists(marker)) {
+		/* before the revision: a crash in between at worst pushes the latest again */
+		r = rk_fs_write_atomic(marker, "", 0, 0600, err);
+		marked = r == 0;
+	}
+	struct rk_home_checkpoint_req req = {
+		.src_dir = dir,
+		.reason = reason,
+		.kind = RK_HOME_SNAPSHOT,
+		.keep = c->revisions_kept < 1 ? 1 : c->revisions_kept,
+	};
+	if (r == 0 && (r = store->ops->checkpoint(store, c->home_key, &req, &rev, err)) == 0)
+		stored = 1;
+	if (r == 0)
+		r = record_revision(eng, store, c, &rev, err);
+	if (r == 0)
+		r = rk_home_swap_in(eng->data_dir, c->home_key, dir, err);
+	if (r && marked && !stored)
+		unlink(marker);
+	if (r == 0 && out) {
+		*out = rev;
+		memset(&rev, 0, sizeof(rev));
+	}
+	rk_home_revision_release(&rev);
+	free(marker);
+	rk_machine_ctx_release(&mc);
+	return r;
+}
+
 int rk_checkpoint_restore(struct rk_engine *eng, const struct rk_computer *c, const char *rev,
 			  struct rk_home_revision *out, struct rk_error *err)
 {
@@ -520,15 +742,35 @@ int rk_checkpoint_restore(struct rk_engine *eng, const struct rk_computer *c, co
 	if (lk < 0)
 		return lk;
 	struct rk_home_store *store = rk_checkpoint_store(eng);
-	char *home = NULL;
-	struct rk_home_revision got = {0};
-	if ((r = rk_home_dir(eng->data_dir, c->home_key, &home, err)) == 0 &&
-	    (r = store->ops->restore(store, c->home_key, rev, home, &got, err)) == 0) {
-		/* the restored state is the newest now: record it as latest */
-		char *reason = rk_xasprintf("restore:%s", got.id);
-		r = checkpoint_locked(eng, store, c, reason, 0, out, err);
-		free(reason);
+	char *home = NULL, *staging = NULL, *dir = NULL;
+	struct rk_home_revision want = {0}, got = {0};
+	char *reason = NULL;
+	if ((r = rk_home_recover(eng->data_dir, c->home_key, err)) ||
+	    (r = store->ops->show(store, c->home_key, rev, &want, err)))
+		goto out;
+	reason = rk_xasprintf("restore:%s", want.id);
+	if (want.kind == RK_HOME_MARKER) {
+		/* only the latest marker of a live home restores: to itself,
+		 * nothing to copy (the store refuses any other) */
+		if ((r = rk_home_dir(eng->data_dir, c->home_key, &home, err)) == 0 &&
+		    (r = store->ops->restore(store, c->home_key, want.id, home, &got, err)) == 0)
+			r = checkpoint_locked(eng, store, c, reason, RK_QUIESCE_NONE, out, err);
+		goto out;
 	}
+	/* the revision is built in staging and installed from there */
+	if ((r = rk_home_staging_new(eng->data_dir, c->home_key, &staging, err)))
+		goto out;
+	dir = rk_path_join(staging, "home");
+	if ((r = store->ops->restore(store, c->home_key, want.id, dir, &got, err)) == 0)
+		r = install_locked(eng, store, c, dir, reason, out, err);
+out:
+	if (staging) {
+		rk_fs_remove_tree(staging, NULL);
+		free(staging);
+	}
+	free(dir);
+	free(reason);
+	rk_home_revision_release(&want);
 	rk_home_revision_release(&got);
 	free(home);
 	store->ops->free(store);
@@ -572,10 +814,9 @@ int rk_checkpoint_import(struct rk_engine *eng, const struct rk_computer *c, int
 	if ((r = rk_home_recover(eng->data_dir, c->home_key, err)) == 0 &&
 	    (r = rk_home_staging_new(eng->data_dir, c->home_key, &staging, err)) == 0 &&
 	    (r = rk_home_import_tar(fd, staging, rk_home_import_limit(), stats, err)) == 0 &&
-	    (r = rk_home_swap_in(eng->data_dir, c->home_key, staging, err)) == 0) {
+	    (r = install_locked(eng, store, c, staging, "import", out, err)) == 0) {
 		free(staging);
 		staging = NULL;
-		r = checkpoint_locked(eng, store, c, "import", 0, out, err);
 	}
 	if (staging) {
 		rk_fs_remove_tree(staging, NULL);

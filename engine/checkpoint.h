@@ -15,8 +15,12 @@
  *
  * Checkpoints run before an explicit stop and before a pause (the worker,
  * engine/execution.c), on `rakazo checkpoint create`, and at the end of a
- * run (rk_checkpoint_run_end). Before copying, desktop browsers are
- * quiesced so their profile databases are consistent. */
+ * run (rk_checkpoint_run_end). Before a checkpoint (a copy or a marker),
+ * the desktop browsers of a Private computer are closed cleanly so their
+ * cookies and profile databases are on disk; a Team computer's are not
+ * closed under its bots (its checkpoints are deferred instead). A restore
+ * or an import reaches a machine without a mount through the provider's
+ * import, at once or on its next resume or provision. */
 
 #include <cJSON.h>
 
@@ -33,9 +37,14 @@ struct rk_home_store *rk_checkpoint_store(struct rk_engine *eng);
  * fake today; see the report for the capability this should become.) */
 int rk_checkpoint_home_mounted(const struct rk_provider_ops *ops);
 
+/* quiesce: close the desktop browsers cleanly before the checkpoint (their
+ * cookies and profile databases reach the disk); with RK_QUIESCE the machine
+ * keeps running and display 0's browser is started again after. */
+enum { RK_QUIESCE_NONE = 0, RK_QUIESCE = 1, RK_QUIESCE_STOPPING = 2 };
+
 /* Records c's workspace now as a new latest revision (reason: manual, stop,
- * pause, run, ...). quiesce: stop desktop browsers first when the
- * checkpoint copies data. Updates computers.home_revision. out may be NULL. */
+ * pause, run, ...), quiescing browsers first as asked. Updates
+ * computers.home_revision. out may be NULL. */
 int rk_checkpoint_create(struct rk_engine *eng, const struct rk_computer *c, const char *reason, int quiesce,
 			 struct rk_home_revision *out, struct rk_error *err);
 
@@ -63,9 +72,18 @@ int rk_checkpoint_after_provision(struct rk_engine *eng, const struct rk_compute
 				  const struct rk_provider_ops *ops, const struct rk_machine *m,
 				  const struct rk_provision_result *pr, cJSON *result, struct rk_error *err);
 
-/* `rakazo checkpoint restore|export|import|verify`. restore and import need
- * the computer's machine not running (stop it first): a running container
- * keeps the directory it bound. */
+/* after_resume: a machine without a mount that was down when a restore or
+ * an import made a new latest revision gets it now, before any tool runs
+ * (the computer is `restoring` meanwhile). */
+int rk_checkpoint_after_resume(struct rk_engine *eng, const struct rk_computer *c, const struct rk_provider_ops *ops,
+			       const struct rk_machine *m, cJSON *result, struct rk_error *err);
+
+/* `rakazo checkpoint restore|export|import|verify`. restore and import make
+ * the revision (or archive) the computer's latest. A mounted computer's
+ * machine must be stopped (a running container keeps the directory it
+ * bound); any other machine gets it at once through its import when it
+ * runs, else on its next resume or provision. A failure leaves the host
+ * home and the latest revision as they were. */
 int rk_checkpoint_restore(struct rk_engine *eng, const struct rk_computer *c, const char *rev,
 			  struct rk_home_revision *out, struct rk_error *err);
 int rk_checkpoint_export(struct rk_engine *eng, const struct rk_computer *c, const char *rev, int fd, int zstd,

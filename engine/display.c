@@ -223,6 +223,13 @@ static void holder_main(void *arg, int ready_fd)
 		}
 		if (rk_monotonic_ms() - last > idle_ms)
 			break;
+		/* its machine went (a replacement comes with a new VNC server):
+		 * end now, so the next call starts a holder on the new one
+		 * instead of failing once on the dead connection */
+		if (!rk_screen_alive(s)) {
+			rk_log(RK_LOG_INFO, "display %s:%d: the screen went away, holder ends", a->c->id, a->display);
+			break;
+		}
 	}
 	close(lsock);
 	rk_window_watch_stop(ww);

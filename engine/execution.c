@@ -498,6 +498,9 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 				 ops->status(&mc.m, &st, err) == 0 && st != RK_MACHINE_GONE;
 		if (use_resume) {
 			r = ops->resume(&mc.m, err);
+			/* a restore or import made while it was down comes before any tool */
+			if (r == 0)
+				r = rk_checkpoint_after_resume(eng, c, ops, &mc.m, result, err);
 			if (r == 0)
 				*ref_out = rk_xstrdup(c->provider_ref);
 		} else {

@@ -279,11 +279,16 @@ static int drop_deferred(struct rk_db *db, const char *computer_id, struct rk_er
 	return rk_db_step_done(db, st, "deferred checkpoint", err);
 }
 
-/* Team checkpoints never quiesce: other bots' browsers are at work. */
+/* A Private computer's browsers are closed cleanly first (and display 0's
+ * started again), so the checkpoint holds their cookies and profile
+ * databases. A Team computer's follow the deferral rules instead: its
+ * other bots' browsers may be at work on other screens, so they are never
+ * closed under them. */
 int rk_idle_checkpoint(struct rk_engine *eng, const struct rk_computer *c, const char *bot, const char *reason,
 		       struct rk_error *err)
 {
-	char *why = c->mode && !strcmp(c->mode, "team") ? blocker(eng, c, bot) : NULL;
+	int team = c->mode && !strcmp(c->mode, "team");
+	char *why = team ? blocker(eng, c, bot) : NULL;
 	if (why) {
 		sqlite3_stmt *st = rk_db_prepare(eng->db,
 						 "INSERT INTO deferred_checkpoints (computer_id, reason, blocked_by, created_at) "
@@ -303,7 +308,7 @@ int rk_idle_checkpoint(struct rk_engine *eng, const struct rk_computer *c, const
 		free(why);
 		return r ? r : 1;
 	}
-	int r = rk_checkpoint_create(eng, c, reason, 0, NULL, err);
+	int r = rk_checkpoint_create(eng, c, reason, team ? RK_QUIESCE_NONE : RK_QUIESCE, NULL, err);
 	if (r == 0)
 		drop_deferred(eng->db, c->id, NULL);
 	return r;
@@ -324,7 +329,7 @@ int rk_idle_flush_deferred(struct rk_engine *eng, const struct rk_computer *c, s
 	int r = 0;
 	char *why = blocker(eng, c, NULL);
 	if (!why && strcmp(c->state, "running") == 0) {
-		r = rk_checkpoint_create(eng, c, reason, 0, NULL, err);
+		r = rk_checkpoint_create(eng, c, reason, RK_QUIESCE_NONE, NULL, err);
 		if (r == 0) {
 			drop_deferred(eng->db, c->id, NULL);
 			rk_log(RK_LOG_INFO, "deferred checkpoint of %s (%s) made", c->id, reason);

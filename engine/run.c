@@ -689,18 +689,9 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 static int checkpoint(struct run *run, int failed, struct rk_error *err)
 {
 	struct rk_error e = {0};
-	int r;
-	if (!failed) {
-		r = rk_checkpoint_run_end(run->eng, run->c.id, run->id, 0, &e);
-	} else {
-		char *why = rk_xasprintf("run-failed:%s", run->id);
-		struct rk_computer c = {0};
-		r = rk_db_computer_get(run->eng->db, run->c.id, &c, &e);
-		if (r == 0)
-			r = rk_checkpoint_create(run->eng, &c, why, 0, NULL, &e);
-		rk_computer_release(&c);
-		free(why);
-	}
+	/* a failed run's checkpoint is best effort, and deferred on a Team
+	 * computer like a completed run's */
+	int r = rk_checkpoint_run_end(run->eng, run->c.id, run->id, failed, &e);
 	cJSON *b = cJSON_CreateObject();
 	cJSON_AddBoolToObject(b, "ok", r == 0);
 	if (r) {

@@ -462,6 +462,14 @@ uint64_t rk_screen_damage(struct rk_screen *s)
 	return g;
 }
 
+int rk_screen_alive(struct rk_screen *s)
+{
+	pthread_mutex_lock(&s->lock);
+	int dead = s->dead;
+	pthread_mutex_unlock(&s->lock);
+	return !dead;
+}
+
 void rk_screen_set_window_probe(struct rk_screen *s, rk_screen_window_fn fn, void *ctx)
 {
 	pthread_mutex_lock(&s->api);

@@ -90,6 +90,10 @@ void rk_screen_set_window_probe(struct rk_screen *s, rk_screen_window_fn fn, voi
  * provider screens, which cannot tell). */
 uint64_t rk_screen_damage(struct rk_screen *s);
 
+/* 0 once the screen's connection died (its machine or VNC server went):
+ * every later call fails, so a holder ends rather than keep it. */
+int rk_screen_alive(struct rk_screen *s);
+
 /* The screen size now (0 when unknown). */
 void rk_screen_size(struct rk_screen *s, int *width, int *height);
 

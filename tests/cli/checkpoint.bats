@@ -96,6 +96,63 @@ jget() {
 	[ "$(rk computer file read dst project/lock)" = keep ]
 }
 
+@test "export a - | import b - composes as a pipeline; FILE as the second argument; both at once is usage" {
+	rk computer create --provider fake --name a --wait --json >/dev/null
+	echo piped | rk computer file write a work/p.txt -
+	rk checkpoint create a --json >/dev/null
+	rk computer create --provider fake --name b --wait --json >/dev/null
+	rk computer stop b --wait --json >/dev/null
+	run bash -c 'set -o pipefail; "$RAKAZO_BIN" checkpoint export a - | "$RAKAZO_BIN" checkpoint import b - --json'
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[ "$(echo "$output" | jget 'd["imported"]["files"] >= 1')" = True ]
+	[ "$(cat "$RAKAZO_DATA_DIR/homes/$(home_of b)/work/p.txt")" = piped ]
+	rk checkpoint export a "$BATS_TEST_TMPDIR/a.tar.zst"
+	[ "$(tar --zstd -xOf "$BATS_TEST_TMPDIR/a.tar.zst" work/p.txt)" = piped ]
+	expect_status 2 rk checkpoint export a - -o "$BATS_TEST_TMPDIR/x.tar.zst"
+	[[ $output == *"rakazo: usage: give the output once"* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/x.tar.zst" ]
+	expect_status 2 rk checkpoint export a x y
+}
+
+# A stand-in for Chromium on a fake computer: a process whose command line
+# names the workspace's profile dir, that writes its cookie file only when
+# it is closed cleanly (SIGTERM), as Chromium flushes its cookie store.
+start_browser() {
+	cat >"$1/fakebrowser.py" <<'EOF2'
+import os, signal, sys, time
+prof = sys.argv[1].split("=", 1)[1]
+def close(*_):
+    os.makedirs(prof + "/Default", exist_ok=True)
+    with open(prof + "/Default/Cookies", "w") as f:
+        f.write("written-on-close")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, close)
+os.makedirs(prof, exist_ok=True)
+open(prof + "/up", "w").close()
+while True:
+    time.sleep(0.1)
+EOF2
+	rm -f "$1/.browser-profiles/default/up"
+	rk computer exec "$2" -- "setsid -f '$RK_PYTHON' fakebrowser.py --user-data-dir=\$PWD/.browser-profiles/default </dev/null >/dev/null 2>&1" >/dev/null
+	wait_for "[ -e '$1/.browser-profiles/default/up' ]" 20
+}
+
+@test "quiesce: a Private computer's browser is closed cleanly before the checkpoint copies it; --no-quiesce leaves it" {
+	rk computer create --provider fake --name q --revisions 3 --wait --json >/dev/null
+	h="$RAKAZO_DATA_DIR/homes/$(home_of q)"
+	start_browser "$h" q
+	pgrep -f -- "--user-data-dir=$h/.browser-profiles" >/dev/null
+	rk checkpoint create q --no-quiesce --json >/dev/null
+	# left running: the snapshot has no cookie file
+	pgrep -f -- "--user-data-dir=$h/.browser-profiles" >/dev/null
+	! rk checkpoint export q - | tar --zstd -tf - | grep -q Default/Cookies
+	rk checkpoint create q --json >/dev/null
+	# closed before the copy: what it wrote as it closed is in the revision
+	[ "$(rk checkpoint export q - | tar --zstd -xOf - ./.browser-profiles/default/Default/Cookies 2>/dev/null ||
+		rk checkpoint export q - | tar --zstd -xOf - .browser-profiles/default/Default/Cookies)" = written-on-close ]
+	! pgrep -f -- "--user-data-dir=$h/.browser-profiles" >/dev/null
+}
+
 @test "import refuses every kind of tar slip and writes nothing outside" {
 	rk computer create --provider fake --name t --wait --json >/dev/null
 	rk computer stop t --wait --json >/dev/null
@@ -155,21 +212,69 @@ EOF
 	[ "$(echo "$output" | jget 'all(x["ok"] for x in d)')" = True ]
 }
 
-@test "docker: a destroyed container is replaced and the file and cookie are back" {
+# The cookie page server (tests/fixtures/cookie_server.py) inside computer
+# $1 on 127.0.0.1:8765, logging to /tmp/requests.log in the machine (not in
+# the workspace: a new machine starts with an empty log).
+serve_cookies() {
+	rk computer exec "$1" -- 'setsid -f python3 srv/cookie_server.py 8765 /tmp/requests.log </dev/null >/dev/null 2>&1' >/dev/null
+	wait_for "rk computer exec $1 -- 'python3 -c \"import socket; socket.create_connection((\\\"127.0.0.1\\\", 8765))\"' >/dev/null 2>&1" 30
+}
+
+# The server in computer $1 saw a request for page $2 carrying cookie text $3 ("" for any).
+served() {
+	rk computer exec "$1" -- cat /tmp/requests.log 2>/dev/null |
+		awk -F'\t' -v p="/$2" -v c="$3" '$1 == p && index($2, c) > 0 { f = 1 } END { exit !f }'
+}
+
+# Computer $1's Chromium (display 0) loads page $2 until the server has seen
+# a request for it carrying cookie text $3: a browser just up may drop the
+# first keys.
+load_until() {
+	local i
+	rk screen shot "$1" --json >/dev/null
+	wait_for "rk computer exec $1 -- 'DISPLAY=:0 xdotool search --onlyvisible --class chromium' >/dev/null 2>&1" 60
+	for i in 1 2 3 4 5 6; do
+		rk screen act "$1" --no-observe -a '[{"action":"key","keys":"ctrl+l"},{"action":"wait","ms":300},
+			{"action":"type","text":"http://127.0.0.1:8765/'"$2"'?v='"$i"'"},{"action":"wait","ms":200},
+			{"action":"key","keys":"Return"}]' --json >/dev/null
+		wait_for "served $1 $2 '$3'" 8 2>/dev/null && return 0
+	done
+	echo "computer $1 never got page $2 with cookie '$3' to the server" >&2
+	rk computer exec "$1" -- cat /tmp/requests.log >&2
+	return 1
+}
+
+@test "docker: a destroyed container is replaced and the file and the Chromium cookie are back (issue 6)" {
 	docker_up
-	rk computer create --name d1 --no-desktop --wait --json >/dev/null
+	rk computer create --name d1 --wait --json >/dev/null
 	echo precious | rk computer file write d1 work/notes.txt -
-	echo 'session=1' | rk computer file write d1 .browser-profiles/default/Default/Cookies -
-	rk checkpoint create d1 --json >/dev/null
+	rk computer file write d1 srv/cookie_server.py <"$BATS_TEST_DIRNAME/../fixtures/cookie_server.py"
+	serve_cookies d1
+	# Chromium gets a persistent cookie (one=alpha) from a page in the container
+	load_until d1 one ""
+	h="$RAKAZO_DATA_DIR/homes/$(home_of d1)"
+	run rk checkpoint create d1 --json
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | jget 'd["kind"]')" = marker ]
+	# the checkpoint closed Chromium cleanly first: the cookie is in its database on the host
+	python3 - "$h/.browser-profiles/default/Default/Cookies" <<'EOF'
+import sqlite3, sys
+names = [r[0] for r in sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True).execute("SELECT name FROM cookies")]
+assert "one" in names, names
+EOF
+	# the container goes (Docker API), the computer provisions through its stale ref
 	ref=$(rk computer show d1 --json | jget 'd["provider_ref"]')
-	docker rm -f "$ref" >/dev/null
+	curl -sf -X DELETE --unix-socket /var/run/docker.sock "http://localhost/containers/$ref?force=1"
 	rk computer stop d1 --wait --json >/dev/null
 	run rk computer resume d1 --wait --json
 	[ "$status" -eq 0 ]
 	[ "$(echo "$output" | jget 'd["result"]["replacement"]')" = True ]
-	[ "$(rk computer file read d1 work/notes.txt)" = precious ]
-	[ "$(rk computer file read d1 .browser-profiles/default/Default/Cookies)" = 'session=1' ]
+	[ "$(echo "$output" | jget 'd["result"]["restore"]["source"]')" = live ]
 	[ "$(rk computer show d1 --json | jget 'd["provider_ref"]')" != "$ref" ]
+	[ "$(rk computer file read d1 work/notes.txt)" = precious ]
+	# the new container's Chromium sends the cookie the old one was given
+	serve_cookies d1
+	load_until d1 two "one=alpha"
 	rk checkpoint verify d1 --json >/dev/null
 }
 

@@ -165,6 +165,57 @@ more" ]
 	[ -n "$new" ] && [ "$new" != "$old" ]
 }
 
+@test "daytona: checkpoint restore and import reach the sandbox: on resume when stopped (restoring, a tool call waits), at once when running; a failed push changes nothing (issue 6)" {
+	run rk computer create --provider daytona --name dt --revisions 3 --no-desktop --wait --timeout 120 --json
+	[ "$status" -eq 0 ] || { echo "$output" >&2; return 1; }
+	printf one | rk computer file write dt notes.txt
+	local r1 home
+	r1=$(rk checkpoint create dt --json | rk_json 'd["id"]')
+	printf two | rk computer file write dt notes.txt
+	printf later | rk computer file write dt later.txt
+	rk computer stop dt --wait --json >/dev/null
+	home="$RAKAZO_DATA_DIR/homes/$(rk computer show dt --json | rk_json 'd["home_key"]')"
+
+	# stopped: the revision becomes the latest and the host home at once...
+	run rk checkpoint restore dt --revision "$r1" --json
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[ "$(cat "$home/notes.txt")" = one ]
+	[ ! -e "$home/later.txt" ]
+	[ "$(rk checkpoint show dt --json | rk_json 'd["reason"]')" = "restore:$r1" ]
+	# ...and the sandbox gets it on resume, before any tool runs: a slow
+	# upload holds the computer in `restoring`, and a command waits for it
+	fault '{"method":"POST","path":"/files/upload-v2$","delay_ms":3000,"times":1}'
+	rk computer resume dt --wait --timeout 120 --json >"$BATS_TEST_TMPDIR/resume.json" &
+	local bg=$!
+	wait_for '[ "$(rk computer show dt --json | rk_json "d[\"state\"]")" = restoring ]' 60
+	run rk computer exec dt --json -- 'cat notes.txt; [ -e later.txt ] && echo stale || echo clean'
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[ "$(printf '%s' "$output" | rk_json 'd["output"]')" = "oneclean" ] || { echo "$output"; cat "$BATS_TEST_TMPDIR/resume.json"; return 1; }
+	wait "$bg"
+	[ "$(rk_json 'd["result"]["restore"]["pending"]' <"$BATS_TEST_TMPDIR/resume.json")" = true ]
+	[ "$(rk computer show dt --json | rk_json 'd["state"]')" = running ]
+
+	# running: an import goes into the sandbox at once (emptied first)
+	mkdir -p "$BATS_TEST_TMPDIR/ws/sub"
+	printf three >"$BATS_TEST_TMPDIR/ws/notes.txt"
+	printf deep >"$BATS_TEST_TMPDIR/ws/sub/d.txt"
+	tar -C "$BATS_TEST_TMPDIR/ws" -cf "$BATS_TEST_TMPDIR/ws.tar" .
+	run rk checkpoint import dt "$BATS_TEST_TMPDIR/ws.tar" --json
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[ "$(rk computer exec dt --json -- 'cat notes.txt sub/d.txt' | rk_json 'd["output"]')" = threedeep ]
+	[ "$(cat "$home/notes.txt")" = three ]
+
+	# a push that fails leaves the latest revision and the host home as they were
+	local latest
+	latest=$(rk checkpoint show dt --json | rk_json 'd["id"]')
+	fault '{"method":"POST","path":"/files/upload-v2$","status":400,"times":20}'
+	run rk checkpoint restore dt --revision "$r1" --json
+	[ "$status" -ne 0 ]
+	[ "$(rk checkpoint show dt --json | rk_json 'd["id"]')" = "$latest" ]
+	[ "$(cat "$home/notes.txt")" = three ]
+	curl -sf -X DELETE "$DAYTONA_EMULATOR_URL/_emulator/faults" >/dev/null
+}
+
 @test "daytona: a holder whose provider call is retried leaves the database intact (regression: log lines in rakazo.db)" {
 	dt_create
 	fault '{"method":"POST","path":"/process/session$","status":503,"times":8}'

@@ -2,9 +2,11 @@
 # A workspace moves docker -> e2b -> daytona -> docker through checkpoints,
 # every file, mode, link and the browser profile intact, the profile's cache
 # left behind. Each hop checkpoints one computer, exports that revision and
-# imports it into the next through the provider-neutral contract (`computer
-# import` on a running computer: `checkpoint import` wants the computer
-# stopped, and a stopped remote computer cannot be checkpointed first). Needs
+# imports it into the next: into a running e2b or daytona sandbox through
+# `checkpoint export A - | checkpoint import B -` (the new latest revision,
+# pushed at once through the provider's import), into a running docker
+# computer through the provider-neutral `computer import` (a docker
+# computer's `checkpoint import` wants it stopped: it binds its home). Needs
 # dockerd, the image and node (for the e2b and daytona emulators); skips
 # without them unless RAKAZO_REQUIRE_DOCKER=1.
 
@@ -65,13 +67,20 @@ inventory='cd ~/rakazo-home && find . -mindepth 1 \( -type f -o -type l \) ! -pa
 		if [ -L "$f" ]; then echo "$f link $(readlink "$f")"; else echo "$f $(stat -c %a "$f") $(sha256sum < "$f" | cut -c1-16)"; fi
 	done'
 
-# One hop: checkpoint computer $1, export that revision (tar+zstd) and bring
-# it into the running computer $2 through the provider-neutral import.
+# One hop: checkpoint computer $1, export that revision (tar+zstd, kept in
+# $1.tar) and bring it into the running computer $2: through the checkpoint
+# pipeline (a remote $2), or the provider-neutral import (hop ... computer).
 hop() {
 	rk checkpoint create "$1" --json >/dev/null
-	rk checkpoint export "$1" -o "$BATS_TEST_TMPDIR/$1.tar.zst"
-	zstd -qdc "$BATS_TEST_TMPDIR/$1.tar.zst" >"$BATS_TEST_TMPDIR/$1.tar"
-	rk computer import "$2" "$BATS_TEST_TMPDIR/$1.tar" --json >/dev/null
+	if [ "${3:-}" = computer ]; then
+		rk checkpoint export "$1" -o "$BATS_TEST_TMPDIR/$1.tar.zst"
+		zstd -qdc "$BATS_TEST_TMPDIR/$1.tar.zst" >"$BATS_TEST_TMPDIR/$1.tar"
+		rk computer import "$2" "$BATS_TEST_TMPDIR/$1.tar" --json >/dev/null
+	else
+		rk checkpoint export "$1" - | tee "$BATS_TEST_TMPDIR/$1.tar.zst" | rk checkpoint import "$2" - --json >/dev/null
+		zstd -qdc "$BATS_TEST_TMPDIR/$1.tar.zst" >"$BATS_TEST_TMPDIR/$1.tar"
+		[ "$(rk checkpoint show "$2" --json | rk_json 'd["reason"]')" = import ]
+	fi
 }
 
 @test "a workspace moves docker -> e2b -> daytona -> docker with every file and the browser profile" {
@@ -105,7 +114,7 @@ hop() {
 
 	run rk computer create --provider docker --name d2 --no-desktop --wait --timeout 300 --json
 	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
-	hop dt d2
+	hop dt d2 computer
 	! tar -tf "$BATS_TEST_TMPDIR/dt.tar" | grep -q 'Default/Cache'
 	want=$(rk computer exec dt --json -- "$inventory" | rk_json 'd["output"]')
 	got=$(rk computer exec d2 --json -- "$inventory" | rk_json 'd["output"]')

@@ -155,6 +155,8 @@ EOF
 	[ "$(last_run | rk_json 'd["state"]')" = failed ]
 	[[ "$(last_run | rk_json 'd["error"]')" == max_steps:* ]]
 	[ "$(last_run | rk_json 'd["steps"]')" = 2 ]
+	# a failed run is checkpointed too (issue 6)
+	[ "$(rk checkpoint show t --json | rk_json 'd["reason"]')" = "run-failed:$(last_run | rk_json 'd["id"]')" ]
 }
 
 @test "run: a model endpoint that is down fails the run as unavailable (exit 5) with the reason" {

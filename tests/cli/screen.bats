@@ -231,7 +231,7 @@ expect_invalid() {
 	rk screen info t >/dev/null
 	TMUX_SOCK="rk-screen-$$-$BATS_TEST_NUMBER"
 	tmux -L "$TMUX_SOCK" -f /dev/null new-session -d -x 80 -y 24 -s w \
-		"env RAKAZO_DATA_DIR='$RAKAZO_DATA_DIR' NO_COLOR=1 TERM=xterm-256color '$RAKAZO_BIN' screen watch t; echo \"EXITED \$?\"; stty -a | tr ' ;' '\n\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\n' ' '; echo; sleep 600"
+		"env RAKAZO_DATA_DIR='$RAKAZO_DATA_DIR' NO_COLOR=1 TERM=xterm-256color '$RAKAZO_BIN' screen watch t --mode halfblock; echo \"EXITED \$?\"; stty -a | tr ' ;' '\n\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\n' ' '; echo; sleep 600"
 	wait_for "tmux -L $TMUX_SOCK capture-pane -p -t w | grep -q ' t :0  1280x800  frame [0-9]*  q quits'" 15
 	[ "$(tmux -L "$TMUX_SOCK" display -p -t w '#{alternate_on} #{cursor_flag}')" = "1 0" ]
 	# the frame: half blocks over the whole width
@@ -242,6 +242,98 @@ expect_invalid() {
 	[[ $output == *"icanon echo"* ]]
 	[[ $output != *"q quits"* ]]
 	[ "$(tmux -L "$TMUX_SOCK" display -p -t w '#{alternate_on} #{cursor_flag}')" = "0 1" ]
+}
+
+# Runs `screen watch t ARGS` in an 80x24 pty answering as terminal $1 (kitty,
+# sixel or none) until frame $2 (after command $3 once frame 1 is up); the
+# raw output in $BATS_TEST_TMPDIR/watch.out, the exit status in $output.
+pty_watch() {
+	local answer=$1 frames=$2 then=$3
+	shift 3
+	run python3 "$BATS_TEST_DIRNAME/../fixtures/pty_watch.py" "$BATS_TEST_TMPDIR/watch.out" "$answer" "$frames" "$then" \
+		-- env -u TERM_PROGRAM -u KITTY_WINDOW_ID TERM=xterm-256color RAKAZO_DATA_DIR="$RAKAZO_DATA_DIR" "$RAKAZO_BIN" screen watch t "$@"
+}
+
+# What the watch output holds: kitty pictures (count, and the first PNG's
+# size), sixel pictures (count, first raster size, well formed), half-block
+# cells, and the mode on the status line.
+watch_parse() {
+	python3 - "$BATS_TEST_TMPDIR/watch.out" <<'EOF'
+import base64, re, struct, sys
+d = open(sys.argv[1], "rb").read()
+out = {}
+# kitty: a=T starts a picture; its chunks (m=1 ... m=0) carry one base64 PNG
+pics = re.findall(rb"\x1b_Ga=T,f=100,[^;]*;([A-Za-z0-9+/=]*)\x1b\\((?:\x1b_Gm=[01];[A-Za-z0-9+/=]*\x1b\\)*)", d)
+out["kitty"] = len(re.findall(rb"\x1b_Ga=T,", d))
+if pics:
+    first, rest = pics[0]
+    b64 = first + b"".join(re.findall(rb"\x1b_Gm=[01];([A-Za-z0-9+/=]*)\x1b\\", rest))
+    png = base64.b64decode(b64)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR", "not a PNG"
+    out["kitty_png"] = "%dx%d" % struct.unpack(">II", png[16:24])
+    ms = re.findall(rb"\x1b_Gm=([01]);", rest)
+    assert ms and ms[-1] == b"0" and all(m == b"1" for m in ms[:-1]), "chunks: m=1 ... m=0"
+# sixel: DCS q, raster attributes, colours and data, ST
+six = re.findall(rb"\x1bPq\"1;1;(\d+);(\d+)((?:#\d+;2;\d+;\d+;\d+)+)([#$!\-0-9?-~]*)\x1b\\", d)
+out["sixel"] = len(re.findall(rb"\x1bPq", d))
+if six:
+    out["sixel_size"] = "%sx%s" % (six[0][0].decode(), six[0][1].decode())
+    out["sixel_bands"] = six[0][3].count(b"-")
+out["halfblock"] = d.count("▀".encode())
+m = re.findall(rb"frame \d+  q quits  (\w+)", d)
+out["mode"] = m[-1].decode() if m else None
+print(" ".join("%s=%s" % (k, out[k]) for k in sorted(out)))
+EOF
+}
+
+@test "watch --mode kitty sends the frame as a PNG in kitty APC chunks; --mode sixel as DCS q ... ST; a bad mode is usage (issue 5)" {
+	rk_fake t
+	pty_watch none 1 "" --mode kitty
+	[ "$output" = 0 ]
+	run watch_parse
+	[[ $output == *"kitty=1 kitty_png=1280x800"* ]] || { echo "$output"; return 1; }
+	[[ $output == *"mode=kitty"* ]] && [[ $output == *"halfblock=0"* ]] && [[ $output == *"sixel=0"* ]]
+	pty_watch none 1 "" --mode sixel
+	[ "$output" = 0 ]
+	run watch_parse
+	# 80x24 cells of 8x16 pixels at most: the 1280x800 screen fits 589x368
+	[[ $output == *"sixel=1 sixel_bands=62 sixel_size=589x368"* ]] || { echo "$output"; return 1; }
+	[[ $output == *"mode=sixel"* ]] && [[ $output == *"kitty=0"* ]]
+	expect_status 2 rk screen watch t --mode jpeg </dev/null
+	[[ $output == *"rakazo: usage: unknown --mode 'jpeg'"* ]]
+}
+
+@test "watch --mode auto asks the terminal: kitty when it answers the graphics query, sixel when DA1 lists 4, else half blocks" {
+	rk_fake t
+	pty_watch kitty 1 ""
+	[ "$output" = 0 ]
+	grep -q $'\e_Gi=31,s=1,v=1,a=q' "$BATS_TEST_TMPDIR/watch.out"
+	run watch_parse
+	[[ $output == *"kitty=1"* ]] && [[ $output == *"mode=kitty"* ]] || { echo "$output"; return 1; }
+	pty_watch sixel 1 ""
+	run watch_parse
+	[[ $output == *"sixel=1"* ]] && [[ $output == *"mode=sixel"* ]] || { echo "$output"; return 1; }
+	# no answer: the query times out and half blocks draw
+	pty_watch none 1 ""
+	[ "$output" = 0 ]
+	run watch_parse
+	[[ $output == *"kitty=0"* ]] && [[ $output == *"sixel=0"* ]] && [[ $output == *"mode=halfblock"* ]] || { echo "$output"; return 1; }
+	[[ $output != *"halfblock=0"* ]]
+	# the environment of a kitty terminal is enough
+	run python3 "$BATS_TEST_DIRNAME/../fixtures/pty_watch.py" "$BATS_TEST_TMPDIR/watch.out" none 1 "" \
+		-- env TERM=xterm-kitty RAKAZO_DATA_DIR="$RAKAZO_DATA_DIR" "$RAKAZO_BIN" screen watch t
+	run watch_parse
+	[[ $output == *"mode=kitty"* ]]
+}
+
+@test "watch redraws only when the framebuffer changes: one picture while the screen is still, the next after a click" {
+	rk_fake t
+	# frame 1, then 1.5 s of a still screen with no picture, then a click: frame 2
+	STILL_S=1.5 pty_watch none 2 "env RAKAZO_DATA_DIR='$RAKAZO_DATA_DIR' '$RAKAZO_BIN' screen act t --no-observe -a '[{\"action\":\"click\",\"x\":300,\"y\":300}]' >/dev/null" --mode kitty
+	[ "$output" = "0
+still=1" ] || { echo "$output"; return 1; }
+	run watch_parse
+	[[ $output == *"kitty=2"* ]] || { echo "$output"; return 1; }
 }
 
 # --- a real docker computer ---------------------------------------------------------

@@ -1,6 +1,6 @@
 /* engine/home and engine/checkpoint (issue 6): the local home store, strict
  * imports, restore on replacement, and kill -9 during checkpoints and
- * restores. Real files in a temporary DATA_DIR. */
+ * restores, of the store and of computers (with their database record). Real files in a temporary DATA_DIR. */
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -481,6 +481,21 @@ static void make_tree(const char *root, int round)
 	}
 }
 
+/* kill -9 to pid and, when > 0, pid2; how many were killed. */
+static int kill9(pid_t pid, pid_t pid2)
+{
+	int n = 0;
+	for (int i = 0; i < 2; i++) {
+		pid_t p = i ? pid2 : pid;
+		if (p > 0) {
+			kill(p, SIGKILL);
+			waitpid(p, NULL, 0);
+			n++;
+		}
+	}
+	return n;
+}
+
 /* In a child: checkpoint and restore forever (until killed). */
 static void churn(const char *dir, int seed)
 {
@@ -529,14 +544,7 @@ TEST(kill9_during_checkpoint_and_restore)
 			_exit(0);
 		}
 		rk_sleep_ms(1 + rand() % 40);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		kills++;
-		if (pid2 > 0) {
-			kill(pid2, SIGKILL);
-			waitpid(pid2, NULL, 0);
-			kills++;
-		}
+		kills += kill9(pid, pid2);
 		/* after every kill the latest revision is whole */
 		struct rk_home_verify v;
 		if (s->ops->verify(s, "crash", NULL, i % 10 == 0, &v, &e) != 0 || !v.ok) {
@@ -565,6 +573,165 @@ TEST(kill9_during_checkpoint_and_restore)
 	free(dir);
 }
 
+/* --- kill -9 during computer checkpoints, restores and imports ------------------------- */
+
+#define CRASH_COMPUTERS 3
+static const char *const crash_names[CRASH_COMPUTERS] = {"k0", "k1", "k2"};
+
+/* In a child with its own engine: checkpoints (with their database record),
+ * restores and imports of the computers at random, until killed. */
+static void churn_computers(const char *archive, const char *done_log, int seed)
+{
+	srand((unsigned)seed);
+	int log = open(done_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	struct rk_engine *eng = NULL;
+	struct rk_error e;
+	if (rk_engine_open(&eng, &e) != 0)
+		_exit(1);
+	for (int round = 0;; round++) {
+		struct rk_computer c = {0};
+		if (rk_db_computer_get(eng->db, crash_names[rand() % CRASH_COMPUTERS], &c, &e) != 0)
+			_exit(1);
+		struct rk_home_revision r = {0};
+		int op = rand() % 4, ok = -1;
+		if (op < 2) {
+			char *home = NULL;
+			if (rk_home_dir(eng->data_dir, c.home_key, &home, &e) == 0 && rk_fs_exists(home))
+				make_tree(home, round + seed * 1000);
+			free(home);
+			ok = rk_checkpoint_create(eng, &c, "crash", RK_QUIESCE_NONE, &r, &e);
+		} else if (op == 2) {
+			ok = rk_checkpoint_restore(eng, &c, NULL, &r, &e);
+		} else {
+			int fd = open(archive, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				ok = rk_checkpoint_import(eng, &c, fd, &r, NULL, &e);
+				close(fd);
+			}
+		}
+		if (ok == 0 && log >= 0)
+			rk_fs_write_fd(log, op < 2 ? "c" : op == 2 ? "r" : "i", 1);
+		rk_home_revision_release(&r);
+		rk_computer_release(&c);
+	}
+}
+
+/* Every computer's latest revision verifies (deep: every object re-hashed). */
+static int computers_verify(struct rk_engine *eng, int deep, int kills)
+{
+	for (int i = 0; i < CRASH_COMPUTERS; i++) {
+		struct rk_computer c = {0};
+		struct rk_error e;
+		struct rk_home_verify v = {0};
+		if (rk_db_computer_get(eng->db, crash_names[i], &c, &e) != 0 ||
+		    rk_checkpoint_verify(eng, &c, NULL, deep, &v, &e) != 0 || !v.ok) {
+			printf("  after kill %d, %s: %s\n", kills, crash_names[i], v.problem[0] ? v.problem : e.message);
+			rk_computer_release(&c);
+			return -1;
+		}
+		rk_computer_release(&c);
+	}
+	return 0;
+}
+
+TEST(kill9_during_computer_checkpoints_restores_and_imports)
+{
+	char *dir = new_data_dir();
+	struct rk_engine *eng = NULL;
+	struct rk_error e;
+	REQUIRE(rk_engine_open(&eng, &e) == 0);
+	/* a marker computer (1 revision) and two that keep snapshots, all
+	 * stopped so restores and imports may run */
+	static const int keep[CRASH_COMPUTERS] = {1, 3, 2};
+	for (int i = 0; i < CRASH_COMPUTERS; i++) {
+		cJSON *body = cJSON_CreateObject();
+		cJSON_AddStringToObject(body, "name", crash_names[i]);
+		cJSON_AddStringToObject(body, "provider", "fake");
+		cJSON_AddNumberToObject(body, "revisions", keep[i]);
+		struct rk_execution done = {0};
+		REQUIRE(lifecycle(eng, "create", NULL, body, &done) == 0);
+		cJSON_Delete(body);
+		rk_execution_release(&done);
+		struct rk_computer c = {0};
+		REQUIRE(rk_db_computer_get(eng->db, crash_names[i], &c, &e) == 0);
+		char *home = NULL;
+		REQUIRE(rk_home_dir(eng->data_dir, c.home_key, &home, &e) == 0);
+		make_tree(home, i);
+		free(home);
+		rk_computer_release(&c);
+		REQUIRE(lifecycle(eng, "stop", crash_names[i], NULL, &done) == 0);
+		CHECK_EQ_STR(done.state, "succeeded");
+		rk_execution_release(&done);
+	}
+	/* the archive the imports bring in: k1's workspace */
+	char *archive = rk_path_join(dir, "k1.tar.zst");
+	struct rk_computer c1 = {0};
+	REQUIRE(rk_db_computer_get(eng->db, "k1", &c1, &e) == 0);
+	int afd = open(archive, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	REQUIRE(afd >= 0);
+	CHECK_EQ_INT(rk_checkpoint_export(eng, &c1, NULL, afd, 1, &e), 0);
+	close(afd);
+	rk_computer_release(&c1);
+	char *done_log = rk_path_join(dir, "done.log");
+	int kills = 0;
+	srand(4321);
+	for (int i = 0; i < 110; i++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			churn_computers(archive, done_log, i + 1);
+			_exit(0);
+		}
+		pid_t pid2 = i % 4 == 0 ? fork() : -1;
+		if (pid2 == 0) {
+			churn_computers(archive, done_log, i + 7000);
+			_exit(0);
+		}
+		/* mostly early (opening, the first operation), now and then after
+		 * a few operations */
+		rk_sleep_ms(rand() % 3 ? 5 + rand() % 80 : 100 + rand() % 300);
+		kills += kill9(pid, pid2);
+		if (computers_verify(eng, i % 10 == 0, kills) != 0) {
+			CHECK(0);
+			break;
+		}
+	}
+	CHECK(kills >= 100);
+	CHECK_EQ_INT(computers_verify(eng, 1, kills), 0);
+	/* the children got work done between the kills (the rest were cut
+	 * short at every stage): checkpoints, restores and imports */
+	char *done = get(dir, "done.log");
+	int seen[3] = {0};
+	for (const char *p = done ? done : ""; *p; p++)
+		seen[*p == 'c' ? 0 : *p == 'r' ? 1 : 2]++;
+	printf("  completed between kills: %d checkpoints, %d restores, %d imports\n", seen[0], seen[1], seen[2]);
+	CHECK(seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
+	free(done);
+	free(done_log);
+	struct rk_home_store *s = rk_checkpoint_store(eng);
+	/* each computer checkpoints again, and its record names the store's latest */
+	for (int i = 0; i < CRASH_COMPUTERS; i++) {
+		struct rk_computer c = {0};
+		REQUIRE(rk_db_computer_get(eng->db, crash_names[i], &c, &e) == 0);
+		struct rk_home_revision r = {0}, latest = {0};
+		CHECK_EQ_INT(rk_checkpoint_create(eng, &c, "after", RK_QUIESCE_NONE, &r, &e), 0);
+		CHECK_EQ_INT(s->ops->latest(s, c.home_key, &latest, &e), 0);
+		CHECK_EQ_STR(r.id, latest.id);
+		rk_computer_release(&c);
+		REQUIRE(rk_db_computer_get(eng->db, crash_names[i], &c, &e) == 0);
+		CHECK_EQ_STR(c.home_revision, latest.id);
+		CHECK_EQ_INT(rk_checkpoint_restore(eng, &c, NULL, NULL, &e), 0);
+		rk_home_revision_release(&r);
+		rk_home_revision_release(&latest);
+		rk_computer_release(&c);
+	}
+	CHECK_EQ_INT(computers_verify(eng, 1, kills), 0);
+	s->ops->free(s);
+	free(archive);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, NULL);
+	free(dir);
+}
+
 int main(void)
 {
 	RUN(exclusion_precision);
@@ -574,5 +741,6 @@ int main(void)
 	RUN(tar_slip_refused);
 	RUN(replacement_restores_the_workspace);
 	RUN(kill9_during_checkpoint_and_restore);
+	RUN(kill9_during_computer_checkpoints_restores_and_imports);
 	return check_summary("home");
 }

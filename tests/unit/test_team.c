@@ -3,8 +3,10 @@
  * Team computer in a temporary data directory. The CLI and the docker
  * desktops are in tests/cli/team.bats. */
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../engine/checkpoint.h"
@@ -205,6 +207,26 @@ static int revision_count(struct rk_engine *eng, const char *computer_id)
 	return n;
 }
 
+/* Bot b takes the lease (in *lb), then bot a's run (completed, or failed)
+ * ends: its checkpoint is deferred, blocked by b, with the run's reason. */
+static void deferred_run_end(struct rk_engine *eng, const struct rk_computer *c, const char *run, int failed,
+			     struct rk_lease *lb)
+{
+	struct rk_error e;
+	CHECK_EQ_INT(rk_lease_acquire(eng, c->id, "b", "run-b", 60000, lb, &e), 0);
+	add_run(eng, run, c->id, "a", failed ? "failed" : "completed");
+	CHECK_EQ_INT(rk_checkpoint_run_end(eng, c->id, run, failed, &e), 0);
+	cJSON *d = rk_idle_deferred_to_json(eng->db, c->id);
+	CHECK(d != NULL);
+	char *want = rk_xasprintf("%s:%s", failed ? "run-failed" : "run", run);
+	if (d) {
+		CHECK_EQ_STR(cJSON_GetObjectItem(d, "reason")->valuestring, want);
+		CHECK(strstr(cJSON_GetObjectItem(d, "blocked_by")->valuestring, "bot b") != NULL);
+	}
+	free(want);
+	cJSON_Delete(d);
+}
+
 TEST(deferred_team_checkpoint)
 {
 	struct rk_computer c = {0};
@@ -213,16 +235,9 @@ TEST(deferred_team_checkpoint)
 	struct rk_error e;
 	int before = revision_count(eng, c.id);
 	struct rk_lease lb = {0};
-	REQUIRE(rk_lease_acquire(eng, c.id, "b", "run-b", 60000, &lb, &e) == 0);
-	add_run(eng, "ra", c.id, "a", "completed");
 	/* a's run ends while b works: deferred */
-	CHECK_EQ_INT(rk_checkpoint_run_end(eng, c.id, "ra", 0, &e), 0);
+	deferred_run_end(eng, &c, "ra", 0, &lb);
 	CHECK_EQ_INT(revision_count(eng, c.id), before);
-	cJSON *d = rk_idle_deferred_to_json(eng->db, c.id);
-	REQUIRE(d != NULL);
-	CHECK_EQ_STR(cJSON_GetObjectItem(d, "reason")->valuestring, "run:ra");
-	CHECK(strstr(cJSON_GetObjectItem(d, "blocked_by")->valuestring, "bot b") != NULL);
-	cJSON_Delete(d);
 	/* still blocked while b's lease lives */
 	CHECK_EQ_INT(rk_idle_flush_deferred(eng, &c, &e), 0);
 	/* when b's lease ends, the deferred checkpoint is made */
@@ -239,6 +254,84 @@ TEST(deferred_team_checkpoint)
 	CHECK_EQ_STR(latest_reason(eng, c.id), "run:ra");
 	CHECK_EQ_INT(rk_team_release_control(eng, &c, "x", &e), 0); /* flushes */
 	CHECK_EQ_STR(latest_reason(eng, c.id), "manual");
+	rk_lease_release_record(&lb);
+	team_done(eng, &c);
+}
+
+/* A stand-in for Chromium in c's workspace: its command line names the
+ * profile dir, and it writes Default/Cookies only when closed by SIGTERM
+ * (as Chromium writes its cookie store when it closes cleanly). */
+static pid_t start_browser(struct rk_engine *eng, const struct rk_computer *c, char **cookies)
+{
+	char *prof = rk_xasprintf("%s/homes/%s/.browser-profiles/default", eng->data_dir, c->home_key);
+	char *flag = rk_xasprintf("--user-data-dir=%s", prof);
+	*cookies = rk_xasprintf("%s/Default/Cookies", prof);
+	rk_fs_mkdirs(prof, 0700, NULL);
+	unlink(*cookies);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c",
+		      "trap 'mkdir -p \"$0/Default\"; echo closed > \"$0/Default/Cookies\"; exit 0' TERM; "
+		      "while :; do sleep 0.05; done",
+		      prof, flag, (char *)NULL);
+		_exit(127);
+	}
+	free(prof);
+	free(flag);
+	usleep(200000); /* the trap is set */
+	return pid;
+}
+
+/* Waits up to 5 s for pid; 1 when it ended. */
+static int ended(pid_t pid)
+{
+	for (int i = 0; i < 100; i++) {
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return 1;
+		usleep(50000);
+	}
+	return 0;
+}
+
+TEST(run_end_quiesces_private_computers_only)
+{
+	/* Private: the run's checkpoint closes the browser cleanly first, so
+	 * what it writes as it closes is in the workspace it marks */
+	struct rk_computer c = {0};
+	struct rk_engine *eng = team_engine(&c, "private");
+	REQUIRE(eng && c.id);
+	struct rk_error e;
+	char *cookies = NULL;
+	pid_t b = start_browser(eng, &c, &cookies);
+	add_run(eng, "rp", c.id, NULL, "completed");
+	CHECK_EQ_INT(rk_checkpoint_run_end(eng, c.id, "rp", 0, &e), 0);
+	if (!ended(b)) {
+		CHECK(!"the browser was not closed");
+		kill(b, SIGKILL);
+		waitpid(b, NULL, 0);
+	}
+	CHECK(rk_fs_exists(cookies));
+	CHECK_EQ_STR(latest_reason(eng, c.id), "run:rp");
+	free(cookies);
+	team_done(eng, &c);
+
+	/* Team: never closed under the bots; a failed run's checkpoint is
+	 * deferred like a completed one's while another bot works */
+	eng = team_engine(&c, "team");
+	REQUIRE(eng && c.id);
+	b = start_browser(eng, &c, &cookies);
+	int before = revision_count(eng, c.id);
+	struct rk_lease lb = {0};
+	deferred_run_end(eng, &c, "rf", 1, &lb);
+	CHECK_EQ_INT(revision_count(eng, c.id), before);
+	CHECK_EQ_INT(rk_lease_release(eng, c.id, "b", lb.fence, &e), 0);
+	CHECK_EQ_INT(rk_idle_flush_deferred(eng, &c, &e), 1);
+	CHECK_EQ_STR(latest_reason(eng, c.id), "run-failed:rf");
+	CHECK(waitpid(b, NULL, WNOHANG) == 0); /* still running */
+	CHECK(!rk_fs_exists(cookies));
+	kill(b, SIGKILL);
+	waitpid(b, NULL, 0);
+	free(cookies);
 	rk_lease_release_record(&lb);
 	team_done(eng, &c);
 }
@@ -282,6 +375,7 @@ int main(void)
 	RUN(run_state_and_takeover);
 	RUN(screen_slots);
 	RUN(deferred_team_checkpoint);
+	RUN(run_end_quiesces_private_computers_only);
 	RUN(reservation_blocks_leases);
 	return check_summary("team");
 }
