@@ -93,6 +93,23 @@ static int store_has_markers(struct rk_home_store *s)
 	return has;
 }
 
+/* The latest revision of c's home: 0 with *out set, 1 when it has none,
+ * or a negative code when the store cannot tell (down, misconfigured):
+ * then nothing may act as if the home had never been checkpointed, or a
+ * replacement would start empty and an export would give the live tree. */
+static int latest_revision(struct rk_home_store *store, const struct rk_computer *c, struct rk_home_revision *out,
+			   struct rk_error *err)
+{
+	struct rk_error e;
+	int r = store->ops->latest(store, c->home_key, out, &e);
+	if (r == 0)
+		return 0;
+	if (r == -RK_ENOTFOUND)
+		return 1;
+	return rk_error_set(err, e.code, "cannot read the latest revision of '%s' from the %s home store: %s",
+			    c->name, store->ops->name, e.message);
+}
+
 int rk_checkpoint_home_mounted(const struct rk_provider_ops *ops)
 {
 	/* docker bind-mounts m->home_dir, fake runs in it; a machine with its
@@ -505,8 +522,10 @@ int rk_checkpoint_before_provision(struct rk_engine *eng, const struct rk_comput
 	}
 	struct rk_home_store *store = rk_checkpoint_store(eng);
 	struct rk_home_revision latest = {0};
-	struct rk_error e2;
-	if (store->ops->latest(store, c->home_key, &latest, &e2) == 0) {
+	int have = latest_revision(store, c, &latest, err);
+	if (have < 0)
+		r = rk_error_prefix(err, "the home of '%s' is missing and cannot be rebuilt", c->name);
+	else if (have == 0) {
 		cJSON *o = cJSON_AddObjectToObject(result, "home_rebuilt");
 		cJSON_AddStringToObject(o, "revision", latest.id);
 		if (latest.kind == RK_HOME_SNAPSHOT) {
@@ -575,8 +594,11 @@ static int bring_latest(struct rk_engine *eng, const struct rk_computer *c, cons
 	char *marker = push_marker(eng, c);
 	struct rk_error e2;
 	int r = 0;
-	if (store->ops->latest(store, c->home_key, &latest, &e2) != 0)
-		goto out; /* never checkpointed: nothing to bring back */
+	int have = latest_revision(store, c, &latest, err);
+	if (have) {
+		r = have < 0 ? have : 0; /* 1: never checkpointed, nothing to bring back */
+		goto out;
+	}
 	if ((r = rk_db_computer_set_state(eng->db, c->id, "restoring", err)))
 		goto out;
 	cJSON *o = cJSON_AddObjectToObject(result, "restore");
@@ -783,9 +805,10 @@ int rk_checkpoint_export(struct rk_engine *eng, const struct rk_computer *c, con
 {
 	struct rk_home_store *store = rk_checkpoint_store(eng);
 	struct rk_home_revision latest = {0};
-	struct rk_error e2;
-	int r;
-	if (!rev && store->ops->latest(store, c->home_key, &latest, &e2) != 0) {
+	int r, have = rev ? 0 : latest_revision(store, c, &latest, err);
+	if (have < 0) {
+		r = have;
+	} else if (have == 1) {
 		/* never checkpointed: the live home is all there is */
 		char *home = NULL;
 		r = rk_home_dir(eng->data_dir, c->home_key, &home, err);

@@ -130,3 +130,32 @@ bucket_has() {
 	[ "$status" -eq 0 ]
 	[ "$(echo "$output" | jget 'len(d)')" = 0 ]
 }
+
+@test "s3: a store that cannot be read is never taken for an empty one: export and a rebuild fail, nothing starts empty" {
+	rk computer create --provider fake --name e --wait --json >/dev/null
+	printf 'kept' | rk computer file write e notes.txt -
+	rk computer stop e --wait --json >/dev/null
+	local home
+	home="$RAKAZO_DATA_DIR/homes/$(home_of e)"
+	rk_kill_all # the on-demand worker keeps the good endpoint in its environment
+	# nothing listens on this loopback port: the store cannot say what its latest revision is
+	export RAKAZO_S3_ENDPOINT=http://127.0.0.1:9
+	run rk checkpoint export e -o "$BATS_TEST_TMPDIR/e.tar"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"cannot read the latest revision"* ]]
+	# the machine and the host's copy of the home are gone: a replacement needs the store
+	for f in "$RAKAZO_DATA_DIR"/fake/*/state; do echo gone >"$f"; done
+	rm -rf "$home"
+	RAKAZO_NO_WORKER=1 rk computer resume e --json >/dev/null
+	run rk worker --once
+	run rk computer execution list e --json
+	[ "$(echo "$output" | jget 'd[-1]["op"] + " " + d[-1]["state"]')" = "resume failed" ]
+	[[ "$(echo "$output" | jget 'd[-1]["error"]["message"]')" == *"cannot be rebuilt"* ]]
+	[ ! -e "$home" ]
+	# the store back: the same resume rebuilds the home from it
+	export RAKAZO_S3_ENDPOINT=$S3_ENDPOINT
+	run rk computer resume e --wait --json
+	[ "$status" -eq 0 ]
+	[[ "$output" == *home_rebuilt* ]]
+	[ "$(rk computer file read e notes.txt)" = kept ]
+}
