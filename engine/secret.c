@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -332,6 +333,195 @@ void rk_secret_redact(struct rk_buf *b, const char *secret, size_t len)
 	const char *colon = memchr(secret, ':', len);
 	if (colon && (size_t)(secret + len - colon - 1) >= 4)
 		redact_one(b, colon + 1, (size_t)(secret + len - colon - 1));
+}
+
+/* --- credential-looking text ------------------------------------------------------------ */
+
+static int ident_char(unsigned char c)
+{
+	return isalnum(c) || c == '_';
+}
+
+/* The end of the value starting at i: up to the closing quote of a quoted
+ * value (the quotes themselves stay), else up to a space or shell
+ * punctuation. *start is where the redaction begins. */
+static size_t value_span(const char *s, size_t n, size_t i, size_t *start)
+{
+	if (i < n && (s[i] == '"' || s[i] == '\'')) {
+		char q = s[i];
+		const char *close = memchr(s + i + 1, q, n - i - 1);
+		*start = i + 1;
+		return close ? (size_t)(close - s) : n;
+	}
+	*start = i;
+	while (i < n && !isspace((unsigned char)s[i]) && !strchr("\"'`;&|<>(),", s[i]))
+		i++;
+	return i;
+}
+
+static int has_word_ci(const char *s, size_t n, const char *const *words)
+{
+	for (size_t w = 0; words[w]; w++) {
+		size_t k = strlen(words[w]);
+		for (size_t i = 0; i + k <= n; i++)
+			if (!strncasecmp(s + i, words[w], k))
+				return 1;
+	}
+	return 0;
+}
+
+static int prefix_ci(const char *s, size_t n, size_t i, const char *p)
+{
+	size_t k = strlen(p);
+	return i + k <= n && !strncasecmp(s + i, p, k);
+}
+
+/* The length of a well-known key shape at i (0: none). */
+static size_t key_shape(const char *s, size_t n, size_t i)
+{
+	static const struct {
+		const char *prefix;
+		size_t min;
+	} shapes[] = {{"sk-", 16}, {"ghp_", 20}, {"gho_", 20}, {"ghs_", 20}, {"ghu_", 20}, {"github_pat_", 20},
+		      {"xoxb-", 10}, {"xoxp-", 10}, {"xoxa-", 10}, {"glpat-", 16}, {"AKIA", 16}};
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+		size_t pl = strlen(shapes[k].prefix);
+		if (i + pl > n || strncmp(s + i, shapes[k].prefix, pl))
+			continue;
+		size_t j = i + pl;
+		while (j < n && (ident_char((unsigned char)s[j]) || s[j] == '-'))
+			j++;
+		if (j - i - pl >= shapes[k].min)
+			return j - i;
+	}
+	return 0;
+}
+
+void rk_secret_redact_patterns(struct rk_buf *b)
+{
+	static const char *const secretish[] = {"key", "token", "secret", "passw", "credential", NULL};
+	static const char *const options[] = {"--password", "--passwd", "--token", "--api-key", "--apikey",
+					      "--secret", "--access-key", "--client-secret", NULL};
+	const char *s = b->data;
+	size_t n = b->len;
+	struct rk_buf out = RK_BUF_INIT;
+	rk_buf_init(&out);
+	int changed = 0;
+	size_t i = 0;
+	while (i < n) {
+		int boundary = i == 0 || !ident_char((unsigned char)s[i - 1]);
+		size_t vstart = 0, vend = 0, at = i; /* a value to redact at [vstart, vend) */
+		size_t kl;
+		if (boundary && (kl = key_shape(s, n, i))) {
+			vstart = i, vend = i + kl;
+		} else if (boundary && (prefix_ci(s, n, i, "authorization:") || prefix_ci(s, n, i, "bearer "))) {
+			size_t j = i + (s[i] == 'a' || s[i] == 'A' ? strlen("authorization:") : strlen("bearer "));
+			while (j < n && s[j] == ' ')
+				j++;
+			if (prefix_ci(s, n, i, "authorization:")) { /* a scheme word first: Bearer, Basic, token */
+				size_t w = j;
+				while (w < n && isalpha((unsigned char)s[w]))
+					w++;
+				if (w > j && w < n && s[w] == ' ') {
+					j = w;
+					while (j < n && s[j] == ' ')
+						j++;
+				}
+			}
+			vend = value_span(s, n, j, &vstart);
+		} else if (i + 2 < n && s[i] == '-' && s[i + 1] == '-') {
+			for (size_t k = 0; options[k]; k++) {
+				size_t ol = strlen(options[k]);
+				if (!prefix_ci(s, n, i, options[k]) || (i + ol < n && ident_char((unsigned char)s[i + ol])))
+					continue;
+				size_t j = i + ol;
+				if (j < n && s[j] == '=')
+					j++;
+				else
+					while (j < n && s[j] == ' ')
+						j++;
+				vend = value_span(s, n, j, &vstart);
+				break;
+			}
+		} else if (boundary && (isalpha((unsigned char)s[i]) || s[i] == '_')) {
+			/* NAME=VALUE or NAME: VALUE (a header) */
+			size_t j = i;
+			while (j < n && (ident_char((unsigned char)s[j]) || s[j] == '-'))
+				j++;
+			int assign = j < n && s[j] == '=' && (j + 1 >= n || s[j + 1] != '=');
+			int header = j + 1 < n && s[j] == ':' && s[j + 1] == ' ';
+			if ((assign || header) && has_word_ci(s + i, j - i, secretish)) {
+				size_t v = j + 1;
+				while (header && v < n && s[v] == ' ')
+					v++;
+				vend = value_span(s, n, v, &vstart);
+			} else {
+				rk_buf_add(&out, s + i, j - i); /* the word whole: no match inside it */
+				i = j;
+				continue;
+			}
+		} else if (prefix_ci(s, n, i, "://")) {
+			/* scheme://user:password@host */
+			size_t j = i + 3, colon = 0;
+			while (j < n && !isspace((unsigned char)s[j]) && !strchr("/@?#\"'", s[j])) {
+				if (s[j] == ':' && !colon)
+					colon = j;
+				j++;
+			}
+			if (colon && j < n && s[j] == '@' && j > colon + 1)
+				vstart = colon + 1, vend = j;
+		}
+		if (vend > vstart) {
+			rk_buf_add(&out, s + at, vstart - at);
+			rk_buf_adds(&out, RK_SECRET_REDACTED);
+			i = vend;
+			changed = 1;
+			continue;
+		}
+		rk_buf_add(&out, s + i, 1);
+		i++;
+	}
+	if (!changed) {
+		rk_buf_release(&out);
+		return;
+	}
+	rk_buf_release(b);
+	*b = out;
+}
+
+void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, struct rk_buf *b)
+{
+	sqlite3_stmt *st = NULL;
+	struct rk_error e;
+	if (eng && eng->db && a && a->user)
+		st = rk_db_prepare(eng->db,
+				   "SELECT DISTINCT name FROM secrets WHERE user_id = ? AND space_id = ? AND bot_id IN (?, '')",
+				   &e);
+	if (st) {
+		rk_db_bind_text(st, 1, a->user);
+		rk_db_bind_text(st, 2, a->space);
+		rk_db_bind_text(st, 3, a->bot ? a->bot : "");
+		char **names = NULL;
+		size_t nn = 0;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			names = rk_xrealloc(names, (nn + 1) * sizeof(*names));
+			names[nn++] = rk_db_col_text(st, 0);
+		}
+		sqlite3_finalize(st);
+		for (size_t i = 0; i < nn; i++) {
+			char *v = NULL;
+			size_t len = 0;
+			if (rk_secret_reveal(eng, a, names[i], &v, &len, &e) == 0)
+				rk_secret_redact(b, v, len);
+			else
+				rk_log(RK_LOG_WARN, "history: secret '%s' cannot be read to redact it: %s", names[i],
+				       e.message);
+			rk_secret_value_free(v, len);
+			free(names[i]);
+		}
+		free(names);
+	}
+	rk_secret_redact_patterns(b);
 }
 
 /* --- the store ------------------------------------------------------------------------ */

@@ -163,6 +163,33 @@ running_session() {
 	[[ $output == *'[exit 0]'* ]]
 }
 
+@test "history redacts stored secrets (raw and base64) and credential-looking text in commands, input and output" {
+	rk_fake t
+	printf 'Zq7-history-secret-value' | rk secret set api --origin https://api.example.com --auth bearer --json >/dev/null
+	b64=$(printf 'Zq7-history-secret-value' | base64)
+	rk computer exec t --json -- "echo Zq7-history-secret-value; echo $b64 >/dev/null; echo 'Authorization: Bearer plain-tok3n'; GH_TOKEN=ghx123 true" >/dev/null
+	out=$(rk computer exec t --json --yield-ms 500 -- 'read x; echo "got ${#x}"')
+	sid=$(printf '%s' "$out" | rk_json 'd["session"]')
+	rk computer input t "$sid" 'Zq7-history-secret-value\n' >/dev/null
+	wait_for "rk computer history t --json | rk_json 'any(h[\"kind\"] == \"exit\" and h[\"session\"] == \"$sid\" for h in d)' | grep -q true" 10
+	rk computer history t --json >"$BATS_TEST_TMPDIR/hist"
+	! grep -q 'Zq7-history-secret-value' "$BATS_TEST_TMPDIR/hist"
+	! grep -q "$b64" "$BATS_TEST_TMPDIR/hist"
+	! grep -q 'plain-tok3n\|ghx123' "$BATS_TEST_TMPDIR/hist"
+	python3 - "$BATS_TEST_TMPDIR/hist" <<'PY'
+import json, sys
+h = json.load(open(sys.argv[1]))
+cmd = [e["data"] for e in h if e["kind"] == "command"][0]
+assert cmd == "echo [redacted]; echo [redacted] >/dev/null; echo 'Authorization: Bearer [redacted]'; GH_TOKEN=[redacted] true", cmd
+assert any(e["kind"] == "input" and e["data"] == "[redacted]\n" for e in h), [e for e in h if e["kind"] == "input"]
+out = "".join(e["data"] for e in h if e["kind"] == "output")
+assert "[redacted]" in out and "got 24" in out, out
+PY
+	# the command itself ran with the real value
+	run rk computer exec t -- 'printf %s Zq7-history-secret-value | wc -c'
+	[ "$output" = 24 ]
+}
+
 @test "sessions lists running and ended sessions" {
 	rk_fake t
 	rk computer exec t --json -- true >/dev/null
