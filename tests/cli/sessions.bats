@@ -190,6 +190,38 @@ PY
 	[ "$output" = 24 ]
 }
 
+@test "history --follow prints the entries there are, then new ones as they come (NDJSON with --json), until a signal" {
+	rk_fake t
+	rk computer exec t --json -- 'echo first-entry' >/dev/null
+	"$RAKAZO_BIN" computer history t --follow --json >"$BATS_TEST_TMPDIR/ndjson" 2>"$BATS_TEST_TMPDIR/err" 3>&- 4>&- &
+	jpid=$!
+	"$RAKAZO_BIN" computer history t -f >"$BATS_TEST_TMPDIR/human" 2>&1 3>&- 4>&- &
+	hpid=$!
+	wait_for "grep -q first-entry '$BATS_TEST_TMPDIR/ndjson'" 10
+	rk computer exec t --json -- 'echo second-entry' >/dev/null
+	wait_for "grep -q 'exit_code' <(grep -A9 second-entry '$BATS_TEST_TMPDIR/ndjson')" 10
+	wait_for "grep -qF '\$ echo second-entry' '$BATS_TEST_TMPDIR/human'" 10
+	kill -TERM "$jpid" "$hpid"
+	st=0
+	wait "$jpid" || st=$?
+	[ "$st" -eq 0 ]
+	[ ! -s "$BATS_TEST_TMPDIR/err" ]
+	python3 - "$BATS_TEST_TMPDIR/ndjson" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert all(isinstance(r, dict) for r in rows), rows
+ids = [r["id"] for r in rows]
+assert ids == sorted(set(ids)), ids          # each entry once, in order
+cmds = [r["data"] for r in rows if r["kind"] == "command"]
+assert cmds == ["echo first-entry", "echo second-entry"], cmds
+assert sum(1 for r in rows if r["kind"] == "exit") == 2, rows
+PY
+	grep -qF '$ echo first-entry' "$BATS_TEST_TMPDIR/human"
+	# bad input is refused before anything is followed
+	expect_status 2 rk computer history t --follow --limit 0
+	expect_status 3 rk computer history nosuch --follow
+}
+
 @test "sessions lists running and ended sessions" {
 	rk_fake t
 	rk computer exec t --json -- true >/dev/null
