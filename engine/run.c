@@ -18,6 +18,7 @@
 #include "lease.h"
 #include "session.h"
 #include "tools.h"
+#include "worker.h"
 #include "util/buf.h"
 #include "util/id.h"
 #include "util/json.h"
@@ -783,6 +784,9 @@ int rk_run_create(struct rk_engine *eng, const struct rk_run_options *opt, char 
 	}
 	*run_id = id;
 	id = NULL;
+	/* a worker watches live runs: it marks this one interrupted if its process dies */
+	if (rk_worker_ensure(eng, &e))
+		rk_log(RK_LOG_WARN, "run: no worker to watch it: %s", e.message);
 out:
 	rk_lease_release_record(&l);
 	free(id);

@@ -290,6 +290,36 @@ assert seq == list(range(1, len(seq) + 1)), seq
 	[ "$(rk run show "$id" --json | rk_json 'd["state"]')" = completed ]
 }
 
+# Column $1 of the newest run, read from the database itself: every `rakazo
+# run` verb reaps stale runs on its own, which the next test must not call.
+db_run() {
+	python3 - "$RAKAZO_DATA_DIR/rakazo.db" "$1" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True, timeout=10)
+r = c.execute("SELECT %s FROM runs ORDER BY created_at DESC LIMIT 1" % sys.argv[2]).fetchone()
+print("" if r is None or r[0] is None else r[0])
+PY
+}
+
+@test "run: the worker marks a run whose process died interrupted (worker_gone), with no run command called" {
+	rk_fake t
+	start_server run_hang.json
+	rk run "sleep a lot" >/dev/null 2>&1 &
+	RUN_PIDS=$!
+	wait_for '[ "$(db_run state)" = running ] && [ "$(db_run steps)" = 1 ]' 30
+	pid=$(db_run worker_pid)
+	# the run made sure a worker watches it, and the worker stays while the run is live
+	wpid=$(head -n1 "$RAKAZO_DATA_DIR/worker.lock")
+	kill -0 "$wpid"
+	kill -9 "$pid"
+	wait_for '! kill -0 '"$pid"' 2>/dev/null' 10
+	wait_for '[ "$(db_run state)" = interrupted ]' 30
+	[ "$(db_run reason)" = worker_gone ]
+	grep -q " $wpid info worker: 1 run(s) marked interrupted" "$RAKAZO_DATA_DIR/log/rakazo.log"
+	id=$(db_run id)
+	[ "$(rk run logs "$id" --json | tail -n1 | rk_json 'd["type"]')" = run.interrupted ]
+}
+
 @test "run: a stalled run (no heartbeat for RAKAZO_RUN_STALE_MS) is marked interrupted (stale) by run list" {
 	rk_fake t
 	start_server run_hang.json
