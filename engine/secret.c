@@ -405,20 +405,22 @@ void rk_secret_redact_patterns(struct rk_buf *b)
 	const char *s = b->data;
 	size_t n = b->len;
 	struct rk_buf out = RK_BUF_INIT;
-	rk_buf_init(&out);
-	int changed = 0;
+	size_t copied = 0; /* s[..copied) is in out (only once something is redacted) */
 	size_t i = 0;
 	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
 		int boundary = i == 0 || !ident_char((unsigned char)s[i - 1]);
-		size_t vstart = 0, vend = 0, at = i; /* a value to redact at [vstart, vend) */
+		size_t vstart = 0, vend = 0; /* a value to redact at [vstart, vend) */
 		size_t kl;
-		if (boundary && (kl = key_shape(s, n, i))) {
+		if (boundary && strchr("sgxA", c) && (kl = key_shape(s, n, i))) {
 			vstart = i, vend = i + kl;
-		} else if (boundary && (prefix_ci(s, n, i, "authorization:") || prefix_ci(s, n, i, "bearer "))) {
-			size_t j = i + (s[i] == 'a' || s[i] == 'A' ? strlen("authorization:") : strlen("bearer "));
+		} else if (boundary && (c == 'a' || c == 'A' || c == 'b' || c == 'B') &&
+			   (prefix_ci(s, n, i, "authorization:") || prefix_ci(s, n, i, "bearer "))) {
+			int auth = c == 'a' || c == 'A';
+			size_t j = i + (auth ? strlen("authorization:") : strlen("bearer "));
 			while (j < n && s[j] == ' ')
 				j++;
-			if (prefix_ci(s, n, i, "authorization:")) { /* a scheme word first: Bearer, Basic, token */
+			if (auth) { /* a scheme word first: Bearer, Basic, token */
 				size_t w = j;
 				while (w < n && isalpha((unsigned char)s[w]))
 					w++;
@@ -429,7 +431,7 @@ void rk_secret_redact_patterns(struct rk_buf *b)
 				}
 			}
 			vend = value_span(s, n, j, &vstart);
-		} else if (i + 2 < n && s[i] == '-' && s[i + 1] == '-') {
+		} else if (c == '-' && i + 2 < n && s[i + 1] == '-') {
 			for (size_t k = 0; options[k]; k++) {
 				size_t ol = strlen(options[k]);
 				if (!prefix_ci(s, n, i, options[k]) || (i + ol < n && ident_char((unsigned char)s[i + ol])))
@@ -443,7 +445,7 @@ void rk_secret_redact_patterns(struct rk_buf *b)
 				vend = value_span(s, n, j, &vstart);
 				break;
 			}
-		} else if (boundary && (isalpha((unsigned char)s[i]) || s[i] == '_')) {
+		} else if (boundary && (isalpha(c) || c == '_')) {
 			/* NAME=VALUE or NAME: VALUE (a header) */
 			size_t j = i;
 			while (j < n && (ident_char((unsigned char)s[j]) || s[j] == '-'))
@@ -456,11 +458,10 @@ void rk_secret_redact_patterns(struct rk_buf *b)
 					v++;
 				vend = value_span(s, n, v, &vstart);
 			} else {
-				rk_buf_add(&out, s + i, j - i); /* the word whole: no match inside it */
-				i = j;
+				i = j; /* the word whole: no match inside it */
 				continue;
 			}
-		} else if (prefix_ci(s, n, i, "://")) {
+		} else if (c == ':' && i + 2 < n && s[i + 1] == '/' && s[i + 2] == '/') {
 			/* scheme://user:password@host */
 			size_t j = i + 3, colon = 0;
 			while (j < n && !isspace((unsigned char)s[j]) && !strchr("/@?#\"'", s[j])) {
@@ -472,57 +473,22 @@ void rk_secret_redact_patterns(struct rk_buf *b)
 				vstart = colon + 1, vend = j;
 		}
 		if (vend > vstart) {
-			rk_buf_add(&out, s + at, vstart - at);
+			if (!out.data)
+				rk_buf_init(&out);
+			rk_buf_add(&out, s + copied, vstart - copied);
 			rk_buf_adds(&out, RK_SECRET_REDACTED);
-			i = vend;
-			changed = 1;
+			i = copied = vend;
 			continue;
 		}
-		rk_buf_add(&out, s + i, 1);
 		i++;
 	}
-	if (!changed) {
-		rk_buf_release(&out);
+	if (!out.data)
 		return;
-	}
+	rk_buf_add(&out, s + copied, n - copied);
 	rk_buf_release(b);
 	*b = out;
 }
 
-void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, struct rk_buf *b)
-{
-	sqlite3_stmt *st = NULL;
-	struct rk_error e;
-	if (eng && eng->db && a && a->user)
-		st = rk_db_prepare(eng->db,
-				   "SELECT DISTINCT name FROM secrets WHERE user_id = ? AND space_id = ? AND bot_id IN (?, '')",
-				   &e);
-	if (st) {
-		rk_db_bind_text(st, 1, a->user);
-		rk_db_bind_text(st, 2, a->space);
-		rk_db_bind_text(st, 3, a->bot ? a->bot : "");
-		char **names = NULL;
-		size_t nn = 0;
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			names = rk_xrealloc(names, (nn + 1) * sizeof(*names));
-			names[nn++] = rk_db_col_text(st, 0);
-		}
-		sqlite3_finalize(st);
-		for (size_t i = 0; i < nn; i++) {
-			char *v = NULL;
-			size_t len = 0;
-			if (rk_secret_reveal(eng, a, names[i], &v, &len, &e) == 0)
-				rk_secret_redact(b, v, len);
-			else
-				rk_log(RK_LOG_WARN, "history: secret '%s' cannot be read to redact it: %s", names[i],
-				       e.message);
-			rk_secret_value_free(v, len);
-			free(names[i]);
-		}
-		free(names);
-	}
-	rk_secret_redact_patterns(b);
-}
 
 /* --- the store ------------------------------------------------------------------------ */
 
@@ -704,26 +670,20 @@ static int load_sealed(struct rk_engine *eng, const struct rk_actor *a, const ch
 	return r;
 }
 
-static int open_sealed(struct rk_engine *eng, const struct rk_actor *a, const char *name, struct sealed *s,
-		       char **value, size_t *len, struct rk_error *err)
+/* Decrypts s (the row of name) under key. */
+static int unseal(const unsigned char key[KEY_BYTES], const struct rk_actor *a, const char *name,
+		  const struct sealed *s, char **value, size_t *len, struct rk_error *err)
 {
-	unsigned char key[KEY_BYTES];
-	int r = master_key(eng, key, err);
-	if (r)
-		return r;
 	size_t cap = s->ctlen - TAG_BYTES;
 	char *v = sodium_malloc(cap + 1);
-	if (!v) {
-		sodium_memzero(key, sizeof(key));
+	if (!v)
 		return rk_error_set(err, RK_EFAILED, "cannot allocate locked memory for a secret");
-	}
 	struct rk_buf ad = RK_BUF_INIT;
 	rk_buf_init(&ad);
 	associated_data(&ad, a->user, a->space, s->bot, name);
 	unsigned long long n = 0;
 	int bad = crypto_aead_xchacha20poly1305_ietf_decrypt((unsigned char *)v, &n, NULL, s->ct, s->ctlen,
 							     (const unsigned char *)ad.data, ad.len, s->nonce, key);
-	sodium_memzero(key, sizeof(key));
 	rk_buf_release(&ad);
 	if (bad) {
 		sodium_free(v);
@@ -736,6 +696,17 @@ static int open_sealed(struct rk_engine *eng, const struct rk_actor *a, const ch
 	*value = v;
 	*len = (size_t)n;
 	return 0;
+}
+
+static int open_sealed(struct rk_engine *eng, const struct rk_actor *a, const char *name, struct sealed *s,
+		       char **value, size_t *len, struct rk_error *err)
+{
+	unsigned char key[KEY_BYTES];
+	int r = master_key(eng, key, err);
+	if (r == 0)
+		r = unseal(key, a, name, s, value, len, err);
+	sodium_memzero(key, sizeof(key));
+	return r;
 }
 
 int rk_secret_reveal(struct rk_engine *eng, const struct rk_actor *a, const char *name, char **value, size_t *len,
@@ -755,6 +726,52 @@ void rk_secret_value_free(char *value, size_t len)
 	(void)len;
 	if (value)
 		sodium_free(value); /* zeroes it */
+}
+
+void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, struct rk_buf *b)
+{
+	sqlite3_stmt *st = NULL;
+	struct rk_error e;
+	if (eng && eng->db && a && a->user)
+		st = rk_db_prepare(eng->db,
+				   "SELECT name, bot_id, nonce, ciphertext FROM secrets WHERE user_id = ? AND space_id = ? "
+				   "AND bot_id IN (?, '')",
+				   &e);
+	if (st) {
+		rk_db_bind_text(st, 1, a->user);
+		rk_db_bind_text(st, 2, a->space);
+		rk_db_bind_text(st, 3, a->bot ? a->bot : "");
+		unsigned char key[KEY_BYTES];
+		int have_key = 0;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			/* one master key read for all of them (only when a secret exists) */
+			if (!have_key && master_key(eng, key, &e)) {
+				rk_log(RK_LOG_WARN, "history: secrets cannot be read to redact them: %s", e.message);
+				break;
+			}
+			have_key = 1;
+			char *name = rk_db_col_text(st, 0);
+			struct sealed s = {.bot = rk_db_col_text(st, 1)};
+			char *v = NULL;
+			size_t len = 0;
+			if (sqlite3_column_bytes(st, 2) == NONCE_BYTES && sqlite3_column_bytes(st, 3) >= (int)TAG_BYTES) {
+				memcpy(s.nonce, sqlite3_column_blob(st, 2), NONCE_BYTES);
+				s.ctlen = (size_t)sqlite3_column_bytes(st, 3);
+				s.ct = rk_xmalloc(s.ctlen);
+				memcpy(s.ct, sqlite3_column_blob(st, 3), s.ctlen);
+			}
+			if (s.ct && unseal(key, a, name, &s, &v, &len, &e) == 0)
+				rk_secret_redact(b, v, len);
+			else
+				rk_log(RK_LOG_WARN, "history: secret '%s' cannot be read to redact it", name);
+			rk_secret_value_free(v, len);
+			sealed_release(&s);
+			free(name);
+		}
+		sqlite3_finalize(st);
+		sodium_memzero(key, sizeof(key));
+	}
+	rk_secret_redact_patterns(b);
 }
 
 int rk_secret_request(struct rk_engine *eng, const struct rk_actor *a, const char *run_id, const char *name,
