@@ -30,9 +30,20 @@ serving() {
 	[ "$(rk computer exec e2e -- "python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:8000/marker.html\"); print(\"up\")'" 2>/dev/null)" = up ]
 }
 
+# Skips (fails with RAKAZO_REQUIRE_DOCKER=1) when the computer image is not built.
+image_or_skip() {
+	local image
+	image=$(sh "$BATS_TEST_DIRNAME/../../image/build.sh" --tag)
+	if [ "$(docker_status "/images/$image/json")" != 200 ]; then
+		[ "${RAKAZO_REQUIRE_DOCKER:-}" = 1 ] && { echo "image $image is not built and RAKAZO_REQUIRE_DOCKER=1" >&2; return 1; }
+		skip "the computer image $image is not built (make image)"
+	fi
+}
+
 # The docker computer e2e, networking off, serving the pages.
 e2e_computer() {
 	docker_or_skip
+	image_or_skip
 	rk computer create --name e2e --options '{"network":"none"}' --wait --json >/dev/null
 	[ "$(rk computer show e2e --json | rk_json 'd["options"]["network"]')" = none ]
 	local f
