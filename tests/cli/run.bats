@@ -390,6 +390,13 @@ PY
 	att=$(ls -d "$RAKAZO_DATA_DIR/attachments/$id"/att_*)
 	[ "$(echo "$att" | wc -l)" -eq 1 ]
 	[ "$(cat "$att/report.md")" = "$(printf '# Report\n\nall good')" ]
+	# run show lists it
+	rk run show "$id" --json | python3 -c '
+import json, sys
+a = json.load(sys.stdin)["attachments"]
+assert len(a) == 1 and a[0]["path"] == "notes/report.md" and a[0]["mime_type"] == "text/markdown", a
+assert a[0]["bytes"] == 19 and a[0]["stored"] == sys.argv[1] + "/report.md" and a[0]["id"].startswith("att_"), a
+' "$att"
 	rk computer history t --json >"$BATS_TEST_TMPDIR/hist"
 	python3 - "$BATS_TEST_TMPDIR/hist" <<'PY'
 import json, sys
