@@ -188,6 +188,12 @@ PY
 	# the command itself ran with the real value
 	run rk computer exec t -- 'printf %s Zq7-history-secret-value | wc -c'
 	[ "$output" = 24 ]
+	# a bot's own secret is redacted in that bot's commands
+	printf 'Bot9-own-secret' | rk secret set botkey --bot b1 --origin https://api.example.com --auth bearer --json >/dev/null
+	rk computer exec t --bot b1 --json -- 'echo Bot9-own-secret' >/dev/null
+	rk computer history t --json >"$BATS_TEST_TMPDIR/hist2"
+	[ "$(rk_json '[h["data"] for h in d if h["kind"] == "command" and h["bot"] == "b1"][0]' <"$BATS_TEST_TMPDIR/hist2")" = 'echo [redacted]' ]
+	! grep -q 'Bot9-own-secret' "$BATS_TEST_TMPDIR/hist2"
 }
 
 @test "history --follow prints the entries there are, then new ones as they come (NDJSON with --json), until a signal" {
