@@ -15,16 +15,18 @@ stop_server() {
 	return 0
 }
 
-# Starts the scripted server on scenario $1 and points the model config at it.
-# A second server in the same test first waits for the one before (server_ok).
+# Starts the scripted server on scenario $1 (a file of SCENARIOS, or a path
+# with a slash) and points the model config at it. A second server in the
+# same test first waits for the one before (server_ok).
 start_server() {
-	local out=$BATS_TEST_TMPDIR/server.out
+	local out=$BATS_TEST_TMPDIR/server.out scenario=$1
+	case $scenario in */*) ;; *) scenario=$SCENARIOS/$scenario ;; esac
 	if [ -n "${SERVER_PID:-}" ]; then
 		kill "$SERVER_PID" 2>/dev/null
 		wait "$SERVER_PID" 2>/dev/null || true
 	fi
 	rm -f "$out" "$BATS_TEST_TMPDIR/report.json"
-	"$MODEL_SERVER" "$SCENARIOS/$1" --report "$BATS_TEST_TMPDIR/report.json" >"$out" 2>"$BATS_TEST_TMPDIR/server.err" 3>&- 4>&- &
+	"$MODEL_SERVER" "$scenario" --report "$BATS_TEST_TMPDIR/report.json" >"$out" 2>"$BATS_TEST_TMPDIR/server.err" 3>&- 4>&- &
 	SERVER_PID=$!
 	wait_for "grep -q '^listening on ' '$out'" 10
 	local port

@@ -265,11 +265,18 @@ assert seq == list(range(1, len(seq) + 1)), seq
 	expect_status 4 rk run resume "$id"
 }
 
-@test "run: kill -9 of the process leaves the run interrupted (worker_gone), and it resumes" {
+# A run on fake computer t that is busy for a minute (run_hang.json: a shell
+# call that leaves a session running, then a model call that hangs), in the
+# background (RUN_PIDS).
+start_busy_run() {
 	rk_fake t
 	start_server run_hang.json
 	rk run "sleep a lot" >/dev/null 2>&1 &
 	RUN_PIDS=$!
+}
+
+@test "run: kill -9 of the process leaves the run interrupted (worker_gone), and it resumes" {
+	start_busy_run
 	wait_for '[ "$(rk run list --json | rk_json "len(d) and d[0][\"steps\"]")" = 1 ] && [ "$(rk run logs $(last_run | rk_json "d[\"id\"]") --json | grep -c tool.result)" = 1 ]' 30
 	id=$(last_run | rk_json 'd["id"]')
 	[ "$(run_state "$id")" = running ]
@@ -302,10 +309,7 @@ PY
 }
 
 @test "run: the worker marks a run whose process died interrupted (worker_gone), with no run command called" {
-	rk_fake t
-	start_server run_hang.json
-	rk run "sleep a lot" >/dev/null 2>&1 &
-	RUN_PIDS=$!
+	start_busy_run
 	wait_for '[ "$(db_run state)" = running ] && [ "$(db_run steps)" = 1 ]' 30
 	pid=$(db_run worker_pid)
 	# the run made sure a worker watches it, and the worker stays while the run is live
@@ -321,10 +325,7 @@ PY
 }
 
 @test "run: a stalled run (no heartbeat for RAKAZO_RUN_STALE_MS) is marked interrupted (stale) by run list" {
-	rk_fake t
-	start_server run_hang.json
-	rk run "sleep a lot" >/dev/null 2>&1 &
-	RUN_PIDS=$!
+	start_busy_run
 	wait_for '[ "$(rk run list --json | rk_json "len(d) and d[0][\"steps\"]")" = 1 ] && [ "$(rk run logs $(last_run | rk_json "d[\"id\"]") --json | grep -c tool.result)" = 1 ]' 30
 	id=$(last_run | rk_json 'd["id"]')
 	pid=$(rk run show "$id" --json | rk_json 'd["worker_pid"]')
