@@ -2,6 +2,7 @@
 #   make            build ./rakazo (and librakazo.a)
 #   make check      layer check, unit tests, conformance, bats suites
 #   make bench      benchmarks (BENCH=NAME for one)
+#   make model-server  the scripted model server the demo replays
 #   make asan       ASan+UBSan build in build-asan/ and the tests against it
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make deps       the Debian packages the build and tests need (idempotent)
@@ -82,6 +83,9 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/librakazo.a $(STAMP)
 
 test-bins: $(UNIT_BIN) $(HELPER_BIN) $(BUILD)/rakazo-agent
 
+# The scripted model the README demo replays (scripts/demo.sh).
+model-server: $(BUILD)/tests/emulators/model_server
+
 # The engine and providers never touch the terminal: no curses, no stdout, no exit().
 layer-check:
 	@sh scripts/layer-check.sh
@@ -132,6 +136,6 @@ install: rakazo $(BUILD)/rakazo-agent
 clean:
 	rm -rf build build-asan rakazo
 
-.PHONY: all check unit bench asan test-bins test-bins-asan layer-check deps image install clean
+.PHONY: all check unit bench asan test-bins model-server test-bins-asan layer-check deps image install clean
 
 -include $(ENGINE_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -771,8 +771,41 @@ static const struct rk_opt history_opts[] = {
 	OPT_STRING("session", 's', &o_session, "SESSION", "only this session"),
 	OPT_INT("after", 0, &o_after, "ID", "only entries after this id", 0, INT64_MAX),
 	OPT_INT("limit", 0, &o_limit, "N", "at most this many entries (default 1000)", 1, 100000),
+	OPT_BOOL("follow", 'f', &o_follow, "keep printing new entries (NDJSON with --json) until interrupted"),
 	OPT_END,
 };
+
+#define HISTORY_POLL_MS 200
+
+static cJSON *history_entry_json(const struct rk_history_entry *h)
+{
+	cJSON *o = cJSON_CreateObject();
+	char when[40];
+	cJSON_AddNumberToObject(o, "id", (double)h->id);
+	rk_json_add_str_or_null(o, "session", h->session_id);
+	rk_json_add_str_or_null(o, "bot", h->bot_id);
+	cJSON_AddStringToObject(o, "kind", h->kind);
+	cJSON_AddStringToObject(o, "data", h->data);
+	if (h->exit_code >= 0)
+		cJSON_AddNumberToObject(o, "exit_code", (double)h->exit_code);
+	if (h->signal >= 0)
+		cJSON_AddNumberToObject(o, "signal", (double)h->signal);
+	cJSON_AddStringToObject(o, "created_at", rk_iso8601(h->created_at, when, sizeof(when)));
+	return o;
+}
+
+/* An entry as people read it: "$ command", the raw input and output, "[exit N]". */
+static void history_entry_print(const struct rk_history_entry *h)
+{
+	if (!strcmp(h->kind, "command"))
+		printf("$ %s\n", h->data);
+	else if (!strcmp(h->kind, "output") || !strcmp(h->kind, "input"))
+		fwrite(h->data, 1, h->data_len, stdout);
+	else if (!strcmp(h->kind, "exit"))
+		h->signal >= 0	   ? printf("[signal %lld]\n", (long long)h->signal)
+		: h->exit_code >= 0 ? printf("[exit %lld]\n", (long long)h->exit_code)
+				    : printf("[ended]\n");
+}
 
 static int run_history(struct cmd_ctx *ctx)
 {
@@ -780,46 +813,43 @@ static int run_history(struct cmd_ctx *ctx)
 	struct rk_computer c = {0};
 	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
 		return r;
-	struct rk_history_entry *h;
-	size_t n;
-	r = rk_db_history_list(ctx->eng->db, c.id, o_session, o_after, (size_t)o_limit, &h, &n, &ctx->err);
+	char *id = rk_xstrdup(c.id);
 	rk_computer_release(&c);
-	if (r)
-		return r;
-	cJSON *arr = cJSON_CreateArray();
-	for (size_t i = 0; i < n; i++) {
-		cJSON *o = cJSON_CreateObject();
-		char when[40];
-		cJSON_AddNumberToObject(o, "id", (double)h[i].id);
-		rk_json_add_str_or_null(o, "session", h[i].session_id);
-		rk_json_add_str_or_null(o, "bot", h[i].bot_id);
-		cJSON_AddStringToObject(o, "kind", h[i].kind);
-		cJSON_AddStringToObject(o, "data", h[i].data);
-		if (h[i].exit_code >= 0)
-			cJSON_AddNumberToObject(o, "exit_code", (double)h[i].exit_code);
-		if (h[i].signal >= 0)
-			cJSON_AddNumberToObject(o, "signal", (double)h[i].signal);
-		cJSON_AddStringToObject(o, "created_at", rk_iso8601(h[i].created_at, when, sizeof(when)));
-		if (opt_json) {
-			cJSON_AddItemToArray(arr, o);
-		} else {
-			if (!strcmp(h[i].kind, "command"))
-				printf("$ %s\n", h[i].data);
-			else if (!strcmp(h[i].kind, "output") || !strcmp(h[i].kind, "input"))
-				fwrite(h[i].data, 1, h[i].data_len, stdout);
-			else if (!strcmp(h[i].kind, "exit"))
-				h[i].signal >= 0 ? printf("[signal %lld]\n", (long long)h[i].signal)
-				: h[i].exit_code >= 0 ? printf("[exit %lld]\n", (long long)h[i].exit_code)
-						      : printf("[ended]\n");
-			cJSON_Delete(o);
-		}
+	int64_t after = o_after;
+	cJSON *arr = o_follow ? NULL : cJSON_CreateArray();
+	if (o_follow) {
+		/* --follow: every entry as it comes (one JSON line each with --json), until a signal */
+		signal(SIGINT, on_follow_signal);
+		signal(SIGTERM, on_follow_signal);
 	}
-	rk_history_free(h, n);
-	if (opt_json)
+	for (;;) {
+		struct rk_history_entry *h;
+		size_t n;
+		if ((r = rk_db_history_list(ctx->eng->db, id, o_session, after, (size_t)o_limit, &h, &n, &ctx->err)))
+			break;
+		for (size_t i = 0; i < n; i++) {
+			after = h[i].id;
+			if (arr && opt_json)
+				cJSON_AddItemToArray(arr, history_entry_json(&h[i]));
+			else if (opt_json)
+				out_stream(history_entry_json(&h[i]), NULL);
+			else
+				history_entry_print(&h[i]);
+		}
+		rk_history_free(h, n);
+		fflush(stdout);
+		if (!o_follow || follow_stop || ferror(stdout))
+			break;
+		if (n < (size_t)o_limit) /* caught up: wait for more */
+			for (int t = 0; t < HISTORY_POLL_MS / 50 && !follow_stop; t++)
+				rk_sleep_ms(50);
+	}
+	free(id);
+	if (arr && r == 0 && opt_json)
 		out_doc(arr);
 	else
 		cJSON_Delete(arr);
-	return 0;
+	return r;
 }
 
 /* --- files ------------------------------------------------------------------------- */

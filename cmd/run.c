@@ -148,6 +148,26 @@ static int run_list(struct cmd_ctx *ctx)
 	return 0;
 }
 
+/* An attach_file result event's attachment (engine/tools.h) into arr. */
+static void add_attachment(cJSON *arr, const char *event_json)
+{
+	cJSON *ev = cJSON_Parse(event_json);
+	cJSON *res = cJSON_Parse(rk_json_string(ev, "output", ""));
+	const char *id = rk_json_string(res, "attachment_id", NULL);
+	if (!strcmp(rk_json_string(ev, "name", ""), "attach_file") && id) {
+		cJSON *a = cJSON_CreateObject();
+		cJSON_AddStringToObject(a, "id", id);
+		cJSON_AddStringToObject(a, "path", rk_json_string(res, "path", ""));
+		cJSON_AddStringToObject(a, "mime_type", rk_json_string(res, "mime_type", ""));
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(res, "bytes");
+		cJSON_AddNumberToObject(a, "bytes", cJSON_IsNumber(b) ? b->valuedouble : 0);
+		cJSON_AddStringToObject(a, "stored", rk_json_string(res, "stored", ""));
+		cJSON_AddItemToArray(arr, a);
+	}
+	cJSON_Delete(res);
+	cJSON_Delete(ev);
+}
+
 static int run_show(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 1, 1, "ID");
@@ -164,6 +184,7 @@ static int run_show(struct cmd_ctx *ctx)
 	struct rk_run_event *ev = NULL;
 	size_t n = 0;
 	int64_t after = 0, events = 0, calls = 0, errors = 0, takeovers = 0, last = 0;
+	cJSON *attachments = cJSON_AddArrayToObject(o, "attachments");
 	while ((r = rk_db_run_events_after(ctx->eng->db, row.id, after, 1000, &ev, &n, &ctx->err)) == 0 && n) {
 		for (size_t i = 0; i < n; i++) {
 			events++;
@@ -172,6 +193,8 @@ static int run_show(struct cmd_ctx *ctx)
 				calls++;
 			else if (!strcmp(ev[i].type, "tool.result") && strstr(ev[i].data, "\"error\":{"))
 				errors++;
+			else if (!strcmp(ev[i].type, "tool.result") && strstr(ev[i].data, "\"attach_file\""))
+				add_attachment(attachments, ev[i].data);
 			else if (!strcmp(ev[i].type, "run.waiting_takeover"))
 				takeovers++;
 		}

@@ -28,7 +28,7 @@ _rakazo_static() {
 	"computer resize") words="--rows --cols --bot --fence --json --help" ;;
 	"computer kill") words="--bot --fence --json --help" ;;
 	"computer sessions") words="--json --help" ;;
-	"computer history") words="--session --after --limit --json --help" ;;
+	"computer history") words="--session --after --limit --follow --json --help" ;;
 	"computer file") words="list read write remove" ;;
 	"computer file list") words="--bot --fence --json --help" ;;
 	"computer file read") words="--output --max-bytes --encoding --bot --fence --json --help" ;;

@@ -115,6 +115,7 @@ complete -c rakazo -n "__rakazo_at computer sessions" -l help
 complete -c rakazo -n "__rakazo_at computer history" -l session
 complete -c rakazo -n "__rakazo_at computer history" -l after
 complete -c rakazo -n "__rakazo_at computer history" -l limit
+complete -c rakazo -n "__rakazo_at computer history" -l follow
 complete -c rakazo -n "__rakazo_at computer history" -l json
 complete -c rakazo -n "__rakazo_at computer history" -l help
 complete -c rakazo -n "__rakazo_at computer file" -a "list read write remove"

@@ -30,4 +30,12 @@ int rk_computer_file_remove(struct rk_engine *eng, struct rk_computer *c, const 
 int rk_computer_export(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err);
 int rk_computer_import(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err);
 
+/* Runs a short command (bash -lc, in the workspace) in c's running machine
+ * and waits for it, at most timeout_ms (then it is killed: RK_ETIMEOUT).
+ * *code is its exit status (128+N for signal N); out (may be NULL) gets its
+ * output, the first 64 KiB. Not a session: nothing goes to the terminal
+ * history, and c is not resumed. */
+int rk_computer_sh(struct rk_engine *eng, const struct rk_computer *c, const char *command, int64_t timeout_ms,
+		   int *code, struct rk_buf *out, struct rk_error *err);
+
 #endif

@@ -19,6 +19,7 @@
 #include "run_log.h"
 #include "session.h"
 #include "tools.h"
+#include "worker.h"
 #include "util/buf.h"
 #include "util/id.h"
 #include "util/json.h"
@@ -407,35 +408,41 @@ static void kill_sessions(struct run *run)
 }
 
 /* One line of terminal history for a tool that changes the workspace. */
+/* One terminal-history line for a tool that changes the computer or hands
+ * something out (write_file, attach_file, open_path, launch_app): what and
+ * its size, or its error. Read-only tools leave none; shell and write_stdin
+ * are recorded by their session (engine/session.c). */
 static void record_history(struct run *run, const char *name, const char *args_json,
 			   const struct rk_tool_result *res)
 {
-	if (strcmp(name, "write_file"))
+	static const char *const recorded[][2] = {
+		{"write_file", "path"}, {"attach_file", "path"}, {"open_path", "path"}, {"launch_app", "application"}};
+	const char *key = NULL;
+	for (size_t i = 0; i < sizeof(recorded) / sizeof(recorded[0]); i++)
+		if (!strcmp(name, recorded[i][0]))
+			key = recorded[i][1];
+	if (!key)
 		return;
 	cJSON *a = cJSON_Parse(args_json ? args_json : "");
-	const char *path = rk_json_string(a, "path", "?");
-	const char *content = rk_json_string(a, "content", "");
-	size_t bytes = strlen(content);
-	if (!strcmp(rk_json_string(a, "encoding", "utf8"), "base64"))
-		bytes = bytes / 4 * 3;
-	char *line;
-	if (res->is_error) {
-		cJSON *doc = cJSON_Parse(res->text);
-		const cJSON *e = cJSON_GetObjectItemCaseSensitive(doc, "error");
-		line = rk_xasprintf("write_file %s: %s", path, rk_json_string(e, "message", "failed"));
-		cJSON_Delete(doc);
-	} else {
-		cJSON *doc = cJSON_Parse(res->text);
-		const cJSON *b = cJSON_GetObjectItemCaseSensitive(doc, "bytes");
-		line = rk_xasprintf("write_file %s (%lld bytes)", path,
-				    cJSON_IsNumber(b) ? (long long)b->valuedouble : (long long)bytes);
-		cJSON_Delete(doc);
-	}
+	cJSON *doc = cJSON_Parse(res->text);
+	struct rk_buf line;
+	rk_buf_init(&line);
+	rk_buf_printf(&line, "%s %s", name, rk_json_string(a, key, "?"));
+	const char *uri = rk_json_string(a, "uri", NULL);
+	if (!strcmp(name, "launch_app") && uri && *uri)
+		rk_buf_printf(&line, " %s", uri);
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(doc, "bytes");
+	if (res->is_error)
+		rk_buf_printf(&line, ": %s",
+			      rk_json_string(cJSON_GetObjectItemCaseSensitive(doc, "error"), "message", "failed"));
+	else if (cJSON_IsNumber(b))
+		rk_buf_printf(&line, " (%lld bytes)", (long long)b->valuedouble);
 	struct rk_error e;
-	if (rk_db_history_append(run->eng->db, run->c.id, NULL, run->row.bot_id, "command", line, strlen(line),
+	if (rk_db_history_append(run->eng->db, run->c.id, NULL, run->row.bot_id, "command", line.data, line.len,
 				 res->is_error ? 1 : 0, -1, &e))
 		rk_log(RK_LOG_WARN, "run %s: history: %s", run->id, e.message);
-	free(line);
+	rk_buf_release(&line);
+	cJSON_Delete(doc);
 	cJSON_Delete(a);
 }
 
@@ -818,6 +825,9 @@ int rk_run_create(struct rk_engine *eng, const struct rk_run_options *opt, char 
 	}
 	*run_id = id;
 	id = NULL;
+	/* a worker watches live runs: it marks this one interrupted if its process dies */
+	if (rk_worker_ensure(eng, &e))
+		rk_log(RK_LOG_WARN, "run: no worker to watch it: %s", e.message);
 out:
 	rk_lease_release_record(&l);
 	free(id);

@@ -42,8 +42,9 @@
  * second while it waits for a takeover). rk_run_reap ends as interrupted a
  * live run whose heartbeat is older than rk_run_stale_ms() (10 minutes;
  * RAKAZO_RUN_STALE_MS overrides) or whose process on this host is gone,
- * and drops its lease. `run list`, the worker's passes, resume, cancel and
- * a new run call it. An interrupted run (and one failed by a limit or by
+ * and drops its lease. `run list`, the worker's passes (each second; a new
+ * run starts a worker when none runs, and the worker stays while a run is
+ * live), resume, cancel and a new run call it. An interrupted run (and one failed by a limit or by
  * the model endpoint) can be resumed: the same run id and thread continue
  * from the stored messages (images are not stored: the model is told a
  * screenshot was there), and a call whose result was never stored gets an

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -334,6 +335,161 @@ void rk_secret_redact(struct rk_buf *b, const char *secret, size_t len)
 		redact_one(b, colon + 1, (size_t)(secret + len - colon - 1));
 }
 
+/* --- credential-looking text ------------------------------------------------------------ */
+
+static int ident_char(unsigned char c)
+{
+	return isalnum(c) || c == '_';
+}
+
+/* The end of the value starting at i: up to the closing quote of a quoted
+ * value (the quotes themselves stay), else up to a space or shell
+ * punctuation. *start is where the redaction begins. */
+static size_t value_span(const char *s, size_t n, size_t i, size_t *start)
+{
+	if (i < n && (s[i] == '"' || s[i] == '\'')) {
+		char q = s[i];
+		const char *close = memchr(s + i + 1, q, n - i - 1);
+		*start = i + 1;
+		return close ? (size_t)(close - s) : n;
+	}
+	*start = i;
+	while (i < n && !isspace((unsigned char)s[i]) && !strchr("\"'`;&|<>(),", s[i]))
+		i++;
+	return i;
+}
+
+static int has_word_ci(const char *s, size_t n, const char *const *words)
+{
+	for (size_t w = 0; words[w]; w++) {
+		size_t k = strlen(words[w]);
+		for (size_t i = 0; i + k <= n; i++)
+			if (!strncasecmp(s + i, words[w], k))
+				return 1;
+	}
+	return 0;
+}
+
+static int prefix_ci(const char *s, size_t n, size_t i, const char *p)
+{
+	size_t k = strlen(p);
+	return i + k <= n && !strncasecmp(s + i, p, k);
+}
+
+/* The length of a well-known key shape at i (0: none). */
+static size_t key_shape(const char *s, size_t n, size_t i)
+{
+	static const struct {
+		const char *prefix;
+		size_t min;
+	} shapes[] = {{"sk-", 16}, {"ghp_", 20}, {"gho_", 20}, {"ghs_", 20}, {"ghu_", 20}, {"github_pat_", 20},
+		      {"xoxb-", 10}, {"xoxp-", 10}, {"xoxa-", 10}, {"glpat-", 16}, {"AKIA", 16}};
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+		size_t pl = strlen(shapes[k].prefix);
+		if (i + pl > n || strncmp(s + i, shapes[k].prefix, pl))
+			continue;
+		size_t j = i + pl;
+		while (j < n && (ident_char((unsigned char)s[j]) || s[j] == '-'))
+			j++;
+		if (j - i - pl >= shapes[k].min)
+			return j - i;
+	}
+	return 0;
+}
+
+void rk_secret_redact_patterns(struct rk_buf *b)
+{
+	static const char *const secretish[] = {"key", "token", "secret", "passw", "credential", NULL};
+	static const char *const options[] = {"--password", "--passwd", "--token", "--api-key", "--apikey",
+					      "--secret", "--access-key", "--client-secret", NULL};
+	const char *s = b->data;
+	size_t n = b->len;
+	struct rk_buf out = RK_BUF_INIT;
+	size_t copied = 0; /* s[..copied) is in out (only once something is redacted) */
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		int boundary = i == 0 || !ident_char((unsigned char)s[i - 1]);
+		size_t vstart = 0, vend = 0; /* a value to redact at [vstart, vend) */
+		size_t kl;
+		if (boundary && strchr("sgxA", c) && (kl = key_shape(s, n, i))) {
+			vstart = i, vend = i + kl;
+		} else if (boundary && (c == 'a' || c == 'A' || c == 'b' || c == 'B') &&
+			   (prefix_ci(s, n, i, "authorization:") || prefix_ci(s, n, i, "bearer "))) {
+			int auth = c == 'a' || c == 'A';
+			size_t j = i + (auth ? strlen("authorization:") : strlen("bearer "));
+			while (j < n && s[j] == ' ')
+				j++;
+			if (auth) { /* a scheme word first: Bearer, Basic, token */
+				size_t w = j;
+				while (w < n && isalpha((unsigned char)s[w]))
+					w++;
+				if (w > j && w < n && s[w] == ' ') {
+					j = w;
+					while (j < n && s[j] == ' ')
+						j++;
+				}
+			}
+			vend = value_span(s, n, j, &vstart);
+		} else if (c == '-' && i + 2 < n && s[i + 1] == '-') {
+			for (size_t k = 0; options[k]; k++) {
+				size_t ol = strlen(options[k]);
+				if (!prefix_ci(s, n, i, options[k]) || (i + ol < n && ident_char((unsigned char)s[i + ol])))
+					continue;
+				size_t j = i + ol;
+				if (j < n && s[j] == '=')
+					j++;
+				else
+					while (j < n && s[j] == ' ')
+						j++;
+				vend = value_span(s, n, j, &vstart);
+				break;
+			}
+		} else if (boundary && (isalpha(c) || c == '_')) {
+			/* NAME=VALUE or NAME: VALUE (a header) */
+			size_t j = i;
+			while (j < n && (ident_char((unsigned char)s[j]) || s[j] == '-'))
+				j++;
+			int assign = j < n && s[j] == '=' && (j + 1 >= n || s[j + 1] != '=');
+			int header = j + 1 < n && s[j] == ':' && s[j + 1] == ' ';
+			if ((assign || header) && has_word_ci(s + i, j - i, secretish)) {
+				size_t v = j + 1;
+				while (header && v < n && s[v] == ' ')
+					v++;
+				vend = value_span(s, n, v, &vstart);
+			} else {
+				i = j; /* the word whole: no match inside it */
+				continue;
+			}
+		} else if (c == ':' && i + 2 < n && s[i + 1] == '/' && s[i + 2] == '/') {
+			/* scheme://user:password@host */
+			size_t j = i + 3, colon = 0;
+			while (j < n && !isspace((unsigned char)s[j]) && !strchr("/@?#\"'", s[j])) {
+				if (s[j] == ':' && !colon)
+					colon = j;
+				j++;
+			}
+			if (colon && j < n && s[j] == '@' && j > colon + 1)
+				vstart = colon + 1, vend = j;
+		}
+		if (vend > vstart) {
+			if (!out.data)
+				rk_buf_init(&out);
+			rk_buf_add(&out, s + copied, vstart - copied);
+			rk_buf_adds(&out, RK_SECRET_REDACTED);
+			i = copied = vend;
+			continue;
+		}
+		i++;
+	}
+	if (!out.data)
+		return;
+	rk_buf_add(&out, s + copied, n - copied);
+	rk_buf_release(b);
+	*b = out;
+}
+
+
 /* --- the store ------------------------------------------------------------------------ */
 
 int rk_secret_set(struct rk_engine *eng, const struct rk_actor *a, const char *name, const char *origin_url,
@@ -514,26 +670,20 @@ static int load_sealed(struct rk_engine *eng, const struct rk_actor *a, const ch
 	return r;
 }
 
-static int open_sealed(struct rk_engine *eng, const struct rk_actor *a, const char *name, struct sealed *s,
-		       char **value, size_t *len, struct rk_error *err)
+/* Decrypts s (the row of name) under key. */
+static int unseal(const unsigned char key[KEY_BYTES], const struct rk_actor *a, const char *name,
+		  const struct sealed *s, char **value, size_t *len, struct rk_error *err)
 {
-	unsigned char key[KEY_BYTES];
-	int r = master_key(eng, key, err);
-	if (r)
-		return r;
 	size_t cap = s->ctlen - TAG_BYTES;
 	char *v = sodium_malloc(cap + 1);
-	if (!v) {
-		sodium_memzero(key, sizeof(key));
+	if (!v)
 		return rk_error_set(err, RK_EFAILED, "cannot allocate locked memory for a secret");
-	}
 	struct rk_buf ad = RK_BUF_INIT;
 	rk_buf_init(&ad);
 	associated_data(&ad, a->user, a->space, s->bot, name);
 	unsigned long long n = 0;
 	int bad = crypto_aead_xchacha20poly1305_ietf_decrypt((unsigned char *)v, &n, NULL, s->ct, s->ctlen,
 							     (const unsigned char *)ad.data, ad.len, s->nonce, key);
-	sodium_memzero(key, sizeof(key));
 	rk_buf_release(&ad);
 	if (bad) {
 		sodium_free(v);
@@ -546,6 +696,17 @@ static int open_sealed(struct rk_engine *eng, const struct rk_actor *a, const ch
 	*value = v;
 	*len = (size_t)n;
 	return 0;
+}
+
+static int open_sealed(struct rk_engine *eng, const struct rk_actor *a, const char *name, struct sealed *s,
+		       char **value, size_t *len, struct rk_error *err)
+{
+	unsigned char key[KEY_BYTES];
+	int r = master_key(eng, key, err);
+	if (r == 0)
+		r = unseal(key, a, name, s, value, len, err);
+	sodium_memzero(key, sizeof(key));
+	return r;
 }
 
 int rk_secret_reveal(struct rk_engine *eng, const struct rk_actor *a, const char *name, char **value, size_t *len,
@@ -591,6 +752,52 @@ void rk_secret_value_free(char *value, size_t len)
 	(void)len;
 	if (value)
 		sodium_free(value); /* zeroes it */
+}
+
+void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, struct rk_buf *b)
+{
+	sqlite3_stmt *st = NULL;
+	struct rk_error e;
+	if (eng && eng->db && a && a->user)
+		st = rk_db_prepare(eng->db,
+				   "SELECT name, bot_id, nonce, ciphertext FROM secrets WHERE user_id = ? AND space_id = ? "
+				   "AND bot_id IN (?, '')",
+				   &e);
+	if (st) {
+		rk_db_bind_text(st, 1, a->user);
+		rk_db_bind_text(st, 2, a->space);
+		rk_db_bind_text(st, 3, a->bot ? a->bot : "");
+		unsigned char key[KEY_BYTES];
+		int have_key = 0;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			/* one master key read for all of them (only when a secret exists) */
+			if (!have_key && master_key(eng, key, &e)) {
+				rk_log(RK_LOG_WARN, "history: secrets cannot be read to redact them: %s", e.message);
+				break;
+			}
+			have_key = 1;
+			char *name = rk_db_col_text(st, 0);
+			struct sealed s = {.bot = rk_db_col_text(st, 1)};
+			char *v = NULL;
+			size_t len = 0;
+			if (sqlite3_column_bytes(st, 2) == NONCE_BYTES && sqlite3_column_bytes(st, 3) >= (int)TAG_BYTES) {
+				memcpy(s.nonce, sqlite3_column_blob(st, 2), NONCE_BYTES);
+				s.ctlen = (size_t)sqlite3_column_bytes(st, 3);
+				s.ct = rk_xmalloc(s.ctlen);
+				memcpy(s.ct, sqlite3_column_blob(st, 3), s.ctlen);
+			}
+			if (s.ct && unseal(key, a, name, &s, &v, &len, &e) == 0)
+				rk_secret_redact(b, v, len);
+			else
+				rk_log(RK_LOG_WARN, "history: secret '%s' cannot be read to redact it", name);
+			rk_secret_value_free(v, len);
+			sealed_release(&s);
+			free(name);
+		}
+		sqlite3_finalize(st);
+		sodium_memzero(key, sizeof(key));
+	}
+	rk_secret_redact_patterns(b);
 }
 
 int rk_secret_request(struct rk_engine *eng, const struct rk_actor *a, const char *run_id, const char *name,

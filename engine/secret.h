@@ -46,6 +46,20 @@ int rk_secret_origin(const char *url, int origin_only, char **origin, struct rk_
 int rk_secret_auth_parse(const char *spec, char **kind, char **param, struct rk_error *err);
 /* Replaces every listed form of secret in b by "[redacted]". */
 void rk_secret_redact(struct rk_buf *b, const char *secret, size_t len);
+/* Replaces what looks like a credential in b by "[redacted]": the value
+ * after "Authorization:" (and its scheme word) or "Bearer ", of NAME=VALUE
+ * and NAME: VALUE where NAME has key, token, secret, password, passwd or
+ * credential in it, of --password/--token/--api-key/--secret VALUE (or
+ * =VALUE), the password of scheme://user:password@, and whole tokens of
+ * well-known key shapes (sk-..., ghp_..., github_pat_..., xoxb-..., glpat-...,
+ * AKIA...). A quoted value is redacted up to its closing quote. */
+void rk_secret_redact_patterns(struct rk_buf *b);
+/* For text people read later (the terminal history): the value of every
+ * secret a may use (a's own; for a bot, its user's too), in every form
+ * rk_secret_redact knows, then rk_secret_redact_patterns. No secret stored:
+ * nothing is decrypted (and no master key is made). A secret that cannot be
+ * read is logged and skipped. */
+void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, struct rk_buf *b);
 
 /* Stores (or replaces) a's secret name (a->bot: for that bot only). */
 int rk_secret_set(struct rk_engine *eng, const struct rk_actor *a, const char *name, const char *origin_url,

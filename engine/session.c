@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "execution.h"
+#include "secret.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/ipc.h"
@@ -236,7 +237,23 @@ struct holder {
 	int end_recorded; /* the exit is in the database */
 	struct rk_exit_status status;
 	int64_t idle_ms;
+	struct rk_engine *eng;  /* the holder's own (its db), for redaction */
+	struct rk_actor actor;  /* whose secrets are redacted; user NULL: patterns only */
 };
+
+/* A terminal-history record of command, input or output text, with the
+ * secrets of the session's actor and credential-looking text redacted
+ * (engine/secret.h) before it is stored. */
+static void history_text(struct holder *h, const char *kind, const char *data, size_t len)
+{
+	struct rk_buf b;
+	rk_buf_init(&b);
+	rk_buf_add(&b, data, len);
+	rk_secret_redact_history(h->eng, h->actor.user ? &h->actor : NULL, &b);
+	rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, kind, b.data, b.len, -1, -1, NULL);
+	sodium_memzero(b.data, b.len);
+	rk_buf_release(&b);
+}
 
 static void holder_pump(struct holder *h)
 {
@@ -327,8 +344,7 @@ static void holder_reply(struct holder *h, int client, size_t max_output, const 
 		if (h->pending.len) {
 			/* history keeps the tail of a flood, like the reply does */
 			size_t keep = h->pending.len > HISTORY_CHUNK_MAX ? HISTORY_CHUNK_MAX : h->pending.len;
-			rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, "output",
-					     h->pending.data + h->pending.len - keep, keep, -1, -1, NULL);
+			history_text(h, "output", h->pending.data + h->pending.len - keep, keep);
 		}
 		char *b64 = rk_base64_encode(h->pending.data + skip, take);
 		cJSON_AddStringToObject(o, "output_b64", b64);
@@ -394,8 +410,7 @@ static void holder_serve(struct holder *h, int client)
 			struct rk_buf in;
 			rk_buf_init(&in);
 			if (rk_base64_decode(b64, &in) == 0) {
-				rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, "input", in.data, in.len, -1,
-						     -1, NULL);
+				history_text(h, "input", in.data, in.len);
 				holder_input(h, in.data, in.len, &e);
 			}
 			rk_buf_release(&in);
@@ -525,8 +540,12 @@ static void holder_main(void *arg, int ready_fd)
 	const char *idle = getenv("RAKAZO_SESSION_IDLE_MS");
 	h.idle_ms = idle && atoll(idle) > 0 ? atoll(idle) : 30LL * 60 * 1000;
 	rk_db_session_touch(h.db, a->sid, getpid(), NULL);
-	rk_db_history_append(h.db, c->id, a->sid, req->bot_id, "command", req->command, strlen(req->command), -1,
-			     -1, NULL);
+	eng.db = h.db;
+	eng.owner = (char *)a->owner;
+	h.eng = &eng;
+	if (rk_actor_resolve(&h.actor, &eng, NULL, req->bot_id, &err) != 0)
+		memset(&h.actor, 0, sizeof(h.actor)); /* patterns only */
+	history_text(&h, "command", req->command, strlen(req->command));
 	rk_ipc_ready(ready_fd, NULL);
 	holder_loop(&h, lsock);
 	h.proc->ops->free(h.proc);

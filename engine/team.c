@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "browser.h"
+#include "computer.h"
 #include "db_runs.h"
 #include "execution.h"
 #include "gateway.h"
@@ -83,42 +84,7 @@ int rk_team_path(const struct rk_computer *c, const char *bot, const char *path,
 static int machine_sh(struct rk_engine *eng, const struct rk_computer *c, const char *command, int64_t timeout_ms,
 		      int *code, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
-	if (!ops)
-		return -err->code;
-	if (!ops->exec_spawn)
-		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' cannot run commands", c->kind);
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	struct rk_exec_request req = {.command = command};
-	struct rk_proc *p = NULL;
-	int r = ops->exec_spawn(&mc.m, &req, &p, err);
-	if (r == 0) {
-		struct rk_buf o;
-		rk_buf_init(&o);
-		int eof = 0;
-		int64_t deadline = rk_monotonic_ms() + timeout_ms;
-		while (!eof && r == 0) {
-			if (rk_monotonic_ms() > deadline) {
-				p->ops->signal(p, 9, NULL);
-				r = rk_error_set(err, RK_ETIMEOUT, "a command in computer '%s' took over %lld ms", c->name,
-						 (long long)timeout_ms);
-				break;
-			}
-			struct pollfd pfd = {.fd = p->ops->poll_fd(p), .events = POLLIN};
-			poll(&pfd, 1, 100);
-			r = p->ops->read(p, &o, &eof, err);
-			if (o.len > 65536)
-				rk_buf_reset(&o);
-		}
-		struct rk_exit_status st = {0};
-		if (r == 0 && (r = p->ops->wait(p, &st, err)) == 0)
-			*code = st.signo > 0 ? 128 + st.signo : st.exited && !st.lost ? st.code : 128;
-		p->ops->free(p);
-		rk_buf_release(&o);
-	}
-	rk_machine_ctx_release(&mc);
-	return r;
+	return rk_computer_sh(eng, c, command, timeout_ms, code, NULL, err);
 }
 
 int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot, struct rk_error *err)

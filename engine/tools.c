@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "browser.h"
 #include "approval.h"
@@ -18,9 +19,12 @@
 #include "space.h"
 #include "team.h"
 #include "util/buf.h"
+#include "util/fs.h"
+#include "util/id.h"
 #include "util/ipc.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/time.h"
 
 /* --- definitions ------------------------------------------------------------- */
 
@@ -32,7 +36,7 @@ struct tool_def {
 
 /* Graphical tools first: rk_tools_definitions(0) skips them. */
 #define BROWSER 3   /* the first BROWSER defs need a page browser */
-#define GRAPHICAL 2 /* the next GRAPHICAL need a desktop */
+#define GRAPHICAL 4 /* the next GRAPHICAL need a desktop */
 static const struct tool_def defs[] = {
 	{"browser_navigate",
 	 "Load a URL in the computer's visible Chromium tab and wait until it has loaded (timeout_ms, default "
@@ -86,6 +90,19 @@ static const struct tool_def defs[] = {
 	 "\"description\":\"wait this long for the screen to settle before the screenshot\"},"
 	 "\"observe\":{\"type\":\"boolean\",\"description\":\"false: no screenshot after the actions\"}},"
 	 "\"required\":[\"actions\"],\"additionalProperties\":false}"},
+	{"open_path",
+	 "Open a URL (kept as it is) or a workspace file on the computer's screen, as a person would, then take a "
+	 "screenshot after it settles (600 ms).",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"path\":{\"type\":\"string\",\"description\":\"a URL (https://...) or a path in the workspace\"}},"
+	 "\"required\":[\"path\"],\"additionalProperties\":false}"},
+	{"launch_app",
+	 "Start an application on the computer's screen (a program name on its PATH; \"browser\" is the installed "
+	 "web browser), optionally with a URI or file to open, then take a screenshot after it settles (600 ms).",
+	 "{\"type\":\"object\",\"properties\":{"
+	 "\"application\":{\"type\":\"string\",\"description\":\"e.g. browser, xterm, xclock\"},"
+	 "\"uri\":{\"type\":\"string\"}},"
+	 "\"required\":[\"application\"],\"additionalProperties\":false}"},
 	{"shell",
 	 "Run a command with bash -lc in the computer's workspace. Waits up to yield_ms (default 10000) for it; a "
 	 "command still running then gives back a session id for write_stdin. The result holds the new output, "
@@ -116,6 +133,11 @@ static const struct tool_def defs[] = {
 	 "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}"},
 	{"list_files", "List a directory of the workspace (default: its root).",
 	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}},\"additionalProperties\":false}"},
+	{"attach_file",
+	 "Attach a workspace file (at most 10 MiB: text, Markdown, CSV, JSON, HTML, PDF or an image) to your answer "
+	 "for the person. The result names the attachment.",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}},"
+	 "\"required\":[\"path\"],\"additionalProperties\":false}"},
 	{"request_secret",
 	 "Ask the person for a secret (an API key, a token, a login) you need for an HTTP service. You name it, "
 	 "give the origin it is for (scheme://host[:port]) and how it is sent: bearer, basic, header:NAME or "
@@ -276,9 +298,9 @@ static int need_desktop(struct rk_tools_ctx *ctx, struct rk_error *e)
 	return 0;
 }
 
-static int t_observe(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
+/* A screenshot of the caller's screen into out, with note. */
+static int observe_note(struct rk_tools_ctx *ctx, const char *note, struct rk_tool_result *out, struct rk_error *e)
 {
-	(void)args;
 	int r = need_desktop(ctx, e);
 	if (r)
 		return r;
@@ -290,12 +312,18 @@ static int t_observe(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool
 		return r;
 	take_frame(out, shot.meta, &shot.png, &shot.png_len);
 	cJSON *doc = cJSON_CreateObject();
-	cJSON_AddStringToObject(doc, "note", "computer observed");
+	cJSON_AddStringToObject(doc, "note", note);
 	cJSON_AddItemToObject(doc, "observation", shot.meta);
 	shot.meta = NULL;
 	set_text(out, doc);
 	rk_display_shot_release(&shot);
 	return 0;
+}
+
+static int t_observe(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
+{
+	(void)args;
+	return observe_note(ctx, "computer observed", out, e);
 }
 
 static int t_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
@@ -498,6 +526,272 @@ static int t_list(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_re
 	rk_file_entries_free(es, n);
 	set_text(out, doc);
 	return 0;
+}
+
+/* --- opening things on the screen, and attachments ----------------------------- */
+
+#define OPEN_SETTLE_MS 600
+#define OPEN_COMMAND_MS 20000
+#define ATTACH_MAX (10u << 20)
+
+/* s in single quotes for sh, appended to b. */
+static void sh_quote(struct rk_buf *b, const char *s)
+{
+	rk_buf_adds(b, "'");
+	for (; *s; s++) {
+		if (*s == '\'')
+			rk_buf_adds(b, "'\\''");
+		else
+			rk_buf_add(b, s, 1);
+	}
+	rk_buf_adds(b, "'");
+}
+
+static int is_url(const char *s)
+{
+	size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+	return n > 0 && ((s[n] == ':' && s[n + 1] == '/' && s[n + 2] == '/') || !strncmp(s, "about:", 6) ||
+			 !strncmp(s, "mailto:", 7));
+}
+
+/* The X display of the caller's screen: a bot's slot (its screen made
+ * first when it has none), else ctx->display. */
+static int screen_display(struct rk_tools_ctx *ctx, int *display, struct rk_error *e)
+{
+	*display = ctx->display;
+	if (!ctx->bot_id)
+		return 0;
+	int64_t gen;
+	struct rk_error ignored;
+	if (rk_team_screen_slot(ctx->eng, ctx->computer->id, ctx->bot_id, display, &gen, &ignored) == 0)
+		return 0;
+	struct rk_tool_result first = {0};
+	int r = observe_note(ctx, "", &first, e);
+	rk_tool_result_release(&first);
+	return r ? r : rk_team_screen_slot(ctx->eng, ctx->computer->id, ctx->bot_id, display, &gen, e);
+}
+
+/* Runs script (exports DISPLAY first) in the machine, detached programs and
+ * all; exit 3 is RK_ENOTFOUND and 127 RK_EUNSUPPORTED, with the script's
+ * own words; *out_text (may be NULL) gets its output. */
+static int screen_sh(struct rk_tools_ctx *ctx, const char *what, const char *script, char **out_text,
+		     struct rk_error *e)
+{
+	int display, code = 0, r;
+	if ((r = screen_display(ctx, &display, e)))
+		return r;
+	char *cmd = rk_xasprintf("export DISPLAY=:%d\n%s", display, script);
+	struct rk_buf o;
+	rk_buf_init(&o);
+	r = rk_computer_sh(ctx->eng, ctx->computer, cmd, OPEN_COMMAND_MS, &code, &o, e);
+	free(cmd);
+	while (o.len > 0 && (o.data[o.len - 1] == '\n' || o.data[o.len - 1] == '\r'))
+		o.data[--o.len] = 0;
+	const char *msg = o.len ? o.data : "failed";
+	if (r == 0 && code == 3)
+		r = rk_error_set(e, RK_ENOTFOUND, "%s: %s", what, msg);
+	else if (r == 0 && code == 127)
+		r = rk_error_set(e, RK_EUNSUPPORTED, "%s: %s", what, msg);
+	else if (r == 0 && code != 0)
+		r = rk_error_set(e, RK_EFAILED, "%s: %s (exit %d)", what, msg, code);
+	if (r == 0 && out_text)
+		*out_text = rk_xstrdup(o.len ? o.data : "");
+	rk_buf_release(&o);
+	return r;
+}
+
+/* Settles, then the screenshot with note "<verb> <what>". */
+static int settled_shot(struct rk_tools_ctx *ctx, const char *verb, const char *what, struct rk_tool_result *out,
+			struct rk_error *e)
+{
+	rk_sleep_ms(OPEN_SETTLE_MS);
+	char *note = rk_xasprintf("%s %s", verb, what);
+	int r = observe_note(ctx, note, out, e);
+	free(note);
+	return r;
+}
+
+/* "file://" + abs with everything but unreserved characters and "/" escaped. */
+static char *file_url(const char *abs)
+{
+	struct rk_buf b;
+	rk_buf_init(&b);
+	rk_buf_adds(&b, "file://");
+	for (const unsigned char *p = (const unsigned char *)abs; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    strchr("/-._~", *p))
+			rk_buf_add(&b, p, 1);
+		else
+			rk_buf_printf(&b, "%%%02X", *p);
+	}
+	return rk_buf_detach(&b, NULL);
+}
+
+/* open_path: a URL as it is, or a workspace file (the bot's, on a Team
+ * computer). On a computer with a page browser (and no bot) the visible
+ * Chromium tab loads it; elsewhere the machine's xdg-open opens it. */
+static int t_open_path(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
+{
+	const char *path;
+	int r = rk_json_get_string(args, "path", 1, &path, "open_path", e);
+	if (r || (r = need_desktop(ctx, e)))
+		return r;
+	if (!path[0])
+		return rk_error_set(e, RK_EINVALID, "open_path: path is empty");
+	int url = is_url(path);
+	char *where = NULL;
+	if (!url && (r = bot_path(ctx, path, &where, e)))
+		return r;
+	struct rk_buf sc;
+	rk_buf_init(&sc);
+	rk_buf_adds(&sc, "t=");
+	if (url) {
+		sh_quote(&sc, path);
+	} else if (where[0] == '/') {
+		sh_quote(&sc, where);
+	} else {
+		rk_buf_adds(&sc, "\"$PWD\"/");
+		sh_quote(&sc, where);
+	}
+	free(where);
+	rk_buf_adds(&sc, "\ncase \"$t\" in *://*|about:*|mailto:*) ;; *) [ -e \"$t\" ] || "
+			 "{ echo \"no such file in the workspace\"; exit 3; } ;; esac\n");
+	const struct rk_provider_ops *ops = rk_provider_find(ctx->computer->kind);
+	if (!ctx->bot_id && ops && (ops->caps & RK_CAP_PAGE_BROWSER)) {
+		/* the visible tab loads it (a file: its absolute path, checked above) */
+		char *abs = NULL;
+		rk_buf_adds(&sc, "printf '%s' \"$t\"\n");
+		r = url ? 0 : screen_sh(ctx, "open_path", sc.data, &abs, e);
+		char *target = url ? rk_xstrdup(path) : r == 0 ? file_url(abs) : NULL;
+		free(abs);
+		struct rk_browser *b = NULL;
+		cJSON *res = NULL;
+		if (r == 0 && (r = rk_browser_connect(ctx->eng, ctx->computer, ctx->display, NULL, 0, &b, e)) == 0 &&
+		    (r = rk_browser_navigate(b, target, RK_BROWSER_NAVIGATE_TIMEOUT_MS, &res, e)) == 0)
+			cJSON_Delete(res);
+		rk_browser_close(b);
+		free(target);
+	} else {
+		rk_buf_adds(&sc, "command -v xdg-open >/dev/null 2>&1 || { echo \"the computer has no xdg-open to "
+				 "open it with\"; exit 127; }\n"
+				 "setsid -f xdg-open \"$t\" </dev/null >/dev/null 2>&1\n");
+		r = screen_sh(ctx, "open_path", sc.data, NULL, e);
+	}
+	rk_buf_release(&sc);
+	return r ? r : settled_shot(ctx, "opened", path, out, e);
+}
+
+/* launch_app: a program on the machine's PATH, detached, on the caller's screen. */
+static int t_launch_app(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
+{
+	const char *app, *uri;
+	int r;
+	if ((r = rk_json_get_string(args, "application", 1, &app, "launch_app", e)) ||
+	    (r = rk_json_get_string(args, "uri", 0, &uri, "launch_app", e)))
+		return r;
+	size_t n = strlen(app);
+	if (n == 0 || n > 64 || app[0] == '-' || app[0] == '.' ||
+	    strspn(app, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != n)
+		return rk_error_set(e, RK_EINVALID,
+				    "launch_app: application must be a program name (letters, digits, . _ + -), not '%s'",
+				    app);
+	if (uri && uri[0] == '-')
+		return rk_error_set(e, RK_EINVALID, "launch_app: uri must not start with '-'");
+	if ((r = need_desktop(ctx, e)))
+		return r;
+	struct rk_buf sc;
+	rk_buf_init(&sc);
+	rk_buf_adds(&sc, "app=");
+	sh_quote(&sc, app);
+	rk_buf_adds(&sc, "\nif [ \"$app\" = browser ]; then\n"
+			 "  for b in google-chrome-stable google-chrome chromium firefox; do\n"
+			 "    command -v $b >/dev/null 2>&1 && { app=$b; break; }\n"
+			 "  done\nfi\n"
+			 "command -v \"$app\" >/dev/null 2>&1 || { echo \"'$app' is not installed on the computer\"; "
+			 "exit 3; }\n");
+	if (uri && uri[0]) {
+		rk_buf_adds(&sc, "setsid -f \"$app\" ");
+		sh_quote(&sc, uri);
+		rk_buf_adds(&sc, " </dev/null >/dev/null 2>&1\n");
+	} else {
+		rk_buf_adds(&sc, "setsid -f \"$app\" </dev/null >/dev/null 2>&1\n");
+	}
+	r = screen_sh(ctx, "launch_app", sc.data, NULL, e);
+	rk_buf_release(&sc);
+	if (r)
+		return r;
+	char *what = uri && uri[0] ? rk_xasprintf("%s %s", app, uri) : rk_xstrdup(app);
+	r = settled_shot(ctx, "launched", what, out, e);
+	free(what);
+	return r;
+}
+
+/* The attachment types by file name extension. */
+static const char *attach_mime(const char *path)
+{
+	static const char *const types[][2] = {
+		{"txt", "text/plain"},	     {"log", "text/plain"},	  {"md", "text/markdown"},
+		{"csv", "text/csv"},	     {"json", "application/json"}, {"html", "text/html"},
+		{"htm", "text/html"},	     {"xml", "application/xml"},   {"pdf", "application/pdf"},
+		{"png", "image/png"},	     {"jpg", "image/jpeg"},	  {"jpeg", "image/jpeg"},
+		{"gif", "image/gif"},	     {"webp", "image/webp"},	  {"svg", "image/svg+xml"},
+	};
+	const char *slash = strrchr(path, '/');
+	const char *dot = strrchr(slash ? slash + 1 : path, '.');
+	for (size_t i = 0; dot && i < sizeof(types) / sizeof(types[0]); i++)
+		if (!strcasecmp(dot + 1, types[i][0]))
+			return types[i][1];
+	return NULL;
+}
+
+/* attach_file: a copy of the file in DATA_DIR/attachments/<run>/<id>/<name>,
+ * kept with the run after the computer is gone. */
+static int t_attach_file(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out,
+			 struct rk_error *e)
+{
+	const char *path;
+	int r = rk_json_get_string(args, "path", 1, &path, "attach_file", e);
+	if (r)
+		return r;
+	const char *mime = attach_mime(path);
+	if (!mime)
+		return rk_error_set(e, RK_EINVALID,
+				    "attach_file: unsupported attachment type of '%s' (text, Markdown, CSV, JSON, HTML, "
+				    "XML, PDF, PNG, JPEG, GIF, WebP or SVG)",
+				    path);
+	if (!ctx->run_id)
+		return rk_error_set(e, RK_EUNSUPPORTED, "attach_file: only a run keeps attachments");
+	struct rk_buf b;
+	rk_buf_init(&b);
+	char *where = NULL;
+	if ((r = bot_path(ctx, path, &where, e)) == 0 &&
+	    (r = rk_computer_file_read(ctx->eng, ctx->computer, where, ATTACH_MAX, &b, e)) == -RK_ETOOLARGE)
+		r = rk_error_set(e, RK_ETOOLARGE, "attach_file: '%s' is larger than %u bytes", path, ATTACH_MAX);
+	free(where);
+	char *id = NULL, *dir = NULL, *file = NULL;
+	if (r == 0) {
+		const char *slash = strrchr(path, '/');
+		id = rk_id_new("att");
+		dir = rk_xasprintf("%s/attachments/%s/%s", ctx->eng->data_dir, ctx->run_id, id);
+		file = rk_path_join(dir, slash ? slash + 1 : path);
+		if ((r = rk_fs_mkdirs(dir, 0700, e)) == 0)
+			r = rk_fs_write_atomic(file, b.data ? b.data : "", b.len, 0600, e);
+	}
+	if (r == 0) {
+		cJSON *doc = cJSON_CreateObject();
+		cJSON_AddBoolToObject(doc, "ok", 1);
+		cJSON_AddStringToObject(doc, "attachment_id", id);
+		cJSON_AddStringToObject(doc, "path", path);
+		cJSON_AddStringToObject(doc, "mime_type", mime);
+		cJSON_AddNumberToObject(doc, "bytes", (double)b.len);
+		cJSON_AddStringToObject(doc, "stored", file);
+		set_text(out, doc);
+	}
+	free(id);
+	free(dir);
+	free(file);
+	rk_buf_release(&b);
+	return r;
 }
 
 /* --- secrets and memory (engine/secret.h, engine/memory.h) --------------------------- */
@@ -709,6 +1003,7 @@ static const struct {
 	{"browser_navigate", t_navigate}, {"browser_snapshot", t_snapshot}, {"browser_act", t_browser_act},
 	{"computer_observe", t_observe}, {"computer_act", t_act}, {"shell", t_shell},    {"write_stdin", t_stdin},
 	{"read_file", t_read},           {"write_file", t_write}, {"list_files", t_list},
+	{"open_path", t_open_path},      {"launch_app", t_launch_app}, {"attach_file", t_attach_file},
 };
 
 int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_json, struct rk_tool_result *out)
@@ -725,8 +1020,9 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 			tfn = trust_dispatch[i].fn;
 	if (!fn && !tfn) {
 		rk_error_set(&e, RK_ENOTFOUND, "unknown tool '%s'; the tools are computer_observe, computer_act, "
-					       "shell, write_stdin, read_file, write_file, list_files, request_secret, "
-					       "secret_request, memory_read, memory_write, memory_search, create_space and (with a page "
+					       "open_path, launch_app, shell, write_stdin, read_file, write_file, "
+					       "list_files, attach_file, request_secret, secret_request, memory_read, "
+					       "memory_write, memory_search, create_space and (with a page "
 					       "browser) browser_navigate, browser_snapshot and browser_act",
 			     name ? name : "");
 		fail(out, &e);

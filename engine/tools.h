@@ -6,11 +6,14 @@
  *   computer_observe {}                              a screenshot of display 0
  *   computer_act     {actions:[...], settle_ms?, observe?}
  *                    a batch in engine/actions.h's schema, then a screenshot
+ *   open_path        {path}               a URL or workspace file on the screen, then a screenshot
+ *   launch_app       {application, uri?}  a program on the screen ("browser"), then a screenshot
  *   shell            {command, cwd?, yield_ms?, tty?}  bash -lc in a session
  *   write_stdin      {session, chars, yield_ms?}       more input to a session
  *   read_file        {path, max_bytes?}   UTF-8 text, at most 250000 bytes
  *   write_file       {path, content, encoding?: utf8|base64, executable?}
  *   list_files       {path?}              a workspace directory
+ *   attach_file      {path}               a copy kept with the run (10 MiB, by type)
  *   browser_navigate {url, timeout_ms?}   (page-browser providers: engine/browser.h)
  *   browser_snapshot {screenshot?}
  *   browser_act      {action, ref?, text?, value?, key?, clear?, submit?, dx?, dy?}

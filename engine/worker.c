@@ -13,6 +13,7 @@
 
 #include "execution.h"
 #include "idle.h"
+#include "run.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -57,6 +58,26 @@ int rk_worker_running(struct rk_engine *eng)
 	return busy;
 }
 
+/* One pass of rk_run_reap; the number of runs still live (queued, running,
+ * waiting), or 0 on a database error. */
+static int reap_runs(struct rk_engine *eng)
+{
+	struct rk_error e;
+	int marked = 0;
+	if (rk_run_reap(eng, &marked, &e) != 0) {
+		rk_log(RK_LOG_WARN, "worker: run reap: %s", e.message);
+		return 0;
+	}
+	if (marked)
+		rk_log(RK_LOG_INFO, "worker: %d run(s) marked interrupted", marked);
+	struct rk_run_row *rows;
+	size_t n;
+	if (rk_db_run_list_live(eng->db, &rows, &n, &e) != 0)
+		return 0;
+	rk_run_rows_free(rows, n);
+	return (int)n;
+}
+
 int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, struct rk_error *err)
 {
 	int lock = take_lock(eng, err);
@@ -65,13 +86,15 @@ int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, st
 	rk_log(RK_LOG_INFO, "worker started");
 	int r = rk_execution_recover(eng, err);
 	int64_t idle_since = rk_monotonic_ms(), next_scan = 0;
-	int schedules = 0;
+	int schedules = 0, live_runs = 0;
 	while (r == 0 && !(opt->stop && *opt->stop)) {
-		/* idle suspension and silent reservations (engine/idle.h) */
+		/* idle suspension and silent reservations (engine/idle.h); runs
+		 * whose process died or stopped heart-beating (engine/run.h) */
 		if (rk_monotonic_ms() >= next_scan) {
 			struct rk_error se;
 			if (rk_idle_scan(eng, &schedules, &se) != 0)
 				rk_log(RK_LOG_WARN, "worker: idle scan: %s", se.message);
+			live_runs = reap_runs(eng);
 			next_scan = rk_monotonic_ms() + rk_idle_scan_interval_ms();
 		}
 		struct rk_execution e = {0};
@@ -103,8 +126,9 @@ int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, st
 		}
 		if (opt->once)
 			break;
-		/* a saved idle schedule keeps the worker: it is the one that pauses the computer */
-		if (opt->idle_exit_ms && !schedules && rk_monotonic_ms() - idle_since > opt->idle_exit_ms) {
+		/* a saved idle schedule keeps the worker: it is the one that pauses the
+		 * computer; so does a live run: it is the one that notices its end */
+		if (opt->idle_exit_ms && !schedules && !live_runs && rk_monotonic_ms() - idle_since > opt->idle_exit_ms) {
 			/* a command submitted while we decided to leave would wait for
 			 * nobody: drop the lock, then look once more */
 			close(lock);

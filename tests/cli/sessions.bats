@@ -173,6 +173,71 @@ running_session() {
 	[[ $output == *'[exit 0]'* ]]
 }
 
+@test "history redacts stored secrets (raw and base64) and credential-looking text in commands, input and output" {
+	rk_fake t
+	printf 'Zq7-history-secret-value' | rk secret set api --origin https://api.example.com --auth bearer --json >/dev/null
+	b64=$(printf 'Zq7-history-secret-value' | base64)
+	rk computer exec t --json -- "echo Zq7-history-secret-value; echo $b64 >/dev/null; echo 'Authorization: Bearer plain-tok3n'; GH_TOKEN=ghx123 true" >/dev/null
+	out=$(rk computer exec t --json --yield-ms 500 -- 'read x; echo "got ${#x}"')
+	sid=$(printf '%s' "$out" | rk_json 'd["session"]')
+	rk computer input t "$sid" 'Zq7-history-secret-value\n' >/dev/null
+	wait_for "rk computer history t --json | rk_json 'any(h[\"kind\"] == \"exit\" and h[\"session\"] == \"$sid\" for h in d)' | grep -q true" 10
+	rk computer history t --json >"$BATS_TEST_TMPDIR/hist"
+	! grep -q 'Zq7-history-secret-value' "$BATS_TEST_TMPDIR/hist"
+	! grep -q "$b64" "$BATS_TEST_TMPDIR/hist"
+	! grep -q 'plain-tok3n\|ghx123' "$BATS_TEST_TMPDIR/hist"
+	python3 - "$BATS_TEST_TMPDIR/hist" <<'PY'
+import json, sys
+h = json.load(open(sys.argv[1]))
+cmd = [e["data"] for e in h if e["kind"] == "command"][0]
+assert cmd == "echo [redacted]; echo [redacted] >/dev/null; echo 'Authorization: Bearer [redacted]'; GH_TOKEN=[redacted] true", cmd
+assert any(e["kind"] == "input" and e["data"] == "[redacted]\n" for e in h), [e for e in h if e["kind"] == "input"]
+out = "".join(e["data"] for e in h if e["kind"] == "output")
+assert "[redacted]" in out and "got 24" in out, out
+PY
+	# the command itself ran with the real value
+	run rk computer exec t -- 'printf %s Zq7-history-secret-value | wc -c'
+	[ "$output" = 24 ]
+	# a bot's own secret is redacted in that bot's commands
+	printf 'Bot9-own-secret' | rk secret set botkey --bot b1 --origin https://api.example.com --auth bearer --json >/dev/null
+	rk computer exec t --bot b1 --json -- 'echo Bot9-own-secret' >/dev/null
+	rk computer history t --json >"$BATS_TEST_TMPDIR/hist2"
+	[ "$(rk_json '[h["data"] for h in d if h["kind"] == "command" and h["bot"] == "b1"][0]' <"$BATS_TEST_TMPDIR/hist2")" = 'echo [redacted]' ]
+	! grep -q 'Bot9-own-secret' "$BATS_TEST_TMPDIR/hist2"
+}
+
+@test "history --follow prints the entries there are, then new ones as they come (NDJSON with --json), until a signal" {
+	rk_fake t
+	rk computer exec t --json -- 'echo first-entry' >/dev/null
+	"$RAKAZO_BIN" computer history t --follow --json >"$BATS_TEST_TMPDIR/ndjson" 2>"$BATS_TEST_TMPDIR/err" 3>&- 4>&- &
+	jpid=$!
+	"$RAKAZO_BIN" computer history t -f >"$BATS_TEST_TMPDIR/human" 2>&1 3>&- 4>&- &
+	hpid=$!
+	wait_for "grep -q first-entry '$BATS_TEST_TMPDIR/ndjson'" 10
+	rk computer exec t --json -- 'echo second-entry' >/dev/null
+	wait_for "grep -q 'exit_code' <(grep -A9 second-entry '$BATS_TEST_TMPDIR/ndjson')" 10
+	wait_for "grep -qF '\$ echo second-entry' '$BATS_TEST_TMPDIR/human'" 10
+	kill -TERM "$jpid" "$hpid"
+	st=0
+	wait "$jpid" || st=$?
+	[ "$st" -eq 0 ]
+	[ ! -s "$BATS_TEST_TMPDIR/err" ]
+	python3 - "$BATS_TEST_TMPDIR/ndjson" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert all(isinstance(r, dict) for r in rows), rows
+ids = [r["id"] for r in rows]
+assert ids == sorted(set(ids)), ids          # each entry once, in order
+cmds = [r["data"] for r in rows if r["kind"] == "command"]
+assert cmds == ["echo first-entry", "echo second-entry"], cmds
+assert sum(1 for r in rows if r["kind"] == "exit") == 2, rows
+PY
+	grep -qF '$ echo first-entry' "$BATS_TEST_TMPDIR/human"
+	# bad input is refused before anything is followed
+	expect_status 2 rk computer history t --follow --limit 0
+	expect_status 3 rk computer history nosuch --follow
+}
+
 @test "sessions lists running and ended sessions" {
 	rk_fake t
 	rk computer exec t --json -- true >/dev/null

@@ -4,9 +4,9 @@
 # secret_request against the loopback tests/fixtures/echo_server.
 
 load helper
+load model
 
 BUILD_DIR=$BATS_TEST_DIRNAME/../../build
-MODEL_SERVER=$BUILD_DIR/tests/emulators/model_server
 ECHO_SERVER=$BUILD_DIR/tests/fixtures/echo_server
 
 teardown() {
@@ -26,36 +26,12 @@ start_echo() {
 	ECHO_URL=$(sed -n 's|^listening on \(http://.*\)$|\1|p' "$out")
 }
 
-# Starts the scripted model on the scenario file $1.
-start_model() {
-	local out=$BATS_TEST_TMPDIR/server.out
-	"$MODEL_SERVER" "$1" --report "$BATS_TEST_TMPDIR/report.json" >"$out" 2>"$BATS_TEST_TMPDIR/server.err" 3>&- 4>&- &
-	SERVER_PID=$!
-	wait_for "grep -q '^listening on ' '$out'" 10
-	local port
-	port=$(sed -n 's|^listening on http://127.0.0.1:\([0-9]*\)$|\1|p' "$out")
-	export RAKAZO_MODEL_BASE_URL="http://127.0.0.1:$port/v1" RAKAZO_MODEL=scripted
-}
-
 # Fails when "$@" succeeds (a bare `! cmd` never fails a bats test).
 refute() {
 	if "$@"; then
 		echo "unexpectedly succeeded: $*" >&2
 		return 1
 	fi
-}
-
-# Every step served, every expectation held.
-model_ok() {
-	local st=0
-	wait "$SERVER_PID" || st=$?
-	SERVER_PID=
-	python3 - "$BATS_TEST_TMPDIR/report.json" <<'EOF' || { cat "$BATS_TEST_TMPDIR/server.err" >&2; return 1; }
-import json, sys
-d = json.load(open(sys.argv[1]))
-assert d["completed"] and d["ok"] and d["failures"] == [], d["failures"]
-EOF
-	[ "$st" -eq 0 ]
 }
 
 @test "secret set reads the value from stdin; list and errors never show it" {
@@ -104,10 +80,10 @@ print(json.dumps({"steps": [
   {"expect": {"last_tool_result_contains": "rakazo secret set gh"},
    "reply": {"content": "done"}}]}))
 EOF
-	start_model "$BATS_TEST_TMPDIR/scenario.json"
+	start_server "$BATS_TEST_TMPDIR/scenario.json"
 	run rk run --computer t --json "call the service"
 	[ "$status" -eq 0 ]
-	model_ok
+	server_ok
 	# the server got it once: the refused call never left
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/echo.log")" -eq 1 ]
 	# the events (the run's whole output) hold no form of it
@@ -180,7 +156,7 @@ EOF
    "reply": {"tool_calls": [{"name": "write_file", "arguments": {"path": "buy.txt", "content": "order 1 piano"}}]}},
   {"expect": {"last_tool_result_contains": "\"ok\":true"}, "reply": {"content": "ordered one"}}]}
 EOF
-	start_model "$BATS_TEST_TMPDIR/scenario.json"
+	start_server "$BATS_TEST_TMPDIR/scenario.json"
 	rk run --computer t --json "buy pianos" >"$BATS_TEST_TMPDIR/run.out" 2>&1 &
 	RUN_PID=$!
 	wait_for "rk run list --json | grep -q waiting_approval" 30
@@ -197,7 +173,7 @@ EOF
 	rk run approve "$run_id" --json >/dev/null
 	wait "$RUN_PID"
 	RUN_PID=
-	model_ok
+	server_ok
 	[ "$(rk run show "$run_id" --json | rk_json 'd["state"]')" = completed ]
 	[ "$(rk computer file read t buy.txt)" = 'order 1 piano' ]
 	[ "$(rk approval pending --json)" = '[]' ]
@@ -265,10 +241,10 @@ print(json.dumps({"steps": [
    "reply": {"tool_calls": [{"name": "shell", "arguments": {"command": "env; echo env-done; sleep 300", "yield_ms": 1500}}]}},
   {"expect": {"last_tool_result_contains": "env-done"}, "reply": {"content": "done"}}]}))
 PY
-	start_model "$BATS_TEST_TMPDIR/scenario.json"
+	start_server "$BATS_TEST_TMPDIR/scenario.json"
 	run rk run --computer d --json "call it"
 	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
-	model_ok
+	server_ok
 	# every process in the container (the run's sleep among them): not in any environment
 	run rk computer exec d -- 'for f in /proc/[0-9]*/environ; do tr "\0" "\n" <"$f"; done 2>/dev/null; echo procs=$(ls -d /proc/[0-9]* | wc -l)'
 	[ "$status" -eq 0 ]
@@ -294,10 +270,10 @@ PY
    "reply": {"tool_calls": [{"name": "memory_read", "arguments": {}}]}},
   {"expect": {"last_tool_result_contains": "bot/notes.md"}, "reply": {"content": "noted"}}]}
 JSON
-	start_model "$BATS_TEST_TMPDIR/scenario.json"
+	start_server "$BATS_TEST_TMPDIR/scenario.json"
 	run rk run --computer t --bot b1 --json "remember"
 	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
-	model_ok
+	server_ok
 	[ "$(RAKAZO_USER=bats rk memory read bot/notes.md --bot b1)" = 'learned: tuesdays' ]
 	[ "$(RAKAZO_USER=bats rk memory read --bot b1 --json | rk_json 'sorted(x["scope"] for x in d)')" = '["bot", "user"]' ]
 	expect_json_error 3 not_found env RAKAZO_USER=bats "$RAKAZO_BIN" memory read bot/notes.md --bot b2 --json
@@ -324,9 +300,9 @@ rk_bg() {
 @test "one rights model: a run's bot, the CLI's grants and the API's rights are the same right; API computers are the org's" {
 	rk_fake t
 	# a person who starts a bot's run on their computer gives the bot its right
-	start_model "$BATS_TEST_DIRNAME/../fixtures/scenarios/run_answer.json"
+	start_server run_answer.json
 	echo 'what is the answer?' | rk run --computer t --bot b7 - >/dev/null
-	model_ok
+	server_ok
 	[ "$(rk computer rights t --json | rk_json '[[g["bot"], g["granted_by"]] for g in d]')" = "[[\"b7\", \"user:bats\"]]" ]
 	# a bot starts runs only as itself, and only on a computer it has a right to
 	rk computer create --provider fake --name other --wait --json >/dev/null
@@ -368,7 +344,7 @@ rk_bg() {
   {"reply": {"tool_calls": [{"name": "create_space", "arguments": {"name": "research", "description": "papers"}}]}},
   {"expect": {"last_tool_result_contains": "\"created\":true"}, "reply": {"content": "made it"}}]}
 EOF2
-	start_model "$BATS_TEST_TMPDIR/space.json"
+	start_server "$BATS_TEST_TMPDIR/space.json"
 	rk run --computer t --json "make a research space" >"$BATS_TEST_TMPDIR/run.out" 2>&1 &
 	RUN_PID=$!
 	wait_for "rk run list --json | grep -q waiting_approval" 30
@@ -380,7 +356,7 @@ EOF2
 	rk run approve "$run_id" --json >/dev/null
 	wait "$RUN_PID"
 	RUN_PID=
-	model_ok
+	server_ok
 	[ "$(rk space list --json | rk_json '[[s["id"], s["run_id"]] for s in d]')" = "[[\"default\", null], [\"research\", \"$run_id\"]]" ]
 
 	# the same write: a person's run goes through, a webhook's waits (and is denied here)
@@ -389,12 +365,12 @@ EOF2
   {"reply": {"tool_calls": [{"name": "write_file", "arguments": {"path": "hook.txt", "content": "from a hook"}}]}},
   {"reply": {"content": "done"}}]}
 EOF2
-	start_model "$BATS_TEST_TMPDIR/write.json"
+	start_server "$BATS_TEST_TMPDIR/write.json"
 	rk run --computer t --json "write it" >/dev/null 2>&1
-	model_ok
+	server_ok
 	[ "$(rk computer file read t hook.txt)" = 'from a hook' ]
 	rk computer file remove t hook.txt --json >/dev/null
-	start_model "$BATS_TEST_TMPDIR/write.json"
+	start_server "$BATS_TEST_TMPDIR/write.json"
 	rk run --computer t --trigger webhook --json "write it" >"$BATS_TEST_TMPDIR/run2.out" 2>&1 &
 	RUN_PID=$!
 	wait_for "rk run list --json | grep -q waiting_approval" 30
@@ -403,7 +379,7 @@ EOF2
 	rk run deny "$run_id" --note "not from a hook" --json >/dev/null
 	wait "$RUN_PID"
 	RUN_PID=
-	model_ok
+	server_ok
 	expect_json_error 3 not_found rk computer file read t hook.txt --json
 	echo x | expect_json_error 2 usage rk run --computer t --trigger cron --json -
 }

@@ -38,12 +38,30 @@ TEST(definitions)
 	size_t n, nd;
 	const struct rk_model_tool *all = rk_tools_definitions(1, &n);
 	const struct rk_model_tool *text = rk_tools_definitions(0, &nd);
-	CHECK_EQ_INT(n, 13); /* 7 + request_secret, secret_request, memory_read/write/search, create_space */
-	CHECK_EQ_INT(nd, 11);
+	CHECK_EQ_INT(n, 16); /* 10 + request_secret, secret_request, memory_read/write/search, create_space */
+	CHECK_EQ_INT(nd, 12);
 	CHECK_EQ_STR(all[0].name, "computer_observe");
 	CHECK_EQ_STR(all[1].name, "computer_act");
-	for (size_t i = 0; i < nd; i++)
+	CHECK_EQ_STR(all[2].name, "open_path");
+	CHECK_EQ_STR(all[3].name, "launch_app");
+	/* without a desktop: no graphical tool, but attach_file */
+	int attach = 0;
+	for (size_t i = 0; i < nd; i++) {
 		CHECK(strncmp(text[i].name, "computer_", 9) != 0);
+		CHECK(strcmp(text[i].name, "open_path") && strcmp(text[i].name, "launch_app"));
+		attach |= !strcmp(text[i].name, "attach_file");
+	}
+	CHECK(attach);
+	/* the schemas require what the tools need */
+	const char *required[][2] = {{"open_path", "path"}, {"launch_app", "application"}, {"attach_file", "path"}};
+	for (size_t k = 0; k < 3; k++)
+		for (size_t i = 0; i < n; i++) {
+			if (strcmp(all[i].name, required[k][0]))
+				continue;
+			const cJSON *req = cJSON_GetObjectItemCaseSensitive(all[i].parameters, "required");
+			CHECK(cJSON_GetArraySize(req) == 1 &&
+			      !strcmp(cJSON_GetArrayItem(req, 0)->valuestring, required[k][1]));
+		}
 	for (size_t i = 0; i < n; i++) {
 		CHECK(cJSON_IsObject(all[i].parameters));
 		CHECK(all[i].description && all[i].description[0]);
@@ -76,6 +94,17 @@ TEST(error_results)
 		{"write_stdin", "{\"session\":\"s\"}", "invalid_argument", "chars is required"},
 		{"computer_observe", "{}", "unsupported", "has no desktop"},
 		{"computer_act", "{\"actions\":[]}", "unsupported", "has no desktop"},
+		{"open_path", "{}", "invalid_argument", "path is required"},
+		{"open_path", "{\"path\":\"a.html\"}", "unsupported", "has no desktop"},
+		{"launch_app", "{}", "invalid_argument", "application is required"},
+		{"launch_app", "{\"application\":\"xterm; rm -rf ~\"}", "invalid_argument", "a program name"},
+		{"launch_app", "{\"application\":\"-e\"}", "invalid_argument", "a program name"},
+		{"launch_app", "{\"application\":\"xterm\",\"uri\":\"--help\"}", "invalid_argument", "uri"},
+		{"launch_app", "{\"application\":\"xterm\"}", "unsupported", "has no desktop"},
+		{"attach_file", "{}", "invalid_argument", "path is required"},
+		{"attach_file", "{\"path\":\"tool.exe\"}", "invalid_argument", "unsupported attachment type"},
+		{"attach_file", "{\"path\":\"noext\"}", "invalid_argument", "unsupported attachment type"},
+		{"attach_file", "{\"path\":\"notes/a.txt\"}", "unsupported", "only a run keeps attachments"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		CHECK_EQ_INT(rk_tools_call(&ctx, cases[i].name, cases[i].args, &r), 0);

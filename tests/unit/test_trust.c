@@ -137,6 +137,45 @@ TEST(redaction_forms)
 	rk_buf_release(&b);
 }
 
+TEST(redaction_patterns)
+{
+	const struct {
+		const char *in, *want;
+	} cases[] = {
+		{"curl -H 'Authorization: Bearer abc.def-123' https://x", "curl -H 'Authorization: Bearer [redacted]' https://x"},
+		{"curl -H \"authorization: token ghx\" x", "curl -H \"authorization: token [redacted]\" x"},
+		{"Authorization: abcdef", "Authorization: [redacted]"},
+		{"echo bearer xyz789; ls", "echo bearer [redacted]; ls"},
+		{"export OPENAI_API_KEY=sk-abc && run", "export OPENAI_API_KEY=[redacted] && run"},
+		{"GITHUB_TOKEN=\"a b c\" gh pr list", "GITHUB_TOKEN=\"[redacted]\" gh pr list"},
+		{"db_password='p@ss;word' ./app", "db_password='[redacted]' ./app"},
+		{"mysql --password=hunter2 -u root", "mysql --password=[redacted] -u root"},
+		{"tool --token abc123 --api-key=k9", "tool --token [redacted] --api-key=[redacted]"},
+		{"git clone https://bob:s3cret@git.example.com/r.git", "git clone https://bob:[redacted]@git.example.com/r.git"},
+		{"X-Api-Key: 0123456789", "X-Api-Key: [redacted]"},
+		{"echo sk-proj-ABCDEFGHIJKLMNOPQRST done", "echo [redacted] done"},
+		{"aws AKIAABCDEFGHIJKLMNOP x", "aws [redacted] x"},
+		{"t=ghp_abcdefghijklmnopqrstuvwxyz012345", "t=[redacted]"},
+		/* no credential: untouched */
+		{"cd /tmp && PWD=x ls -la; echo $HOME; a==b", "cd /tmp && PWD=x ls -la; echo $HOME; a==b"},
+		{"https://example.com/path?x=1 user@host", "https://example.com/path?x=1 user@host"},
+		{"task-list --tokens", "task-list --tokens"},
+		{"", ""},
+	};
+	struct rk_buf b = RK_BUF_INIT;
+	rk_buf_init(&b);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rk_buf_reset(&b);
+		rk_buf_adds(&b, cases[i].in);
+		rk_secret_redact_patterns(&b);
+		const char *got = b.data ? b.data : "";
+		if (strcmp(got, cases[i].want))
+			printf("  case %zu: \"%s\" gave \"%s\"\n", i, cases[i].in, got);
+		CHECK_EQ_STR(got, cases[i].want);
+	}
+	rk_buf_release(&b);
+}
+
 TEST(secret_store_binds_bot)
 {
 	fresh_engine();
@@ -870,6 +909,7 @@ int main(void)
 	RUN(origin_checks);
 	RUN(auth_specs);
 	RUN(redaction_forms);
+	RUN(redaction_patterns);
 	RUN(secret_store_binds_bot);
 	RUN(secret_request_sends_and_redacts);
 	RUN(memory_isolation_and_revisions);
