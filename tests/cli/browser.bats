@@ -8,15 +8,17 @@
 
 load helper
 
+# The owner and the container label are the file's, so teardown_file (which
+# setup never ran for) may delete the computer and find its container.
 setup_file() {
 	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
+	export RAKAZO_OWNER="user:bats"
+	export RAKAZO_TEST_LABEL="bats-$$"
 	mkdir -p "$RAKAZO_DATA_DIR"
 }
 
 setup() {
 	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
-	export RAKAZO_OWNER="user:bats"
-	export RAKAZO_TEST_LABEL="bats-$$"
 	export NO_COLOR=1
 	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
 	RK_CLOSE_FDS=$(rk_close_fds)
