@@ -1051,16 +1051,12 @@ static int run_export(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
 	if (r)
 		return r;
-	int fd = 1;
-	char *tmp = NULL;
-	if (o_output && strcmp(o_output, "-")) {
-		tmp = rk_xasprintf("%s.tmp.%d", o_output, (int)getpid());
-		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			r = rk_error_errno(&ctx->err, RK_EIO, errno, "cannot write %s", o_output);
-			free(tmp);
+	int fd = 1, to_file = o_output && strcmp(o_output, "-");
+	struct rk_fs_output out;
+	if (to_file) {
+		if ((r = rk_fs_output_open(&out, o_output, 0600, &ctx->err)))
 			return r;
-		}
+		fd = out.fd;
 	} else if (isatty(1)) {
 		return rk_error_set(&ctx->err, RK_EUSAGE, "refusing to write a tar stream to a terminal: use -o FILE or a pipe");
 	}
@@ -1068,15 +1064,11 @@ static int run_export(struct cmd_ctx *ctx)
 	if ((r = load_computer(ctx, ctx->args[0], &c)) == 0)
 		r = rk_computer_export(ctx->eng, &c, fd, &ctx->err);
 	rk_computer_release(&c);
-	if (tmp) {
-		if (r == 0 && fsync(fd) != 0)
-			r = rk_error_errno(&ctx->err, RK_EIO, errno, "cannot write %s", o_output);
-		close(fd);
-		if (r == 0 && rename(tmp, o_output) != 0)
-			r = rk_error_errno(&ctx->err, RK_EIO, errno, "cannot write %s", o_output);
-		if (r)
-			unlink(tmp);
-		free(tmp);
+	if (to_file) {
+		if (r == 0)
+			r = rk_fs_output_commit(&out, &ctx->err);
+		else
+			rk_fs_output_abort(&out);
 	}
 	return r;
 }

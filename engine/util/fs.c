@@ -75,37 +75,78 @@ int rk_fs_fsync_dir(const char *dir)
 	return r;
 }
 
+int rk_fs_output_open(struct rk_fs_output *o, const char *path, mode_t mode, struct rk_error *err)
+{
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	o->path = rk_xstrdup(path);
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* /dev/null, a FIFO, a terminal: a rename would replace the node itself */
+		o->fd = open(path, O_WRONLY | O_CLOEXEC);
+	} else {
+		o->tmp = rk_xasprintf("%s.tmp.%ld", path, (long)getpid());
+		o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	}
+	if (o->fd < 0) {
+		int r = rk_error_errno(err, RK_EIO, errno, "cannot write %s", path);
+		rk_fs_output_abort(o);
+		return r;
+	}
+	return 0;
+}
+
+int rk_fs_output_commit(struct rk_fs_output *o, struct rk_error *err)
+{
+	int rc = 0;
+	if (o->tmp && fsync(o->fd) != 0)
+		rc = rk_error_errno(err, RK_EIO, errno, "cannot write %s", o->path);
+	if (close(o->fd) != 0 && rc == 0)
+		rc = rk_error_errno(err, RK_EIO, errno, "cannot write %s", o->path);
+	o->fd = -1;
+	if (rc == 0 && o->tmp) {
+		if (rename(o->tmp, o->path) != 0) {
+			rc = rk_error_errno(err, RK_EIO, errno, "cannot rename %s", o->tmp);
+		} else {
+			free(o->tmp);
+			o->tmp = NULL;
+			char *dir = rk_xstrdup(o->path);
+			char *slash = strrchr(dir, '/');
+			if (slash) {
+				*slash = '\0';
+				rk_fs_fsync_dir(*dir ? dir : "/");
+			}
+			free(dir);
+		}
+	}
+	rk_fs_output_abort(o);
+	return rc;
+}
+
+void rk_fs_output_abort(struct rk_fs_output *o)
+{
+	if (o->fd >= 0)
+		close(o->fd);
+	if (o->tmp)
+		unlink(o->tmp);
+	free(o->tmp);
+	free(o->path);
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+}
+
 int rk_fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct rk_error *err)
 {
-	char *tmp = rk_xasprintf("%s.tmp.%ld", path, (long)getpid());
-	int rc = 0;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0) {
-		rc = rk_error_errno(err, RK_EIO, errno, "cannot write %s", tmp);
-		goto out;
+	struct rk_fs_output o;
+	int r = rk_fs_output_open(&o, path, mode, err);
+	if (r)
+		return r;
+	if (rk_fs_write_fd(o.fd, data, len) != 0) {
+		r = rk_error_errno(err, RK_EIO, errno, "cannot write %s", path);
+		rk_fs_output_abort(&o);
+		return r;
 	}
-	if (rk_fs_write_fd(fd, data, len) != 0 || fsync(fd) != 0) {
-		rc = rk_error_errno(err, RK_EIO, errno, "cannot write %s", tmp);
-		close(fd);
-		unlink(tmp);
-		goto out;
-	}
-	close(fd);
-	if (rename(tmp, path) != 0) {
-		rc = rk_error_errno(err, RK_EIO, errno, "cannot rename %s", tmp);
-		unlink(tmp);
-		goto out;
-	}
-	char *dir = rk_xstrdup(path);
-	char *slash = strrchr(dir, '/');
-	if (slash) {
-		*slash = '\0';
-		rk_fs_fsync_dir(*dir ? dir : "/");
-	}
-	free(dir);
-out:
-	free(tmp);
-	return rc;
+	return rk_fs_output_commit(&o, err);
 }
 
 int rk_fs_read_all(const char *path, size_t max_bytes, struct rk_buf *out, struct rk_error *err)

@@ -14,6 +14,18 @@ int rk_fs_mkdirs(const char *path, mode_t mode, struct rk_error *err);
 /* Writes data to path.tmp, fsyncs it, renames it over path and fsyncs the
  * directory: a crash leaves either the old or the new file. */
 int rk_fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct rk_error *err);
+/* An output a user names (-o FILE): a temp file beside it, fsynced and
+ * renamed over it by commit, so a failure leaves the old file; but a path
+ * that exists and is not a regular file (/dev/null, a FIFO, a terminal) is
+ * written in place, never replaced. rk_fs_write_atomic writes through one.
+ * abort closes and removes the temp file; commit releases o either way. */
+struct rk_fs_output {
+	int fd;
+	char *path, *tmp; /* tmp NULL: written in place */
+};
+int rk_fs_output_open(struct rk_fs_output *o, const char *path, mode_t mode, struct rk_error *err);
+int rk_fs_output_commit(struct rk_fs_output *o, struct rk_error *err);
+void rk_fs_output_abort(struct rk_fs_output *o);
 /* Reads a whole file, refusing more than max_bytes (RK_ETOOLARGE) before reading. */
 int rk_fs_read_all(const char *path, size_t max_bytes, struct rk_buf *out, struct rk_error *err);
 int rk_fs_fsync_dir(const char *dir);

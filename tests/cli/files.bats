@@ -106,3 +106,27 @@ PY
 	[ ! -e "$RAKAZO_DATA_DIR/homes/escape.txt" ]
 	[ -z "$(find "$RAKAZO_DATA_DIR" -name escape.txt)" ]
 }
+
+@test "an output named with -o that is a FIFO or a device is written in place, never replaced (screen shot, file read, export)" {
+	rk_fake t
+	printf 'hello' | rk computer file write t note.txt -
+	local fifo=$BATS_TEST_TMPDIR/out.fifo
+	mkfifo "$fifo"
+	cat "$fifo" >"$BATS_TEST_TMPDIR/shot.png" &
+	rk screen shot t -o "$fifo" >/dev/null
+	wait $!
+	[ -p "$fifo" ]
+	[ "$(head -c 8 "$BATS_TEST_TMPDIR/shot.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ]
+	cat "$fifo" >"$BATS_TEST_TMPDIR/note" &
+	rk computer file read t note.txt -o "$fifo" >/dev/null
+	wait $!
+	[ -p "$fifo" ] && [ "$(cat "$BATS_TEST_TMPDIR/note")" = hello ]
+	cat "$fifo" >"$BATS_TEST_TMPDIR/home.tar.zst" &
+	rk checkpoint export t -o "$fifo"
+	wait $!
+	[ -p "$fifo" ]
+	zstd -dc "$BATS_TEST_TMPDIR/home.tar.zst" | tar -tf - | grep -qx 'note.txt\|./note.txt'
+	# and the real one: /dev/null stays the device
+	rk screen shot t -o /dev/null >/dev/null
+	[ -c /dev/null ]
+}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../engine/session.h"
@@ -165,6 +166,58 @@ TEST(atomic_write_and_beneath)
 	free(link);
 }
 
+/* A named output that is not a regular file (a FIFO here, /dev/null for a
+ * user) is written in place: the node stays what it was (a rename over it
+ * replaced /dev/null with a regular file when run as root). */
+TEST(output_to_a_fifo_stays_a_fifo)
+{
+	char dir[] = "/tmp/rk-fifo-XXXXXX";
+	REQUIRE(mkdtemp(dir) != NULL);
+	char *fifo = rk_xasprintf("%s/out", dir);
+	REQUIRE(mkfifo(fifo, 0600) == 0);
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* the reader: what comes through the FIFO, to the parent */
+		close(p[0]);
+		alarm(10); /* a writer that never comes fails the test instead of hanging it */
+		int fd = open(fifo, O_RDONLY);
+		char buf[64];
+		ssize_t n;
+		while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+			if (write(p[1], buf, (size_t)n) != n)
+				_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	struct rk_error e;
+	CHECK_EQ_INT(rk_fs_write_atomic(fifo, "through the fifo", 16, 0644, &e), 0);
+	char got[64] = "";
+	ssize_t n = read(p[0], got, sizeof(got) - 1);
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	CHECK(n == 16 && !memcmp(got, "through the fifo", 16));
+	struct stat st;
+	CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+	char *tmp = rk_xasprintf("%s.tmp.%ld", fifo, (long)getpid());
+	CHECK(access(tmp, F_OK) != 0); /* no temp file beside it */
+	/* a regular file is still replaced whole, through a rename */
+	char *file = rk_xasprintf("%s/file", dir);
+	CHECK_EQ_INT(rk_fs_write_atomic(file, "one", 3, 0644, &e), 0);
+	CHECK_EQ_INT(rk_fs_write_atomic(file, "two", 3, 0644, &e), 0);
+	struct rk_buf text;
+	rk_buf_init(&text);
+	CHECK(rk_fs_read_all(file, 16, &text, &e) == 0 && text.len == 3 && !memcmp(text.data, "two", 3));
+	rk_buf_release(&text);
+	unlink(file);
+	unlink(fifo);
+	rmdir(dir);
+	free(file);
+	free(tmp);
+	free(fifo);
+}
+
 TEST(tar_roundtrip_and_hostile)
 {
 	char t1[] = "/tmp/rk-tar-a-XXXXXX", t2[] = "/tmp/rk-tar-b-XXXXXX";
@@ -226,6 +279,7 @@ int main(void)
 	RUN(unescape);
 	RUN(buf_and_ids);
 	RUN(atomic_write_and_beneath);
+	RUN(output_to_a_fifo_stays_a_fifo);
 	RUN(tar_roundtrip_and_hostile);
 	return check_summary("util");
 }
