@@ -358,6 +358,19 @@ state() {
 	rk computer file read d "st/$1"
 }
 
+# Waits (up to 15 s) until the X client's state file $1 reads exactly $2:
+# the client writes it after it has handled the events, which on a loaded
+# machine can be after `screen act` returns. Shows the last value if not.
+state_is() {
+	local got i
+	for i in $(seq 1 75); do
+		got=$(state "$1" 2>/dev/null) && [ "$got" = "$2" ] && return 0
+		sleep 0.2
+	done
+	printf 'state %s: got %q, wanted %q\n' "$1" "$got" "$2" >&2
+	return 1
+}
+
 @test "docker: a click changes the color at the clicked point" {
 	docker_xclient
 	rk screen shot d --display 1 -o "$BATS_TEST_TMPDIR/0.png" >/dev/null
@@ -391,10 +404,10 @@ state() {
 	text='aé漢ñ😀 Hello, World! ÄÖÜ'
 	batch=$(python3 -c 'import json, sys; print(json.dumps([{"action": "type", "text": sys.argv[1]}]))' "$text")
 	rk screen act d --display 1 -a "$batch" --no-observe >/dev/null
-	[ "$(state text)" = "$text" ]
+	state_is text "$text"
 	# Return and BackSpace are keys
 	rk screen act d --display 1 -a '[{"action":"key","keys":"BackSpace"},{"action":"key","keys":"Return"},{"action":"type","text":"ok"}]' --no-observe >/dev/null
-	[ "$(state text)" = "$(printf '%s\nok' "${text%Ü}")" ]
+	state_is text "$(printf '%s\nok' "${text%Ü}")"
 }
 
 @test "docker: scroll moves the client's counter and its box" {
