@@ -362,12 +362,9 @@ state() {
 # the client writes it after it has handled the events, which on a loaded
 # machine can be after `screen act` returns. Shows the last value if not.
 state_is() {
-	local got i
-	for i in $(seq 1 75); do
-		got=$(state "$1" 2>/dev/null) && [ "$got" = "$2" ] && return 0
-		sleep 0.2
-	done
-	printf 'state %s: got %q, wanted %q\n' "$1" "$got" "$2" >&2
+	local name=$1 want=$2
+	wait_for '[ "$(state "$name" 2>/dev/null)" = "$want" ]' 15 && return 0
+	printf 'state %s: got %q, wanted %q\n' "$name" "$(state "$name" 2>/dev/null)" "$want" >&2
 	return 1
 }
 
