@@ -35,11 +35,13 @@
 #define DRAG_STEP_PX 24        /* a drag moves in steps of about this many pixels */
 #define DRAG_STEPS_MAX 12      /* per path segment */
 #define DRAG_STEP_SLEEP_MS 4   /* between drag steps, so applications see motion */
-/* Between press and release of a key outside ASCII. x11vnc adds such
- * keysyms to the keymap as they come (-add_keysyms); sent back to back,
- * about 1 in 40 new characters was lost (6 of 240 in a Tk client), with
- * 5 ms none of 240 was. */
+/* Between press and release of a key outside ASCII, for an x11vnc that
+ * adds such keysyms to the keymap itself (-add_keysyms): sent back to
+ * back, about 1 in 40 new characters was lost (6 of 240 in a Tk client).
+ * Our image's displays (desktop name "rakazo :N") keep the keymap in
+ * rakazo-input instead and need no pause. */
 #define TYPE_ADDED_KEY_MS 5
+#define KEPT_KEYMAP_DESKTOP "rakazo :"
 
 enum screen_kind { SCREEN_VNC, SCREEN_PROVIDER };
 
@@ -76,6 +78,7 @@ struct rk_screen {
 	int64_t last_update_ms; /* monotonic */
 	int64_t last_input_ms;  /* monotonic */
 	int64_t input_ready_ms; /* monotonic: x11vnc passes input on promptly from here */
+	int keymap_kept;        /* the display's own input helper maps keysyms in batches */
 	int buttons;            /* VNC button mask held now */
 
 	/* provider */
@@ -360,6 +363,7 @@ int rk_screen_open_vnc(const char *path, struct rk_screen **out, struct rk_error
 				    path);
 	}
 	s->client = c;
+	s->keymap_kept = c->desktopName && !strncmp(c->desktopName, KEPT_KEYMAP_DESKTOP, strlen(KEPT_KEYMAP_DESKTOP));
 	s->last_update_ms = s->last_input_ms = rk_monotonic_ms();
 	s->input_ready_ms = s->last_input_ms + VNC_INPUT_WARMUP_MS;
 	if (pthread_create(&s->thread, NULL, vnc_reader, s) != 0) {
@@ -853,7 +857,7 @@ static int vnc_type(struct rk_screen *s, const char *text, struct rk_error *err)
 		int rc = shift ? vnc_key(s, XK_SHIFT_L, 1, err) : 0;
 		if (rc == 0)
 			rc = vnc_key(s, ks, 1, err);
-		if (rc == 0 && ks > 0x7e)
+		if (rc == 0 && ks > 0x7e && !s->keymap_kept)
 			rk_sleep_ms(TYPE_ADDED_KEY_MS);
 		if (rc == 0)
 			rc = vnc_key(s, ks, 0, err);
