@@ -78,6 +78,19 @@ static int reap_runs(struct rk_engine *eng)
 	return (int)n;
 }
 
+#define EXE_CHECK_MS 1000
+
+/* Whether the binary at eng->self_exe is no longer the one running: a
+ * rebuild or an upgrade replaced it, and a worker left on the old code
+ * would keep running commands with it (an old image tag, say). */
+static int exe_replaced(const struct rk_engine *eng)
+{
+	struct stat now, running;
+	if (!eng->self_exe || stat(eng->self_exe, &now) != 0 || stat("/proc/self/exe", &running) != 0)
+		return 0;
+	return now.st_ino != running.st_ino || now.st_dev != running.st_dev;
+}
+
 int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, struct rk_error *err)
 {
 	int lock = take_lock(eng, err);
@@ -85,7 +98,7 @@ int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, st
 		return lock;
 	rk_log(RK_LOG_INFO, "worker started");
 	int r = rk_execution_recover(eng, err);
-	int64_t idle_since = rk_monotonic_ms(), next_scan = 0;
+	int64_t idle_since = rk_monotonic_ms(), next_scan = 0, next_exe_check = 0;
 	int schedules = 0, live_runs = 0;
 	while (r == 0 && !(opt->stop && *opt->stop)) {
 		/* idle suspension and silent reservations (engine/idle.h); runs
@@ -126,6 +139,18 @@ int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, st
 		}
 		if (opt->once)
 			break;
+		if (rk_monotonic_ms() >= next_exe_check && exe_replaced(eng)) {
+			/* between commands: the new binary takes over, same options */
+			rk_log(RK_LOG_INFO, "worker: %s was replaced; restarting on it", eng->self_exe);
+			char secs[24];
+			snprintf(secs, sizeof(secs), "%lld", (long long)(opt->idle_exit_ms / 1000));
+			close(lock);
+			execl(eng->self_exe, "rakazo", "worker", "--idle-exit", secs, (char *)NULL);
+			rk_log(RK_LOG_ERROR, "worker: cannot start %s: %s", eng->self_exe, strerror(errno));
+			return rk_error_set(err, RK_EFAILED, "cannot restart on the replaced binary %s", eng->self_exe);
+		}
+		if (rk_monotonic_ms() >= next_exe_check)
+			next_exe_check = rk_monotonic_ms() + EXE_CHECK_MS;
 		/* a saved idle schedule keeps the worker: it is the one that pauses the
 		 * computer; so does a live run: it is the one that notices its end */
 		if (opt->idle_exit_ms && !schedules && !live_runs && rk_monotonic_ms() - idle_since > opt->idle_exit_ms) {

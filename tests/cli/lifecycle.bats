@@ -161,3 +161,25 @@ for line in sys.stdin:
 	rk_kill_all
 	wait_for '[ -z "$(rk_pids)" ]' 5
 }
+
+@test "a worker whose binary is replaced (a rebuild, an upgrade) restarts on the new one between commands" {
+	local bin="$BATS_TEST_TMPDIR/rakazo" pid new
+	cp "$RAKAZO_BIN" "$bin"
+	RAKAZO_SELF="$bin" "$bin" computer create --provider fake --name t --wait --json >/dev/null
+	# this data directory's worker (other suites may run workers of their own)
+	for pid in $(pgrep -f "^rakazo worker --idle-exit"); do
+		tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "RAKAZO_DATA_DIR=$RAKAZO_DATA_DIR" && break
+		pid=
+	done
+	[ -n "$pid" ] || { echo "no worker"; return 1; }
+	[ "$(stat -L -c %i /proc/$pid/exe)" = "$(stat -c %i "$bin")" ]
+	# a new file at the same path, as make and install leave it
+	cp "$RAKAZO_BIN" "$bin.new"
+	mv "$bin.new" "$bin"
+	new=$(stat -c %i "$bin")
+	wait_for "[ \"\$(stat -L -c %i /proc/$pid/exe 2>/dev/null)\" = $new ]" 10
+	# the same process, still the data directory's worker, runs commands
+	RAKAZO_SELF="$bin" "$bin" computer pause t --wait --json >/dev/null
+	[ "$(rk computer show t --json | rk_json 'd["state"]')" = paused ]
+	kill "$pid"
+}
