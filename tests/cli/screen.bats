@@ -407,6 +407,18 @@ state_is() {
 	state_is text "$(printf '%s\nok' "${text%Ü}")"
 }
 
+@test "docker: a text with more new characters than the keymap has spare keys arrives exactly" {
+	docker_xclient
+	# 150 distinct CJK characters: about 85 fit on spare keys at once, so
+	# keys are reused within the text; then Latin-1 on keys used moments ago
+	local cjk latin
+	cjk=$(python3 -c 'print("".join(chr(0x4e00 + i * 17) for i in range(150)))')
+	latin='ÀÉÈÊËÎÏÔÙÛàéèêëîïôùûçÇ'
+	batch=$(python3 -c 'import json, sys; print(json.dumps([{"action": "type", "text": sys.argv[1]}, {"action": "type", "text": sys.argv[2]}]))' "$cjk" "$latin")
+	rk screen act d --display 1 -a "$batch" --no-observe >/dev/null
+	state_is text "$cjk$latin"
+}
+
 @test "docker: scroll moves the client's counter and its box" {
 	docker_xclient
 	run rk screen act d --display 1 -a '[{"action":"scroll","x":600,"y":400,"dy":3}]' -o "$BATS_TEST_TMPDIR/s.png" --json
