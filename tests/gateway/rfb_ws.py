@@ -10,7 +10,8 @@ lines. --click sends a left press and release at X,Y; --key a key press and
 release; both are sent after the first frame, then one more full frame is
 read (so the server has taken them in) before closing. --hold prints
 "connected" after the first frame and then stays until the gateway closes
-the connection (printing "closed"; at most 60 s).
+the connection (printing "closed"; at most 60 s). A server that offers no
+security type gets its reason printed as "refused: REASON" (exit 4).
 """
 import base64
 import os
@@ -164,6 +165,10 @@ def main():
         sys.exit("rfb_ws.py: not RFB: %r" % ver)
     ws.send(b"RFB 003.008\n")
     n = ws.recv(1)[0]
+    if n == 0:  # the server says why it will not serve us
+        reason = ws.recv(struct.unpack(">I", ws.recv(4))[0]).decode(errors="replace")
+        print("refused: %s" % reason)
+        sys.exit(4)
     types = ws.recv(n)
     if 1 not in types:
         sys.exit("rfb_ws.py: no security type None")
