@@ -205,6 +205,8 @@ struct rk_upstream {
 	int close_ws, close_raw; /* the other side ended: close once what it sent is passed */
 	unsigned http_status;
 	char why[128];
+	lws_sorted_usec_list_t deadline; /* wakes the connect loop when its time is up */
+	int timed_out;
 	atomic_int stop;
 	pthread_t thread;
 	int threaded;
@@ -297,6 +299,13 @@ static void lws_to_log(int level, const char *line)
 	       line);
 }
 
+static void on_deadline(lws_sorted_usec_list_t *sul)
+{
+	struct rk_upstream *u = lws_container_of(sul, struct rk_upstream, deadline);
+	u->timed_out = 1;
+	lws_cancel_service(u->ctx); /* the timer runs inside a wait: end it now */
+}
+
 static void *bridge_main(void *arg)
 {
 	struct rk_upstream *u = arg;
@@ -381,9 +390,12 @@ int rk_upstream_open(const char *ws_url, int timeout_ms, struct rk_upstream **ou
 	struct lws *ws = lws_client_connect_via_info(&ci);
 	if (u->state == UP_CONNECTING)
 		u->ws = ws;
-	int64_t deadline = rk_monotonic_ms() + timeout_ms;
-	while (u->state == UP_CONNECTING && u->ws && rk_monotonic_ms() < deadline)
-		lws_service(u->ctx, 50);
+	/* lws_service waits for the next event of its own (its timeout
+	 * argument is ignored): a timer of ours is one */
+	lws_sul_schedule(u->ctx, 0, &u->deadline, on_deadline, (lws_usec_t)timeout_ms * 1000);
+	while (u->state == UP_CONNECTING && u->ws && !u->timed_out)
+		lws_service(u->ctx, 0);
+	lws_sul_cancel(&u->deadline);
 	if (u->state != UP_OPEN) {
 		r = open_failed(u, pub, u->state == UP_CONNECTING && u->ws, timeout_ms, err);
 		goto out;
