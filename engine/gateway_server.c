@@ -22,7 +22,6 @@
 #include "ws_buf.h"
 
 #define TOKEN_MAX 128
-#define RX_PAUSE_BYTES (1 << 20)
 
 struct server {
 	struct rk_engine *eng;
@@ -131,10 +130,7 @@ static int cb_browser(struct lws *wsi, enum lws_callback_reasons reason, void *u
 	case LWS_CALLBACK_RECEIVE:
 		if (!c->raw)
 			return -1;
-		rk_ws_buf_add(&c->to_raw, in, len);
-		lws_callback_on_writable(c->raw);
-		if (rk_ws_buf_len(&c->to_raw) > RX_PAUSE_BYTES)
-			lws_rx_flow_control(wsi, 0);
+		rk_ws_buf_queue(&c->to_raw, in, len, wsi, c->raw);
 		return 0;
 	case LWS_CALLBACK_SERVER_WRITEABLE: {
 		int sr = rk_ws_buf_send(wsi, &c->to_ws, &c->sent);
@@ -174,11 +170,8 @@ static int cb_forwarder(struct lws *wsi, enum lws_callback_reasons reason, void 
 	case LWS_CALLBACK_RAW_RX:
 		if (!c)
 			return -1;
-		rk_ws_buf_add(&c->to_ws, in, len);
 		/* read on while the browser side keeps up; pause past a bound */
-		if (rk_ws_buf_len(&c->to_ws) > RX_PAUSE_BYTES)
-			lws_rx_flow_control(wsi, 0);
-		lws_callback_on_writable(c->wsi);
+		rk_ws_buf_queue(&c->to_ws, in, len, wsi, c->wsi);
 		return 0;
 	case LWS_CALLBACK_RAW_WRITEABLE:
 		if (!c)

@@ -21,8 +21,6 @@
 #include "util/time.h"
 #include "ws_buf.h"
 
-#define RX_PAUSE_BYTES (1 << 20)
-
 /* --- addresses ------------------------------------------------------------------- */
 
 struct url_parts {
@@ -227,11 +225,7 @@ static int cb_upstream(struct lws *wsi, enum lws_callback_reasons reason, void *
 		u->state = UP_OPEN;
 		return 0;
 	case LWS_CALLBACK_CLIENT_RECEIVE:
-		rk_ws_buf_add(&u->to_raw, in, len);
-		if (u->raw)
-			lws_callback_on_writable(u->raw);
-		if (rk_ws_buf_len(&u->to_raw) > RX_PAUSE_BYTES)
-			lws_rx_flow_control(wsi, 0);
+		rk_ws_buf_queue(&u->to_raw, in, len, wsi, u->raw);
 		return 0;
 	case LWS_CALLBACK_CLIENT_WRITEABLE: {
 		int r = rk_ws_buf_send(wsi, &u->to_ws, &u->sent);
@@ -259,11 +253,7 @@ static int cb_upstream(struct lws *wsi, enum lws_callback_reasons reason, void *
 		}
 		return 0;
 	case LWS_CALLBACK_RAW_RX:
-		rk_ws_buf_add(&u->to_ws, in, len);
-		if (u->ws)
-			lws_callback_on_writable(u->ws);
-		if (rk_ws_buf_len(&u->to_ws) > RX_PAUSE_BYTES)
-			lws_rx_flow_control(wsi, 0);
+		rk_ws_buf_queue(&u->to_ws, in, len, wsi, u->ws);
 		return 0;
 	case LWS_CALLBACK_RAW_WRITEABLE: {
 		int sr = rk_ws_buf_send_raw(wsi, &u->to_raw);

@@ -13,6 +13,15 @@ void rk_ws_buf_add(struct rk_buf *b, const void *data, size_t len)
 	rk_buf_add(b, data, len);
 }
 
+void rk_ws_buf_queue(struct rk_buf *b, const void *in, size_t len, struct lws *from, struct lws *to)
+{
+	rk_ws_buf_add(b, in, len);
+	if (to)
+		lws_callback_on_writable(to);
+	if (rk_ws_buf_len(b) > RK_WS_PAUSE_BYTES)
+		lws_rx_flow_control(from, 0);
+}
+
 size_t rk_ws_buf_len(const struct rk_buf *b)
 {
 	return b->len > LWS_PRE ? b->len - LWS_PRE : 0;

@@ -13,6 +13,10 @@ struct lws;
 
 /* Appends len bytes (adding the headroom first when b is empty). */
 void rk_ws_buf_add(struct rk_buf *b, const void *data, size_t len);
+/* Queues len bytes read from connection from for connection to (NULL: not
+ * there yet): asks to for a writable callback, and pauses reading from once
+ * more than RK_WS_PAUSE_BYTES wait (the writer resumes it). */
+void rk_ws_buf_queue(struct rk_buf *b, const void *in, size_t len, struct lws *from, struct lws *to);
 /* Bytes of data queued (the headroom not counted). */
 size_t rk_ws_buf_len(const struct rk_buf *b);
 /* From a writable callback: sends the data past *sent as one binary message
@@ -27,5 +31,6 @@ int rk_ws_buf_send(struct lws *wsi, struct rk_buf *b, size_t *sent);
 int rk_ws_buf_send_raw(struct lws *wsi, struct rk_buf *b);
 
 #define RK_WS_CHUNK (256 * 1024)
+#define RK_WS_PAUSE_BYTES (1 << 20)
 
 #endif

@@ -714,6 +714,14 @@ static int one_screen(int display, struct rk_error *err)
 	return 0;
 }
 
+/* The machine, for a call on display (only 0 exists); NULL with err. */
+static struct bx *screen_open(const struct rk_machine *m, int display, struct rk_error *err)
+{
+	if (one_screen(display, err) < 0)
+		return NULL;
+	return bx_open(m, 1, err);
+}
+
 /* Starts (or finds) the box's desktop and its noVNC page; *url (malloc'd,
  * when given) is the page's authenticated address. The address is noted in
  * RUN_DIR/box-desktop.url (0600) for the gateway, rewritten only when it
@@ -761,18 +769,16 @@ static int desktop_url(struct bx *b, const struct rk_machine *m, char **url_out,
 	return rc;
 }
 
-static int bx_display_start(const struct rk_machine *m, int display, const struct rk_display_options *opt,
-			    struct rk_screen_transport *out, struct rk_error *err)
+/* The one desktop, started: its noVNC address in *url and its size in *out,
+ * each when asked for. */
+static int desktop(const struct rk_machine *m, int display, char **url, struct rk_screen_transport *out,
+		   struct rk_error *err)
 {
-	memset(out, 0, sizeof(*out));
-	int rc = one_screen(display, err);
-	if (rc < 0)
-		return rc;
-	struct bx *b = bx_open(m, 1, err);
+	struct bx *b = screen_open(m, display, err);
 	if (!b)
 		return -(int)err->code;
-	rc = desktop_url(b, m, NULL, err);
-	if (rc == 0) {
+	int rc = desktop_url(b, m, url, err);
+	if (rc == 0 && out) {
 		struct rk_buf o;
 		rk_buf_init(&o);
 		int code = 0;
@@ -785,18 +791,17 @@ static int bx_display_start(const struct rk_machine *m, int display, const struc
 	return rc;
 }
 
+static int bx_display_start(const struct rk_machine *m, int display, const struct rk_display_options *opt,
+			    struct rk_screen_transport *out, struct rk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	return desktop(m, display, NULL, out, err);
+}
+
 static int bx_display_novnc(const struct rk_machine *m, int display, char **url, struct rk_error *err)
 {
 	*url = NULL;
-	int rc = one_screen(display, err);
-	if (rc < 0)
-		return rc;
-	struct bx *b = bx_open(m, 1, err);
-	if (!b)
-		return -(int)err->code;
-	rc = desktop_url(b, m, url, err);
-	bx_free(b);
-	return rc;
+	return desktop(m, display, url, NULL, err);
 }
 
 static int bx_display_stop(const struct rk_machine *m, int display, struct rk_error *err)
@@ -814,17 +819,14 @@ static int bx_display_stop(const struct rk_machine *m, int display, struct rk_er
 static int bx_capture(const struct rk_machine *m, int display, struct rk_frame *out, struct rk_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	int rc = one_screen(display, err);
-	if (rc < 0)
-		return rc;
-	struct bx *b = bx_open(m, 1, err);
+	struct bx *b = screen_open(m, display, err);
 	if (!b)
 		return -(int)err->code;
 	char *script = rk_remote_capture_script(":0");
 	struct rk_buf o;
 	rk_buf_init(&o);
 	int code = 0;
-	rc = bx_run(b, script, &o, &code, err);
+	int rc = bx_run(b, script, &o, &code, err);
 	if (rc == 0 && code != 0)
 		rc = rk_error_set(err, RK_EFAILED, "the screen capture failed (exit %d): %.200s", code, o.data);
 	if (rc == 0)
