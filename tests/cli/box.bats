@@ -277,6 +277,7 @@ pointer() {
 }
 
 @test "box: through the gateway a view token sees the desktop and its input never reaches it; a control token's click does" {
+	node_or_skip
 	box_desktop
 	rk screen act b -a '[{"action":"move","x":100,"y":100}]' --no-observe >/dev/null
 	view=$(share_token b --view)
@@ -359,6 +360,13 @@ pointer() {
 	run rfb "ws://$GW/websockify?token=$view" --pixel 1,1
 	[ "$status" -eq 4 ]
 	[[ "$output" == *"refused its secret (HTTP 401)"* ]]
+	# and noVNC shows it (when its npm packages are here: tests/gateway/setup.sh)
+	if [ -x "${CHROMIUM:-/usr/bin/chromium}" ] && [ -f "$NODE_DIR/node_modules/@novnc/novnc/core/rfb.js" ]; then
+		run novnc "ws://$GW/websockify?token=$view"
+		echo "$output"
+		[ "$(echo "$output" | rk_json 'd["connected"]')" = false ]
+		[[ "$(echo "$output" | rk_json 'd["security_failure"]')" == *"refused its secret (HTTP 401)"* ]]
+	fi
 	# a page address with a wrong secret, or none: share refuses to hand out a token
 	fault '{"method":"POST","path":"/desktop$","status":200,"times":5,"body":{"state":"ready","vnc":true,"url":"http://127.0.0.1:'"$port"'/vnc.html?_token=wrong"}}'
 	expect_json_error 5 unavailable rk screen share b --view --json
