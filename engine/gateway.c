@@ -434,6 +434,7 @@ struct forwarder_args {
 	const struct rk_gateway_cap *cap;
 	struct slot_id slot;
 	const char *upstream; /* a desktop behind a WebSocket (gateway_upstream.h): its secret address */
+	const char *run_dir;  /* with upstream: the computer's DATA_DIR/run/<id>, gone once it is deleted */
 };
 
 /* A capability on a desktop behind a WebSocket: its row names the public
@@ -750,6 +751,10 @@ static void forwarder_main(void *arg, int ready_fd)
 	rk_ipc_ready(ready_fd, NULL);
 	const char *why = "stopped";
 	int takeover_bound = cap->policy == RK_GATEWAY_CONTROL && cap->bot_id;
+	/* an upstream has no socket to watch: the computer's run directory is
+	 * what goes when it is deleted */
+	struct stat run_st;
+	int watch_run = a->upstream && a->run_dir && stat(a->run_dir, &run_st) == 0;
 	int64_t next_control_check = 0;
 	while (!fw_stop) {
 		struct pollfd p = {.fd = lsock, .events = POLLIN};
@@ -766,6 +771,10 @@ static void forwarder_main(void *arg, int ready_fd)
 		}
 		if (!cap_slot_same(cap, &a->slot)) {
 			why = "the slot's VNC server changed";
+			break;
+		}
+		if (watch_run && stat(a->run_dir, &run_st) != 0) {
+			why = "its computer was deleted";
 			break;
 		}
 		struct stat now;
@@ -990,9 +999,12 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 		free(t);
 		goto fail;
 	}
-	struct forwarder_args fa = {.data_dir = eng->data_dir, .cap = cap, .slot = slot, .upstream = upstream};
+	char *run_dir = rk_xasprintf("%s/run/%s", eng->data_dir, c->id);
+	struct forwarder_args fa = {
+		.data_dir = eng->data_dir, .cap = cap, .slot = slot, .upstream = upstream, .run_dir = run_dir};
 	r = rk_engine_spawn(eng, forwarder_main, &fa, err);
 	secret_free(&upstream); /* the forwarder has its own copy */
+	free(run_dir);
 	if (r) {
 		struct rk_error e2;
 		cap_mark_revoked(eng, cap->id, "forwarder failed", &e2);

@@ -341,6 +341,11 @@ pointer() {
 	! grep -qF "$secret" "$out"
 	! grep -qF "$(desktop_secret)" "$out"
 	! grep -q "_token=" "$out"
+	# the computer goes: so do its capabilities' forwarders, secret and all
+	[ -n "$(ls "$RAKAZO_DATA_DIR/run/gateway" | grep '\.sock$')" ]
+	rk computer delete b --wait --json >/dev/null
+	wait_for '[ -z "$(ls "$RAKAZO_DATA_DIR/run/gateway" | grep "\.sock$")" ]' 20
+	[ "$(upgrade_status "$view")" = 403 ]
 }
 
 @test "box: a desktop whose secret changed or whose endpoint is gone: share is unavailable (5) and a client through the gateway is told why, with no hang" {
