@@ -394,4 +394,19 @@ pointer() {
 	[[ "$output" == *"cannot reach the desktop's websockify endpoint ws://127.0.0.1:$port/websockify"* ]]
 	expect_json_error 5 unavailable rk screen share b --view --json
 	grep -q "cannot reach" "$BATS_TEST_TMPDIR/stderr"
+	# the HTTP API's desktop/stream says the same: 503, unavailable
+	eval '"$RAKAZO_BIN" serve --listen 127.0.0.1:0 --token-file "$BATS_TEST_TMPDIR/token" --url-file "$BATS_TEST_TMPDIR/url" >/dev/null 2>&1 &' "$RK_CLOSE_FDS"
+	wait_for '[ -s "$BATS_TEST_TMPDIR/url" ]' 30
+	local code
+	code=$(curl -s -o "$BATS_TEST_TMPDIR/reply" -w '%{http_code}' --max-time 60 -X POST \
+		-H "Authorization: Bearer $(cat "$BATS_TEST_TMPDIR/token")" -H 'Content-Type: application/json' -d '{}' \
+		"$(cat "$BATS_TEST_TMPDIR/url")/v1/computers/$(rk_id b)/desktop/stream")
+	cat "$BATS_TEST_TMPDIR/reply"
+	[ "$code" = 503 ]
+	grep -q '"code":"unavailable"' "$BATS_TEST_TMPDIR/reply"
+	# its detail is in the server's log, with the endpoint and not its secret
+	local eid
+	eid=$(rk_json 'd["error"]["errorId"]' <"$BATS_TEST_TMPDIR/reply")
+	grep "$eid" "$RAKAZO_DATA_DIR/log/rakazo.log" | grep -q "cannot reach the desktop's websockify endpoint ws://127.0.0.1:$port/websockify"
+	! grep -q "_token=" "$BATS_TEST_TMPDIR/reply" "$RAKAZO_DATA_DIR/log/rakazo.log"
 }
