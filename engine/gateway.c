@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "display.h"
+#include "gateway_upstream.h"
 #include "rfb.h"
 #include "team.h"
 #include "util/buf.h"
@@ -432,7 +433,33 @@ struct forwarder_args {
 	const char *data_dir;
 	const struct rk_gateway_cap *cap;
 	struct slot_id slot;
+	const char *upstream; /* a desktop behind a WebSocket (gateway_upstream.h): its secret address */
+	const char *run_dir;  /* with upstream: the computer's DATA_DIR/run/<id>, gone once it is deleted */
 };
+
+/* A capability on a desktop behind a WebSocket: its row names the public
+ * address (a URL) where others name a VNC socket's path. Such a desktop has
+ * one screen and no slot to reuse; its secret binds the capability to it,
+ * and a restarted desktop refuses the old one. */
+static int cap_upstream(const struct rk_gateway_cap *cap)
+{
+	return cap->vnc_socket && cap->vnc_socket[0] != '/';
+}
+
+/* Zeroes and frees a secret string. */
+static void secret_free(char **s)
+{
+	if (*s)
+		sodium_memzero(*s, strlen(*s));
+	free(*s);
+	*s = NULL;
+}
+
+/* Whether the capability's desktop is still the one it was made for. */
+static int cap_slot_same(const struct rk_gateway_cap *cap, const struct slot_id *slot)
+{
+	return cap_upstream(cap) || slot_same(cap->vnc_socket, slot);
+}
 
 static volatile sig_atomic_t fw_stop;
 
@@ -584,13 +611,40 @@ static int connect_unix(const char *path)
 	return fd;
 }
 
+/* Tells an RFB client why it gets no desktop, the way a VNC server does
+ * (RFC 6143 7.1.2: no security types and a reason; 3.3: connection failed),
+ * so noVNC shows the reason; then the connection closes. */
+static void refuse_rfb(int client, const char *reason, int64_t deadline)
+{
+	unsigned char v[12];
+	if (rk_fs_write_fd(client, "RFB 003.008\n", 12) != 0 || read_exact(client, v, 12, deadline) != 0)
+		return;
+	size_t n = strlen(reason);
+	unsigned char hdr[8] = {0, 0, 0, 0, (unsigned char)(n >> 24), (unsigned char)(n >> 16), (unsigned char)(n >> 8),
+				(unsigned char)n};
+	int old = memcmp(v, "RFB 003.003", 11) == 0;
+	/* 3.7 and 3.8: one zero byte of type count; 3.3: a zero u32 */
+	if (rk_fs_write_fd(client, old ? hdr : hdr + 3, old ? 8 : 5) == 0)
+		rk_fs_write_fd(client, reason, n);
+}
+
 /* One client connection, in its own process: handshake, then both ways. */
 static void relay(int client, const struct forwarder_args *a)
 {
 	const struct rk_gateway_cap *cap = a->cap;
 	int vnc = -1;
-	if (!slot_same(cap->vnc_socket, &a->slot) || (vnc = connect_unix(cap->vnc_socket)) < 0)
+	if (a->upstream) {
+		struct rk_upstream *up = NULL;
+		struct rk_error err;
+		if (rk_upstream_open(a->upstream, HANDSHAKE_MS, &up, &err) != 0) {
+			rk_log(RK_LOG_WARN, "gateway: capability %s: %s", cap->id, err.message);
+			refuse_rfb(client, err.message, rk_monotonic_ms() + HANDSHAKE_MS);
+			_exit(1);
+		}
+		vnc = rk_upstream_fd(up); /* the bridge lives until this process ends */
+	} else if (!slot_same(cap->vnc_socket, &a->slot) || (vnc = connect_unix(cap->vnc_socket)) < 0) {
 		_exit(1);
+	}
 	if (handshake(client, vnc, rk_monotonic_ms() + HANDSHAKE_MS) != 0)
 		_exit(1);
 	int view = cap->policy == RK_GATEWAY_VIEW;
@@ -697,6 +751,10 @@ static void forwarder_main(void *arg, int ready_fd)
 	rk_ipc_ready(ready_fd, NULL);
 	const char *why = "stopped";
 	int takeover_bound = cap->policy == RK_GATEWAY_CONTROL && cap->bot_id;
+	/* an upstream has no socket to watch: the computer's run directory is
+	 * what goes when it is deleted */
+	struct stat run_st;
+	int watch_run = a->upstream && a->run_dir && stat(a->run_dir, &run_st) == 0;
 	int64_t next_control_check = 0;
 	while (!fw_stop) {
 		struct pollfd p = {.fd = lsock, .events = POLLIN};
@@ -711,8 +769,12 @@ static void forwarder_main(void *arg, int ready_fd)
 			why = "expired";
 			break;
 		}
-		if (!slot_same(cap->vnc_socket, &a->slot)) {
+		if (!cap_slot_same(cap, &a->slot)) {
 			why = "the slot's VNC server changed";
+			break;
+		}
+		if (watch_run && stat(a->run_dir, &run_st) != 0) {
+			why = "its computer was deleted";
 			break;
 		}
 		struct stat now;
@@ -813,9 +875,12 @@ static int forwarder_stop(const char *data_dir, const struct rk_gateway_cap *cap
 
 /* --- share, revoke, teardown ------------------------------------------------------------ */
 
-/* The VNC socket of display on c, starting the display as needed. */
+/* The VNC socket of display on c (*out), starting the display as needed;
+ * or, for a provider that captures itself but serves a noVNC page of its
+ * own, that page's websockify address (*upstream, a secret) after checking
+ * a VNC server answers there. */
 static int vnc_socket_of(struct rk_engine *eng, struct rk_computer *c, int display, const char *bot, char **out,
-			 struct rk_error *err)
+			 char **upstream, struct rk_error *err)
 {
 	cJSON *info = NULL;
 	int r = rk_display_info(eng, c, display, &info, err);
@@ -824,11 +889,19 @@ static int vnc_socket_of(struct rk_engine *eng, struct rk_computer *c, int displ
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(info, "transport");
 	int vnc = cJSON_IsString(t) && !strcmp(t->valuestring, "vnc");
 	cJSON_Delete(info);
-	if (!vnc)
+	if (!vnc) {
+		r = rk_upstream_of(eng, c, display, upstream, err);
+		if (r == 0 && (r = rk_upstream_probe(*upstream, HANDSHAKE_MS, err)) != 0)
+			secret_free(upstream);
+		if (r == 0)
+			*out = rk_upstream_public(*upstream);
+		if (r != -RK_EUNSUPPORTED)
+			return r;
 		return rk_error_set(err, RK_EUNSUPPORTED,
 				    "display %d of computer '%s' has no VNC transport (provider '%s'): the screen "
 				    "gateway relays VNC only",
 				    display, c->name, c->kind);
+	}
 	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
 	if (!ops)
 		return -err->code;
@@ -872,13 +945,13 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 	}
 	/* a --display share of a bot's slot is a share of that bot's screen:
 	 * the same tenancy binding, and control needs the takeover */
-	char *vnc = NULL;
-	if ((r = vnc_socket_of(eng, c, display, bot, &vnc, err))) {
+	char *vnc = NULL, *upstream = NULL;
+	if ((r = vnc_socket_of(eng, c, display, bot, &vnc, &upstream, err))) {
 		free(bot);
 		return r;
 	}
-	struct slot_id slot;
-	if (slot_identity(vnc, &slot.dev, &slot.ino, &slot.ctime_ns) != 0) {
+	struct slot_id slot = {0};
+	if (!upstream && slot_identity(vnc, &slot.dev, &slot.ino, &slot.ctime_ns) != 0) {
 		r = rk_error_set(err, RK_EUNAVAILABLE, "the VNC socket %s of display %d is gone", vnc, display);
 		free(vnc);
 		free(bot);
@@ -889,6 +962,7 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 		free(dir);
 		free(vnc);
 		free(bot);
+		secret_free(&upstream);
 		return r;
 	}
 	struct rk_gateway_cap *cap = out;
@@ -925,8 +999,13 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 		free(t);
 		goto fail;
 	}
-	struct forwarder_args fa = {.data_dir = eng->data_dir, .cap = cap, .slot = slot};
-	if ((r = rk_engine_spawn(eng, forwarder_main, &fa, err))) {
+	char *run_dir = rk_xasprintf("%s/run/%s", eng->data_dir, c->id);
+	struct forwarder_args fa = {
+		.data_dir = eng->data_dir, .cap = cap, .slot = slot, .upstream = upstream, .run_dir = run_dir};
+	r = rk_engine_spawn(eng, forwarder_main, &fa, err);
+	secret_free(&upstream); /* the forwarder has its own copy */
+	free(run_dir);
+	if (r) {
 		struct rk_error e2;
 		cap_mark_revoked(eng, cap->id, "forwarder failed", &e2);
 		sodium_memzero(t, strlen(t));
@@ -938,6 +1017,7 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 	*token = t;
 	return 0;
 fail:
+	secret_free(&upstream);
 	rk_gateway_cap_release(out);
 	return r;
 }
@@ -1075,7 +1155,7 @@ int rk_gateway_authorize(struct rk_engine *eng, const char *token, struct rk_gat
 		r = rk_error_set(err, RK_ESTALE, "capability %s was revoked", out->id);
 	else if (now >= out->expires_at)
 		r = rk_error_set(err, RK_ESTALE, "capability %s has expired", out->id);
-	else if (!slot_same(out->vnc_socket, &slot) || (out->bot_id && !bot_slot_same(eng, out)))
+	else if (!cap_slot_same(out, &slot) || (out->bot_id && !bot_slot_same(eng, out)))
 		r = rk_error_set(err, RK_ESTALE, "capability %s was for a screen that is gone (its slot was released "
 				 "or reused)", out->id);
 	else if (out->policy == RK_GATEWAY_CONTROL && (r = rk_gateway_control_held(eng, out, err)) != 0)

@@ -19,10 +19,9 @@
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "ws_buf.h"
 
 #define TOKEN_MAX 128
-#define RX_PAUSE_BYTES (1 << 20)
-#define WS_CHUNK (256 * 1024)
 
 struct server {
 	struct rk_engine *eng;
@@ -47,22 +46,6 @@ static void conn_init(struct conn *c, struct lws *wsi)
 	rk_buf_init(&c->to_ws);
 	rk_buf_init(&c->to_raw);
 	c->inited = 1;
-}
-
-/* Appends to a buffer that keeps LWS_PRE bytes in front for lws_write. */
-static void add_pre(struct rk_buf *b, const void *data, size_t len)
-{
-	if (b->len == 0) {
-		rk_buf_grow(b, LWS_PRE + len);
-		memset(b->data, 0, LWS_PRE);
-		b->len = LWS_PRE;
-	}
-	rk_buf_add(b, data, len);
-}
-
-static size_t pre_len(const struct rk_buf *b)
-{
-	return b->len > LWS_PRE ? b->len - LWS_PRE : 0;
 }
 
 static struct server *server_of(struct lws *wsi)
@@ -147,38 +130,22 @@ static int cb_browser(struct lws *wsi, enum lws_callback_reasons reason, void *u
 	case LWS_CALLBACK_RECEIVE:
 		if (!c->raw)
 			return -1;
-		add_pre(&c->to_raw, in, len);
-		lws_callback_on_writable(c->raw);
-		if (pre_len(&c->to_raw) > RX_PAUSE_BYTES)
-			lws_rx_flow_control(wsi, 0);
+		rk_ws_buf_queue(&c->to_raw, in, len, wsi, c->raw);
 		return 0;
-	case LWS_CALLBACK_SERVER_WRITEABLE:
-		if (pre_len(&c->to_ws) > c->sent) {
-			/* one bounded message per writable turn: a bigger one would
-			 * be copied again into lws's own buffer for the partial send.
-			 * The LWS_PRE bytes before each piece are the reserved ones
-			 * or already sent, so lws may write its header there. */
-			size_t n = pre_len(&c->to_ws) - c->sent;
-			if (n > WS_CHUNK)
-				n = WS_CHUNK;
-			unsigned char *p = (unsigned char *)c->to_ws.data + LWS_PRE + c->sent;
-			if (lws_write(wsi, p, n, LWS_WRITE_BINARY) < (int)n)
-				return -1;
-			c->sent += n;
-			if (pre_len(&c->to_ws) > c->sent) {
-				lws_callback_on_writable(wsi);
-				return 0;
-			}
-			c->to_ws.len = LWS_PRE;
-			c->sent = 0;
-			if (c->raw)
-				lws_rx_flow_control(c->raw, 1);
-		}
+	case LWS_CALLBACK_SERVER_WRITEABLE: {
+		int sr = rk_ws_buf_send(wsi, &c->to_ws, &c->sent);
+		if (sr < 0)
+			return -1;
+		if (sr > 0)
+			return 0;
+		if (c->raw)
+			lws_rx_flow_control(c->raw, 1);
 		if (c->closing) {
 			lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, (unsigned char *)"screen closed", 13);
 			return -1;
 		}
 		return 0;
+	}
 	case LWS_CALLBACK_CLOSED:
 		if (c && c->inited) {
 			if (c->raw) {
@@ -203,20 +170,16 @@ static int cb_forwarder(struct lws *wsi, enum lws_callback_reasons reason, void 
 	case LWS_CALLBACK_RAW_RX:
 		if (!c)
 			return -1;
-		add_pre(&c->to_ws, in, len);
 		/* read on while the browser side keeps up; pause past a bound */
-		if (pre_len(&c->to_ws) > RX_PAUSE_BYTES)
-			lws_rx_flow_control(wsi, 0);
-		lws_callback_on_writable(c->wsi);
+		rk_ws_buf_queue(&c->to_ws, in, len, wsi, c->wsi);
 		return 0;
 	case LWS_CALLBACK_RAW_WRITEABLE:
 		if (!c)
 			return -1;
-		if (pre_len(&c->to_raw)) {
-			size_t n = pre_len(&c->to_raw);
-			if (lws_write(wsi, (unsigned char *)c->to_raw.data + LWS_PRE, n, LWS_WRITE_RAW) < (int)n)
-				return -1;
-			c->to_raw.len = LWS_PRE;
+		switch (rk_ws_buf_send_raw(wsi, &c->to_raw)) {
+		case -1:
+			return -1;
+		case 1:
 			lws_rx_flow_control(c->wsi, 1);
 		}
 		return 0;

@@ -170,6 +170,13 @@ struct rk_provider_ops {
 	int (*display_start)(const struct rk_machine *m, int display, const struct rk_display_options *opt,
 			     struct rk_screen_transport *out, struct rk_error *err);
 	int (*display_stop)(const struct rk_machine *m, int display, struct rk_error *err);
+	/* Optional, for a provider with no VNC transport whose display has an
+	 * authenticated noVNC page of its own (box): starts the display as
+	 * needed and hands that page's address in *url (malloc'd). It carries
+	 * the desktop's secret: the engine hands it only to the screen
+	 * gateway's forwarder, which reaches the desktop's websockify endpoint
+	 * through it, and never shows or stores it. */
+	int (*display_novnc)(const struct rk_machine *m, int display, char **url, struct rk_error *err);
 	int (*capture)(const struct rk_machine *m, int display, struct rk_frame *out, struct rk_error *err);
 	/* One action as strict JSON (the screen engine's schema), already validated. */
 	int (*act)(const struct rk_machine *m, int display, const char *action_json, struct rk_error *err);

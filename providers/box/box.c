@@ -714,16 +714,21 @@ static int one_screen(int display, struct rk_error *err)
 	return 0;
 }
 
-static int bx_display_start(const struct rk_machine *m, int display, const struct rk_display_options *opt,
-			    struct rk_screen_transport *out, struct rk_error *err)
+/* The machine, for a call on display (only 0 exists); NULL with err. */
+static struct bx *screen_open(const struct rk_machine *m, int display, struct rk_error *err)
 {
-	memset(out, 0, sizeof(*out));
-	int rc = one_screen(display, err);
-	if (rc < 0)
-		return rc;
-	struct bx *b = bx_open(m, 1, err);
-	if (!b)
-		return -(int)err->code;
+	if (one_screen(display, err) < 0)
+		return NULL;
+	return bx_open(m, 1, err);
+}
+
+/* Starts (or finds) the box's desktop and its noVNC page; *url (malloc'd,
+ * when given) is the page's authenticated address. The address is noted in
+ * RUN_DIR/box-desktop.url (0600) for the gateway, rewritten only when it
+ * changed; never shown. */
+static int desktop_url(struct bx *b, const struct rk_machine *m, char **url_out, struct rk_error *err)
+{
+	int rc = 0;
 	cJSON *body = cJSON_CreateObject();
 	cJSON_AddNumberToObject(body, "display", 0);
 	cJSON_AddBoolToObject(body, "vnc", 1);
@@ -743,16 +748,37 @@ static int bx_display_start(const struct rk_machine *m, int display, const struc
 		rc = status == 409 ? rk_error_set(err, RK_EMULTISCREEN, "%s", multi_screen_message) : -(int)err->code;
 	const char *url = rk_json_string(doc, "url", NULL);
 	if (rc == 0 && url) {
-		/* the address carries the desktop's secret: kept for the gateway, never shown */
 		char *file = rk_path_join(m->run_dir, "box-desktop.url");
-		if (rk_fs_mkdirs(m->run_dir, 0700, NULL) == 0)
+		struct rk_buf old;
+		rk_buf_init(&old);
+		int same = rk_fs_read_all(file, 64 * 1024, &old, NULL) == 0 && old.len == strlen(url) &&
+			   memcmp(old.data, url, old.len) == 0;
+		rk_buf_release(&old);
+		if (!same && rk_fs_mkdirs(m->run_dir, 0700, NULL) == 0)
 			rc = rk_fs_write_atomic(file, url, strlen(url), 0600, err);
 		free(file);
+	}
+	if (rc == 0 && url_out) {
+		*url_out = url ? rk_xstrdup(url) : NULL;
+		if (!url)
+			rc = rk_error_set(err, RK_EUNAVAILABLE, "the box desktop has no noVNC address");
 	}
 	cJSON_Delete(doc);
 	cJSON_Delete(body);
 	free(path);
-	if (rc == 0) {
+	return rc;
+}
+
+/* The one desktop, started: its noVNC address in *url and its size in *out,
+ * each when asked for. */
+static int desktop(const struct rk_machine *m, int display, char **url, struct rk_screen_transport *out,
+		   struct rk_error *err)
+{
+	struct bx *b = screen_open(m, display, err);
+	if (!b)
+		return -(int)err->code;
+	int rc = desktop_url(b, m, url, err);
+	if (rc == 0 && out) {
 		struct rk_buf o;
 		rk_buf_init(&o);
 		int code = 0;
@@ -763,6 +789,19 @@ static int bx_display_start(const struct rk_machine *m, int display, const struc
 	}
 	bx_free(b);
 	return rc;
+}
+
+static int bx_display_start(const struct rk_machine *m, int display, const struct rk_display_options *opt,
+			    struct rk_screen_transport *out, struct rk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	return desktop(m, display, NULL, out, err);
+}
+
+static int bx_display_novnc(const struct rk_machine *m, int display, char **url, struct rk_error *err)
+{
+	*url = NULL;
+	return desktop(m, display, url, NULL, err);
 }
 
 static int bx_display_stop(const struct rk_machine *m, int display, struct rk_error *err)
@@ -780,17 +819,14 @@ static int bx_display_stop(const struct rk_machine *m, int display, struct rk_er
 static int bx_capture(const struct rk_machine *m, int display, struct rk_frame *out, struct rk_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	int rc = one_screen(display, err);
-	if (rc < 0)
-		return rc;
-	struct bx *b = bx_open(m, 1, err);
+	struct bx *b = screen_open(m, display, err);
 	if (!b)
 		return -(int)err->code;
 	char *script = rk_remote_capture_script(":0");
 	struct rk_buf o;
 	rk_buf_init(&o);
 	int code = 0;
-	rc = bx_run(b, script, &o, &code, err);
+	int rc = bx_run(b, script, &o, &code, err);
 	if (rc == 0 && code != 0)
 		rc = rk_error_set(err, RK_EFAILED, "the screen capture failed (exit %d): %.200s", code, o.data);
 	if (rc == 0)
@@ -844,6 +880,7 @@ const struct rk_provider_ops rk_provider_box = {
 	.workspace_import = bx_import,
 	.display_start = bx_display_start,
 	.display_stop = bx_display_stop,
+	.display_novnc = bx_display_novnc,
 	.capture = bx_capture,
 	.act = bx_act,
 };

@@ -10,6 +10,13 @@
  *                        Alternated, p50 and p95; gateway_frame_added is
  *                        their difference. gateway_small_frame: the same
  *                        for a 64x64 region (the per-message cost).
+ *   gateway_frame_box    the same for a box desktop (tests/emulators/box):
+ *                        ours through the gateway, whose forwarder is a
+ *                        WebSocket client of the desktop's websockify;
+ *                        base straight on that websockify endpoint (both
+ *                        reach the box's x11vnc through the emulator's
+ *                        relay). A full 1920x1080 frame, and
+ *                        gateway_small_frame_box for 64x64.
  * (The cost of idle desktops, desktop_marginal_mb and desktop_idle_cpu, is
  * team_bench.c's.)
  *
@@ -37,6 +44,7 @@
 #include "../../engine/util/json.h"
 #include "../../engine/util/time.h"
 #include "../../providers/docker/api.h"
+#include "emulator.h"
 
 #define N_FRAMES 20
 #define IO_MS 20000
@@ -215,7 +223,8 @@ static int open_unix(struct conn *c, const char *path)
 	return connect(c->fd, (struct sockaddr *)&sa, sizeof(sa));
 }
 
-static int open_ws(struct conn *c, const char *addr, const char *token)
+/* A WebSocket to addr ("HOST:PORT") for path (with its query). */
+static int open_ws(struct conn *c, const char *addr, const char *path)
 {
 	memset(c, 0, sizeof(*c));
 	c->ws = 1;
@@ -228,10 +237,10 @@ static int open_ws(struct conn *c, const char *addr, const char *token)
 	c->fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
 		return -1;
-	char *req = rk_xasprintf("GET /websockify?token=%s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
+	char *req = rk_xasprintf("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
 				 "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-				 "Sec-WebSocket-Version: 13\r\n\r\n",
-				 token, addr);
+				 "Sec-WebSocket-Protocol: binary\r\nSec-WebSocket-Version: 13\r\n\r\n",
+				 path, addr);
 	int r = rk_fs_write_fd(c->fd, req, strlen(req));
 	free(req);
 	if (r != 0)
@@ -337,17 +346,21 @@ static double pct(double *v, int n, double p)
 	return v[i];
 }
 
-static int bench_frame(const char *vnc_sock, const char *token)
+/* Through the gateway with token, after rfb_handshake on direct. */
+static int open_gateway(struct conn *gw, const char *token)
 {
-	struct conn direct, gw;
-	if (open_unix(&direct, vnc_sock) || rfb_handshake(&direct)) {
-		fprintf(stderr, "gateway_bench: cannot connect to %s\n", vnc_sock);
-		return -1;
-	}
-	if (open_ws(&gw, gw_addr, token) || rfb_handshake(&gw)) {
+	char *path = rk_xasprintf("/websockify?token=%s", token);
+	int r = open_ws(gw, gw_addr, path) || rfb_handshake(gw) ? -1 : 0;
+	free(path);
+	if (r)
 		fprintf(stderr, "gateway_bench: cannot connect through the gateway at %s\n", gw_addr);
-		return -1;
-	}
+	return r;
+}
+
+/* Alternated frames on direct (base) and gw (ours); figures NAME and
+ * NAME_small with suffix after "gateway_frame" / "gateway_small_frame". */
+static int bench_pair(struct conn *direct, struct conn *gw, const char *suffix)
+{
 	static const struct {
 		const char *name;
 		int small;
@@ -356,7 +369,7 @@ static int bench_frame(const char *vnc_sock, const char *token)
 		int w = figs[f].small ? 64 : w_, h = figs[f].small ? 64 : h_;
 		double ours[N_FRAMES], base[N_FRAMES];
 		for (int i = -2; i < N_FRAMES; i++) { /* two warm-up rounds */
-			double b = rfb_frame(&direct, w, h), o = rfb_frame(&gw, w, h);
+			double b = rfb_frame(direct, w, h), o = rfb_frame(gw, w, h);
 			if (b < 0 || o < 0) {
 				fprintf(stderr, "gateway_bench: a frame did not arrive whole (%s)\n",
 					b < 0 ? "direct" : "gateway");
@@ -367,7 +380,8 @@ static int bench_frame(const char *vnc_sock, const char *token)
 				ours[i] = o;
 			}
 		}
-		const char *name = figs[f].name;
+		char name[64];
+		snprintf(name, sizeof(name), "%s%s", figs[f].name, suffix);
 		double o50 = pct(ours, N_FRAMES, 0.5), b50 = pct(base, N_FRAMES, 0.5);
 		double o95 = pct(ours, N_FRAMES, 0.95), b95 = pct(base, N_FRAMES, 0.95);
 		printf("bench: %s ours=%.2f ms base=%.2f ms ratio=%.2f\n", name, o50, b50, o50 / b50);
@@ -375,9 +389,96 @@ static int bench_frame(const char *vnc_sock, const char *token)
 		printf("bench: %s_added ours=%.2f ms\n", name, o50 - b50);
 		fflush(stdout);
 	}
+	return 0;
+}
+
+static int bench_frame(const char *vnc_sock, const char *token)
+{
+	struct conn direct, gw;
+	if (open_unix(&direct, vnc_sock) || rfb_handshake(&direct)) {
+		fprintf(stderr, "gateway_bench: cannot connect to %s\n", vnc_sock);
+		return -1;
+	}
+	int r = open_gateway(&gw, token) || bench_pair(&direct, &gw, "") ? -1 : 0;
 	conn_close(&direct);
 	conn_close(&gw);
-	return 0;
+	return r;
+}
+
+static int start_gateway(void);
+static void kill_ours(void);
+
+/* A box computer on the box emulator, shared through the gateway: frames
+ * through it vs on the desktop's own websockify endpoint. */
+static int bench_box(void)
+{
+	/* the data dir's worker and gateway start again with the box's
+	 * address in their environment */
+	kill_ours();
+	char *pf = rk_xasprintf("%s/box-port", data_dir);
+	pid_t emu = rk_bench_emulator("box", pf, "bench-box-key");
+	int rc = 0;
+	struct rk_buf b, u;
+	rk_buf_init(&b);
+	rk_buf_init(&u);
+	cJSON *show = NULL, *sj = NULL;
+	struct conn direct = {.fd = -1}, gw = {.fd = -1};
+	if (emu < 0) {
+		printf("skip: gateway_bench: the box emulator did not start (node, dockerd, the image)\n");
+		goto out;
+	}
+	rk_fs_read_all(pf, 4096, &b, NULL);
+	while (b.len && b.data[b.len - 1] == '\n')
+		b.data[--b.len] = 0;
+	char *api = rk_xasprintf("%s/api/box/v1", b.data);
+	setenv("BOX_API_URL", api, 1);
+	setenv("BOX_API_KEY", "bench-box-key", 1);
+	free(api);
+	rc = -1;
+	const char *create[] = {"computer", "create", "--provider", "box", "--name", "bx", "--wait", "--json", NULL};
+	const char *showa[] = {"computer", "show", "bx", "--json", NULL};
+	const char *share[] = {"screen", "share", "bx", "--view", "--json", NULL};
+	if (cli(NULL, create) != 0 || !(show = cli_json(showa)) || !(sj = cli_json(share))) {
+		fprintf(stderr, "gateway_bench: cannot make and share a box computer\n");
+		goto out;
+	}
+	/* the baseline needs the desktop's own address, secret and all */
+	char *file = rk_xasprintf("%s/run/%s/box-desktop.url", data_dir, rk_json_string(show, "id", ""));
+	rk_fs_read_all(file, 4096, &u, NULL);
+	free(file);
+	char addr[64] = "", *path = NULL;
+	const char *q = u.len ? strstr(u.data, "?") : NULL;
+	if (!q || sscanf(u.data, "http://%63[^/]", addr) != 1) {
+		fprintf(stderr, "gateway_bench: no box desktop address\n");
+		goto out;
+	}
+	path = rk_xasprintf("/websockify%s", q);
+	int bad = open_ws(&direct, addr, path) || rfb_handshake(&direct);
+	free(path);
+	if (bad) {
+		fprintf(stderr, "gateway_bench: cannot connect to the box desktop's websockify\n");
+		goto out;
+	}
+	if ((!gw_pid && start_gateway() != 0) || open_gateway(&gw, rk_json_string(sj, "token", "")) != 0)
+		goto out;
+	rc = bench_pair(&direct, &gw, "_box");
+out:
+	conn_close(&direct);
+	conn_close(&gw);
+	if (show) {
+		const char *del[] = {"computer", "delete", "bx", "--wait", NULL};
+		cli(NULL, del);
+	}
+	if (emu > 0) {
+		kill(emu, SIGTERM);
+		waitpid(emu, NULL, 0);
+	}
+	cJSON_Delete(show);
+	cJSON_Delete(sj);
+	rk_buf_release(&b);
+	rk_buf_release(&u);
+	free(pf);
+	return rc;
 }
 
 /* --- setup and teardown -------------------------------------------------------------------- */
@@ -452,7 +553,9 @@ int main(void)
 	bin = getenv("RAKAZO_BIN");
 	if (!bin || !*bin)
 		bin = "build/rakazo";
-	if (!want("gateway_frame"))
+	int docker = want("gateway_frame") || want("gateway_small_frame"), box = want("gateway_frame_box") ||
+										    want("gateway_small_frame_box");
+	if (!docker && !box)
 		return 0;
 	struct rk_error e;
 	if (rk_docker_ping(&e) != 0) {
@@ -473,6 +576,8 @@ int main(void)
 	int rc = 1;
 	char *vnc = NULL;
 	cJSON *show = NULL;
+	if (!docker)
+		goto box;
 	const char *create[] = {"computer", "create", "--name", "b", "--wait", "--json", NULL};
 	if (cli(NULL, create) != 0) {
 		printf("skip: gateway_bench: cannot create a docker computer (is the image built? make image)\n");
@@ -501,11 +606,17 @@ int main(void)
 		}
 		cJSON_Delete(sj);
 	}
+box:
+	if (box && bench_box() != 0) {
+		fprintf(stderr, "gateway_bench: gateway_frame_box failed\n");
+		goto out;
+	}
 	rc = 0;
 out:
 	kill_ours();
 	const char *del[] = {"computer", "delete", "b", "--wait", NULL};
-	cli(NULL, del);
+	if (docker)
+		cli(NULL, del);
 	kill_ours();
 	rk_fs_remove_tree(data_dir, &e);
 	free(vnc);

@@ -29,6 +29,7 @@
 #include "../../engine/util/id.h"
 #include "../../engine/util/time.h"
 #include "../../providers/provider.h"
+#include "emulator.h"
 
 #define N 15
 
@@ -51,35 +52,6 @@ static int wanted(const char *name)
 {
 	const char *w = getenv("RAKAZO_BENCH");
 	return !w || !*w || strcmp(w, name) == 0;
-}
-
-static pid_t emulator(const char *kind, const char *portfile, const char *key)
-{
-	const char *img = getenv("RAKAZO_IMAGE");
-	if (!img || !*img)
-		img = RK_IMAGE_TAG;
-	char *script = rk_xasprintf("tests/emulators/%s/server.js", kind);
-	unlink(portfile);
-	pid_t pid = fork();
-	if (pid == 0) {
-		int dn = open("/dev/null", 2);
-		dup2(dn, 1);
-		dup2(dn, 2);
-		execlp("node", "node", script, "--image", img, "--port-file", portfile, "--key", key, (char *)NULL);
-		_exit(127);
-	}
-	free(script);
-	for (int i = 0; i < 200; i++) {
-		if (rk_fs_exists(portfile))
-			return pid;
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return -1;
-		rk_sleep_ms(50);
-	}
-	kill(pid, SIGTERM);
-	waitpid(pid, NULL, 0);
-	return -1;
 }
 
 static int run_true(const struct rk_provider_ops *ops, const struct rk_machine *m)
@@ -136,7 +108,7 @@ static void one(const char *kind, const struct rk_provider_ops *ops, const char 
 	char *dir = mkdtemp(tmpl);
 	char *pf = rk_xasprintf("%s/port", dir);
 	char *key = rk_xasprintf("bench-%s-key", kind);
-	pid_t pid = emulator(kind, pf, key);
+	pid_t pid = rk_bench_emulator(kind, pf, key);
 	if (pid < 0) {
 		printf("skip: %s: the emulator did not start (node, dockerd, the image)\n", kind);
 		goto out;

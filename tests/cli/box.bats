@@ -3,10 +3,13 @@
 # (tests/emulators/box): noEnv machines, the TTL kept fresh while in use, stop
 # archives and provision resumes the same id, the one desktop (a second
 # screen is MULTI_SCREEN_UNAVAILABLE), the desktop secret kept off every
-# output, and the fault cases. Skips without node, dockerd or the computer
-# image, unless RAKAZO_REQUIRE_DOCKER=1.
+# output, the desktop watched and driven through the screen gateway (its
+# noVNC page's websockify endpoint as the upstream), and the fault cases.
+# Skips without node, dockerd or the computer image, unless
+# RAKAZO_REQUIRE_DOCKER=1.
 
 load helper
+load gateway
 
 setup_file() {
 	export RAKAZO_TEST_LABEL="bats-box-$$"
@@ -238,4 +241,172 @@ more" ]
 	curl -sf -X DELETE "$BOX_EMULATOR_URL/_emulator/requests" >/dev/null
 	[ "$(rk computer file read b late.txt)" = late ]
 	[ "$(seen GET '/artifacts/raw$')" = 1 ]
+}
+
+# --- the desktop through the screen gateway ------------------------------------------------
+
+# The desktop's noVNC address (its _token is the secret), its port and secret.
+desktop_url() {
+	cat "$RAKAZO_DATA_DIR/run/$(rk_id b)/box-desktop.url"
+}
+desktop_port() {
+	desktop_url | sed -n 's#^http://127\.0\.0\.1:\([0-9]*\)/.*#\1#p'
+}
+desktop_secret() {
+	desktop_url | sed -n 's/.*_token=\([^&]*\).*/\1/p'
+}
+
+# Box b with xclient.py on its one desktop (:0; a grey canvas, clicks draw
+# squares and are logged in st/events), and a gateway.
+box_desktop() {
+	bx_create
+	rk computer file write b xclient.py <"$BATS_TEST_DIRNAME/../fixtures/xclient.py"
+	rk screen shot b -o "$BATS_TEST_TMPDIR/first.png" >/dev/null
+	rk computer exec b -- 'rm -rf st && mkdir st && DISPLAY=:0 setsid -f python3 xclient.py st </dev/null >/dev/null 2>&1'
+	wait_for "rk computer file read b st/ready >/dev/null 2>&1" 30
+	wait_for 'rk screen shot b -o "$BATS_TEST_TMPDIR/ready.png" >/dev/null && [ "$(pixel "$BATS_TEST_TMPDIR/ready.png" 640 500)" = "128 128 128" ]' 30
+	gateway_start
+}
+
+box_events() {
+	rk computer file read b st/events 2>/dev/null || true
+}
+
+pointer() {
+	rk computer exec b --json -- 'DISPLAY=:0 xdotool getmouselocation' | rk_json 'd["output"]'
+}
+
+@test "box: through the gateway a view token sees the desktop and its input never reaches it; a control token's click does" {
+	node_or_skip
+	box_desktop
+	rk screen act b -a '[{"action":"move","x":100,"y":100}]' --no-observe >/dev/null
+	view=$(share_token b --view)
+	# a real RFB handshake and a full frame from the box's x11vnc, through its websockify
+	# (x11vnc with no client of its own may first serve what it last saw: wait for the canvas)
+	run rfb "ws://$GW/websockify?token=$view" --wait-pixel 640,500=128,128,128 --click 300,300 --key 0x61 --pixel 290,290
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"1920x1080"* ]]
+	[[ "$output" == *"290,290 128 128 128"* ]]
+	[[ "$(pointer)" == "x:100 y:100 "* ]]
+	run novnc "ws://$GW/websockify?token=$view" --wait-pixel 640,400=128,128,128 --click 320,320 --pixel 310,310
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | rk_json '[d["connected"], d["width"], d["height"], d["clicked"], d["pixels"]["310,310"]]')" = '[true, 1920, 1080, true, [128, 128, 128]]' ]
+	# the agent's own click arrives; the viewers' never did
+	rk screen act b -a '[{"action":"click","x":500,"y":500}]' --no-observe >/dev/null
+	wait_for '[[ "$(box_events)" == *"press 1 500 500"* ]]' 30
+	[[ "$(box_events)" != *"300 300"* ]]
+	[[ "$(box_events)" != *"320 320"* ]]
+	[[ "$(box_events)" != *"key"* ]]
+	control=$(share_token b --control)
+	run novnc "ws://$GW/websockify?token=$control" --click 300,300 --wait-pixel 290,290=255,0,0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | rk_json 'd["pixels"]["290,290"]')" = '[255, 0, 0]' ]
+	wait_for '[[ "$(box_events)" == *"press 1 300 300"* ]]' 30
+	run rfb "ws://$GW/websockify?token=$control" --click 700,400
+	[ "$status" -eq 0 ]
+	[[ "$(pointer)" == "x:700 y:400 "* ]]
+	wait_for '[[ "$(box_events)" == *"press 1 700 400"* ]]' 30
+	wait_for 'rk screen shot b -o "$BATS_TEST_TMPDIR/after.png" >/dev/null && [ "$(pixel "$BATS_TEST_TMPDIR/after.png" 690 390)" = "255 0 0" ]' 30
+}
+
+@test "box: the desktop's _token appears in no output of share, shares, info, the gateway's pages, replies and log, or the database" {
+	bx_create
+	gateway_start
+	local out="$BATS_TEST_TMPDIR/all" secret view
+	rk screen share b --view --json >"$out"
+	view=$(rk_json 'd["token"]' <"$out")
+	rk screen share b --control >>"$out" 2>&1
+	rk screen shares --json >>"$out"
+	rk screen shares --all >>"$out"
+	rk screen info b --json >>"$out"
+	rk computer show b --json >>"$out"
+	secret=$(desktop_secret)
+	[ -n "$secret" ] && [ ${#secret} -ge 16 ]
+	rfb "ws://$GW/websockify?token=$view" --pixel 1,1 >>"$out" 2>&1
+	curl -s --max-time 10 "http://$GW/websockify?token=$view" >>"$out"
+	curl -s --max-time 10 "http://$GW/" >>"$out"
+	curl -s --max-time 10 -H 'Upgrade: websocket' -H 'Connection: Upgrade' "http://$GW/websockify?token=AAAA" >>"$out"
+	# a refusal names the endpoint, never its secret
+	curl -sf -X POST "$BOX_EMULATOR_URL/_emulator/boxes/$(ref)/desktop/rotate" >/dev/null
+	rfb "ws://$GW/websockify?token=$view" --pixel 1,1 >>"$out" 2>&1 || true
+	grep -q "refused its secret (HTTP 401)" "$out"
+	grep -q "ws://127.0.0.1:$(desktop_port)/websockify" "$out"
+	cat "$BATS_TEST_TMPDIR/gw.out" "$BATS_TEST_TMPDIR/gw.err" >>"$out"
+	cat "$RAKAZO_DATA_DIR/log/"* >>"$out"
+	sqlite3 "$RAKAZO_DATA_DIR/rakazo.db" .dump >>"$out"
+	grep -q "cap_" "$out"
+	! grep -qF "$secret" "$out"
+	! grep -qF "$(desktop_secret)" "$out"
+	! grep -q "_token=" "$out"
+	# the computer goes: so do its capabilities' forwarders, secret and all
+	[ -n "$(ls "$RAKAZO_DATA_DIR/run/gateway" | grep '\.sock$')" ]
+	rk computer delete b --wait --json >/dev/null
+	wait_for '[ -z "$(ls "$RAKAZO_DATA_DIR/run/gateway" | grep "\.sock$")" ]' 20
+	[ "$(upgrade_status "$view")" = 403 ]
+}
+
+@test "box: a desktop whose secret changed or whose endpoint is gone: share is unavailable (5) and a client through the gateway is told why, with no hang" {
+	bx_create
+	gateway_start
+	local view port secret held
+	view=$(share_token b --view)
+	port=$(desktop_port)
+	secret=$(desktop_secret)
+	[ -n "$port" ] && [ -n "$secret" ]
+	# the emulator's websockify: 401 without the secret or with a wrong one
+	[ "$(rfb "ws://127.0.0.1:$port/websockify" --status)" = 401 ]
+	[ "$(rfb "ws://127.0.0.1:$port/websockify?_token=wrong" --status)" = 401 ]
+	[ "$(rfb "ws://127.0.0.1:$port/websockify?_token=$secret" --status)" = 101 ]
+	# the secret changes: the capability made with the old one gets a reason, at once
+	curl -sf -X POST "$BOX_EMULATOR_URL/_emulator/boxes/$(ref)/desktop/rotate" >/dev/null
+	run rfb "ws://$GW/websockify?token=$view" --pixel 1,1
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"refused its secret (HTTP 401)"* ]]
+	# and noVNC shows it (when its npm packages are here: tests/gateway/setup.sh)
+	if [ -x "${CHROMIUM:-/usr/bin/chromium}" ] && [ -f "$NODE_DIR/node_modules/@novnc/novnc/core/rfb.js" ]; then
+		run novnc "ws://$GW/websockify?token=$view"
+		echo "$output"
+		[ "$(echo "$output" | rk_json 'd["connected"]')" = false ]
+		[[ "$(echo "$output" | rk_json 'd["security_failure"]')" == *"refused its secret (HTTP 401)"* ]]
+	fi
+	# a page address with a wrong secret, or none: share refuses to hand out a token
+	fault '{"method":"POST","path":"/desktop$","status":200,"times":5,"body":{"state":"ready","vnc":true,"url":"http://127.0.0.1:'"$port"'/vnc.html?_token=wrong"}}'
+	expect_json_error 5 unavailable rk screen share b --view --json
+	grep -q "HTTP 401" "$BATS_TEST_TMPDIR/stderr"
+	curl -sf -X DELETE "$BOX_EMULATOR_URL/_emulator/faults" >/dev/null
+	fault '{"method":"POST","path":"/desktop$","status":200,"times":5,"body":{"state":"ready","vnc":true,"url":"http://127.0.0.1:'"$port"'/vnc.html"}}'
+	expect_json_error 5 unavailable rk screen share b --control --json
+	grep -q "HTTP 401" "$BATS_TEST_TMPDIR/stderr"
+	curl -sf -X DELETE "$BOX_EMULATOR_URL/_emulator/faults" >/dev/null
+	[ "$(rk screen shares --json | rk_json 'len(d)')" = 1 ]
+	# a share with the current secret works again
+	held=$(share_token b --view)
+	rfb "ws://$GW/websockify?token=$held" --hold >"$BATS_TEST_TMPDIR/hold" 2>&1 &
+	wait_for 'grep -q connected "$BATS_TEST_TMPDIR/hold"' 30
+	# the endpoint goes away: the connected viewer is dropped, a new one is told why
+	curl -sf -X POST "$BOX_EMULATOR_URL/_emulator/boxes/$(ref)/desktop/down" >/dev/null
+	wait_for 'grep -q closed "$BATS_TEST_TMPDIR/hold"' 30
+	run rfb "ws://$GW/websockify?token=$held" --pixel 1,1
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"cannot reach the desktop's websockify endpoint ws://127.0.0.1:$port/websockify"* ]]
+	expect_json_error 5 unavailable rk screen share b --view --json
+	grep -q "cannot reach" "$BATS_TEST_TMPDIR/stderr"
+	# the HTTP API's desktop/stream says the same: 503, unavailable
+	eval '"$RAKAZO_BIN" serve --listen 127.0.0.1:0 --token-file "$BATS_TEST_TMPDIR/token" --url-file "$BATS_TEST_TMPDIR/url" >/dev/null 2>&1 &' "$RK_CLOSE_FDS"
+	wait_for '[ -s "$BATS_TEST_TMPDIR/url" ]' 30
+	local code
+	code=$(curl -s -o "$BATS_TEST_TMPDIR/reply" -w '%{http_code}' --max-time 60 -X POST \
+		-H "Authorization: Bearer $(cat "$BATS_TEST_TMPDIR/token")" -H 'Content-Type: application/json' -d '{}' \
+		"$(cat "$BATS_TEST_TMPDIR/url")/v1/computers/$(rk_id b)/desktop/stream")
+	cat "$BATS_TEST_TMPDIR/reply"
+	[ "$code" = 503 ]
+	grep -q '"code":"unavailable"' "$BATS_TEST_TMPDIR/reply"
+	# its detail is in the server's log, with the endpoint and not its secret
+	local eid
+	eid=$(rk_json 'd["error"]["errorId"]' <"$BATS_TEST_TMPDIR/reply")
+	grep "$eid" "$RAKAZO_DATA_DIR/log/rakazo.log" | grep -q "cannot reach the desktop's websockify endpoint ws://127.0.0.1:$port/websockify"
+	! grep -q "_token=" "$BATS_TEST_TMPDIR/reply" "$RAKAZO_DATA_DIR/log/rakazo.log"
 }

@@ -6,7 +6,8 @@
 // Opens a page that connects noVNC's RFB to URL (ws://127.0.0.1:PORT/...),
 // with noVNC's own viewOnly off, so a view capability's refusal of input is
 // the gateway's doing. Prints one JSON line: {connected, width, height,
-// pixels: {"X,Y": [R,G,B]}, clicked, disconnect_reason}. --wait-pixel polls
+// pixels: {"X,Y": [R,G,B]}, clicked, disconnect_reason, security_failure}
+// (security_failure: the reason a server gave for serving no desktop). --wait-pixel polls
 // the client's framebuffer until a pixel has the given colour (first
 // frames, or a click's effect) before reading the rest; --click clicks the
 // client's canvas at framebuffer point X,Y (mouse down and up).
@@ -47,11 +48,12 @@ const page_html = `<!doctype html><html><body style="margin:0">
 <div id="screen" style="width:1280px;height:800px"></div>
 <script type="module">
 import RFB from "/__rakazo_test__/novnc/core/rfb.js";
-window.state = { connected: false, disconnect_reason: null };
+window.state = { connected: false, disconnect_reason: null, security_failure: null };
 const rfb = new RFB(document.getElementById("screen"), ${JSON.stringify(url)}, { shared: true });
 rfb.viewOnly = false;
 rfb.scaleViewport = false;
 rfb.addEventListener("connect", () => { window.state.connected = true; });
+rfb.addEventListener("securityfailure", (e) => { window.state.security_failure = e.detail.reason || String(e.detail.status); });
 rfb.addEventListener("disconnect", (e) => {
   window.state.disconnect_reason = e.detail.clean ? "clean" : "unclean";
 });
@@ -72,7 +74,7 @@ const browser = await chromium.launch({
   headless: true,
   args: ["--no-sandbox", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost", "--disable-background-networking", "--disable-features=LocalNetworkAccessChecks,LocalNetworkAccessChecksWebSockets"],
 });
-const out = { connected: false, width: 0, height: 0, pixels: {}, clicked: false, disconnect_reason: null };
+const out = { connected: false, width: 0, height: 0, pixels: {}, clicked: false, disconnect_reason: null, security_failure: null };
 let code = 0;
 try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });

@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
 """A small RFB-over-WebSocket client for the gateway's tests (stdlib only).
 
-    rfb_ws.py URL [--pixel X,Y] [--click X,Y] [--key KEYSYM] [--status] [--hold]
+    rfb_ws.py URL [--pixel X,Y] [--wait-pixel X,Y=R,G,B] [--click X,Y] [--key KEYSYM] [--status] [--hold]
 
 Connects to the gateway's ws:// URL, prints the HTTP status of the upgrade
 with --status (and stops), else does the RFB 3.8 handshake with security
 None, reads one full frame and prints "WxH" and, per --pixel, "X,Y R G B"
-lines. --click sends a left press and release at X,Y; --key a key press and
+lines. --wait-pixel asks for full frames again (for up to 30 s) until the
+pixel has that colour, before the rest: a VNC server that had no client may
+serve what it last saw first. --click sends a left press and release at X,Y; --key a key press and
 release; both are sent after the first frame, then one more full frame is
 read (so the server has taken them in) before closing. --hold prints
 "connected" after the first frame and then stays until the gateway closes
-the connection (printing "closed"; at most 60 s).
+the connection (printing "closed"; at most 60 s). A server that offers no
+security type gets its reason printed as "refused: REASON" (exit 4).
 """
 import base64
 import os
 import socket
 import struct
 import sys
+import time
 import urllib.parse
 
 
@@ -133,14 +137,22 @@ def read_frame(ws, w, h, fb):
             fb[start:start + rw * 4] = data[row * rw * 4:(row + 1) * rw * 4]
 
 
+def rgb_at(fb, w, x, y):
+    i = (y * w + x) * 4
+    return (fb[i + 2], fb[i + 1], fb[i])
+
+
 def main():
     args = sys.argv[1:]
     url = args.pop(0)
-    pixels, clicks, keys, status_only, hold = [], [], [], False, False
+    pixels, waits, clicks, keys, status_only, hold = [], [], [], [], False, False
     while args:
         a = args.pop(0)
         if a == "--pixel":
             pixels.append(tuple(int(v) for v in args.pop(0).split(",")))
+        elif a == "--wait-pixel":
+            xy, rgb = args.pop(0).split("=")
+            waits.append((tuple(int(v) for v in xy.split(",")), tuple(int(v) for v in rgb.split(","))))
         elif a == "--click":
             clicks.append(tuple(int(v) for v in args.pop(0).split(",")))
         elif a == "--key":
@@ -164,6 +176,10 @@ def main():
         sys.exit("rfb_ws.py: not RFB: %r" % ver)
     ws.send(b"RFB 003.008\n")
     n = ws.recv(1)[0]
+    if n == 0:  # the server says why it will not serve us
+        reason = ws.recv(struct.unpack(">I", ws.recv(4))[0]).decode(errors="replace")
+        print("refused: %s" % reason)
+        sys.exit(4)
     types = ws.recv(n)
     if 1 not in types:
         sys.exit("rfb_ws.py: no security type None")
@@ -179,6 +195,12 @@ def main():
     ws.send(struct.pack(">BBHi", 2, 0, 1, 0))  # raw only
     fb = bytearray(w * h * 4)
     read_frame(ws, w, h, fb)
+    deadline = time.monotonic() + 30
+    while any(rgb_at(fb, w, x, y) != rgb for (x, y), rgb in waits):
+        if time.monotonic() > deadline:
+            sys.exit("rfb_ws.py: the pixels never became %r" % (waits,))
+        time.sleep(0.2)
+        read_frame(ws, w, h, fb)
     if clicks or keys:
         for x, y in clicks:
             ws.send(struct.pack(">BBHH", 5, 0, x, y))
@@ -199,8 +221,7 @@ def main():
             return
     print("%dx%d" % (w, h))
     for x, y in pixels:
-        i = (y * w + x) * 4
-        print("%d,%d %d %d %d" % (x, y, fb[i + 2], fb[i + 1], fb[i]))
+        print("%d,%d %d %d %d" % ((x, y) + rgb_at(fb, w, x, y)))
 
 
 if __name__ == "__main__":

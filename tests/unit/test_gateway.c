@@ -1,12 +1,19 @@
 /* The screen gateway's pieces that need no desktop: the view filter over
- * the RFB client stream, and the token checks before any lookup succeeds. */
+ * the RFB client stream, the token checks before any lookup succeeds, and
+ * a noVNC page's websockify address and the refusals of an upstream that
+ * cannot serve. */
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "../../engine/engine.h"
 #include "../../engine/gateway.h"
+#include "../../engine/gateway_upstream.h"
 #include "../../engine/rfb.h"
 #include "../../engine/util/buf.h"
 #include "../../engine/util/fs.h"
@@ -132,11 +139,92 @@ TEST(tokens_malformed_or_unknown_are_401)
 	rk_fs_remove_tree(dir, &e);
 }
 
+static void ws_of(const char *page, const char *want)
+{
+	struct rk_error e;
+	char *got = rk_upstream_from_novnc(page, &e);
+	CHECK_EQ_STR(got ? got : "(null)", want);
+	free(got);
+}
+
+TEST(novnc_page_maps_to_the_websockify_address_its_page_would_use)
+{
+	ws_of("http://127.0.0.1:4321/vnc.html?_token=abc", "ws://127.0.0.1:4321/websockify?_token=abc");
+	ws_of("https://box-x-6080.on.ascii.dev/vnc.html?_token=abc&autoconnect=1",
+	      "wss://box-x-6080.on.ascii.dev/websockify?_token=abc&autoconnect=1");
+	ws_of("HTTPS://h/vnc.html?path=ws%2Fproxy&_token=t", "wss://h/ws/proxy?path=ws%2Fproxy&_token=t");
+	ws_of("http://u:p@h:81/a/vnc.html", "ws://h:81/websockify");
+	ws_of("http://[::1]:5/vnc.html?x=1", "ws://[::1]:5/websockify?x=1");
+	ws_of("http://h/vnc.html?_token=t#frag", "ws://h/websockify?_token=t");
+	ws_of("http://h", "ws://h/websockify");
+	const char *bad[] = {"ftp://h/vnc.html?_token=secret", "vnc.html?_token=secret", "http://:80/?_token=secret",
+			     "http://h:99999/?_token=secret", "http://h:8x/?_token=secret", NULL};
+	for (int i = 0; bad[i]; i++) {
+		struct rk_error e;
+		char *got = rk_upstream_from_novnc(bad[i], &e);
+		CHECK(got == NULL);
+		free(got);
+		CHECK_EQ_INT(e.code, RK_EINVALID);
+		CHECK(strstr(e.message, "secret") == NULL);
+	}
+	char *pub = rk_upstream_public("wss://h:1/websockify?_token=secret#x");
+	CHECK_EQ_STR(pub, "wss://h:1/websockify");
+	free(pub);
+}
+
+/* A loopback TCP socket on a free port: listening (it takes connections
+ * and never answers) or closed again (connections are refused). */
+static int loopback_port(int keep_listening, int *fd)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (*fd < 0 || bind(*fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(*fd, 4) != 0 ||
+	    getsockname(*fd, (struct sockaddr *)&sa, &len) != 0)
+		return -1;
+	if (!keep_listening) {
+		close(*fd);
+		*fd = -1;
+	}
+	return ntohs(sa.sin_port);
+}
+
+TEST(upstream_refused_or_silent_is_unavailable_and_names_no_secret)
+{
+	int fd = -1;
+	int port = loopback_port(0, &fd);
+	REQUIRE(port > 0);
+	char *url = rk_xasprintf("ws://127.0.0.1:%d/websockify?_token=secret", port);
+	char *pub = rk_xasprintf("ws://127.0.0.1:%d/websockify", port);
+	struct rk_upstream *u = NULL;
+	struct rk_error e;
+	CHECK_EQ_INT(rk_upstream_open(url, 5000, &u, &e), -RK_EUNAVAILABLE);
+	CHECK(u == NULL);
+	CHECK(strstr(e.message, "cannot reach") != NULL);
+	CHECK(strstr(e.message, pub) != NULL);
+	CHECK(strstr(e.message, "secret") == NULL);
+	CHECK_EQ_INT(rk_upstream_probe(url, 5000, &e), -RK_EUNAVAILABLE);
+	free(url);
+	free(pub);
+	port = loopback_port(1, &fd);
+	REQUIRE(port > 0);
+	url = rk_xasprintf("ws://127.0.0.1:%d/websockify?_token=secret", port);
+	CHECK_EQ_INT(rk_upstream_open(url, 1000, &u, &e), -RK_EUNAVAILABLE);
+	CHECK(strstr(e.message, "did not answer within 1 s") != NULL);
+	CHECK(strstr(e.message, "secret") == NULL);
+	close(fd);
+	free(url);
+	CHECK_EQ_INT(rk_upstream_open("http://h/websockify", 1000, &u, &e), -RK_EINVALID);
+	rk_upstream_free(NULL);
+}
+
 int main(void)
 {
 	RUN(view_filter_passes_what_a_viewer_needs_and_drops_input);
 	RUN(view_filter_refuses_unknown_messages);
 	RUN(view_filter_drops_a_key_event_split_across_reads);
 	RUN(tokens_malformed_or_unknown_are_401);
+	RUN(novnc_page_maps_to_the_websockify_address_its_page_would_use);
+	RUN(upstream_refused_or_silent_is_unavailable_and_names_no_secret);
 	return check_summary("gateway");
 }
