@@ -5,7 +5,6 @@
 #include <curl/curl.h>
 #include <png.h>
 #include <sodium.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -82,7 +81,7 @@ static int run_doctor(struct cmd_ctx *ctx)
 	}
 	char libs[512];
 	snprintf(libs, sizeof(libs), "sqlite %s, libcurl %s, cJSON %s, libsodium %s, %s, libpng %s, zstd %s",
-		 sqlite3_libversion(), curl_version_info(CURLVERSION_NOW)->version, cJSON_Version(),
+		 rk_sql_sqlite.version(), curl_version_info(CURLVERSION_NOW)->version, cJSON_Version(),
 		 sodium_version_string(), archive_version_string(), png_get_libpng_ver(NULL), ZSTD_versionString());
 	add_check(checks, "libraries", "ok", libs);
 

@@ -200,7 +200,7 @@ TEST(secret_store_binds_bot)
 	struct rk_buf db = RK_BUF_INIT;
 	rk_buf_init(&db);
 	char *dbp = rk_path_join(eng->data_dir, "rakazo.db");
-	sqlite3_exec(eng->db->handle, "PRAGMA wal_checkpoint(FULL)", NULL, NULL, NULL);
+	rk_db_exec(eng->db, "PRAGMA wal_checkpoint(FULL)", NULL);
 	CHECK(rk_fs_read_all(dbp, 64u << 20, &db, &e) == 0);
 	CHECK(memmem(db.data, db.len, v, strlen(v)) == NULL);
 	rk_buf_release(&db);
