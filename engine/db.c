@@ -11,10 +11,20 @@
 #include "util/time.h"
 
 /* Migrations run in order, each in one transaction. Adding a table is one
- * more entry here. Never edit an entry that has shipped. */
-static const char *const migrations[] = {
+ * more entry here. Never edit an entry that has shipped.
+ *
+ * One list for both backends: .sql is SQLite's, and PostgreSQL runs it as
+ * pg_ddl() translates it (INTEGER is BIGINT, an INTEGER PRIMARY KEY is a
+ * BIGSERIAL, BLOB is BYTEA; PRAGMAs, sqlite_master edits and virtual tables
+ * are left out), then .pg, what only PostgreSQL needs. */
+struct migration {
+	const char *sql;
+	const char *pg;
+};
+
+static const struct migration migrations[] = {
 	/* 1: the core */
-	"CREATE TABLE computers ("
+	{"CREATE TABLE computers ("
 	"  id TEXT PRIMARY KEY,"
 	"  name TEXT NOT NULL,"
 	"  kind TEXT NOT NULL,"
@@ -147,18 +157,26 @@ static const char *const migrations[] = {
 	"  checksum TEXT,"
 	"  created_at INTEGER NOT NULL);"
 	"CREATE INDEX home_revisions_key ON home_revisions(home_key, created_at);",
+	 /* PostgreSQL: runs are listed in insertion order by SQLite's rowid, so
+	  * they get one; and SQLite's scalar max/min(a, b, ...) and instr */
+	 "ALTER TABLE runs ADD COLUMN rowid BIGSERIAL;"
+	 "CREATE FUNCTION max(bigint, bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS 'SELECT greatest($1, $2)';"
+	 "CREATE FUNCTION max(bigint, bigint, bigint, bigint, bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS "
+	 "  'SELECT greatest($1, $2, $3, $4, $5)';"
+	 "CREATE FUNCTION min(bigint, bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS 'SELECT least($1, $2)';"
+	 "CREATE FUNCTION instr(text, text) RETURNS integer LANGUAGE sql IMMUTABLE AS 'SELECT strpos($1, $2)';"},
 	/* 2: checkpoints. ref_kind is the provider kind that made provider_ref, so
 	 * a ref from another kind counts as a replacement; home_revisions mirrors
 	 * the home store's revisions (the store's files are the truth). */
-	"ALTER TABLE computers ADD COLUMN ref_kind TEXT;"
+	{"ALTER TABLE computers ADD COLUMN ref_kind TEXT;"
 	"UPDATE computers SET ref_kind = kind WHERE provider_ref IS NOT NULL;"
 	"ALTER TABLE home_revisions ADD COLUMN kind TEXT NOT NULL DEFAULT 'snapshot';"
-	"ALTER TABLE home_revisions ADD COLUMN computer_id TEXT;",
+	"ALTER TABLE home_revisions ADD COLUMN computer_id TEXT;", NULL},
 	/* 3: runs: their stored events (what the NDJSON stream prints, by
 	 * sequence), their conversation without image bytes (for resume), why
 	 * they ended, cancel requests, the execution lease's fence and takeovers.
 	 * Its SQL lives in db_runs.c. */
-	"ALTER TABLE runs ADD COLUMN reason TEXT;"
+	{"ALTER TABLE runs ADD COLUMN reason TEXT;"
 	"ALTER TABLE runs ADD COLUMN options TEXT;"
 	"ALTER TABLE runs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE runs ADD COLUMN lease_bot TEXT;"
@@ -178,7 +196,7 @@ static const char *const migrations[] = {
 	"  run_id TEXT NOT NULL,"
 	"  seq INTEGER NOT NULL,"
 	"  data TEXT NOT NULL,"
-	"  PRIMARY KEY (run_id, seq));",
+	"  PRIMARY KEY (run_id, seq));", NULL},
 	/* 4: Team computers (issue 8). display_slots: one row per (computer,
 	 * slot), a bot's screen while bot_id is set; generation grows each time
 	 * the slot gets a new tenant. control_leases: a person's control of a
@@ -188,7 +206,7 @@ static const char *const migrations[] = {
 	 * used a computer and the machine ref their folders were made on.
 	 * deferred_checkpoints and idle_schedules: issue 6's Team deferral and
 	 * pause_after. */
-	"CREATE TABLE display_slots ("
+	{"CREATE TABLE display_slots ("
 	"  computer_id TEXT NOT NULL,"
 	"  slot INTEGER NOT NULL,"
 	"  bot_id TEXT,"
@@ -240,10 +258,10 @@ static const char *const migrations[] = {
 	"  due_at INTEGER,"
 	"  updated_at INTEGER NOT NULL);"
 	/* a session's command can end before anyone has read its end */
-	"ALTER TABLE exec_sessions ADD COLUMN command_ended_at INTEGER;",
+	"ALTER TABLE exec_sessions ADD COLUMN command_ended_at INTEGER;", NULL},
 	/* 5: screen capabilities (engine/gateway.c): only a token's hash is
 	 * kept; vnc_* is the identity of the slot's VNC socket it was made for */
-	"CREATE TABLE IF NOT EXISTS screen_capabilities ("
+	{"CREATE TABLE IF NOT EXISTS screen_capabilities ("
 	"  id TEXT PRIMARY KEY,"
 	"  token_hash TEXT NOT NULL UNIQUE,"
 	"  computer_id TEXT NOT NULL,"
@@ -261,11 +279,11 @@ static const char *const migrations[] = {
 	"  revoked_at INTEGER,"
 	"  revoke_reason TEXT,"
 	"  created_by TEXT);"
-	"CREATE INDEX IF NOT EXISTS screen_capabilities_slot ON screen_capabilities(computer_id, display);",
+	"CREATE INDEX IF NOT EXISTS screen_capabilities_slot ON screen_capabilities(computer_id, display);", NULL},
 	/* 6: (serve) API tokens
 	 * (only a hash of the secret is kept), bots' rights to computers, and
 	 * paired machines (a hash of each one's secret). */
-	"CREATE TABLE api_tokens ("
+	{"CREATE TABLE api_tokens ("
 	"  id TEXT PRIMARY KEY,"
 	"  name TEXT NOT NULL,"
 	"  secret_hash TEXT NOT NULL,"
@@ -282,14 +300,14 @@ static const char *const migrations[] = {
 	"CREATE TABLE paired_machines ("
 	"  computer_id TEXT PRIMARY KEY,"
 	"  secret_hash TEXT NOT NULL,"
-	"  created_at INTEGER NOT NULL);",
+	"  created_at INTEGER NOT NULL);", NULL},
 	/* 7: trust (engine/secret.c, memory.c, approval.c and authz.c own these
 	 * tables and their SQL). runs.state also takes waiting_approval: the
 	 * CHECK list is widened in place, whatever columns runs has by now (a
 	 * looser CHECK leaves every stored row valid, the one schema edit SQLite
 	 * documents as safe this way); the CREATE TABLEs after it bump the
 	 * schema cookie, so other connections read the new schema. */
-	"PRAGMA writable_schema=ON;"
+	{"PRAGMA writable_schema=ON;"
 	"UPDATE sqlite_master SET sql = replace(sql, '''waiting_takeover'',', '''waiting_takeover'',''waiting_approval'',')"
 	"  WHERE type = 'table' AND name = 'runs' AND sql NOT LIKE '%waiting_approval%';"
 	"PRAGMA writable_schema=OFF;"
@@ -372,6 +390,14 @@ static const char *const migrations[] = {
 	"  run_id TEXT,"
 	"  created_at INTEGER NOT NULL);"
 	"PRAGMA writable_schema=RESET;",
+	 /* PostgreSQL: the CHECK widened as a constraint; memory_fts a plain
+	  * table (memory.c searches by substring there); secret_requests are
+	  * ordered by rowid */
+	 "ALTER TABLE runs DROP CONSTRAINT runs_state_check;"
+	 "ALTER TABLE runs ADD CONSTRAINT runs_state_check CHECK (state IN ('queued','running','waiting_takeover',"
+	 "  'waiting_approval','completed','failed','interrupted','cancelled'));"
+	 "CREATE TABLE memory_fts (rowid BIGINT PRIMARY KEY, path TEXT, content TEXT);"
+	 "ALTER TABLE secret_requests ADD COLUMN rowid BIGSERIAL;"},
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -405,6 +431,13 @@ int rk_db_exec(struct rk_db *db, const char *sql, struct rk_error *err)
 
 int rk_db_begin(struct rk_db *db, struct rk_error *err)
 {
+	/* SQLite's BEGIN IMMEDIATE takes the one write lock at once: every
+	 * read-then-write transaction runs alone. On PostgreSQL one
+	 * transaction-scoped advisory lock keeps exactly that guarantee across
+	 * processes and hosts (it waits up to the lock timeout, then the
+	 * transaction fails as unavailable, as SQLite's busy timeout does). */
+	if (rk_db_dialect(db) == RK_DIALECT_PG)
+		return rk_db_exec(db, "BEGIN; SELECT pg_advisory_xact_lock(7020817545106538351)", err);
 	return rk_db_exec(db, "BEGIN IMMEDIATE", err);
 }
 
@@ -568,14 +601,70 @@ int rk_db_schema_version(struct rk_db *db)
 	return v;
 }
 
+/* A migration's SQL in PostgreSQL's dialect (malloc'd): each statement of
+ * m->sql with SQLite's types renamed, SQLite-only statements left out, then
+ * m->pg. The migrations hold no ';' inside a literal. */
+static char *pg_ddl(const struct migration *m)
+{
+	static const char *const skip[] = {"PRAGMA", "UPDATE sqlite_master", "CREATE VIRTUAL TABLE", NULL};
+	static const char *const from[] = {"INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER PRIMARY KEY", "INTEGER", "BLOB",
+					   NULL};
+	static const char *const to[] = {"BIGSERIAL PRIMARY KEY", "BIGSERIAL PRIMARY KEY", "BIGINT", "BYTEA"};
+	struct rk_buf b;
+	rk_buf_init(&b);
+	for (const char *p = m->sql; *p;) {
+		size_t n = strcspn(p, ";");
+		int drop = 0;
+		for (int i = 0; skip[i]; i++)
+			drop |= !strncmp(p, skip[i], strlen(skip[i]));
+		for (size_t i = 0; !drop && i < n;) {
+			int k;
+			for (k = 0; from[k]; k++)
+				if (!strncmp(p + i, from[k], strlen(from[k])) && i + strlen(from[k]) <= n)
+					break;
+			if (from[k]) {
+				rk_buf_adds(&b, to[k]);
+				i += strlen(from[k]);
+			} else {
+				rk_buf_addc(&b, p[i++]);
+			}
+		}
+		if (!drop && n)
+			rk_buf_addc(&b, ';');
+		p += n;
+		if (*p == ';')
+			p++;
+	}
+	if (m->pg)
+		rk_buf_adds(&b, m->pg);
+	return rk_buf_detach(&b, NULL);
+}
+
+static int apply_migration(struct rk_db *db, const struct migration *m, struct rk_error *err)
+{
+	if (rk_db_dialect(db) != RK_DIALECT_PG)
+		return rk_db_exec(db, m->sql, err);
+	char *sql = pg_ddl(m);
+	int r = rk_db_exec(db, sql, err);
+	free(sql);
+	return r;
+}
+
 static int migrate(struct rk_db *db, struct rk_error *err)
 {
-	int r = rk_db_exec(db,
-			   "CREATE TABLE IF NOT EXISTS schema_migrations ("
-			   " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
-			   err);
-	if (r)
+	/* in the write lock: two processes opening a new database at once */
+	int r = rk_db_begin(db, err);
+	if (r || (r = rk_db_exec(db,
+				 rk_db_dialect(db) == RK_DIALECT_PG
+					 ? "CREATE TABLE IF NOT EXISTS schema_migrations ("
+					   " version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)"
+					 : "CREATE TABLE IF NOT EXISTS schema_migrations ("
+					   " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+				 err)) ||
+	    (r = rk_db_commit(db, err))) {
+		rk_db_rollback(db);
 		return r;
+	}
 	for (int v = 1; v <= MIGRATION_COUNT; v++) {
 		if ((r = rk_db_begin(db, err)))
 			return r;
@@ -592,7 +681,7 @@ static int migrate(struct rk_db *db, struct rk_error *err)
 			rk_db_rollback(db);
 			continue;
 		}
-		if ((r = rk_db_exec(db, migrations[v - 1], err))) {
+		if ((r = apply_migration(db, &migrations[v - 1], err))) {
 			rk_db_rollback(db);
 			return rk_error_prefix(err, "migration %d", v);
 		}
@@ -619,14 +708,28 @@ int rk_db_open(const char *data_dir, struct rk_db **out, struct rk_error *err)
 	if (access(data_dir, W_OK | X_OK) != 0)
 		return rk_error_errno(err, RK_EIO, errno, "data directory %s is not writable (set RAKAZO_DATA_DIR)",
 				      data_dir);
+	const char *url = rk_sql_url();
+	if (url && strncmp(url, "postgresql://", 13) != 0 && strncmp(url, "postgres://", 11) != 0) {
+		char *shown = rk_sql_url_redacted(url);
+		r = rk_error_set(err, RK_EINVALID,
+				 "RAKAZO_DATABASE_URL '%s' is not a postgresql:// URL: unset it for SQLite in the data "
+				 "directory, or name a PostgreSQL database",
+				 shown);
+		free(shown);
+		return r;
+	}
 	char *path = rk_path_join(data_dir, "rakazo.db");
 	struct rk_db *db = NULL;
 	int rc = rk_db_open_v2(path, &db, RK_SQL_OPEN_READWRITE | RK_SQL_OPEN_CREATE, NULL);
 	free(path);
 	if (rc != RK_SQL_OK) {
 		/* a server that does not answer is unavailable; a file that cannot be opened is io */
-		r = rk_error_set(err, db && rk_db_errcode(db) == RK_SQL_BUSY ? RK_EUNAVAILABLE : RK_EIO,
-				 "cannot open database %s: %s", db ? db->path : "", db ? rk_db_errmsg(db) : "out of memory");
+		enum rk_code code = db && rk_db_errcode(db) == RK_SQL_BUSY ? RK_EUNAVAILABLE : RK_EIO;
+		if (db && rk_db_dialect(db) == RK_DIALECT_PG) /* its message names the server */
+			r = rk_error_set(err, code, "%s", rk_db_errmsg(db));
+		else
+			r = rk_error_set(err, code, "cannot open database %s: %s", db ? db->path : "",
+					 db ? rk_db_errmsg(db) : "out of memory");
 		goto fail;
 	}
 	rk_db_busy_timeout(db, 15000);
@@ -670,11 +773,16 @@ static int pragma_text(struct rk_db *db, const char *sql, const char *what, char
 
 int rk_db_integrity_check(struct rk_db *db, char **result, struct rk_error *err)
 {
+	/* PostgreSQL checks its own pages; that it answers is what is asked here */
+	if (rk_db_dialect(db) == RK_DIALECT_PG)
+		return pragma_text(db, "SELECT 'ok'", "integrity check", result, err);
 	return pragma_text(db, "PRAGMA integrity_check", "integrity check", result, err);
 }
 
 int rk_db_journal_mode(struct rk_db *db, char **result, struct rk_error *err)
 {
+	if (rk_db_dialect(db) == RK_DIALECT_PG)
+		return pragma_text(db, "SELECT current_setting('server_version')", "server version", result, err);
 	return pragma_text(db, "PRAGMA journal_mode", "journal mode", result, err);
 }
 
@@ -858,8 +966,11 @@ int rk_db_computer_ref_kind(struct rk_db *db, const char *id, char **out, struct
 int rk_db_home_revision_record(struct rk_db *db, const struct rk_home_revision_row *h, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"INSERT OR REPLACE INTO home_revisions(id, home_key, reason, bytes, files, checksum, "
-				"created_at, kind, computer_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+				"INSERT INTO home_revisions(id, home_key, reason, bytes, files, checksum, "
+				"created_at, kind, computer_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO "
+				"UPDATE SET home_key = excluded.home_key, reason = excluded.reason, bytes = excluded.bytes, "
+				"files = excluded.files, checksum = excluded.checksum, created_at = excluded.created_at, "
+				"kind = excluded.kind, computer_id = excluded.computer_id",
 				err);
 	if (!st)
 		return -err->code;

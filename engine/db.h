@@ -20,7 +20,8 @@ int rk_db_schema_version(struct rk_db *db);
 int rk_db_migration_count(void);
 /* PRAGMA integrity_check; *result is "ok" or the first problems (malloc'd). */
 int rk_db_integrity_check(struct rk_db *db, char **result, struct rk_error *err);
-/* PRAGMA journal_mode as the database reports it ("wal"; malloc'd). */
+/* PRAGMA journal_mode as the database reports it ("wal"), or on PostgreSQL
+ * the server version ("15.4"); malloc'd. */
 int rk_db_journal_mode(struct rk_db *db, char **result, struct rk_error *err);
 
 /* BEGIN IMMEDIATE (takes the write lock at once, so a read-then-write cannot

@@ -195,7 +195,7 @@ int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int
 	struct rk_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = ?2, worker_pid = coalesce(?3, worker_pid), heartbeat_at = ?4, "
 				"started_at = CASE WHEN ?2 = 'running' THEN coalesce(started_at, ?4) ELSE started_at END, "
-				"finished_at = CASE WHEN ?5 THEN ?4 ELSE finished_at END WHERE id = ?1",
+				"finished_at = CASE WHEN ?5 <> 0 THEN ?4 ELSE finished_at END WHERE id = ?1",
 				err);
 	if (!st)
 		return -err->code;

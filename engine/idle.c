@@ -32,7 +32,7 @@ static void set_active(struct rk_db *db, const char *computer_id, int64_t at, in
 	struct rk_stmt *st = rk_db_prepare(db,
 					 "INSERT INTO idle_schedules (computer_id, last_active_at, due_at, updated_at) VALUES "
 					 "(?1, ?2, ?3, ?4) ON CONFLICT (computer_id) DO UPDATE SET last_active_at = "
-					 "max(last_active_at, ?2), due_at = ?3, updated_at = ?4",
+					 "max(idle_schedules.last_active_at, ?2), due_at = ?3, updated_at = ?4",
 					 NULL);
 	if (!st)
 		return;

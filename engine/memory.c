@@ -137,7 +137,7 @@ static int save(struct rk_engine *eng, const struct rk_actor *a, const char *pat
 			   "INSERT INTO memory_documents (space_id, user_id, scope, bot_id, path, content, revision, "
 			   "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?7, ?7) "
 			   "ON CONFLICT (space_id, user_id, scope, bot_id, path) DO UPDATE SET content = excluded.content, "
-			   "revision = revision + 1, updated_at = excluded.updated_at RETURNING id",
+			   "revision = memory_documents.revision + 1, updated_at = excluded.updated_at RETURNING id",
 			   err);
 	if (!st)
 		return -err->code;
@@ -278,7 +278,8 @@ int rk_memory_search(struct rk_engine *eng, const struct rk_actor *a, const char
 	cJSON_AddStringToObject(doc, "query", query);
 	cJSON *results = cJSON_CreateArray();
 	const char *mode = "fts";
-	char *fq = fts_query(query);
+	/* FTS5 is SQLite's: on PostgreSQL the search is by substring */
+	char *fq = rk_db_dialect(eng->db) == RK_DIALECT_SQLITE ? fts_query(query) : NULL;
 	for (int pass = fq ? 0 : 1; pass < 2 && cJSON_GetArraySize(results) == 0; pass++) {
 		struct rk_stmt *st = rk_db_prepare(
 			eng->db,

@@ -54,9 +54,10 @@ int rk_db_open_v2(const char *path, struct rk_db **out, int flags, const char *u
 	*out = db;
 	if (!db)
 		return RK_SQL_ERROR;
-	db->drv = &rk_sql_sqlite;
-	db->path = strdup(path);
-	return db->drv->open(db, path, flags);
+	const char *url = rk_sql_url();
+	db->drv = url ? &rk_sql_pg : &rk_sql_sqlite;
+	db->path = url ? rk_sql_url_redacted(url) : strdup(path);
+	return db->drv->open(db, url ? url : path, flags);
 }
 
 void rk_db_close(struct rk_db *db)

@@ -374,7 +374,7 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 	st = rk_db_prepare(eng->db,
 			   "INSERT INTO display_slots (computer_id, slot, bot_id, state, generation, profile, updated_at) "
 			   "VALUES (?1, ?2, ?3, 'starting', 1, ?4, ?5) ON CONFLICT (computer_id, slot) DO UPDATE SET "
-			   "bot_id = ?3, state = 'starting', generation = generation + 1, profile = ?4, updated_at = ?5",
+			   "bot_id = ?3, state = 'starting', generation = display_slots.generation + 1, profile = ?4, updated_at = ?5",
 			   err);
 	if (!st) {
 		free(profile);
@@ -861,8 +861,8 @@ int rk_team_takeover(struct rk_engine *eng, struct rk_computer *c, const char *b
 		eng->db,
 		"INSERT INTO control_leases (computer_id, bot_id, holder, lease_id, expires_at, created_at) VALUES "
 		"(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (computer_id, bot_id) DO UPDATE SET expires_at = ?5, "
-		"holder = CASE WHEN ?7 THEN holder ELSE ?3 END, lease_id = CASE WHEN ?7 THEN lease_id ELSE ?4 END, "
-		"created_at = CASE WHEN ?7 THEN created_at ELSE ?6 END RETURNING lease_id",
+		"holder = CASE WHEN ?7 <> 0 THEN control_leases.holder ELSE ?3 END, lease_id = CASE WHEN ?7 <> 0 THEN control_leases.lease_id ELSE ?4 END, "
+		"created_at = CASE WHEN ?7 <> 0 THEN control_leases.created_at ELSE ?6 END RETURNING lease_id",
 		err);
 	if (st) {
 		rk_db_bind_text(st, 1, c->id);

@@ -16,12 +16,14 @@
 #include "../../engine/util/time.h"
 #include "../../engine/worker.h"
 #include "check.h"
+#include "fresh_db.h"
 
 static char *new_data_dir(void)
 {
 	char tmpl[] = "/tmp/rk-state-XXXXXX";
 	char *d = mkdtemp(tmpl);
 	setenv("RAKAZO_DATA_DIR", d, 1);
+	fresh_database();
 	return rk_xstrdup(d);
 }
 

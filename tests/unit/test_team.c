@@ -19,6 +19,7 @@
 #include "../../engine/util/fs.h"
 #include "../../engine/worker.h"
 #include "check.h"
+#include "fresh_db.h"
 
 static char *data_dir;
 
@@ -27,6 +28,7 @@ static struct rk_engine *team_engine(struct rk_computer *c, const char *mode)
 	char tmpl[] = "/tmp/rk-team-XXXXXX";
 	data_dir = rk_xstrdup(mkdtemp(tmpl));
 	setenv("RAKAZO_DATA_DIR", data_dir, 1);
+	fresh_database();
 	setenv("RAKAZO_OWNER", "user:unit", 1);
 	struct rk_engine *eng = NULL;
 	struct rk_error e;
