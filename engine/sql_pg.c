@@ -6,8 +6,9 @@
  * integer is sent as int8, a blob as bytea (binary), a string or NULL with
  * no type so the server infers it from where it is used; a parameter that
  * only meets IS [NOT] NULL is cast to text, where the server could not
- * infer one. A statement runs when it is first stepped and its rows are
- * read from the one result. Errors map to sql.h's numbers by SQLSTATE: a
+ * infer one. A statement is prepared once per connection (by its SQL and
+ * parameter types), runs when it is first stepped, and its rows are read
+ * from the one result. Errors map to sql.h's numbers by SQLSTATE: a
  * constraint class 23 is RK_SQL_CONSTRAINT, a lost or refused connection, a
  * lock timeout, a deadlock or a serialization failure is RK_SQL_BUSY. */
 
@@ -19,11 +20,25 @@
 #include "sql.h"
 #include "util/buf.h"
 
+/* Statements prepared on the connection, by their SQL and parameter types:
+ * the engine runs a few dozen distinct statements over and over, so each is
+ * parsed once per connection, not per run. */
+struct prepared {
+	struct prepared *next;
+	char *key;
+	size_t key_len;
+	char name[24];
+};
+
+#define PREPARED_BUCKETS 256
+
 struct pg_conn {
 	PGconn *c;
 	int errcode;
 	char *errmsg;
 	int64_t changes;
+	struct prepared *prepared[PREPARED_BUCKETS];
+	unsigned next_name;
 };
 
 struct pg_stmt {
@@ -103,6 +118,18 @@ static int result_error(struct rk_db *db, PGresult *res)
 	return code;
 }
 
+static void forget_prepared(struct pg_conn *pc)
+{
+	for (int i = 0; i < PREPARED_BUCKETS; i++) {
+		while (pc->prepared[i]) {
+			struct prepared *p = pc->prepared[i];
+			pc->prepared[i] = p->next;
+			free(p->key);
+			free(p);
+		}
+	}
+}
+
 static int pg_open(struct rk_db *db, const char *target, int flags)
 {
 	(void)flags;
@@ -132,6 +159,7 @@ static void pg_close(struct rk_db *db)
 		return;
 	if (pc->c)
 		PQfinish(pc->c);
+	forget_prepared(pc);
 	free(pc->errmsg);
 	free(pc);
 	db->conn = NULL;
@@ -144,6 +172,7 @@ static int ready(struct rk_db *db)
 	if (PQstatus(pc->c) == CONNECTION_OK)
 		return 1;
 	PQreset(pc->c);
+	forget_prepared(pc); /* a new session has none */
 	if (PQstatus(pc->c) == CONNECTION_OK) {
 		PQsetNoticeProcessor(pc->c, quiet, NULL);
 		return 1;
@@ -289,6 +318,45 @@ static int pg_bind_null(struct rk_stmt *st, int i)
 	return set_param(st, i, NULL, 0, 0, 0);
 }
 
+/* The name of st's statement prepared on the connection, preparing it the
+ * first time; NULL with the error recorded when the server refused it. */
+static const char *prepared_name(struct rk_db *db, struct pg_stmt *st)
+{
+	struct pg_conn *pc = C(db);
+	size_t sql_len = strlen(st->sql), types_len = (size_t)st->nparams * sizeof(Oid);
+	size_t key_len = sql_len + 1 + types_len;
+	char *key = rk_xmalloc(key_len);
+	memcpy(key, st->sql, sql_len + 1);
+	if (types_len)
+		memcpy(key + sql_len + 1, st->types, types_len);
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (size_t i = 0; i < key_len; i++)
+		h = (h ^ (unsigned char)key[i]) * 16777619u;
+	struct prepared **bucket = &pc->prepared[h % PREPARED_BUCKETS];
+	for (struct prepared *p = *bucket; p; p = p->next) {
+		if (p->key_len == key_len && !memcmp(p->key, key, key_len)) {
+			free(key);
+			return p->name;
+		}
+	}
+	struct prepared *p = rk_xcalloc(1, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "rk_%u", pc->next_name++);
+	PGresult *res = PQprepare(pc->c, p->name, st->sql, st->nparams, st->types);
+	if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) {
+		result_error(db, res);
+		PQclear(res);
+		free(key);
+		free(p);
+		return NULL;
+	}
+	PQclear(res);
+	p->key = key;
+	p->key_len = key_len;
+	p->next = *bucket;
+	*bucket = p;
+	return p->name;
+}
+
 static int pg_step(struct rk_stmt *s)
 {
 	struct pg_stmt *st = P(s);
@@ -296,8 +364,11 @@ static int pg_step(struct rk_stmt *s)
 	if (!st->res) {
 		if (!ready(db))
 			return RK_SQL_BUSY;
-		st->res = PQexecParams(C(db)->c, st->sql, st->nparams, st->types, (const char *const *)st->values,
-				       st->lengths, st->formats, 0);
+		const char *name = prepared_name(db, st);
+		if (!name)
+			return C(db)->errcode;
+		st->res = PQexecPrepared(C(db)->c, name, st->nparams, (const char *const *)st->values, st->lengths,
+					 st->formats, 0);
 		ExecStatusType x = st->res ? PQresultStatus(st->res) : PGRES_FATAL_ERROR;
 		if (x != PGRES_COMMAND_OK && x != PGRES_TUPLES_OK) {
 			int rc = result_error(db, st->res);
