@@ -2,7 +2,8 @@
  * only engine file that includes libpq-fe.h.
  *
  * SQLite's parameters (?N, and ? for the next number) become $N, "x IS ?"
- * becomes IS NOT DISTINCT FROM and length(CAST(x AS BLOB)) octet_length(x). A bound
+ * becomes IS NOT DISTINCT FROM, "WHERE 1 " WHERE true, and
+ * length(CAST(x AS BLOB)) octet_length(x). A bound
  * integer is sent as int8, a blob as bytea (binary), a string or NULL with
  * no type so the server infers it from where it is used; a parameter that
  * only meets IS [NOT] NULL is cast to text, where the server could not
@@ -207,6 +208,12 @@ static char *translate(const char *sql, int *nparams)
 			size_t n = e ? (size_t)(e - p) + 1 : strlen(p);
 			rk_buf_add(&b, p, n);
 			p += n;
+			continue;
+		}
+		/* SQLite's "WHERE 1" (true as an integer): WHERE true */
+		if (!strncmp(p, "WHERE 1 ", 8)) {
+			rk_buf_adds(&b, "WHERE true ");
+			p += 8;
 			continue;
 		}
 		/* SQLite's bytes of a text, length(CAST(x AS BLOB)): octet_length(x) */

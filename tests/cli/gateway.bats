@@ -207,7 +207,11 @@ events() {
 	[ "$(echo "$output" | rk_json '[[c["policy"], c["display"], c["state"]] for c in d]')" = '[["view", 1, "live"], ["control", 1, "live"]]' ]
 	# the tokens are shown once, at share, and never stored
 	[[ "$output" != *"$a"* && "$output" != *"$b"* && "$output" != *token* ]]
-	! sqlite3 "$RAKAZO_DATA_DIR/rakazo.db" .dump | grep -qF -e "$a" -e "$b"
+	if [ -n "${RAKAZO_DATABASE_URL:-}" ]; then
+		! pg_dump -a "$RAKAZO_DATABASE_URL" | grep -qF -e "$a" -e "$b"
+	else
+		! sqlite3 "$RAKAZO_DATA_DIR/rakazo.db" .dump | grep -qF -e "$a" -e "$b"
+	fi
 	run rk screen revoke --all --json
 	[ "$status" -eq 0 ]
 	[ "$output" = '{"revoked":2}' ]
@@ -367,7 +371,7 @@ team_events() {
 	[ "$(upgrade_status "$control")" = 403 ]
 	# even were their revocation lost, the binding to alpha's tenancy (its
 	# slot generation and VNC socket) refuses them
-	sqlite3 "$RAKAZO_DATA_DIR/rakazo.db" "UPDATE screen_capabilities SET revoked_at = NULL WHERE bot_id = 'alpha'"
+	rk_sql "UPDATE screen_capabilities SET revoked_at = NULL WHERE bot_id = 'alpha'"
 	[ "$(upgrade_status "$view")" = 403 ]
 	[ "$(upgrade_status "$control")" = 403 ]
 	grep -q "was for a screen that is gone" "$RAKAZO_DATA_DIR/log/rakazo.log"
