@@ -103,13 +103,16 @@ unit: test-bins
 PG_UNITS := test_state test_team test_trust test_api
 PG_SUITES := lifecycle leases sessions team status crash
 check-pg: rakazo test-bins
-	@d=$$(mktemp -d /tmp/rakazo-pg-XXXXXX) && sh scripts/pg.sh start $$d >/dev/null || exit 1; \
+	@d=$$(mktemp -d /tmp/rakazo-pg-XXXXXX) || exit 1; \
+	trap 'sh scripts/pg.sh stop '"$$d"' >/dev/null 2>&1; rm -rf '"$$d" EXIT; \
+	trap 'exit 130' INT TERM; \
+	sh scripts/pg.sh start $$d >/dev/null || exit 1; \
 	rc=0; \
 	for t in $(PG_UNITS); do RAKAZO_TEST_PG=$$d $(BUILD)/tests/unit/$$t >$$d/$$t.out 2>&1 || rc=1; \
 		grep -v '^ok' $$d/$$t.out; done; \
 	RAKAZO_TEST_PG=$$d RAKAZO_BIN=$(CURDIR)/$(BUILD)/rakazo BUILD=$(BUILD) \
 		bats --tap $(PG_SUITES:%=tests/cli/%.bats) || rc=1; \
-	sh scripts/pg.sh stop $$d; rm -rf $$d; exit $$rc
+	exit $$rc
 
 bench: rakazo test-bins
 	RAKAZO_BIN=$(CURDIR)/$(BUILD)/rakazo BUILD=$(BUILD) sh tests/bench/run.sh $(BENCH)
