@@ -1,6 +1,7 @@
 # rakazo: one Makefile, no generators.
 #   make            build ./rakazo (and librakazo.a)
 #   make check      layer check, unit tests, conformance, bats suites
+#   make check-pg   the state's tests on a throwaway PostgreSQL (scripts/pg.sh)
 #   make bench      benchmarks (BENCH=NAME for one)
 #   make model-server  the scripted model server the demo replays
 #   make asan       ASan+UBSan build in build-asan/ and the tests against it
@@ -14,7 +15,7 @@ DESTDIR ?=
 BUILD ?= build
 CC ?= cc
 
-PKGS := libcurl libcjson libsodium libarchive libvncclient sqlite3 libpng libzstd libmicrohttpd libwebsockets
+PKGS := libcurl libcjson libsodium libarchive libvncclient sqlite3 libpng libzstd libmicrohttpd libwebsockets libpq
 UI_PKGS := ncursesw readline
 
 IMAGE_TAG := $(shell sh image/build.sh --tag 2>/dev/null)
@@ -96,6 +97,23 @@ check: rakazo test-bins layer-check
 unit: test-bins
 	BUILD=$(BUILD) sh tests/run.sh unit
 
+# The state on PostgreSQL: a throwaway server on a unix socket (scripts/pg.sh),
+# then the database unit tests and the state-heavy bats suites against it, each
+# test in a database of its own (RAKAZO_TEST_PG; see tests/cli/helper.bash).
+PG_UNITS := test_state test_team test_trust test_api
+PG_SUITES := lifecycle leases sessions team status crash
+check-pg: rakazo test-bins
+	@d=$$(mktemp -d /tmp/rakazo-pg-XXXXXX) || exit 1; \
+	trap 'sh scripts/pg.sh stop '"$$d"' >/dev/null 2>&1; rm -rf '"$$d" EXIT; \
+	trap 'exit 130' INT TERM; \
+	sh scripts/pg.sh start $$d >/dev/null || exit 1; \
+	rc=0; \
+	for t in $(PG_UNITS); do RAKAZO_TEST_PG=$$d $(BUILD)/tests/unit/$$t >$$d/$$t.out 2>&1 || rc=1; \
+		grep -v '^ok' $$d/$$t.out; done; \
+	RAKAZO_TEST_PG=$$d RAKAZO_BIN=$(CURDIR)/$(BUILD)/rakazo BUILD=$(BUILD) \
+		bats --tap $(PG_SUITES:%=tests/cli/%.bats) || rc=1; \
+	exit $$rc
+
 bench: rakazo test-bins
 	RAKAZO_BIN=$(CURDIR)/$(BUILD)/rakazo BUILD=$(BUILD) sh tests/bench/run.sh $(BENCH)
 
@@ -136,6 +154,6 @@ install: rakazo $(BUILD)/rakazo-agent
 clean:
 	rm -rf build build-asan rakazo
 
-.PHONY: all check unit bench asan test-bins model-server test-bins-asan layer-check deps image install clean
+.PHONY: all check check-pg unit bench asan test-bins model-server test-bins-asan layer-check deps image install clean
 
 -include $(ENGINE_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -5,7 +5,6 @@
 #include <curl/curl.h>
 #include <png.h>
 #include <sodium.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -29,29 +28,40 @@ static int run_doctor(struct cmd_ctx *ctx)
 		return r;
 	cJSON *checks = cJSON_CreateArray();
 	int failed = 0;
+	/* which backend holds the state, named before it is opened: when it is
+	 * down, the check that fails says where it was looked for */
+	const char *url = rk_sql_url();
+	char *where = url ? rk_sql_url_redacted(url) : NULL;
+	char *backend = url ? rk_xasprintf("postgresql: %s (RAKAZO_DATABASE_URL)", where)
+			    : rk_xasprintf("sqlite: embedded, in the data directory (set RAKAZO_DATABASE_URL for PostgreSQL)");
+	add_check(checks, "backend", "ok", backend);
+	free(backend);
+	free(where);
 	if ((r = cmd_engine(ctx)) != 0) {
 		add_check(checks, "state", "fail", ctx->err.message);
 		failed = 1;
 	} else {
 		char *result = NULL;
 		struct rk_error e;
-		if (rk_db_integrity_check(ctx->eng->db, &result, &e) != 0) {
+		struct rk_db *db = ctx->eng->db;
+		if (rk_db_integrity_check(db, &result, &e) != 0) {
 			add_check(checks, "database", "fail", e.message);
 			failed = 1;
 		} else {
-			/* what the database says, not what rk_db_open asked for */
+			/* what the database says, not what rk_db_open asked for: SQLite's
+			 * journal mode, PostgreSQL's server version */
+			int pg = rk_db_dialect(db) == RK_DIALECT_PG;
 			char *mode = NULL;
-			if (rk_db_journal_mode(ctx->eng->db, &mode, &e) != 0)
-				mode = rk_xasprintf("journal mode unknown (%s)", e.message);
+			if (rk_db_journal_mode(db, &mode, &e) != 0)
+				mode = rk_xasprintf("%s unknown (%s)", pg ? "server version" : "journal mode", e.message);
 			char detail[1024];
-			snprintf(detail, sizeof(detail), "%s: integrity %s, schema %d of %d, journal_mode %s",
-				 ctx->eng->db->path, result, rk_db_schema_version(ctx->eng->db),
-				 rk_db_migration_count(), mode);
+			snprintf(detail, sizeof(detail), "%s: integrity %s, schema %d of %d, %s %s", db->path, result,
+				 rk_db_schema_version(db), rk_db_migration_count(), pg ? "server" : "journal_mode", mode);
 			int ok = !strcmp(result, "ok");
 			add_check(checks, "database", ok ? "ok" : "fail", detail);
 			failed |= !ok;
 			/* WAL lets readers run beside the worker's writes; anything else is worth a look */
-			if (strcmp(mode, "wal") != 0)
+			if (!pg && strcmp(mode, "wal") != 0)
 				add_check(checks, "journal mode", "warn", "the database is not in WAL mode: readers wait for writers");
 			free(mode);
 		}
@@ -81,8 +91,8 @@ static int run_doctor(struct cmd_ctx *ctx)
 		free(detail);
 	}
 	char libs[512];
-	snprintf(libs, sizeof(libs), "sqlite %s, libcurl %s, cJSON %s, libsodium %s, %s, libpng %s, zstd %s",
-		 sqlite3_libversion(), curl_version_info(CURLVERSION_NOW)->version, cJSON_Version(),
+	snprintf(libs, sizeof(libs), "sqlite %s, libpq %s, libcurl %s, cJSON %s, libsodium %s, %s, libpng %s, zstd %s",
+		 rk_sql_sqlite.version(), rk_sql_pg.version(), curl_version_info(CURLVERSION_NOW)->version, cJSON_Version(),
 		 sodium_version_string(), archive_version_string(), png_get_libpng_ver(NULL), ZSTD_versionString());
 	add_check(checks, "libraries", "ok", libs);
 

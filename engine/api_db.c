@@ -25,14 +25,14 @@ void rk_api_token_release(struct rk_api_token *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static void token_from_row(sqlite3_stmt *st, struct rk_api_token *t)
+static void token_from_row(struct rk_stmt *st, struct rk_api_token *t)
 {
 	t->id = rk_db_col_text(st, 0);
 	t->name = rk_db_col_text(st, 1);
 	t->bot_id = rk_db_col_text(st, 2);
-	t->created_at = sqlite3_column_int64(st, 3);
-	t->last_used_at = sqlite3_column_int64(st, 4);
-	t->revoked_at = sqlite3_column_int64(st, 5);
+	t->created_at = rk_stmt_column_int64(st, 3);
+	t->last_used_at = rk_stmt_column_int64(st, 4);
+	t->revoked_at = rk_stmt_column_int64(st, 5);
 }
 
 static int valid_label(const char *s, size_t max)
@@ -59,7 +59,7 @@ int rk_api_token_create(struct rk_db *db, const char *name, const char *bot_id, 
 	sodium_bin2hex(hexs, sizeof(hexs), raw, sizeof(raw));
 	rk_sha256_hex(hexs, 64, hash);
 	char *id = rk_id_new("tok");
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"INSERT INTO api_tokens (id, name, secret_hash, bot_id, created_at) "
 				"SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT EXISTS "
 				"(SELECT 1 FROM api_tokens WHERE name = ?2 AND revoked_at IS NULL)",
@@ -69,13 +69,13 @@ int rk_api_token_create(struct rk_db *db, const char *name, const char *bot_id, 
 		return -err->code;
 	}
 	int64_t now = rk_now_ms();
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 3, hash, -1, SQLITE_TRANSIENT);
+	rk_stmt_bind_text(st, 1, id, -1);
+	rk_stmt_bind_text(st, 2, name, -1);
+	rk_stmt_bind_text(st, 3, hash, -1);
 	rk_db_bind_text(st, 4, bot_id);
-	sqlite3_bind_int64(st, 5, now);
+	rk_stmt_bind_int64(st, 5, now);
 	int r = rk_db_step_done(db, st, "create token", err);
-	if (r == 0 && sqlite3_changes(db->handle) == 0)
+	if (r == 0 && rk_db_changes(db) == 0)
 		r = rk_error_set(err, RK_ECONFLICT, "a live token is already named '%s' (revoke it first)", name);
 	if (r) {
 		free(id);
@@ -91,12 +91,12 @@ int rk_api_token_create(struct rk_db *db, const char *name, const char *bot_id, 
 	return 0;
 }
 
-static void token_row(sqlite3_stmt *st, void *t) { token_from_row(st, t); }
+static void token_row(struct rk_stmt *st, void *t) { token_from_row(st, t); }
 static void token_free(void *t) { rk_api_token_release(t); }
 
 int rk_api_token_list(struct rk_db *db, struct rk_api_token **out, size_t *n, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db, "SELECT " TOKEN_COLS " FROM api_tokens ORDER BY created_at, id", err);
+	struct rk_stmt *st = rk_db_prepare(db, "SELECT " TOKEN_COLS " FROM api_tokens ORDER BY created_at, id", err);
 	if (!st)
 		return -err->code;
 	return rk_db_collect(db, st, sizeof(**out), token_row, token_free, (void **)out, n, "list tokens", err);
@@ -105,22 +105,22 @@ int rk_api_token_list(struct rk_db *db, struct rk_api_token **out, size_t *n, st
 static int token_get(struct rk_db *db, const char *sql, const char *key, struct rk_api_token *out,
 		     char **hash, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db, sql, err);
+	struct rk_stmt *st = rk_db_prepare(db, sql, err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
-	int rc = sqlite3_step(st), r = 0;
-	if (rc == SQLITE_ROW) {
+	rk_stmt_bind_text(st, 1, key, -1);
+	int rc = rk_stmt_step(st), r = 0;
+	if (rc == RK_SQL_ROW) {
 		memset(out, 0, sizeof(*out));
 		token_from_row(st, out);
 		if (hash)
 			*hash = rk_db_col_text(st, 6);
-	} else if (rc == SQLITE_DONE) {
+	} else if (rc == RK_SQL_DONE) {
 		r = rk_error_set(err, RK_ENOTFOUND, "no live token '%s'", key);
 	} else {
 		r = rk_db_sql_error(db, err, "read token");
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
@@ -131,14 +131,14 @@ int rk_api_token_revoke(struct rk_db *db, const char *id_or_name, struct rk_api_
 			  id_or_name, out, NULL, err);
 	if (r)
 		return r;
-	sqlite3_stmt *st = rk_db_prepare(db, "UPDATE api_tokens SET revoked_at = ?2 WHERE id = ?1", err);
+	struct rk_stmt *st = rk_db_prepare(db, "UPDATE api_tokens SET revoked_at = ?2 WHERE id = ?1", err);
 	if (!st) {
 		rk_api_token_release(out);
 		return -err->code;
 	}
 	out->revoked_at = rk_now_ms();
-	sqlite3_bind_text(st, 1, out->id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 2, out->revoked_at);
+	rk_stmt_bind_text(st, 1, out->id, -1);
+	rk_stmt_bind_int64(st, 2, out->revoked_at);
 	if ((r = rk_db_step_done(db, st, "revoke token", err)))
 		rk_api_token_release(out);
 	return r;
@@ -176,10 +176,10 @@ int rk_api_token_verify(struct rk_db *db, const char *secret, struct rk_api_toke
 	/* at most one write a minute per token: reads stay reads under load */
 	int64_t now = rk_now_ms();
 	if (now - out->last_used_at > 60000) {
-		sqlite3_stmt *st = rk_db_prepare(db, "UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1", NULL);
+		struct rk_stmt *st = rk_db_prepare(db, "UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1", NULL);
 		if (st) {
-			sqlite3_bind_text(st, 1, out->id, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_int64(st, 2, now);
+			rk_stmt_bind_text(st, 1, out->id, -1);
+			rk_stmt_bind_int64(st, 2, now);
 			rk_db_step_done(db, st, "touch token", NULL);
 			out->last_used_at = now;
 		}
@@ -223,12 +223,12 @@ void rk_api_right_release(struct rk_api_right *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static void right_from_row(sqlite3_stmt *st, struct rk_api_right *r)
+static void right_from_row(struct rk_stmt *st, struct rk_api_right *r)
 {
 	r->computer_id = rk_db_col_text(st, 0);
 	r->bot_id = rk_db_col_text(st, 1);
 	r->granted_by = rk_db_col_text(st, 2);
-	r->created_at = sqlite3_column_int64(st, 3);
+	r->created_at = rk_stmt_column_int64(st, 3);
 }
 
 int rk_api_right_put(struct rk_db *db, const char *computer_id, const char *bot_id, const char *granted_by,
@@ -236,16 +236,16 @@ int rk_api_right_put(struct rk_db *db, const char *computer_id, const char *bot_
 {
 	if (!valid_label(bot_id, 64))
 		return rk_error_set(err, RK_EINVALID, "a bot id is 1 to 64 letters, digits, '-', '_' or '.'");
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"INSERT INTO computer_rights (computer_id, bot_id, granted_by, created_at) "
 				"VALUES (?1, ?2, ?3, ?4) ON CONFLICT (computer_id, bot_id) DO NOTHING",
 				err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_text(st, 1, computer_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, bot_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 3, granted_by, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 4, rk_now_ms());
+	rk_stmt_bind_text(st, 1, computer_id, -1);
+	rk_stmt_bind_text(st, 2, bot_id, -1);
+	rk_stmt_bind_text(st, 3, granted_by, -1);
+	rk_stmt_bind_int64(st, 4, rk_now_ms());
 	int r = rk_db_step_done(db, st, "grant right", err);
 	return r ? r : rk_api_right_get(db, computer_id, bot_id, out, err);
 }
@@ -253,78 +253,78 @@ int rk_api_right_put(struct rk_db *db, const char *computer_id, const char *bot_
 int rk_api_right_get(struct rk_db *db, const char *computer_id, const char *bot_id, struct rk_api_right *out,
 		     struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"SELECT computer_id, bot_id, granted_by, created_at FROM computer_rights "
 				"WHERE computer_id = ?1 AND bot_id = ?2",
 				err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_text(st, 1, computer_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, bot_id, -1, SQLITE_TRANSIENT);
-	int rc = sqlite3_step(st), r = 0;
-	if (rc == SQLITE_ROW) {
+	rk_stmt_bind_text(st, 1, computer_id, -1);
+	rk_stmt_bind_text(st, 2, bot_id, -1);
+	int rc = rk_stmt_step(st), r = 0;
+	if (rc == RK_SQL_ROW) {
 		memset(out, 0, sizeof(*out));
 		right_from_row(st, out);
-	} else if (rc == SQLITE_DONE) {
+	} else if (rc == RK_SQL_DONE) {
 		r = rk_error_set(err, RK_ENOTFOUND, "bot '%s' has no right to computer %s", bot_id, computer_id);
 	} else {
 		r = rk_db_sql_error(db, err, "read right");
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
 int rk_api_right_delete(struct rk_db *db, const char *computer_id, const char *bot_id, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db, "DELETE FROM computer_rights WHERE computer_id = ?1 AND bot_id = ?2", err);
+	struct rk_stmt *st = rk_db_prepare(db, "DELETE FROM computer_rights WHERE computer_id = ?1 AND bot_id = ?2", err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_text(st, 1, computer_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, bot_id, -1, SQLITE_TRANSIENT);
+	rk_stmt_bind_text(st, 1, computer_id, -1);
+	rk_stmt_bind_text(st, 2, bot_id, -1);
 	int r = rk_db_step_done(db, st, "take right", err);
-	if (r == 0 && sqlite3_changes(db->handle) == 0)
+	if (r == 0 && rk_db_changes(db) == 0)
 		r = rk_error_set(err, RK_ENOTFOUND, "bot '%s' has no right to computer %s", bot_id, computer_id);
 	return r;
 }
 
-static void right_row(sqlite3_stmt *st, void *r) { right_from_row(st, r); }
+static void right_row(struct rk_stmt *st, void *r) { right_from_row(st, r); }
 static void right_free(void *r) { rk_api_right_release(r); }
 
 int rk_api_right_list(struct rk_db *db, const char *computer_id, struct rk_api_right **out, size_t *n,
 		      struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"SELECT computer_id, bot_id, granted_by, created_at FROM computer_rights "
 				"WHERE computer_id = ?1 ORDER BY created_at, bot_id",
 				err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_text(st, 1, computer_id, -1, SQLITE_TRANSIENT);
+	rk_stmt_bind_text(st, 1, computer_id, -1);
 	return rk_db_collect(db, st, sizeof(**out), right_row, right_free, (void **)out, n, "list rights", err);
 }
 
 int rk_api_usage_list(struct rk_db *db, const char *computer_id, int64_t **out, size_t *n, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"SELECT started_at, coalesce(ended_at, 0) FROM usage_records WHERE computer_id = ?1 "
 				"ORDER BY id",
 				err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_text(st, 1, computer_id, -1, SQLITE_TRANSIENT);
+	rk_stmt_bind_text(st, 1, computer_id, -1);
 	size_t cap = 16, count = 0;
 	int64_t *arr = rk_xcalloc(cap, sizeof(*arr));
 	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
 		if (count + 2 > cap) {
 			cap *= 2;
 			arr = rk_xrealloc(arr, cap * sizeof(*arr));
 		}
-		arr[count++] = sqlite3_column_int64(st, 0);
-		arr[count++] = sqlite3_column_int64(st, 1);
+		arr[count++] = rk_stmt_column_int64(st, 0);
+		arr[count++] = rk_stmt_column_int64(st, 1);
 	}
-	int r = rc == SQLITE_DONE ? 0 : rk_db_sql_error(db, err, "list usage");
-	sqlite3_finalize(st);
+	int r = rc == RK_SQL_DONE ? 0 : rk_db_sql_error(db, err, "list usage");
+	rk_stmt_finalize(st);
 	if (r) {
 		free(arr);
 		return r;
@@ -353,13 +353,13 @@ int rk_api_pair_create(struct rk_db *db, const char *name, const char *owner, ch
 				.pause_after = -1, .revisions_kept = 1, .created_at = now, .updated_at = now};
 	int r = rk_db_begin(db, err);
 	if (r == 0 && (r = rk_db_computer_insert(db, &c, err)) == 0) {
-		sqlite3_stmt *st = rk_db_prepare(db, "INSERT INTO paired_machines (computer_id, secret_hash, created_at) VALUES (?1, ?2, ?3)", err);
+		struct rk_stmt *st = rk_db_prepare(db, "INSERT INTO paired_machines (computer_id, secret_hash, created_at) VALUES (?1, ?2, ?3)", err);
 		if (!st) {
 			r = -err->code;
 		} else {
-			sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_int64(st, 3, now);
+			rk_stmt_bind_text(st, 1, id, -1);
+			rk_stmt_bind_text(st, 2, hash, -1);
+			rk_stmt_bind_int64(st, 3, now);
 			r = rk_db_step_done(db, st, "pair machine", err);
 		}
 	}
@@ -384,18 +384,18 @@ int rk_api_pair_verify(struct rk_db *db, const char *secret, char **computer_id,
 	if (!dot || dot == secret || (size_t)(dot - secret) > 64)
 		return rk_error_set(err, RK_EDENIED, "the machine secret is malformed");
 	char *id = rk_xstrndup(secret, (size_t)(dot - secret));
-	sqlite3_stmt *st = rk_db_prepare(db, "SELECT secret_hash FROM paired_machines WHERE computer_id = ?1", err);
+	struct rk_stmt *st = rk_db_prepare(db, "SELECT secret_hash FROM paired_machines WHERE computer_id = ?1", err);
 	if (!st) {
 		free(id);
 		return -err->code;
 	}
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	rk_stmt_bind_text(st, 1, id, -1);
 	int same = 0;
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		const char *h = (const char *)sqlite3_column_text(st, 0);
+	if (rk_stmt_step(st) == RK_SQL_ROW) {
+		const char *h = (const char *)rk_stmt_column_text(st, 0);
 		same = h && strlen(h) == 64 && sodium_memcmp(given, h, 64) == 0;
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	if (!same) {
 		free(id);
 		return rk_error_set(err, RK_EDENIED, "the machine secret is not known");
@@ -406,7 +406,7 @@ int rk_api_pair_verify(struct rk_db *db, const char *secret, char **computer_id,
 
 int rk_api_pair_reset(struct rk_db *db, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db, "UPDATE computers SET state = 'offline' WHERE kind = 'paired' AND state = 'running'", err);
+	struct rk_stmt *st = rk_db_prepare(db, "UPDATE computers SET state = 'offline' WHERE kind = 'paired' AND state = 'running'", err);
 	if (!st)
 		return -(int)err->code;
 	return rk_db_step_done(db, st, "reset paired machines", err);

@@ -103,7 +103,7 @@ int rk_approval_rule_add(struct rk_engine *eng, const struct rk_actor *a, const 
 				    "--value '%s' is not valid: 1 to 128 letters, digits and _ - . :", value ? value : "");
 	if (a->bot)
 		return rk_error_set(err, RK_EDENIED, "a bot cannot set approval rules");
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "INSERT INTO approval_rules (id, space_id, user_id, effect, match, value, "
 					 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
 					 err);
@@ -116,7 +116,7 @@ int rk_approval_rule_add(struct rk_engine *eng, const struct rk_actor *a, const 
 	rk_db_bind_text(st, 4, effect);
 	rk_db_bind_text(st, 5, match);
 	rk_db_bind_text(st, 6, value);
-	sqlite3_bind_int64(st, 7, rk_now_ms());
+	rk_stmt_bind_int64(st, 7, rk_now_ms());
 	int r = rk_db_step_done(eng->db, st, "add the rule", err);
 	if (r == -RK_ECONFLICT)
 		r = rk_error_set(err, RK_ECONFLICT, "that rule exists already (%s %s=%s)", effect, match, value);
@@ -130,7 +130,7 @@ int rk_approval_rule_add(struct rk_engine *eng, const struct rk_actor *a, const 
 
 int rk_approval_rule_list(struct rk_engine *eng, const struct rk_actor *a, cJSON **out, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT id, effect, match, value, user_id = '" SHARED_USER "', space_id, created_at "
 					 "FROM approval_rules WHERE space_id = ? AND user_id IN (?, '" SHARED_USER "') "
 					 "ORDER BY CASE match WHEN 'tool' THEN 0 WHEN 'connector' THEN 1 ELSE 2 END, "
@@ -149,7 +149,7 @@ int rk_approval_rule_remove(struct rk_engine *eng, const struct rk_actor *a, con
 {
 	if (a->bot)
 		return rk_error_set(err, RK_EDENIED, "a bot cannot remove approval rules");
-	sqlite3_stmt *st = rk_db_prepare(
+	struct rk_stmt *st = rk_db_prepare(
 		eng->db, "DELETE FROM approval_rules WHERE id = ? AND space_id = ? AND user_id IN (?, '" SHARED_USER "')",
 		err);
 	if (!st)
@@ -158,7 +158,7 @@ int rk_approval_rule_remove(struct rk_engine *eng, const struct rk_actor *a, con
 	rk_db_bind_text(st, 2, a->space);
 	rk_db_bind_text(st, 3, a->user);
 	int r = rk_db_step_done(eng->db, st, "remove the rule", err);
-	if (r == 0 && sqlite3_changes(eng->db->handle) == 0)
+	if (r == 0 && rk_db_changes(eng->db) == 0)
 		r = rk_error_set(err, RK_ENOTFOUND, "no rule '%s' of %s in space '%s'", id ? id : "", a->user, a->space);
 	return r;
 }
@@ -173,7 +173,7 @@ static int level(struct rk_engine *eng, const struct rk_actor *a, const char *ma
 	*found = *ask = 0;
 	if (!value)
 		return 0;
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT id, effect FROM approval_rules WHERE space_id = ? AND "
 					 "user_id IN (?, '" SHARED_USER "') AND match = ? AND value = ? "
 					 "ORDER BY effect = 'require_approval' DESC, created_at LIMIT 1",
@@ -184,15 +184,15 @@ static int level(struct rk_engine *eng, const struct rk_actor *a, const char *ma
 	rk_db_bind_text(st, 2, a->user);
 	rk_db_bind_text(st, 3, match);
 	rk_db_bind_text(st, 4, value);
-	int rc = sqlite3_step(st), r = 0;
-	if (rc == SQLITE_ROW) {
+	int rc = rk_stmt_step(st), r = 0;
+	if (rc == RK_SQL_ROW) {
 		*found = 1;
-		*ask = !strcmp((const char *)sqlite3_column_text(st, 1), "require_approval");
-		snprintf(rule_id, idsize, "%s", (const char *)sqlite3_column_text(st, 0));
-	} else if (rc != SQLITE_DONE) {
+		*ask = !strcmp((const char *)rk_stmt_column_text(st, 1), "require_approval");
+		snprintf(rule_id, idsize, "%s", (const char *)rk_stmt_column_text(st, 0));
+	} else if (rc != RK_SQL_DONE) {
 		r = rk_db_sql_error(eng->db, err, "read rules");
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
@@ -312,7 +312,7 @@ int rk_approval_evaluate(struct rk_engine *eng, const struct rk_actor *a, const 
 static int set_run_state(struct rk_engine *eng, const char *run_id, const char *from, const char *to,
 			 struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db, "UPDATE runs SET state = ? WHERE id = ? AND state = ?", err);
+	struct rk_stmt *st = rk_db_prepare(eng->db, "UPDATE runs SET state = ? WHERE id = ? AND state = ?", err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, to);
@@ -324,20 +324,20 @@ static int set_run_state(struct rk_engine *eng, const char *run_id, const char *
 static int approval_state(struct rk_engine *eng, const char *id, char *state, size_t ssize, char **note, char **by,
 			  struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db, "SELECT state, note, decided_by FROM approvals WHERE id = ?", err);
+	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT state, note, decided_by FROM approvals WHERE id = ?", err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, id);
-	int rc = sqlite3_step(st), r = 0;
-	if (rc == SQLITE_ROW) {
-		snprintf(state, ssize, "%s", (const char *)sqlite3_column_text(st, 0));
+	int rc = rk_stmt_step(st), r = 0;
+	if (rc == RK_SQL_ROW) {
+		snprintf(state, ssize, "%s", (const char *)rk_stmt_column_text(st, 0));
 		*note = rk_db_col_text(st, 1);
 		*by = rk_db_col_text(st, 2);
 	} else {
-		r = rc == SQLITE_DONE ? rk_error_set(err, RK_ENOTFOUND, "approval %s is gone", id)
+		r = rc == RK_SQL_DONE ? rk_error_set(err, RK_ENOTFOUND, "approval %s is gone", id)
 				      : rk_db_sql_error(eng->db, err, "read the approval");
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
@@ -352,7 +352,7 @@ int rk_approval_check(struct rk_engine *eng, const struct rk_actor *a, const cha
 		return rk_error_set(err, RK_EDENIED, "%s needs approval (%s), and no run is waiting for a person", tool,
 				    d->reason);
 	char *id = rk_id_new("apv");
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "INSERT INTO approvals (id, run_id, tool, arguments, reason, created_at, user_id) "
 					 "VALUES (?, ?, ?, ?, ?, ?, ?)",
 					 err);
@@ -365,11 +365,11 @@ int rk_approval_check(struct rk_engine *eng, const struct rk_actor *a, const cha
 	rk_db_bind_text(st, 3, tool);
 	rk_db_bind_text(st, 4, args_json && *args_json ? args_json : "{}");
 	rk_db_bind_text(st, 5, d->reason);
-	sqlite3_bind_int64(st, 6, rk_now_ms());
+	rk_stmt_bind_int64(st, 6, rk_now_ms());
 	rk_db_bind_text(st, 7, a->user);
 	/* the row and the run's state together: whoever sees one sees the other */
 	if ((r = rk_db_begin(eng->db, err))) {
-		sqlite3_finalize(st);
+		rk_stmt_finalize(st);
 		free(id);
 		return r;
 	}
@@ -397,9 +397,9 @@ int rk_approval_check(struct rk_engine *eng, const struct rk_actor *a, const cha
 		}
 		if (rk_monotonic_ms() - beat >= HEARTBEAT_MS) {
 			struct rk_error e2;
-			sqlite3_stmt *hb = rk_db_prepare(eng->db, "UPDATE runs SET heartbeat_at = ? WHERE id = ?", &e2);
+			struct rk_stmt *hb = rk_db_prepare(eng->db, "UPDATE runs SET heartbeat_at = ? WHERE id = ?", &e2);
 			if (hb) {
-				sqlite3_bind_int64(hb, 1, rk_now_ms());
+				rk_stmt_bind_int64(hb, 1, rk_now_ms());
 				rk_db_bind_text(hb, 2, run_id);
 				rk_db_step_done(eng->db, hb, "heartbeat", &e2);
 			}
@@ -431,13 +431,13 @@ int rk_approval_decide(struct rk_engine *eng, const struct rk_actor *a, const ch
 	if (a->bot)
 		return rk_error_set(err, RK_EDENIED, "bot '%s' cannot decide approvals: a person does", a->bot);
 	/* only the person whose run it is decides */
-	sqlite3_stmt *st = rk_db_prepare(eng->db, "SELECT user_id FROM approvals WHERE run_id = ? AND state = 'pending'",
+	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT user_id FROM approvals WHERE run_id = ? AND state = 'pending'",
 					 err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, run_id);
-	char *owner = sqlite3_step(st) == SQLITE_ROW ? rk_db_col_text(st, 0) : NULL;
-	sqlite3_finalize(st);
+	char *owner = rk_stmt_step(st) == RK_SQL_ROW ? rk_db_col_text(st, 0) : NULL;
+	rk_stmt_finalize(st);
 	if (owner && strcmp(owner, a->user) != 0) {
 		int r = rk_error_set(err, RK_EDENIED, "run %s is %s's: only they can approve or deny its calls", run_id,
 				     owner);
@@ -456,17 +456,17 @@ int rk_approval_decide(struct rk_engine *eng, const struct rk_actor *a, const ch
 	rk_db_bind_text(st, 2, note);
 	rk_db_bind_text(st, 3, by);
 	free(by);
-	sqlite3_bind_int64(st, 4, rk_now_ms());
+	rk_stmt_bind_int64(st, 4, rk_now_ms());
 	rk_db_bind_text(st, 5, run_id);
 	int r = rk_db_step_done(eng->db, st, "decide", err);
-	if (r == 0 && sqlite3_changes(eng->db->handle) == 0)
+	if (r == 0 && rk_db_changes(eng->db) == 0)
 		r = rk_error_set(err, RK_ENOTFOUND, "run %s has no call waiting for approval", run_id);
 	return r;
 }
 
 int rk_approval_pending(struct rk_engine *eng, const char *run_id, cJSON **out, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT id, run_id, tool, arguments, reason, created_at FROM approvals "
 					 "WHERE state = 'pending' AND (?1 IS NULL OR run_id = ?1) ORDER BY created_at",
 					 err);

@@ -77,7 +77,7 @@ void rk_actor_release(struct rk_actor *a)
 int rk_authz_computer_record(struct rk_engine *eng, const char *computer_id, const char *space, const char *owner,
 			     struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "INSERT INTO computer_access (computer_id, space_id, owner) VALUES (?, ?, ?) "
 					 "ON CONFLICT (computer_id) DO NOTHING",
 					 err);
@@ -93,21 +93,21 @@ int rk_authz_computer_place(struct rk_engine *eng, const struct rk_computer *c, 
 			    struct rk_error *err)
 {
 	*space = *owner = NULL;
-	sqlite3_stmt *st =
+	struct rk_stmt *st =
 		rk_db_prepare(eng->db, "SELECT space_id, owner FROM computer_access WHERE computer_id = ?", err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, c->id);
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	int rc = rk_stmt_step(st);
+	if (rc == RK_SQL_ROW) {
 		*space = rk_db_col_text(st, 0);
 		*owner = rk_db_col_text(st, 1);
-	} else if (rc != SQLITE_DONE) {
+	} else if (rc != RK_SQL_DONE) {
 		int r = rk_db_sql_error(eng->db, err, "read the computer's space");
-		sqlite3_finalize(st);
+		rk_stmt_finalize(st);
 		return r;
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	if (!*space)
 		*space = rk_xstrdup(RK_SPACE_DEFAULT);
 	/* without a record: a person's own computer stays theirs; one made

@@ -11,10 +11,20 @@
 #include "util/time.h"
 
 /* Migrations run in order, each in one transaction. Adding a table is one
- * more entry here. Never edit an entry that has shipped. */
-static const char *const migrations[] = {
+ * more entry here. Never edit an entry that has shipped.
+ *
+ * One list for both backends: .sql is SQLite's, and PostgreSQL runs it as
+ * pg_ddl() translates it (INTEGER is BIGINT, an INTEGER PRIMARY KEY is a
+ * BIGSERIAL, BLOB is BYTEA; PRAGMAs, sqlite_master edits and virtual tables
+ * are left out), then .pg, what only PostgreSQL needs. */
+struct migration {
+	const char *sql;
+	const char *pg;
+};
+
+static const struct migration migrations[] = {
 	/* 1: the core */
-	"CREATE TABLE computers ("
+	{"CREATE TABLE computers ("
 	"  id TEXT PRIMARY KEY,"
 	"  name TEXT NOT NULL,"
 	"  kind TEXT NOT NULL,"
@@ -147,18 +157,26 @@ static const char *const migrations[] = {
 	"  checksum TEXT,"
 	"  created_at INTEGER NOT NULL);"
 	"CREATE INDEX home_revisions_key ON home_revisions(home_key, created_at);",
+	 /* PostgreSQL: runs are listed in insertion order by SQLite's rowid, so
+	  * they get one; and SQLite's scalar max/min(a, b, ...) and instr */
+	 "ALTER TABLE runs ADD COLUMN rowid BIGSERIAL;"
+	 "CREATE FUNCTION max(bigint, bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS 'SELECT greatest($1, $2)';"
+	 "CREATE FUNCTION max(bigint, bigint, bigint, bigint, bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS "
+	 "  'SELECT greatest($1, $2, $3, $4, $5)';"
+	 "CREATE FUNCTION min(bigint, bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS 'SELECT least($1, $2)';"
+	 "CREATE FUNCTION instr(text, text) RETURNS integer LANGUAGE sql IMMUTABLE AS 'SELECT strpos($1, $2)';"},
 	/* 2: checkpoints. ref_kind is the provider kind that made provider_ref, so
 	 * a ref from another kind counts as a replacement; home_revisions mirrors
 	 * the home store's revisions (the store's files are the truth). */
-	"ALTER TABLE computers ADD COLUMN ref_kind TEXT;"
+	{"ALTER TABLE computers ADD COLUMN ref_kind TEXT;"
 	"UPDATE computers SET ref_kind = kind WHERE provider_ref IS NOT NULL;"
 	"ALTER TABLE home_revisions ADD COLUMN kind TEXT NOT NULL DEFAULT 'snapshot';"
-	"ALTER TABLE home_revisions ADD COLUMN computer_id TEXT;",
+	"ALTER TABLE home_revisions ADD COLUMN computer_id TEXT;", NULL},
 	/* 3: runs: their stored events (what the NDJSON stream prints, by
 	 * sequence), their conversation without image bytes (for resume), why
 	 * they ended, cancel requests, the execution lease's fence and takeovers.
 	 * Its SQL lives in db_runs.c. */
-	"ALTER TABLE runs ADD COLUMN reason TEXT;"
+	{"ALTER TABLE runs ADD COLUMN reason TEXT;"
 	"ALTER TABLE runs ADD COLUMN options TEXT;"
 	"ALTER TABLE runs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE runs ADD COLUMN lease_bot TEXT;"
@@ -178,7 +196,7 @@ static const char *const migrations[] = {
 	"  run_id TEXT NOT NULL,"
 	"  seq INTEGER NOT NULL,"
 	"  data TEXT NOT NULL,"
-	"  PRIMARY KEY (run_id, seq));",
+	"  PRIMARY KEY (run_id, seq));", NULL},
 	/* 4: Team computers (issue 8). display_slots: one row per (computer,
 	 * slot), a bot's screen while bot_id is set; generation grows each time
 	 * the slot gets a new tenant. control_leases: a person's control of a
@@ -188,7 +206,7 @@ static const char *const migrations[] = {
 	 * used a computer and the machine ref their folders were made on.
 	 * deferred_checkpoints and idle_schedules: issue 6's Team deferral and
 	 * pause_after. */
-	"CREATE TABLE display_slots ("
+	{"CREATE TABLE display_slots ("
 	"  computer_id TEXT NOT NULL,"
 	"  slot INTEGER NOT NULL,"
 	"  bot_id TEXT,"
@@ -240,10 +258,10 @@ static const char *const migrations[] = {
 	"  due_at INTEGER,"
 	"  updated_at INTEGER NOT NULL);"
 	/* a session's command can end before anyone has read its end */
-	"ALTER TABLE exec_sessions ADD COLUMN command_ended_at INTEGER;",
+	"ALTER TABLE exec_sessions ADD COLUMN command_ended_at INTEGER;", NULL},
 	/* 5: screen capabilities (engine/gateway.c): only a token's hash is
 	 * kept; vnc_* is the identity of the slot's VNC socket it was made for */
-	"CREATE TABLE IF NOT EXISTS screen_capabilities ("
+	{"CREATE TABLE IF NOT EXISTS screen_capabilities ("
 	"  id TEXT PRIMARY KEY,"
 	"  token_hash TEXT NOT NULL UNIQUE,"
 	"  computer_id TEXT NOT NULL,"
@@ -261,11 +279,11 @@ static const char *const migrations[] = {
 	"  revoked_at INTEGER,"
 	"  revoke_reason TEXT,"
 	"  created_by TEXT);"
-	"CREATE INDEX IF NOT EXISTS screen_capabilities_slot ON screen_capabilities(computer_id, display);",
+	"CREATE INDEX IF NOT EXISTS screen_capabilities_slot ON screen_capabilities(computer_id, display);", NULL},
 	/* 6: (serve) API tokens
 	 * (only a hash of the secret is kept), bots' rights to computers, and
 	 * paired machines (a hash of each one's secret). */
-	"CREATE TABLE api_tokens ("
+	{"CREATE TABLE api_tokens ("
 	"  id TEXT PRIMARY KEY,"
 	"  name TEXT NOT NULL,"
 	"  secret_hash TEXT NOT NULL,"
@@ -282,14 +300,14 @@ static const char *const migrations[] = {
 	"CREATE TABLE paired_machines ("
 	"  computer_id TEXT PRIMARY KEY,"
 	"  secret_hash TEXT NOT NULL,"
-	"  created_at INTEGER NOT NULL);",
+	"  created_at INTEGER NOT NULL);", NULL},
 	/* 7: trust (engine/secret.c, memory.c, approval.c and authz.c own these
 	 * tables and their SQL). runs.state also takes waiting_approval: the
 	 * CHECK list is widened in place, whatever columns runs has by now (a
 	 * looser CHECK leaves every stored row valid, the one schema edit SQLite
 	 * documents as safe this way); the CREATE TABLEs after it bump the
 	 * schema cookie, so other connections read the new schema. */
-	"PRAGMA writable_schema=ON;"
+	{"PRAGMA writable_schema=ON;"
 	"UPDATE sqlite_master SET sql = replace(sql, '''waiting_takeover'',', '''waiting_takeover'',''waiting_approval'',')"
 	"  WHERE type = 'table' AND name = 'runs' AND sql NOT LIKE '%waiting_approval%';"
 	"PRAGMA writable_schema=OFF;"
@@ -372,6 +390,14 @@ static const char *const migrations[] = {
 	"  run_id TEXT,"
 	"  created_at INTEGER NOT NULL);"
 	"PRAGMA writable_schema=RESET;",
+	 /* PostgreSQL: the CHECK widened as a constraint; memory_fts a plain
+	  * table (memory.c searches by substring there); secret_requests are
+	  * ordered by rowid */
+	 "ALTER TABLE runs DROP CONSTRAINT runs_state_check;"
+	 "ALTER TABLE runs ADD CONSTRAINT runs_state_check CHECK (state IN ('queued','running','waiting_takeover',"
+	 "  'waiting_approval','completed','failed','interrupted','cancelled'));"
+	 "CREATE TABLE memory_fts (rowid BIGINT PRIMARY KEY, path TEXT, content TEXT);"
+	 "ALTER TABLE secret_requests ADD COLUMN rowid BIGSERIAL;"},
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -383,32 +409,35 @@ int rk_db_migration_count(void)
 
 static int sql_error(struct rk_db *db, struct rk_error *err, const char *what)
 {
-	int rc = sqlite3_errcode(db->handle);
+	int rc = rk_db_errcode(db);
 	enum rk_code code = RK_EFAILED;
-	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+	if (rc == RK_SQL_BUSY || rc == RK_SQL_LOCKED)
 		code = RK_EUNAVAILABLE;
-	else if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
+	else if (rc == RK_SQL_CORRUPT || rc == RK_SQL_NOTADB)
 		code = RK_ECORRUPT;
-	else if (rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN || rc == SQLITE_IOERR || rc == SQLITE_FULL)
+	else if (rc == RK_SQL_READONLY || rc == RK_SQL_CANTOPEN || rc == RK_SQL_IOERR || rc == RK_SQL_FULL)
 		code = RK_EIO;
-	else if (rc == SQLITE_CONSTRAINT)
+	else if (rc == RK_SQL_CONSTRAINT)
 		code = RK_ECONFLICT;
-	return rk_error_set(err, code, "database: %s: %s", what, sqlite3_errmsg(db->handle));
+	return rk_error_set(err, code, "database: %s: %s", what, rk_db_errmsg(db));
 }
 
 int rk_db_exec(struct rk_db *db, const char *sql, struct rk_error *err)
 {
-	char *msg = NULL;
-	if (sqlite3_exec(db->handle, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		int r = sql_error(db, err, "statement failed");
-		sqlite3_free(msg);
-		return r;
-	}
+	if (db->drv->exec(db, sql) != RK_SQL_OK)
+		return sql_error(db, err, "statement failed");
 	return 0;
 }
 
 int rk_db_begin(struct rk_db *db, struct rk_error *err)
 {
+	/* SQLite's BEGIN IMMEDIATE takes the one write lock at once: every
+	 * read-then-write transaction runs alone. On PostgreSQL one
+	 * transaction-scoped advisory lock keeps exactly that guarantee across
+	 * processes and hosts (it waits up to the lock timeout, then the
+	 * transaction fails as unavailable, as SQLite's busy timeout does). */
+	if (rk_db_dialect(db) == RK_DIALECT_PG)
+		return rk_db_exec(db, "BEGIN; SELECT pg_advisory_xact_lock(7020817545106538351)", err);
 	return rk_db_exec(db, "BEGIN IMMEDIATE", err);
 }
 
@@ -419,61 +448,61 @@ int rk_db_commit(struct rk_db *db, struct rk_error *err)
 
 void rk_db_rollback(struct rk_db *db)
 {
-	if (!sqlite3_get_autocommit(db->handle))
-		sqlite3_exec(db->handle, "ROLLBACK", NULL, NULL, NULL);
+	if (rk_db_in_transaction(db))
+		db->drv->exec(db, "ROLLBACK");
 }
 
 /* --- statement helpers ---------------------------------------------------- */
 
-static sqlite3_stmt *prep(struct rk_db *db, const char *sql, struct rk_error *err)
+static struct rk_stmt *prep(struct rk_db *db, const char *sql, struct rk_error *err)
 {
-	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(db->handle, sql, -1, &st, NULL) != SQLITE_OK) {
+	struct rk_stmt *st = NULL;
+	if (rk_stmt_prepare_v2(db, sql, -1, &st, NULL) != RK_SQL_OK) {
 		sql_error(db, err, "prepare failed");
 		return NULL;
 	}
 	return st;
 }
 
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
+static void bind_text(struct rk_stmt *st, int i, const char *s)
 {
 	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+		rk_stmt_bind_text(st, i, s, -1);
 	else
-		sqlite3_bind_null(st, i);
+		rk_stmt_bind_null(st, i);
 }
 
-static char *col_text(sqlite3_stmt *st, int i)
+static char *col_text(struct rk_stmt *st, int i)
 {
-	const unsigned char *t = sqlite3_column_text(st, i);
+	const unsigned char *t = rk_stmt_column_text(st, i);
 	return t ? rk_xstrdup((const char *)t) : NULL;
 }
 
-static int64_t col_int(sqlite3_stmt *st, int i, int64_t null_value)
+static int64_t col_int(struct rk_stmt *st, int i, int64_t null_value)
 {
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? null_value : sqlite3_column_int64(st, i);
+	return rk_stmt_column_type(st, i) == RK_SQL_NULL ? null_value : rk_stmt_column_int64(st, i);
 }
 
 /* Steps a statement that returns no rows; finalizes it. */
-static int step_done(struct rk_db *db, sqlite3_stmt *st, const char *what, struct rk_error *err)
+static int step_done(struct rk_db *db, struct rk_stmt *st, const char *what, struct rk_error *err)
 {
-	int rc = sqlite3_step(st);
+	int rc = rk_stmt_step(st);
 	int r = 0;
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+	if (rc != RK_SQL_DONE && rc != RK_SQL_ROW)
 		r = sql_error(db, err, what);
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
 /* Steps st to its end into a malloc'd array of size-byte elements filled by
  * from_row; on failure releases what it read. Finalizes st. */
-static int collect_rows(struct rk_db *db, sqlite3_stmt *st, size_t size, void (*from_row)(sqlite3_stmt *, void *),
+static int collect_rows(struct rk_db *db, struct rk_stmt *st, size_t size, void (*from_row)(struct rk_stmt *, void *),
 			void (*release)(void *), void **out, size_t *n, const char *what, struct rk_error *err)
 {
 	size_t cap = 8, count = 0;
 	char *arr = rk_xcalloc(cap, size);
 	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
 		if (count == cap) {
 			cap *= 2;
 			arr = rk_xrealloc(arr, cap * size);
@@ -482,26 +511,26 @@ static int collect_rows(struct rk_db *db, sqlite3_stmt *st, size_t size, void (*
 		from_row(st, arr + count * size);
 		count++;
 	}
-	if (rc != SQLITE_DONE) {
+	if (rc != RK_SQL_DONE) {
 		int r = sql_error(db, err, what);
-		sqlite3_finalize(st);
+		rk_stmt_finalize(st);
 		for (size_t i = 0; i < count; i++)
 			release(arr + i * size);
 		free(arr);
 		return r;
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	*out = arr;
 	*n = count;
 	return 0;
 }
 
-sqlite3_stmt *rk_db_prepare(struct rk_db *db, const char *sql, struct rk_error *err)
+struct rk_stmt *rk_db_prepare(struct rk_db *db, const char *sql, struct rk_error *err)
 {
 	return prep(db, sql, err);
 }
 
-int rk_db_step_done(struct rk_db *db, sqlite3_stmt *st, const char *what, struct rk_error *err)
+int rk_db_step_done(struct rk_db *db, struct rk_stmt *st, const char *what, struct rk_error *err)
 {
 	return step_done(db, st, what, err);
 }
@@ -511,41 +540,41 @@ int rk_db_sql_error(struct rk_db *db, struct rk_error *err, const char *what)
 	return sql_error(db, err, what);
 }
 
-void rk_db_bind_text(sqlite3_stmt *st, int i, const char *s)
+void rk_db_bind_text(struct rk_stmt *st, int i, const char *s)
 {
 	bind_text(st, i, s);
 }
 
-char *rk_db_col_text(sqlite3_stmt *st, int i)
+char *rk_db_col_text(struct rk_stmt *st, int i)
 {
 	return col_text(st, i);
 }
 
-int rk_db_json_rows(struct rk_db *db, sqlite3_stmt *st, const struct rk_db_json_col *cols, const char *what, cJSON **out,
+int rk_db_json_rows(struct rk_db *db, struct rk_stmt *st, const struct rk_db_json_col *cols, const char *what, cJSON **out,
 		  struct rk_error *err)
 {
 	cJSON *arr = cJSON_CreateArray();
 	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
 		cJSON *o = cJSON_CreateObject();
 		for (int i = 0; cols[i].key; i++) {
-			int null = sqlite3_column_type(st, i) == SQLITE_NULL;
+			int null = rk_stmt_column_type(st, i) == RK_SQL_NULL;
 			char t[32];
 			if (null && cols[i].type != 'b')
 				cJSON_AddNullToObject(o, cols[i].key);
 			else if (cols[i].type == 'i')
-				cJSON_AddNumberToObject(o, cols[i].key, (double)sqlite3_column_int64(st, i));
+				cJSON_AddNumberToObject(o, cols[i].key, (double)rk_stmt_column_int64(st, i));
 			else if (cols[i].type == 'b')
-				cJSON_AddBoolToObject(o, cols[i].key, sqlite3_column_int(st, i) != 0);
+				cJSON_AddBoolToObject(o, cols[i].key, rk_stmt_column_int(st, i) != 0);
 			else if (cols[i].type == 't')
-				cJSON_AddStringToObject(o, cols[i].key, rk_iso8601(sqlite3_column_int64(st, i), t, sizeof(t)));
+				cJSON_AddStringToObject(o, cols[i].key, rk_iso8601(rk_stmt_column_int64(st, i), t, sizeof(t)));
 			else
-				cJSON_AddStringToObject(o, cols[i].key, (const char *)sqlite3_column_text(st, i));
+				cJSON_AddStringToObject(o, cols[i].key, (const char *)rk_stmt_column_text(st, i));
 		}
 		cJSON_AddItemToArray(arr, o);
 	}
-	int r = rc == SQLITE_DONE ? 0 : sql_error(db, err, what);
-	sqlite3_finalize(st);
+	int r = rc == RK_SQL_DONE ? 0 : sql_error(db, err, what);
+	rk_stmt_finalize(st);
 	if (r) {
 		cJSON_Delete(arr);
 		return r;
@@ -554,7 +583,7 @@ int rk_db_json_rows(struct rk_db *db, sqlite3_stmt *st, const struct rk_db_json_
 	return 0;
 }
 
-int rk_db_collect(struct rk_db *db, sqlite3_stmt *st, size_t size, void (*from_row)(sqlite3_stmt *, void *),
+int rk_db_collect(struct rk_db *db, struct rk_stmt *st, size_t size, void (*from_row)(struct rk_stmt *, void *),
 		  void (*release)(void *), void **out, size_t *n, const char *what, struct rk_error *err)
 {
 	return collect_rows(db, st, size, from_row, release, out, n, what, err);
@@ -564,22 +593,78 @@ int rk_db_collect(struct rk_db *db, sqlite3_stmt *st, size_t size, void (*from_r
 
 int rk_db_schema_version(struct rk_db *db)
 {
-	sqlite3_stmt *st = prep(db, "SELECT coalesce(max(version),0) FROM schema_migrations", NULL);
+	struct rk_stmt *st = prep(db, "SELECT coalesce(max(version),0) FROM schema_migrations", NULL);
 	int v = -1;
-	if (st && sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
+	if (st && rk_stmt_step(st) == RK_SQL_ROW)
+		v = rk_stmt_column_int(st, 0);
+	rk_stmt_finalize(st);
 	return v;
+}
+
+/* A migration's SQL in PostgreSQL's dialect (malloc'd): each statement of
+ * m->sql with SQLite's types renamed, SQLite-only statements left out, then
+ * m->pg. The migrations hold no ';' inside a literal. */
+static char *pg_ddl(const struct migration *m)
+{
+	static const char *const skip[] = {"PRAGMA", "UPDATE sqlite_master", "CREATE VIRTUAL TABLE", NULL};
+	static const char *const from[] = {"INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER PRIMARY KEY", "INTEGER", "BLOB",
+					   NULL};
+	static const char *const to[] = {"BIGSERIAL PRIMARY KEY", "BIGSERIAL PRIMARY KEY", "BIGINT", "BYTEA"};
+	struct rk_buf b;
+	rk_buf_init(&b);
+	for (const char *p = m->sql; *p;) {
+		size_t n = strcspn(p, ";");
+		int drop = 0;
+		for (int i = 0; skip[i]; i++)
+			drop |= !strncmp(p, skip[i], strlen(skip[i]));
+		for (size_t i = 0; !drop && i < n;) {
+			int k;
+			for (k = 0; from[k]; k++)
+				if (!strncmp(p + i, from[k], strlen(from[k])) && i + strlen(from[k]) <= n)
+					break;
+			if (from[k]) {
+				rk_buf_adds(&b, to[k]);
+				i += strlen(from[k]);
+			} else {
+				rk_buf_addc(&b, p[i++]);
+			}
+		}
+		if (!drop && n)
+			rk_buf_addc(&b, ';');
+		p += n;
+		if (*p == ';')
+			p++;
+	}
+	if (m->pg)
+		rk_buf_adds(&b, m->pg);
+	return rk_buf_detach(&b, NULL);
+}
+
+static int apply_migration(struct rk_db *db, const struct migration *m, struct rk_error *err)
+{
+	if (rk_db_dialect(db) != RK_DIALECT_PG)
+		return rk_db_exec(db, m->sql, err);
+	char *sql = pg_ddl(m);
+	int r = rk_db_exec(db, sql, err);
+	free(sql);
+	return r;
 }
 
 static int migrate(struct rk_db *db, struct rk_error *err)
 {
-	int r = rk_db_exec(db,
-			   "CREATE TABLE IF NOT EXISTS schema_migrations ("
-			   " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
-			   err);
-	if (r)
+	/* in the write lock: two processes opening a new database at once */
+	int r = rk_db_begin(db, err);
+	if (r || (r = rk_db_exec(db,
+				 rk_db_dialect(db) == RK_DIALECT_PG
+					 ? "CREATE TABLE IF NOT EXISTS schema_migrations ("
+					   " version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)"
+					 : "CREATE TABLE IF NOT EXISTS schema_migrations ("
+					   " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+				 err)) ||
+	    (r = rk_db_commit(db, err))) {
+		rk_db_rollback(db);
 		return r;
+	}
 	for (int v = 1; v <= MIGRATION_COUNT; v++) {
 		if ((r = rk_db_begin(db, err)))
 			return r;
@@ -596,17 +681,17 @@ static int migrate(struct rk_db *db, struct rk_error *err)
 			rk_db_rollback(db);
 			continue;
 		}
-		if ((r = rk_db_exec(db, migrations[v - 1], err))) {
+		if ((r = apply_migration(db, &migrations[v - 1], err))) {
 			rk_db_rollback(db);
 			return rk_error_prefix(err, "migration %d", v);
 		}
-		sqlite3_stmt *st = prep(db, "INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)", err);
+		struct rk_stmt *st = prep(db, "INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)", err);
 		if (!st) {
 			rk_db_rollback(db);
 			return -err->code;
 		}
-		sqlite3_bind_int(st, 1, v);
-		sqlite3_bind_int64(st, 2, rk_now_ms());
+		rk_stmt_bind_int(st, 1, v);
+		rk_stmt_bind_int64(st, 2, rk_now_ms());
 		if ((r = step_done(db, st, "record migration", err)) || (r = rk_db_commit(db, err))) {
 			rk_db_rollback(db);
 			return r;
@@ -623,18 +708,35 @@ int rk_db_open(const char *data_dir, struct rk_db **out, struct rk_error *err)
 	if (access(data_dir, W_OK | X_OK) != 0)
 		return rk_error_errno(err, RK_EIO, errno, "data directory %s is not writable (set RAKAZO_DATA_DIR)",
 				      data_dir);
-	struct rk_db *db = rk_xcalloc(1, sizeof(*db));
-	db->path = rk_path_join(data_dir, "rakazo.db");
-	if (sqlite3_open_v2(db->path, &db->handle,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
-		r = rk_error_set(err, RK_EIO, "cannot open database %s: %s", db->path,
-				 db->handle ? sqlite3_errmsg(db->handle) : "out of memory");
+	const char *url = rk_sql_url();
+	if (url && strncmp(url, "postgresql://", 13) != 0 && strncmp(url, "postgres://", 11) != 0) {
+		char *shown = rk_sql_url_redacted(url);
+		r = rk_error_set(err, RK_EINVALID,
+				 "RAKAZO_DATABASE_URL '%s' is not a postgresql:// URL: unset it for SQLite in the data "
+				 "directory, or name a PostgreSQL database",
+				 shown);
+		free(shown);
+		return r;
+	}
+	char *path = rk_path_join(data_dir, "rakazo.db");
+	struct rk_db *db = NULL;
+	int rc = rk_db_open_v2(path, &db, RK_SQL_OPEN_READWRITE | RK_SQL_OPEN_CREATE, NULL);
+	free(path);
+	if (rc != RK_SQL_OK) {
+		/* a server that does not answer is unavailable; a file that cannot be opened is io */
+		enum rk_code code = db && rk_db_errcode(db) == RK_SQL_BUSY ? RK_EUNAVAILABLE : RK_EIO;
+		if (db && rk_db_dialect(db) == RK_DIALECT_PG) /* its message names the server */
+			r = rk_error_set(err, code, "%s", rk_db_errmsg(db));
+		else
+			r = rk_error_set(err, code, "cannot open database %s: %s", db ? db->path : "",
+					 db ? rk_db_errmsg(db) : "out of memory");
 		goto fail;
 	}
-	sqlite3_busy_timeout(db->handle, 15000);
-	if ((r = rk_db_exec(db, "PRAGMA journal_mode=WAL", err)) ||
-	    (r = rk_db_exec(db, "PRAGMA synchronous=NORMAL", err)) ||
-	    (r = rk_db_exec(db, "PRAGMA foreign_keys=ON", err)))
+	rk_db_busy_timeout(db, 15000);
+	if (rk_db_dialect(db) == RK_DIALECT_SQLITE &&
+	    ((r = rk_db_exec(db, "PRAGMA journal_mode=WAL", err)) ||
+	     (r = rk_db_exec(db, "PRAGMA synchronous=NORMAL", err)) ||
+	     (r = rk_db_exec(db, "PRAGMA foreign_keys=ON", err))))
 		goto fail;
 	if ((r = migrate(db, err)))
 		goto fail;
@@ -645,33 +747,23 @@ fail:
 	return r;
 }
 
-void rk_db_close(struct rk_db *db)
-{
-	if (!db)
-		return;
-	if (db->handle)
-		sqlite3_close_v2(db->handle);
-	free(db->path);
-	free(db);
-}
-
 /* The rows of a PRAGMA that answers in text, joined with "; " (malloc'd). */
 static int pragma_text(struct rk_db *db, const char *sql, const char *what, char **result, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, sql, err);
+	struct rk_stmt *st = prep(db, sql, err);
 	if (!st)
 		return -err->code;
 	struct rk_buf b;
 	rk_buf_init(&b);
 	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
 		if (b.len)
 			rk_buf_adds(&b, "; ");
-		const unsigned char *t = sqlite3_column_text(st, 0);
+		const unsigned char *t = rk_stmt_column_text(st, 0);
 		rk_buf_adds(&b, t ? (const char *)t : "");
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
+	rk_stmt_finalize(st);
+	if (rc != RK_SQL_DONE) {
 		rk_buf_release(&b);
 		return sql_error(db, err, what);
 	}
@@ -681,11 +773,16 @@ static int pragma_text(struct rk_db *db, const char *sql, const char *what, char
 
 int rk_db_integrity_check(struct rk_db *db, char **result, struct rk_error *err)
 {
+	/* PostgreSQL checks its own pages; that it answers is what is asked here */
+	if (rk_db_dialect(db) == RK_DIALECT_PG)
+		return pragma_text(db, "SELECT 'ok'", "integrity check", result, err);
 	return pragma_text(db, "PRAGMA integrity_check", "integrity check", result, err);
 }
 
 int rk_db_journal_mode(struct rk_db *db, char **result, struct rk_error *err)
 {
+	if (rk_db_dialect(db) == RK_DIALECT_PG)
+		return pragma_text(db, "SELECT current_setting('server_version')", "server version", result, err);
 	return pragma_text(db, "PRAGMA journal_mode", "journal mode", result, err);
 }
 
@@ -712,7 +809,7 @@ void rk_computer_release(struct rk_computer *c)
 	"id, name, kind, provider_ref, home_key, home_revision, state, mode, owner, options, desktop, " \
 	"pause_after, revisions_kept, created_at, updated_at"
 
-static void computer_from_row(sqlite3_stmt *st, struct rk_computer *c)
+static void computer_from_row(struct rk_stmt *st, struct rk_computer *c)
 {
 	c->id = col_text(st, 0);
 	c->name = col_text(st, 1);
@@ -733,7 +830,7 @@ static void computer_from_row(sqlite3_stmt *st, struct rk_computer *c)
 
 int rk_db_computer_insert(struct rk_db *db, const struct rk_computer *c, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"INSERT INTO computers (" COMPUTER_COLS
 				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 				err);
@@ -749,45 +846,45 @@ int rk_db_computer_insert(struct rk_db *db, const struct rk_computer *c, struct 
 	bind_text(st, 8, c->mode ? c->mode : "private");
 	bind_text(st, 9, c->owner);
 	bind_text(st, 10, c->options);
-	sqlite3_bind_int(st, 11, c->desktop);
+	rk_stmt_bind_int(st, 11, c->desktop);
 	if (c->pause_after < 0)
-		sqlite3_bind_null(st, 12);
+		rk_stmt_bind_null(st, 12);
 	else
-		sqlite3_bind_int64(st, 12, c->pause_after);
-	sqlite3_bind_int(st, 13, c->revisions_kept > 0 ? c->revisions_kept : 1);
-	sqlite3_bind_int64(st, 14, c->created_at);
-	sqlite3_bind_int64(st, 15, c->updated_at);
-	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc == SQLITE_CONSTRAINT)
+		rk_stmt_bind_int64(st, 12, c->pause_after);
+	rk_stmt_bind_int(st, 13, c->revisions_kept > 0 ? c->revisions_kept : 1);
+	rk_stmt_bind_int64(st, 14, c->created_at);
+	rk_stmt_bind_int64(st, 15, c->updated_at);
+	int rc = rk_stmt_step(st);
+	rk_stmt_finalize(st);
+	if (rc == RK_SQL_CONSTRAINT)
 		return rk_error_set(err, RK_ECONFLICT, "a computer named '%s' already exists", c->name);
-	if (rc != SQLITE_DONE)
+	if (rc != RK_SQL_DONE)
 		return sql_error(db, err, "insert computer");
 	return 0;
 }
 
 int rk_db_computer_get(struct rk_db *db, const char *id_or_name, struct rk_computer *out, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"SELECT " COMPUTER_COLS " FROM computers WHERE (id = ?1 OR name = ?1) "
 				"AND deleted_at IS NULL ORDER BY id = ?1 DESC LIMIT 1",
 				err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, id_or_name);
-	int rc = sqlite3_step(st);
+	int rc = rk_stmt_step(st);
 	int r = 0;
-	if (rc == SQLITE_ROW)
+	if (rc == RK_SQL_ROW)
 		computer_from_row(st, out);
-	else if (rc == SQLITE_DONE)
+	else if (rc == RK_SQL_DONE)
 		r = rk_error_set(err, RK_ENOTFOUND, "no computer '%s' (see `rakazo computer list`)", id_or_name);
 	else
 		r = sql_error(db, err, "get computer");
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
-static void computer_row(sqlite3_stmt *st, void *p)
+static void computer_row(struct rk_stmt *st, void *p)
 {
 	computer_from_row(st, p);
 }
@@ -799,7 +896,7 @@ static void computer_release_any(void *p)
 
 int rk_db_computer_list(struct rk_db *db, struct rk_computer **out, size_t *n, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"SELECT " COMPUTER_COLS
 				" FROM computers WHERE deleted_at IS NULL ORDER BY created_at, id",
 				err);
@@ -811,11 +908,11 @@ int rk_db_computer_list(struct rk_db *db, struct rk_computer **out, size_t *n, s
 static int update_computer_text(struct rk_db *db, const char *sql, const char *id, const char *value,
 				struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, sql, err);
+	struct rk_stmt *st = prep(db, sql, err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, value);
-	sqlite3_bind_int64(st, 2, rk_now_ms());
+	rk_stmt_bind_int64(st, 2, rk_now_ms());
 	bind_text(st, 3, id);
 	return step_done(db, st, "update computer", err);
 }
@@ -840,7 +937,7 @@ int rk_db_computer_set_home_revision(struct rk_db *db, const char *id, const cha
 
 int rk_db_computer_mark_ref_kind(struct rk_db *db, const char *id, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "UPDATE computers SET ref_kind = kind WHERE id = ?", err);
+	struct rk_stmt *st = prep(db, "UPDATE computers SET ref_kind = kind WHERE id = ?", err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, id);
@@ -849,38 +946,41 @@ int rk_db_computer_mark_ref_kind(struct rk_db *db, const char *id, struct rk_err
 
 int rk_db_computer_ref_kind(struct rk_db *db, const char *id, char **out, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "SELECT ref_kind FROM computers WHERE id = ?", err);
+	struct rk_stmt *st = prep(db, "SELECT ref_kind FROM computers WHERE id = ?", err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, id);
-	int rc = sqlite3_step(st);
+	int rc = rk_stmt_step(st);
 	int r = 0;
 	*out = NULL;
-	if (rc == SQLITE_ROW)
+	if (rc == RK_SQL_ROW)
 		*out = col_text(st, 0);
-	else if (rc == SQLITE_DONE)
+	else if (rc == RK_SQL_DONE)
 		r = rk_error_set(err, RK_ENOTFOUND, "no computer '%s'", id);
 	else
 		r = sql_error(db, err, "get computer");
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
 int rk_db_home_revision_record(struct rk_db *db, const struct rk_home_revision_row *h, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
-				"INSERT OR REPLACE INTO home_revisions(id, home_key, reason, bytes, files, checksum, "
-				"created_at, kind, computer_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	struct rk_stmt *st = prep(db,
+				"INSERT INTO home_revisions(id, home_key, reason, bytes, files, checksum, "
+				"created_at, kind, computer_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO "
+				"UPDATE SET home_key = excluded.home_key, reason = excluded.reason, bytes = excluded.bytes, "
+				"files = excluded.files, checksum = excluded.checksum, created_at = excluded.created_at, "
+				"kind = excluded.kind, computer_id = excluded.computer_id",
 				err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, h->id);
 	bind_text(st, 2, h->home_key);
 	bind_text(st, 3, h->reason);
-	sqlite3_bind_int64(st, 4, h->bytes);
-	sqlite3_bind_int64(st, 5, h->files);
+	rk_stmt_bind_int64(st, 4, h->bytes);
+	rk_stmt_bind_int64(st, 5, h->files);
 	bind_text(st, 6, h->checksum);
-	sqlite3_bind_int64(st, 7, h->created_at);
+	rk_stmt_bind_int64(st, 7, h->created_at);
 	bind_text(st, 8, h->kind);
 	bind_text(st, 9, h->computer_id);
 	return step_done(db, st, "record home revision", err);
@@ -899,7 +999,7 @@ int rk_db_home_revision_prune(struct rk_db *db, const char *home_key, const char
 			rk_buf_printf(&sql, "%s?%zu", i ? "," : "", i + 2);
 		rk_buf_adds(&sql, ")");
 	}
-	sqlite3_stmt *st = prep(db, sql.data, err);
+	struct rk_stmt *st = prep(db, sql.data, err);
 	rk_buf_release(&sql);
 	if (!st)
 		return -err->code;
@@ -940,7 +1040,7 @@ void rk_execution_release(struct rk_execution *e)
 	"id, computer_id, op, command_key, body, body_hash, state, phase, error_code, error_message, " \
 	"result, created_at, started_at, finished_at, provider_call_at, cancel_requested, worker_pid"
 
-static void execution_from_row(sqlite3_stmt *st, struct rk_execution *e)
+static void execution_from_row(struct rk_stmt *st, struct rk_execution *e)
 {
 	e->id = col_text(st, 0);
 	e->computer_id = col_text(st, 1);
@@ -961,17 +1061,17 @@ static void execution_from_row(sqlite3_stmt *st, struct rk_execution *e)
 	e->worker_pid = col_int(st, 16, 0);
 }
 
-static void bind_time(sqlite3_stmt *st, int i, int64_t t)
+static void bind_time(struct rk_stmt *st, int i, int64_t t)
 {
 	if (t)
-		sqlite3_bind_int64(st, i, t);
+		rk_stmt_bind_int64(st, i, t);
 	else
-		sqlite3_bind_null(st, i);
+		rk_stmt_bind_null(st, i);
 }
 
 int rk_db_execution_insert(struct rk_db *db, const struct rk_execution *e, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"INSERT INTO lifecycle_executions (" EXECUTION_COLS
 				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 				err);
@@ -988,17 +1088,17 @@ int rk_db_execution_insert(struct rk_db *db, const struct rk_execution *e, struc
 	bind_text(st, 9, e->error_code);
 	bind_text(st, 10, e->error_message);
 	bind_text(st, 11, e->result);
-	sqlite3_bind_int64(st, 12, e->created_at);
+	rk_stmt_bind_int64(st, 12, e->created_at);
 	bind_time(st, 13, e->started_at);
 	bind_time(st, 14, e->finished_at);
 	bind_time(st, 15, e->provider_call_at);
-	sqlite3_bind_int64(st, 16, e->cancel_requested);
+	rk_stmt_bind_int64(st, 16, e->cancel_requested);
 	bind_time(st, 17, e->worker_pid);
-	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc == SQLITE_CONSTRAINT)
+	int rc = rk_stmt_step(st);
+	rk_stmt_finalize(st);
+	if (rc == RK_SQL_CONSTRAINT)
 		return rk_error_set(err, RK_ECONFLICT, "command key '%s' is already used", e->command_key);
-	if (rc != SQLITE_DONE)
+	if (rc != RK_SQL_DONE)
 		return sql_error(db, err, "insert execution");
 	return 0;
 }
@@ -1006,19 +1106,19 @@ int rk_db_execution_insert(struct rk_db *db, const struct rk_execution *e, struc
 static int execution_query_one(struct rk_db *db, const char *sql, const char *arg, struct rk_execution *out,
 			       const char *missing, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, sql, err);
+	struct rk_stmt *st = prep(db, sql, err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, arg);
-	int rc = sqlite3_step(st);
+	int rc = rk_stmt_step(st);
 	int r = 0;
-	if (rc == SQLITE_ROW)
+	if (rc == RK_SQL_ROW)
 		execution_from_row(st, out);
-	else if (rc == SQLITE_DONE)
+	else if (rc == RK_SQL_DONE)
 		r = rk_error_set(err, RK_ENOTFOUND, missing, arg);
 	else
 		r = sql_error(db, err, "get execution");
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
@@ -1061,7 +1161,7 @@ int rk_db_execution_claim(struct rk_db *db, int64_t worker_pid, struct rk_execut
 
 int rk_db_execution_update(struct rk_db *db, const struct rk_execution *e, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"UPDATE lifecycle_executions SET state = ?, phase = ?, error_code = ?, "
 				"error_message = ?, result = ?, started_at = ?, finished_at = ?, "
 				"provider_call_at = ?, cancel_requested = ?, worker_pid = ? WHERE id = ?",
@@ -1076,7 +1176,7 @@ int rk_db_execution_update(struct rk_db *db, const struct rk_execution *e, struc
 	bind_time(st, 6, e->started_at);
 	bind_time(st, 7, e->finished_at);
 	bind_time(st, 8, e->provider_call_at);
-	sqlite3_bind_int64(st, 9, e->cancel_requested);
+	rk_stmt_bind_int64(st, 9, e->cancel_requested);
 	bind_time(st, 10, e->worker_pid);
 	bind_text(st, 11, e->id);
 	return step_done(db, st, "update execution", err);
@@ -1084,14 +1184,14 @@ int rk_db_execution_update(struct rk_db *db, const struct rk_execution *e, struc
 
 int rk_db_execution_request_cancel(struct rk_db *db, const char *id, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "UPDATE lifecycle_executions SET cancel_requested = 1 WHERE id = ?", err);
+	struct rk_stmt *st = prep(db, "UPDATE lifecycle_executions SET cancel_requested = 1 WHERE id = ?", err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, id);
 	return step_done(db, st, "cancel execution", err);
 }
 
-static void id_row(sqlite3_stmt *st, void *p)
+static void id_row(struct rk_stmt *st, void *p)
 {
 	*(char **)p = col_text(st, 0);
 }
@@ -1103,14 +1203,14 @@ static void free_any(void *p)
 
 int rk_db_execution_running_ids(struct rk_db *db, char ***ids, size_t *n, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "SELECT id FROM lifecycle_executions WHERE state = 'running' ORDER BY created_at",
+	struct rk_stmt *st = prep(db, "SELECT id FROM lifecycle_executions WHERE state = 'running' ORDER BY created_at",
 				err);
 	if (!st)
 		return -err->code;
 	return collect_rows(db, st, sizeof(char *), id_row, free_any, (void **)ids, n, "list running executions", err);
 }
 
-static void execution_row(sqlite3_stmt *st, void *p)
+static void execution_row(struct rk_stmt *st, void *p)
 {
 	execution_from_row(st, p);
 }
@@ -1123,7 +1223,7 @@ static void execution_release_any(void *p)
 int rk_db_execution_list(struct rk_db *db, const char *computer_id, struct rk_execution **out, size_t *n,
 			 struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE ?1 IS NULL OR "
 				"computer_id = ?1 ORDER BY created_at, id",
 				err);
@@ -1135,21 +1235,21 @@ int rk_db_execution_list(struct rk_db *db, const char *computer_id, struct rk_ex
 
 int rk_db_execution_count_pending(struct rk_db *db, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "SELECT count(*) FROM lifecycle_executions WHERE state IN ('pending','running')",
+	struct rk_stmt *st = prep(db, "SELECT count(*) FROM lifecycle_executions WHERE state IN ('pending','running')",
 				err);
 	if (!st)
 		return -err->code;
 	int n = 0;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
+	if (rk_stmt_step(st) == RK_SQL_ROW)
+		n = rk_stmt_column_int(st, 0);
+	rk_stmt_finalize(st);
 	return n;
 }
 
 int rk_db_event_append(struct rk_db *db, const char *execution_id, const char *type, const char *data,
 		       struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"INSERT INTO execution_events (execution_id, sequence, type, data, created_at) "
 				"SELECT ?1, coalesce(max(sequence), 0) + 1, ?2, ?3, ?4 FROM execution_events "
 				"WHERE execution_id = ?1",
@@ -1159,7 +1259,7 @@ int rk_db_event_append(struct rk_db *db, const char *execution_id, const char *t
 	bind_text(st, 1, execution_id);
 	bind_text(st, 2, type);
 	bind_text(st, 3, data);
-	sqlite3_bind_int64(st, 4, rk_now_ms());
+	rk_stmt_bind_int64(st, 4, rk_now_ms());
 	return step_done(db, st, "append event", err);
 }
 
@@ -1177,26 +1277,26 @@ void rk_events_free(struct rk_event *ev, size_t n)
 	free(ev);
 }
 
-static void event_row(sqlite3_stmt *st, void *p)
+static void event_row(struct rk_stmt *st, void *p)
 {
 	struct rk_event *ev = p;
-	ev->sequence = sqlite3_column_int64(st, 0);
+	ev->sequence = rk_stmt_column_int64(st, 0);
 	ev->type = col_text(st, 1);
 	ev->data = col_text(st, 2);
-	ev->created_at = sqlite3_column_int64(st, 3);
+	ev->created_at = rk_stmt_column_int64(st, 3);
 }
 
 int rk_db_events_after(struct rk_db *db, const char *execution_id, int64_t after, struct rk_event **out,
 		       size_t *n, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"SELECT sequence, type, data, created_at FROM execution_events WHERE "
 				"execution_id = ? AND sequence > ? ORDER BY sequence",
 				err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, execution_id);
-	sqlite3_bind_int64(st, 2, after);
+	rk_stmt_bind_int64(st, 2, after);
 	return collect_rows(db, st, sizeof(struct rk_event), event_row, event_release_one, (void **)out, n, "list events", err);
 }
 
@@ -1215,7 +1315,7 @@ void rk_lease_release_record(struct rk_lease *l)
 int rk_db_lease_get(struct rk_db *db, const char *computer_id, const char *bot_id, struct rk_lease *out,
 		    struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"SELECT computer_id, bot_id, holder, fence, expires_at FROM execution_leases "
 				"WHERE computer_id = ? AND bot_id = ?",
 				err);
@@ -1223,20 +1323,20 @@ int rk_db_lease_get(struct rk_db *db, const char *computer_id, const char *bot_i
 		return -err->code;
 	bind_text(st, 1, computer_id);
 	bind_text(st, 2, bot_id);
-	int rc = sqlite3_step(st);
+	int rc = rk_stmt_step(st);
 	int r = 0;
-	if (rc == SQLITE_ROW) {
+	if (rc == RK_SQL_ROW) {
 		out->computer_id = col_text(st, 0);
 		out->bot_id = col_text(st, 1);
 		out->holder = col_text(st, 2);
 		out->fence = col_int(st, 3, 0);
 		out->expires_at = col_int(st, 4, 0);
-	} else if (rc == SQLITE_DONE) {
+	} else if (rc == RK_SQL_DONE) {
 		r = rk_error_set(err, RK_ENOTFOUND, "no lease for bot '%s' on computer '%s'", bot_id, computer_id);
 	} else {
 		r = sql_error(db, err, "get lease");
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
@@ -1256,7 +1356,7 @@ int rk_db_lease_acquire(struct rk_db *db, const char *computer_id, const char *b
 	}
 	int64_t fence = cur.fence + 1;
 	rk_lease_release_record(&cur);
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"INSERT INTO execution_leases (computer_id, bot_id, fence, holder, expires_at, updated_at) "
 				"VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (computer_id, bot_id) DO UPDATE SET "
 				"fence = excluded.fence, holder = excluded.holder, expires_at = excluded.expires_at, "
@@ -1266,10 +1366,10 @@ int rk_db_lease_acquire(struct rk_db *db, const char *computer_id, const char *b
 		return -err->code;
 	bind_text(st, 1, computer_id);
 	bind_text(st, 2, bot_id);
-	sqlite3_bind_int64(st, 3, fence);
+	rk_stmt_bind_int64(st, 3, fence);
 	bind_text(st, 4, holder);
-	sqlite3_bind_int64(st, 5, now_ms + ttl_ms);
-	sqlite3_bind_int64(st, 6, now_ms);
+	rk_stmt_bind_int64(st, 5, now_ms + ttl_ms);
+	rk_stmt_bind_int64(st, 6, now_ms);
 	if ((r = step_done(db, st, "acquire lease", err)))
 		return r;
 	if (out) {
@@ -1285,18 +1385,18 @@ int rk_db_lease_acquire(struct rk_db *db, const char *computer_id, const char *b
 static int lease_fenced_update(struct rk_db *db, const char *sql, const char *computer_id, const char *bot_id,
 			       int64_t fence, int64_t a, int64_t b, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, sql, err);
+	struct rk_stmt *st = prep(db, sql, err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, computer_id);
 	bind_text(st, 2, bot_id);
-	sqlite3_bind_int64(st, 3, fence);
-	sqlite3_bind_int64(st, 4, a);
-	sqlite3_bind_int64(st, 5, b);
+	rk_stmt_bind_int64(st, 3, fence);
+	rk_stmt_bind_int64(st, 4, a);
+	rk_stmt_bind_int64(st, 5, b);
 	int r = step_done(db, st, "update lease", err);
 	if (r)
 		return r;
-	if (sqlite3_changes(db->handle) == 0)
+	if (rk_db_changes(db) == 0)
 		return rk_error_set(err, RK_ESTALE,
 				    "lease token %lld for bot '%s' on computer '%s' is stale: another holder took it",
 				    (long long)fence, bot_id, computer_id);
@@ -1343,7 +1443,7 @@ int rk_db_lease_fenced_write(struct rk_db *db, const char *computer_id, const ch
 			     const char *what, int64_t now_ms, struct rk_error *err)
 {
 	/* the fence check and the write are one statement, so no stale holder can slip in between */
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"INSERT INTO lease_writes (computer_id, bot_id, fence, what, created_at) "
 				"SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM execution_leases WHERE "
 				"computer_id = ?1 AND bot_id = ?2 AND fence = ?3 AND holder IS NOT NULL AND "
@@ -1353,13 +1453,13 @@ int rk_db_lease_fenced_write(struct rk_db *db, const char *computer_id, const ch
 		return -err->code;
 	bind_text(st, 1, computer_id);
 	bind_text(st, 2, bot_id);
-	sqlite3_bind_int64(st, 3, fence);
+	rk_stmt_bind_int64(st, 3, fence);
 	bind_text(st, 4, what);
-	sqlite3_bind_int64(st, 5, now_ms);
+	rk_stmt_bind_int64(st, 5, now_ms);
 	int r = step_done(db, st, "fenced write", err);
 	if (r)
 		return r;
-	if (sqlite3_changes(db->handle) == 0)
+	if (rk_db_changes(db) == 0)
 		return rk_error_set(err, RK_ESTALE, "write refused: lease token %lld for bot '%s' is stale",
 				    (long long)fence, bot_id);
 	return 0;
@@ -1369,25 +1469,25 @@ int rk_db_lease_fenced_write(struct rk_db *db, const char *computer_id, const ch
 
 int rk_db_usage_open(struct rk_db *db, const char *computer_id, int64_t now_ms, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"INSERT INTO usage_records (computer_id, started_at) SELECT ?1, ?2 WHERE NOT EXISTS "
 				"(SELECT 1 FROM usage_records WHERE computer_id = ?1 AND ended_at IS NULL)",
 				err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, computer_id);
-	sqlite3_bind_int64(st, 2, now_ms);
+	rk_stmt_bind_int64(st, 2, now_ms);
 	return step_done(db, st, "open usage", err);
 }
 
 int rk_db_usage_close(struct rk_db *db, const char *computer_id, int64_t now_ms, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "UPDATE usage_records SET ended_at = ?2 WHERE computer_id = ?1 AND ended_at IS NULL",
+	struct rk_stmt *st = prep(db, "UPDATE usage_records SET ended_at = ?2 WHERE computer_id = ?1 AND ended_at IS NULL",
 				err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, computer_id);
-	sqlite3_bind_int64(st, 2, now_ms);
+	rk_stmt_bind_int64(st, 2, now_ms);
 	return step_done(db, st, "close usage", err);
 }
 
@@ -1407,7 +1507,7 @@ void rk_session_row_release(struct rk_session_row *s)
 
 int rk_db_session_insert(struct rk_db *db, const struct rk_session_row *s, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"INSERT INTO exec_sessions (id, computer_id, owner, command, tty, state, holder_pid, "
 				"created_at, last_used_at) VALUES (?,?,?,?,?,'running',?,?,?)",
 				err);
@@ -1417,16 +1517,16 @@ int rk_db_session_insert(struct rk_db *db, const struct rk_session_row *s, struc
 	bind_text(st, 2, s->computer_id);
 	bind_text(st, 3, s->owner);
 	bind_text(st, 4, s->command);
-	sqlite3_bind_int(st, 5, s->tty);
+	rk_stmt_bind_int(st, 5, s->tty);
 	bind_time(st, 6, s->holder_pid);
-	sqlite3_bind_int64(st, 7, s->created_at);
-	sqlite3_bind_int64(st, 8, s->created_at);
+	rk_stmt_bind_int64(st, 7, s->created_at);
+	rk_stmt_bind_int64(st, 8, s->created_at);
 	return step_done(db, st, "insert session", err);
 }
 
 #define SESSION_COLS "id, computer_id, owner, command, state, tty, holder_pid, exit_code, signal, created_at, last_used_at"
 
-static void session_from_row(sqlite3_stmt *st, struct rk_session_row *s)
+static void session_from_row(struct rk_stmt *st, struct rk_session_row *s)
 {
 	s->id = col_text(st, 0);
 	s->computer_id = col_text(st, 1);
@@ -1443,39 +1543,39 @@ static void session_from_row(sqlite3_stmt *st, struct rk_session_row *s)
 
 int rk_db_session_get(struct rk_db *db, const char *id, struct rk_session_row *out, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "SELECT " SESSION_COLS " FROM exec_sessions WHERE id = ?", err);
+	struct rk_stmt *st = prep(db, "SELECT " SESSION_COLS " FROM exec_sessions WHERE id = ?", err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, id);
-	int rc = sqlite3_step(st);
+	int rc = rk_stmt_step(st);
 	int r = 0;
-	if (rc == SQLITE_ROW)
+	if (rc == RK_SQL_ROW)
 		session_from_row(st, out);
-	else if (rc == SQLITE_DONE)
+	else if (rc == RK_SQL_DONE)
 		r = rk_error_set(err, RK_ENOTFOUND, "no session '%s'", id);
 	else
 		r = sql_error(db, err, "get session");
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
 int rk_db_session_touch(struct rk_db *db, const char *id, int64_t holder_pid, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"UPDATE exec_sessions SET last_used_at = ?2, holder_pid = coalesce(?3, holder_pid) "
 				"WHERE id = ?1",
 				err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, id);
-	sqlite3_bind_int64(st, 2, rk_now_ms());
+	rk_stmt_bind_int64(st, 2, rk_now_ms());
 	bind_time(st, 3, holder_pid);
 	return step_done(db, st, "touch session", err);
 }
 
 int rk_db_session_end(struct rk_db *db, const char *id, int64_t exit_code, int64_t signal, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"UPDATE exec_sessions SET state = 'ended', exit_code = ?2, signal = ?3, "
 				"last_used_at = ?4 WHERE id = ?1",
 				err);
@@ -1483,28 +1583,28 @@ int rk_db_session_end(struct rk_db *db, const char *id, int64_t exit_code, int64
 		return -err->code;
 	bind_text(st, 1, id);
 	if (exit_code < 0)
-		sqlite3_bind_null(st, 2);
+		rk_stmt_bind_null(st, 2);
 	else
-		sqlite3_bind_int64(st, 2, exit_code);
+		rk_stmt_bind_int64(st, 2, exit_code);
 	if (signal < 0)
-		sqlite3_bind_null(st, 3);
+		rk_stmt_bind_null(st, 3);
 	else
-		sqlite3_bind_int64(st, 3, signal);
-	sqlite3_bind_int64(st, 4, rk_now_ms());
+		rk_stmt_bind_int64(st, 3, signal);
+	rk_stmt_bind_int64(st, 4, rk_now_ms());
 	return step_done(db, st, "end session", err);
 }
 
 int rk_db_session_command_ended(struct rk_db *db, const char *id, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db, "UPDATE exec_sessions SET command_ended_at = ?2 WHERE id = ?1", err);
+	struct rk_stmt *st = prep(db, "UPDATE exec_sessions SET command_ended_at = ?2 WHERE id = ?1", err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, id);
-	sqlite3_bind_int64(st, 2, rk_now_ms());
+	rk_stmt_bind_int64(st, 2, rk_now_ms());
 	return step_done(db, st, "session command ended", err);
 }
 
-static void session_row(sqlite3_stmt *st, void *p)
+static void session_row(struct rk_stmt *st, void *p)
 {
 	session_from_row(st, p);
 }
@@ -1517,7 +1617,7 @@ static void session_release_any(void *p)
 int rk_db_session_list(struct rk_db *db, const char *computer_id, struct rk_session_row **out, size_t *n,
 		       struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"SELECT " SESSION_COLS " FROM exec_sessions WHERE computer_id = ? ORDER BY created_at, id",
 				err);
 	if (!st)
@@ -1530,7 +1630,7 @@ int rk_db_history_append(struct rk_db *db, const char *computer_id, const char *
 			 const char *kind, const void *data, size_t len, int64_t exit_code, int64_t signal,
 			 struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"INSERT INTO terminal_history (computer_id, session_id, bot_id, kind, data, exit_code, "
 				"signal, created_at) VALUES (?,?,?,?,?,?,?,?)",
 				err);
@@ -1541,18 +1641,18 @@ int rk_db_history_append(struct rk_db *db, const char *computer_id, const char *
 	bind_text(st, 3, bot_id);
 	bind_text(st, 4, kind);
 	if (data)
-		sqlite3_bind_blob64(st, 5, data, len, SQLITE_TRANSIENT);
+		rk_stmt_bind_blob64(st, 5, data, len);
 	else
-		sqlite3_bind_null(st, 5);
+		rk_stmt_bind_null(st, 5);
 	if (exit_code < 0)
-		sqlite3_bind_null(st, 6);
+		rk_stmt_bind_null(st, 6);
 	else
-		sqlite3_bind_int64(st, 6, exit_code);
+		rk_stmt_bind_int64(st, 6, exit_code);
 	if (signal < 0)
-		sqlite3_bind_null(st, 7);
+		rk_stmt_bind_null(st, 7);
 	else
-		sqlite3_bind_int64(st, 7, signal);
-	sqlite3_bind_int64(st, 8, rk_now_ms());
+		rk_stmt_bind_int64(st, 7, signal);
+	rk_stmt_bind_int64(st, 8, rk_now_ms());
 	return step_done(db, st, "append history", err);
 }
 
@@ -1572,15 +1672,15 @@ void rk_history_free(struct rk_history_entry *h, size_t n)
 	free(h);
 }
 
-static void history_row(sqlite3_stmt *st, void *p)
+static void history_row(struct rk_stmt *st, void *p)
 {
 	struct rk_history_entry *h = p;
-	h->id = sqlite3_column_int64(st, 0);
+	h->id = rk_stmt_column_int64(st, 0);
 	h->session_id = col_text(st, 1);
 	h->bot_id = col_text(st, 2);
 	h->kind = col_text(st, 3);
-	int len = sqlite3_column_bytes(st, 4);
-	const void *blob = sqlite3_column_blob(st, 4);
+	int len = rk_stmt_column_bytes(st, 4);
+	const void *blob = rk_stmt_column_blob(st, 4);
 	h->data = rk_xmalloc((size_t)len + 1);
 	if (len > 0)
 		memcpy(h->data, blob, (size_t)len);
@@ -1588,13 +1688,13 @@ static void history_row(sqlite3_stmt *st, void *p)
 	h->data_len = (size_t)len;
 	h->exit_code = col_int(st, 5, -1);
 	h->signal = col_int(st, 6, -1);
-	h->created_at = sqlite3_column_int64(st, 7);
+	h->created_at = rk_stmt_column_int64(st, 7);
 }
 
 int rk_db_history_list(struct rk_db *db, const char *computer_id, const char *session_id, int64_t after,
 		       size_t limit, struct rk_history_entry **out, size_t *n, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(db,
+	struct rk_stmt *st = prep(db,
 				"SELECT id, session_id, bot_id, kind, data, exit_code, signal, created_at FROM "
 				"terminal_history WHERE computer_id = ?1 AND (?2 IS NULL OR session_id = ?2) AND "
 				"id > ?3 ORDER BY id LIMIT ?4",
@@ -1603,7 +1703,7 @@ int rk_db_history_list(struct rk_db *db, const char *computer_id, const char *se
 		return -err->code;
 	bind_text(st, 1, computer_id);
 	bind_text(st, 2, session_id);
-	sqlite3_bind_int64(st, 3, after);
-	sqlite3_bind_int64(st, 4, limit ? (int64_t)limit : 1000);
+	rk_stmt_bind_int64(st, 3, after);
+	rk_stmt_bind_int64(st, 4, limit ? (int64_t)limit : 1000);
 	return collect_rows(db, st, sizeof(struct rk_history_entry), history_row, history_release_one, (void **)out, n, "list history", err);
 }

@@ -1,19 +1,16 @@
 #ifndef RK_DB_H
 #define RK_DB_H
-/* State in SQLite (WAL) under DATA_DIR/rakazo.db. This file is the only one
+/* State in SQLite (WAL) under DATA_DIR/rakazo.db, or in PostgreSQL when
+ * RAKAZO_DATABASE_URL names one, through sql.h's statement interface. This file is the only one
  * that holds SQL for the core tables; modules call these typed functions.
  * Strings in records are malloc'd and owned by the record (release it). */
 
 #include <cJSON.h>
-#include <sqlite3.h>
 #include <stdint.h>
 
+#include "sql.h"
 #include "util/err.h"
 
-struct rk_db {
-	sqlite3 *handle;
-	char *path;
-};
 
 /* Opens (creating) DATA_DIR/rakazo.db and applies pending migrations, each in
  * its own transaction. Caller frees with rk_db_close. */
@@ -23,7 +20,8 @@ int rk_db_schema_version(struct rk_db *db);
 int rk_db_migration_count(void);
 /* PRAGMA integrity_check; *result is "ok" or the first problems (malloc'd). */
 int rk_db_integrity_check(struct rk_db *db, char **result, struct rk_error *err);
-/* PRAGMA journal_mode as the database reports it ("wal"; malloc'd). */
+/* PRAGMA journal_mode as the database reports it ("wal"), or on PostgreSQL
+ * the server version ("15.4"); malloc'd. */
 int rk_db_journal_mode(struct rk_db *db, char **result, struct rk_error *err);
 
 /* BEGIN IMMEDIATE (takes the write lock at once, so a read-then-write cannot
@@ -35,13 +33,13 @@ int rk_db_exec(struct rk_db *db, const char *sql, struct rk_error *err);
 /* For modules that own their tables' SQL (team, reservation, idle): a
  * prepared statement (NULL with err filled), and stepping one that returns
  * no rows (finalized). */
-sqlite3_stmt *rk_db_prepare(struct rk_db *db, const char *sql, struct rk_error *err);
-int rk_db_step_done(struct rk_db *db, sqlite3_stmt *st, const char *what, struct rk_error *err);
+struct rk_stmt *rk_db_prepare(struct rk_db *db, const char *sql, struct rk_error *err);
+int rk_db_step_done(struct rk_db *db, struct rk_stmt *st, const char *what, struct rk_error *err);
 int rk_db_sql_error(struct rk_db *db, struct rk_error *err, const char *what);
 /* Binds s as text (a copy), or NULL. */
-void rk_db_bind_text(sqlite3_stmt *st, int i, const char *s);
+void rk_db_bind_text(struct rk_stmt *st, int i, const char *s);
 /* Column i as a malloc'd string, or NULL. */
-char *rk_db_col_text(sqlite3_stmt *st, int i);
+char *rk_db_col_text(struct rk_stmt *st, int i);
 /* A result column as a JSON member: type 's' text (null for NULL), 'i' an
  * integer, 'b' a boolean, 't' ms since the epoch as ISO-8601 (null for NULL). */
 struct rk_db_json_col {
@@ -50,11 +48,11 @@ struct rk_db_json_col {
 };
 /* Steps st to its end into *out, a cJSON array of one object per row with
  * the columns in order as cols names them ({NULL} ends it); finalizes st. */
-int rk_db_json_rows(struct rk_db *db, sqlite3_stmt *st, const struct rk_db_json_col *cols, const char *what,
+int rk_db_json_rows(struct rk_db *db, struct rk_stmt *st, const struct rk_db_json_col *cols, const char *what,
 		    cJSON **out, struct rk_error *err);
 /* Steps st to its end into a malloc'd array of size-byte elements filled by
  * from_row; on failure releases what it read. Finalizes st. */
-int rk_db_collect(struct rk_db *db, sqlite3_stmt *st, size_t size, void (*from_row)(sqlite3_stmt *, void *),
+int rk_db_collect(struct rk_db *db, struct rk_stmt *st, size_t size, void (*from_row)(struct rk_stmt *, void *),
 		  void (*release)(void *), void **out, size_t *n, const char *what, struct rk_error *err);
 
 /* --- computers ---------------------------------------------------------- */

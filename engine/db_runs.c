@@ -25,24 +25,24 @@ int rk_run_state_is_final(const char *state)
 			 !strcmp(state, "cancelled"));
 }
 
-static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
+static void bind_opt(struct rk_stmt *st, int i, int64_t v)
 {
 	if (v < 0)
-		sqlite3_bind_null(st, i);
+		rk_stmt_bind_null(st, i);
 	else
-		sqlite3_bind_int64(st, i, v);
+		rk_stmt_bind_int64(st, i, v);
 }
 
-static int64_t col_int(sqlite3_stmt *st, int i)
+static int64_t col_int(struct rk_stmt *st, int i)
 {
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+	return rk_stmt_column_type(st, i) == RK_SQL_NULL ? -1 : rk_stmt_column_int64(st, i);
 }
 
 /* Fails with not_found when the statement touched no row. */
-static int step_one(struct rk_db *db, sqlite3_stmt *st, const char *id, const char *what, struct rk_error *err)
+static int step_one(struct rk_db *db, struct rk_stmt *st, const char *id, const char *what, struct rk_error *err)
 {
 	int r = rk_db_step_done(db, st, what, err);
-	if (r == 0 && sqlite3_changes(db->handle) == 0)
+	if (r == 0 && rk_db_changes(db) == 0)
 		r = rk_error_set(err, RK_ENOTFOUND, "no run '%s'", id);
 	return r;
 }
@@ -52,7 +52,7 @@ static int step_one(struct rk_db *db, sqlite3_stmt *st, const char *id, const ch
 	"output_tokens, worker_pid, heartbeat_at, created_at, started_at, finished_at, reason, options, "     \
 	"cancel_requested, lease_bot, lease_fence, takeover_reason, takeover_note, attempts"
 
-static void run_from_row(sqlite3_stmt *st, struct rk_run_row *r)
+static void run_from_row(struct rk_stmt *st, struct rk_run_row *r)
 {
 	r->id = rk_db_col_text(st, 0);
 	r->bot_id = rk_db_col_text(st, 1);
@@ -113,7 +113,7 @@ int rk_db_run_insert(struct rk_db *db, const struct rk_run_row *r, struct rk_err
 {
 	if (!r->id || !r->task || !rk_run_state_valid(r->state))
 		return rk_error_set(err, RK_EINVALID, "a run needs an id, a task and a valid state");
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"INSERT INTO runs (id, bot_id, thread_id, computer_id, task, model, state, created_at, "
 				"options, heartbeat_at, lease_bot, lease_fence) "
 				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8, ?10, ?11)",
@@ -127,30 +127,30 @@ int rk_db_run_insert(struct rk_db *db, const struct rk_run_row *r, struct rk_err
 	rk_db_bind_text(st, 5, r->task);
 	rk_db_bind_text(st, 6, r->model);
 	rk_db_bind_text(st, 7, r->state);
-	sqlite3_bind_int64(st, 8, r->created_at > 0 ? r->created_at : rk_now_ms());
+	rk_stmt_bind_int64(st, 8, r->created_at > 0 ? r->created_at : rk_now_ms());
 	rk_db_bind_text(st, 9, r->options);
 	rk_db_bind_text(st, 10, r->lease_bot);
 	if (r->lease_fence > 0)
-		sqlite3_bind_int64(st, 11, r->lease_fence);
+		rk_stmt_bind_int64(st, 11, r->lease_fence);
 	else
-		sqlite3_bind_null(st, 11);
+		rk_stmt_bind_null(st, 11);
 	return rk_db_step_done(db, st, "insert run", err);
 }
 
 int rk_db_run_get(struct rk_db *db, const char *id, struct rk_run_row *out, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db, "SELECT " RUN_COLS " FROM runs WHERE id = ?", err);
+	struct rk_stmt *st = rk_db_prepare(db, "SELECT " RUN_COLS " FROM runs WHERE id = ?", err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, id);
-	int rc = sqlite3_step(st), r = 0;
-	if (rc == SQLITE_ROW)
+	int rc = rk_stmt_step(st), r = 0;
+	if (rc == RK_SQL_ROW)
 		run_from_row(st, out);
-	else if (rc == SQLITE_DONE)
+	else if (rc == RK_SQL_DONE)
 		r = rk_error_set(err, RK_ENOTFOUND, "no run '%s' (see `rakazo run list`)", id);
 	else
 		r = rk_db_sql_error(db, err, "get run");
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
@@ -159,17 +159,17 @@ int rk_db_run_list(struct rk_db *db, const char *computer_id, size_t limit, stru
 {
 	*out = NULL;
 	*n = 0;
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"SELECT " RUN_COLS " FROM runs WHERE ?1 IS NULL OR computer_id = ?1 "
 				"ORDER BY created_at DESC, rowid DESC LIMIT ?2",
 				err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, computer_id);
-	sqlite3_bind_int64(st, 2, limit ? (int64_t)limit : 100);
+	rk_stmt_bind_int64(st, 2, limit ? (int64_t)limit : 100);
 	size_t cap = 0;
 	int rc, r = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			*out = rk_xrealloc(*out, cap * sizeof(**out));
@@ -177,13 +177,13 @@ int rk_db_run_list(struct rk_db *db, const char *computer_id, size_t limit, stru
 		memset(&(*out)[*n], 0, sizeof(**out));
 		run_from_row(st, &(*out)[(*n)++]);
 	}
-	if (rc != SQLITE_DONE) {
+	if (rc != RK_SQL_DONE) {
 		r = rk_db_sql_error(db, err, "list runs");
 		rk_run_rows_free(*out, *n);
 		*out = NULL;
 		*n = 0;
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
@@ -192,45 +192,45 @@ int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int
 {
 	if (!rk_run_state_valid(state))
 		return rk_error_set(err, RK_EINVALID, "no run state '%s'", state ? state : "");
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = ?2, worker_pid = coalesce(?3, worker_pid), heartbeat_at = ?4, "
 				"started_at = CASE WHEN ?2 = 'running' THEN coalesce(started_at, ?4) ELSE started_at END, "
-				"finished_at = CASE WHEN ?5 THEN ?4 ELSE finished_at END WHERE id = ?1",
+				"finished_at = CASE WHEN ?5 <> 0 THEN ?4 ELSE finished_at END WHERE id = ?1",
 				err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, id);
 	rk_db_bind_text(st, 2, state);
 	bind_opt(st, 3, worker_pid);
-	sqlite3_bind_int64(st, 4, rk_now_ms());
-	sqlite3_bind_int(st, 5, rk_run_state_is_final(state));
+	rk_stmt_bind_int64(st, 4, rk_now_ms());
+	rk_stmt_bind_int(st, 5, rk_run_state_is_final(state));
 	return step_one(db, st, id, "set run state", err);
 }
 
 int rk_db_run_progress(struct rk_db *db, const char *id, int64_t steps, int64_t input_tokens,
 		       int64_t output_tokens, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET steps = ?2, input_tokens = ?3, output_tokens = ?4, heartbeat_at = ?5 "
 				"WHERE id = ?1",
 				err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, id);
-	sqlite3_bind_int64(st, 2, steps);
-	sqlite3_bind_int64(st, 3, input_tokens);
-	sqlite3_bind_int64(st, 4, output_tokens);
-	sqlite3_bind_int64(st, 5, rk_now_ms());
+	rk_stmt_bind_int64(st, 2, steps);
+	rk_stmt_bind_int64(st, 3, input_tokens);
+	rk_stmt_bind_int64(st, 4, output_tokens);
+	rk_stmt_bind_int64(st, 5, rk_now_ms());
 	return step_one(db, st, id, "update run progress", err);
 }
 
 int rk_db_run_heartbeat(struct rk_db *db, const char *id, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db, "UPDATE runs SET heartbeat_at = ?2 WHERE id = ?1", err);
+	struct rk_stmt *st = rk_db_prepare(db, "UPDATE runs SET heartbeat_at = ?2 WHERE id = ?1", err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, id);
-	sqlite3_bind_int64(st, 2, rk_now_ms());
+	rk_stmt_bind_int64(st, 2, rk_now_ms());
 	return step_one(db, st, id, "run heartbeat", err);
 }
 
@@ -239,7 +239,7 @@ int rk_db_run_finish(struct rk_db *db, const char *id, const char *state, const 
 {
 	if (!rk_run_state_is_final(state))
 		return rk_error_set(err, RK_EINVALID, "'%s' is not a final run state", state ? state : "");
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = ?2, final_answer = ?3, error = ?4, heartbeat_at = ?5, "
 				"finished_at = ?5 WHERE id = ?1",
 				err);
@@ -249,14 +249,14 @@ int rk_db_run_finish(struct rk_db *db, const char *id, const char *state, const 
 	rk_db_bind_text(st, 2, state);
 	rk_db_bind_text(st, 3, final_answer);
 	rk_db_bind_text(st, 4, error);
-	sqlite3_bind_int64(st, 5, rk_now_ms());
+	rk_stmt_bind_int64(st, 5, rk_now_ms());
 	return step_one(db, st, id, "finish run", err);
 }
 
 int rk_db_run_set_meta(struct rk_db *db, const char *id, const char *reason, const char *options,
 		       struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET reason = coalesce(?2, reason), options = coalesce(?3, options) "
 				"WHERE id = ?1",
 				err);
@@ -271,7 +271,7 @@ int rk_db_run_set_meta(struct rk_db *db, const char *id, const char *reason, con
 int rk_db_run_begin_attempt(struct rk_db *db, const char *id, int64_t worker_pid, const char *lease_bot,
 			    int64_t lease_fence, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = 'running', worker_pid = ?2, lease_bot = ?3, lease_fence = ?4, "
 				"attempts = attempts + 1, heartbeat_at = ?5, started_at = coalesce(started_at, ?5), "
 				"finished_at = NULL, reason = NULL, error = NULL, final_answer = NULL, "
@@ -280,16 +280,16 @@ int rk_db_run_begin_attempt(struct rk_db *db, const char *id, int64_t worker_pid
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, id);
-	sqlite3_bind_int64(st, 2, worker_pid);
+	rk_stmt_bind_int64(st, 2, worker_pid);
 	rk_db_bind_text(st, 3, lease_bot);
 	bind_opt(st, 4, lease_fence);
-	sqlite3_bind_int64(st, 5, rk_now_ms());
+	rk_stmt_bind_int64(st, 5, rk_now_ms());
 	return step_one(db, st, id, "begin run attempt", err);
 }
 
 int rk_db_run_request_cancel(struct rk_db *db, const char *id, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db, "UPDATE runs SET cancel_requested = 1 WHERE id = ?1", err);
+	struct rk_stmt *st = rk_db_prepare(db, "UPDATE runs SET cancel_requested = 1 WHERE id = ?1", err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, id);
@@ -298,7 +298,7 @@ int rk_db_run_request_cancel(struct rk_db *db, const char *id, struct rk_error *
 
 int rk_db_run_wait_takeover(struct rk_db *db, const char *id, const char *reason, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = 'waiting_takeover', takeover_reason = ?2, takeover_note = NULL, "
 				"heartbeat_at = ?3 WHERE id = ?1",
 				err);
@@ -306,13 +306,13 @@ int rk_db_run_wait_takeover(struct rk_db *db, const char *id, const char *reason
 		return -err->code;
 	rk_db_bind_text(st, 1, id);
 	rk_db_bind_text(st, 2, reason);
-	sqlite3_bind_int64(st, 3, rk_now_ms());
+	rk_stmt_bind_int64(st, 3, rk_now_ms());
 	return step_one(db, st, id, "run waits for a takeover", err);
 }
 
 int rk_db_run_end_takeover(struct rk_db *db, const char *id, const char *note, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = 'running', takeover_note = ?2 "
 				"WHERE id = ?1 AND state = 'waiting_takeover'",
 				err);
@@ -321,13 +321,13 @@ int rk_db_run_end_takeover(struct rk_db *db, const char *id, const char *note, s
 	rk_db_bind_text(st, 1, id);
 	rk_db_bind_text(st, 2, note);
 	int r = rk_db_step_done(db, st, "end run takeover", err);
-	return r ? r : sqlite3_changes(db->handle) > 0;
+	return r ? r : rk_db_changes(db) > 0;
 }
 
 int rk_db_run_mark_interrupted(struct rk_db *db, const char *id, int64_t heartbeat_at, const char *reason,
 			       const char *error, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = 'interrupted', reason = ?3, error = ?4, finished_at = ?5 "
 				"WHERE id = ?1 AND state IN ('queued','running','waiting_takeover') "
 				"AND coalesce(heartbeat_at, -1) = ?2",
@@ -335,19 +335,19 @@ int rk_db_run_mark_interrupted(struct rk_db *db, const char *id, int64_t heartbe
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, id);
-	sqlite3_bind_int64(st, 2, heartbeat_at);
+	rk_stmt_bind_int64(st, 2, heartbeat_at);
 	rk_db_bind_text(st, 3, reason);
 	rk_db_bind_text(st, 4, error);
-	sqlite3_bind_int64(st, 5, rk_now_ms());
+	rk_stmt_bind_int64(st, 5, rk_now_ms());
 	int r = rk_db_step_done(db, st, "mark run interrupted", err);
-	return r ? r : sqlite3_changes(db->handle) > 0;
+	return r ? r : rk_db_changes(db) > 0;
 }
 
 int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, struct rk_error *err)
 {
 	*out = NULL;
 	*n = 0;
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"SELECT " RUN_COLS " FROM runs WHERE state IN ('queued','running','waiting_takeover') "
 				"ORDER BY created_at, rowid",
 				err);
@@ -355,7 +355,7 @@ int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, st
 		return -err->code;
 	size_t cap = 0;
 	int rc, r = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 8;
 			*out = rk_xrealloc(*out, cap * sizeof(**out));
@@ -363,13 +363,13 @@ int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, st
 		memset(&(*out)[*n], 0, sizeof(**out));
 		run_from_row(st, &(*out)[(*n)++]);
 	}
-	if (rc != SQLITE_DONE) {
+	if (rc != RK_SQL_DONE) {
 		r = rk_db_sql_error(db, err, "list live runs");
 		rk_run_rows_free(*out, *n);
 		*out = NULL;
 		*n = 0;
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
@@ -385,31 +385,31 @@ void rk_run_events_free(struct rk_run_event *ev, size_t n)
 int rk_db_run_event_append(struct rk_db *db, const char *run_id, int64_t seq, const char *type, const char *data,
 			   struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
 				err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, run_id);
-	sqlite3_bind_int64(st, 2, seq);
+	rk_stmt_bind_int64(st, 2, seq);
 	rk_db_bind_text(st, 3, type);
 	rk_db_bind_text(st, 4, data);
-	sqlite3_bind_int64(st, 5, rk_now_ms());
+	rk_stmt_bind_int64(st, 5, rk_now_ms());
 	return rk_db_step_done(db, st, "store run event", err);
 }
 
 int rk_db_run_event_last(struct rk_db *db, const char *run_id, int64_t *seq, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db, "SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = ?1", err);
+	struct rk_stmt *st = rk_db_prepare(db, "SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = ?1", err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, run_id);
 	int r = 0;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		*seq = sqlite3_column_int64(st, 0);
+	if (rk_stmt_step(st) == RK_SQL_ROW)
+		*seq = rk_stmt_column_int64(st, 0);
 	else
 		r = rk_db_sql_error(db, err, "last run event");
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
@@ -418,46 +418,46 @@ int rk_db_run_events_after(struct rk_db *db, const char *run_id, int64_t after, 
 {
 	*out = NULL;
 	*n = 0;
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 				"SELECT seq, type, data, created_at FROM run_events WHERE run_id = ?1 AND seq > ?2 "
 				"ORDER BY seq LIMIT ?3",
 				err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, run_id);
-	sqlite3_bind_int64(st, 2, after);
-	sqlite3_bind_int64(st, 3, limit ? (int64_t)limit : 1000);
+	rk_stmt_bind_int64(st, 2, after);
+	rk_stmt_bind_int64(st, 3, limit ? (int64_t)limit : 1000);
 	size_t cap = 0;
 	int rc, r = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 32;
 			*out = rk_xrealloc(*out, cap * sizeof(**out));
 		}
 		struct rk_run_event *e = &(*out)[(*n)++];
-		e->seq = sqlite3_column_int64(st, 0);
+		e->seq = rk_stmt_column_int64(st, 0);
 		e->type = rk_db_col_text(st, 1);
 		e->data = rk_db_col_text(st, 2);
-		e->created_at = sqlite3_column_int64(st, 3);
+		e->created_at = rk_stmt_column_int64(st, 3);
 	}
-	if (rc != SQLITE_DONE) {
+	if (rc != RK_SQL_DONE) {
 		r = rk_db_sql_error(db, err, "list run events");
 		rk_run_events_free(*out, *n);
 		*out = NULL;
 		*n = 0;
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
 int rk_db_run_message_append(struct rk_db *db, const char *run_id, int64_t seq, const char *data,
 			     struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db, "INSERT INTO run_messages (run_id, seq, data) VALUES (?1, ?2, ?3)", err);
+	struct rk_stmt *st = rk_db_prepare(db, "INSERT INTO run_messages (run_id, seq, data) VALUES (?1, ?2, ?3)", err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, run_id);
-	sqlite3_bind_int64(st, 2, seq);
+	rk_stmt_bind_int64(st, 2, seq);
 	rk_db_bind_text(st, 3, data);
 	return rk_db_step_done(db, st, "store run message", err);
 }
@@ -465,7 +465,7 @@ int rk_db_run_message_append(struct rk_db *db, const char *run_id, int64_t seq, 
 int rk_db_run_messages(struct rk_db *db, const char *run_id, char **json_array, struct rk_error *err)
 {
 	*json_array = NULL;
-	sqlite3_stmt *st = rk_db_prepare(db, "SELECT data FROM run_messages WHERE run_id = ?1 ORDER BY seq", err);
+	struct rk_stmt *st = rk_db_prepare(db, "SELECT data FROM run_messages WHERE run_id = ?1 ORDER BY seq", err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, run_id);
@@ -473,21 +473,21 @@ int rk_db_run_messages(struct rk_db *db, const char *run_id, char **json_array, 
 	rk_buf_init(&b);
 	rk_buf_addc(&b, '[');
 	int rc, r = 0, first = 1;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
 		if (!first)
 			rk_buf_addc(&b, ',');
 		first = 0;
-		const char *t = (const char *)sqlite3_column_text(st, 0);
+		const char *t = (const char *)rk_stmt_column_text(st, 0);
 		rk_buf_adds(&b, t ? t : "null");
 	}
 	rk_buf_addc(&b, ']');
-	if (rc != SQLITE_DONE) {
+	if (rc != RK_SQL_DONE) {
 		r = rk_db_sql_error(db, err, "list run messages");
 		rk_buf_release(&b);
 	} else {
 		*json_array = rk_buf_detach(&b, NULL);
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
@@ -495,7 +495,7 @@ int rk_db_run_thread_previous(struct rk_db *db, const char *thread_id, const cha
 			      char **prev, struct rk_error *err)
 {
 	*prev = NULL;
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 					 "SELECT id FROM runs WHERE thread_id = ?1 AND coalesce(bot_id, '') = coalesce(?2, '') "
 					 "AND id != ?3 AND state IN ('completed','failed','cancelled','interrupted') "
 					 "AND rowid < (SELECT rowid FROM runs WHERE id = ?3) "
@@ -506,13 +506,13 @@ int rk_db_run_thread_previous(struct rk_db *db, const char *thread_id, const cha
 	rk_db_bind_text(st, 1, thread_id);
 	rk_db_bind_text(st, 2, bot_id);
 	rk_db_bind_text(st, 3, run_id);
-	int rc = sqlite3_step(st), r = 0;
-	if (rc == SQLITE_ROW)
+	int rc = rk_stmt_step(st), r = 0;
+	if (rc == RK_SQL_ROW)
 		*prev = rk_db_col_text(st, 0);
-	else if (rc == SQLITE_DONE)
+	else if (rc == RK_SQL_DONE)
 		r = rk_error_set(err, RK_ENOTFOUND, "thread '%s' has no earlier run", thread_id);
 	else
 		r = rk_db_sql_error(db, err, "read the thread's runs");
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }

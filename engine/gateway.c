@@ -167,15 +167,15 @@ static int slot_same(const char *path, const struct slot_id *want)
 
 static int sql_fail(struct rk_engine *eng, struct rk_error *err, const char *what)
 {
-	int rc = sqlite3_errcode(eng->db->handle);
-	enum rk_code code = rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? RK_EUNAVAILABLE : RK_EFAILED;
-	return rk_error_set(err, code, "database: %s: %s", what, sqlite3_errmsg(eng->db->handle));
+	int rc = rk_db_errcode(eng->db);
+	enum rk_code code = rc == RK_SQL_BUSY || rc == RK_SQL_LOCKED ? RK_EUNAVAILABLE : RK_EFAILED;
+	return rk_error_set(err, code, "database: %s: %s", what, rk_db_errmsg(eng->db));
 }
 
-static sqlite3_stmt *prep(struct rk_engine *eng, const char *sql, struct rk_error *err)
+static struct rk_stmt *prep(struct rk_engine *eng, const char *sql, struct rk_error *err)
 {
-	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(eng->db->handle, sql, -1, &st, NULL) != SQLITE_OK) {
+	struct rk_stmt *st = NULL;
+	if (rk_stmt_prepare_v2(eng->db, sql, -1, &st, NULL) != RK_SQL_OK) {
 		sql_fail(eng, err, "prepare failed");
 		return NULL;
 	}
@@ -187,32 +187,32 @@ static sqlite3_stmt *prep(struct rk_engine *eng, const char *sql, struct rk_erro
 	"vnc_ino, vnc_ctime_ns, created_at, expires_at, coalesce(revoked_at, 0), revoke_reason, created_by"
 
 /* Reads a row of CAP_COLS; the stored hash goes to hash when given. */
-static void cap_from_row(sqlite3_stmt *st, struct rk_gateway_cap *cap, int64_t *ctime_ns, unsigned char *hash)
+static void cap_from_row(struct rk_stmt *st, struct rk_gateway_cap *cap, int64_t *ctime_ns, unsigned char *hash)
 {
 	memset(cap, 0, sizeof(*cap));
 	cap->id = rk_db_col_text(st, 0);
 	if (hash) {
-		const char *hex = (const char *)sqlite3_column_text(st, 1);
+		const char *hex = (const char *)rk_stmt_column_text(st, 1);
 		size_t bin_len = 0;
 		memset(hash, 0, HASH_BYTES);
 		if (hex)
 			sodium_hex2bin(hash, HASH_BYTES, hex, strlen(hex), NULL, &bin_len, NULL);
 	}
 	cap->computer_id = rk_db_col_text(st, 2);
-	cap->display = sqlite3_column_int(st, 3);
+	cap->display = rk_stmt_column_int(st, 3);
 	cap->bot_id = rk_db_col_text(st, 4);
-	cap->generation = sqlite3_column_int64(st, 5);
-	const char *p = (const char *)sqlite3_column_text(st, 6);
+	cap->generation = rk_stmt_column_int64(st, 5);
+	const char *p = (const char *)rk_stmt_column_text(st, 6);
 	cap->policy = p && !strcmp(p, "control") ? RK_GATEWAY_CONTROL : RK_GATEWAY_VIEW;
 	cap->socket_path = rk_db_col_text(st, 7);
 	cap->vnc_socket = rk_db_col_text(st, 8);
-	cap->vnc_dev = sqlite3_column_int64(st, 9);
-	cap->vnc_ino = sqlite3_column_int64(st, 10);
+	cap->vnc_dev = rk_stmt_column_int64(st, 9);
+	cap->vnc_ino = rk_stmt_column_int64(st, 10);
 	if (ctime_ns)
-		*ctime_ns = sqlite3_column_int64(st, 11);
-	cap->created_at = sqlite3_column_int64(st, 12);
-	cap->expires_at = sqlite3_column_int64(st, 13);
-	cap->revoked_at = sqlite3_column_int64(st, 14);
+		*ctime_ns = rk_stmt_column_int64(st, 11);
+	cap->created_at = rk_stmt_column_int64(st, 12);
+	cap->expires_at = rk_stmt_column_int64(st, 13);
+	cap->revoked_at = rk_stmt_column_int64(st, 14);
 	cap->revoke_reason = rk_db_col_text(st, 15);
 	cap->created_by = rk_db_col_text(st, 16);
 }
@@ -220,34 +220,34 @@ static void cap_from_row(sqlite3_stmt *st, struct rk_gateway_cap *cap, int64_t *
 static int cap_insert(struct rk_engine *eng, const struct rk_gateway_cap *cap, const char *hash_hex_s,
 		      int64_t ctime_ns, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(eng,
+	struct rk_stmt *st = prep(eng,
 				"INSERT INTO screen_capabilities (id, token_hash, computer_id, display, bot_id, "
 				"generation, policy, socket_path, vnc_socket, vnc_dev, vnc_ino, vnc_ctime_ns, "
 				"created_at, expires_at, created_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 				err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_text(st, 1, cap->id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, hash_hex_s, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 3, cap->computer_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int(st, 4, cap->display);
+	rk_stmt_bind_text(st, 1, cap->id, -1);
+	rk_stmt_bind_text(st, 2, hash_hex_s, -1);
+	rk_stmt_bind_text(st, 3, cap->computer_id, -1);
+	rk_stmt_bind_int(st, 4, cap->display);
 	if (cap->bot_id)
-		sqlite3_bind_text(st, 5, cap->bot_id, -1, SQLITE_TRANSIENT);
+		rk_stmt_bind_text(st, 5, cap->bot_id, -1);
 	else
-		sqlite3_bind_null(st, 5);
-	sqlite3_bind_int64(st, 6, cap->generation);
-	sqlite3_bind_text(st, 7, rk_gateway_policy_name(cap->policy), -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 8, cap->socket_path, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 9, cap->vnc_socket, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 10, cap->vnc_dev);
-	sqlite3_bind_int64(st, 11, cap->vnc_ino);
-	sqlite3_bind_int64(st, 12, ctime_ns);
-	sqlite3_bind_int64(st, 13, cap->created_at);
-	sqlite3_bind_int64(st, 14, cap->expires_at);
-	sqlite3_bind_text(st, 15, cap->created_by ? cap->created_by : "", -1, SQLITE_TRANSIENT);
-	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : sql_fail(eng, err, "record the capability");
+		rk_stmt_bind_null(st, 5);
+	rk_stmt_bind_int64(st, 6, cap->generation);
+	rk_stmt_bind_text(st, 7, rk_gateway_policy_name(cap->policy), -1);
+	rk_stmt_bind_text(st, 8, cap->socket_path, -1);
+	rk_stmt_bind_text(st, 9, cap->vnc_socket, -1);
+	rk_stmt_bind_int64(st, 10, cap->vnc_dev);
+	rk_stmt_bind_int64(st, 11, cap->vnc_ino);
+	rk_stmt_bind_int64(st, 12, ctime_ns);
+	rk_stmt_bind_int64(st, 13, cap->created_at);
+	rk_stmt_bind_int64(st, 14, cap->expires_at);
+	rk_stmt_bind_text(st, 15, cap->created_by ? cap->created_by : "", -1);
+	int rc = rk_stmt_step(st);
+	rk_stmt_finalize(st);
+	return rc == RK_SQL_DONE ? 0 : sql_fail(eng, err, "record the capability");
 }
 
 /* Finds a capability by the hash of a token (1), or not (0). */
@@ -256,12 +256,12 @@ static int cap_by_hash(struct rk_engine *eng, const unsigned char hash[HASH_BYTE
 {
 	char hex[2 * HASH_BYTES + 1];
 	hash_hex(hash, hex);
-	sqlite3_stmt *st = prep(eng, "SELECT " CAP_COLS " FROM screen_capabilities WHERE token_hash = ?", err);
+	struct rk_stmt *st = prep(eng, "SELECT " CAP_COLS " FROM screen_capabilities WHERE token_hash = ?", err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_text(st, 1, hex, -1, SQLITE_TRANSIENT);
-	int rc = sqlite3_step(st), found = 0;
-	if (rc == SQLITE_ROW) {
+	rk_stmt_bind_text(st, 1, hex, -1);
+	int rc = rk_stmt_step(st), found = 0;
+	if (rc == RK_SQL_ROW) {
 		unsigned char stored[HASH_BYTES];
 		cap_from_row(st, out, ctime_ns, stored);
 		/* the index found it; the comparison that decides is constant time */
@@ -269,11 +269,11 @@ static int cap_by_hash(struct rk_engine *eng, const unsigned char hash[HASH_BYTE
 			found = 1;
 		else
 			rk_gateway_cap_release(out);
-	} else if (rc != SQLITE_DONE) {
-		sqlite3_finalize(st);
+	} else if (rc != RK_SQL_DONE) {
+		rk_stmt_finalize(st);
 		return sql_fail(eng, err, "look up the capability");
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return found;
 }
 
@@ -281,26 +281,26 @@ static int caps_where(struct rk_engine *eng, const char *where, const char *arg,
 		      struct rk_gateway_cap **out, size_t *n, struct rk_error *err)
 {
 	char *sql = rk_xasprintf("SELECT " CAP_COLS " FROM screen_capabilities WHERE %s ORDER BY created_at", where);
-	sqlite3_stmt *st = prep(eng, sql, err);
+	struct rk_stmt *st = prep(eng, sql, err);
 	free(sql);
 	if (!st)
 		return -err->code;
 	if (arg)
-		sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT);
+		rk_stmt_bind_text(st, 1, arg, -1);
 	if (iarg >= 0)
-		sqlite3_bind_int64(st, arg ? 2 : 1, iarg);
+		rk_stmt_bind_int64(st, arg ? 2 : 1, iarg);
 	size_t cap = 8, count = 0;
 	struct rk_gateway_cap *arr = rk_xcalloc(cap, sizeof(*arr));
 	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
 		if (count == cap) {
 			cap *= 2;
 			arr = rk_xrealloc(arr, cap * sizeof(*arr));
 		}
 		cap_from_row(st, &arr[count++], NULL, NULL);
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
+	rk_stmt_finalize(st);
+	if (rc != RK_SQL_DONE) {
 		for (size_t i = 0; i < count; i++)
 			rk_gateway_cap_release(&arr[i]);
 		free(arr);
@@ -313,20 +313,20 @@ static int caps_where(struct rk_engine *eng, const char *where, const char *arg,
 
 static int cap_mark_revoked(struct rk_engine *eng, const char *id, const char *reason, struct rk_error *err)
 {
-	sqlite3_stmt *st = prep(eng,
+	struct rk_stmt *st = prep(eng,
 				"UPDATE screen_capabilities SET revoked_at = ?, revoke_reason = ? "
 				"WHERE id = ? AND revoked_at IS NULL",
 				err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_int64(st, 1, rk_now_ms());
-	sqlite3_bind_text(st, 2, reason, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 3, id, -1, SQLITE_TRANSIENT);
-	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
+	rk_stmt_bind_int64(st, 1, rk_now_ms());
+	rk_stmt_bind_text(st, 2, reason, -1);
+	rk_stmt_bind_text(st, 3, id, -1);
+	int rc = rk_stmt_step(st);
+	rk_stmt_finalize(st);
+	if (rc != RK_SQL_DONE)
 		return sql_fail(eng, err, "revoke the capability");
-	return sqlite3_changes(eng->db->handle);
+	return rk_db_changes(eng->db);
 }
 
 void rk_gateway_caps_free(struct rk_gateway_cap *caps, size_t n)
@@ -402,28 +402,28 @@ int rk_gateway_control_held(struct rk_engine *eng, const struct rk_gateway_cap *
 static int control_live_fresh(const char *data_dir, const struct rk_gateway_cap *cap)
 {
 	char *path = rk_xasprintf("%s/rakazo.db", data_dir);
-	sqlite3 *db = NULL;
-	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	struct rk_db *db = NULL;
+	int rc = rk_db_open_v2(path, &db, RK_SQL_OPEN_READONLY | RK_SQL_OPEN_NOMUTEX, NULL);
 	free(path);
 	int live = -1;
-	sqlite3_stmt *st = NULL;
-	if (rc == SQLITE_OK) {
-		sqlite3_busy_timeout(db, 1000);
-		rc = sqlite3_prepare_v2(db,
+	struct rk_stmt *st = NULL;
+	if (rc == RK_SQL_OK) {
+		rk_db_busy_timeout(db, 1000);
+		rc = rk_stmt_prepare_v2(db,
 					"SELECT 1 FROM control_leases WHERE computer_id = ? AND bot_id = ? AND holder = ? "
 					"AND expires_at > ?",
 					-1, &st, NULL);
 	}
-	if (rc == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, cap->computer_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, cap->bot_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, cap->created_by ? cap->created_by : "", -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 4, rk_now_ms());
-		rc = sqlite3_step(st);
-		live = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+	if (rc == RK_SQL_OK) {
+		rk_stmt_bind_text(st, 1, cap->computer_id, -1);
+		rk_stmt_bind_text(st, 2, cap->bot_id, -1);
+		rk_stmt_bind_text(st, 3, cap->created_by ? cap->created_by : "", -1);
+		rk_stmt_bind_int64(st, 4, rk_now_ms());
+		rc = rk_stmt_step(st);
+		live = rc == RK_SQL_ROW ? 1 : rc == RK_SQL_DONE ? 0 : -1;
 	}
-	sqlite3_finalize(st);
-	sqlite3_close(db);
+	rk_stmt_finalize(st);
+	rk_db_close(db);
 	return live;
 }
 

@@ -29,20 +29,20 @@ int64_t rk_idle_scan_interval_ms(void)
 
 static void set_active(struct rk_db *db, const char *computer_id, int64_t at, int64_t due)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 					 "INSERT INTO idle_schedules (computer_id, last_active_at, due_at, updated_at) VALUES "
 					 "(?1, ?2, ?3, ?4) ON CONFLICT (computer_id) DO UPDATE SET last_active_at = "
-					 "max(last_active_at, ?2), due_at = ?3, updated_at = ?4",
+					 "max(idle_schedules.last_active_at, ?2), due_at = ?3, updated_at = ?4",
 					 NULL);
 	if (!st)
 		return;
 	rk_db_bind_text(st, 1, computer_id);
-	sqlite3_bind_int64(st, 2, at);
+	rk_stmt_bind_int64(st, 2, at);
 	if (due > 0)
-		sqlite3_bind_int64(st, 3, due);
+		rk_stmt_bind_int64(st, 3, due);
 	else
-		sqlite3_bind_null(st, 3);
-	sqlite3_bind_int64(st, 4, rk_now_ms());
+		rk_stmt_bind_null(st, 3);
+	rk_stmt_bind_int64(st, 4, rk_now_ms());
 	rk_db_step_done(db, st, "idle schedule", NULL);
 }
 
@@ -86,30 +86,30 @@ static char *busy_reason(struct rk_engine *eng, const struct rk_computer *c)
 		 "computer_id = ?1 AND state IN ('pending','running','outcome_unknown') AND ?2 = ?2 LIMIT 1", NULL},
 	};
 	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
-		sqlite3_stmt *st = rk_db_prepare(eng->db, checks[i][0], NULL);
+		struct rk_stmt *st = rk_db_prepare(eng->db, checks[i][0], NULL);
 		if (!st)
 			continue;
 		rk_db_bind_text(st, 1, c->id);
-		sqlite3_bind_int64(st, 2, now);
+		rk_stmt_bind_int64(st, 2, now);
 		char *why = NULL;
-		if (sqlite3_step(st) == SQLITE_ROW)
-			why = rk_xstrdup((const char *)sqlite3_column_text(st, 0));
-		sqlite3_finalize(st);
+		if (rk_stmt_step(st) == RK_SQL_ROW)
+			why = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
+		rk_stmt_finalize(st);
 		if (why)
 			return why;
 	}
 	/* a session counts while its holder process lives */
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT id, holder_pid FROM exec_sessions WHERE computer_id = ? AND state = 'running' AND "
 					 "command_ended_at IS NULL",
 					 NULL);
 	char *why = NULL;
 	if (st) {
 		rk_db_bind_text(st, 1, c->id);
-		while (!why && sqlite3_step(st) == SQLITE_ROW)
-			if (pid_alive(sqlite3_column_int64(st, 1)))
-				why = rk_xasprintf("session %s is running", (const char *)sqlite3_column_text(st, 0));
-		sqlite3_finalize(st);
+		while (!why && rk_stmt_step(st) == RK_SQL_ROW)
+			if (pid_alive(rk_stmt_column_int64(st, 1)))
+				why = rk_xasprintf("session %s is running", (const char *)rk_stmt_column_text(st, 0));
+		rk_stmt_finalize(st);
 	}
 	return why;
 }
@@ -128,7 +128,7 @@ int rk_idle_busy(struct rk_engine *eng, const struct rk_computer *c, char **why)
 static int64_t last_active(struct rk_engine *eng, const struct rk_computer *c)
 {
 	int64_t last = c->updated_at;
-	sqlite3_stmt *st = rk_db_prepare(
+	struct rk_stmt *st = rk_db_prepare(
 		eng->db,
 		"SELECT max(coalesce((SELECT last_active_at FROM idle_schedules WHERE computer_id = ?1), 0),"
 		" coalesce((SELECT max(max(last_used_at, coalesce(command_ended_at, 0))) FROM exec_sessions WHERE computer_id = ?1), 0),"
@@ -138,16 +138,16 @@ static int64_t last_active(struct rk_engine *eng, const struct rk_computer *c)
 		NULL);
 	if (st) {
 		rk_db_bind_text(st, 1, c->id);
-		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > last)
-			last = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
+		if (rk_stmt_step(st) == RK_SQL_ROW && rk_stmt_column_int64(st, 0) > last)
+			last = rk_stmt_column_int64(st, 0);
+		rk_stmt_finalize(st);
 	}
 	return last;
 }
 
 static void drop_schedule(struct rk_db *db, const char *computer_id)
 {
-	sqlite3_stmt *st = rk_db_prepare(db, "DELETE FROM idle_schedules WHERE computer_id = ?", NULL);
+	struct rk_stmt *st = rk_db_prepare(db, "DELETE FROM idle_schedules WHERE computer_id = ?", NULL);
 	if (st) {
 		rk_db_bind_text(st, 1, computer_id);
 		rk_db_step_done(db, st, "drop idle schedule", NULL);
@@ -220,22 +220,22 @@ int rk_idle_scan(struct rk_engine *eng, int *pending, struct rk_error *err)
 
 cJSON *rk_idle_to_json(struct rk_engine *eng, const struct rk_computer *c)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT last_active_at, due_at FROM idle_schedules WHERE computer_id = ?", NULL);
 	if (!st)
 		return NULL;
 	rk_db_bind_text(st, 1, c->id);
 	cJSON *o = NULL;
 	char buf[40];
-	if (sqlite3_step(st) == SQLITE_ROW) {
+	if (rk_stmt_step(st) == RK_SQL_ROW) {
 		o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "last_active_at", rk_iso8601(sqlite3_column_int64(st, 0), buf, sizeof(buf)));
-		if (sqlite3_column_type(st, 1) == SQLITE_NULL)
+		cJSON_AddStringToObject(o, "last_active_at", rk_iso8601(rk_stmt_column_int64(st, 0), buf, sizeof(buf)));
+		if (rk_stmt_column_type(st, 1) == RK_SQL_NULL)
 			cJSON_AddNullToObject(o, "due_at");
 		else
-			cJSON_AddStringToObject(o, "due_at", rk_iso8601(sqlite3_column_int64(st, 1), buf, sizeof(buf)));
+			cJSON_AddStringToObject(o, "due_at", rk_iso8601(rk_stmt_column_int64(st, 1), buf, sizeof(buf)));
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	if (o) {
 		char *why = NULL;
 		cJSON_AddBoolToObject(o, "busy", rk_idle_busy(eng, c, &why));
@@ -251,7 +251,7 @@ cJSON *rk_idle_to_json(struct rk_engine *eng, const struct rk_computer *c)
  * or any person's control. malloc'd, or NULL. */
 static char *blocker(struct rk_engine *eng, const struct rk_computer *c, const char *bot)
 {
-	sqlite3_stmt *st = rk_db_prepare(
+	struct rk_stmt *st = rk_db_prepare(
 		eng->db,
 		"SELECT 'bot ' || bot_id || '''s execution lease' FROM execution_leases WHERE computer_id = ?1 AND "
 		"holder IS NOT NULL AND expires_at > ?3 AND (?2 IS NULL OR bot_id <> ?2) UNION ALL "
@@ -262,17 +262,17 @@ static char *blocker(struct rk_engine *eng, const struct rk_computer *c, const c
 		return NULL;
 	rk_db_bind_text(st, 1, c->id);
 	rk_db_bind_text(st, 2, bot);
-	sqlite3_bind_int64(st, 3, rk_now_ms());
+	rk_stmt_bind_int64(st, 3, rk_now_ms());
 	char *why = NULL;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		why = rk_xstrdup((const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
+	if (rk_stmt_step(st) == RK_SQL_ROW)
+		why = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
+	rk_stmt_finalize(st);
 	return why;
 }
 
 static int drop_deferred(struct rk_db *db, const char *computer_id, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db, "DELETE FROM deferred_checkpoints WHERE computer_id = ?", err);
+	struct rk_stmt *st = rk_db_prepare(db, "DELETE FROM deferred_checkpoints WHERE computer_id = ?", err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, computer_id);
@@ -290,7 +290,7 @@ int rk_idle_checkpoint(struct rk_engine *eng, const struct rk_computer *c, const
 	int team = c->mode && !strcmp(c->mode, "team");
 	char *why = team ? blocker(eng, c, bot) : NULL;
 	if (why) {
-		sqlite3_stmt *st = rk_db_prepare(eng->db,
+		struct rk_stmt *st = rk_db_prepare(eng->db,
 						 "INSERT INTO deferred_checkpoints (computer_id, reason, blocked_by, created_at) "
 						 "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (computer_id) DO UPDATE SET reason = ?2, "
 						 "blocked_by = ?3",
@@ -300,7 +300,7 @@ int rk_idle_checkpoint(struct rk_engine *eng, const struct rk_computer *c, const
 			rk_db_bind_text(st, 1, c->id);
 			rk_db_bind_text(st, 2, reason);
 			rk_db_bind_text(st, 3, why);
-			sqlite3_bind_int64(st, 4, rk_now_ms());
+			rk_stmt_bind_int64(st, 4, rk_now_ms());
 			r = rk_db_step_done(eng->db, st, "defer checkpoint", err);
 		}
 		if (r == 0)
@@ -316,14 +316,14 @@ int rk_idle_checkpoint(struct rk_engine *eng, const struct rk_computer *c, const
 
 int rk_idle_flush_deferred(struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db, "SELECT reason FROM deferred_checkpoints WHERE computer_id = ?", err);
+	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT reason FROM deferred_checkpoints WHERE computer_id = ?", err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, c->id);
 	char *reason = NULL;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		reason = rk_xstrdup((const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
+	if (rk_stmt_step(st) == RK_SQL_ROW)
+		reason = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
+	rk_stmt_finalize(st);
 	if (!reason)
 		return 0;
 	int r = 0;
@@ -346,7 +346,7 @@ int rk_idle_flush_deferred(struct rk_engine *eng, const struct rk_computer *c, s
 
 cJSON *rk_idle_deferred_to_json(struct rk_db *db, const char *computer_id)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 					 "SELECT reason, blocked_by, created_at FROM deferred_checkpoints WHERE computer_id = ?",
 					 NULL);
 	if (!st)
@@ -354,12 +354,12 @@ cJSON *rk_idle_deferred_to_json(struct rk_db *db, const char *computer_id)
 	rk_db_bind_text(st, 1, computer_id);
 	cJSON *o = NULL;
 	char buf[40];
-	if (sqlite3_step(st) == SQLITE_ROW) {
+	if (rk_stmt_step(st) == RK_SQL_ROW) {
 		o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "reason", (const char *)sqlite3_column_text(st, 0));
-		rk_json_add_str_or_null(o, "blocked_by", (const char *)sqlite3_column_text(st, 1));
-		cJSON_AddStringToObject(o, "created_at", rk_iso8601(sqlite3_column_int64(st, 2), buf, sizeof(buf)));
+		cJSON_AddStringToObject(o, "reason", (const char *)rk_stmt_column_text(st, 0));
+		rk_json_add_str_or_null(o, "blocked_by", (const char *)rk_stmt_column_text(st, 1));
+		cJSON_AddStringToObject(o, "created_at", rk_iso8601(rk_stmt_column_int64(st, 2), buf, sizeof(buf)));
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return o;
 }

@@ -15,7 +15,7 @@
  * documents and the bot's own. Binds ?1 space, ?2 user, ?3 bot. */
 #define FILTER "d.space_id = ?1 AND d.user_id = ?2 AND (?3 IS NULL OR d.bot_id IN (?3, ''))"
 
-static void bind_actor(sqlite3_stmt *st, const struct rk_actor *a)
+static void bind_actor(struct rk_stmt *st, const struct rk_actor *a)
 {
 	rk_db_bind_text(st, 1, a->space);
 	rk_db_bind_text(st, 2, a->user);
@@ -40,13 +40,13 @@ static int check_path(const char *path, char **norm, struct rk_error *err)
 	return 0;
 }
 
-static void add_key(cJSON *o, sqlite3_stmt *st, int col_path)
+static void add_key(cJSON *o, struct rk_stmt *st, int col_path)
 {
-	const char *bot = (const char *)sqlite3_column_text(st, col_path + 2);
-	cJSON_AddStringToObject(o, "path", (const char *)sqlite3_column_text(st, col_path));
-	cJSON_AddStringToObject(o, "scope", (const char *)sqlite3_column_text(st, col_path + 1));
+	const char *bot = (const char *)rk_stmt_column_text(st, col_path + 2);
+	cJSON_AddStringToObject(o, "path", (const char *)rk_stmt_column_text(st, col_path));
+	cJSON_AddStringToObject(o, "scope", (const char *)rk_stmt_column_text(st, col_path + 1));
 	rk_json_add_str_or_null(o, "bot", bot && *bot ? bot : NULL);
-	cJSON_AddNumberToObject(o, "revision", (double)sqlite3_column_int64(st, col_path + 3));
+	cJSON_AddNumberToObject(o, "revision", (double)rk_stmt_column_int64(st, col_path + 3));
 }
 
 int rk_memory_read(struct rk_engine *eng, const struct rk_actor *a, const char *path, cJSON **out,
@@ -56,7 +56,7 @@ int rk_memory_read(struct rk_engine *eng, const struct rk_actor *a, const char *
 	int r;
 	if (path && (r = check_path(path, &norm, err)))
 		return r;
-	sqlite3_stmt *st = rk_db_prepare(
+	struct rk_stmt *st = rk_db_prepare(
 		eng->db,
 		norm ? "SELECT d.path, d.scope, nullif(d.bot_id, ''), d.revision, d.content, d.updated_at "
 		       "FROM memory_documents d WHERE " FILTER " AND d.path = ?4 ORDER BY d.bot_id = '' LIMIT 1"
@@ -93,7 +93,7 @@ int rk_memory_read(struct rk_engine *eng, const struct rk_actor *a, const char *
 
 /* Inside the transaction: the write itself. */
 /* Binds a document's key (space, user, scope, bot, path) as parameters 1 to 5. */
-static void bind_document_key(sqlite3_stmt *st, const struct rk_actor *a, const char *scope, const char *bot,
+static void bind_document_key(struct rk_stmt *st, const struct rk_actor *a, const char *scope, const char *bot,
 			      const char *path)
 {
 	rk_db_bind_text(st, 1, a->space);
@@ -108,7 +108,7 @@ static int save(struct rk_engine *eng, const struct rk_actor *a, const char *pat
 {
 	const char *bot = a->bot ? a->bot : "";
 	const char *scope = a->bot ? "bot" : "user";
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT id, revision FROM memory_documents WHERE space_id = ? AND user_id = ? "
 					 "AND scope = ? AND bot_id = ? AND path = ?",
 					 err);
@@ -116,15 +116,15 @@ static int save(struct rk_engine *eng, const struct rk_actor *a, const char *pat
 		return -err->code;
 	bind_document_key(st, a, scope, bot, path);
 	int64_t id = -1, have = 0;
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		have = sqlite3_column_int64(st, 1);
-	} else if (rc != SQLITE_DONE) {
+	int rc = rk_stmt_step(st);
+	if (rc == RK_SQL_ROW) {
+		have = rk_stmt_column_int64(st, 1);
+	} else if (rc != RK_SQL_DONE) {
 		int r = rk_db_sql_error(eng->db, err, "read memory");
-		sqlite3_finalize(st);
+		rk_stmt_finalize(st);
 		return r;
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	if (expected != RK_MEMORY_NO_REVISION && expected != have)
 		return rk_error_set(err, RK_ECONFLICT,
 				    "memory '%s' is at revision %lld, not %lld: someone wrote it meanwhile; read it "
@@ -137,20 +137,20 @@ static int save(struct rk_engine *eng, const struct rk_actor *a, const char *pat
 			   "INSERT INTO memory_documents (space_id, user_id, scope, bot_id, path, content, revision, "
 			   "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?7, ?7) "
 			   "ON CONFLICT (space_id, user_id, scope, bot_id, path) DO UPDATE SET content = excluded.content, "
-			   "revision = revision + 1, updated_at = excluded.updated_at RETURNING id",
+			   "revision = memory_documents.revision + 1, updated_at = excluded.updated_at RETURNING id",
 			   err);
 	if (!st)
 		return -err->code;
 	bind_document_key(st, a, scope, bot, path);
 	rk_db_bind_text(st, 6, content);
-	sqlite3_bind_int64(st, 7, now);
-	if (sqlite3_step(st) != SQLITE_ROW) {
+	rk_stmt_bind_int64(st, 7, now);
+	if (rk_stmt_step(st) != RK_SQL_ROW) {
 		r = rk_db_sql_error(eng->db, err, "save memory");
-		sqlite3_finalize(st);
+		rk_stmt_finalize(st);
 		return r;
 	}
-	id = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
+	id = rk_stmt_column_int64(st, 0);
+	rk_stmt_finalize(st);
 	*revision = have + 1;
 	st = rk_db_prepare(eng->db,
 			   "INSERT INTO memory_revisions (document_id, revision, content, run_id, created_at) "
@@ -158,24 +158,24 @@ static int save(struct rk_engine *eng, const struct rk_actor *a, const char *pat
 			   err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, *revision);
+	rk_stmt_bind_int64(st, 1, id);
+	rk_stmt_bind_int64(st, 2, *revision);
 	rk_db_bind_text(st, 3, content);
 	rk_db_bind_text(st, 4, run_id);
-	sqlite3_bind_int64(st, 5, now);
+	rk_stmt_bind_int64(st, 5, now);
 	if ((r = rk_db_step_done(eng->db, st, "save the memory revision", err)))
 		return r;
 	/* the index: one row per document, rowid = the document's id */
 	st = rk_db_prepare(eng->db, "DELETE FROM memory_fts WHERE rowid = ?", err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_int64(st, 1, id);
+	rk_stmt_bind_int64(st, 1, id);
 	if ((r = rk_db_step_done(eng->db, st, "index memory", err)))
 		return r;
 	st = rk_db_prepare(eng->db, "INSERT INTO memory_fts (rowid, path, content) VALUES (?, ?, ?)", err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_int64(st, 1, id);
+	rk_stmt_bind_int64(st, 1, id);
 	rk_db_bind_text(st, 2, path);
 	rk_db_bind_text(st, 3, content);
 	return rk_db_step_done(eng->db, st, "index memory", err);
@@ -278,9 +278,10 @@ int rk_memory_search(struct rk_engine *eng, const struct rk_actor *a, const char
 	cJSON_AddStringToObject(doc, "query", query);
 	cJSON *results = cJSON_CreateArray();
 	const char *mode = "fts";
-	char *fq = fts_query(query);
+	/* FTS5 is SQLite's: on PostgreSQL the search is by substring */
+	char *fq = rk_db_dialect(eng->db) == RK_DIALECT_SQLITE ? fts_query(query) : NULL;
 	for (int pass = fq ? 0 : 1; pass < 2 && cJSON_GetArraySize(results) == 0; pass++) {
-		sqlite3_stmt *st = rk_db_prepare(
+		struct rk_stmt *st = rk_db_prepare(
 			eng->db,
 			pass == 0 ? "SELECT d.path, d.scope, d.bot_id, d.revision, d.content, -bm25(memory_fts) "
 				    "FROM memory_fts JOIN memory_documents d ON d.id = memory_fts.rowid "
@@ -297,19 +298,19 @@ int rk_memory_search(struct rk_engine *eng, const struct rk_actor *a, const char
 		}
 		bind_actor(st, a);
 		rk_db_bind_text(st, 4, pass == 0 ? fq : query);
-		sqlite3_bind_int(st, 5, limit);
+		rk_stmt_bind_int(st, 5, limit);
 		int rc;
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
 			cJSON *o = cJSON_CreateObject();
 			add_key(o, st, 0);
-			cJSON_AddNumberToObject(o, "score", sqlite3_column_double(st, 5));
-			char *sn = snippet((const char *)sqlite3_column_text(st, 4), query);
+			cJSON_AddNumberToObject(o, "score", rk_stmt_column_double(st, 5));
+			char *sn = snippet((const char *)rk_stmt_column_text(st, 4), query);
 			cJSON_AddStringToObject(o, "snippet", sn);
 			free(sn);
 			cJSON_AddItemToArray(results, o);
 		}
-		int r = rc == SQLITE_DONE ? 0 : rk_db_sql_error(eng->db, err, "search memory");
-		sqlite3_finalize(st);
+		int r = rc == RK_SQL_DONE ? 0 : rk_db_sql_error(eng->db, err, "search memory");
+		rk_stmt_finalize(st);
 		if (r) {
 			free(fq);
 			cJSON_Delete(doc);
@@ -332,7 +333,7 @@ int rk_memory_history(struct rk_engine *eng, const struct rk_actor *a, const cha
 	int r = check_path(path, &norm, err);
 	if (r)
 		return r;
-	sqlite3_stmt *st = rk_db_prepare(
+	struct rk_stmt *st = rk_db_prepare(
 		eng->db,
 		"SELECT d.path, d.scope, nullif(d.bot_id, ''), v.revision, length(CAST(v.content AS BLOB)), v.run_id, "
 		"v.created_at "

@@ -21,34 +21,34 @@ static int64_t silent_ms(void)
 
 int rk_reservation_check(struct rk_db *db, const char *computer_id, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 					 "SELECT kind, phase, state, owner FROM computer_reservations WHERE computer_id = ?",
 					 err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, computer_id);
 	int r = 0;
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		const char *state = (const char *)sqlite3_column_text(st, 2);
+	int rc = rk_stmt_step(st);
+	if (rc == RK_SQL_ROW) {
+		const char *state = (const char *)rk_stmt_column_text(st, 2);
 		r = rk_error_set(err, RK_ECONFLICT,
 				 "computer %s is reserved by %s's %s job (phase %s%s)%s", computer_id,
-				 (const char *)sqlite3_column_text(st, 3), (const char *)sqlite3_column_text(st, 0),
-				 (const char *)sqlite3_column_text(st, 1), !strcmp(state, "interrupted") ? ", interrupted" : "",
+				 (const char *)rk_stmt_column_text(st, 3), (const char *)rk_stmt_column_text(st, 0),
+				 (const char *)rk_stmt_column_text(st, 1), !strcmp(state, "interrupted") ? ", interrupted" : "",
 				 !strcmp(state, "interrupted")
 					 ? ": once its job has stopped, its owner frees it with `rakazo computer release`"
 					 : "");
-	} else if (rc != SQLITE_DONE) {
+	} else if (rc != RK_SQL_DONE) {
 		r = rk_db_sql_error(db, err, "reservation");
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
 static int record_phase(struct rk_db *db, const char *computer_id, const char *kind, const char *phase,
 			struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 					 "INSERT INTO reservation_phases (computer_id, kind, phase, created_at) VALUES "
 					 "(?, ?, ?, ?)",
 					 err);
@@ -57,7 +57,7 @@ static int record_phase(struct rk_db *db, const char *computer_id, const char *k
 	rk_db_bind_text(st, 1, computer_id);
 	rk_db_bind_text(st, 2, kind);
 	rk_db_bind_text(st, 3, phase);
-	sqlite3_bind_int64(st, 4, rk_now_ms());
+	rk_stmt_bind_int64(st, 4, rk_now_ms());
 	return rk_db_step_done(db, st, "reservation phase", err);
 }
 
@@ -72,21 +72,21 @@ int rk_reservation_begin(struct rk_engine *eng, const struct rk_computer *c, con
 	if ((r = rk_reservation_check(eng->db, c->id, err)))
 		goto fail;
 	int64_t now = rk_now_ms();
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT bot_id, holder FROM execution_leases WHERE computer_id = ? AND holder IS NOT "
 					 "NULL AND expires_at > ? LIMIT 1",
 					 err);
 	if (!st)
 		goto fail_code;
 	rk_db_bind_text(st, 1, c->id);
-	sqlite3_bind_int64(st, 2, now);
-	if (sqlite3_step(st) == SQLITE_ROW) {
+	rk_stmt_bind_int64(st, 2, now);
+	if (rk_stmt_step(st) == RK_SQL_ROW) {
 		r = rk_error_set(err, RK_ECONFLICT, "bot '%s' holds a live execution lease on computer '%s' (%s): stop it first",
-				 (const char *)sqlite3_column_text(st, 0), c->name, (const char *)sqlite3_column_text(st, 1));
-		sqlite3_finalize(st);
+				 (const char *)rk_stmt_column_text(st, 0), c->name, (const char *)rk_stmt_column_text(st, 1));
+		rk_stmt_finalize(st);
 		goto fail;
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	char *holder = NULL;
 	if (rk_team_control_live(eng->db, c->id, NULL, &holder)) {
 		r = rk_error_set(err, RK_ECONFLICT, "%s has control of a screen on computer '%s': release it first",
@@ -103,9 +103,9 @@ int rk_reservation_begin(struct rk_engine *eng, const struct rk_computer *c, con
 	rk_db_bind_text(st, 1, c->id);
 	rk_db_bind_text(st, 2, kind);
 	rk_db_bind_text(st, 3, eng->owner);
-	sqlite3_bind_int64(st, 4, getpid());
-	sqlite3_bind_int64(st, 5, now);
-	sqlite3_bind_int64(st, 6, now);
+	rk_stmt_bind_int64(st, 4, getpid());
+	rk_stmt_bind_int64(st, 5, now);
+	rk_stmt_bind_int64(st, 6, now);
 	if ((r = rk_db_step_done(eng->db, st, "reserve", err)) || (r = record_phase(eng->db, c->id, kind, "reserved", err)) ||
 	    (r = rk_db_commit(eng->db, err)))
 		goto fail;
@@ -128,20 +128,20 @@ static int own_update(struct rk_engine *eng, const char *computer_id, const char
 	char *sql = rk_xasprintf("UPDATE computer_reservations SET %s = ?3, heartbeat_at = ?4 WHERE computer_id = ?1 "
 				 "AND worker_pid = ?2 AND state = 'active' RETURNING kind",
 				 column);
-	sqlite3_stmt *st = rk_db_prepare(eng->db, sql, err);
+	struct rk_stmt *st = rk_db_prepare(eng->db, sql, err);
 	free(sql);
 	if (!st) {
 		rk_db_rollback(eng->db);
 		return -err->code;
 	}
 	rk_db_bind_text(st, 1, computer_id);
-	sqlite3_bind_int64(st, 2, getpid());
+	rk_stmt_bind_int64(st, 2, getpid());
 	rk_db_bind_text(st, 3, value);
-	sqlite3_bind_int64(st, 4, rk_now_ms());
+	rk_stmt_bind_int64(st, 4, rk_now_ms());
 	char *kind = NULL;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		kind = rk_xstrdup((const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
+	if (rk_stmt_step(st) == RK_SQL_ROW)
+		kind = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
+	rk_stmt_finalize(st);
 	if (!kind) {
 		rk_db_rollback(eng->db);
 		return rk_error_set(err, RK_ESTALE,
@@ -172,53 +172,53 @@ int rk_reservation_operation(struct rk_engine *eng, const char *computer_id, con
 
 int rk_reservation_heartbeat(struct rk_engine *eng, const char *computer_id, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "UPDATE computer_reservations SET heartbeat_at = ? WHERE computer_id = ? AND "
 					 "worker_pid = ? AND state = 'active'",
 					 err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_int64(st, 1, rk_now_ms());
+	rk_stmt_bind_int64(st, 1, rk_now_ms());
 	rk_db_bind_text(st, 2, computer_id);
-	sqlite3_bind_int64(st, 3, getpid());
+	rk_stmt_bind_int64(st, 3, getpid());
 	int r = rk_db_step_done(eng->db, st, "reservation heartbeat", err);
-	if (r == 0 && sqlite3_changes(eng->db->handle) == 0)
+	if (r == 0 && rk_db_changes(eng->db) == 0)
 		return rk_error_set(err, RK_ESTALE, "this job no longer holds computer %s's reservation", computer_id);
 	return r;
 }
 
 int rk_reservation_end(struct rk_engine *eng, const char *computer_id, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "DELETE FROM computer_reservations WHERE computer_id = ? AND worker_pid = ? AND "
 					 "state = 'active'",
 					 err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, computer_id);
-	sqlite3_bind_int64(st, 2, getpid());
+	rk_stmt_bind_int64(st, 2, getpid());
 	int r = rk_db_step_done(eng->db, st, "end reservation", err);
-	if (r == 0 && sqlite3_changes(eng->db->handle) == 0)
+	if (r == 0 && rk_db_changes(eng->db) == 0)
 		return rk_error_set(err, RK_ESTALE, "this job no longer holds computer %s's reservation", computer_id);
 	return r;
 }
 
 int rk_reservation_scan(struct rk_engine *eng, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "UPDATE computer_reservations SET state = 'interrupted' WHERE state = 'active' AND "
 					 "heartbeat_at < ? RETURNING computer_id, kind, phase",
 					 err);
 	if (!st)
 		return -err->code;
-	sqlite3_bind_int64(st, 1, rk_now_ms() - silent_ms());
+	rk_stmt_bind_int64(st, 1, rk_now_ms() - silent_ms());
 	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW)
 		rk_log(RK_LOG_WARN, "reservation %s: the %s job went silent in phase %s: marked interrupted (kept)",
-		       (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
-		       (const char *)sqlite3_column_text(st, 2));
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : rk_db_sql_error(eng->db, err, "scan reservations");
+		       (const char *)rk_stmt_column_text(st, 0), (const char *)rk_stmt_column_text(st, 1),
+		       (const char *)rk_stmt_column_text(st, 2));
+	rk_stmt_finalize(st);
+	return rc == RK_SQL_DONE ? 0 : rk_db_sql_error(eng->db, err, "scan reservations");
 }
 
 static int pid_alive(int64_t pid)
@@ -228,22 +228,22 @@ static int pid_alive(int64_t pid)
 
 int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT owner, worker_pid, operation, state, kind FROM computer_reservations WHERE "
 					 "computer_id = ?",
 					 err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, c->id);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		sqlite3_finalize(st);
+	if (rk_stmt_step(st) != RK_SQL_ROW) {
+		rk_stmt_finalize(st);
 		return rk_error_set(err, RK_ENOTFOUND, "computer '%s' has no reservation", c->name);
 	}
-	char *owner = rk_xstrdup((const char *)sqlite3_column_text(st, 0));
-	int64_t pid = sqlite3_column_type(st, 1) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 1);
-	const unsigned char *op = sqlite3_column_text(st, 2);
+	char *owner = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
+	int64_t pid = rk_stmt_column_type(st, 1) == RK_SQL_NULL ? 0 : rk_stmt_column_int64(st, 1);
+	const unsigned char *op = rk_stmt_column_text(st, 2);
 	char *operation = op ? rk_xstrdup((const char *)op) : NULL;
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	int r = 0;
 	if (strcmp(owner, eng->owner) != 0) {
 		r = rk_error_set(err, RK_EDENIED, "computer '%s' is reserved by %s: only they can release it", c->name,
@@ -288,7 +288,7 @@ out:
 
 cJSON *rk_reservation_to_json(struct rk_db *db, const char *computer_id)
 {
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 					 "SELECT kind, owner, worker_pid, operation, phase, state, heartbeat_at, created_at "
 					 "FROM computer_reservations WHERE computer_id = ?",
 					 NULL);
@@ -297,18 +297,18 @@ cJSON *rk_reservation_to_json(struct rk_db *db, const char *computer_id)
 	rk_db_bind_text(st, 1, computer_id);
 	cJSON *o = NULL;
 	char buf[40];
-	if (sqlite3_step(st) == SQLITE_ROW) {
+	if (rk_stmt_step(st) == RK_SQL_ROW) {
 		o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "kind", (const char *)sqlite3_column_text(st, 0));
-		cJSON_AddStringToObject(o, "owner", (const char *)sqlite3_column_text(st, 1));
-		cJSON_AddNumberToObject(o, "worker_pid", (double)sqlite3_column_int64(st, 2));
-		rk_json_add_str_or_null(o, "operation", (const char *)sqlite3_column_text(st, 3));
-		cJSON_AddStringToObject(o, "phase", (const char *)sqlite3_column_text(st, 4));
-		cJSON_AddStringToObject(o, "state", (const char *)sqlite3_column_text(st, 5));
-		cJSON_AddStringToObject(o, "heartbeat_at", rk_iso8601(sqlite3_column_int64(st, 6), buf, sizeof(buf)));
-		cJSON_AddStringToObject(o, "created_at", rk_iso8601(sqlite3_column_int64(st, 7), buf, sizeof(buf)));
+		cJSON_AddStringToObject(o, "kind", (const char *)rk_stmt_column_text(st, 0));
+		cJSON_AddStringToObject(o, "owner", (const char *)rk_stmt_column_text(st, 1));
+		cJSON_AddNumberToObject(o, "worker_pid", (double)rk_stmt_column_int64(st, 2));
+		rk_json_add_str_or_null(o, "operation", (const char *)rk_stmt_column_text(st, 3));
+		cJSON_AddStringToObject(o, "phase", (const char *)rk_stmt_column_text(st, 4));
+		cJSON_AddStringToObject(o, "state", (const char *)rk_stmt_column_text(st, 5));
+		cJSON_AddStringToObject(o, "heartbeat_at", rk_iso8601(rk_stmt_column_int64(st, 6), buf, sizeof(buf)));
+		cJSON_AddStringToObject(o, "created_at", rk_iso8601(rk_stmt_column_int64(st, 7), buf, sizeof(buf)));
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	if (!o)
 		return NULL;
 	cJSON *phases = cJSON_AddArrayToObject(o, "phases");
@@ -318,9 +318,9 @@ cJSON *rk_reservation_to_json(struct rk_db *db, const char *computer_id)
 			   NULL);
 	if (st) {
 		rk_db_bind_text(st, 1, computer_id);
-		while (sqlite3_step(st) == SQLITE_ROW)
-			cJSON_AddItemToArray(phases, cJSON_CreateString((const char *)sqlite3_column_text(st, 0)));
-		sqlite3_finalize(st);
+		while (rk_stmt_step(st) == RK_SQL_ROW)
+			cJSON_AddItemToArray(phases, cJSON_CreateString((const char *)rk_stmt_column_text(st, 0)));
+		rk_stmt_finalize(st);
 	}
 	return o;
 }

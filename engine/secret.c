@@ -523,7 +523,7 @@ int rk_secret_set(struct rk_engine *eng, const struct rk_actor *a, const char *n
 						   NULL, nonce, key);
 	sodium_memzero(key, sizeof(key));
 	rk_buf_release(&ad);
-	sqlite3_stmt *st = rk_db_prepare(
+	struct rk_stmt *st = rk_db_prepare(
 		eng->db,
 		"INSERT INTO secrets (id, user_id, space_id, bot_id, name, origin, auth, auth_param, nonce, ciphertext, "
 		"created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11) "
@@ -543,9 +543,9 @@ int rk_secret_set(struct rk_engine *eng, const struct rk_actor *a, const char *n
 		rk_db_bind_text(st, 6, origin);
 		rk_db_bind_text(st, 7, kind);
 		rk_db_bind_text(st, 8, param);
-		sqlite3_bind_blob(st, 9, nonce, sizeof(nonce), SQLITE_TRANSIENT);
-		sqlite3_bind_blob(st, 10, ct, (int)ctlen, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 11, rk_now_ms());
+		rk_stmt_bind_blob(st, 9, nonce, sizeof(nonce));
+		rk_stmt_bind_blob(st, 10, ct, (int)ctlen);
+		rk_stmt_bind_int64(st, 11, rk_now_ms());
 		r = rk_db_step_done(eng->db, st, "store the secret", err);
 		free(id);
 	}
@@ -562,7 +562,7 @@ out:
 
 int rk_secret_list(struct rk_engine *eng, const struct rk_actor *a, cJSON **out, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(
+	struct rk_stmt *st = rk_db_prepare(
 		eng->db,
 		"SELECT name, nullif(bot_id, ''), origin, auth || coalesce(':' || auth_param, ''), 'set', created_at, "
 		"updated_at, NULL FROM secrets WHERE user_id = ?1 AND space_id = ?2 "
@@ -590,7 +590,7 @@ int rk_secret_remove(struct rk_engine *eng, const struct rk_actor *a, const char
 	int r = check_name(name, err);
 	if (r)
 		return r;
-	sqlite3_stmt *st = rk_db_prepare(
+	struct rk_stmt *st = rk_db_prepare(
 		eng->db, "DELETE FROM secrets WHERE user_id = ? AND space_id = ? AND bot_id = ? AND name = ?", err);
 	if (!st)
 		return -err->code;
@@ -600,7 +600,7 @@ int rk_secret_remove(struct rk_engine *eng, const struct rk_actor *a, const char
 	rk_db_bind_text(st, 4, name);
 	if ((r = rk_db_step_done(eng->db, st, "remove the secret", err)))
 		return r;
-	if (sqlite3_changes(eng->db->handle) == 0)
+	if (rk_db_changes(eng->db) == 0)
 		return rk_error_set(err, RK_ENOTFOUND, "no secret '%s'%s%s in space '%s'", name,
 				    a->bot ? " for bot " : "", a->bot ? a->bot : "", a->space);
 	return 0;
@@ -631,7 +631,7 @@ static int load_sealed(struct rk_engine *eng, const struct rk_actor *a, const ch
 	int r = check_name(name, err);
 	if (r)
 		return r;
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT bot_id, origin, auth, auth_param, nonce, ciphertext FROM secrets "
 					 "WHERE user_id = ? AND space_id = ? AND name = ? AND bot_id IN (?, '') "
 					 "ORDER BY bot_id = '' LIMIT 1",
@@ -642,21 +642,21 @@ static int load_sealed(struct rk_engine *eng, const struct rk_actor *a, const ch
 	rk_db_bind_text(st, 2, a->space);
 	rk_db_bind_text(st, 3, name);
 	rk_db_bind_text(st, 4, a->bot ? a->bot : "");
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	int rc = rk_stmt_step(st);
+	if (rc == RK_SQL_ROW) {
 		s->bot = rk_db_col_text(st, 0);
 		s->origin = rk_db_col_text(st, 1);
 		s->kind = rk_db_col_text(st, 2);
 		s->param = rk_db_col_text(st, 3);
-		if (sqlite3_column_bytes(st, 4) != NONCE_BYTES || sqlite3_column_bytes(st, 5) < (int)TAG_BYTES) {
+		if (rk_stmt_column_bytes(st, 4) != NONCE_BYTES || rk_stmt_column_bytes(st, 5) < (int)TAG_BYTES) {
 			r = rk_error_set(err, RK_ECORRUPT, "secret '%s' is damaged in the database: set it again", name);
 		} else {
-			memcpy(s->nonce, sqlite3_column_blob(st, 4), NONCE_BYTES);
-			s->ctlen = (size_t)sqlite3_column_bytes(st, 5);
+			memcpy(s->nonce, rk_stmt_column_blob(st, 4), NONCE_BYTES);
+			s->ctlen = (size_t)rk_stmt_column_bytes(st, 5);
 			s->ct = rk_xmalloc(s->ctlen);
-			memcpy(s->ct, sqlite3_column_blob(st, 5), s->ctlen);
+			memcpy(s->ct, rk_stmt_column_blob(st, 5), s->ctlen);
 		}
-	} else if (rc == SQLITE_DONE) {
+	} else if (rc == RK_SQL_DONE) {
 		r = rk_error_set(err, RK_ENOTFOUND,
 				 "no secret '%s' for %s%s%s in space '%s': the bot can ask with request_secret, a "
 				 "person sets it with `rakazo secret set %s --origin URL --auth METHOD`",
@@ -664,7 +664,7 @@ static int load_sealed(struct rk_engine *eng, const struct rk_actor *a, const ch
 	} else {
 		r = rk_db_sql_error(eng->db, err, "read the secret");
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	if (r)
 		sealed_release(s);
 	return r;
@@ -756,7 +756,7 @@ void rk_secret_value_free(char *value, size_t len)
 
 void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, struct rk_buf *b)
 {
-	sqlite3_stmt *st = NULL;
+	struct rk_stmt *st = NULL;
 	struct rk_error e;
 	if (eng && eng->db && a && a->user)
 		st = rk_db_prepare(eng->db,
@@ -769,7 +769,7 @@ void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, s
 		rk_db_bind_text(st, 3, a->bot ? a->bot : "");
 		unsigned char key[KEY_BYTES];
 		int have_key = 0;
-		while (sqlite3_step(st) == SQLITE_ROW) {
+		while (rk_stmt_step(st) == RK_SQL_ROW) {
 			/* one master key read for all of them (only when a secret exists) */
 			if (!have_key && master_key(eng, key, &e)) {
 				rk_log(RK_LOG_WARN, "history: secrets cannot be read to redact them: %s", e.message);
@@ -780,11 +780,11 @@ void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, s
 			struct sealed s = {.bot = rk_db_col_text(st, 1)};
 			char *v = NULL;
 			size_t len = 0;
-			if (sqlite3_column_bytes(st, 2) == NONCE_BYTES && sqlite3_column_bytes(st, 3) >= (int)TAG_BYTES) {
-				memcpy(s.nonce, sqlite3_column_blob(st, 2), NONCE_BYTES);
-				s.ctlen = (size_t)sqlite3_column_bytes(st, 3);
+			if (rk_stmt_column_bytes(st, 2) == NONCE_BYTES && rk_stmt_column_bytes(st, 3) >= (int)TAG_BYTES) {
+				memcpy(s.nonce, rk_stmt_column_blob(st, 2), NONCE_BYTES);
+				s.ctlen = (size_t)rk_stmt_column_bytes(st, 3);
 				s.ct = rk_xmalloc(s.ctlen);
-				memcpy(s.ct, sqlite3_column_blob(st, 3), s.ctlen);
+				memcpy(s.ct, rk_stmt_column_blob(st, 3), s.ctlen);
 			}
 			if (s.ct && unseal(key, a, name, &s, &v, &len, &e) == 0)
 				rk_secret_redact(b, v, len);
@@ -794,7 +794,7 @@ void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, s
 			sealed_release(&s);
 			free(name);
 		}
-		sqlite3_finalize(st);
+		rk_stmt_finalize(st);
 		sodium_memzero(key, sizeof(key));
 	}
 	rk_secret_redact_patterns(b);
@@ -819,7 +819,7 @@ int rk_secret_request(struct rk_engine *eng, const struct rk_actor *a, const cha
 	if (have)
 		sealed_release(&s);
 	if (!same) {
-		sqlite3_stmt *st = rk_db_prepare(eng->db,
+		struct rk_stmt *st = rk_db_prepare(eng->db,
 						 "INSERT INTO secret_requests (id, run_id, user_id, space_id, bot_id, name, "
 						 "origin, auth, auth_param, reason, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
 						 err);
@@ -838,7 +838,7 @@ int rk_secret_request(struct rk_engine *eng, const struct rk_actor *a, const cha
 		rk_db_bind_text(st, 8, kind);
 		rk_db_bind_text(st, 9, param);
 		rk_db_bind_text(st, 10, reason);
-		sqlite3_bind_int64(st, 11, rk_now_ms());
+		rk_stmt_bind_int64(st, 11, rk_now_ms());
 		r = rk_db_step_done(eng->db, st, "record the secret request", err);
 		free(id);
 		if (r)

@@ -19,7 +19,7 @@ int rk_space_create(struct rk_engine *eng, const struct rk_actor *a, const char 
 		return rk_error_set(err, RK_ECONFLICT, "space '%s' always exists", name);
 	if (description && strlen(description) > 1000)
 		return rk_error_set(err, RK_EINVALID, "a space's description is at most 1000 bytes");
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "INSERT INTO spaces (id, description, created_by, run_id, created_at) "
 					 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
 					 err);
@@ -30,10 +30,10 @@ int rk_space_create(struct rk_engine *eng, const struct rk_actor *a, const char 
 	rk_db_bind_text(st, 2, description);
 	rk_db_bind_text(st, 3, by);
 	rk_db_bind_text(st, 4, run_id);
-	sqlite3_bind_int64(st, 5, rk_now_ms());
+	rk_stmt_bind_int64(st, 5, rk_now_ms());
 	free(by);
 	int r = rk_db_step_done(eng->db, st, "create the space", err);
-	if (r == 0 && sqlite3_changes(eng->db->handle) == 0)
+	if (r == 0 && rk_db_changes(eng->db) == 0)
 		r = rk_error_set(err, RK_ECONFLICT, "space '%s' exists", name);
 	return r;
 }
@@ -41,7 +41,7 @@ int rk_space_create(struct rk_engine *eng, const struct rk_actor *a, const char 
 int rk_space_list(struct rk_engine *eng, cJSON **out, struct rk_error *err)
 {
 	/* the recorded spaces, and every space a computer lives in (used by name) */
-	sqlite3_stmt *st = rk_db_prepare(
+	struct rk_stmt *st = rk_db_prepare(
 		eng->db,
 		"WITH names(id) AS (SELECT 'default' UNION SELECT id FROM spaces UNION SELECT space_id FROM computer_access) "
 		"SELECT n.id, s.description, s.created_by, s.run_id, s.created_at, "

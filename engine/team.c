@@ -94,7 +94,7 @@ int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot
 	int r = rk_team_bot_check(bot, err);
 	if (r || (r = rk_computer_ensure_running(eng, c, err)))
 		return r;
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT 1 FROM team_bots WHERE computer_id = ? AND bot_id = ? AND layout_ref IS ?",
 					 err);
 	if (!st)
@@ -102,8 +102,8 @@ int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot
 	rk_db_bind_text(st, 1, c->id);
 	rk_db_bind_text(st, 2, bot);
 	rk_db_bind_text(st, 3, c->provider_ref);
-	int done = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
+	int done = rk_stmt_step(st) == RK_SQL_ROW;
+	rk_stmt_finalize(st);
 	if (done)
 		return 0;
 	/* bot ids hold no shell metacharacters (rk_team_bot_check) */
@@ -125,7 +125,7 @@ int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot
 	rk_db_bind_text(st, 1, c->id);
 	rk_db_bind_text(st, 2, bot);
 	rk_db_bind_text(st, 3, c->provider_ref);
-	sqlite3_bind_int64(st, 4, rk_now_ms());
+	rk_stmt_bind_int64(st, 4, rk_now_ms());
 	return rk_db_step_done(eng->db, st, "record team bot", err);
 }
 
@@ -137,7 +137,7 @@ int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char 
 	*state = NULL;
 	if (run_id)
 		*run_id = NULL;
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 					 "SELECT state, id FROM runs WHERE computer_id = ? AND coalesce(lease_bot, bot_id, "
 					 "'default') = ? AND state IN "
 					 "('queued','running','waiting_takeover') ORDER BY CASE state WHEN 'running' THEN 0 "
@@ -147,21 +147,21 @@ int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char 
 		return -err->code;
 	rk_db_bind_text(st, 1, computer_id);
 	rk_db_bind_text(st, 2, bot_id);
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	int rc = rk_stmt_step(st);
+	if (rc == RK_SQL_ROW) {
 		*state = rk_db_col_text(st, 0);
 		if (run_id)
 			*run_id = rk_db_col_text(st, 1);
 	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : rk_db_sql_error(db, err, "run state");
+	rk_stmt_finalize(st);
+	return rc == RK_SQL_ROW || rc == RK_SQL_DONE ? 0 : rk_db_sql_error(db, err, "run state");
 }
 
 int rk_team_control_live(struct rk_db *db, const char *computer_id, const char *bot_id, char **holder)
 {
 	if (holder)
 		*holder = NULL;
-	sqlite3_stmt *st = rk_db_prepare(db,
+	struct rk_stmt *st = rk_db_prepare(db,
 					 "SELECT holder FROM control_leases WHERE computer_id = ?1 AND (?2 IS NULL OR "
 					 "bot_id = ?2) AND expires_at > ?3 LIMIT 1",
 					 NULL);
@@ -169,11 +169,11 @@ int rk_team_control_live(struct rk_db *db, const char *computer_id, const char *
 		return 0;
 	rk_db_bind_text(st, 1, computer_id);
 	rk_db_bind_text(st, 2, bot_id);
-	sqlite3_bind_int64(st, 3, rk_now_ms());
-	int live = sqlite3_step(st) == SQLITE_ROW;
+	rk_stmt_bind_int64(st, 3, rk_now_ms());
+	int live = rk_stmt_step(st) == RK_SQL_ROW;
 	if (live && holder)
 		*holder = rk_db_col_text(st, 0);
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return live;
 }
 
@@ -320,7 +320,7 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 	int r = rk_db_begin(eng->db, err);
 	if (r)
 		return r;
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT slot, state, generation FROM display_slots WHERE computer_id = ? AND "
 					 "bot_id = ?",
 					 err);
@@ -328,11 +328,11 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 		goto fail;
 	rk_db_bind_text(st, 1, c->id);
 	rk_db_bind_text(st, 2, bot);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		out->slot = sqlite3_column_int(st, 0);
-		int releasing = !strcmp((const char *)sqlite3_column_text(st, 1), "releasing");
-		out->generation = sqlite3_column_int64(st, 2);
-		sqlite3_finalize(st);
+	if (rk_stmt_step(st) == RK_SQL_ROW) {
+		out->slot = rk_stmt_column_int(st, 0);
+		int releasing = !strcmp((const char *)rk_stmt_column_text(st, 1), "releasing");
+		out->generation = rk_stmt_column_int64(st, 2);
+		rk_stmt_finalize(st);
 		rk_db_rollback(eng->db);
 		if (releasing)
 			return rk_error_set(err, RK_ECONFLICT,
@@ -341,7 +341,7 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 					    bot, c->name, c->name, bot);
 		return 0;
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	/* the slots in use, lowest first */
 	st = rk_db_prepare(eng->db,
 			   "SELECT slot FROM display_slots WHERE computer_id = ? AND bot_id IS NOT NULL ORDER BY slot", err);
@@ -349,12 +349,12 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 		goto fail;
 	rk_db_bind_text(st, 1, c->id);
 	int used = 0, next = multi_screen(c) ? 1 : 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while (rk_stmt_step(st) == RK_SQL_ROW) {
 		used++;
-		if (sqlite3_column_int(st, 0) == next)
+		if (rk_stmt_column_int(st, 0) == next)
 			next++;
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	int64_t limit = screen_limit();
 	if (!multi_screen(c) && used >= 1) {
 		rk_db_rollback(eng->db);
@@ -374,17 +374,17 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 	st = rk_db_prepare(eng->db,
 			   "INSERT INTO display_slots (computer_id, slot, bot_id, state, generation, profile, updated_at) "
 			   "VALUES (?1, ?2, ?3, 'starting', 1, ?4, ?5) ON CONFLICT (computer_id, slot) DO UPDATE SET "
-			   "bot_id = ?3, state = 'starting', generation = generation + 1, profile = ?4, updated_at = ?5",
+			   "bot_id = ?3, state = 'starting', generation = display_slots.generation + 1, profile = ?4, updated_at = ?5",
 			   err);
 	if (!st) {
 		free(profile);
 		goto fail;
 	}
 	rk_db_bind_text(st, 1, c->id);
-	sqlite3_bind_int(st, 2, next);
+	rk_stmt_bind_int(st, 2, next);
 	rk_db_bind_text(st, 3, bot);
 	rk_db_bind_text(st, 4, profile);
-	sqlite3_bind_int64(st, 5, rk_now_ms());
+	rk_stmt_bind_int64(st, 5, rk_now_ms());
 	free(profile);
 	if ((r = rk_db_step_done(eng->db, st, "claim screen", err)))
 		goto fail_r;
@@ -392,9 +392,9 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 	if (!st)
 		goto fail;
 	rk_db_bind_text(st, 1, c->id);
-	sqlite3_bind_int(st, 2, next);
-	out->generation = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 1;
-	sqlite3_finalize(st);
+	rk_stmt_bind_int(st, 2, next);
+	out->generation = rk_stmt_step(st) == RK_SQL_ROW ? rk_stmt_column_int64(st, 0) : 1;
+	rk_stmt_finalize(st);
 	out->slot = next;
 	out->fresh = 1;
 	if ((r = rk_db_commit(eng->db, err)))
@@ -412,7 +412,7 @@ fail_r:
 static void slot_set_state(struct rk_engine *eng, const char *computer_id, const struct slot *s, const char *state,
 			   int free_it)
 {
-	sqlite3_stmt *st = rk_db_prepare(
+	struct rk_stmt *st = rk_db_prepare(
 		eng->db,
 		free_it ? "UPDATE display_slots SET bot_id = NULL, profile = NULL, state = ?4, updated_at = ?5 WHERE "
 			  "computer_id = ?1 AND slot = ?2 AND generation = ?3"
@@ -422,17 +422,17 @@ static void slot_set_state(struct rk_engine *eng, const char *computer_id, const
 	if (!st)
 		return;
 	rk_db_bind_text(st, 1, computer_id);
-	sqlite3_bind_int(st, 2, s->slot);
-	sqlite3_bind_int64(st, 3, s->generation);
+	rk_stmt_bind_int(st, 2, s->slot);
+	rk_stmt_bind_int64(st, 3, s->generation);
 	rk_db_bind_text(st, 4, state);
-	sqlite3_bind_int64(st, 5, rk_now_ms());
+	rk_stmt_bind_int64(st, 5, rk_now_ms());
 	rk_db_step_done(eng->db, st, "screen state", NULL);
 }
 
 int rk_team_screen_slot(struct rk_engine *eng, const char *computer_id, const char *bot_id, int *slot,
 			int64_t *generation, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT slot, generation FROM display_slots WHERE computer_id = ? AND bot_id = ? "
 					 "AND state = 'live'",
 					 err);
@@ -441,13 +441,13 @@ int rk_team_screen_slot(struct rk_engine *eng, const char *computer_id, const ch
 	rk_db_bind_text(st, 1, computer_id);
 	rk_db_bind_text(st, 2, bot_id);
 	int r = 0;
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		*slot = sqlite3_column_int(st, 0);
-		*generation = sqlite3_column_int64(st, 1);
+	if (rk_stmt_step(st) == RK_SQL_ROW) {
+		*slot = rk_stmt_column_int(st, 0);
+		*generation = rk_stmt_column_int64(st, 1);
 	} else {
 		r = rk_error_set(err, RK_ENOTFOUND, "bot '%s' has no live screen on computer '%s'", bot_id, computer_id);
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	return r;
 }
 
@@ -455,21 +455,21 @@ int rk_team_slot_tenant(struct rk_engine *eng, const char *computer_id, int slot
 			int64_t *generation, struct rk_error *err)
 {
 	*bot_id = NULL;
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT bot_id, generation FROM display_slots WHERE computer_id = ? AND slot = ? "
 					 "AND bot_id IS NOT NULL",
 					 err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, computer_id);
-	sqlite3_bind_int(st, 2, slot);
-	int rc = sqlite3_step(st), found = rc == SQLITE_ROW;
+	rk_stmt_bind_int(st, 2, slot);
+	int rc = rk_stmt_step(st), found = rc == RK_SQL_ROW;
 	if (found) {
 		*bot_id = rk_db_col_text(st, 0);
-		*generation = sqlite3_column_int64(st, 1);
+		*generation = rk_stmt_column_int64(st, 1);
 	}
-	sqlite3_finalize(st);
-	return found ? 1 : rc == SQLITE_DONE ? 0 : rk_db_sql_error(eng->db, err, "slot tenant");
+	rk_stmt_finalize(st);
+	return found ? 1 : rc == RK_SQL_DONE ? 0 : rk_db_sql_error(eng->db, err, "slot tenant");
 }
 
 /* Claims the slot; a fresh claim whose display did not come up is given back. */
@@ -693,7 +693,7 @@ int rk_team_screen_release(struct rk_engine *eng, struct rk_computer *c, const c
 	struct slot s = {0};
 	if ((r = rk_db_begin(eng->db, err)))
 		goto out;
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT slot, generation FROM display_slots WHERE computer_id = ? AND bot_id = ?",
 					 err);
 	if (!st) {
@@ -703,12 +703,12 @@ int rk_team_screen_release(struct rk_engine *eng, struct rk_computer *c, const c
 	}
 	rk_db_bind_text(st, 1, c->id);
 	rk_db_bind_text(st, 2, bot);
-	int found = sqlite3_step(st) == SQLITE_ROW;
+	int found = rk_stmt_step(st) == RK_SQL_ROW;
 	if (found) {
-		s.slot = sqlite3_column_int(st, 0);
-		s.generation = sqlite3_column_int64(st, 1);
+		s.slot = rk_stmt_column_int(st, 0);
+		s.generation = rk_stmt_column_int64(st, 1);
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	if (!found) {
 		rk_db_rollback(eng->db);
 		r = rk_error_set(err, RK_ENOTFOUND, "bot '%s' has no screen on computer '%s'", bot, c->name);
@@ -737,23 +737,23 @@ out:
 
 int rk_team_screens_forget(struct rk_engine *eng, const char *computer_id, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "UPDATE display_slots SET bot_id = NULL, profile = NULL, state = 'free', updated_at = ?2 "
 					 "WHERE computer_id = ?1 AND bot_id IS NOT NULL",
 					 err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, computer_id);
-	sqlite3_bind_int64(st, 2, rk_now_ms());
+	rk_stmt_bind_int64(st, 2, rk_now_ms());
 	int r = rk_db_step_done(eng->db, st, "forget screens", err);
-	if (r == 0 && sqlite3_changes(eng->db->handle) > 0)
+	if (r == 0 && rk_db_changes(eng->db) > 0)
 		rk_log(RK_LOG_INFO, "team %s: the machine stopped: its bots' screens are free", computer_id);
 	return r;
 }
 
 int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSON **out, struct rk_error *err)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db,
+	struct rk_stmt *st = rk_db_prepare(eng->db,
 					 "SELECT slot, bot_id, state, generation, profile FROM display_slots WHERE "
 					 "computer_id = ? AND bot_id IS NOT NULL ORDER BY slot",
 					 err);
@@ -761,14 +761,14 @@ int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSO
 		return -err->code;
 	rk_db_bind_text(st, 1, c->id);
 	cJSON *arr = cJSON_CreateArray();
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while (rk_stmt_step(st) == RK_SQL_ROW) {
 		cJSON *o = cJSON_CreateObject();
-		const char *bot = (const char *)sqlite3_column_text(st, 1);
-		cJSON_AddNumberToObject(o, "slot", sqlite3_column_int(st, 0));
+		const char *bot = (const char *)rk_stmt_column_text(st, 1);
+		cJSON_AddNumberToObject(o, "slot", rk_stmt_column_int(st, 0));
 		cJSON_AddStringToObject(o, "bot_id", bot);
-		cJSON_AddStringToObject(o, "state", (const char *)sqlite3_column_text(st, 2));
-		cJSON_AddNumberToObject(o, "generation", (double)sqlite3_column_int64(st, 3));
-		rk_json_add_str_or_null(o, "profile", (const char *)sqlite3_column_text(st, 4));
+		cJSON_AddStringToObject(o, "state", (const char *)rk_stmt_column_text(st, 2));
+		cJSON_AddNumberToObject(o, "generation", (double)rk_stmt_column_int64(st, 3));
+		rk_json_add_str_or_null(o, "profile", (const char *)rk_stmt_column_text(st, 4));
 		char *holder = NULL;
 		if (rk_team_control_live(eng->db, c->id, bot, &holder))
 			cJSON_AddStringToObject(o, "control", holder ? holder : "person");
@@ -777,7 +777,7 @@ int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSO
 		free(holder);
 		cJSON_AddItemToArray(arr, o);
 	}
-	sqlite3_finalize(st);
+	rk_stmt_finalize(st);
 	*out = arr;
 	return 0;
 }
@@ -785,13 +785,13 @@ int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSO
 int rk_team_screen_count(struct rk_db *db, const struct rk_computer *c)
 {
 	int bots = 0;
-	sqlite3_stmt *st = rk_db_prepare(db, "SELECT count(*) FROM display_slots WHERE computer_id = ? AND bot_id IS NOT NULL",
+	struct rk_stmt *st = rk_db_prepare(db, "SELECT count(*) FROM display_slots WHERE computer_id = ? AND bot_id IS NOT NULL",
 					 NULL);
 	if (st) {
 		rk_db_bind_text(st, 1, c->id);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			bots = sqlite3_column_int(st, 0);
-		sqlite3_finalize(st);
+		if (rk_stmt_step(st) == RK_SQL_ROW)
+			bots = rk_stmt_column_int(st, 0);
+		rk_stmt_finalize(st);
 	}
 	if (!c->desktop || !c->state || strcmp(c->state, "running"))
 		return bots;
@@ -857,26 +857,26 @@ int rk_team_takeover(struct rk_engine *eng, struct rk_computer *c, const char *b
 	int waiting = run != NULL;
 	/* one upsert: a new lease, or the same person's extended (its id kept) */
 	char *new_id = rk_id_new("ctl");
-	sqlite3_stmt *st = rk_db_prepare(
+	struct rk_stmt *st = rk_db_prepare(
 		eng->db,
 		"INSERT INTO control_leases (computer_id, bot_id, holder, lease_id, expires_at, created_at) VALUES "
 		"(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (computer_id, bot_id) DO UPDATE SET expires_at = ?5, "
-		"holder = CASE WHEN ?7 THEN holder ELSE ?3 END, lease_id = CASE WHEN ?7 THEN lease_id ELSE ?4 END, "
-		"created_at = CASE WHEN ?7 THEN created_at ELSE ?6 END RETURNING lease_id",
+		"holder = CASE WHEN ?7 <> 0 THEN control_leases.holder ELSE ?3 END, lease_id = CASE WHEN ?7 <> 0 THEN control_leases.lease_id ELSE ?4 END, "
+		"created_at = CASE WHEN ?7 <> 0 THEN control_leases.created_at ELSE ?6 END RETURNING lease_id",
 		err);
 	if (st) {
 		rk_db_bind_text(st, 1, c->id);
 		rk_db_bind_text(st, 2, bot);
 		rk_db_bind_text(st, 3, eng->owner);
 		rk_db_bind_text(st, 4, new_id);
-		sqlite3_bind_int64(st, 5, now + ttl);
-		sqlite3_bind_int64(st, 6, now);
-		sqlite3_bind_int(st, 7, extend);
-		if (sqlite3_step(st) == SQLITE_ROW)
+		rk_stmt_bind_int64(st, 5, now + ttl);
+		rk_stmt_bind_int64(st, 6, now);
+		rk_stmt_bind_int(st, 7, extend);
+		if (rk_stmt_step(st) == RK_SQL_ROW)
 			lease_id = rk_db_col_text(st, 0);
 		else
 			r = rk_db_sql_error(eng->db, err, "grant control");
-		sqlite3_finalize(st);
+		rk_stmt_finalize(st);
 	} else {
 		r = -err->code;
 	}
@@ -945,7 +945,7 @@ int rk_team_release_control(struct rk_engine *eng, struct rk_computer *c, const 
 		return r;
 	}
 	free(holder);
-	sqlite3_stmt *st = rk_db_prepare(eng->db, "DELETE FROM control_leases WHERE computer_id = ? AND bot_id = ?", err);
+	struct rk_stmt *st = rk_db_prepare(eng->db, "DELETE FROM control_leases WHERE computer_id = ? AND bot_id = ?", err);
 	if (!st)
 		return -err->code;
 	rk_db_bind_text(st, 1, c->id);

@@ -6,9 +6,9 @@ set -eu
 
 BUILD="build-essential pkg-config libcurl4-openssl-dev libcjson-dev libsodium-dev
 libarchive-dev libvncserver-dev libncurses-dev libsqlite3-dev libreadline-dev
-libpng-dev libzstd-dev libmicrohttpd-dev libwebsockets-dev"
+libpng-dev libzstd-dev libmicrohttpd-dev libwebsockets-dev libpq-dev"
 RUNTIME="docker.io debootstrap zstd ca-certificates curl sqlite3 bats tar procps
-python3 tmux xvfb x11vnc python3-tk xdotool imagemagick chromium nodejs"
+postgresql python3 tmux xvfb x11vnc python3-tk xdotool imagemagick chromium nodejs"
 
 # npm comes with some nodejs builds; Debian's own package only when it did not
 if ! command -v npm >/dev/null 2>&1; then

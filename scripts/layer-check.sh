@@ -13,4 +13,12 @@ if [ -n "$bad" ]; then
 	echo "$bad"
 	exit 1
 fi
+# SQL goes through engine/sql.h: only its drivers include a database's client library.
+drv=$(grep -lE '#include *<(sqlite3|libpq-fe)\.h>' engine/*.[ch] engine/util/*.[ch] providers/*.[ch] \
+	providers/*/*.[ch] cmd/*.[ch] tui/*.[ch] 2>/dev/null | grep -vxE 'engine/sql_(sqlite|pg)\.c')
+if [ -n "$drv" ]; then
+	echo "layer check failed: only engine/sql_sqlite.c and engine/sql_pg.c include sqlite3.h or libpq-fe.h:"
+	echo "$drv"
+	exit 1
+fi
 echo "layer check: ok"

@@ -74,17 +74,17 @@ static void bench_reveal(struct rk_actor *a)
 			die("reveal", &e);
 		rk_secret_value_free(v, n);
 		int64_t t1 = rk_monotonic_us();
-		sqlite3_stmt *st;
-		sqlite3_prepare_v2(eng->db->handle,
+		struct rk_stmt *st;
+		rk_stmt_prepare_v2(eng->db,
 				   "SELECT bot_id, origin, auth, auth_param, nonce, ciphertext FROM secrets WHERE user_id = ? "
 				   "AND space_id = ? AND name = ? AND bot_id IN (?, '') ORDER BY bot_id = '' LIMIT 1",
 				   -1, &st, NULL);
-		sqlite3_bind_text(st, 1, a->user, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, a->space, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, "bench", -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, "", -1, SQLITE_STATIC);
-		sqlite3_step(st);
-		sqlite3_finalize(st);
+		rk_stmt_bind_text(st, 1, a->user, -1);
+		rk_stmt_bind_text(st, 2, a->space, -1);
+		rk_stmt_bind_text(st, 3, "bench", -1);
+		rk_stmt_bind_text(st, 4, "", -1);
+		rk_stmt_step(st);
+		rk_stmt_finalize(st);
 		int64_t t2 = rk_monotonic_us();
 		ours[i] = t1 - t0;
 		base[i] = t2 - t1;

@@ -41,6 +41,9 @@ recover() {
 	for round in $(seq 1 "${RK_CRASH_ROUNDS:-50}"); do
 		export RAKAZO_DATA_DIR=$BATS_TEST_TMPDIR/d$round
 		mkdir -p "$RAKAZO_DATA_DIR"
+		# on PostgreSQL (make check-pg) each round's data directory gets its own database too
+		rk_pg_teardown
+		rk_pg_setup
 		export RAKAZO_FAKE_DELAY_MS=$((RANDOM % 60))
 		op=${ops[$((RANDOM % 4))]}
 		case $op in

@@ -25,11 +25,49 @@ setup() {
 	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
 	mkdir -p "$RAKAZO_DATA_DIR"
 	RK_CLOSE_FDS=$(rk_close_fds)
+	rk_pg_setup
 }
 
 teardown() {
 	rk_kill_all
 	rk_remove_containers
+	rk_pg_teardown
+}
+
+# RAKAZO_TEST_PG=DIR (a server from `sh scripts/pg.sh start DIR`, as `make
+# check-pg` starts): every test gets a database of its own on it, as it gets
+# a data directory of its own on SQLite.
+rk_pg_setup() {
+	unset RAKAZO_DATABASE_URL RK_PG_DB
+	[ -n "${RAKAZO_TEST_PG:-}" ] || return 0
+	RK_PG_DB="rk_bats_$$_${BATS_TEST_NUMBER}_$RANDOM"
+	psql -h "$RAKAZO_TEST_PG" -U rakazo -d postgres -qtAc "CREATE DATABASE $RK_PG_DB" >/dev/null
+	export RAKAZO_DATABASE_URL="postgresql://rakazo@/$RK_PG_DB?host=$RAKAZO_TEST_PG"
+}
+
+rk_pg_teardown() {
+	[ -n "${RK_PG_DB:-}" ] || return 0
+	psql -h "$RAKAZO_TEST_PG" -U rakazo -d postgres -qtAc "DROP DATABASE IF EXISTS $RK_PG_DB WITH (FORCE)" >/dev/null || true
+}
+
+# Runs SQL on this test's state, whichever backend holds it; prints rows as a|b.
+rk_sql() {
+	if [ -n "${RAKAZO_DATABASE_URL:-}" ]; then
+		psql "$RAKAZO_DATABASE_URL" -qtAX -v ON_ERROR_STOP=1 -c "$1"
+	else
+		python3 - "$RAKAZO_DATA_DIR/rakazo.db" "$1" <<'EOF'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], timeout=30)
+for row in c.execute(sys.argv[2]):
+    print("|".join("" if v is None else str(v) for v in row))
+c.commit()
+EOF
+	fi
+}
+
+# Skips a test that reads SQLite's file itself.
+rk_sqlite_only() {
+	[ -z "${RAKAZO_DATABASE_URL:-}" ] || skip "reads SQLite's file directly"
 }
 
 # Force-removes the docker containers this test's data directory made (by
@@ -184,15 +222,9 @@ docker_or_skip() {
 # Inserts a run row for bot $2 on computer $1 in state $3 (the run helper's
 # `rakazo run --bot` makes these; here the table is written directly).
 run_row() {
-	python3 - "$RAKAZO_DATA_DIR/rakazo.db" "$(rk_id "$1")" "$2" "$3" "${4:-run_$2_$3}" <<'EOF'
-import sqlite3, sys, time
-db, computer, bot, state, rid = sys.argv[1:]
-c = sqlite3.connect(db, timeout=30)
-c.execute("DELETE FROM runs WHERE id = ?", (rid,))
-c.execute("INSERT INTO runs (id, bot_id, computer_id, task, state, created_at) VALUES (?, ?, ?, 'task', ?, ?)",
-          (rid, bot, computer, state, int(time.time() * 1000)))
-c.commit()
-EOF
+	local rid=${4:-run_$2_$3}
+	rk_sql "DELETE FROM runs WHERE id = '$rid'" >/dev/null
+	rk_sql "INSERT INTO runs (id, bot_id, computer_id, task, state, created_at) VALUES ('$rid', '$2', '$(rk_id "$1")', 'task', '$3', $(date +%s%3N))" >/dev/null
 }
 
 # Starts `rakazo screen gateway` on a free loopback port; sets GW (HOST:PORT).

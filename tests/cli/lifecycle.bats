@@ -146,6 +146,13 @@ for line in sys.stdin:
 	[ "$(printf '%s' "$output" | rk_json '[c["status"] for c in d["checks"] if c["check"]=="database"][0]')" = ok ]
 	[[ $(printf '%s' "$output" | rk_json '[c["detail"] for c in d["checks"] if c["check"]=="database"][0]') == *"integrity ok"* ]]
 	[ "$(printf '%s' "$output" | rk_json 'd["data_dir"]')" = "$RAKAZO_DATA_DIR" ]
+	# the backend is named; on PostgreSQL (make check-pg) the server's version is shown instead of a journal mode
+	if [ -n "${RAKAZO_DATABASE_URL:-}" ]; then
+		[[ $(printf '%s' "$output" | rk_json '[c["detail"] for c in d["checks"] if c["check"]=="backend"][0]') == "postgresql: postgresql://rakazo@/"* ]]
+		[[ $(printf '%s' "$output" | rk_json '[c["detail"] for c in d["checks"] if c["check"]=="database"][0]') == *", server "[0-9]* ]]
+		return
+	fi
+	[[ $(printf '%s' "$output" | rk_json '[c["detail"] for c in d["checks"] if c["check"]=="backend"][0]') == "sqlite: "* ]]
 	# the journal mode doctor shows is the one the file has (SQLite keeps WAL in the file)
 	local mode
 	mode=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA journal_mode").fetchone()[0])' "$RAKAZO_DATA_DIR/rakazo.db")
@@ -182,4 +189,23 @@ for line in sys.stdin:
 	RAKAZO_SELF="$bin" "$bin" computer pause t --wait --json >/dev/null
 	[ "$(rk computer show t --json | rk_json 'd["state"]')" = paused ]
 	kill "$pid"
+
+@test "RAKAZO_DATABASE_URL: a server that does not answer is unavailable, named without its password; a URL of another kind is refused" {
+	export RAKAZO_DATABASE_URL="postgresql://rakazo:s3cret@/rakazo?host=$BATS_TEST_TMPDIR/nosuch&connect_timeout=5"
+	run rk computer list --json
+	[ "$status" -eq 5 ]
+	[[ $output == *'"code":"unavailable"'* ]]
+	[[ $output == *"postgresql://rakazo@/rakazo?host=$BATS_TEST_TMPDIR/nosuch"* ]]
+	[[ $output != *s3cret* ]]
+	local doc st=0
+	doc=$(rk doctor --json 2>/dev/null) || st=$?
+	[ "$st" -eq 1 ]
+	[[ $doc != *s3cret* ]]
+	[ "$(printf '%s' "$doc" | rk_json '[c["status"] for c in d["checks"] if c["check"]=="state"][0]')" = fail ]
+	[[ $(printf '%s' "$doc" | rk_json '[c["detail"] for c in d["checks"] if c["check"]=="state"][0]') == *"not reachable"* ]]
+	[[ $(printf '%s' "$doc" | rk_json '[c["detail"] for c in d["checks"] if c["check"]=="backend"][0]') == "postgresql: postgresql://rakazo@/rakazo?host="* ]]
+	export RAKAZO_DATABASE_URL="mysql://u:pw@localhost/rakazo"
+	expect_json_error 2 invalid_argument rk computer list --json
+	# nothing was made: no SQLite file either
+	[ ! -e "$RAKAZO_DATA_DIR/rakazo.db" ]
 }

@@ -328,12 +328,7 @@ start_busy_run() {
 # Column $1 of the newest run, read from the database itself: every `rakazo
 # run` verb reaps stale runs on its own, which the next test must not call.
 db_run() {
-	python3 - "$RAKAZO_DATA_DIR/rakazo.db" "$1" <<'PY'
-import sqlite3, sys
-c = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True, timeout=10)
-r = c.execute("SELECT %s FROM runs ORDER BY created_at DESC LIMIT 1" % sys.argv[2]).fetchone()
-print("" if r is None or r[0] is None else r[0])
-PY
+	rk_sql "SELECT $1 FROM runs ORDER BY created_at DESC LIMIT 1"
 }
 
 @test "run: the worker marks a run whose process died interrupted (worker_gone), with no run command called" {

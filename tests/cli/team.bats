@@ -226,7 +226,7 @@ home() {
 	rk screen release-control t --bot a
 	expect_json_error 3 not_found rk screen release-control t --bot a --json
 	# the run that waited for the person goes on (issue 9: release ends the wait)
-	[ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT state FROM runs WHERE id = ?", ("r1",)).fetchone()[0])' "$RAKAZO_DATA_DIR/rakazo.db")" = running ]
+	[ "$(rk_sql "SELECT state FROM runs WHERE id = 'r1'")" = running ]
 	# after release the bot continues
 	rk screen act t --bot a -a '[{"action":"wait","ms":1}]' --json >/dev/null
 	# and with the run done, takeover is free again

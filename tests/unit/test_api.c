@@ -10,6 +10,7 @@
 #include "../../engine/util/buf.h"
 #include "../../engine/util/fs.h"
 #include "check.h"
+#include "fresh_db.h"
 
 static struct rk_engine *eng;
 static char *dir;
@@ -160,6 +161,7 @@ int main(void)
 	dir = mkdtemp(tmpl);
 	setenv("RAKAZO_DATA_DIR", dir, 1);
 	setenv("RAKAZO_NO_WORKER", "1", 1);
+	fresh_database();
 	struct rk_error e;
 	if (rk_engine_open(&eng, &e) != 0) {
 		printf("  engine: %s\n", e.message);

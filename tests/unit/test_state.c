@@ -16,12 +16,14 @@
 #include "../../engine/util/time.h"
 #include "../../engine/worker.h"
 #include "check.h"
+#include "fresh_db.h"
 
 static char *new_data_dir(void)
 {
 	char tmpl[] = "/tmp/rk-state-XXXXXX";
 	char *d = mkdtemp(tmpl);
 	setenv("RAKAZO_DATA_DIR", d, 1);
+	fresh_database();
 	return rk_xstrdup(d);
 }
 
@@ -405,14 +407,14 @@ TEST(lease_many_processes)
 	/* every acquisition took a fresh fence and made exactly one write */
 	CHECK(total > 0);
 	CHECK_EQ_INT(cur.fence, total);
-	sqlite3_stmt *st;
-	sqlite3_prepare_v2(eng->db->handle,
+	struct rk_stmt *st;
+	rk_stmt_prepare_v2(eng->db,
 			   "SELECT count(*), count(DISTINCT fence) FROM lease_writes WHERE computer_id='cmp_race'", -1,
 			   &st, NULL);
-	REQUIRE(sqlite3_step(st) == SQLITE_ROW);
-	CHECK_EQ_INT(sqlite3_column_int(st, 0), total);
-	CHECK_EQ_INT(sqlite3_column_int(st, 1), total);
-	sqlite3_finalize(st);
+	REQUIRE(rk_stmt_step(st) == RK_SQL_ROW);
+	CHECK_EQ_INT(rk_stmt_column_int(st, 0), total);
+	CHECK_EQ_INT(rk_stmt_column_int(st, 1), total);
+	rk_stmt_finalize(st);
 	rk_lease_release_record(&cur);
 	rk_engine_free(eng);
 	rk_fs_remove_tree(dir, NULL);

@@ -19,6 +19,7 @@
 #include "../../engine/util/fs.h"
 #include "../../engine/worker.h"
 #include "check.h"
+#include "fresh_db.h"
 
 static char *data_dir;
 
@@ -27,6 +28,7 @@ static struct rk_engine *team_engine(struct rk_computer *c, const char *mode)
 	char tmpl[] = "/tmp/rk-team-XXXXXX";
 	data_dir = rk_xstrdup(mkdtemp(tmpl));
 	setenv("RAKAZO_DATA_DIR", data_dir, 1);
+	fresh_database();
 	setenv("RAKAZO_OWNER", "user:unit", 1);
 	struct rk_engine *eng = NULL;
 	struct rk_error e;
@@ -189,21 +191,21 @@ static const char *latest_reason(struct rk_engine *eng, const char *computer_id)
 {
 	static char reason[64];
 	reason[0] = '\0';
-	sqlite3_stmt *st = rk_db_prepare(
+	struct rk_stmt *st = rk_db_prepare(
 		eng->db, "SELECT reason FROM home_revisions WHERE computer_id = ? ORDER BY created_at DESC LIMIT 1", NULL);
-	sqlite3_bind_text(st, 1, computer_id, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		snprintf(reason, sizeof(reason), "%s", (const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
+	rk_stmt_bind_text(st, 1, computer_id, -1);
+	if (rk_stmt_step(st) == RK_SQL_ROW)
+		snprintf(reason, sizeof(reason), "%s", (const char *)rk_stmt_column_text(st, 0));
+	rk_stmt_finalize(st);
 	return reason;
 }
 
 static int revision_count(struct rk_engine *eng, const char *computer_id)
 {
-	sqlite3_stmt *st = rk_db_prepare(eng->db, "SELECT count(*) FROM home_revisions WHERE computer_id = ?", NULL);
-	sqlite3_bind_text(st, 1, computer_id, -1, SQLITE_TRANSIENT);
-	int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-	sqlite3_finalize(st);
+	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT count(*) FROM home_revisions WHERE computer_id = ?", NULL);
+	rk_stmt_bind_text(st, 1, computer_id, -1);
+	int n = rk_stmt_step(st) == RK_SQL_ROW ? rk_stmt_column_int(st, 0) : -1;
+	rk_stmt_finalize(st);
 	return n;
 }
 
