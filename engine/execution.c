@@ -668,7 +668,8 @@ fail_before_call:
 	return r;
 }
 
-int rk_execution_recover(struct rk_engine *eng, struct rk_error *err)
+int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *, const struct rk_execution *, void *),
+			 void *arg, struct rk_error *err)
 {
 	char **ids = NULL;
 	size_t n = 0;
@@ -679,7 +680,10 @@ int rk_execution_recover(struct rk_engine *eng, struct rk_error *err)
 		if ((r = rk_db_begin(eng->db, err)))
 			break;
 		struct rk_execution e = {0};
-		if (rk_db_execution_get(eng->db, ids[i], &e, NULL) == 0 && !strcmp(e.state, "running")) {
+		if (rk_db_execution_get(eng->db, ids[i], &e, NULL) == 0 && !strcmp(e.state, "running") &&
+		    !(alive && alive(eng, &e, arg))) {
+			rk_log(RK_LOG_WARN, "execution %s: its worker %s (pid %lld) is gone", e.id,
+			       e.worker_id ? e.worker_id : "-", (long long)e.worker_pid);
 			if (e.provider_call_at) {
 				finish(eng, &e, "outcome_unknown", "outcome_unknown",
 				       "the worker stopped while the provider call was in flight", NULL, NULL);
@@ -698,6 +702,8 @@ int rk_execution_recover(struct rk_engine *eng, struct rk_error *err)
 				free(e.phase);
 				e.phase = rk_xstrdup("requeued");
 				e.worker_pid = 0;
+				free(e.worker_id);
+				e.worker_id = NULL;
 				rk_db_execution_update(eng->db, &e, NULL);
 				append_event(eng, e.id, "requeued", msg_data("reason", "the worker stopped before the provider call"), NULL);
 			}
