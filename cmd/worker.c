@@ -7,12 +7,13 @@
 #include "cmd.h"
 #include "out.h"
 
-static int once;
+static int once, join;
 static int64_t idle_exit = 0;
 static volatile int stop_requested;
 
 static const struct rk_opt worker_opts[] = {
 	OPT_BOOL("once", 0, &once, "run what is pending, then exit"),
+	OPT_BOOL("join", 0, &join, "run alongside other --join workers of this data directory or database"),
 	OPT_INT("idle-exit", 0, &idle_exit, "SECONDS", "exit after this long with nothing to do (0: never)", 0,
 		86400 * 365),
 	OPT_END,
@@ -34,7 +35,8 @@ static int run_worker(struct cmd_ctx *ctx)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	struct rk_worker_options opt = {.idle_exit_ms = idle_exit * 1000, .once = once, .stop = &stop_requested};
+	struct rk_worker_options opt = {
+		.idle_exit_ms = idle_exit * 1000, .once = once, .stop = &stop_requested, .join = join};
 	out_progress("rakazo worker: running commands for %s (Ctrl-C stops it)", ctx->eng->data_dir);
 	r = rk_worker_run(ctx->eng, &opt, &ctx->err);
 	if (r == 0 && stop_requested)
@@ -44,12 +46,15 @@ static int run_worker(struct cmd_ctx *ctx)
 
 const struct cmd_entry cmd_worker = {
 	.name = "worker",
-	.args = "[--once] [--idle-exit SECONDS]",
+	.args = "[--once] [--idle-exit SECONDS] [--join]",
 	.summary = "run pending lifecycle commands in the foreground",
 	.description = "The CLI starts a worker on demand, so this is only needed to watch one work or to run\n"
 		       "one under a service manager. One worker runs per data directory; a second one exits\n"
-		       "with the conflict status. A worker that was killed leaves its commands resumable, or\n"
-		       "outcome_unknown when a provider call was in flight.",
+		       "with the conflict status, unless every worker is started with --join: then several\n"
+		       "share the data directory, or (RAKAZO_DATABASE_URL) one PostgreSQL state from several\n"
+		       "hosts. Workers heart-beat every second; one unheard for 15 s (RAKAZO_WORKER_DEAD_MS),\n"
+		       "or whose process is gone on this host, loses its command to the others: it goes back\n"
+		       "to pending, or to outcome_unknown when a provider call was in flight; never twice.",
 	.opts = worker_opts,
 	.run = run_worker,
 };

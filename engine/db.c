@@ -398,6 +398,19 @@ static const struct migration migrations[] = {
 	 "  'waiting_approval','completed','failed','interrupted','cancelled'));"
 	 "CREATE TABLE memory_fts (rowid BIGINT PRIMARY KEY, path TEXT, content TEXT);"
 	 "ALTER TABLE secret_requests ADD COLUMN rowid BIGSERIAL;"},
+	/* 8: several workers on one state (engine/worker.c): each registers
+	 * and heart-beats; a claimed command names its worker, and a run's
+	 * pid comes with the host key that makes it meaningful (engine/host.h) */
+	{"CREATE TABLE workers ("
+	"  id TEXT PRIMARY KEY,"
+	"  host TEXT NOT NULL,"
+	"  host_key TEXT NOT NULL,"
+	"  pid INTEGER NOT NULL,"
+	"  started_at INTEGER NOT NULL,"
+	"  heartbeat_at INTEGER NOT NULL);"
+	"ALTER TABLE lifecycle_executions ADD COLUMN worker_id TEXT;"
+	"ALTER TABLE runs ADD COLUMN worker_host TEXT;",
+	 NULL},
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -1022,6 +1035,7 @@ void rk_execution_release(struct rk_execution *e)
 {
 	if (!e)
 		return;
+	free(e->worker_id);
 	free(e->id);
 	free(e->computer_id);
 	free(e->op);
@@ -1038,7 +1052,7 @@ void rk_execution_release(struct rk_execution *e)
 
 #define EXECUTION_COLS                                                                              \
 	"id, computer_id, op, command_key, body, body_hash, state, phase, error_code, error_message, " \
-	"result, created_at, started_at, finished_at, provider_call_at, cancel_requested, worker_pid"
+	"result, created_at, started_at, finished_at, provider_call_at, cancel_requested, worker_pid, worker_id"
 
 static void execution_from_row(struct rk_stmt *st, struct rk_execution *e)
 {
@@ -1059,6 +1073,7 @@ static void execution_from_row(struct rk_stmt *st, struct rk_execution *e)
 	e->provider_call_at = col_int(st, 14, 0);
 	e->cancel_requested = col_int(st, 15, 0);
 	e->worker_pid = col_int(st, 16, 0);
+	e->worker_id = col_text(st, 17);
 }
 
 static void bind_time(struct rk_stmt *st, int i, int64_t t)
@@ -1073,7 +1088,7 @@ int rk_db_execution_insert(struct rk_db *db, const struct rk_execution *e, struc
 {
 	struct rk_stmt *st = prep(db,
 				"INSERT INTO lifecycle_executions (" EXECUTION_COLS
-				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 				err);
 	if (!st)
 		return -err->code;
@@ -1094,6 +1109,7 @@ int rk_db_execution_insert(struct rk_db *db, const struct rk_execution *e, struc
 	bind_time(st, 15, e->provider_call_at);
 	rk_stmt_bind_int64(st, 16, e->cancel_requested);
 	bind_time(st, 17, e->worker_pid);
+	bind_text(st, 18, e->worker_id);
 	int rc = rk_stmt_step(st);
 	rk_stmt_finalize(st);
 	if (rc == RK_SQL_CONSTRAINT)
@@ -1143,7 +1159,8 @@ int rk_db_execution_active(struct rk_db *db, const char *computer_id, struct rk_
 				   computer_id, out, "no active execution on computer '%s'", err);
 }
 
-int rk_db_execution_claim(struct rk_db *db, int64_t worker_pid, struct rk_execution *out, struct rk_error *err)
+int rk_db_execution_claim(struct rk_db *db, int64_t worker_pid, const char *worker_id, struct rk_execution *out,
+			  struct rk_error *err)
 {
 	int r = execution_query_one(db,
 				    "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE state = 'pending' "
@@ -1154,6 +1171,8 @@ int rk_db_execution_claim(struct rk_db *db, int64_t worker_pid, struct rk_execut
 	free(out->state);
 	out->state = rk_xstrdup("running");
 	out->worker_pid = worker_pid;
+	free(out->worker_id);
+	out->worker_id = worker_id ? rk_xstrdup(worker_id) : NULL;
 	if (!out->started_at)
 		out->started_at = rk_now_ms();
 	return rk_db_execution_update(db, out, err);
@@ -1164,7 +1183,7 @@ int rk_db_execution_update(struct rk_db *db, const struct rk_execution *e, struc
 	struct rk_stmt *st = prep(db,
 				"UPDATE lifecycle_executions SET state = ?, phase = ?, error_code = ?, "
 				"error_message = ?, result = ?, started_at = ?, finished_at = ?, "
-				"provider_call_at = ?, cancel_requested = ?, worker_pid = ? WHERE id = ?",
+				"provider_call_at = ?, cancel_requested = ?, worker_pid = ?, worker_id = ? WHERE id = ?",
 				err);
 	if (!st)
 		return -err->code;
@@ -1178,7 +1197,8 @@ int rk_db_execution_update(struct rk_db *db, const struct rk_execution *e, struc
 	bind_time(st, 8, e->provider_call_at);
 	rk_stmt_bind_int64(st, 9, e->cancel_requested);
 	bind_time(st, 10, e->worker_pid);
-	bind_text(st, 11, e->id);
+	bind_text(st, 11, e->worker_id);
+	bind_text(st, 12, e->id);
 	return step_done(db, st, "update execution", err);
 }
 

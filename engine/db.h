@@ -95,6 +95,7 @@ struct rk_execution {
 	char *id, *computer_id, *op, *command_key, *body, *body_hash, *state, *phase;
 	char *error_code, *error_message, *result;
 	int64_t created_at, started_at, finished_at, provider_call_at, cancel_requested, worker_pid;
+	char *worker_id; /* the workers row of whoever claimed it (NULL before several workers) */
 };
 void rk_execution_release(struct rk_execution *e);
 int rk_db_execution_insert(struct rk_db *db, const struct rk_execution *e, struct rk_error *err);
@@ -103,8 +104,11 @@ int rk_db_execution_by_key(struct rk_db *db, const char *key, struct rk_executio
 /* The unfinished (pending, running or outcome_unknown) execution of a computer, if any. */
 int rk_db_execution_active(struct rk_db *db, const char *computer_id, struct rk_execution *out,
 			   struct rk_error *err);
-/* The oldest pending execution, marked running by worker_pid; RK_ENOTFOUND when none. */
-int rk_db_execution_claim(struct rk_db *db, int64_t worker_pid, struct rk_execution *out, struct rk_error *err);
+/* The oldest pending execution, marked running by the worker (worker_pid,
+ * worker_id); RK_ENOTFOUND when none. Run it inside rk_db_begin: that
+ * transaction is what keeps two workers from claiming one command. */
+int rk_db_execution_claim(struct rk_db *db, int64_t worker_pid, const char *worker_id, struct rk_execution *out,
+			  struct rk_error *err);
 /* Writes state, phase, errors, result, times, cancel flag and worker of e. */
 int rk_db_execution_update(struct rk_db *db, const struct rk_execution *e, struct rk_error *err);
 int rk_db_execution_request_cancel(struct rk_db *db, const char *id, struct rk_error *err);

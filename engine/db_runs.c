@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host.h"
 #include "util/buf.h"
 #include "util/time.h"
 
@@ -50,7 +51,7 @@ static int step_one(struct rk_db *db, struct rk_stmt *st, const char *id, const 
 #define RUN_COLS                                                                                              \
 	"id, bot_id, thread_id, computer_id, task, model, state, final_answer, error, steps, input_tokens, "  \
 	"output_tokens, worker_pid, heartbeat_at, created_at, started_at, finished_at, reason, options, "     \
-	"cancel_requested, lease_bot, lease_fence, takeover_reason, takeover_note, attempts"
+	"cancel_requested, lease_bot, lease_fence, takeover_reason, takeover_note, attempts, worker_host"
 
 static void run_from_row(struct rk_stmt *st, struct rk_run_row *r)
 {
@@ -79,12 +80,14 @@ static void run_from_row(struct rk_stmt *st, struct rk_run_row *r)
 	r->takeover_reason = rk_db_col_text(st, 22);
 	r->takeover_note = rk_db_col_text(st, 23);
 	r->attempts = col_int(st, 24);
+	r->worker_host = rk_db_col_text(st, 25);
 }
 
 void rk_run_row_release(struct rk_run_row *r)
 {
 	if (!r)
 		return;
+	free(r->worker_host);
 	free(r->id);
 	free(r->bot_id);
 	free(r->thread_id);
@@ -194,6 +197,7 @@ int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int
 		return rk_error_set(err, RK_EINVALID, "no run state '%s'", state ? state : "");
 	struct rk_stmt *st = rk_db_prepare(db,
 				"UPDATE runs SET state = ?2, worker_pid = coalesce(?3, worker_pid), heartbeat_at = ?4, "
+				"worker_host = CASE WHEN ?3 IS NULL THEN worker_host ELSE ?6 END, "
 				"started_at = CASE WHEN ?2 = 'running' THEN coalesce(started_at, ?4) ELSE started_at END, "
 				"finished_at = CASE WHEN ?5 <> 0 THEN ?4 ELSE finished_at END WHERE id = ?1",
 				err);
@@ -204,6 +208,7 @@ int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int
 	bind_opt(st, 3, worker_pid);
 	rk_stmt_bind_int64(st, 4, rk_now_ms());
 	rk_stmt_bind_int(st, 5, rk_run_state_is_final(state));
+	rk_db_bind_text(st, 6, rk_host_key());
 	return step_one(db, st, id, "set run state", err);
 }
 
@@ -272,7 +277,8 @@ int rk_db_run_begin_attempt(struct rk_db *db, const char *id, int64_t worker_pid
 			    int64_t lease_fence, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db,
-				"UPDATE runs SET state = 'running', worker_pid = ?2, lease_bot = ?3, lease_fence = ?4, "
+				"UPDATE runs SET state = 'running', worker_pid = ?2, worker_host = ?6, lease_bot = ?3, "
+				"lease_fence = ?4, "
 				"attempts = attempts + 1, heartbeat_at = ?5, started_at = coalesce(started_at, ?5), "
 				"finished_at = NULL, reason = NULL, error = NULL, final_answer = NULL, "
 				"takeover_reason = NULL, takeover_note = NULL WHERE id = ?1",
@@ -284,6 +290,7 @@ int rk_db_run_begin_attempt(struct rk_db *db, const char *id, int64_t worker_pid
 	rk_db_bind_text(st, 3, lease_bot);
 	bind_opt(st, 4, lease_fence);
 	rk_stmt_bind_int64(st, 5, rk_now_ms());
+	rk_db_bind_text(st, 6, rk_host_key());
 	return step_one(db, st, id, "begin run attempt", err);
 }
 

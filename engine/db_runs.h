@@ -26,6 +26,7 @@ struct rk_run_row {
 	int64_t lease_fence;   /* -1: it holds none */
 	char *takeover_reason, *takeover_note;
 	int64_t attempts;      /* times a process ran it (1 + resumes) */
+	char *worker_host;     /* the host key worker_pid belongs to (engine/host.h), or NULL */
 };
 void rk_run_row_release(struct rk_run_row *r);
 

@@ -315,9 +315,32 @@ int rk_execution_get(struct rk_engine *eng, const char *id, struct rk_execution 
 }
 
 /* Ends an execution in the caller's transaction. */
+/* Inside the caller's transaction: whether e is still the running command
+ * of the worker that claimed it. Another worker takes it back when it
+ * thinks that one dead; the one taken for dead must then write nothing. */
+static int still_ours(struct rk_engine *eng, const struct rk_execution *e, struct rk_error *err)
+{
+	if (!e->worker_id)
+		return 0;
+	struct rk_execution now = {0};
+	struct rk_error e2;
+	int r = 0;
+	if (rk_db_execution_get(eng->db, e->id, &now, &e2) == 0 &&
+	    (!now.worker_id || strcmp(now.worker_id, e->worker_id) || strcmp(now.state, "running")))
+		r = rk_error_set(err, RK_ESTALE, "execution %s was taken over: its worker %s was taken for dead", e->id,
+				 e->worker_id);
+	rk_execution_release(&now);
+	return r;
+}
+
 static int finish(struct rk_engine *eng, struct rk_execution *e, const char *state, const char *code,
 		  const char *message, cJSON *result, struct rk_error *err)
 {
+	int owned = still_ours(eng, e, err);
+	if (owned) {
+		cJSON_Delete(result);
+		return owned;
+	}
 	free(e->state);
 	e->state = rk_xstrdup(state);
 	free(e->phase);
@@ -478,7 +501,7 @@ static int set_phase(struct rk_engine *eng, struct rk_execution *e, const char *
 	free(e->phase);
 	e->phase = rk_xstrdup(phase);
 	e->provider_call_at = provider_call ? rk_now_ms() : 0;
-	if ((r = rk_db_execution_update(eng->db, e, err)) ||
+	if ((r = still_ours(eng, e, err)) || (r = rk_db_execution_update(eng->db, e, err)) ||
 	    (r = append_event(eng, e->id, phase, event_data, err)) || (r = rk_db_commit(eng->db, err))) {
 		rk_db_rollback(eng->db);
 		return r;
@@ -668,7 +691,8 @@ fail_before_call:
 	return r;
 }
 
-int rk_execution_recover(struct rk_engine *eng, struct rk_error *err)
+int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *, const struct rk_execution *, void *),
+			 void *arg, struct rk_error *err)
 {
 	char **ids = NULL;
 	size_t n = 0;
@@ -679,7 +703,10 @@ int rk_execution_recover(struct rk_engine *eng, struct rk_error *err)
 		if ((r = rk_db_begin(eng->db, err)))
 			break;
 		struct rk_execution e = {0};
-		if (rk_db_execution_get(eng->db, ids[i], &e, NULL) == 0 && !strcmp(e.state, "running")) {
+		if (rk_db_execution_get(eng->db, ids[i], &e, NULL) == 0 && !strcmp(e.state, "running") &&
+		    !(alive && alive(eng, &e, arg))) {
+			rk_log(RK_LOG_WARN, "execution %s: its worker %s (pid %lld) is gone", e.id,
+			       e.worker_id ? e.worker_id : "-", (long long)e.worker_pid);
 			if (e.provider_call_at) {
 				finish(eng, &e, "outcome_unknown", "outcome_unknown",
 				       "the worker stopped while the provider call was in flight", NULL, NULL);
@@ -698,6 +725,8 @@ int rk_execution_recover(struct rk_engine *eng, struct rk_error *err)
 				free(e.phase);
 				e.phase = rk_xstrdup("requeued");
 				e.worker_pid = 0;
+				free(e.worker_id);
+				e.worker_id = NULL;
 				rk_db_execution_update(eng->db, &e, NULL);
 				append_event(eng, e.id, "requeued", msg_data("reason", "the worker stopped before the provider call"), NULL);
 			}

@@ -41,9 +41,12 @@ cJSON *rk_event_to_json(const struct rk_event *ev);
 
 /* Worker side: runs one claimed execution to its end. */
 int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_error *err);
-/* After a worker crash: executions left running go back to pending, or to
- * outcome_unknown when their provider call was in flight. */
-int rk_execution_recover(struct rk_engine *eng, struct rk_error *err);
+/* After a worker crash: executions left running by a worker that alive()
+ * says is gone (every one, when alive is NULL) go back to pending, or to
+ * outcome_unknown when their provider call was in flight. Each is checked
+ * again inside its own transaction, so two workers never both take one. */
+int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *, const struct rk_execution *, void *),
+			 void *arg, struct rk_error *err);
 
 /* Makes sure a computer can take work: a paused or stopped computer first gets
  * a saved resume (submitted and waited for); a starting one is waited for. On

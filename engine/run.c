@@ -15,6 +15,7 @@
 #include "checkpoint.h"
 #include "db_runs.h"
 #include "execution.h"
+#include "host.h"
 #include "lease.h"
 #include "run_log.h"
 #include "session.h"
@@ -1156,11 +1157,6 @@ int rk_run_resume(struct rk_engine *eng, const char *run_id, const struct rk_run
 	return rk_run_execute(eng, run_id, x, err);
 }
 
-static int pid_alive(int64_t pid)
-{
-	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
-}
-
 int rk_run_cancel(struct rk_engine *eng, const char *run_id, int64_t wait_ms, struct rk_error *err)
 {
 	int r = rk_run_reap(eng, NULL, err);
@@ -1174,7 +1170,10 @@ int rk_run_cancel(struct rk_engine *eng, const char *run_id, int64_t wait_ms, st
 	if ((r = rk_db_run_request_cancel(eng->db, row.id, err)))
 		goto out;
 	int64_t fresh = rk_now_ms() - rk_run_stale_ms();
-	int live = pid_alive(row.worker_pid) && row.heartbeat_at >= fresh && !rk_run_state_is_final(row.state);
+	/* a run on another host is judged by its heartbeat, and hears of the
+	 * cancel from the state rather than a signal */
+	int alive = rk_host_pid_alive(row.worker_host, row.worker_pid);
+	int live = alive != 0 && row.worker_pid > 0 && row.heartbeat_at >= fresh && !rk_run_state_is_final(row.state);
 	if (!live && (!strcmp(row.state, "interrupted") || row.worker_pid < 0)) {
 		/* nothing runs it (an interrupted run, or a queued one no process took yet) */
 		if ((r = rk_db_run_finish(eng->db, row.id, "cancelled", NULL, "cancelled: by `rakazo run cancel`",
@@ -1185,7 +1184,7 @@ int rk_run_cancel(struct rk_engine *eng, const char *run_id, int64_t wait_ms, st
 		}
 		goto out;
 	}
-	if (live && kill((pid_t)row.worker_pid, SIGUSR1) != 0)
+	if (live && alive == 1 && kill((pid_t)row.worker_pid, SIGUSR1) != 0)
 		rk_log(RK_LOG_WARN, "run %s: cannot signal pid %lld: %s", row.id, (long long)row.worker_pid,
 		       strerror(errno));
 	int64_t deadline = rk_monotonic_ms() + wait_ms;
@@ -1252,7 +1251,8 @@ int rk_run_reap(struct rk_engine *eng, int *marked, struct rk_error *err)
 		int64_t hb = row->heartbeat_at >= 0 ? row->heartbeat_at : row->created_at;
 		const char *reason = NULL;
 		char *msg = NULL;
-		if (row->worker_pid > 0 && strcmp(row->state, "queued") && !pid_alive(row->worker_pid)) {
+		if (row->worker_pid > 0 && strcmp(row->state, "queued") &&
+		    rk_host_pid_alive(row->worker_host, row->worker_pid) == 0) {
 			reason = "worker_gone";
 			msg = rk_xasprintf("worker_gone: the process running it (pid %lld) is gone; `rakazo run resume "
 					   "%s` continues it",

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +13,184 @@
 #include <unistd.h>
 
 #include "execution.h"
+#include "host.h"
 #include "idle.h"
 #include "run.h"
 #include "util/buf.h"
+#include "util/id.h"
 #include "util/log.h"
 #include "util/time.h"
+
+#define HEARTBEAT_MS 1000
+#define WORKER_DEAD_MS_DEFAULT 15000
+
+/* --- the workers table: who runs commands, from where, last heard when ------- */
+
+/* How long a worker may go unheard before its commands are taken back:
+ * $RAKAZO_WORKER_DEAD_MS (tests shorten it), else 15 s. */
+static int64_t worker_dead_ms(void)
+{
+	const char *v = getenv("RAKAZO_WORKER_DEAD_MS");
+	long long ms = v && *v ? atoll(v) : 0;
+	return ms > 0 ? ms : WORKER_DEAD_MS_DEFAULT;
+}
+
+static int worker_register(struct rk_db *db, const char *id, struct rk_error *err)
+{
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	struct rk_stmt *st = rk_db_prepare(db,
+					   "INSERT INTO workers (id, host, host_key, pid, started_at, heartbeat_at) "
+					   "VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+					   err);
+	if (!st)
+		return -err->code;
+	rk_db_bind_text(st, 1, id);
+	rk_db_bind_text(st, 2, host);
+	rk_db_bind_text(st, 3, rk_host_key());
+	rk_stmt_bind_int64(st, 4, getpid());
+	rk_stmt_bind_int64(st, 5, rk_now_ms());
+	return rk_db_step_done(db, st, "register worker", err);
+}
+
+/* 1 when the row was there to touch, 0 when it is gone, < 0 on error. */
+static int worker_heartbeat(struct rk_db *db, const char *id, struct rk_error *err)
+{
+	struct rk_stmt *st = rk_db_prepare(db, "UPDATE workers SET heartbeat_at = ?2 WHERE id = ?1", err);
+	if (!st)
+		return -err->code;
+	rk_db_bind_text(st, 1, id);
+	rk_stmt_bind_int64(st, 2, rk_now_ms());
+	int r = rk_db_step_done(db, st, "worker heartbeat", err);
+	return r < 0 ? r : rk_db_changes(db) > 0;
+}
+
+static void worker_forget(struct rk_db *db, const char *id)
+{
+	struct rk_stmt *st = rk_db_prepare(db, "DELETE FROM workers WHERE id = ?1", NULL);
+	if (!st)
+		return;
+	rk_db_bind_text(st, 1, id);
+	rk_db_step_done(db, st, "forget worker", NULL);
+}
+
+/* rk_execution_recover's judge: whether the worker that claimed e still
+ * runs. Its own pid answers on its host; elsewhere only its heartbeat. */
+static int execution_worker_alive(struct rk_engine *eng, const struct rk_execution *e, void *self_id)
+{
+	if (e->worker_id && !strcmp(e->worker_id, (const char *)self_id))
+		return 1;
+	if (!e->worker_id) /* claimed before workers registered: by a worker on this host */
+		return rk_host_pid_alive(NULL, e->worker_pid) == 1;
+	struct rk_stmt *st =
+		rk_db_prepare(eng->db, "SELECT host_key, pid, heartbeat_at FROM workers WHERE id = ?1", NULL);
+	if (!st)
+		return 1; /* cannot tell: leave it */
+	rk_db_bind_text(st, 1, e->worker_id);
+	int alive = 0;
+	if (rk_stmt_step(st) == RK_SQL_ROW) {
+		int pid = rk_host_pid_alive((const char *)rk_stmt_column_text(st, 0), rk_stmt_column_int64(st, 1));
+		int64_t heard = rk_stmt_column_int64(st, 2);
+		alive = pid != 0 && rk_now_ms() - heard <= worker_dead_ms();
+	}
+	rk_stmt_finalize(st);
+	if (!alive)
+		worker_forget(eng->db, e->worker_id);
+	return alive;
+}
+
+/* Workers that stopped without a word (killed, their host gone) and hold
+ * nothing: their rows go, so `workers` lists the living. */
+static void forget_dead_workers(struct rk_engine *eng)
+{
+	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT id, host_key, pid, heartbeat_at FROM workers", NULL);
+	if (!st)
+		return;
+	char *dead[32];
+	size_t n = 0;
+	while (n < 32 && rk_stmt_step(st) == RK_SQL_ROW) {
+		int pid = rk_host_pid_alive((const char *)rk_stmt_column_text(st, 1), rk_stmt_column_int64(st, 2));
+		if (pid == 0 || rk_now_ms() - rk_stmt_column_int64(st, 3) > worker_dead_ms())
+			dead[n++] = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
+	}
+	rk_stmt_finalize(st);
+	for (size_t i = 0; i < n; i++) {
+		worker_forget(eng->db, dead[i]);
+		free(dead[i]);
+	}
+}
+
+/* The heartbeat runs on a thread of its own, with a connection of its own,
+ * so a worker deep in a slow provider call is still heard. A worker whose
+ * row another one removed was taken for dead and its command handed on:
+ * going on would run that command twice, so it stops at once. */
+struct heartbeat {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int stop;
+	char *data_dir, *id;
+};
+
+static void *heartbeat_main(void *arg)
+{
+	struct heartbeat *hb = arg;
+	struct rk_db *db = NULL;
+	struct rk_error e;
+	pthread_mutex_lock(&hb->lock);
+	while (!hb->stop) {
+		pthread_mutex_unlock(&hb->lock);
+		if (!db && rk_db_open(hb->data_dir, &db, &e) != 0) {
+			rk_log(RK_LOG_WARN, "worker heartbeat: %s", e.message);
+			db = NULL;
+		}
+		if (db) {
+			int r = worker_heartbeat(db, hb->id, &e);
+			if (r == 0) {
+				rk_log(RK_LOG_ERROR, "worker %s was taken for dead by another worker; stopping", hb->id);
+				_exit(75);
+			}
+			if (r < 0) {
+				rk_log(RK_LOG_WARN, "worker heartbeat: %s", e.message);
+				rk_db_close(db);
+				db = NULL;
+			}
+		}
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += HEARTBEAT_MS / 1000;
+		pthread_mutex_lock(&hb->lock);
+		if (!hb->stop)
+			pthread_cond_timedwait(&hb->cond, &hb->lock, &until);
+	}
+	pthread_mutex_unlock(&hb->lock);
+	if (db)
+		rk_db_close(db);
+	return NULL;
+}
+
+static int heartbeat_start(struct heartbeat *hb, struct rk_engine *eng, const char *id)
+{
+	memset(hb, 0, sizeof(*hb));
+	pthread_mutex_init(&hb->lock, NULL);
+	pthread_cond_init(&hb->cond, NULL);
+	hb->data_dir = rk_xstrdup(eng->data_dir);
+	hb->id = rk_xstrdup(id);
+	return pthread_create(&hb->thread, NULL, heartbeat_main, hb) == 0 ? 0 : -1;
+}
+
+static void heartbeat_stop(struct heartbeat *hb)
+{
+	pthread_mutex_lock(&hb->lock);
+	hb->stop = 1;
+	pthread_cond_signal(&hb->cond);
+	pthread_mutex_unlock(&hb->lock);
+	pthread_join(hb->thread, NULL);
+	pthread_mutex_destroy(&hb->lock);
+	pthread_cond_destroy(&hb->cond);
+	free(hb->data_dir);
+	free(hb->id);
+}
 
 static char *lock_path(struct rk_engine *eng)
 {
@@ -25,7 +199,7 @@ static char *lock_path(struct rk_engine *eng)
 
 /* Takes the worker lock; the fd holds it until closed (or the process dies,
  * which is how a crashed worker's commands become recoverable). */
-static int take_lock(struct rk_engine *eng, struct rk_error *err)
+static int take_lock(struct rk_engine *eng, int join, struct rk_error *err)
 {
 	char *path = lock_path(eng);
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -35,10 +209,17 @@ static int take_lock(struct rk_engine *eng, struct rk_error *err)
 		return r;
 	}
 	free(path);
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+	/* a worker alone takes the lock whole; workers that --join share it */
+	if (flock(fd, (join ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
 		close(fd);
-		return rk_error_set(err, RK_ECONFLICT, "another worker is running for this data directory");
+		return rk_error_set(err, RK_ECONFLICT,
+				    join ? "a worker that runs alone holds this data directory (stop it, or start every "
+					   "worker with --join)"
+					 : "another worker is running for this data directory (start every worker with "
+					   "--join to run several)");
 	}
+	if (join)
+		return fd; /* the pid in the file is the lone worker's */
 	char pid[32];
 	int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) == 0)
@@ -93,11 +274,23 @@ static int exe_replaced(const struct rk_engine *eng)
 
 int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, struct rk_error *err)
 {
-	int lock = take_lock(eng, err);
+	int lock = take_lock(eng, opt->join, err);
 	if (lock < 0)
 		return lock;
-	rk_log(RK_LOG_INFO, "worker started");
-	int r = rk_execution_recover(eng, err);
+	char *self = rk_id_new("wkr");
+	struct heartbeat hb;
+	int r = worker_register(eng->db, self, err);
+	if (r == 0 && heartbeat_start(&hb, eng, self) != 0)
+		r = rk_error_set(err, RK_EFAILED, "cannot start the worker's heartbeat");
+	if (r) {
+		worker_forget(eng->db, self);
+		free(self);
+		close(lock);
+		return r;
+	}
+	rk_log(RK_LOG_INFO, "worker %s started", self);
+	forget_dead_workers(eng);
+	r = rk_execution_recover(eng, execution_worker_alive, self, err);
 	int64_t idle_since = rk_monotonic_ms(), next_scan = 0, next_exe_check = 0;
 	int schedules = 0, live_runs = 0;
 	while (r == 0 && !(opt->stop && *opt->stop)) {
@@ -108,6 +301,9 @@ int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, st
 			if (rk_idle_scan(eng, &schedules, &se) != 0)
 				rk_log(RK_LOG_WARN, "worker: idle scan: %s", se.message);
 			live_runs = reap_runs(eng);
+			/* commands of workers that died (other hosts' too) */
+			if (rk_execution_recover(eng, execution_worker_alive, self, &se) != 0)
+				rk_log(RK_LOG_WARN, "worker: recovery: %s", se.message);
 			next_scan = rk_monotonic_ms() + rk_idle_scan_interval_ms();
 		}
 		struct rk_execution e = {0};
@@ -115,7 +311,7 @@ int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, st
 		int got = 0;
 		if ((r = rk_db_begin(eng->db, err)))
 			break;
-		int c = rk_db_execution_claim(eng->db, getpid(), &e, &e2);
+		int c = rk_db_execution_claim(eng->db, getpid(), self, &e, &e2);
 		if (c == 0) {
 			got = 1;
 			rk_db_event_append(eng->db, e.id, "started", NULL, NULL);
@@ -144,8 +340,11 @@ int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, st
 			rk_log(RK_LOG_INFO, "worker: %s was replaced; restarting on it", eng->self_exe);
 			char secs[24];
 			snprintf(secs, sizeof(secs), "%lld", (long long)(opt->idle_exit_ms / 1000));
+			heartbeat_stop(&hb);
+			worker_forget(eng->db, self);
 			close(lock);
-			execl(eng->self_exe, "rakazo", "worker", "--idle-exit", secs, (char *)NULL);
+			execl(eng->self_exe, "rakazo", "worker", "--idle-exit", secs, opt->join ? "--join" : (char *)NULL,
+			      (char *)NULL);
 			rk_log(RK_LOG_ERROR, "worker: cannot start %s: %s", eng->self_exe, strerror(errno));
 			return rk_error_set(err, RK_EFAILED, "cannot restart on the replaced binary %s", eng->self_exe);
 		}
@@ -160,14 +359,17 @@ int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, st
 			lock = -1;
 			if (rk_db_execution_count_pending(eng->db, NULL) <= 0)
 				break;
-			if ((lock = take_lock(eng, NULL)) < 0)
+			if ((lock = take_lock(eng, opt->join, NULL)) < 0)
 				break; /* another worker has it */
 			idle_since = rk_monotonic_ms();
 			continue;
 		}
 		rk_sleep_ms(20);
 	}
-	rk_log(RK_LOG_INFO, "worker stopped");
+	rk_log(RK_LOG_INFO, "worker %s stopped", self);
+	heartbeat_stop(&hb);
+	worker_forget(eng->db, self);
+	free(self);
 	if (lock >= 0)
 		close(lock);
 	return r;

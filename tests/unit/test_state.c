@@ -274,7 +274,7 @@ TEST(recovery_after_crash)
 	b.provider_call_at = 12345;
 	CHECK_EQ_INT(rk_db_execution_update(eng->db, &a, &e), 0);
 	CHECK_EQ_INT(rk_db_execution_update(eng->db, &b, &e), 0);
-	CHECK_EQ_INT(rk_execution_recover(eng, &e), 0);
+	CHECK_EQ_INT(rk_execution_recover(eng, NULL, NULL, &e), 0);
 	struct rk_execution ra = {0}, rb = {0};
 	CHECK_EQ_INT(rk_execution_get(eng, a.id, &ra, &e), 0);
 	CHECK_EQ_INT(rk_execution_get(eng, b.id, &rb, &e), 0);
