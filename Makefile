@@ -97,22 +97,11 @@ check: rakazo test-bins layer-check
 unit: test-bins
 	BUILD=$(BUILD) sh tests/run.sh unit
 
-# The state on PostgreSQL: a throwaway server on a unix socket (scripts/pg.sh),
-# then the database unit tests and the state-heavy bats suites against it, each
-# test in a database of its own (RAKAZO_TEST_PG; see tests/cli/helper.bash).
-PG_UNITS := test_state test_team test_trust test_api
-PG_SUITES := lifecycle leases sessions team status crash
+# The state on PostgreSQL alone (make check runs it too, last): a throwaway
+# server on a unix socket (scripts/pg.sh), then the database unit tests and
+# the state-heavy bats suites against it (tests/run.sh's PG_UNITS, PG_SUITES).
 check-pg: rakazo test-bins
-	@d=$$(mktemp -d /tmp/rakazo-pg-XXXXXX) || exit 1; \
-	trap 'sh scripts/pg.sh stop '"$$d"' >/dev/null 2>&1; rm -rf '"$$d" EXIT; \
-	trap 'exit 130' INT TERM; \
-	sh scripts/pg.sh start $$d >/dev/null || exit 1; \
-	rc=0; \
-	for t in $(PG_UNITS); do RAKAZO_TEST_PG=$$d $(BUILD)/tests/unit/$$t >$$d/$$t.out 2>&1 || rc=1; \
-		grep -v '^ok' $$d/$$t.out; done; \
-	RAKAZO_TEST_PG=$$d RAKAZO_BIN=$(CURDIR)/$(BUILD)/rakazo BUILD=$(BUILD) \
-		bats --tap $(PG_SUITES:%=tests/cli/%.bats) || rc=1; \
-	exit $$rc
+	RAKAZO_BIN=$(CURDIR)/$(BUILD)/rakazo BUILD=$(BUILD) sh tests/run.sh pg
 
 bench: rakazo test-bins
 	RAKAZO_BIN=$(CURDIR)/$(BUILD)/rakazo BUILD=$(BUILD) sh tests/bench/run.sh $(BENCH)

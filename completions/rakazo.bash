@@ -100,7 +100,7 @@ _rakazo_static() {
 	"approval rm") words="--space --json --help" ;;
 	"approval pending") words="--space --json --help" ;;
 	"doctor") words="--json --help" ;;
-	"worker") words="--once --idle-exit --json --help" ;;
+	"worker") words="--once --idle-exit --join --json --help" ;;
 	"help") words="--json --help" ;;
 	"version") words="--json --help" ;;
 	esac

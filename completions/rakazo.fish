@@ -409,6 +409,7 @@ complete -c rakazo -n "__rakazo_at doctor" -l json
 complete -c rakazo -n "__rakazo_at doctor" -l help
 complete -c rakazo -n "__rakazo_at worker" -l once
 complete -c rakazo -n "__rakazo_at worker" -l idle-exit
+complete -c rakazo -n "__rakazo_at worker" -l join
 complete -c rakazo -n "__rakazo_at worker" -l json
 complete -c rakazo -n "__rakazo_at worker" -l help
 complete -c rakazo -n "__rakazo_at help" -l json

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The one test command's driver: sh tests/run.sh [unit|cli|conformance]
+# The one test command's driver: sh tests/run.sh [unit|cli|conformance|pg]
 #
 #   unit         every $BUILD/tests/unit/test_* (each ends "unit: N passed, N failed")
 #   conformance  $BUILD/tests/conformance/conformance PROVIDER for each provider
@@ -7,6 +7,9 @@
 #                E2B emulator started for e2b when node and dockerd are here),
 #                then daytona and box against their emulators
 #   cli          bats --tap tests/cli
+#   pg           the state's unit tests and state-heavy bats suites again on a
+#                throwaway PostgreSQL (scripts/pg.sh), each test in a database
+#                of its own (RAKAZO_TEST_PG; tests/cli/helper.bash)
 #
 # Each suite's output is shown as it runs; the last line is the sum,
 # "N passed, N failed[, N skipped]". Exits non-zero when anything failed or
@@ -29,9 +32,9 @@ limit=${RAKAZO_TEST_TIMEOUT:-900}
 what=${1:-all}
 
 case $what in
-all | unit | cli | conformance) ;;
+all | unit | cli | conformance | pg) ;;
 *)
-	echo "usage: sh tests/run.sh [unit|cli|conformance]" >&2
+	echo "usage: sh tests/run.sh [unit|cli|conformance|pg]" >&2
 	exit 2
 	;;
 esac
@@ -213,10 +216,17 @@ suite_cli() {
 		failed=$((failed + 1))
 		return
 	fi
+	suite_bats "bats tests/cli" tests/cli
+}
+
+# suite_bats NAME FILE...: bats over the files, its TAP counted.
+suite_bats() {
+	name=$1
+	shift
 	# the bats helpers call python3 often: find the real interpreter once
 	RK_PYTHON=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
 	export RK_PYTHON
-	run "bats tests/cli" bats --tap tests/cli
+	run "$name" bats --tap "$@"
 	ok=$(grep -E '^ok ' "$tmp/out" | grep -vcE '^ok [0-9]+ .*# skip')
 	sk=$(grep -cE '^ok [0-9]+ .*# skip' "$tmp/out")
 	no=$(grep -cE '^not ok ' "$tmp/out")
@@ -237,15 +247,44 @@ suite_cli() {
 	fi
 }
 
+# The state on PostgreSQL: these units and suites again, on a server of its own.
+PG_UNITS="test_state test_team test_trust test_api"
+PG_SUITES="lifecycle leases sessions team status crash workers"
+
+suite_pg() {
+	pgdir=$(mktemp -d "${TMPDIR:-/tmp}/rakazo-pg.XXXXXX") || return
+	if ! sh scripts/pg.sh start "$pgdir" >"$tmp/pg.out" 2>&1; then
+		cat "$tmp/pg.out" >&2
+		missing "PostgreSQL did not start (make deps installs it)"
+		rm -rf "$pgdir"
+		return
+	fi
+	for t in $PG_UNITS; do
+		[ -x "$BUILD/tests/unit/$t" ] || continue
+		run "$t (PostgreSQL)" env RAKAZO_TEST_PG="$pgdir" "$BUILD/tests/unit/$t"
+		counts unit
+	done
+	files=
+	for f in $PG_SUITES; do files="$files tests/cli/$f.bats"; done
+	export RAKAZO_TEST_PG="$pgdir"
+	# shellcheck disable=SC2086
+	suite_bats "bats on PostgreSQL" $files
+	unset RAKAZO_TEST_PG
+	sh scripts/pg.sh stop "$pgdir" >/dev/null 2>&1
+	rm -rf "$pgdir"
+}
+
 case $what in
 all)
 	suite_unit
 	suite_conformance
 	suite_cli
+	suite_pg
 	;;
 unit) suite_unit ;;
 conformance) suite_conformance ;;
 cli) suite_cli ;;
+pg) suite_pg ;;
 esac
 
 if [ "$skipped" -gt 0 ]; then
