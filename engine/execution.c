@@ -320,8 +320,8 @@ int rk_execution_get(struct rk_engine *eng, const char *id, struct rk_execution 
  * thinks that one dead; the one taken for dead must then write nothing. */
 static int still_ours(struct rk_engine *eng, const struct rk_execution *e, struct rk_error *err)
 {
-	if (!e->worker_id)
-		return 0;
+	if (!e->worker_id || !e->state || strcmp(e->state, "running") != 0)
+		return 0; /* not a worker's running command (a decision on outcome_unknown, say) */
 	struct rk_execution now = {0};
 	struct rk_error e2;
 	int r = 0;

@@ -189,6 +189,7 @@ for line in sys.stdin:
 	RAKAZO_SELF="$bin" "$bin" computer pause t --wait --json >/dev/null
 	[ "$(rk computer show t --json | rk_json 'd["state"]')" = paused ]
 	kill "$pid"
+}
 
 @test "RAKAZO_DATABASE_URL: a server that does not answer is unavailable, named without its password; a URL of another kind is refused" {
 	export RAKAZO_DATABASE_URL="postgresql://rakazo:s3cret@/rakazo?host=$BATS_TEST_TMPDIR/nosuch&connect_timeout=5"
