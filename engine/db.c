@@ -409,7 +409,16 @@ static const struct migration migrations[] = {
 	"  started_at INTEGER NOT NULL,"
 	"  heartbeat_at INTEGER NOT NULL);"
 	"ALTER TABLE lifecycle_executions ADD COLUMN worker_id TEXT;"
-	"ALTER TABLE runs ADD COLUMN worker_host TEXT;",
+	"ALTER TABLE runs ADD COLUMN worker_host TEXT;"
+	/* session calls through the state, for a holder on another host
+	 * (engine/session.c relay_call) */
+	"CREATE TABLE session_calls ("
+	"  id TEXT PRIMARY KEY,"
+	"  session_id TEXT NOT NULL,"
+	"  request TEXT NOT NULL,"
+	"  reply TEXT,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE INDEX session_calls_open ON session_calls(session_id, created_at);",
 	 NULL},
 };
 

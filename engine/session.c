@@ -24,6 +24,8 @@
 
 #define HOLD_MAX (8u * 1024 * 1024) /* unread output a holder keeps */
 #define HISTORY_CHUNK_MAX (256u * 1024)
+#define RELAY_POLL_MS 50      /* a holder on a shared state looks for calls left there */
+#define RELAY_WAIT_STEP_MS 10 /* a caller looks for its reply */
 
 /* --- replies ------------------------------------------------------------- */
 
@@ -239,7 +241,22 @@ struct holder {
 	int64_t idle_ms;
 	struct rk_engine *eng;  /* the holder's own (its db), for redaction */
 	struct rk_actor actor;  /* whose secrets are redacted; user NULL: patterns only */
+	cJSON *relayed;         /* a call through the state: its reply, kept instead of written */
+	int relay;              /* the state is shared (PostgreSQL): answer calls left there */
 };
+
+/* A reply goes to the caller's socket, or (client < 0) is kept for a call
+ * that came through the state (see holder_relay). Takes o. */
+static void holder_send(struct holder *h, int client, cJSON *o)
+{
+	if (client < 0) {
+		cJSON_Delete(h->relayed);
+		h->relayed = o;
+		return;
+	}
+	rk_ipc_write_reply(client, o);
+	cJSON_Delete(o);
+}
 
 /* A terminal-history record of command, input or output text, with the
  * secrets of the session's actor and credential-looking text redacted
@@ -361,8 +378,7 @@ static void holder_reply(struct holder *h, int client, size_t max_output, const 
 		rk_buf_reset(&h->pending);
 		h->dropped = 0;
 	}
-	rk_ipc_write_reply(client, o);
-	cJSON_Delete(o);
+	holder_send(h, client, o);
 }
 
 static void holder_input(struct holder *h, const char *data, size_t len, struct rk_error *err)
@@ -384,10 +400,12 @@ static void holder_input(struct holder *h, const char *data, size_t len, struct 
 	}
 }
 
-static void holder_serve(struct holder *h, int client)
+/* Serves one call: read from client, or given (req_in, client < 0: a call
+ * through the state; the reply is kept in h->relayed). Takes req_in. */
+static void holder_serve(struct holder *h, int client, cJSON *req_in)
 {
 	struct rk_error e;
-	cJSON *req = rk_ipc_read_request(client, 5000, &e);
+	cJSON *req = req_in ? req_in : rk_ipc_read_request(client, 5000, &e);
 	if (!req) {
 		holder_reply(h, client, 0, "invalid_argument", e.message);
 		return;
@@ -432,8 +450,7 @@ static void holder_serve(struct holder *h, int client)
 			/* a resize hands back nothing: keep the output for the next read */
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddBoolToObject(o, "ok", 1);
-			rk_ipc_write_reply(client, o);
-			cJSON_Delete(o);
+			holder_send(h, client, o);
 		}
 	} else if (!strcmp(op, "kill")) {
 		if (!h->ended) {
@@ -455,22 +472,68 @@ static void holder_serve(struct holder *h, int client)
 	cJSON_Delete(req);
 }
 
+/* Calls that came through the state (session_calls): a caller on another
+ * host, or in another network namespace, cannot reach the holder's
+ * abstract socket, so it leaves its request in the shared state and this
+ * holder answers there. The number served. */
+static int holder_relay(struct holder *h)
+{
+	struct rk_stmt *st = rk_db_prepare(
+		h->db, "SELECT id, request FROM session_calls WHERE session_id = ?1 AND reply IS NULL ORDER BY created_at",
+		NULL);
+	if (!st)
+		return 0;
+	rk_db_bind_text(st, 1, h->sid);
+	char *ids[16], *reqs[16];
+	int n = 0;
+	while (n < 16 && rk_stmt_step(st) == RK_SQL_ROW) {
+		ids[n] = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
+		reqs[n++] = rk_xstrdup((const char *)rk_stmt_column_text(st, 1));
+	}
+	rk_stmt_finalize(st);
+	for (int i = 0; i < n; i++) {
+		cJSON *req = cJSON_Parse(reqs[i]);
+		if (req)
+			holder_serve(h, -1, req);
+		else
+			holder_reply(h, -1, 0, "invalid_argument", "the request is not JSON");
+		char *reply = h->relayed ? cJSON_PrintUnformatted(h->relayed) : rk_xstrdup("{}");
+		cJSON_Delete(h->relayed);
+		h->relayed = NULL;
+		struct rk_stmt *up = rk_db_prepare(h->db, "UPDATE session_calls SET reply = ?2 WHERE id = ?1", NULL);
+		if (up) {
+			rk_db_bind_text(up, 1, ids[i]);
+			rk_db_bind_text(up, 2, reply);
+			rk_db_step_done(h->db, up, "answer a session call", NULL);
+		}
+		free(reply);
+		free(ids[i]);
+		free(reqs[i]);
+	}
+	return n;
+}
+
 static void holder_loop(struct holder *h, int lsock)
 {
 	int64_t last_used = rk_monotonic_ms();
 	for (;;) {
 		struct pollfd pfd[2] = {{.fd = lsock, .events = POLLIN},
 					{.fd = h->eof ? -1 : h->proc->ops->poll_fd(h->proc), .events = POLLIN}};
-		int pr = poll(pfd, 2, h->eof && !h->ended ? 50 : 1000);
+		int pr = poll(pfd, 2, h->eof && !h->ended ? 50 : h->relay ? RELAY_POLL_MS : 1000);
 		if (pr < 0 && errno != EINTR)
 			break;
+		if (h->relay && holder_relay(h)) {
+			last_used = rk_monotonic_ms();
+			if (h->ended && h->pending.len == 0)
+				break;
+		}
 		if (pfd[1].revents)
 			holder_pump(h);
 		holder_check_end(h);
 		if (pfd[0].revents & POLLIN) {
 			int client = rk_ipc_accept(lsock);
 			if (client >= 0) {
-				holder_serve(h, client);
+				holder_serve(h, client, NULL);
 				close(client);
 				last_used = rk_monotonic_ms();
 				/* the end has been handed out: the session is over */
@@ -536,6 +599,7 @@ static void holder_main(void *arg, int ready_fd)
 	h.owner = (char *)a->owner;
 	h.bot_id = (char *)req->bot_id;
 	h.tty = req->tty;
+	h.relay = rk_db_dialect(h.db) == RK_DIALECT_PG;
 	rk_buf_init(&h.pending);
 	const char *idle = getenv("RAKAZO_SESSION_IDLE_MS");
 	h.idle_ms = idle && atoll(idle) > 0 ? atoll(idle) : 30LL * 60 * 1000;
@@ -590,6 +654,77 @@ static int reply_from_json(const char *sid, const cJSON *o, struct rk_session_re
 	return 0;
 }
 
+/* A call through the state, for a holder this process cannot reach (on
+ * another host or in another network namespace, sharing a PostgreSQL
+ * state): the request is left in session_calls and the holder answers it
+ * there (holder_relay). */
+static int relay_call(struct rk_engine *eng, const char *sid, const cJSON *req, int64_t timeout_ms, cJSON **reply,
+		      struct rk_error *err)
+{
+	char *id = rk_id_new("scall");
+	char *text = cJSON_PrintUnformatted(req);
+	struct rk_stmt *st = rk_db_prepare(
+		eng->db, "INSERT INTO session_calls (id, session_id, request, created_at) VALUES (?1, ?2, ?3, ?4)", err);
+	int r = st ? 0 : -err->code;
+	if (st) {
+		rk_db_bind_text(st, 1, id);
+		rk_db_bind_text(st, 2, sid);
+		rk_db_bind_text(st, 3, text);
+		rk_stmt_bind_int64(st, 4, rk_now_ms());
+		r = rk_db_step_done(eng->db, st, "leave a session call", err);
+	}
+	free(text);
+	char *answer = NULL;
+	int64_t until = rk_monotonic_ms() + timeout_ms;
+	for (int gave_up = 0; r == 0 && !answer;) {
+		st = rk_db_prepare(eng->db, "SELECT reply FROM session_calls WHERE id = ?1 AND reply IS NOT NULL", err);
+		if (!st) {
+			r = -err->code;
+			break;
+		}
+		rk_db_bind_text(st, 1, id);
+		if (rk_stmt_step(st) == RK_SQL_ROW)
+			answer = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
+		rk_stmt_finalize(st);
+		if (answer || gave_up)
+			break;
+		if (rk_monotonic_ms() >= until) {
+			/* withdraw it; if that finds it answered meanwhile, read once more */
+			st = rk_db_prepare(eng->db, "DELETE FROM session_calls WHERE id = ?1 AND reply IS NULL", err);
+			if (st) {
+				rk_db_bind_text(st, 1, id);
+				if (rk_db_step_done(eng->db, st, "withdraw a session call", err) == 0 && rk_db_changes(eng->db) > 0)
+					r = rk_error_set(err, RK_EOUTCOME_UNKNOWN,
+							 "session %s: no holder answered through the state in %lld ms (its host "
+							 "may be down); any input may not have been delivered", sid,
+							 (long long)timeout_ms);
+			}
+			gave_up = 1;
+			continue;
+		}
+		rk_sleep_ms(RELAY_WAIT_STEP_MS);
+	}
+	st = rk_db_prepare(eng->db, "DELETE FROM session_calls WHERE id = ?1", NULL);
+	if (st) {
+		rk_db_bind_text(st, 1, id);
+		rk_db_step_done(eng->db, st, "forget a session call", NULL);
+	}
+	free(id);
+	if (r == 0 && !(*reply = answer ? cJSON_Parse(answer) : NULL))
+		r = rk_error_set(err, RK_ECORRUPT, "session %s: the holder's reply through the state is not JSON", sid);
+	free(answer);
+	return r;
+}
+
+/* Whether the state still has sid running (a holder somewhere). */
+static int session_live_in_state(struct rk_engine *eng, const char *sid)
+{
+	struct rk_session_row s = {0};
+	int live = rk_db_session_get(eng->db, sid, &s, NULL) == 0 && strcmp(s.state, "ended") != 0;
+	rk_session_row_release(&s);
+	return live;
+}
+
 static int session_call(struct rk_engine *eng, const char *sid, const char *op, const void *data, size_t len,
 			int64_t yield_ms, size_t max_output, cJSON *extra, struct rk_session_reply *out,
 			struct rk_error *err)
@@ -609,6 +744,8 @@ static int session_call(struct rk_engine *eng, const char *sid, const char *op, 
 	char *name = session_name(sid);
 	int r = rk_ipc_call(name, req, yield_ms + 15000, &reply, err);
 	free(name);
+	if (r == -RK_ENOTFOUND && rk_db_dialect(eng->db) == RK_DIALECT_PG && session_live_in_state(eng, sid))
+		r = relay_call(eng, sid, req, yield_ms + 15000, &reply, err);
 	if (r == -RK_ENOTFOUND)
 		r = rk_error_set(err, RK_ENOTFOUND, "session %s has ended (its holder is gone)", sid);
 	else if (r == -RK_EOUTCOME_UNKNOWN)

@@ -155,3 +155,22 @@ execution_state() {
 	wait "$w1" "$w2" || true
 	workers_registered 0
 }
+
+@test "PostgreSQL: a session held in another network namespace answers input through the state" {
+	[ -n "${RAKAZO_DATABASE_URL:-}" ] || skip "needs the PostgreSQL state (make check-pg)"
+	unshare -n true 2>/dev/null || skip "unshare -n needs root"
+	local sid
+	rk_fake t
+	# its holder starts in a namespace of its own: its socket is out of reach here
+	sid=$(unshare -n env "$RAKAZO_BIN" computer exec t --json --yield-ms 300 -- 'read x; echo got $x' | rk_json 'd["session"]')
+	[ -n "$sid" ]
+	run rk computer input t "$sid" 'abc\n' --json --yield-ms 2000
+	[ "$status" -eq 0 ]
+	[[ $output == *'got abc'* ]]
+	[ "$(printf '%s' "$output" | rk_json 'd["exitCode"]')" = 0 ]
+	# the calls left in the state are gone once answered
+	[ "$(rk_sql 'SELECT count(*) FROM session_calls')" = 0 ]
+	# a session nobody holds any more is ended, not waited for
+	run rk computer input t "$sid" 'x\n' --json
+	[ "$status" -eq 3 ]
+}
