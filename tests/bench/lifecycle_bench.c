@@ -22,6 +22,7 @@
 #include "../../engine/util/fs.h"
 #include "../../engine/util/time.h"
 #include "../../engine/worker.h"
+#include "pg_server.h"
 
 #define BENCH_MS 8000
 #define SLICE_MS 250
@@ -105,12 +106,8 @@ int main(void)
 		fprintf(stderr, "lifecycle_bench: mkdtemp failed\n");
 		return 1;
 	}
-	char *start = rk_xasprintf("sh scripts/pg.sh start %s", pg);
-	FILE *f = popen(start, "r");
-	char url[1024] = "";
-	int up = f && fgets(url, sizeof(url), f);
-	up = (f ? pclose(f) == 0 : 0) && up;
-	url[strcspn(url, "\n")] = '\0';
+	char url[1024];
+	int up = bench_pg_start(pg, url, sizeof(url));
 	char *data = rk_xasprintf("%s/data-dir", pg);
 	struct side base = {0}, ours = {0};
 	int r = -1;
@@ -124,13 +121,10 @@ int main(void)
 	}
 	rk_engine_free(base.eng);
 	rk_engine_free(ours.eng);
-	char *stop = rk_xasprintf("sh scripts/pg.sh stop %s >/dev/null", pg);
-	if (system(stop) != 0)
+	if (bench_pg_stop(pg) != 0)
 		fprintf(stderr, "lifecycle_bench: stopping the server failed\n");
 	rk_fs_remove_tree(sq, NULL);
 	rk_fs_remove_tree(pg, NULL);
-	free(start);
-	free(stop);
 	free(data);
 	if (r)
 		return 1;

@@ -26,6 +26,7 @@
 #include "../../engine/util/fs.h"
 #include "../../engine/util/time.h"
 #include "../../engine/worker.h"
+#include "pg_server.h"
 
 #define COMPUTERS 8
 #define RUN_MS 6000
@@ -203,12 +204,8 @@ int main(void)
 	char pg[] = "/tmp/rk-workers-pg-XXXXXX";
 	if (!mkdtemp(pg))
 		return 1;
-	char *start = rk_xasprintf("sh scripts/pg.sh start %s", pg);
-	FILE *f = popen(start, "r");
-	char url[1024] = "";
-	int up = f && fgets(url, sizeof(url), f);
-	up = (f ? pclose(f) == 0 : 0) && up;
-	url[strcspn(url, "\n")] = '\0';
+	char url[1024];
+	int up = bench_pg_start(pg, url, sizeof(url));
 	if (!up) {
 		fprintf(stderr, "workers_bench: the PostgreSQL server did not start\n");
 		r = -1;
@@ -216,11 +213,8 @@ int main(void)
 		pg_dir = pg;
 		r |= backend("postgresql");
 	}
-	char *stop = rk_xasprintf("sh scripts/pg.sh stop %s >/dev/null", pg);
-	if (system(stop) != 0)
+	if (bench_pg_stop(pg) != 0)
 		fprintf(stderr, "workers_bench: stopping the server failed\n");
 	rk_fs_remove_tree(pg, NULL);
-	free(start);
-	free(stop);
 	return r ? 1 : 0;
 }
