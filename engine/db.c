@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/time.h"
@@ -410,6 +411,7 @@ static const struct migration migrations[] = {
 	"  heartbeat_at INTEGER NOT NULL);"
 	"ALTER TABLE lifecycle_executions ADD COLUMN worker_id TEXT;"
 	"ALTER TABLE runs ADD COLUMN worker_host TEXT;"
+	"ALTER TABLE exec_sessions ADD COLUMN holder_host TEXT;"
 	/* session calls through the state, for a holder on another host
 	 * (engine/session.c relay_call) */
 	"CREATE TABLE session_calls ("
@@ -1591,14 +1593,15 @@ int rk_db_session_get(struct rk_db *db, const char *id, struct rk_session_row *o
 int rk_db_session_touch(struct rk_db *db, const char *id, int64_t holder_pid, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"UPDATE exec_sessions SET last_used_at = ?2, holder_pid = coalesce(?3, holder_pid) "
-				"WHERE id = ?1",
+				"UPDATE exec_sessions SET last_used_at = ?2, holder_pid = coalesce(?3, holder_pid), "
+				"holder_host = CASE WHEN ?3 IS NULL THEN holder_host ELSE ?4 END WHERE id = ?1",
 				err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, id);
 	rk_stmt_bind_int64(st, 2, rk_now_ms());
 	bind_time(st, 3, holder_pid);
+	bind_text(st, 4, rk_host_key());
 	return step_done(db, st, "touch session", err);
 }
 

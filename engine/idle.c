@@ -8,7 +8,9 @@
 
 #include "checkpoint.h"
 #include "execution.h"
+#include "host.h"
 #include "reservation.h"
+#include "session.h"
 #include "team.h"
 #include "util/buf.h"
 #include "util/json.h"
@@ -62,11 +64,6 @@ void rk_idle_touch(struct rk_engine *eng, const char *computer_id)
 	last_ms = now;
 }
 
-static int pid_alive(int64_t pid)
-{
-	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
-}
-
 /* One query that names what keeps c busy, or NULL. */
 static char *busy_reason(struct rk_engine *eng, const struct rk_computer *c)
 {
@@ -98,17 +95,23 @@ static char *busy_reason(struct rk_engine *eng, const struct rk_computer *c)
 		if (why)
 			return why;
 	}
-	/* a session counts while its holder process lives */
+	/* a session counts while its holder process lives; a holder on another
+	 * host, whose pid means nothing here, while it could still be alive:
+	 * a holder ends its session after the session idle limit without a call */
 	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT id, holder_pid FROM exec_sessions WHERE computer_id = ? AND state = 'running' AND "
-					 "command_ended_at IS NULL",
+					 "SELECT id, holder_pid, holder_host, last_used_at FROM exec_sessions WHERE "
+					 "computer_id = ? AND state = 'running' AND command_ended_at IS NULL",
 					 NULL);
 	char *why = NULL;
 	if (st) {
 		rk_db_bind_text(st, 1, c->id);
-		while (!why && rk_stmt_step(st) == RK_SQL_ROW)
-			if (pid_alive(rk_stmt_column_int64(st, 1)))
+		while (!why && rk_stmt_step(st) == RK_SQL_ROW) {
+			int alive = rk_host_pid_alive((const char *)rk_stmt_column_text(st, 2), rk_stmt_column_int64(st, 1));
+			if (alive < 0)
+				alive = now - rk_stmt_column_int64(st, 3) < rk_session_idle_ms();
+			if (alive > 0)
 				why = rk_xasprintf("session %s is running", (const char *)rk_stmt_column_text(st, 0));
+		}
 		rk_stmt_finalize(st);
 	}
 	return why;

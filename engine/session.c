@@ -27,6 +27,12 @@
 #define RELAY_POLL_MS 50      /* a holder on a shared state looks for calls left there */
 #define RELAY_WAIT_STEP_MS 10 /* a caller looks for its reply */
 
+int64_t rk_session_idle_ms(void)
+{
+	const char *idle = getenv("RAKAZO_SESSION_IDLE_MS");
+	return idle && atoll(idle) > 0 ? atoll(idle) : 30LL * 60 * 1000;
+}
+
 /* --- replies ------------------------------------------------------------- */
 
 void rk_session_reply_release(struct rk_session_reply *r)
@@ -601,8 +607,7 @@ static void holder_main(void *arg, int ready_fd)
 	h.tty = req->tty;
 	h.relay = rk_db_dialect(h.db) == RK_DIALECT_PG;
 	rk_buf_init(&h.pending);
-	const char *idle = getenv("RAKAZO_SESSION_IDLE_MS");
-	h.idle_ms = idle && atoll(idle) > 0 ? atoll(idle) : 30LL * 60 * 1000;
+	h.idle_ms = rk_session_idle_ms();
 	rk_db_session_touch(h.db, a->sid, getpid(), NULL);
 	eng.db = h.db;
 	eng.owner = (char *)a->owner;

@@ -16,7 +16,8 @@
 # a suite ended without its closing line (a crash), or ran past the timeout.
 #
 # Environment: RAKAZO_BIN (default ./$BUILD/rakazo), BUILD (default build),
-# RAKAZO_TEST_TIMEOUT (seconds per suite run, default 900),
+# RAKAZO_TEST_TIMEOUT (seconds per suite run, default 1500: bats over
+# tests/cli takes about 16 minutes on a 2-core machine),
 # RAKAZO_REQUIRE_DOCKER=1: a provider whose backend should be up (docker; the
 # e2b, daytona and box emulators when node and the computer image are here)
 # but is reported unavailable, or whose emulator does not start, is a failure
@@ -28,7 +29,7 @@ case $RAKAZO_BIN in /*) ;; *) RAKAZO_BIN=$(pwd)/$RAKAZO_BIN ;; esac
 export RAKAZO_BIN BUILD
 : "${RAKAZO_TEST_LABEL:=rakazo-test-$$}"
 export RAKAZO_TEST_LABEL
-limit=${RAKAZO_TEST_TIMEOUT:-900}
+limit=${RAKAZO_TEST_TIMEOUT:-1500}
 what=${1:-all}
 
 case $what in
@@ -266,10 +267,11 @@ suite_pg() {
 	done
 	files=
 	for f in $PG_SUITES; do files="$files tests/cli/$f.bats"; done
-	export RAKAZO_TEST_PG="$pgdir"
+	# the kill -9 rounds ran 50 times on SQLite already; 20 here
+	export RAKAZO_TEST_PG="$pgdir" RK_CRASH_ROUNDS="${RK_CRASH_ROUNDS:-20}"
 	# shellcheck disable=SC2086
 	suite_bats "bats on PostgreSQL" $files
-	unset RAKAZO_TEST_PG
+	unset RAKAZO_TEST_PG RK_CRASH_ROUNDS
 	sh scripts/pg.sh stop "$pgdir" >/dev/null 2>&1
 	rm -rf "$pgdir"
 }

@@ -319,6 +319,23 @@ home() {
 	[ "$(rk computer show t --json | rk_json 'd["state"]')" = running ]
 }
 
+@test "idle: a session held on another host keeps the computer busy until it could have ended on its own" {
+	export RAKAZO_IDLE_SECOND_MS=20 RAKAZO_IDLE_SCAN_MS=100 RAKAZO_SESSION_IDLE_MS=5000
+	local sid pid
+	rk computer create --provider fake --name t --pause-after 30 --wait --json >/dev/null
+	# the holder plays another host: its pid means nothing to this host's worker
+	sid=$(RAKAZO_HOST_KEY=elsewhere rk computer exec t --json --yield-ms 250 -- 'sleep 60' | rk_json 'd["session"]')
+	[ "$(rk_sql "SELECT holder_host FROM exec_sessions WHERE id = '$sid'")" = elsewhere ]
+	# that host goes down: the holder is gone, the row still says running
+	pid=$(rk_sql "SELECT holder_pid FROM exec_sessions WHERE id = '$sid'")
+	kill -9 "$pid"
+	# well past pause-after (30 idle seconds of 20 ms), within the session idle limit
+	sleep 2
+	[ "$(rk computer show t --json | rk_json '[d["state"], d["idle"]["busy"]]')" = '["running", true]' ]
+	# past the limit the holder would have ended it itself: the computer pauses
+	wait_for "[ \"\$(rk computer show t --json | rk_json 'd[\"state\"]')\" = paused ]" 30
+}
+
 # --- real docker computers ------------------------------------------------------------
 
 docker_or_skip() {
