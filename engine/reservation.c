@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "host.h"
 #include "team.h"
 #include "util/buf.h"
 #include "util/json.h"
@@ -223,7 +224,7 @@ int rk_reservation_scan(struct rk_engine *eng, struct rk_error *err)
 
 static int pid_alive(int64_t pid)
 {
-	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+	return rk_host_pid_alive(NULL, pid) == 1;
 }
 
 int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err)

@@ -74,6 +74,15 @@ static void worker_forget(struct rk_db *db, const char *id)
 	rk_db_step_done(db, st, "forget worker", NULL);
 }
 
+/* Whether the workers row read into st (host_key, pid, heartbeat_at from
+ * column col on) is alive: its pid answers on its host, and it was heard
+ * within worker_dead_ms; elsewhere the heartbeat alone decides. */
+static int worker_row_alive(struct rk_stmt *st, int col)
+{
+	int pid = rk_host_pid_alive((const char *)rk_stmt_column_text(st, col), rk_stmt_column_int64(st, col + 1));
+	return pid != 0 && rk_now_ms() - rk_stmt_column_int64(st, col + 2) <= worker_dead_ms();
+}
+
 /* rk_execution_recover's judge: whether the worker that claimed e still
  * runs. Its own pid answers on its host; elsewhere only its heartbeat. */
 static int execution_worker_alive(struct rk_engine *eng, const struct rk_execution *e, void *self_id)
@@ -88,11 +97,8 @@ static int execution_worker_alive(struct rk_engine *eng, const struct rk_executi
 		return 1; /* cannot tell: leave it */
 	rk_db_bind_text(st, 1, e->worker_id);
 	int alive = 0;
-	if (rk_stmt_step(st) == RK_SQL_ROW) {
-		int pid = rk_host_pid_alive((const char *)rk_stmt_column_text(st, 0), rk_stmt_column_int64(st, 1));
-		int64_t heard = rk_stmt_column_int64(st, 2);
-		alive = pid != 0 && rk_now_ms() - heard <= worker_dead_ms();
-	}
+	if (rk_stmt_step(st) == RK_SQL_ROW)
+		alive = worker_row_alive(st, 0);
 	rk_stmt_finalize(st);
 	if (!alive)
 		worker_forget(eng->db, e->worker_id);
@@ -108,11 +114,9 @@ static void forget_dead_workers(struct rk_engine *eng)
 		return;
 	char *dead[32];
 	size_t n = 0;
-	while (n < 32 && rk_stmt_step(st) == RK_SQL_ROW) {
-		int pid = rk_host_pid_alive((const char *)rk_stmt_column_text(st, 1), rk_stmt_column_int64(st, 2));
-		if (pid == 0 || rk_now_ms() - rk_stmt_column_int64(st, 3) > worker_dead_ms())
+	while (n < 32 && rk_stmt_step(st) == RK_SQL_ROW)
+		if (!worker_row_alive(st, 1))
 			dead[n++] = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
-	}
 	rk_stmt_finalize(st);
 	for (size_t i = 0; i < n; i++) {
 		worker_forget(eng->db, dead[i]);
