@@ -694,13 +694,21 @@ int rk_remote_import(const struct rk_remote_ops *r, void *ctx, const char *ws, i
 
 /* --- extra Team screens ------------------------------------------------------- */
 
+/* Pid files hold "PID STARTTIME" (field 22 of /proc/PID/stat): /tmp outlives
+ * a sandbox stop, so a pid alone may name another process after the next start. */
+#define STARTED_FN \
+	"started() { s=$(cat /proc/$1/stat 2>/dev/null) || return 1; s=${s##*) }; set -- $s; echo \"${20}\"; }\n"
+
 char *rk_remote_screen_start_script(int index, int width, int height)
 {
 	int n = index + 1, view = 6080 + 2 * index, control = 6081 + 2 * index;
 	return rk_xasprintf(
 		"d=/tmp/rakazo/display-%d; mkdir -p $d; export DISPLAY=:%d\n"
-		"alive() { [ -f $d/$1.pid ] && kill -0 $(cat $d/$1.pid) 2>/dev/null; }\n"
-		"spawn() { n=$1; shift; alive $n && return 0; setsid \"$@\" >$d/$n.log 2>&1 </dev/null & echo $! >$d/$n.pid; }\n"
+		STARTED_FN
+		"alive() { [ -f $d/$1.pid ] && read -r p t <$d/$1.pid && [ -n \"$t\" ] && "
+		"[ \"$(started $p)\" = \"$t\" ]; }\n"
+		"spawn() { n=$1; shift; alive $n && return 0; setsid \"$@\" >$d/$n.log 2>&1 </dev/null & "
+		"echo \"$! $(started $!)\" >$d/$n.pid; }\n"
 		"spawn xvfb Xvfb :%d -screen 0 %dx%dx24 -nolisten tcp\n"
 		"i=0; until xdpyinfo >/dev/null 2>&1; do i=$((i+1)); [ $i -ge 200 ] && { cat $d/xvfb.log >&2; exit 1; }; "
 		"sleep 0.05; done\n"
@@ -714,8 +722,9 @@ char *rk_remote_screen_start_script(int index, int width, int height)
 char *rk_remote_screen_stop_script(int index)
 {
 	int n = index + 1;
-	return rk_xasprintf("d=/tmp/rakazo/display-%d; for p in control view wm xvfb; do "
-			    "[ -f $d/$p.pid ] && kill $(cat $d/$p.pid) 2>/dev/null; rm -f $d/$p.pid; done; true",
+	return rk_xasprintf(STARTED_FN "d=/tmp/rakazo/display-%d; for p in control view wm xvfb; do "
+			    "[ -f $d/$p.pid ] && read -r q t <$d/$p.pid && [ \"$(started $q)\" = \"$t\" ] && "
+			    "kill $q 2>/dev/null; rm -f $d/$p.pid; done; true",
 			    n);
 }
 

@@ -463,7 +463,7 @@ state_is() {
 	rk screen shot d --display 1 >/dev/null
 	# a batch that waits 20 s; x11vnc goes after about one (on a loaded
 	# machine the kill may land in any of the waits: the batch stops there)
-	(sleep 1; rk computer exec d -- 'kill $(cat /run/rakazo/desktop/1/x11vnc.pid)' >"$BATS_TEST_TMPDIR/kill.out" 2>&1; echo $? >"$BATS_TEST_TMPDIR/kill.rc") &
+	(sleep 1; rk computer exec d -- 'kill $(cut -d" " -f1 /run/rakazo/desktop/1/x11vnc.pid)' >"$BATS_TEST_TMPDIR/kill.out" 2>&1; echo $? >"$BATS_TEST_TMPDIR/kill.rc") &
 	run timeout 60 "$RAKAZO_BIN" screen act d --display 1 --no-observe -a '[{"action":"wait","ms":5000},{"action":"wait","ms":5000},{"action":"wait","ms":5000},{"action":"wait","ms":5000},{"action":"click","x":10,"y":10}]'
 	wait
 	cat "$BATS_TEST_TMPDIR/kill.out"
@@ -479,6 +479,26 @@ state_is() {
 	[ "$(pixel "$BATS_TEST_TMPDIR/again.png" 640 500)" = "128 128 128" ]
 	rk screen act d --display 1 -a '[{"action":"click","x":300,"y":300}]' -o "$BATS_TEST_TMPDIR/after.png" >/dev/null
 	[ "$(pixel "$BATS_TEST_TMPDIR/after.png" 290 290)" = "255 0 0" ]
+}
+
+@test "docker: a pid file naming some other live process (as in a replacement container) does not pass for x11vnc" {
+	docker_or_skip
+	DOCKER_C=d
+	rk computer create --name d --wait --json >/dev/null
+	rk screen shot d --display 2 --json >/dev/null
+	# x11vnc goes and leaves its socket; its pid now belongs to another process
+	rk computer exec d -- 'd=/run/rakazo/desktop/2; read -r p s <$d/x11vnc.pid; kill $p
+		while kill -0 $p 2>/dev/null; do sleep 0.05; done
+		setsid -f sleep 600 </dev/null >/dev/null 2>&1; sleep 0.2
+		echo "$(pgrep -n -x sleep) $s" >$d/x11vnc.pid'
+	[ "$(rk computer exec d -- 'test -S /run/rakazo/vnc/2.sock && echo stale')" = stale ]
+	# the screen's holder first reports its lost connection; the shot after
+	# it starts the display again, whose x11vnc must not be taken as running
+	rk screen shot d --display 2 --json >/dev/null 2>&1 || true
+	run rk screen shot d --display 2 --json
+	[ "$status" -eq 0 ]
+	run rk computer exec d -- 'rakazo-desktop status 2'
+	[[ $output == *"x11vnc running"* ]]
 }
 
 @test "docker: a shot names the active window and its title" {
