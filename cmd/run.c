@@ -39,8 +39,8 @@
 static const char *o_computer, *o_bot, *o_thread, *o_model, *o_base_url;
 static const char *o_note, *o_trigger;
 static int64_t o_max_steps = 0, o_max_wall = 0, o_max_tokens = 0, o_retries = -1, o_limit = 50, o_after = 0,
-	       o_wait = 60;
-static int o_detach, o_follow;
+	       o_wait = 60, o_older_than = -1;
+static int o_detach, o_follow, o_dry_run;
 
 static const struct rk_opt run_opts[] = {
 	OPT_STRING("computer", 'c', &o_computer, "COMPUTER", "the computer to run on (default: the only one)"),
@@ -65,6 +65,9 @@ static const struct rk_opt run_opts[] = {
 	OPT_INT("wait", 0, &o_wait, "SECONDS", "cancel: wait this long for the run to end (default 60, 0: no wait)", 0,
 		3600),
 	OPT_STRING("note", 0, &o_note, "TEXT", "continue, approve, deny: a note for the model"),
+	OPT_INT("older-than", 0, &o_older_than, "DAYS",
+		"prune: the runs that ended more than DAYS days ago (0: every ended run)", 0, 36500),
+	OPT_BOOL("dry-run", 0, &o_dry_run, "prune: print what would be removed, remove nothing"),
 	OPT_END,
 };
 
@@ -297,6 +300,65 @@ static int run_cancel(struct cmd_ctx *ctx)
 	return print_run(ctx, ctx->args[0]);
 }
 
+/* The ids removed, one a line (for xargs and the like), or {"removed": [...], "dry_run": B}. */
+static void print_removed(char **ids, size_t n, int dry_run)
+{
+	if (!out_is_json()) {
+		for (size_t i = 0; i < n; i++)
+			puts(ids[i]);
+		return;
+	}
+	cJSON *doc = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(doc, "removed");
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(ids[i]));
+	cJSON_AddBoolToObject(doc, "dry_run", dry_run);
+	out_doc(doc);
+}
+
+/* Every ID is tried: those removed are printed, each failure is one error
+ * line, and the last one sets the exit status. */
+static int run_rm(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 1, 10000, "ID...");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	char **removed = rk_xcalloc((size_t)ctx->nargs, sizeof(*removed));
+	size_t n = 0;
+	int failed = 0;
+	for (int i = 0; i < ctx->nargs; i++) {
+		struct rk_error e;
+		if (rk_run_remove(ctx->eng, ctx->args[i], &e) == 0) {
+			removed[n++] = ctx->args[i];
+			continue;
+		}
+		if (failed)
+			out_error(&ctx->err); /* the last one is main's to print */
+		ctx->err = e;
+		failed = 1;
+	}
+	print_removed(removed, n, 0);
+	free(removed);
+	return failed ? -(int)ctx->err.code : 0;
+}
+
+static int run_prune(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 0, 0, "no arguments");
+	if (r == 0 && o_older_than < 0)
+		r = rk_error_set(&ctx->err, RK_EUSAGE, "prune needs --older-than DAYS (0: every ended run)");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	char **ids = NULL;
+	size_t n = 0;
+	r = rk_run_prune(ctx->eng, rk_now_ms() - o_older_than * 86400000, o_dry_run, &ids, &n, &ctx->err);
+	print_removed(ids, n, o_dry_run);
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+	return r;
+}
+
 static int run_continue(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 1, 1, "ID");
@@ -507,6 +569,7 @@ static const struct {
 } verbs[] = {
 	{"list", run_list},     {"show", run_show},     {"logs", run_logs},
 	{"cancel", run_cancel}, {"resume", run_resume}, {"continue", run_continue},
+	{"rm", run_rm},         {"prune", run_prune},
 };
 
 static int run_main(struct cmd_ctx *ctx)
@@ -530,8 +593,8 @@ static int run_main(struct cmd_ctx *ctx)
 const struct cmd_entry cmd_run = {
 	.name = "run",
 	.args = "[options] [start] TASK... | - | list | show ID | logs ID | cancel ID | resume ID | continue ID | "
-		"approve|deny RUN [--note TEXT]",
-	.summary = "run an agent on a computer; list, show, follow, cancel, resume, continue and approve runs",
+		"approve|deny RUN [--note TEXT] | rm ID... | prune --older-than DAYS [--dry-run]",
+	.summary = "run an agent on a computer; list, show, follow, cancel, resume, continue, approve and remove runs",
 	.description =
 		"`rakazo run TASK...` runs the agent loop here until the model answers (exit 0, the answer on\n"
 		"stdout) or the run fails: max_steps, max_wall or max_tokens (exit 1, 6 for max_wall), a model\n"
@@ -547,7 +610,11 @@ const struct cmd_entry cmd_run = {
 		"waits in (request_takeover). A second run of the same bot on the same computer is a conflict\n"
 		"(exit 4) while the first is live.\n"
 		"A call that needs approval (`rakazo approval`) pauses the run in waiting_approval until\n"
-		"`rakazo run approve RUN` or `rakazo run deny RUN [--note TEXT]` from another terminal.",
+		"`rakazo run approve RUN` or `rakazo run deny RUN [--note TEXT]` from another terminal.\n"
+		"`rm ID...` removes ended runs (events, conversation, attachments; a live one is a conflict,\n"
+		"exit 4: cancel it first) and prints their ids; `prune --older-than DAYS [--dry-run]` does so\n"
+		"for every run that ended more than DAYS days ago. Terminal history, memory revisions and\n"
+		"approval decisions stay.",
 	.opts = run_opts,
 	.run = run_main,
 };

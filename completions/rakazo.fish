@@ -322,6 +322,8 @@ complete -c rakazo -n "__rakazo_at run" -l follow
 complete -c rakazo -n "__rakazo_at run" -l after
 complete -c rakazo -n "__rakazo_at run" -l wait
 complete -c rakazo -n "__rakazo_at run" -l note
+complete -c rakazo -n "__rakazo_at run" -l older-than
+complete -c rakazo -n "__rakazo_at run" -l dry-run
 complete -c rakazo -n "__rakazo_at run" -l json
 complete -c rakazo -n "__rakazo_at run" -l help
 complete -c rakazo -n "__rakazo_at tui" -l computer

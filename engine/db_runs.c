@@ -380,6 +380,71 @@ int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, st
 	return r;
 }
 
+static int delete_rows(struct rk_db *db, const char *sql, const char *id, const char *what, struct rk_error *err)
+{
+	struct rk_stmt *st = rk_db_prepare(db, sql, err);
+	if (!st)
+		return -err->code;
+	rk_db_bind_text(st, 1, id);
+	return rk_db_step_done(db, st, what, err);
+}
+
+int rk_db_run_delete(struct rk_db *db, const char *id, struct rk_error *err)
+{
+	int r = rk_db_begin(db, err);
+	if (r)
+		return r;
+	/* the state is read inside the write transaction: a resume cannot
+	 * start the run between the check and the delete */
+	struct rk_run_row row = {0};
+	if ((r = rk_db_run_get(db, id, &row, err)) == 0 && !rk_run_state_is_final(row.state))
+		r = rk_error_set(err, RK_ECONFLICT, "run %s is %s: cancel it (rakazo run cancel) before removing it",
+				 id, row.state);
+	rk_run_row_release(&row);
+	if (r == 0)
+		r = delete_rows(db, "DELETE FROM run_events WHERE run_id = ?1", id, "remove run events", err);
+	if (r == 0)
+		r = delete_rows(db, "DELETE FROM run_messages WHERE run_id = ?1", id, "remove run messages", err);
+	if (r == 0)
+		r = delete_rows(db, "DELETE FROM runs WHERE id = ?1", id, "remove run", err);
+	if (r == 0)
+		return rk_db_commit(db, err);
+	rk_db_rollback(db);
+	return r;
+}
+
+int rk_db_run_ended_before(struct rk_db *db, int64_t before_ms, char ***ids, size_t *n, struct rk_error *err)
+{
+	*ids = NULL;
+	*n = 0;
+	struct rk_stmt *st = rk_db_prepare(db,
+				"SELECT id FROM runs WHERE state IN ('completed','failed','interrupted','cancelled') "
+				"AND coalesce(finished_at, created_at) < ?1 ORDER BY coalesce(finished_at, created_at), id",
+				err);
+	if (!st)
+		return -err->code;
+	rk_stmt_bind_int64(st, 1, before_ms);
+	size_t cap = 0;
+	int rc, r = 0;
+	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			*ids = rk_xrealloc(*ids, cap * sizeof(**ids));
+		}
+		(*ids)[(*n)++] = rk_db_col_text(st, 0);
+	}
+	if (rc != RK_SQL_DONE) {
+		r = rk_db_sql_error(db, err, "list ended runs");
+		for (size_t i = 0; i < *n; i++)
+			free((*ids)[i]);
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+	}
+	rk_stmt_finalize(st);
+	return r;
+}
+
 void rk_run_events_free(struct rk_run_event *ev, size_t n)
 {
 	for (size_t i = 0; ev && i < n; i++) {

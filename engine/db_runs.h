@@ -72,6 +72,14 @@ int rk_db_run_mark_interrupted(struct rk_db *db, const char *id, int64_t heartbe
 /* Live runs (queued, running, waiting_takeover), oldest first. */
 int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, struct rk_error *err);
 
+/* Deletes the run id with its events and conversation, in one transaction,
+ * only when it has ended (a final state): RK_ENOTFOUND when there is no
+ * such run, RK_ECONFLICT when it is live. Approval decisions stay. */
+int rk_db_run_delete(struct rk_db *db, const char *id, struct rk_error *err);
+/* The ids of ended runs that finished (or, without an end time, were
+ * created) before before_ms, oldest first; *ids is malloc'd, each id too. */
+int rk_db_run_ended_before(struct rk_db *db, int64_t before_ms, char ***ids, size_t *n, struct rk_error *err);
+
 /* --- events: what the run's stream printed, by sequence (1, 2, ...) --- */
 struct rk_run_event {
 	int64_t seq, created_at;

@@ -22,6 +22,7 @@
 #include "tools.h"
 #include "worker.h"
 #include "util/buf.h"
+#include "util/fs.h"
 #include "util/id.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -1221,6 +1222,56 @@ int rk_run_continue(struct rk_engine *eng, const char *run_id, const char *note,
 	else if (r > 0)
 		r = 0;
 	rk_run_row_release(&row);
+	return r;
+}
+
+/* ---- removal ----------------------------------------------------------------- */
+
+static int remove_one(struct rk_engine *eng, const char *run_id, struct rk_error *err)
+{
+	int r = rk_db_run_delete(eng->db, run_id, err);
+	if (r)
+		return r;
+	/* the row goes first: attachments without a run are only disk, a run
+	 * whose attachments went would point at nothing */
+	char *dir = rk_xasprintf("%s/attachments/%s", eng->data_dir, run_id);
+	struct rk_error e;
+	if (!strchr(run_id, '/') && strcmp(run_id, "..") && rk_fs_remove_tree(dir, &e) != 0)
+		r = rk_error_set(err, e.code, "run %s was removed, but not its attachments: %s", run_id, e.message);
+	free(dir);
+	return r;
+}
+
+int rk_run_remove(struct rk_engine *eng, const char *run_id, struct rk_error *err)
+{
+	int r = rk_run_reap(eng, NULL, err);
+	return r ? r : remove_one(eng, run_id, err);
+}
+
+int rk_run_prune(struct rk_engine *eng, int64_t before_ms, int dry_run, char ***ids, size_t *n,
+		 struct rk_error *err)
+{
+	*ids = NULL;
+	*n = 0;
+	char **found = NULL;
+	size_t nfound = 0;
+	int r = rk_run_reap(eng, NULL, err);
+	if (r == 0)
+		r = rk_db_run_ended_before(eng->db, before_ms, &found, &nfound, err);
+	for (size_t i = 0; i < nfound; i++) {
+		int gone = 0;
+		if (r == 0 && !dry_run && (r = remove_one(eng, found[i], err)) == -RK_ENOTFOUND) {
+			r = 0; /* removed meanwhile by someone else */
+			gone = 1;
+		}
+		if (r == 0 && !gone) {
+			*ids = rk_xrealloc(*ids, (*n + 1) * sizeof(**ids));
+			(*ids)[(*n)++] = found[i];
+		} else {
+			free(found[i]);
+		}
+	}
+	free(found);
 	return r;
 }
 

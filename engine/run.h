@@ -132,6 +132,18 @@ int rk_run_cancel(struct rk_engine *eng, const char *run_id, int64_t wait_ms, st
  * not waiting for a takeover. */
 int rk_run_continue(struct rk_engine *eng, const char *run_id, const char *note, struct rk_error *err);
 
+/* Removes an ended run: its row, events and conversation, and its
+ * attachments (DATA_DIR/attachments/RUN). RK_ECONFLICT while it is live
+ * (cancel it first). Records that outlive runs stay: terminal history,
+ * memory revisions, approval decisions. Reaps first, so a run whose process
+ * is gone counts as ended. */
+int rk_run_remove(struct rk_engine *eng, const char *run_id, struct rk_error *err);
+/* The ids of ended runs that finished before before_ms (see
+ * rk_db_run_ended_before), removed unless dry_run. *ids is malloc'd, each id
+ * too: with an error it holds those removed before it. */
+int rk_run_prune(struct rk_engine *eng, int64_t before_ms, int dry_run, char ***ids, size_t *n,
+		 struct rk_error *err);
+
 /* Marks stale or orphaned live runs interrupted (see above); *marked (may
  * be NULL) counts them. */
 int rk_run_reap(struct rk_engine *eng, int *marked, struct rk_error *err);

@@ -437,3 +437,52 @@ for (got, code), (w, wc) in zip(lines, want):
 assert not any(d.startswith(("read_file", "list_files")) for d, _ in lines), lines
 PY
 }
+
+@test "run rm and prune: ended runs go with their events, conversation and attachments; live ones and bad input are refused" {
+	rk_fake t
+	start_server run_open_attach.json
+	rk run --computer t --json "attach the report" >/dev/null
+	server_ok
+	a=$(last_run | rk_json 'd["id"]')
+	[ -d "$RAKAZO_DATA_DIR/attachments/$a" ]
+	start_server run_answer.json
+	rk run --computer t "what is the answer" >/dev/null
+	server_ok
+	b=$(last_run | rk_json 'd["id"]')
+	start_server run_takeover.json
+	c=$(rk run --detach --computer t --bot alpha "log in and go on")
+	wait_for '[ "$(rk run show '"$c"' --json | rk_json "d[\"state\"]")" = waiting_takeover ]' 30
+	# a live run stays, and says how to end it
+	expect_status 4 rk run rm "$c"
+	[[ "$output" == *"cancel it"* ]]
+	[ "$(rk run show "$c" --json | rk_json 'd["state"]')" = waiting_takeover ]
+	# rm goes on past an unknown id, prints what it removed, exits with the failure
+	st=0
+	rk run rm "$a" run_nosuch >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" || st=$?
+	[ "$st" -eq 3 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/out")" = "$a" ]
+	grep -q "not_found.*run_nosuch" "$BATS_TEST_TMPDIR/err"
+	expect_status 3 rk run show "$a"
+	expect_status 3 rk run logs "$a"
+	[ ! -e "$RAKAZO_DATA_DIR/attachments/$a" ]
+	[ "$(rk_sql "SELECT count(*) FROM run_events WHERE run_id = '$a'")" = 0 ]
+	[ "$(rk_sql "SELECT count(*) FROM run_messages WHERE run_id = '$a'")" = 0 ]
+	# the computer's history keeps what the run did
+	rk computer history t --json | grep -q 'attach_file notes/report.md'
+	# prune: by the time a run ended
+	rk_sql "UPDATE runs SET finished_at = finished_at - 10 * 86400000 WHERE id = '$b'"
+	rk run prune --older-than 5 --dry-run --json >"$BATS_TEST_TMPDIR/dry"
+	[ "$(rk_json '[d["removed"], d["dry_run"]]' <"$BATS_TEST_TMPDIR/dry")" = "[[\"$b\"], true]" ]
+	rk run show "$b" --json >/dev/null
+	[ "$(rk run prune --older-than 5)" = "$b" ]
+	expect_status 3 rk run show "$b"
+	[ "$(rk run prune --older-than 5 --json | rk_json 'd["removed"]')" = "[]" ]
+	# usage
+	expect_status 2 rk run prune
+	expect_status 2 rk run prune --older-than -1
+	expect_status 2 rk run rm
+	# a cancelled run is an ended one
+	rk run cancel "$c" --json >/dev/null
+	[ "$(rk run prune --older-than 0)" = "$c" ]
+	[ "$(rk run list --json | rk_json 'len(d)')" = 0 ]
+}
