@@ -389,8 +389,13 @@ db_run() {
 	expect_status 4 rk run continue "$(last_run | rk_json 'd["id"]')"
 	rk run continue "$a" --note "logged in as demo" --json >"$BATS_TEST_TMPDIR/cont"
 	[ "$(rk_json 'd["state"]' <"$BATS_TEST_TMPDIR/cont")" != waiting_takeover ]
-	# KNOWN BUG (open): after the detached run completes here its row is not found; the end of
-	# this test (completed, the note in the model's request, the lease freed) is not asserted yet.
+	# the run ends completed with the model's answer after the note (the
+	# scenario checks the note came back as request_takeover's result)
+	wait_for '[ "$(rk run show '"$a"' --json | rk_json "d[\"state\"]")" = completed ]' 30
+	[ "$(rk run show "$a" --json | rk_json 'd["final_answer"]')" = "thanks, carrying on" ]
+	server_ok
+	# and its lease is free
+	[ "$(rk computer lease show t --bot alpha --json | rk_json 'd["holder"]')" = null ]
 }
 
 @test "run: open_path, launch_app and attach_file; one history line each with size or error, none for read-only tools" {
