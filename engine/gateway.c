@@ -35,6 +35,7 @@
 #define FORWARDER_TICK_MS 200
 #define HANDSHAKE_MS 15000
 #define STOP_WAIT_MS 5000
+#define KILL_WAIT_MS 3000
 #define MAX_CLIENTS 64
 #define CONTROL_CHECK_MS 500
 
@@ -866,9 +867,14 @@ static int forwarder_stop(const char *data_dir, const struct rk_gateway_cap *cap
 	}
 	if (forwarder_alive(data_dir, cap->id, &pid) && pid > 1)
 		kill(pid, SIGKILL);
-	rk_sleep_ms(100);
-	if (!forwarder_alive(data_dir, cap->id, NULL))
-		return 0;
+	/* its relays go by PR_SET_PDEATHSIG, which a loaded machine may take a
+	 * while to deliver: the lock is free when the last of them is gone */
+	deadline = rk_monotonic_ms() + KILL_WAIT_MS;
+	while (rk_monotonic_ms() < deadline) {
+		if (!forwarder_alive(data_dir, cap->id, NULL))
+			return 0;
+		rk_sleep_ms(20);
+	}
 	return rk_error_set(err, RK_ETIMEOUT, "the forwarder of capability %s (pid %d) would not end: try again",
 			    cap->id, (int)pid);
 }

@@ -140,6 +140,7 @@ events() {
 	rfb "ws://$GW/websockify?token=$view" --hold >"$BATS_TEST_TMPDIR/hold" 2>&1 &
 	wait_for 'grep -q connected "$BATS_TEST_TMPDIR/hold"' 20
 	run rk screen revoke "$view" --json
+	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$output" = '{"revoked":1}' ]
 	wait_for 'grep -q closed "$BATS_TEST_TMPDIR/hold"' 20
