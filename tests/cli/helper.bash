@@ -123,6 +123,11 @@ rk_pids() {
 rk_kill_all() {
 	local dir=${1:-$RAKAZO_DATA_DIR} pid wpid
 	[ -d "$dir" ] || return 0
+	# a failed test shows what the engine logged (its data directory goes with it)
+	if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -z "${1:-}" ] && [ -s "$dir/log/rakazo.log" ]; then
+		echo "--- the last lines of $dir/log/rakazo.log:"
+		tail -n 40 "$dir/log/rakazo.log"
+	fi
 	if [ -f "$dir/worker.lock" ]; then
 		wpid=$(head -n1 "$dir/worker.lock" 2>/dev/null || true)
 		if [ -n "$wpid" ]; then kill -9 "$wpid" 2>/dev/null || true; fi
