@@ -422,6 +422,10 @@ static const struct migration migrations[] = {
 	"  created_at INTEGER NOT NULL);"
 	"CREATE INDEX session_calls_open ON session_calls(session_id, created_at);",
 	 NULL},
+	/* 9: memory search by words on PostgreSQL too (engine/memory.c): its
+	 * text-search vector of memory_fts, indexed; SQLite has FTS5 already */
+	{"",
+	 "CREATE INDEX memory_fts_words ON memory_fts USING gin (" RK_MEMORY_PG_TSV ");"},
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))

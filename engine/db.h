@@ -11,6 +11,11 @@
 #include "sql.h"
 #include "util/err.h"
 
+/* memory_fts's text-search vector on PostgreSQL: migration 9 indexes this
+ * expression and engine/memory.c searches by it (the same text, or the
+ * index goes unused). 'simple': every word, no stemming or stop words, like
+ * SQLite's unicode61 FTS5 tokenizer. */
+#define RK_MEMORY_PG_TSV "to_tsvector('simple', coalesce(path, '') || ' ' || coalesce(content, ''))"
 
 /* Opens (creating) DATA_DIR/rakazo.db and applies pending migrations, each in
  * its own transaction. Caller frees with rk_db_close. */

@@ -278,14 +278,23 @@ int rk_memory_search(struct rk_engine *eng, const struct rk_actor *a, const char
 	cJSON_AddStringToObject(doc, "query", query);
 	cJSON *results = cJSON_CreateArray();
 	const char *mode = "fts";
-	/* FTS5 is SQLite's: on PostgreSQL the search is by substring */
-	char *fq = rk_db_dialect(eng->db) == RK_DIALECT_SQLITE ? fts_query(query) : NULL;
+	/* words first (FTS5 on SQLite, its text search on PostgreSQL: every
+	 * word must be there, ranked), then a substring when no word matched */
+	int pg = rk_db_dialect(eng->db) == RK_DIALECT_PG;
+	char *fq = fts_query(query);
+	static const char *const by_words[2] = {
+		"SELECT d.path, d.scope, d.bot_id, d.revision, d.content, -bm25(memory_fts) "
+		"FROM memory_fts JOIN memory_documents d ON d.id = memory_fts.rowid "
+		"WHERE memory_fts MATCH ?4 AND " FILTER " ORDER BY bm25(memory_fts), d.path LIMIT ?5",
+		"SELECT d.path, d.scope, d.bot_id, d.revision, d.content, f.rank FROM ("
+		"SELECT rowid, ts_rank(" RK_MEMORY_PG_TSV ", q) AS rank FROM memory_fts, plainto_tsquery('simple', ?4) q "
+		"WHERE " RK_MEMORY_PG_TSV " @@ q) f JOIN memory_documents d ON d.id = f.rowid "
+		"WHERE " FILTER " ORDER BY f.rank DESC, d.path LIMIT ?5",
+	};
 	for (int pass = fq ? 0 : 1; pass < 2 && cJSON_GetArraySize(results) == 0; pass++) {
 		struct rk_stmt *st = rk_db_prepare(
 			eng->db,
-			pass == 0 ? "SELECT d.path, d.scope, d.bot_id, d.revision, d.content, -bm25(memory_fts) "
-				    "FROM memory_fts JOIN memory_documents d ON d.id = memory_fts.rowid "
-				    "WHERE memory_fts MATCH ?4 AND " FILTER " ORDER BY bm25(memory_fts), d.path LIMIT ?5"
+			pass == 0 ? by_words[pg]
 				  : "SELECT d.path, d.scope, d.bot_id, d.revision, d.content, 1.0 FROM memory_documents d "
 				    "WHERE " FILTER " AND (instr(lower(d.content), lower(?4)) > 0 OR "
 				    "instr(lower(d.path), lower(?4)) > 0) ORDER BY d.updated_at DESC, d.path LIMIT ?5",
@@ -297,7 +306,7 @@ int rk_memory_search(struct rk_engine *eng, const struct rk_actor *a, const char
 			return -err->code;
 		}
 		bind_actor(st, a);
-		rk_db_bind_text(st, 4, pass == 0 ? fq : query);
+		rk_db_bind_text(st, 4, pass == 0 && !pg ? fq : query);
 		rk_stmt_bind_int(st, 5, limit);
 		int rc;
 		while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {

@@ -13,8 +13,9 @@
  * not exist yet") makes a write whose document moved on in the meantime
  * fail with RK_ECONFLICT, nothing written.
  *
- * Search ranks with SQLite FTS5 (bm25; every word of the query must occur);
- * when that finds nothing it falls back to a case-insensitive substring
+ * Search ranks the documents that hold every word of the query: SQLite's
+ * FTS5 (bm25), or PostgreSQL's text search (ts_rank, db.h's
+ * RK_MEMORY_PG_TSV); when that finds nothing it falls back to a case-insensitive substring
  * match on content or path, score 1. */
 
 #include <cJSON.h>
