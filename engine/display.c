@@ -72,6 +72,31 @@ static void reply_error(int fd, const struct rk_error *e)
 	cJSON_Delete(o);
 }
 
+/* Tells a caller this holder ends without having acted on its call: the
+ * caller starts a new holder and calls that one (see call). */
+static void reply_gone(int fd)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddBoolToObject(o, "holder_gone", 1);
+	rk_ipc_write_reply(fd, o);
+	cJSON_Delete(o);
+}
+
+/* Callers already in the backlog are told the holder is gone rather than
+ * reset (which they could not tell from a holder dying mid-call). */
+static void stop_listening(int lsock)
+{
+	struct pollfd p = {.fd = lsock, .events = POLLIN};
+	while (poll(&p, 1, 0) > 0) {
+		int c = rk_ipc_accept(lsock);
+		if (c < 0)
+			break;
+		reply_gone(c);
+		close(c);
+	}
+	close(lsock);
+}
+
 static void read_observe_options(const cJSON *req, struct rk_observe_options *o)
 {
 	int64_t w = 0, h = 0;
@@ -213,6 +238,15 @@ static void holder_main(void *arg, int ready_fd)
 			break;
 		if (pr > 0) {
 			int c = rk_ipc_accept(lsock);
+			if (c >= 0 && !rk_screen_alive(s)) {
+				/* the screen went (its machine stopped or was replaced)
+				 * before this call: its caller starts a new holder */
+				reply_gone(c);
+				close(c);
+				rk_log(RK_LOG_INFO, "display %s:%d: the screen went away, holder ends", a->c->id,
+				       a->display);
+				break;
+			}
 			if (c >= 0) {
 				int keep = serve(s, transport, a->display, c);
 				close(c);
@@ -231,7 +265,7 @@ static void holder_main(void *arg, int ready_fd)
 			break;
 		}
 	}
-	close(lsock);
+	stop_listening(lsock);
 	rk_window_watch_stop(ww);
 	rk_screen_free(s);
 	rk_log(RK_LOG_INFO, "display %s:%d: holder done", a->c->id, a->display);
@@ -260,6 +294,12 @@ static int call(struct rk_engine *eng, struct rk_computer *c, int display,
 	char *name = holder_name(c, display);
 	for (int attempt = 0; attempt < 3; attempt++) {
 		r = rk_ipc_call(name, req, timeout_ms, reply, err);
+		if (r == 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(*reply, "holder_gone"))) {
+			/* it ended without acting on the call: as if none ran */
+			cJSON_Delete(*reply);
+			*reply = NULL;
+			r = rk_error_set(err, RK_ENOTFOUND, "the display holder's screen went away");
+		}
 		if (r != -RK_ENOTFOUND)
 			break;
 		struct display_args a = {.data_dir = eng->data_dir, .c = c, .display = display,
@@ -279,6 +319,9 @@ static int call(struct rk_engine *eng, struct rk_computer *c, int display,
 			break;
 	}
 	free(name);
+	if (r == 0 && !*reply) /* three holders in a row went at once */
+		r = rk_error_set(err, RK_EUNAVAILABLE, "the display of computer '%s' does not stay up: try again",
+				 c->name);
 	if (r)
 		return r;
 	const cJSON *er = cJSON_GetObjectItemCaseSensitive(*reply, "error");

@@ -130,7 +130,9 @@ int rk_ipc_call(const char *name, const cJSON *req, int64_t timeout_ms, cJSON **
 	struct rk_buf b;
 	rk_buf_init(&b);
 	if (write_json_line(fd, req) != 0) {
-		r = rk_error_set(err, RK_EOUTCOME_UNKNOWN, "%s: the request could not be sent whole", name);
+		/* no newline reached it, so nothing was acted on: it is as good
+		 * as not running (it was closing) */
+		r = rk_error_set(err, RK_ENOTFOUND, "%s went away before the request reached it", name);
 		goto out;
 	}
 	if (recv_line(fd, &b, timeout_ms) != 0) {

@@ -16,8 +16,10 @@ int rk_ipc_listen(const char *name, struct rk_error *err);
 /* Accepts one caller of this uid (others are closed); -1 when none waits. */
 int rk_ipc_accept(int lsock);
 /* One call: sends req, waits up to timeout_ms for the reply. RK_ENOTFOUND
- * when nothing listens on name; RK_EOUTCOME_UNKNOWN when the request went
- * out but no whole reply came back. */
+ * when nothing listens on name, or when the listener went before the
+ * request's last byte reached it (a listener acts only on whole lines);
+ * RK_EOUTCOME_UNKNOWN when the request went out but no whole reply came
+ * back. */
 int rk_ipc_call(const char *name, const cJSON *req, int64_t timeout_ms, cJSON **reply, struct rk_error *err);
 /* On the serving side: reads one request line (bounded), and writes a reply. */
 cJSON *rk_ipc_read_request(int fd, int64_t timeout_ms, struct rk_error *err);
