@@ -1,6 +1,7 @@
 /* engine/util: paths, JSON, buffers, errors, escapes, tar. */
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include "../../engine/util/err.h"
 #include "../../engine/util/fs.h"
 #include "../../engine/util/id.h"
+#include "../../engine/util/ipc.h"
 #include "../../engine/util/json.h"
 #include "../../engine/util/tar.h"
 #include "../../engine/util/time.h"
@@ -218,6 +220,74 @@ TEST(output_to_a_fifo_stays_a_fifo)
 	free(fifo);
 }
 
+/* One caller, served as mode says: 0 reply {"ok":true}; 1 close before
+ * reading anything; 2 read the request, close without a reply. */
+struct ipc_server {
+	int lsock, mode;
+};
+
+static void *ipc_serve_one(void *arg)
+{
+	struct ipc_server *sv = arg;
+	int c = rk_ipc_accept(sv->lsock);
+	if (c < 0)
+		return NULL;
+	if (sv->mode != 1) {
+		struct rk_error e;
+		cJSON *req = rk_ipc_read_request(c, 5000, &e);
+		if (req && sv->mode == 0) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddBoolToObject(o, "ok", 1);
+			rk_ipc_write_reply(c, o);
+			cJSON_Delete(o);
+		}
+		cJSON_Delete(req);
+	}
+	close(c);
+	return NULL;
+}
+
+static int ipc_try(const char *name, int mode, size_t pad, cJSON **reply, struct rk_error *e)
+{
+	struct ipc_server sv = {.mode = mode};
+	sv.lsock = rk_ipc_listen(name, e);
+	if (sv.lsock < 0)
+		return -e->code;
+	pthread_t t;
+	pthread_create(&t, NULL, ipc_serve_one, &sv);
+	cJSON *req = cJSON_CreateObject();
+	char *big = malloc(pad + 1);
+	memset(big, 'x', pad);
+	big[pad] = 0;
+	cJSON_AddStringToObject(req, "pad", big);
+	free(big);
+	int r = rk_ipc_call(name, req, 5000, reply, e);
+	cJSON_Delete(req);
+	pthread_join(t, NULL);
+	close(sv.lsock);
+	return r;
+}
+
+TEST(ipc_call_outcomes)
+{
+	struct rk_error e;
+	cJSON *reply = NULL;
+	char *name = rk_id_new("ipc-test");
+	CHECK_EQ_INT(rk_ipc_call(name, NULL, 1000, &reply, &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(ipc_try(name, 0, 10, &reply, &e), 0);
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(reply, "ok")));
+	cJSON_Delete(reply);
+	reply = NULL;
+	/* a listener that goes before the request's end reached it acted on
+	 * nothing: not running, as far as the caller can tell (8 MB, more
+	 * than the socket holds, so the send is cut off) */
+	CHECK_EQ_INT(ipc_try(name, 1, 8u << 20, &reply, &e), -RK_ENOTFOUND);
+	CHECK(reply == NULL);
+	/* one that read it whole and never answered may have acted */
+	CHECK_EQ_INT(ipc_try(name, 2, 10, &reply, &e), -RK_EOUTCOME_UNKNOWN);
+	free(name);
+}
+
 TEST(tar_roundtrip_and_hostile)
 {
 	char t1[] = "/tmp/rk-tar-a-XXXXXX", t2[] = "/tmp/rk-tar-b-XXXXXX";
@@ -281,5 +351,6 @@ int main(void)
 	RUN(atomic_write_and_beneath);
 	RUN(output_to_a_fifo_stays_a_fifo);
 	RUN(tar_roundtrip_and_hostile);
+	RUN(ipc_call_outcomes);
 	return check_summary("util");
 }
