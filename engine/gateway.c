@@ -94,10 +94,14 @@ cJSON *rk_gateway_cap_to_json(const struct rk_gateway_cap *cap, int64_t now_ms)
 static char *token_new(void)
 {
 	unsigned char raw[TOKEN_BYTES];
-	rk_random_bytes(raw, sizeof(raw));
 	size_t n = sodium_base64_ENCODED_LEN(sizeof(raw), sodium_base64_VARIANT_URLSAFE_NO_PADDING);
 	char *s = rk_xmalloc(n);
-	sodium_bin2base64(s, n, raw, sizeof(raw), sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+	/* never a leading '-': `rakazo screen revoke TOKEN` would take it for
+	 * an option (1 token in 64; a CI run hit it) */
+	do {
+		rk_random_bytes(raw, sizeof(raw));
+		sodium_bin2base64(s, n, raw, sizeof(raw), sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+	} while (s[0] == '-');
 	sodium_memzero(raw, sizeof(raw));
 	return s;
 }

@@ -139,7 +139,7 @@ events() {
 	# a viewer connected when its capability is revoked is disconnected
 	rfb "ws://$GW/websockify?token=$view" --hold >"$BATS_TEST_TMPDIR/hold" 2>&1 &
 	wait_for 'grep -q connected "$BATS_TEST_TMPDIR/hold"' 20
-	run rk screen revoke "$view" --json
+	run rk screen revoke --json -- "$view"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$output" = '{"revoked":1}' ]
