@@ -481,16 +481,23 @@ state_is() {
 	[ "$(pixel "$BATS_TEST_TMPDIR/after.png" 290 290)" = "255 0 0" ]
 }
 
+# In computer d: kills display 2's piece $1 (its pid file's process) with
+# signal $2, starts a `sleep` that outlives it, then runs shell text $3 with
+# $q the sleep's pid and $s the killed process's start time.
+kill_then_reuse() {
+	rk computer exec d -- 'read -r p s </run/rakazo/desktop/2/'"$1"'.pid; kill -'"$2"' $p
+		while kill -0 $p 2>/dev/null; do sleep 0.05; done
+		setsid -f sleep 600 </dev/null >/dev/null 2>&1; sleep 0.2; q=$(pgrep -n -x sleep)
+		'"$3"
+}
+
 @test "docker: a pid file naming some other live process (as in a replacement container) does not pass for x11vnc" {
 	docker_or_skip
 	DOCKER_C=d
 	rk computer create --name d --wait --json >/dev/null
 	rk screen shot d --display 2 --json >/dev/null
 	# x11vnc goes and leaves its socket; its pid now belongs to another process
-	rk computer exec d -- 'd=/run/rakazo/desktop/2; read -r p s <$d/x11vnc.pid; kill $p
-		while kill -0 $p 2>/dev/null; do sleep 0.05; done
-		setsid -f sleep 600 </dev/null >/dev/null 2>&1; sleep 0.2
-		echo "$(pgrep -n -x sleep) $s" >$d/x11vnc.pid'
+	kill_then_reuse x11vnc TERM 'echo "$q $s" >/run/rakazo/desktop/2/x11vnc.pid'
 	[ "$(rk computer exec d -- 'test -S /run/rakazo/vnc/2.sock && echo stale')" = stale ]
 	# the display starts again, and its x11vnc is not taken as running (a
 	# shot racing the holder's notice of the kill may fail once)
@@ -507,10 +514,7 @@ state_is() {
 	rk computer create --name d --wait --json >/dev/null
 	rk screen shot d --display 2 --json >/dev/null
 	# Xvfb dies without removing its lock, whose pid is now another process's
-	rk computer exec d -- 'read -r p s </run/rakazo/desktop/2/xvfb.pid; kill -9 $p
-		while kill -0 $p 2>/dev/null; do sleep 0.05; done
-		setsid -f sleep 600 </dev/null >/dev/null 2>&1; sleep 0.2
-		rm -f /tmp/.X2-lock; printf "%10d\n" "$(pgrep -n -x sleep)" >/tmp/.X2-lock'
+	kill_then_reuse xvfb KILL 'rm -f /tmp/.X2-lock; printf "%10d\n" $q >/tmp/.X2-lock'
 	# the holder notices its screen went; then the display starts again
 	wait_for 'rk screen shot d --display 2 --json >/dev/null 2>&1' 10
 	run rk computer exec d -- 'rakazo-desktop status 2'
