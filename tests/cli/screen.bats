@@ -341,10 +341,15 @@ still=1" ] || { echo "$output"; return 1; }
 # A docker computer d with xclient.py running on display :1, state in st/.
 # x11vnc draws the pointer into the pixels: colors are checked 10 px up and
 # left of a click, inside the client's 40x40 square and off the arrow.
-docker_xclient() {
+# A docker computer d (teardown removes it), or skip without docker.
+docker_d() {
 	docker_or_skip
 	DOCKER_C=d
 	rk computer create --name d --wait --json >/dev/null
+}
+
+docker_xclient() {
+	docker_d
 	rk computer file write d xclient.py <"$BATS_TEST_DIRNAME/../fixtures/xclient.py"
 	[ "$(rk screen info d --display 1 --json | rk_json '[d["transport"], d["width"], d["height"]]')" = '["vnc", 1280, 800]' ]
 	rk computer exec d -- 'rm -rf st && mkdir st && DISPLAY=:1 setsid -f python3 xclient.py st </dev/null >/dev/null 2>&1'
@@ -492,9 +497,7 @@ kill_then_reuse() {
 }
 
 @test "docker: a pid file naming some other live process (as in a replacement container) does not pass for x11vnc" {
-	docker_or_skip
-	DOCKER_C=d
-	rk computer create --name d --wait --json >/dev/null
+	docker_d
 	rk screen shot d --display 2 --json >/dev/null
 	# x11vnc goes and leaves its socket; its pid now belongs to another process
 	kill_then_reuse x11vnc TERM 'echo "$q $s" >/run/rakazo/desktop/2/x11vnc.pid'
@@ -509,9 +512,7 @@ kill_then_reuse() {
 }
 
 @test "docker: an X lock naming some other live process (as after a container restart) does not keep the display down" {
-	docker_or_skip
-	DOCKER_C=d
-	rk computer create --name d --wait --json >/dev/null
+	docker_d
 	rk screen shot d --display 2 --json >/dev/null
 	# Xvfb dies without removing its lock, whose pid is now another process's
 	kill_then_reuse xvfb KILL 'rm -f /tmp/.X2-lock; printf "%10d\n" $q >/tmp/.X2-lock'
@@ -522,9 +523,7 @@ kill_then_reuse() {
 }
 
 @test "docker: after stop and resume the first screen call works (no error from the stopped screen's holder)" {
-	docker_or_skip
-	DOCKER_C=d
-	rk computer create --name d --wait --json >/dev/null
+	docker_d
 	for i in 1 2 3; do
 		rk screen shot d --display 2 --json >/dev/null
 		rk computer stop d --wait --json >/dev/null
@@ -543,9 +542,7 @@ kill_then_reuse() {
 }
 
 @test "docker: info and close on a real display" {
-	docker_or_skip
-	DOCKER_C=d
-	rk computer create --name d --wait --json >/dev/null
+	docker_d
 	run rk screen info d --display 2 --json
 	[ "$status" -eq 0 ]
 	[ "$(printf '%s' "$output" | rk_json '[d["display"], d["transport"], d["width"], d["height"]]')" = '[2, "vnc", 1280, 800]' ]

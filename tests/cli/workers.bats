@@ -27,21 +27,28 @@ execution_state() {
 	rk computer execution show "$1" --json | rk_json 'd["state"]'
 }
 
+# Creates $1 fake computers named $2<1..$1> and waits until every create has
+# succeeded; no command was started twice.
+create_all_once() {
+	local i
+	for i in $(seq 1 "$1"); do
+		rk computer create --provider fake --name "$2$i" --json >/dev/null
+	done
+	wait_for "[ \"\$(rk_sql \"SELECT count(*) FROM lifecycle_executions WHERE state = 'succeeded'\")\" = $1 ]" 90
+	[ -z "$(rk_sql "SELECT execution_id FROM execution_events WHERE type = 'started' GROUP BY execution_id HAVING count(*) > 1")" ]
+}
+
 @test "two joined workers share the commands: each runs exactly once, both take some" {
 	export RAKAZO_NO_WORKER=1 RAKAZO_FAKE_DELAY_MS=150
-	local w1 w2 i
+	local w1 w2
 	start_worker "$BATS_TEST_TMPDIR/w1.log" env
 	w1=$W
 	start_worker "$BATS_TEST_TMPDIR/w2.log" env
 	w2=$W
 	wait_for "workers_registered 2" 20
-	for i in $(seq 1 16); do
-		rk computer create --provider fake --name "c$i" --json >/dev/null
-	done
-	wait_for "[ \"\$(rk_sql \"SELECT count(*) FROM lifecycle_executions WHERE state = 'succeeded'\")\" = 16 ]" 90
-	# one start each, no command run twice
+	create_all_once 16 c
+	# one start each
 	[ "$(rk_sql "SELECT count(*) FROM execution_events WHERE type = 'started'")" = 16 ]
-	[ -z "$(rk_sql "SELECT execution_id FROM execution_events WHERE type = 'started' GROUP BY execution_id HAVING count(*) > 1")" ]
 	# both did work, and nobody else did
 	[ "$(rk_sql 'SELECT count(DISTINCT worker_id) FROM lifecycle_executions')" = 2 ]
 	[ "$(rk_sql 'SELECT count(*) FROM lifecycle_executions WHERE worker_id NOT IN (SELECT id FROM workers)')" = 0 ]
@@ -137,7 +144,7 @@ execution_state() {
 	[ -n "${RAKAZO_DATABASE_URL:-}" ] || skip "needs the PostgreSQL state (make check-pg)"
 	unshare -n true 2>/dev/null || skip "unshare -n needs root"
 	export RAKAZO_NO_WORKER=1 RAKAZO_FAKE_DELAY_MS=150
-	local w1 w2 i
+	local w1 w2
 	mkdir -p "$BATS_TEST_TMPDIR/h1" "$BATS_TEST_TMPDIR/h2"
 	# no network in either: the state is reached over its unix socket
 	RAKAZO_DATA_DIR=$BATS_TEST_TMPDIR/h1 start_worker "$BATS_TEST_TMPDIR/w1.log" unshare -n env
@@ -145,11 +152,7 @@ execution_state() {
 	RAKAZO_DATA_DIR=$BATS_TEST_TMPDIR/h2 start_worker "$BATS_TEST_TMPDIR/w2.log" unshare -n env
 	w2=$W
 	wait_for "workers_registered 2" 20
-	for i in $(seq 1 12); do
-		rk computer create --provider fake --name "n$i" --json >/dev/null
-	done
-	wait_for "[ \"\$(rk_sql \"SELECT count(*) FROM lifecycle_executions WHERE state = 'succeeded'\")\" = 12 ]" 90
-	[ -z "$(rk_sql "SELECT execution_id FROM execution_events WHERE type = 'started' GROUP BY execution_id HAVING count(*) > 1")" ]
+	create_all_once 12 n
 	[ "$(rk_sql 'SELECT count(DISTINCT worker_id) FROM lifecycle_executions')" = 2 ]
 	kill -TERM "$w1" "$w2"
 	wait "$w1" "$w2" || true
