@@ -1048,10 +1048,8 @@ static int h_stream(struct call *k)
 	cJSON_AddStringToObject(doc, "url", url);
 	camelize(doc);
 	reply(k, 200, doc);
-	sodium_memzero(url, strlen(url));
-	sodium_memzero(token, strlen(token));
-	free(url);
-	free(token);
+	rk_free_secret(&url);
+	rk_free_secret(&token);
 	rk_gateway_cap_release(&cap);
 out:
 	cJSON_Delete(b);

@@ -783,14 +783,6 @@ static char *fill_args(const char *ref, const char *origin, const char *text, si
 	return rk_buf_detach(&b, NULL);
 }
 
-static void wipe_free(char *s)
-{
-	if (s) {
-		sodium_memzero(s, strlen(s));
-		free(s);
-	}
-}
-
 /* Types secret name into ref; the value stays in *value (for the result's
  * redaction) until the caller frees it with rk_secret_value_free. */
 static int fill_secret(struct rk_browser *b, const cJSON *a, const struct rk_browser_secrets *sec, char **value,
@@ -836,7 +828,7 @@ static int fill_secret(struct rk_browser *b, const cJSON *a, const struct rk_bro
 	if (rc == 0) { /* the page checks again, as it types, that it is still of that origin */
 		char *args = fill_args(ref, origin, text, tlen);
 		rc = evaluate(b, RK_BROWSER_JS_FILL, args, CALL_TIMEOUT_MS, &v, err);
-		wipe_free(args);
+		rk_free_secret(&args);
 	}
 	if (rc == 0) {
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone")))
@@ -965,7 +957,7 @@ int rk_browser_act(struct rk_browser *b, const cJSON *a, const struct rk_browser
 		struct rk_buf t;
 		rk_buf_init(&t);
 		rk_buf_adds(&t, text);
-		wipe_free(text);
+		rk_free_secret(&text);
 		rk_secret_redact(&t, secret, secret_len);
 		cJSON_Delete(st);
 		st = cJSON_ParseWithLength(t.data, t.len);

@@ -451,15 +451,6 @@ static int cap_upstream(const struct rk_gateway_cap *cap)
 	return cap->vnc_socket && cap->vnc_socket[0] != '/';
 }
 
-/* Zeroes and frees a secret string. */
-static void secret_free(char **s)
-{
-	if (*s)
-		sodium_memzero(*s, strlen(*s));
-	free(*s);
-	*s = NULL;
-}
-
 /* Whether the capability's desktop is still the one it was made for. */
 static int cap_slot_same(const struct rk_gateway_cap *cap, const struct slot_id *slot)
 {
@@ -902,7 +893,7 @@ static int vnc_socket_of(struct rk_engine *eng, struct rk_computer *c, int displ
 	if (!vnc) {
 		r = rk_upstream_of(eng, c, display, upstream, err);
 		if (r == 0 && (r = rk_upstream_probe(*upstream, HANDSHAKE_MS, err)) != 0)
-			secret_free(upstream);
+			rk_free_secret(upstream);
 		if (r == 0)
 			*out = rk_upstream_public(*upstream);
 		if (r != -RK_EUNSUPPORTED)
@@ -972,7 +963,7 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 		free(dir);
 		free(vnc);
 		free(bot);
-		secret_free(&upstream);
+		rk_free_secret(&upstream);
 		return r;
 	}
 	struct rk_gateway_cap *cap = out;
@@ -1005,21 +996,19 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 	/* stored before the forwarder runs, so a crash in between leaves a row
 	 * that authorizes nothing (no socket) rather than a socket with no row */
 	if ((r = cap_insert(eng, cap, hex, slot.ctime_ns, err))) {
-		sodium_memzero(t, strlen(t));
-		free(t);
+		rk_free_secret(&t);
 		goto fail;
 	}
 	char *run_dir = rk_xasprintf("%s/run/%s", eng->data_dir, c->id);
 	struct forwarder_args fa = {
 		.data_dir = eng->data_dir, .cap = cap, .slot = slot, .upstream = upstream, .run_dir = run_dir};
 	r = rk_engine_spawn(eng, forwarder_main, &fa, err);
-	secret_free(&upstream); /* the forwarder has its own copy */
+	rk_free_secret(&upstream); /* the forwarder has its own copy */
 	free(run_dir);
 	if (r) {
 		struct rk_error e2;
 		cap_mark_revoked(eng, cap->id, "forwarder failed", &e2);
-		sodium_memzero(t, strlen(t));
-		free(t);
+		rk_free_secret(&t);
 		goto fail;
 	}
 	rk_log(RK_LOG_INFO, "gateway: %s capability %s on %s display %d until %lld", rk_gateway_policy_name(cap->policy),
@@ -1027,7 +1016,7 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 	*token = t;
 	return 0;
 fail:
-	secret_free(&upstream);
+	rk_free_secret(&upstream);
 	rk_gateway_cap_release(out);
 	return r;
 }

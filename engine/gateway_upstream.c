@@ -8,7 +8,6 @@
 #include <libwebsockets.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sodium.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +35,7 @@ static void url_parts_release(struct url_parts *u)
 	free(u->scheme);
 	free(u->host);
 	free(u->path);
-	if (u->query)
-		sodium_memzero(u->query, strlen(u->query));
-	free(u->query);
+	rk_free_secret(&u->query);
 	memset(u, 0, sizeof(*u));
 }
 
@@ -153,8 +150,7 @@ char *rk_upstream_from_novnc(const char *page_url, struct rk_error *err)
 	int with_query = u.query && *u.query && !strchr(path, '?');
 	char *ws = rk_xasprintf("%s://%s%s%s%s%s", strcmp(u.scheme, "https") ? "ws" : "wss", auth, slash, path,
 				with_query ? "?" : "", with_query ? u.query : "");
-	sodium_memzero(path, strlen(path));
-	free(path);
+	rk_free_secret(&path);
 	free(auth);
 	url_parts_release(&u);
 	return ws;
@@ -181,8 +177,7 @@ int rk_upstream_of(struct rk_engine *eng, struct rk_computer *c, int display, ch
 	if (r)
 		return r;
 	*ws_url = rk_upstream_from_novnc(page, err);
-	sodium_memzero(page, strlen(page));
-	free(page);
+	rk_free_secret(&page);
 	return *ws_url ? 0 : -err->code;
 }
 
@@ -406,8 +401,7 @@ int rk_upstream_open(const char *ws_url, int timeout_ms, struct rk_upstream **ou
 	}
 	u->threaded = 1;
 out:
-	sodium_memzero(path, strlen(path));
-	free(path);
+	rk_free_secret(&path);
 	free(origin);
 	free(auth);
 	free(pub);

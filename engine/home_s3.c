@@ -1464,9 +1464,7 @@ static void s3_free(struct rk_home_store *base)
 	free(s->bucket);
 	free(s->prefix);
 	free(s->sigv4);
-	if (s->userpwd)
-		sodium_memzero(s->userpwd, strlen(s->userpwd));
-	free(s->userpwd);
+	rk_free_secret(&s->userpwd);
 	free(s->token);
 	free(s->data_dir);
 	free(s->locks);

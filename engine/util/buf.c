@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 static char empty_data[1];
 
 void *rk_xmalloc(size_t n)
@@ -28,6 +30,14 @@ void *rk_xrealloc(void *p, size_t n)
 	if (!p)
 		abort();
 	return p;
+}
+
+void rk_free_secret(char **s)
+{
+	if (*s)
+		sodium_memzero(*s, strlen(*s));
+	free(*s);
+	*s = NULL;
 }
 
 char *rk_xstrdup(const char *s)

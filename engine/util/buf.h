@@ -36,6 +36,9 @@ void *rk_xrealloc(void *p, size_t n);
 char *rk_xstrdup(const char *s);            /* NULL stays NULL */
 char *rk_xstrndup(const char *s, size_t n);
 char *rk_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Zeroes the secret string *s (tokens, keys, URLs that carry one), frees
+ * it and sets *s to NULL; NULL is fine. */
+void rk_free_secret(char **s);
 
 /* 1 when s[0..n) is well-formed UTF-8 without a NUL byte (overlong leads
  * and code points past U+10FFFF are not). */

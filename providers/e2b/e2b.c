@@ -153,8 +153,7 @@ static int api(const struct conf *c, const char *method, const char *path, const
 	}
 	rk_http_response_release(&r);
 	free(text);
-	sodium_memzero(auth, strlen(auth));
-	free(auth);
+	rk_free_secret(&auth);
 	free(url);
 	return rc;
 }
@@ -172,9 +171,7 @@ struct sandbox {
 static void sandbox_release(struct sandbox *s)
 {
 	free(s->id);
-	if (s->token)
-		sodium_memzero(s->token, strlen(s->token));
-	free(s->token);
+	rk_free_secret(&s->token);
 	free(s->domain);
 	memset(s, 0, sizeof(*s));
 }
@@ -199,8 +196,7 @@ static int sandbox_save(const struct rk_machine *m, const struct sandbox *s, str
 	if (rc == 0)
 		rc = rk_fs_write_atomic(p, text, strlen(text), 0600, err);
 	free(p);
-	sodium_memzero(text, strlen(text));
-	free(text);
+	rk_free_secret(&text);
 	return rc;
 }
 
@@ -406,14 +402,10 @@ static void envd_init(struct envd *e, const struct conf *c, const struct sandbox
 static void envd_release(struct envd *e)
 {
 	free(e->base);
-	if (e->hdr_token)
-		sodium_memzero(e->hdr_token, strlen(e->hdr_token));
-	free(e->hdr_token);
+	rk_free_secret(&e->hdr_token);
 	free(e->hdr_id);
 	free(e->id);
-	if (e->token)
-		sodium_memzero(e->token, strlen(e->token));
-	free(e->token);
+	rk_free_secret(&e->token);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -962,8 +954,7 @@ static int e2b_check(struct rk_error *err)
 	rk_http_response_init(&r);
 	rc = rk_http_do(&q, &r, err);
 	rk_http_response_release(&r);
-	sodium_memzero(auth, strlen(auth));
-	free(auth);
+	rk_free_secret(&auth);
 	free(url);
 	conf_release(&c);
 	return rc;
@@ -1815,8 +1806,7 @@ static int e2b_display_start(const struct rk_machine *m, int display, const stru
 			rk_log(RK_LOG_WARN, "e2b: cannot keep the live-view URL: %s", e2.message);
 		free(p);
 		free(name);
-		sodium_memzero(url, strlen(url));
-		free(url);
+		rk_free_secret(&url);
 		out->width = w;
 		out->height = h;
 	}
