@@ -1,5 +1,5 @@
 #!/bin/sh
-# The one test command's driver: sh tests/run.sh [unit|cli|conformance|pg]
+# The one test command's driver: sh tests/run.sh [unit|cli|security|conformance|pg]
 #
 #   unit         every $BUILD/tests/unit/test_* (each ends "unit: N passed, N failed")
 #   conformance  $BUILD/tests/conformance/conformance PROVIDER for each provider
@@ -7,6 +7,7 @@
 #                E2B emulator started for e2b when node and dockerd are here),
 #                then daytona and box against their emulators
 #   cli          bats --tap tests/cli
+#   security     bats --tap tests/security (the threat model's tests, SECURITY.md)
 #   pg           the state's unit tests and state-heavy bats suites again on a
 #                throwaway PostgreSQL (scripts/pg.sh), each test in a database
 #                of its own (RAKAZO_TEST_PG; tests/cli/helper.bash)
@@ -33,9 +34,9 @@ limit=${RAKAZO_TEST_TIMEOUT:-1500}
 what=${1:-all}
 
 case $what in
-all | unit | cli | conformance | pg) ;;
+all | unit | cli | security | conformance | pg) ;;
 *)
-	echo "usage: sh tests/run.sh [unit|cli|conformance|pg]" >&2
+	echo "usage: sh tests/run.sh [unit|cli|security|conformance|pg]" >&2
 	exit 2
 	;;
 esac
@@ -220,6 +221,14 @@ suite_cli() {
 	suite_bats "bats tests/cli" tests/cli
 }
 
+# The attacks of SECURITY.md's threat model, one file per item.
+suite_security() {
+	command -v bats >/dev/null 2>&1 || return
+	set -- tests/security/*.bats
+	[ -f "$1" ] || return
+	suite_bats "bats tests/security" "$@"
+}
+
 # suite_bats NAME FILE...: bats over the files, its TAP counted.
 suite_bats() {
 	name=$1
@@ -281,11 +290,13 @@ all)
 	suite_unit
 	suite_conformance
 	suite_cli
+	suite_security
 	suite_pg
 	;;
 unit) suite_unit ;;
 conformance) suite_conformance ;;
 cli) suite_cli ;;
+security) suite_security ;;
 pg) suite_pg ;;
 esac
 
