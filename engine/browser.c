@@ -303,6 +303,13 @@ static int run_in(struct rk_browser *b, const char *world, const char *fn, const
 	return rc;
 }
 
+/* Whether e says the world a script was meant for is not there any more
+ * (its document went: in the same renderer, or with it). */
+static int world_gone(const struct rk_error *e)
+{
+	return strstr(e->message, "uniqueContextId not found") || strstr(e->message, "Cannot find context with specified id");
+}
+
 /* Runs fn applied to the JSON args in rakazo's world of the page and
  * returns its value. A world gone with its document (the page navigated)
  * is looked for, or made, again once. */
@@ -317,7 +324,7 @@ static int evaluate(struct rk_browser *b, const char *fn, const char *args_json,
 		struct rk_error e2;
 		rk_error_clear(&e2);
 		rc = run_in(b, b->world, fn, args_json, timeout_ms, value, NULL, &e2);
-		if (rc && attempt == 0 && !b->gone && strstr(e2.message, "uniqueContextId not found")) {
+		if (rc && attempt == 0 && !b->gone && world_gone(&e2)) {
 			free(b->world);
 			b->world = NULL;
 			continue;
@@ -966,9 +973,10 @@ static int frame_facts(struct rk_browser *b, const char *id, const char *name, c
 					  "browser_act: the field is in a frame of %s inside a page of %s: secret '%s' "
 					  "refused",
 					  rk_json_string(f, "securityOrigin", "?"), mismatch, name);
-		else
-			*origin = rk_xstrdup(rk_json_string(f, "securityOrigin", "null")),
+		else {
+			*origin = rk_xstrdup(rk_json_string(f, "securityOrigin", "null"));
 			*loader = rk_xstrdup(rk_json_string(f, "loaderId", ""));
+		}
 	}
 	cJSON_Delete(res);
 	return rc;
@@ -1023,7 +1031,7 @@ static int still_there(struct rk_browser *b, const char *world, const char *arg,
 		rc = rk_error_set(err, RK_EDENIED, "browser_act: the page navigated (to %s) before secret '%s' was typed: refused",
 				  o ? o : "another page", name);
 	if (rc == 0 && (rc = run_in(b, world, RK_BROWSER_JS_FOCUSED, arg, CALL_TIMEOUT_MS, &v, NULL, &e2)) != 0) {
-		if (strstr(e2.message, "uniqueContextId not found")) /* our world went with its document */
+		if (world_gone(&e2)) /* our world went with its document */
 			rc = rk_error_set(err, RK_EDENIED, "browser_act: the page navigated before secret '%s' was typed: refused",
 					  name);
 		else if (err)
