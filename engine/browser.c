@@ -34,7 +34,21 @@ struct rk_browser {
 	int loads;     /* Page.loadEventFired seen on our session */
 	int detached;  /* our page went away (closed, crashed) */
 	int gone;      /* the bridge closed: Chromium went away */
+	/* rakazo's isolated world in the page's top document: the uniqueId of
+	 * its execution context (a context id can name another context after
+	 * a cross-process navigation; a uniqueId never does), or NULL */
+	char *world;
+	int world_id; /* its context id, while it is being looked for */
+	int holding;  /* document requests are held (Fetch.requestPaused) */
+	cJSON *held;  /* the requestIds held, to continue */
+	/* while a secret is typed (holding): its name, the frame of its field
+	 * (NULL: not known yet) and where a navigation of that frame or of the
+	 * top one wanted to go; then every call ends at once, refused */
+	const char *filling, *fill_frame;
+	char *nav_url;
 };
+
+#define WORLD_NAME "rakazo"
 
 /* --- the wire ---------------------------------------------------------------- */
 
@@ -46,23 +60,26 @@ static int gone_error(struct rk_browser *b, struct rk_error *err)
 			    "starts it again with the same profile");
 }
 
-static int send_msg(struct rk_browser *b, cJSON *msg, struct rk_error *err)
+/* Sends n bytes of one message (its NUL included) to the browser. */
+static int send_text(struct rk_browser *b, const char *p, size_t n, struct rk_error *err)
 {
-	char *text = cJSON_PrintUnformatted(msg);
-	size_t n = strlen(text) + 1; /* with its NUL: the pipe's framing */
-	const char *p = text;
-	int rc = 0;
-	while (n > 0 && rc == 0) {
+	while (n > 0) {
 		ssize_t w = send(b->fd, p, n, MSG_NOSIGNAL); /* a gone bridge is an error, not SIGPIPE */
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			rc = -1;
-		else
-			p += w, n -= (size_t)w;
+			return gone_error(b, err);
+		p += w, n -= (size_t)w;
 	}
+	return 0;
+}
+
+static int send_msg(struct rk_browser *b, cJSON *msg, struct rk_error *err)
+{
+	char *text = cJSON_PrintUnformatted(msg);
+	int rc = send_text(b, text, strlen(text) + 1, err); /* with its NUL: the pipe's framing */
 	free(text);
-	return rc == 0 ? 0 : gone_error(b, err);
+	return rc;
 }
 
 static void on_event(struct rk_browser *b, const cJSON *m, const char *method)
@@ -78,6 +95,27 @@ static void on_event(struct rk_browser *b, const cJSON *m, const char *method)
 		 (!strcmp(method, "Target.targetCrashed") && b->target &&
 		  !strcmp(rk_json_string(p, "targetId", ""), b->target)))
 		b->detached = 1;
+	else if (!strcmp(method, "Runtime.executionContextCreated") && sid && b->session && !strcmp(sid, b->session)) {
+		/* our world in the top frame (whose id is the page target's) */
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(p, "context");
+		const cJSON *aux = cJSON_GetObjectItemCaseSensitive(c, "auxData");
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
+		if (!b->world && !strcmp(rk_json_string(c, "name", ""), WORLD_NAME) && b->target &&
+		    !strcmp(rk_json_string(aux, "frameId", ""), b->target) && cJSON_IsNumber(id) &&
+		    (!b->world_id || b->world_id == id->valueint) && rk_json_string(c, "uniqueId", NULL))
+			b->world = rk_xstrdup(rk_json_string(c, "uniqueId", NULL));
+	} else if (!strcmp(method, "Fetch.requestPaused") && sid && b->session && !strcmp(sid, b->session)) {
+		/* continued when the hold ends (never from here: a call now would
+		 * read the replies the caller waits for) */
+		if (!b->held)
+			b->held = cJSON_CreateArray();
+		cJSON_AddItemToArray(b->held, cJSON_CreateString(rk_json_string(p, "requestId", "")));
+		/* the browser sends the page no message while its top frame has a
+		 * navigation pending: none of ours would be answered */
+		const char *frame = rk_json_string(p, "frameId", "");
+		if (b->holding && !b->nav_url && (!strcmp(frame, b->target) || (b->fill_frame && !strcmp(frame, b->fill_frame))))
+			b->nav_url = rk_xstrdup(rk_json_string(cJSON_GetObjectItemCaseSensitive(p, "request"), "url", "?"));
+	}
 }
 
 /* Reads one message (waiting until deadline); 0 with *out, or an error. */
@@ -115,6 +153,51 @@ static int read_msg(struct rk_browser *b, int64_t deadline, cJSON **out, struct 
 	}
 }
 
+/* Waits for the reply to message id (sent for method): 0 with *result
+ * (caller frees; may be NULL when not wanted). Events met meanwhile go to
+ * on_event. */
+static int await_reply(struct rk_browser *b, int64_t id, const char *method, int timeout_ms, cJSON **result,
+		       struct rk_error *err)
+{
+	int64_t deadline = rk_monotonic_ms() + timeout_ms;
+	for (;;) {
+		cJSON *m = NULL;
+		int rc = read_msg(b, deadline, &m, err);
+		if (rc == -RK_ETIMEOUT)
+			return rk_error_set(err, RK_ETIMEOUT, "the browser did not answer %s within %d ms", method,
+					    timeout_ms);
+		if (rc)
+			return rc;
+		const cJSON *mid = cJSON_GetObjectItemCaseSensitive(m, "id");
+		const char *ev = rk_json_string(m, "method", NULL);
+		if (!cJSON_IsNumber(mid)) {
+			if (ev)
+				on_event(b, m, ev);
+			cJSON_Delete(m);
+			if (b->holding && b->nav_url)
+				return rk_error_set(err, RK_EDENIED,
+						    "browser_act: the page started to go to %s before secret '%s' was "
+						    "typed: refused",
+						    b->nav_url, b->filling ? b->filling : "?");
+			continue;
+		}
+		if ((int64_t)mid->valuedouble != id) { /* a reply meant for an earlier client */
+			cJSON_Delete(m);
+			continue;
+		}
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(m, "error");
+		if (e) {
+			rc = rk_error_set(err, RK_EFAILED, "browser: %s: %s", method, rk_json_string(e, "message", "failed"));
+		} else if (result) {
+			*result = cJSON_DetachItemFromObjectCaseSensitive(m, "result");
+			if (!*result)
+				*result = cJSON_CreateObject();
+		}
+		cJSON_Delete(m);
+		return rc;
+	}
+}
+
 /* Calls method (params consumed; NULL: {}) on the page session (or the
  * browser when session is 0) and waits for its reply: 0 with *result
  * (caller frees; may be NULL when not wanted). */
@@ -136,42 +219,7 @@ static int call_ex(struct rk_browser *b, const char *method, cJSON *params, int 
 		cJSON_AddStringToObject(msg, "sessionId", b->session);
 	int rc = send_msg(b, msg, err);
 	cJSON_Delete(msg);
-	int64_t deadline = rk_monotonic_ms() + timeout_ms;
-	while (rc == 0) {
-		cJSON *m = NULL;
-		rc = read_msg(b, deadline, &m, err);
-		if (rc == -RK_ETIMEOUT) {
-			rc = rk_error_set(err, RK_ETIMEOUT, "the browser did not answer %s within %d ms", method,
-					  timeout_ms);
-			break;
-		}
-		if (rc)
-			break;
-		const cJSON *mid = cJSON_GetObjectItemCaseSensitive(m, "id");
-		const char *ev = rk_json_string(m, "method", NULL);
-		if (!cJSON_IsNumber(mid)) {
-			if (ev)
-				on_event(b, m, ev);
-			cJSON_Delete(m);
-			continue;
-		}
-		if ((int64_t)mid->valuedouble != id) { /* a reply meant for an earlier client */
-			cJSON_Delete(m);
-			continue;
-		}
-		const cJSON *e = cJSON_GetObjectItemCaseSensitive(m, "error");
-		if (e) {
-			rc = rk_error_set(err, RK_EFAILED, "browser: %s: %s", method,
-					  rk_json_string(e, "message", "failed"));
-		} else if (result) {
-			*result = cJSON_DetachItemFromObjectCaseSensitive(m, "result");
-			if (!*result)
-				*result = cJSON_CreateObject();
-		}
-		cJSON_Delete(m);
-		break;
-	}
-	return rc;
+	return rc ? rc : await_reply(b, id, method, timeout_ms, result, err);
 }
 
 static int call(struct rk_browser *b, const char *method, cJSON *params, cJSON **result, struct rk_error *err)
@@ -179,34 +227,112 @@ static int call(struct rk_browser *b, const char *method, cJSON *params, cJSON *
 	return call_ex(b, method, params, 1, CALL_TIMEOUT_MS, result, err);
 }
 
-/* Runs expression (a function source) applied to the JSON args on the page
- * and returns its value. */
-static int evaluate(struct rk_browser *b, const char *fn, const char *args_json, int timeout_ms, cJSON **value,
-		    struct rk_error *err)
+/* Finds rakazo's isolated world in the top document, or makes it: the
+ * world a document keeps for its life, so refs made by an earlier
+ * connection are still there. Runtime is on only while it looks (its
+ * events name each context with its uniqueId). */
+static int ensure_world(struct rk_browser *b, struct rk_error *err)
 {
-	*value = NULL;
+	if (b->world)
+		return 0;
+	b->world_id = 0;
+	int rc = call(b, "Runtime.enable", NULL, NULL, err); /* reports every context there is */
+	if (rc == 0 && !b->world) {
+		cJSON *p = cJSON_CreateObject(), *res = NULL;
+		cJSON_AddStringToObject(p, "frameId", b->target);
+		cJSON_AddStringToObject(p, "worldName", WORLD_NAME);
+		if ((rc = call(b, "Page.createIsolatedWorld", p, &res, err)) == 0) {
+			b->world_id = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(res, "executionContextId"));
+			/* its executionContextCreated, if it did not come before the reply */
+			int64_t until = rk_monotonic_ms() + CALL_TIMEOUT_MS;
+			while (rc == 0 && !b->world) {
+				cJSON *m = NULL;
+				if ((rc = read_msg(b, until, &m, err)) == -RK_ETIMEOUT)
+					rc = rk_error_set(err, RK_ETIMEOUT, "the browser did not make its isolated world");
+				const char *ev = rk_json_string(m, "method", NULL);
+				if (ev)
+					on_event(b, m, ev);
+				cJSON_Delete(m);
+			}
+		}
+		cJSON_Delete(res);
+	}
+	struct rk_error e2;
+	call(b, "Runtime.disable", NULL, NULL, &e2);
+	return rc;
+}
+
+/* Runs fn (a function source) applied to the JSON args in the world whose
+ * context is uniqueId world; by value into *value, or with object the
+ * remote object's id into *object (NULL for null or undefined: then *value
+ * is a JSON null for null, NULL for undefined). */
+static int run_in(struct rk_browser *b, const char *world, const char *fn, const char *args_json, int timeout_ms,
+		  cJSON **value, char **object, struct rk_error *err)
+{
+	if (value)
+		*value = NULL;
+	if (object)
+		*object = NULL;
 	char *expr = rk_xasprintf("(%s)(%s)", fn, args_json ? args_json : "");
 	cJSON *p = cJSON_CreateObject();
 	cJSON_AddStringToObject(p, "expression", expr);
-	cJSON_AddBoolToObject(p, "returnByValue", 1);
+	cJSON_AddStringToObject(p, "uniqueContextId", world);
+	cJSON_AddBoolToObject(p, "returnByValue", !object);
 	cJSON_AddBoolToObject(p, "awaitPromise", 1);
 	free(expr);
 	cJSON *res = NULL;
 	int rc = call_ex(b, "Runtime.evaluate", p, 1, timeout_ms, &res, err);
 	if (rc == 0) {
 		const cJSON *ex = cJSON_GetObjectItemCaseSensitive(res, "exceptionDetails");
+		const cJSON *r = cJSON_GetObjectItemCaseSensitive(res, "result");
 		if (ex) {
 			const cJSON *exc = cJSON_GetObjectItemCaseSensitive(ex, "exception");
 			rc = rk_error_set(err, RK_EFAILED, "browser: the page script failed: %s",
 					  rk_json_string(exc, "description", rk_json_string(ex, "text", "error")));
+		} else if (object && rk_json_string(r, "objectId", NULL)) {
+			*object = rk_xstrdup(rk_json_string(r, "objectId", NULL));
+		} else if (object) { /* null stays null, undefined is no value */
+			if (value && !strcmp(rk_json_string(r, "subtype", ""), "null"))
+				*value = cJSON_CreateNull();
 		} else {
-			const cJSON *r = cJSON_GetObjectItemCaseSensitive(res, "result");
 			const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "value");
 			*value = v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull();
 		}
 	}
 	cJSON_Delete(res);
 	return rc;
+}
+
+/* Whether e says the world a script was meant for is not there any more
+ * (its document went: in the same renderer, or with it). */
+static int world_gone(const struct rk_error *e)
+{
+	return strstr(e->message, "uniqueContextId not found") || strstr(e->message, "Cannot find context with specified id");
+}
+
+/* Runs fn applied to the JSON args in rakazo's world of the page and
+ * returns its value. A world gone with its document (the page navigated)
+ * is looked for, or made, again once. */
+static int evaluate(struct rk_browser *b, const char *fn, const char *args_json, int timeout_ms, cJSON **value,
+		    struct rk_error *err)
+{
+	*value = NULL;
+	for (int attempt = 0;; attempt++) {
+		int rc = ensure_world(b, err);
+		if (rc)
+			return rc;
+		struct rk_error e2;
+		rk_error_clear(&e2);
+		rc = run_in(b, b->world, fn, args_json, timeout_ms, value, NULL, &e2);
+		if (rc && attempt == 0 && !b->gone && world_gone(&e2)) {
+			free(b->world);
+			b->world = NULL;
+			continue;
+		}
+		if (rc && err)
+			*err = e2;
+		return rc;
+	}
 }
 
 /* --- connecting ---------------------------------------------------------------- */
@@ -286,6 +412,9 @@ void rk_browser_close(struct rk_browser *b)
 	free(b->socket_path);
 	free(b->session);
 	free(b->target);
+	free(b->world);
+	cJSON_Delete(b->held);
+	free(b->nav_url);
 	free(b);
 }
 
@@ -756,31 +885,201 @@ static cJSON *settled_state(struct rk_browser *b, struct rk_error *err)
 	return st;
 }
 
-/* JSON text of the arguments (ref, origin, text) without the array's
- * brackets; the caller wipes and frees it. */
-static char *fill_args(const char *ref, const char *origin, const char *text, size_t len)
+/* --- fill_secret --------------------------------------------------------------
+ * The page is not trusted with anything: where the field is and what origin
+ * its frame has come from the browser (the frame tree), the scripts run in
+ * rakazo's isolated world, and the value goes from here to the field as CDP
+ * input (Input.insertText), in no JavaScript context. Document requests are
+ * held meanwhile (Fetch), so the page cannot navigate away under the typing;
+ * right before typing, the frame, its document and the focus are checked
+ * again. */
+
+/* Holds every document request (a navigation) of the page until
+ * release_navigations. */
+static int hold_navigations(struct rk_browser *b, struct rk_error *err)
 {
-	struct rk_buf b;
-	rk_buf_init(&b);
-	cJSON *r = cJSON_CreateString(ref), *o = cJSON_CreateString(origin);
-	char *rs = cJSON_PrintUnformatted(r), *os = cJSON_PrintUnformatted(o);
-	rk_buf_printf(&b, "%s, %s, \"", rs, os);
-	free(rs);
-	free(os);
-	cJSON_Delete(r);
-	cJSON_Delete(o);
-	/* the value escaped here, not through cJSON: no copy of it is left unwiped */
+	cJSON *p = cJSON_CreateObject(), *pat = cJSON_CreateObject();
+	cJSON_AddStringToObject(pat, "urlPattern", "*");
+	cJSON_AddStringToObject(pat, "resourceType", "Document");
+	cJSON_AddStringToObject(pat, "requestStage", "Request");
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(p, "patterns"), pat);
+	int rc = call(b, "Fetch.enable", p, NULL, err);
+	if (rc == 0)
+		b->holding = 1;
+	return rc;
+}
+
+static void release_navigations(struct rk_browser *b)
+{
+	if (!b->holding || b->gone)
+		return;
+	b->holding = 0; /* the calls below are answered even with a navigation pending */
+	struct rk_error e2;
+	cJSON *held;
+	while ((held = b->held) != NULL) { /* more may come while these go on */
+		b->held = NULL;
+		const cJSON *id;
+		cJSON_ArrayForEach(id, held)
+		{
+			cJSON *p = cJSON_CreateObject();
+			cJSON_AddStringToObject(p, "requestId", id->valuestring);
+			call(b, "Fetch.continueRequest", p, NULL, &e2);
+		}
+		cJSON_Delete(held);
+	}
+	call(b, "Fetch.disable", NULL, NULL, &e2); /* lets go of any paused after the last continue */
+	cJSON_Delete(b->held);
+	b->held = NULL;
+	free(b->nav_url);
+	b->nav_url = NULL;
+	b->filling = b->fill_frame = NULL;
+}
+
+/* Finds frame id under node; on the way back, *mismatch is the origin of
+ * the first frame above it whose origin is not its own. */
+static int find_frame(const cJSON *node, const char *id, const cJSON **found, const char **mismatch)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(node, "frame"), *k;
+	if (!strcmp(rk_json_string(f, "id", ""), id)) {
+		*found = f;
+		return 1;
+	}
+	cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(node, "childFrames"))
+	{
+		if (find_frame(k, id, found, mismatch)) {
+			const char *o = rk_json_string(f, "securityOrigin", "");
+			if (!*mismatch && strcmp(o, rk_json_string(*found, "securityOrigin", "")) != 0)
+				*mismatch = o;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The origin of frame id as the browser knows it and the loader of its
+ * document (both malloc'd). A frame inside a page of another origin is
+ * RK_EDENIED; a frame that is not there any more, *origin NULL. */
+static int frame_facts(struct rk_browser *b, const char *id, const char *name, char **origin, char **loader,
+		       struct rk_error *err)
+{
+	*origin = *loader = NULL;
+	cJSON *res = NULL;
+	int rc = call(b, "Page.getFrameTree", NULL, &res, err);
+	const cJSON *f = NULL;
+	const char *mismatch = NULL;
+	if (rc == 0 && find_frame(cJSON_GetObjectItemCaseSensitive(res, "frameTree"), id, &f, &mismatch)) {
+		if (mismatch)
+			rc = rk_error_set(err, RK_EDENIED,
+					  "browser_act: the field is in a frame of %s inside a page of %s: secret '%s' "
+					  "refused",
+					  rk_json_string(f, "securityOrigin", "?"), mismatch, name);
+		else {
+			*origin = rk_xstrdup(rk_json_string(f, "securityOrigin", "null"));
+			*loader = rk_xstrdup(rk_json_string(f, "loaderId", ""));
+		}
+	}
+	cJSON_Delete(res);
+	return rc;
+}
+
+/* The id of the frame holding ref's document (malloc'd), asked of the
+ * browser for the frame element our world finds; the top frame's is the
+ * page target's. */
+static int field_frame(struct rk_browser *b, const char *world, const char *arg, const char *ref, char **frame,
+		       struct rk_error *err)
+{
+	*frame = NULL;
+	cJSON *v = NULL, *res = NULL;
+	char *obj = NULL;
+	int rc = run_in(b, world, RK_BROWSER_JS_FRAME_OF, arg, CALL_TIMEOUT_MS, &v, &obj, err);
+	if (rc == 0 && !obj && cJSON_IsNull(v)) {
+		*frame = rk_xstrdup(b->target);
+	} else if (rc == 0 && !obj) {
+		rc = ref_error(ref, err);
+	} else if (rc == 0) {
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "objectId", obj);
+		if ((rc = call(b, "DOM.describeNode", p, &res, err)) == 0) {
+			const char *id = rk_json_string(cJSON_GetObjectItemCaseSensitive(res, "node"), "frameId", NULL);
+			if (id)
+				*frame = rk_xstrdup(id);
+			else
+				rc = rk_error_set(err, RK_EFAILED, "browser_act: the browser names no frame for %s", ref);
+		}
+		p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "objectId", obj);
+		struct rk_error e2;
+		call(b, "Runtime.releaseObject", p, NULL, &e2);
+	}
+	cJSON_Delete(v);
+	cJSON_Delete(res);
+	free(obj);
+	return rc;
+}
+
+/* Right before typing: frame still holds the document (loader) of origin it
+ * had, our world is still that page's, and the focus is on ref. */
+static int still_there(struct rk_browser *b, const char *world, const char *arg, const char *ref, const char *frame,
+		       const char *origin, const char *loader, const char *name, struct rk_error *err)
+{
+	char *o = NULL, *l = NULL;
+	cJSON *v = NULL;
+	struct rk_error e2;
+	rk_error_clear(&e2);
+	int rc = frame_facts(b, frame, name, &o, &l, err);
+	if (rc == 0 && (!o || strcmp(o, origin) != 0 || strcmp(l, loader) != 0))
+		rc = rk_error_set(err, RK_EDENIED, "browser_act: the page navigated (to %s) before secret '%s' was typed: refused",
+				  o ? o : "another page", name);
+	if (rc == 0 && (rc = run_in(b, world, RK_BROWSER_JS_FOCUSED, arg, CALL_TIMEOUT_MS, &v, NULL, &e2)) != 0) {
+		if (world_gone(&e2)) /* our world went with its document */
+			rc = rk_error_set(err, RK_EDENIED, "browser_act: the page navigated before secret '%s' was typed: refused",
+					  name);
+		else if (err)
+			*err = e2;
+	}
+	if (rc == 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone")))
+		rc = rk_error_set(err, RK_EDENIED, "browser_act: %s left the page before secret '%s' was typed: refused", ref,
+				  name);
+	else if (rc == 0 && cJSON_GetObjectItemCaseSensitive(v, "frame"))
+		rc = rk_error_set(err, RK_EDENIED,
+				  "browser_act: the focus moved to a frame of another origin (%s) before secret '%s' was "
+				  "typed: refused",
+				  rk_json_string(v, "frame", "?"), name);
+	else if (rc == 0 && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")))
+		rc = rk_error_set(err, RK_EDENIED, "browser_act: the focus moved off %s (to %s) before secret '%s' was typed: refused",
+				  ref, rk_json_string(v, "elsewhere", "?"), name);
+	cJSON_Delete(v);
+	free(o);
+	free(l);
+	return rc;
+}
+
+/* Types text into the focused element with Input.insertText. The message is
+ * built here in one allocation and wiped: no copy of the value is left. */
+static int insert_text(struct rk_browser *b, const char *text, size_t len, struct rk_error *err)
+{
+	if (b->gone)
+		return gone_error(b, err);
+	int64_t id = b->next_id++;
+	struct rk_buf m;
+	rk_buf_init(&m);
+	rk_buf_grow(&m, 6 * len + 128 + strlen(b->session)); /* the longest escape is \u00xx */
+	rk_buf_printf(&m, "{\"id\":%lld,\"sessionId\":\"%s\",\"method\":\"Input.insertText\",\"params\":{\"text\":\"",
+		      (long long)id, b->session);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)text[i];
 		if (c == '"' || c == '\\')
-			rk_buf_printf(&b, "\\%c", c);
+			rk_buf_printf(&m, "\\%c", c);
 		else if (c < 0x20 || c == 0x7f)
-			rk_buf_printf(&b, "\\u%04x", c);
+			rk_buf_printf(&m, "\\u%04x", c);
 		else
-			rk_buf_add(&b, (const char *)&c, 1);
+			rk_buf_add(&m, (const char *)&c, 1);
 	}
-	rk_buf_adds(&b, "\"");
-	return rk_buf_detach(&b, NULL);
+	rk_buf_adds(&m, "\"}}");
+	int rc = send_text(b, m.data, m.len + 1, err); /* with its NUL */
+	sodium_memzero(m.data, m.cap);
+	rk_buf_release(&m);
+	return rc ? rc : await_reply(b, id, "Input.insertText", CALL_TIMEOUT_MS, NULL, err);
 }
 
 /* Types secret name into ref; the value stays in *value (for the result's
@@ -792,23 +1091,38 @@ static int fill_secret(struct rk_browser *b, const cJSON *a, const struct rk_bro
 	const char *part = rk_json_string(a, "part", NULL);
 	if (!sec || !sec->eng || !sec->actor)
 		return rk_error_set(err, RK_EUNSUPPORTED, "browser_act: fill_secret needs a person's or a bot's secrets here");
-	char *arg = rk_xasprintf("\"%s\"", ref);
+	char *arg = rk_xasprintf("\"%s\"", ref), *world = NULL, *frame = NULL, *origin = NULL, *loader = NULL;
+	char *kind = NULL;
 	cJSON *v = NULL;
-	int rc = evaluate(b, RK_BROWSER_JS_ORIGIN, arg, CALL_TIMEOUT_MS, &v, err);
-	free(arg);
-	if (rc)
-		return rc;
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone"))) {
-		cJSON_Delete(v);
-		return ref_error(ref, err);
+	int rc = hold_navigations(b, err);
+	b->filling = name;
+	/* the field, focused by our world */
+	if (rc == 0 && (rc = evaluate(b, RK_BROWSER_JS_FILL_FOCUS, arg, CALL_TIMEOUT_MS, &v, err)) == 0) {
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone")))
+			rc = ref_error(ref, err);
+		else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")))
+			rc = rk_error_set(err, RK_ECONFLICT, "browser_act: %s is not a text field that can take the focus",
+					  ref);
 	}
-	char *origin = rk_xstrdup(rk_json_string(v, "origin", "null")), *kind = NULL;
-	cJSON_Delete(v);
-	v = NULL;
-	rc = rk_secret_reveal_for_origin(sec->eng, sec->actor, name, origin, value, vlen, &kind, err);
+	if (rc)
+		goto out;
+	world = rk_xstrdup(b->world); /* from here on, this document's world only */
+	/* its frame and that frame's origin, as the browser knows them */
+	if ((rc = field_frame(b, world, arg, ref, &frame, err)) != 0)
+		goto out;
+	b->fill_frame = frame;
+	if ((rc = frame_facts(b, frame, name, &origin, &loader, err)) != 0)
+		goto out;
+	if (!origin) {
+		rc = rk_error_set(err, RK_EDENIED, "browser_act: the field's frame went away: secret '%s' refused", name);
+		goto out;
+	}
+	/* the value is decrypted only for that origin */
+	if ((rc = rk_secret_reveal_for_origin(sec->eng, sec->actor, name, origin, value, vlen, &kind, err)) != 0)
+		goto out;
 	const char *text = *value;
 	size_t tlen = *vlen;
-	if (rc == 0 && !strcmp(kind, "basic")) {
+	if (!strcmp(kind, "basic")) {
 		const char *colon = memchr(text, ':', tlen);
 		if (!part || !colon)
 			rc = rk_error_set(err, RK_EINVALID,
@@ -819,32 +1133,24 @@ static int fill_secret(struct rk_browser *b, const cJSON *a, const struct rk_bro
 			tlen = (size_t)(colon - text);
 		else
 			tlen -= (size_t)(colon + 1 - text), text = colon + 1;
-	} else if (rc == 0 && part) {
+	} else if (part) {
 		rc = rk_error_set(err, RK_EINVALID, "browser_act: secret '%s' is not a login (user:password): leave out part",
 				  name);
 	}
 	if (rc == 0 && memchr(text, '\0', tlen))
 		rc = rk_error_set(err, RK_EINVALID, "browser_act: secret '%s' holds a NUL byte and cannot be typed", name);
-	if (rc == 0) { /* the page checks again, as it types, that it is still of that origin */
-		char *args = fill_args(ref, origin, text, tlen);
-		rc = evaluate(b, RK_BROWSER_JS_FILL, args, CALL_TIMEOUT_MS, &v, err);
-		rk_free_secret(&args);
-	}
-	if (rc == 0) {
-		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone")))
-			rc = ref_error(ref, err);
-		else if (cJSON_GetObjectItemCaseSensitive(v, "origin"))
-			rc = rk_error_set(err, RK_EDENIED,
-					  "browser_act: the page moved to %s before secret '%s' was typed: refused",
-					  rk_json_string(v, "origin", "?"), name);
-		else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")))
-			rc = rk_error_set(err, RK_ECONFLICT, "browser_act: %s is not a text field that can take the focus",
-					  ref);
-	}
+	if (rc == 0 && (rc = still_there(b, world, arg, ref, frame, origin, loader, name, err)) == 0)
+		rc = insert_text(b, text, tlen, err);
+out:
+	release_navigations(b);
 	if (rc == 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "submit")))
 		rc = press(b, "Enter", err);
 	cJSON_Delete(v);
+	free(arg);
+	free(world);
+	free(frame);
 	free(origin);
+	free(loader);
 	free(kind);
 	return rc;
 }

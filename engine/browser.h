@@ -11,7 +11,8 @@
  *                                     ("e12"), title and URL
  *   act       {action: click|type|select|press|hover|scroll|fill_secret, ref?, ...}
  *
- * Refs live in the page: an element keeps its ref while it exists, across
+ * Refs live in the page, in rakazo's isolated world of it (the page cannot
+ * see or change them): an element keeps its ref while it exists, across
  * snapshots; a ref whose element is gone is not_found. What the browser
  * tools do is real input to the visible tab, so a person watching the
  * screen sees it. A browser that went away (crashed, closed) is an
@@ -59,8 +60,11 @@ struct rk_browser_secrets {
 /* action: {action, ref?, text?, value?, key?, dx?, dy?, submit?, name?,
  * part?}; checked before anything runs. fill_secret {ref, name, part?,
  * submit?} types the stored secret name into the text field ref, only when
- * the field's page is of the secret's stored origin (else RK_EDENIED, and
- * the value is not even decrypted); part username or password picks half
+ * the field's frame (and every frame above it) is of the secret's stored
+ * origin as the browser knows it (else RK_EDENIED, and the value is not
+ * even decrypted), with CDP input, never through a script; a page that
+ * navigates, or moves the focus off the field, before it is typed is
+ * RK_EDENIED with nothing typed. part username or password picks half
  * of a basic (user:password) login. The value is in no result (they are
  * redacted) and the field shows as [secret] in snapshots. sec NULL:
  * fill_secret is unsupported. */

@@ -1,9 +1,16 @@
 #ifndef RK_BROWSER_JS_H
 #define RK_BROWSER_JS_H
-/* The page-side half of engine/browser.c: scripts run with Runtime.evaluate.
- * window.__rk keeps the refs: a WeakMap from element to ref and a Map from
- * ref to a WeakRef, so an element keeps its ref across snapshots and a
- * removed element's ref stops resolving. */
+/* The page-side half of engine/browser.c: scripts run with Runtime.evaluate
+ * in rakazo's isolated world of the page (Page.createIsolatedWorld), never
+ * in the page's own: the page cannot see or change them, their globals or
+ * the DOM prototypes they call (its overrides are its world's only), and it
+ * never sees a ref. window.__rk there keeps the refs: a WeakMap from element
+ * to ref and a Map from ref to a WeakRef, so an element keeps its ref across
+ * snapshots and a removed element's ref stops resolving. No script here
+ * ever gets a secret: fill_secret types it with CDP input. */
+
+/* The element of ref REF as el (undefined when it has none). */
+#define RK_BROWSER_JS_LOOKUP "const R = window.__rk; const w = R && R.byRef.get(REF); const el = w && w.deref();\n"
 
 /* snapshot(limitBytes) -> {url, title, elements, truncated, tree} */
 #define RK_BROWSER_JS_SNAPSHOT                                                                                 \
@@ -79,7 +86,7 @@
 /* point(ref) -> {x, y, tag} in the top viewport, the element scrolled into
  * view (and each frame holding it), or {gone: true}. */
 #define RK_BROWSER_JS_POINT                                                                                    \
-	"((REF) => { const R = window.__rk; const w = R && R.byRef.get(REF); const el = w && w.deref();\n"   \
+	"((REF) => { " RK_BROWSER_JS_LOOKUP                                                                 \
 	" if (!el || !el.isConnected) return {gone: true};\n"                                              \
 	" el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});\n"                   \
 	" for (let v = el.ownerDocument.defaultView; v !== window && v.frameElement; v = v.parent)"          \
@@ -92,7 +99,7 @@
 
 /* focus(ref, clear) -> {ok} | {gone}: focuses and selects what a typed text replaces. */
 #define RK_BROWSER_JS_FOCUS                                                                                    \
-	"((REF, CLEAR) => { const R = window.__rk; const w = R && R.byRef.get(REF); const el = w && w.deref();\n" \
+	"((REF, CLEAR) => { " RK_BROWSER_JS_LOOKUP                                                          \
 	" if (!el || !el.isConnected) return {gone: true};\n"                                              \
 	" el.scrollIntoView({block: 'center', behavior: 'instant'}); el.focus();\n"                         \
 	" if (CLEAR) { if (typeof el.select === 'function' && 'value' in el) el.select();"                   \
@@ -103,7 +110,7 @@
 
 /* choose(ref, value) -> {value} | {gone} | {options}: picks a select's option by value or label. */
 #define RK_BROWSER_JS_SELECT                                                                                   \
-	"((REF, V) => { const R = window.__rk; const w = R && R.byRef.get(REF); const el = w && w.deref();\n" \
+	"((REF, V) => { " RK_BROWSER_JS_LOOKUP                                                              \
 	" if (!el || !el.isConnected) return {gone: true};\n"                                              \
 	" if (el.tagName !== 'SELECT') return {notSelect: el.tagName.toLowerCase()};\n"                     \
 	" const o = [...el.options].find(o => o.value === V) || [...el.options].find(o => (o.label ||"       \
@@ -114,41 +121,44 @@
 	" el.dispatchEvent(new Event('change', {bubbles: true}));\n"                                         \
 	" return {value: el.value}; })"
 
-/* The web origin of an element's document, written as engine/secret.c
- * writes origins (scheme://host:port, the port always given), or 'null'. */
-#define RK_BROWSER_JS_ORIGIN_OF                                                                                \
-	"(el => { const l = el.ownerDocument.location; if (l.protocol !== 'http:' && l.protocol !== 'https:')"  \
-	" return 'null'; return l.protocol + '//' + l.hostname.toLowerCase() + ':' + (l.port ||"              \
-	" (l.protocol === 'https:' ? '443' : '80')); })"
-
-/* origin(ref) -> {origin} | {gone} */
-#define RK_BROWSER_JS_ORIGIN                                                                                   \
-	"((REF) => { const R = window.__rk; const w = R && R.byRef.get(REF); const el = w && w.deref();\n" \
-	" if (!el || !el.isConnected) return {gone: true}; return {origin: " RK_BROWSER_JS_ORIGIN_OF "(el)}; })"
-
-/* fill(ref, origin, text) -> {ok} | {gone} | {origin}: puts text in a text
- * field only while its document is of origin (checked in the same task as
- * the typing, so a page that moved meanwhile gets nothing), as typing would
- * (input events); the field is then shown as [secret] in snapshots. */
-#define RK_BROWSER_JS_FILL                                                                                     \
-	"((REF, ORIGIN, TEXT) => { const R = window.__rk; const w = R && R.byRef.get(REF); const el = w && w.deref();\n" \
+/* fill_focus(ref) -> {ok} | {gone} | {field: false}: focuses a text field
+ * for fill_secret and selects what the typed secret replaces; the field is
+ * then shown as [secret] in snapshots. Types nothing. */
+#define RK_BROWSER_JS_FILL_FOCUS                                                                               \
+	"((REF) => { " RK_BROWSER_JS_LOOKUP                                                                 \
 	" if (!el || !el.isConnected) return {gone: true};\n"                                              \
-	" const o = " RK_BROWSER_JS_ORIGIN_OF "(el); if (o !== ORIGIN) return {origin: o};\n"              \
 	" const t = el.tagName; const field = t === 'TEXTAREA' || el.isContentEditable || (t === 'INPUT' &&"  \
 	" !['checkbox', 'radio', 'submit', 'button', 'reset', 'image', 'file', 'hidden', 'range', 'color']"   \
 	".includes((el.type || 'text').toLowerCase()));\n"                                                  \
-	" if (!field || el.disabled || el.readOnly) return {ok: false};\n"                                  \
+	" if (!field || el.disabled || el.readOnly) return {field: false};\n"                               \
 	" el.scrollIntoView({block: 'center', behavior: 'instant'}); el.focus();\n"                         \
-	" const d = el.ownerDocument; if (d.activeElement !== el && !el.contains(d.activeElement)) return {ok: false};\n" \
 	" (R.secret || (R.secret = new WeakSet())).add(el);\n"                                             \
-	" if (el.isContentEditable) { const s = d.getSelection(); const g = d.createRange();"                \
-	" g.selectNodeContents(el); s.removeAllRanges(); s.addRange(g); } else el.select();\n"              \
-	" let done = false; try { done = d.execCommand('insertText', false, TEXT); } catch (e) {}\n"       \
-	" if (!el.isContentEditable && (!done || el.value !== TEXT)) {"                                      \
-	" const p = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(el), 'value');"                    \
-	" if (p && p.set) p.set.call(el, TEXT); else el.value = TEXT;"                                       \
-	" el.dispatchEvent(new Event('input', {bubbles: true})); el.dispatchEvent(new Event('change', {bubbles: true})); }\n" \
+	" if (el.isContentEditable) { const d = el.ownerDocument; const s = d.getSelection();"               \
+	" const g = d.createRange(); g.selectNodeContents(el); s.removeAllRanges(); s.addRange(g); }"        \
+	" else el.select();\n"                                                                              \
 	" return {ok: true}; })"
+
+/* frame_of(ref) -> the frame element holding ref's document (a remote
+ * object: engine/browser.c asks the browser for its frame id), null for
+ * the top document, undefined when ref is gone. */
+#define RK_BROWSER_JS_FRAME_OF                                                                                 \
+	"((REF) => { " RK_BROWSER_JS_LOOKUP                                                                 \
+	" if (!el || !el.isConnected) return undefined; const v = el.ownerDocument.defaultView;\n"          \
+	" return v === window ? null : v ? v.frameElement : undefined; })"
+
+/* focused(ref) -> {ok} | {gone} | {frame: src} | {elsewhere: tag}: whether
+ * the focus, followed from the top document down through the frames, ends
+ * on ref. A frame of another origin (its document out of reach) holding the
+ * focus is {frame}. */
+#define RK_BROWSER_JS_FOCUSED                                                                                  \
+	"((REF) => { " RK_BROWSER_JS_LOOKUP                                                                 \
+	" if (!el || !el.isConnected) return {gone: true};\n"                                              \
+	" for (let a = document.activeElement;;) { if (a === el) return {ok: true};\n"                     \
+	"  if (!a || !['IFRAME', 'FRAME', 'OBJECT', 'EMBED'].includes(a.tagName))"                          \
+	" return {elsewhere: a ? a.tagName.toLowerCase() : 'nothing'};\n"                                  \
+	"  let d = null; try { d = a.contentDocument; } catch (e) {}\n"                                    \
+	"  if (!d) return {frame: String(a.src || a.data || a.tagName.toLowerCase())};\n"                   \
+	"  a = d.activeElement; } })"
 
 #define RK_BROWSER_JS_STATE "({url: location.href, title: document.title, ready: document.readyState})"
 #define RK_BROWSER_JS_VIEWPORT "({x: innerWidth / 2, y: innerHeight / 2})"
