@@ -808,9 +808,20 @@ int rk_session_start(struct rk_engine *eng, struct rk_computer *c, const struct 
 		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' gives no terminal: run without --tty", c->kind);
 
 	char *sid = rk_id_new("cse");
+	/* the sessions list shows the command as history does: redacted */
+	struct rk_actor a = {0};
+	struct rk_error e;
+	struct rk_buf shown;
+	rk_buf_init(&shown);
+	rk_buf_adds(&shown, req->command);
+	rk_secret_redact_history(eng, rk_actor_resolve(&a, eng, NULL, req->bot_id, &e) == 0 ? &a : NULL, &shown);
+	rk_actor_release(&a);
 	struct rk_session_row row = {.id = sid, .computer_id = c->id, .owner = eng->owner,
-				     .command = (char *)req->command, .tty = req->tty, .created_at = rk_now_ms()};
-	if ((r = rk_db_session_insert(eng->db, &row, err))) {
+				     .command = shown.data, .tty = req->tty, .created_at = rk_now_ms()};
+	r = rk_db_session_insert(eng->db, &row, err);
+	sodium_memzero(shown.data, shown.len);
+	rk_buf_release(&shown);
+	if (r) {
 		free(sid);
 		return r;
 	}
