@@ -1025,7 +1025,11 @@ void rk_secret_redactor_buf(const struct rk_secret_redactor *r, struct rk_buf *b
 		values_redact(r->v, r->n, b);
 }
 
-/* A string of a cJSON document, redacted in place (cJSON's allocator). */
+static void redact_cjson(const struct rk_secret_redactor *r, cJSON *item);
+
+/* A string of a cJSON document, redacted in place (cJSON's allocator). A
+ * string that is a JSON document itself (a tool call's arguments) is
+ * redacted inside too, where its own escapes are undone. */
 static void redact_cjson_string(const struct rk_secret_redactor *r, char **s)
 {
 	if (!*s || !**s)
@@ -1033,8 +1037,24 @@ static void redact_cjson_string(const struct rk_secret_redactor *r, char **s)
 	struct rk_buf b;
 	rk_buf_init(&b);
 	rk_buf_adds(&b, *s);
-	size_t n = b.len;
 	values_redact(r->v, r->n, &b);
+	cJSON *inner = (b.data[0] == '{' || b.data[0] == '[') ? cJSON_ParseWithLength(b.data, b.len) : NULL;
+	if (inner) {
+		char *before = cJSON_PrintUnformatted(inner);
+		redact_cjson(r, inner);
+		char *after = cJSON_PrintUnformatted(inner);
+		if (before && after && strcmp(before, after)) {
+			sodium_memzero(b.data, b.len);
+			rk_buf_reset(&b);
+			rk_buf_adds(&b, after);
+		}
+		if (before)
+			sodium_memzero(before, strlen(before));
+		free(before);
+		free(after);
+		cJSON_Delete(inner);
+	}
+	size_t n = strlen(*s);
 	if (b.len != n || memcmp(b.data, *s, n)) {
 		char *fresh = cJSON_malloc(b.len + 1);
 		memcpy(fresh, b.data, b.len + 1);
