@@ -32,6 +32,14 @@ start_origin() {
 	ORIGIN_URL=$(sed -n 's|^listening on \(http://.*\)$|\1|p' "$out")
 }
 
+# Fails when "$@" succeeds (a bare `! cmd` never fails a bats test).
+refute() {
+	if "$@"; then
+		echo "unexpectedly succeeded: $*" >&2
+		return 1
+	fi
+}
+
 # check CHANNEL FILE...: no form of VALUE in any of them
 check() {
 	python3 "$FORMS" check "$VALUE" "$@"
@@ -119,6 +127,18 @@ EOF
 	rk computer history t --json >"$BATS_TEST_TMPDIR/history"
 	grep -q '"input"' "$BATS_TEST_TMPDIR/history"
 	check history "$BATS_TEST_TMPDIR/history"
+	# typed a piece at a time, as at a password prompt: history keeps the line whole, redacted
+	run rk computer exec t --yield-ms 250 --json -- 'cat >/dev/null'
+	[ "$status" -eq 0 ]
+	sid=$(printf '%s' "$output" | rk_json 'd["session"]')
+	rk computer input t "$sid" 'Rz7"q/K' --yield-ms 250 >/dev/null
+	rk computer input t "$sid" 'x-91+Se cr' --yield-ms 250 >/dev/null
+	rk computer input t "$sid" 'et&Tok=Zz?>\n' --yield-ms 250 >/dev/null
+	rk computer input t "$sid" 'not a secret\n\x04' --yield-ms 1000 >/dev/null
+	rk computer history t --json >"$BATS_TEST_TMPDIR/history"
+	grep -q 'not a secret' "$BATS_TEST_TMPDIR/history"
+	refute grep -qF -- 'Rz7' "$BATS_TEST_TMPDIR/history"
+	refute grep -qF -- 'Tok=Zz' "$BATS_TEST_TMPDIR/history"
 	rk computer sessions t --json >"$BATS_TEST_TMPDIR/sessions"
 	grep -q 'printf' "$BATS_TEST_TMPDIR/sessions"
 	check sessions "$BATS_TEST_TMPDIR/sessions"
