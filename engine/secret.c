@@ -1082,6 +1082,24 @@ void rk_secret_redactor_json(const struct rk_secret_redactor *r, cJSON *doc)
 		redact_cjson(r, doc);
 }
 
+char *rk_secret_redactor_text(const struct rk_secret_redactor *r, const char *text)
+{
+	if (!r || !r->n)
+		return rk_xstrdup(text);
+	cJSON *doc = cJSON_Parse(text);
+	if (doc) {
+		redact_cjson(r, doc);
+		char *s = cJSON_PrintUnformatted(doc);
+		cJSON_Delete(doc);
+		return s;
+	}
+	struct rk_buf b;
+	rk_buf_init(&b);
+	rk_buf_adds(&b, text);
+	values_redact(r->v, r->n, &b);
+	return rk_buf_detach(&b, NULL);
+}
+
 void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, struct rk_buf *b)
 {
 	struct rk_secret_redactor *r = rk_secret_redactor_new(eng, a);

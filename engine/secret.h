@@ -76,6 +76,9 @@ void rk_secret_redactor_free(struct rk_secret_redactor *r);
 void rk_secret_redactor_buf(const struct rk_secret_redactor *r, struct rk_buf *b);
 /* The same in every string and member name of doc. */
 void rk_secret_redactor_json(const struct rk_secret_redactor *r, cJSON *doc);
+/* text redacted, malloc'd: a JSON document string by string (and printed
+ * again), anything else as text. */
+char *rk_secret_redactor_text(const struct rk_secret_redactor *r, const char *text);
 /* For text people read later (the terminal history, the sessions list):
  * rk_secret_redactor_buf with a's redactor, then rk_secret_redact_patterns. */
 void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, struct rk_buf *b);

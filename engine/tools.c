@@ -252,20 +252,9 @@ static void set_text(struct rk_tool_result *out, cJSON *doc)
  * context. */
 static void finish_text(struct rk_tool_result *out, const struct rk_secret_redactor *red)
 {
-	cJSON *doc = cJSON_Parse(out->text);
-	if (doc) {
-		rk_secret_redactor_json(red, doc);
-		free(out->text);
-		out->text = cJSON_PrintUnformatted(doc);
-		cJSON_Delete(doc);
-	} else {
-		struct rk_buf b;
-		rk_buf_init(&b);
-		rk_buf_adds(&b, out->text);
-		rk_secret_redactor_buf(red, &b);
-		free(out->text);
-		out->text = rk_buf_detach(&b, NULL);
-	}
+	char *clean = rk_secret_redactor_text(red, out->text);
+	free(out->text);
+	out->text = clean;
 	char *s = out->text;
 	size_t len = strlen(s);
 	if (len > RK_TOOL_RESULT_MAX) {
