@@ -4,6 +4,7 @@
  *   rakazo secret list [--bot B]                                   names, origins, methods; never values
  *   rakazo secret rm NAME [--bot B] */
 
+#include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +39,16 @@ static int actor(struct cmd_ctx *ctx, struct rk_actor *a)
 	return r ? r : rk_actor_resolve(a, ctx->eng, o_space, o_bot, &ctx->err);
 }
 
+static volatile sig_atomic_t prompt_signal;
+
+static void on_prompt_signal(int sig)
+{
+	prompt_signal = sig;
+}
+
 /* The value: a line typed without echo on a terminal, else all of stdin
- * (one trailing newline dropped). *buf is sodium_malloc'd. */
+ * (one trailing newline dropped). *buf is sodium_malloc'd. A signal at the
+ * prompt (Ctrl-C) gives the terminal its echo back and stores nothing. */
 static int read_value(struct cmd_ctx *ctx, const char *name, char **buf, size_t *len)
 {
 	size_t cap = RK_SECRET_VALUE_MAX + 2;
@@ -49,6 +58,13 @@ static int read_value(struct cmd_ctx *ctx, const char *name, char **buf, size_t 
 	size_t n = 0;
 	if (isatty(0)) {
 		struct termios old, quiet;
+		/* no SA_RESTART: the read returns, and the terminal is put back */
+		static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+		struct sigaction sa = {.sa_handler = on_prompt_signal}, saved[4];
+		sigemptyset(&sa.sa_mask);
+		prompt_signal = 0;
+		for (size_t i = 0; i < 4; i++)
+			sigaction(sigs[i], &sa, &saved[i]);
 		fprintf(stderr, "value for %s (not shown): ", name);
 		fflush(stderr);
 		int have = tcgetattr(0, &old) == 0;
@@ -57,11 +73,18 @@ static int read_value(struct cmd_ctx *ctx, const char *name, char **buf, size_t 
 			quiet.c_lflag &= ~(tcflag_t)ECHO;
 			tcsetattr(0, TCSAFLUSH, &quiet);
 		}
-		if (fgets(v, (int)cap, stdin))
+		if (!prompt_signal && fgets(v, (int)cap, stdin))
 			n = strlen(v);
 		if (have)
 			tcsetattr(0, TCSAFLUSH, &old);
+		for (size_t i = 0; i < 4; i++)
+			sigaction(sigs[i], &saved[i], NULL);
+		clearerr(stdin);
 		fputc('\n', stderr);
+		if (prompt_signal) {
+			sodium_free(v); /* zeroes what was typed */
+			return rk_error_set(&ctx->err, RK_EINTERRUPTED, "interrupted at the prompt: nothing was stored");
+		}
 	} else {
 		ssize_t k;
 		while (n < cap && (k = read(0, v + n, cap - n)) > 0)

@@ -18,6 +18,7 @@
 #include "host.h"
 #include "lease.h"
 #include "run_log.h"
+#include "secret.h"
 #include "session.h"
 #include "tools.h"
 #include "worker.h"
@@ -104,8 +105,33 @@ struct run {
 	char **sessions;             /* shell sessions the run left running */
 	size_t nsessions;
 	struct rk_model_conversation *conv;
+	struct rk_secret_redactor *red; /* the user's secrets, read again each step */
 	volatile sig_atomic_t no_flag;
 };
+
+/* Reads the values of the run's user's secrets again (engine/secret.h): a
+ * secret set since the last step is taken out of what is stored too. */
+static void reload_redactor(struct run *run)
+{
+	struct rk_actor a = {0};
+	struct rk_error e;
+	rk_secret_redactor_free(run->red);
+	run->red = rk_secret_redactor_new(run->eng,
+					  rk_actor_resolve(&a, run->eng, NULL, run->row.bot_id, &e) == 0 ? &a : NULL);
+	rk_actor_release(&a);
+}
+
+/* s with the run's secrets redacted, malloc'd (NULL stays NULL). */
+static char *redacted(struct run *run, const char *s)
+{
+	if (!s)
+		return NULL;
+	struct rk_buf b;
+	rk_buf_init(&b);
+	rk_buf_adds(&b, s);
+	rk_secret_redactor_buf(run->red, &b);
+	return rk_buf_detach(&b, NULL);
+}
 
 static const char *lease_bot(const struct rk_run_row *row)
 {
@@ -130,6 +156,7 @@ static void emit(struct run *run, const char *type, cJSON *body)
 		}
 		cJSON_Delete(body);
 	}
+	rk_secret_redactor_json(run->red, ev);
 	char *text = cJSON_PrintUnformatted(ev);
 	struct rk_error e;
 	if (rk_db_run_event_append(run->eng->db, run->id, run->seq, type, text, &e))
@@ -144,6 +171,7 @@ static void emit(struct run *run, const char *type, cJSON *body)
 /* Stores one conversation message (consumed). */
 static void store_msg(struct run *run, cJSON *m)
 {
+	rk_secret_redactor_json(run->red, m);
 	char *text = cJSON_PrintUnformatted(m);
 	cJSON_Delete(m);
 	struct rk_error e;
@@ -439,6 +467,8 @@ static void record_history(struct run *run, const char *name, const char *args_j
 			      rk_json_string(cJSON_GetObjectItemCaseSensitive(doc, "error"), "message", "failed"));
 	else if (cJSON_IsNumber(b))
 		rk_buf_printf(&line, " (%lld bytes)", (long long)b->valuedouble);
+	rk_secret_redactor_buf(run->red, &line);
+	rk_secret_redact_patterns(&line);
 	struct rk_error e;
 	if (rk_db_history_append(run->eng->db, run->c.id, NULL, run->row.bot_id, "command", line.data, line.len,
 				 res->is_error ? 1 : 0, -1, &e))
@@ -640,6 +670,7 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 					 (long long)run->attempt_tok, (long long)run->max_tokens);
 			break;
 		}
+		reload_redactor(run);
 		struct rk_model_reply reply = {0};
 		if ((r = rk_model_complete(&run->cfg, run->conv, tools, ntools, &reply, err))) {
 			if (err->code == RK_EINTERRUPTED) {
@@ -883,6 +914,7 @@ int rk_run_execute(struct rk_engine *eng, const char *run_id, const struct rk_ru
 	run.in_tok = run.row.input_tokens > 0 ? run.row.input_tokens : 0;
 	run.out_tok = run.row.output_tokens > 0 ? run.row.output_tokens : 0;
 	run.conv = rk_model_conversation_new();
+	reload_redactor(&run);
 	char *answer = NULL;
 	const char *reason = NULL;
 	struct rk_error e2;
@@ -986,8 +1018,11 @@ finish:;
 			    : reason && !strcmp(reason, "cancelled") ? "cancelled"
 			    : err->code == RK_EINTERRUPTED ? "interrupted"
 						     : "failed";
-	if (rk_db_run_finish(eng->db, run.id, state, answer, r ? err->message : NULL, &e2))
+	char *stored_answer = redacted(&run, answer), *stored_error = r ? redacted(&run, err->message) : NULL;
+	if (rk_db_run_finish(eng->db, run.id, state, stored_answer, stored_error, &e2))
 		rk_log(RK_LOG_ERROR, "run %s: cannot record its end (%s): %s", run.id, state, e2.message);
+	free(stored_answer);
+	free(stored_error);
 	if (r && rk_db_run_set_meta(eng->db, run.id, reason ? reason : "failed", NULL, &e2))
 		rk_log(RK_LOG_ERROR, "run %s: cannot record its reason: %s", run.id, e2.message);
 	if (rk_lease_release(eng, run.c.id, lease_bot(&run.row), run.fence, &e2) && e2.code != RK_ESTALE)
@@ -1025,6 +1060,7 @@ out:
 	free(run.id);
 	cJSON_Delete(run.opts);
 	rk_model_conversation_free(run.conv);
+	rk_secret_redactor_free(run.red);
 	rk_run_row_release(&run.row);
 	rk_computer_release(&run.c);
 	rk_model_config_release(&run.cfg);

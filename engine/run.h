@@ -25,6 +25,9 @@
  *   run.checkpoint {ok, error?}
  *   run.finished  {state, steps, usage, answer | reason + error}
  *   run.interrupted {reason, error}        (written by whoever found the run stale)
+ * Every event, stored message, history line and stored answer is redacted
+ * with the values of the run's user's secrets (engine/secret.h), read again
+ * each step.
  * Reasons: max_steps, max_wall, max_tokens, model, checkpoint, interrupted,
  * cancelled, lease_lost, stale, worker_gone, computer, database.
  *

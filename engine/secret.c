@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -230,30 +231,164 @@ static int check_name(const char *name, struct rk_error *err)
 
 /* --- redaction ---------------------------------------------------------------------- */
 
-static void replace_all(struct rk_buf *b, const char *needle, size_t n)
+/* Redaction writes a new text with some spans of b replaced by [redacted];
+ * out stays unallocated until the first span, and the old text is wiped. */
+static void out_span(struct rk_buf *out, const struct rk_buf *b, size_t *copied, size_t at, size_t end)
 {
-	if (n == 0 || b->len < n)
+	if (!out->data)
+		rk_buf_init(out);
+	rk_buf_add(out, b->data + *copied, at - *copied);
+	rk_buf_adds(out, RK_SECRET_REDACTED);
+	*copied = end;
+}
+
+static void out_finish(struct rk_buf *b, struct rk_buf *out, size_t copied)
+{
+	if (!out->data)
+		return;
+	rk_buf_add(out, b->data + copied, b->len - copied);
+	sodium_memzero(b->data, b->len);
+	rk_buf_release(b);
+	*b = *out;
+}
+
+static const char *find_ci(const char *h, size_t n, const char *needle, size_t m)
+{
+	unsigned char first = (unsigned char)tolower((unsigned char)needle[0]);
+	for (size_t i = 0; i + m <= n; i++)
+		if ((unsigned char)tolower((unsigned char)h[i]) == first && !strncasecmp(h + i, needle, m))
+			return h + i;
+	return NULL;
+}
+
+/* Every needle[0..m) in b (ci: in either case). The needle holds no NUL. */
+static void redact_exact(struct rk_buf *b, const char *needle, size_t m, int ci)
+{
+	if (m == 0 || b->len < m)
 		return;
 	struct rk_buf out = RK_BUF_INIT;
-	rk_buf_init(&out);
-	size_t i = 0, changed = 0;
-	while (i < b->len) {
-		char *hit = i + n <= b->len ? memmem(b->data + i, b->len - i, needle, n) : NULL;
-		if (!hit)
-			break;
-		size_t at = (size_t)(hit - b->data);
-		rk_buf_add(&out, b->data + i, at - i);
-		rk_buf_adds(&out, RK_SECRET_REDACTED);
-		i = at + n;
-		changed = 1;
+	size_t at = 0;
+	const char *hit;
+	while (at + m <= b->len &&
+	       (hit = ci ? find_ci(b->data + at, b->len - at, needle, m) : memmem(b->data + at, b->len - at, needle, m))) {
+		size_t i = (size_t)(hit - b->data);
+		out_span(&out, b, &at, i, i + m);
 	}
-	if (!changed) {
-		rk_buf_release(&out);
+	out_finish(b, &out, at);
+}
+
+static int hex4(const char *t)
+{
+	int v = 0;
+	for (int i = 0; i < 4; i++) {
+		int h = hex_value(t[i]);
+		if (h < 0)
+			return -1;
+		v = v << 4 | h;
+	}
+	return v;
+}
+
+/* The JSON escape at t (t[0] is a backslash): its length, with the UTF-8
+ * bytes it stands for in u[0..*ulen); 0 when it is none. */
+static size_t json_escape(const char *t, size_t n, unsigned char u[4], size_t *ulen)
+{
+	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+	if (n < 2)
+		return 0;
+	const char *e = memchr(from, t[1], sizeof(from) - 1);
+	if (e) {
+		u[0] = (unsigned char)to[e - from];
+		*ulen = 1;
+		return 2;
+	}
+	int cp;
+	if (t[1] != 'u' || n < 6 || (cp = hex4(t + 2)) < 0)
+		return 0;
+	size_t used = 6;
+	if (cp >= 0xD800 && cp <= 0xDBFF) { /* a surrogate pair */
+		int lo;
+		if (n < 12 || t[6] != '\\' || t[7] != 'u' || (lo = hex4(t + 8)) < 0xDC00 || lo > 0xDFFF)
+			return 0;
+		cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+		used = 12;
+	} else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+		return 0;
+	}
+	if (cp < 0x80) {
+		u[0] = (unsigned char)cp;
+		*ulen = 1;
+	} else if (cp < 0x800) {
+		u[0] = (unsigned char)(0xC0 | cp >> 6);
+		u[1] = (unsigned char)(0x80 | (cp & 0x3F));
+		*ulen = 2;
+	} else if (cp < 0x10000) {
+		u[0] = (unsigned char)(0xE0 | cp >> 12);
+		u[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+		u[2] = (unsigned char)(0x80 | (cp & 0x3F));
+		*ulen = 3;
+	} else {
+		u[0] = (unsigned char)(0xF0 | cp >> 18);
+		u[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+		u[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+		u[3] = (unsigned char)(0x80 | (cp & 0x3F));
+		*ulen = 4;
+	}
+	return used;
+}
+
+/* Where s[0..len) ends when it is written at t[i..n) with any of its bytes
+ * as itself, a JSON escape (\" \\ \/ \n ... \uXXXX, surrogate pairs), a
+ * percent escape (%XX, either case) or, for a space, '+'; 0 when it is not
+ * there. An escape is taken when it stands for the next bytes of s, else
+ * its first byte is compared as itself (the plain form is searched for on
+ * its own as well). */
+static size_t decoded_at(const char *t, size_t n, size_t i, const char *s, size_t len)
+{
+	size_t p = i, k = 0;
+	while (k < len) {
+		if (p >= n)
+			return 0;
+		unsigned char c = (unsigned char)t[p], u[4];
+		size_t ul = 0, el;
+		if (c == '\\' && (el = json_escape(t + p, n - p, u, &ul)) && ul <= len - k && !memcmp(u, s + k, ul)) {
+			p += el;
+			k += ul;
+		} else if (c == '%' && p + 2 < n && hex_value(t[p + 1]) >= 0 && hex_value(t[p + 2]) >= 0 &&
+			   (unsigned char)s[k] == (hex_value(t[p + 1]) << 4 | hex_value(t[p + 2]))) {
+			p += 3;
+			k++;
+		} else if ((c == '+' && s[k] == ' ') || c == (unsigned char)s[k]) {
+			p++;
+			k++;
+		} else {
+			return 0;
+		}
+	}
+	return p;
+}
+
+/* s plain, JSON-escaped, percent-encoded or form-encoded, or a mix. */
+static void redact_decoded(struct rk_buf *b, const char *s, size_t len)
+{
+	redact_exact(b, s, len, 0);
+	if (!memchr(b->data, '\\', b->len) && !memchr(b->data, '%', b->len) && !memchr(b->data, '+', b->len))
 		return;
+	struct rk_buf out = RK_BUF_INIT;
+	size_t copied = 0, i = 0;
+	while (i < b->len) {
+		unsigned char c = (unsigned char)b->data[i];
+		size_t end = 0;
+		if (c == (unsigned char)s[0] || c == '\\' || c == '%' || (c == '+' && s[0] == ' '))
+			end = decoded_at(b->data, b->len, i, s, len);
+		if (end) {
+			out_span(&out, b, &copied, i, end);
+			i = end;
+		} else {
+			i++;
+		}
 	}
-	rk_buf_add(&out, b->data + i, b->len - i);
-	rk_buf_release(b);
-	*b = out;
+	out_finish(b, &out, copied);
 }
 
 static char *base64_variant(const char *s, size_t len, int variant)
@@ -264,11 +399,38 @@ static char *base64_variant(const char *s, size_t len, int variant)
 	return o;
 }
 
-static char *hex_of(const char *s, size_t len, int upper)
+static void free_form(char *f)
+{
+	sodium_memzero(f, strlen(f));
+	free(f);
+}
+
+/* Base64 of s inside a longer base64 text: s may start at any of the 3
+ * byte offsets of a group, so for each the characters that come from s
+ * alone (the ones at its edges mix in the bytes around it and stay). Only
+ * when that run is long enough not to match by chance. */
+#define BASE64_CORE_MIN 8
+static void redact_base64_cores(struct rk_buf *b, const char *s, size_t len, int variant)
+{
+	for (size_t k = 0; k < 3; k++) {
+		size_t start = (8 * k + 5) / 6, end = 8 * (k + len) / 6;
+		if (end < start + BASE64_CORE_MIN)
+			continue;
+		char *in = rk_xmalloc(k + len);
+		memset(in, 0, k);
+		memcpy(in + k, s, len);
+		char *enc = base64_variant(in, k + len, variant);
+		redact_exact(b, enc + start, end - start, 0);
+		sodium_memzero(in, k + len);
+		free(in);
+		free_form(enc);
+	}
+}
+
+static char *hex_of(const char *s, size_t len)
 {
 	char *o = rk_xmalloc(2 * len + 1);
-	static const char lo[] = "0123456789abcdef", up[] = "0123456789ABCDEF";
-	const char *d = upper ? up : lo;
+	static const char d[] = "0123456789abcdef";
 	for (size_t i = 0; i < len; i++) {
 		o[2 * i] = d[(unsigned char)s[i] >> 4];
 		o[2 * i + 1] = d[(unsigned char)s[i] & 15];
@@ -277,53 +439,25 @@ static char *hex_of(const char *s, size_t len, int upper)
 	return o;
 }
 
-/* Percent-encoding of every byte outside the unreserved set; space as
- * plus when form is set. */
-static char *percent_of(const char *s, size_t len, int upper, int form)
-{
-	struct rk_buf b = RK_BUF_INIT;
-	rk_buf_init(&b);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~')
-			rk_buf_addc(&b, (char)c);
-		else if (form && c == ' ')
-			rk_buf_addc(&b, '+');
-		else
-			rk_buf_printf(&b, upper ? "%%%02X" : "%%%02x", c);
-	}
-	return rk_buf_detach(&b, NULL);
-}
-
 static void redact_one(struct rk_buf *b, const char *s, size_t len)
 {
-	if (len == 0)
+	if (len == 0 || b->len == 0)
 		return;
-	char *forms[12];
-	size_t n = 0;
-	forms[n++] = rk_xstrndup(s, len);
-	forms[n++] = base64_variant(s, len, sodium_base64_VARIANT_ORIGINAL);
-	forms[n++] = base64_variant(s, len, sodium_base64_VARIANT_ORIGINAL_NO_PADDING);
-	forms[n++] = base64_variant(s, len, sodium_base64_VARIANT_URLSAFE);
-	forms[n++] = base64_variant(s, len, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-	forms[n++] = hex_of(s, len, 0);
-	forms[n++] = hex_of(s, len, 1);
-	forms[n++] = percent_of(s, len, 1, 0);
-	forms[n++] = percent_of(s, len, 0, 0);
-	forms[n++] = percent_of(s, len, 1, 1);
-	/* longest first, so a longer form is not cut up by a shorter one inside it */
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = i + 1; j < n; j++)
-			if (strlen(forms[j]) > strlen(forms[i])) {
-				char *t = forms[i];
-				forms[i] = forms[j];
-				forms[j] = t;
-			}
-	for (size_t i = 0; i < n; i++) {
-		replace_all(b, forms[i], strlen(forms[i]));
-		sodium_memzero(forms[i], strlen(forms[i]));
-		free(forms[i]);
+	/* whole base64 forms, longest first, so a longer one is not cut up by a
+	 * shorter one inside it */
+	static const int whole[] = {sodium_base64_VARIANT_ORIGINAL, sodium_base64_VARIANT_URLSAFE,
+				    sodium_base64_VARIANT_ORIGINAL_NO_PADDING, sodium_base64_VARIANT_URLSAFE_NO_PADDING};
+	for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++) {
+		char *f = base64_variant(s, len, whole[i]);
+		redact_exact(b, f, strlen(f), 0);
+		free_form(f);
 	}
+	char *hex = hex_of(s, len);
+	redact_exact(b, hex, 2 * len, 1);
+	free_form(hex);
+	redact_decoded(b, s, len);
+	redact_base64_cores(b, s, len, sodium_base64_VARIANT_ORIGINAL_NO_PADDING);
+	redact_base64_cores(b, s, len, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
 }
 
 void rk_secret_redact(struct rk_buf *b, const char *secret, size_t len)
@@ -754,49 +888,223 @@ void rk_secret_value_free(char *value, size_t len)
 		sodium_free(value); /* zeroes it */
 }
 
-void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, struct rk_buf *b)
+/* --- the values to redact -------------------------------------------------------------- */
+
+struct value {
+	char *v; /* sodium_malloc'd */
+	size_t len;
+};
+
+struct rk_secret_redactor {
+	struct value *v;
+	size_t n;
+};
+
+/* Adds a copy of v to the list unless it is there (0: not added). */
+static int values_add(struct value **list, size_t *n, const char *v, size_t len)
 {
+	for (size_t i = 0; i < *n; i++)
+		if ((*list)[i].len == len && !memcmp((*list)[i].v, v, len))
+			return 0;
+	char *copy = sodium_malloc(len + 1);
+	if (!copy)
+		return 0;
+	memcpy(copy, v, len);
+	copy[len] = 0;
+	*list = rk_xrealloc(*list, (*n + 1) * sizeof(**list));
+	(*list)[(*n)++] = (struct value){copy, len};
+	return 1;
+}
+
+static void values_redact(const struct value *list, size_t n, struct rk_buf *b)
+{
+	for (size_t i = 0; i < n && b->len; i++)
+		rk_secret_redact(b, list[i].v, list[i].len);
+}
+
+/* Every value this process has read through a redactor: the log's filter
+ * (util/log.h) takes them out of every line. A fork (a session holder)
+ * inherits them with the lock free. */
+#define KNOWN_MAX 1024
+static pthread_mutex_t known_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct value *known_values;
+static size_t nknown;
+static pthread_once_t known_once = PTHREAD_ONCE_INIT;
+
+static void known_lock(void)
+{
+	pthread_mutex_lock(&known_mu);
+}
+
+static void known_unlock(void)
+{
+	pthread_mutex_unlock(&known_mu);
+}
+
+static void log_filter(struct rk_buf *line)
+{
+	known_lock();
+	values_redact(known_values, nknown, line);
+	known_unlock();
+}
+
+static void known_setup(void)
+{
+	pthread_atfork(known_lock, known_unlock, known_unlock);
+	rk_log_set_filter(log_filter);
+}
+
+static void known_add(const struct rk_secret_redactor *r)
+{
+	pthread_once(&known_once, known_setup);
+	known_lock();
+	for (size_t i = 0; i < r->n && nknown < KNOWN_MAX; i++)
+		values_add(&known_values, &nknown, r->v[i].v, r->v[i].len);
+	known_unlock();
+}
+
+struct rk_secret_redactor *rk_secret_redactor_new(struct rk_engine *eng, const struct rk_actor *a)
+{
+	struct rk_secret_redactor *r = rk_xcalloc(1, sizeof(*r));
 	struct rk_stmt *st = NULL;
 	struct rk_error e;
 	if (eng && eng->db && a && a->user)
 		st = rk_db_prepare(eng->db,
-				   "SELECT name, bot_id, nonce, ciphertext FROM secrets WHERE user_id = ? AND space_id = ? "
-				   "AND bot_id IN (?, '')",
-				   &e);
-	if (st) {
-		rk_db_bind_text(st, 1, a->user);
-		rk_db_bind_text(st, 2, a->space);
-		rk_db_bind_text(st, 3, a->bot ? a->bot : "");
-		unsigned char key[KEY_BYTES];
-		int have_key = 0;
-		while (rk_stmt_step(st) == RK_SQL_ROW) {
-			/* one master key read for all of them (only when a secret exists) */
-			if (!have_key && master_key(eng, key, &e)) {
-				rk_log(RK_LOG_WARN, "history: secrets cannot be read to redact them: %s", e.message);
-				break;
-			}
-			have_key = 1;
-			char *name = rk_db_col_text(st, 0);
-			struct sealed s = {.bot = rk_db_col_text(st, 1)};
-			char *v = NULL;
-			size_t len = 0;
-			if (rk_stmt_column_bytes(st, 2) == NONCE_BYTES && rk_stmt_column_bytes(st, 3) >= (int)TAG_BYTES) {
-				memcpy(s.nonce, rk_stmt_column_blob(st, 2), NONCE_BYTES);
-				s.ctlen = (size_t)rk_stmt_column_bytes(st, 3);
-				s.ct = rk_xmalloc(s.ctlen);
-				memcpy(s.ct, rk_stmt_column_blob(st, 3), s.ctlen);
-			}
-			if (s.ct && unseal(key, a, name, &s, &v, &len, &e) == 0)
-				rk_secret_redact(b, v, len);
-			else
-				rk_log(RK_LOG_WARN, "history: secret '%s' cannot be read to redact it", name);
-			rk_secret_value_free(v, len);
-			sealed_release(&s);
-			free(name);
+				   "SELECT space_id, bot_id, name, nonce, ciphertext FROM secrets WHERE user_id = ?", &e);
+	if (!st)
+		return r;
+	rk_db_bind_text(st, 1, a->user);
+	unsigned char key[KEY_BYTES];
+	int have_key = 0;
+	while (rk_stmt_step(st) == RK_SQL_ROW) {
+		/* one master key read for all of them (only when a secret exists) */
+		if (!have_key && master_key(eng, key, &e)) {
+			rk_log(RK_LOG_WARN, "secrets cannot be read to redact them: %s", e.message);
+			break;
 		}
-		rk_stmt_finalize(st);
-		sodium_memzero(key, sizeof(key));
+		have_key = 1;
+		char *space = rk_db_col_text(st, 0), *name = rk_db_col_text(st, 2);
+		struct sealed s = {.bot = rk_db_col_text(st, 1)};
+		struct rk_actor owner = {.user = a->user, .space = space};
+		char *v = NULL;
+		size_t len = 0;
+		if (rk_stmt_column_bytes(st, 3) == NONCE_BYTES && rk_stmt_column_bytes(st, 4) >= (int)TAG_BYTES) {
+			memcpy(s.nonce, rk_stmt_column_blob(st, 3), NONCE_BYTES);
+			s.ctlen = (size_t)rk_stmt_column_bytes(st, 4);
+			s.ct = rk_xmalloc(s.ctlen);
+			memcpy(s.ct, rk_stmt_column_blob(st, 4), s.ctlen);
+		}
+		if (s.ct && unseal(key, &owner, name, &s, &v, &len, &e) == 0)
+			values_add(&r->v, &r->n, v, len);
+		else
+			rk_log(RK_LOG_WARN, "secret '%s' in space '%s' cannot be read to redact it", name, space);
+		rk_secret_value_free(v, len);
+		sealed_release(&s);
+		free(space);
+		free(name);
 	}
+	rk_stmt_finalize(st);
+	sodium_memzero(key, sizeof(key));
+	known_add(r);
+	return r;
+}
+
+void rk_secret_redactor_free(struct rk_secret_redactor *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++)
+		sodium_free(r->v[i].v);
+	free(r->v);
+	free(r);
+}
+
+void rk_secret_redactor_buf(const struct rk_secret_redactor *r, struct rk_buf *b)
+{
+	if (r && b->data)
+		values_redact(r->v, r->n, b);
+}
+
+static void redact_cjson(const struct rk_secret_redactor *r, cJSON *item);
+
+/* A string of a cJSON document, redacted in place (cJSON's allocator). A
+ * string that is a JSON document itself (a tool call's arguments) is
+ * redacted inside too, where its own escapes are undone. */
+static void redact_cjson_string(const struct rk_secret_redactor *r, char **s)
+{
+	if (!*s || !**s)
+		return;
+	struct rk_buf b;
+	rk_buf_init(&b);
+	rk_buf_adds(&b, *s);
+	values_redact(r->v, r->n, &b);
+	cJSON *inner = (b.data[0] == '{' || b.data[0] == '[') ? cJSON_ParseWithLength(b.data, b.len) : NULL;
+	if (inner) {
+		char *before = cJSON_PrintUnformatted(inner);
+		redact_cjson(r, inner);
+		char *after = cJSON_PrintUnformatted(inner);
+		if (before && after && strcmp(before, after)) {
+			sodium_memzero(b.data, b.len);
+			rk_buf_reset(&b);
+			rk_buf_adds(&b, after);
+		}
+		if (before)
+			sodium_memzero(before, strlen(before));
+		free(before);
+		free(after);
+		cJSON_Delete(inner);
+	}
+	size_t n = strlen(*s);
+	if (b.len != n || memcmp(b.data, *s, n)) {
+		char *fresh = cJSON_malloc(b.len + 1);
+		memcpy(fresh, b.data, b.len + 1);
+		sodium_memzero(*s, n);
+		cJSON_free(*s);
+		*s = fresh;
+	}
+	sodium_memzero(b.data, b.len);
+	rk_buf_release(&b);
+}
+
+static void redact_cjson(const struct rk_secret_redactor *r, cJSON *item)
+{
+	if (item->string && !(item->type & cJSON_StringIsConst))
+		redact_cjson_string(r, &item->string);
+	if (cJSON_IsString(item) || cJSON_IsRaw(item))
+		redact_cjson_string(r, &item->valuestring);
+	for (cJSON *c = item->child; c; c = c->next)
+		redact_cjson(r, c);
+}
+
+void rk_secret_redactor_json(const struct rk_secret_redactor *r, cJSON *doc)
+{
+	if (r && r->n && doc)
+		redact_cjson(r, doc);
+}
+
+char *rk_secret_redactor_text(const struct rk_secret_redactor *r, const char *text)
+{
+	if (!r || !r->n)
+		return rk_xstrdup(text);
+	cJSON *doc = cJSON_Parse(text);
+	if (doc) {
+		redact_cjson(r, doc);
+		char *s = cJSON_PrintUnformatted(doc);
+		cJSON_Delete(doc);
+		return s;
+	}
+	struct rk_buf b;
+	rk_buf_init(&b);
+	rk_buf_adds(&b, text);
+	values_redact(r->v, r->n, &b);
+	return rk_buf_detach(&b, NULL);
+}
+
+void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, struct rk_buf *b)
+{
+	struct rk_secret_redactor *r = rk_secret_redactor_new(eng, a);
+	rk_secret_redactor_buf(r, b);
+	rk_secret_redactor_free(r);
 	rk_secret_redact_patterns(b);
 }
 
@@ -896,8 +1204,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 
 static int header_forbidden(const char *name, const struct sealed *s)
 {
-	static const char *const never[] = {"host", "content-length", "transfer-encoding", "connection", "cookie",
-					    "proxy-authorization", NULL};
+	/* accept-encoding and te: the response is asked for as identity (and
+	 * decoded when it comes encoded all the same) so it can be redacted */
+	static const char *const never[] = {"host",	   "content-length",	  "transfer-encoding", "connection",
+					    "cookie",	   "proxy-authorization", "accept-encoding",   "te",
+					    NULL};
 	for (size_t i = 0; never[i]; i++)
 		if (!strcasecmp(name, never[i]))
 			return 1;
@@ -931,6 +1242,8 @@ static cJSON *response_doc(long status, struct response *rs, const char *value, 
 			*p = (char)tolower((unsigned char)*p);
 		if (strcmp(line, "set-cookie") == 0)
 			continue; /* a session is a credential too */
+		if (strcmp(line, "content-encoding") == 0)
+			continue; /* the body is decoded already */
 		char *v = colon + 1;
 		while (*v == ' ' || *v == '\t')
 			v++;
@@ -1058,6 +1371,13 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(curl, CURLOPT_HEADERDATA, &rs);
 	curl_easy_setopt(curl, CURLOPT_USERAGENT, "rakazo/" RK_VERSION);
+	/* redaction needs the body as it is meant: ask for it unencoded, and
+	 * have libcurl decode one that comes compressed all the same (gzip,
+	 * deflate, br, zstd); any other encoding fails the call */
+	curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "identity");
+	curl_easy_setopt(curl, CURLOPT_HTTP_CONTENT_DECODING, 1L);
+	curl_easy_setopt(curl, CURLOPT_TRANSFER_ENCODING, 1L);
+	curl_easy_setopt(curl, CURLOPT_HTTP_TRANSFER_DECODING, 1L);
 	if (!strcmp(method, "HEAD"))
 		curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
 	else if (strcmp(method, "GET") != 0)
@@ -1071,8 +1391,14 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 	if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && rs.truncated)) {
 		/* curl's message names the host at most, never the header */
-		r = rk_error_set(err, cc == CURLE_OPERATION_TIMEDOUT ? RK_ETIMEOUT : RK_EUNAVAILABLE,
-				 "secret_request: %s %s: %s", method, s.origin, curl_easy_strerror(cc));
+		if (cc == CURLE_BAD_CONTENT_ENCODING)
+			r = rk_error_set(err, RK_EUNSUPPORTED,
+					 "secret_request: %s %s: the response is in an encoding that cannot be decoded "
+					 "(and so not redacted): refused",
+					 method, s.origin);
+		else
+			r = rk_error_set(err, cc == CURLE_OPERATION_TIMEDOUT ? RK_ETIMEOUT : RK_EUNAVAILABLE,
+					 "secret_request: %s %s: %s", method, s.origin, curl_easy_strerror(cc));
 		goto out;
 	}
 	*out = response_doc(status, &rs, value, vlen);

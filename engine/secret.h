@@ -17,10 +17,12 @@
  * Use: rk_secret_send sends one HTTP request to the secret's origin with
  * the auth added. The URL must have exactly the stored origin, and no
  * userinfo or fragment. Redirects are not followed. Before anything of the
- * response reaches the caller, the value is replaced by "[redacted]" in its
- * raw, base64 (padded or not), base64url, hex (either case) and
- * percent-encoded forms (and, for basic, the password alone). Values never
- * go to a shell, an environment, history, events or the log. The one other
+ * response reaches the caller, the body is decoded (the request asks for
+ * "Accept-Encoding: identity"; a gzip, deflate, br or zstd body is
+ * decompressed, one in another encoding refused) and the value is replaced
+ * by "[redacted]" in every form rk_secret_redact knows. Values never go to
+ * a shell, an environment, history, events or the log, and every tool
+ * result is redacted with all of the user's values (engine/tools.h). The one other
  * use is the page browser's fill_secret: a login typed into a field of a
  * page of the secret's own origin. */
 
@@ -44,7 +46,13 @@ int rk_secret_origin(const char *url, int origin_only, char **origin, struct rk_
 /* Checks an auth spec (bearer, basic, header:NAME, query:NAME); *kind and
  * *param (malloc'd, NULL for none) are its parts. */
 int rk_secret_auth_parse(const char *spec, char **kind, char **param, struct rk_error *err);
-/* Replaces every listed form of secret in b by "[redacted]". */
+/* Replaces every form of secret in b by "[redacted]": as it is, with any
+ * of its bytes JSON-escaped (\" \/ \uXXXX ...), percent-encoded (%XX in
+ * either case, '+' for a space) or a mix of these; base64 and base64url,
+ * padded or not, also inside a longer base64 text (at any byte offset,
+ * when at least 8 characters come from the secret alone); hex in either
+ * case. For basic ("user:password") the password alone too. What has to be
+ * decoded first (a compressed body) is decoded by whoever has it. */
 void rk_secret_redact(struct rk_buf *b, const char *secret, size_t len);
 /* Replaces what looks like a credential in b by "[redacted]": the value
  * after "Authorization:" (and its scheme word) or "Bearer ", of NAME=VALUE
@@ -54,11 +62,25 @@ void rk_secret_redact(struct rk_buf *b, const char *secret, size_t len);
  * well-known key shapes (sk-..., ghp_..., github_pat_..., xoxb-..., glpat-...,
  * AKIA...). A quoted value is redacted up to its closing quote. */
 void rk_secret_redact_patterns(struct rk_buf *b);
-/* For text people read later (the terminal history): the value of every
- * secret a may use (a's own; for a bot, its user's too), in every form
- * rk_secret_redact knows, then rk_secret_redact_patterns. No secret stored:
- * nothing is decrypted (and no master key is made). A secret that cannot be
- * read is logged and skipped. */
+/* The values of every secret of a's user (in every space, for every bot),
+ * to take out of whatever leaves for the model, the run's events and
+ * conversation, the terminal history and the log. No secret stored: nothing
+ * is decrypted (and no master key is made); one that cannot be read is
+ * logged and skipped. Never NULL; a NULL a (or one without a user) redacts
+ * nothing. Each value read is also kept for the rest of the process (at
+ * most 1024), and every log line (util/log.h) is redacted with them. */
+struct rk_secret_redactor;
+struct rk_secret_redactor *rk_secret_redactor_new(struct rk_engine *eng, const struct rk_actor *a);
+void rk_secret_redactor_free(struct rk_secret_redactor *r);
+/* rk_secret_redact with each value (r NULL: nothing). */
+void rk_secret_redactor_buf(const struct rk_secret_redactor *r, struct rk_buf *b);
+/* The same in every string and member name of doc. */
+void rk_secret_redactor_json(const struct rk_secret_redactor *r, cJSON *doc);
+/* text redacted, malloc'd: a JSON document string by string (and printed
+ * again), anything else as text. */
+char *rk_secret_redactor_text(const struct rk_secret_redactor *r, const char *text);
+/* For text people read later (the terminal history, the sessions list):
+ * rk_secret_redactor_buf with a's redactor, then rk_secret_redact_patterns. */
 void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, struct rk_buf *b);
 
 /* Stores (or replaces) a's secret name (a->bot: for that bot only). */

@@ -247,6 +247,7 @@ struct holder {
 	int64_t idle_ms;
 	struct rk_engine *eng;  /* the holder's own (its db), for redaction */
 	struct rk_actor actor;  /* whose secrets are redacted; user NULL: patterns only */
+	struct rk_buf typed;    /* input since the last line end, not yet in history */
 	cJSON *relayed;         /* a call through the state: its reply, kept instead of written */
 	int relay;              /* the state is shared (PostgreSQL): answer calls left there */
 };
@@ -276,6 +277,26 @@ static void history_text(struct holder *h, const char *kind, const char *data, s
 	rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, kind, b.data, b.len, -1, -1, NULL);
 	sodium_memzero(b.data, b.len);
 	rk_buf_release(&b);
+}
+
+/* Input goes to history a line at a time (up to a line end, Ctrl-C or
+ * Ctrl-D, or 4 KiB), so a secret typed a key at a time, as at a password
+ * prompt, is one record and redacted whole. all: what is left too. */
+#define TYPED_MAX 4096
+static void history_typed(struct holder *h, const char *data, size_t len, int all)
+{
+	rk_buf_add(&h->typed, data, len);
+	size_t cut = all || h->typed.len > TYPED_MAX ? h->typed.len : 0;
+	for (size_t i = cut; i < h->typed.len; i++) {
+		char c = h->typed.data[i];
+		if (c == '\n' || c == '\r' || c == 0x03 || c == 0x04)
+			cut = i + 1;
+	}
+	if (!cut)
+		return;
+	history_text(h, "input", h->typed.data, cut);
+	sodium_memzero(h->typed.data, cut);
+	rk_buf_consume(&h->typed, cut);
 }
 
 static void holder_pump(struct holder *h)
@@ -339,6 +360,7 @@ static void holder_record_end(struct holder *h)
 	if (h->end_recorded)
 		return;
 	h->end_recorded = 1;
+	history_typed(h, NULL, 0, 1);
 	int64_t code = h->ended && h->status.exited && !h->status.lost && h->status.signo <= 0 ? h->status.code : -1;
 	int64_t sig = h->ended && h->status.signo > 0 ? h->status.signo : -1;
 	rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, "exit", NULL, 0, code, sig, NULL);
@@ -434,7 +456,7 @@ static void holder_serve(struct holder *h, int client, cJSON *req_in)
 			struct rk_buf in;
 			rk_buf_init(&in);
 			if (rk_base64_decode(b64, &in) == 0) {
-				history_text(h, "input", in.data, in.len);
+				history_typed(h, in.data, in.len, 0);
 				holder_input(h, in.data, in.len, &e);
 			}
 			rk_buf_release(&in);
@@ -607,6 +629,7 @@ static void holder_main(void *arg, int ready_fd)
 	h.tty = req->tty;
 	h.relay = rk_db_dialect(h.db) == RK_DIALECT_PG;
 	rk_buf_init(&h.pending);
+	rk_buf_init(&h.typed);
 	h.idle_ms = rk_session_idle_ms();
 	rk_db_session_touch(h.db, a->sid, getpid(), NULL);
 	eng.db = h.db;
@@ -808,9 +831,20 @@ int rk_session_start(struct rk_engine *eng, struct rk_computer *c, const struct 
 		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' gives no terminal: run without --tty", c->kind);
 
 	char *sid = rk_id_new("cse");
+	/* the sessions list shows the command as history does: redacted */
+	struct rk_actor a = {0};
+	struct rk_error e;
+	struct rk_buf shown;
+	rk_buf_init(&shown);
+	rk_buf_adds(&shown, req->command);
+	rk_secret_redact_history(eng, rk_actor_resolve(&a, eng, NULL, req->bot_id, &e) == 0 ? &a : NULL, &shown);
+	rk_actor_release(&a);
 	struct rk_session_row row = {.id = sid, .computer_id = c->id, .owner = eng->owner,
-				     .command = (char *)req->command, .tty = req->tty, .created_at = rk_now_ms()};
-	if ((r = rk_db_session_insert(eng->db, &row, err))) {
+				     .command = shown.data, .tty = req->tty, .created_at = rk_now_ms()};
+	r = rk_db_session_insert(eng->db, &row, err);
+	sodium_memzero(shown.data, shown.len);
+	rk_buf_release(&shown);
+	if (r) {
 		free(sid);
 		return r;
 	}

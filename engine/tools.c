@@ -238,11 +238,24 @@ void rk_tool_result_release(struct rk_tool_result *r)
 
 /* --- results --------------------------------------------------------------- */
 
-/* Sets the text from doc (consumed), clipped for the model's context. */
+/* Sets the text from doc (consumed); rk_tools_call redacts and clips it. */
 static void set_text(struct rk_tool_result *out, cJSON *doc)
 {
 	char *s = cJSON_PrintUnformatted(doc);
 	cJSON_Delete(doc);
+	free(out->text);
+	out->text = s;
+}
+
+/* The text as the model gets it: every form of the user's secrets out of
+ * each of its strings (engine/secret.h), then clipped for the model's
+ * context. */
+static void finish_text(struct rk_tool_result *out, const struct rk_secret_redactor *red)
+{
+	char *clean = rk_secret_redactor_text(red, out->text);
+	free(out->text);
+	out->text = clean;
+	char *s = out->text;
 	size_t len = strlen(s);
 	if (len > RK_TOOL_RESULT_MAX) {
 		size_t cut = RK_TOOL_RESULT_MAX;
@@ -250,9 +263,8 @@ static void set_text(struct rk_tool_result *out, cJSON *doc)
 			cut--; /* not inside a UTF-8 sequence */
 		s = rk_xrealloc(s, cut + sizeof("…"));
 		memcpy(s + cut, "…", sizeof("…"));
+		out->text = s;
 	}
-	free(out->text);
-	out->text = s;
 }
 
 static int fail(struct rk_tool_result *out, const struct rk_error *e)
@@ -1026,6 +1038,7 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 					       "browser) browser_navigate, browser_snapshot and browser_act",
 			     name ? name : "");
 		fail(out, &e);
+		finish_text(out, NULL);
 		return 0;
 	}
 	struct rk_model_tool_call call = {NULL, (char *)name, (char *)(args_json ? args_json : "")};
@@ -1042,6 +1055,8 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 			rk_error_set(&e, RK_EFAILED, "%s failed", name);
 	}
 	cJSON_Delete(args);
+	/* read now: a secret set while the call ran is taken out too */
+	struct rk_secret_redactor *red = rk_secret_redactor_new(ctx->eng, &a);
 	rk_actor_release(&a);
 	if (r < 0) {
 		free(out->png);
@@ -1055,5 +1070,7 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 	} else if (!out->text) {
 		set_text(out, cJSON_CreateObject());
 	}
+	finish_text(out, red);
+	rk_secret_redactor_free(red);
 	return 0;
 }

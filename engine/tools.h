@@ -30,7 +30,11 @@
  *
  * A call never fails the caller: an unknown tool, malformed arguments or a
  * failed operation becomes an error result {"error":{"code","message"}}
- * (is_error set), which the loop hands back to the model like any other. */
+ * (is_error set), which the loop hands back to the model like any other.
+ *
+ * Every result, error or not, has every form of every secret of the
+ * caller's user taken out of each of its strings (engine/secret.h, read
+ * afresh for each call) before it is clipped and handed back. */
 
 #include <signal.h>
 #include <stddef.h>

@@ -13,6 +13,12 @@
 
 static int log_fd = -1;
 static enum rk_log_level min_level = RK_LOG_INFO;
+static void (*volatile log_filter)(struct rk_buf *line);
+
+void rk_log_set_filter(void (*filter)(struct rk_buf *line))
+{
+	log_filter = filter;
+}
 
 void rk_log_open(const char *data_dir)
 {
@@ -54,6 +60,9 @@ void rk_log(enum rk_log_level level, const char *fmt, ...)
 	rk_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
 	rk_buf_addc(&b, '\n');
+	void (*filter)(struct rk_buf *) = log_filter;
+	if (filter)
+		filter(&b);
 	/* one write per line so concurrent processes do not interleave */
 	(void)!write(log_fd, b.data, b.len);
 	rk_buf_release(&b);

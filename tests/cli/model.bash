@@ -17,7 +17,8 @@ stop_server() {
 
 # Starts the scripted server on scenario $1 (a file of SCENARIOS, or a path
 # with a slash) and points the model config at it. A second server in the
-# same test first waits for the one before (server_ok).
+# same test first waits for the one before (server_ok). With MODEL_DUMP set,
+# every request body is appended to that file (model_server --dump).
 start_server() {
 	local out=$BATS_TEST_TMPDIR/server.out scenario=$1
 	case $scenario in */*) ;; *) scenario=$SCENARIOS/$scenario ;; esac
@@ -26,7 +27,7 @@ start_server() {
 		wait "$SERVER_PID" 2>/dev/null || true
 	fi
 	rm -f "$out" "$BATS_TEST_TMPDIR/report.json"
-	"$MODEL_SERVER" "$scenario" --report "$BATS_TEST_TMPDIR/report.json" >"$out" 2>"$BATS_TEST_TMPDIR/server.err" 3>&- 4>&- &
+	"$MODEL_SERVER" "$scenario" --report "$BATS_TEST_TMPDIR/report.json" ${MODEL_DUMP:+--dump "$MODEL_DUMP"} >"$out" 2>"$BATS_TEST_TMPDIR/server.err" 3>&- 4>&- &
 	SERVER_PID=$!
 	wait_for "grep -q '^listening on ' '$out'" 10
 	local port

@@ -24,7 +24,10 @@
  * A failed assertion makes that step's answer an HTTP 500 whose JSON error
  * names the step and the assertion, and is recorded.
  *
- *   model_server SCENARIO [--report FILE] [--port N] [--keep-running]
+ *   model_server SCENARIO [--report FILE] [--dump FILE] [--port N] [--keep-running]
+ *
+ * --dump appends each request body as it came, one per line, so a test can
+ * look at everything the model was sent (tests/security/redaction.bats).
  *
  * Binds 127.0.0.1 only (port 0: an ephemeral one), prints "listening on
  * http://127.0.0.1:PORT" on stdout, and after the last step (or on SIGTERM
@@ -72,6 +75,7 @@ static struct {
 	cJSON *requests;  /* the report's list */
 	cJSON *failure_list;
 	const char *path;
+	FILE *dump;
 } srv = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 struct request {
@@ -531,6 +535,11 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq)
 	pthread_mutex_lock(&srv.mu);
 	int step = srv.next_step++;
 	rq->counted = 1;
+	if (srv.dump) {
+		fwrite(rq->body.data, 1, rq->body.len, srv.dump);
+		fputc('\n', srv.dump);
+		fflush(srv.dump);
+	}
 	cJSON *entry = cJSON_CreateObject();
 	cJSON_AddNumberToObject(entry, "step", step + 1);
 	cJSON_AddItemToArray(srv.requests, entry);
@@ -703,17 +712,20 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--report") == 0 && i + 1 < argc)
 			report = argv[++i];
-		else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc)
+		else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
+			if (!(srv.dump = fopen(argv[++i], "a")))
+				die_usage("--dump: cannot open the file");
+		} else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc)
 			port = strtol(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--keep-running") == 0)
 			srv.keep_running = 1;
 		else if (argv[i][0] == '-' || scenario)
-			die_usage("usage: model_server SCENARIO [--report FILE] [--port N] [--keep-running]");
+			die_usage("usage: model_server SCENARIO [--report FILE] [--dump FILE] [--port N] [--keep-running]");
 		else
 			scenario = argv[i];
 	}
 	if (!scenario)
-		die_usage("usage: model_server SCENARIO [--report FILE] [--port N] [--keep-running]");
+		die_usage("usage: model_server SCENARIO [--report FILE] [--dump FILE] [--port N] [--keep-running]");
 	if (port < 0 || port > 65535)
 		die_usage("--port must be from 0 to 65535");
 	srv.path = scenario;

@@ -139,6 +139,60 @@ TEST(redaction_forms)
 	rk_buf_release(&b);
 }
 
+/* Issue 20: every form of a secret, one row each; the form stands between
+ * '<' and '>', and all of it must become [redacted]. */
+TEST(redaction_every_form)
+{
+	const char *secret = "pa\"ss/w\xc3\xb6rd+ 42&x?>";
+	const struct {
+		const char *name, *text;
+	} cases[] = {
+		{"plain", "<pa\"ss/w\xc3""\xb6""rd+ 42&x?>>"},
+		{"json (as cJSON prints it)", "<pa\\\"ss/w\xc3""\xb6""rd+ 42&x?>>"},
+		{"json, slash escaped", "<pa\\\"ss\\/w\xc3""\xb6""rd+ 42&x?>>"},
+		{"json, every char as \\uXXXX", "<\\u0070\\u0061\\u0022\\u0073\\u0073\\u002f\\u0077\\u00f6\\u0072\\u0064\\u002b\\u0020\\u0034\\u0032\\u0026\\u0078\\u003f\\u003e>"},
+		{"json, some as \\u00XX", "<p\\u0061\\\"ss\\/w\\u00F6rd+\\u002042&x?\\u003e>"},
+		{"url, upper", "<pa%22ss%2Fw%C3%B6rd%2B%2042%26x%3F%3E>"},
+		{"url, lower", "<pa%22ss%2fw%c3%b6rd%2b%2042%26x%3f%3e>"},
+		{"url, form", "<pa%22ss%2Fw%C3%B6rd%2B+42%26x%3F%3E>"},
+		{"url, every byte", "<%70%61%22%73%73%2F%77%C3%B6%72%64%2B%20%34%32%26%78%3F%3E>"},
+		{"base64", "<cGEic3Mvd8O2cmQrIDQyJng/Pg==>"},
+		{"base64, no padding", "<cGEic3Mvd8O2cmQrIDQyJng/Pg>"},
+		{"base64url", "<cGEic3Mvd8O2cmQrIDQyJng_Pg==>"},
+		{"base64url, no padding", "<cGEic3Mvd8O2cmQrIDQyJng_Pg>"},
+		{"hex", "<70612273732f77c3b672642b20343226783f3e>"},
+		{"hex, upper", "<70612273732F77C3B672642B20343226783F3E>"},
+		{"hex, mixed case", "<70612273732F77c3b672642B20343226783F3E>"},
+	};
+	struct rk_buf b = RK_BUF_INIT;
+	rk_buf_init(&b);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rk_buf_reset(&b);
+		rk_buf_adds(&b, cases[i].text);
+		rk_secret_redact(&b, secret, strlen(secret));
+		if (strcmp(b.data, "<[redacted]>"))
+			printf("  %s: \"%s\" gave \"%s\"\n", cases[i].name, cases[i].text, b.data);
+		CHECK_EQ_STR(b.data, "<[redacted]>");
+	}
+	/* base64 of a longer text with the secret at each of the 3 offsets of a
+	 * group: the characters that come from the secret alone go */
+	const char *inside[] = {"cGEic3Mvd8O2cmQrIDQyJng/PnRhaWw=", "AXBhInNzL3fDtnJkKyA0MiZ4Pz50YWls", "AQJwYSJzcy93w7ZyZCsgNDImeD8+dGFpbA=="};
+	const char *core[] = {"d8O2cmQrIDQy", "L3fDtnJkKyA0", "cy93w7ZyZCsg"};
+	for (size_t i = 0; i < 3; i++) {
+		rk_buf_reset(&b);
+		rk_buf_adds(&b, inside[i]);
+		rk_secret_redact(&b, secret, strlen(secret));
+		CHECK(strstr(b.data, core[i]) == NULL);
+		CHECK(strstr(b.data, "[redacted]") != NULL);
+	}
+	/* a text with no form of it is left alone */
+	rk_buf_reset(&b);
+	rk_buf_adds(&b, "pa\\\"ss %2F w\\u00f6rd pa%22ss+ 7061227373 cGEic3");
+	rk_secret_redact(&b, secret, strlen(secret));
+	CHECK_EQ_STR(b.data, "pa\\\"ss %2F w\\u00f6rd pa%22ss+ 7061227373 cGEic3");
+	rk_buf_release(&b);
+}
+
 TEST(redaction_patterns)
 {
 	const struct {
@@ -925,6 +979,7 @@ int main(void)
 	RUN(origin_checks);
 	RUN(auth_specs);
 	RUN(redaction_forms);
+	RUN(redaction_every_form);
 	RUN(redaction_patterns);
 	RUN(secret_store_binds_bot);
 	RUN(secret_request_sends_and_redacts);

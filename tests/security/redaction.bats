@@ -1,0 +1,178 @@
+#!/usr/bin/env bats
+# Redaction (issue 20, medium 3 and the low item on typed secrets): a
+# secret's value, in every form tests/fixtures/redaction_forms.py lists
+# (plain, JSON-escaped, \u00XX, URL- and form-encoded, base64, base64url,
+# hex, base64 inside a longer text, and all of these inside gzip and
+# deflate bodies), reaches none of: what the model is sent, the run's
+# events and stored conversation, the terminal history, the sessions list,
+# the log. A real `rakazo run` against tests/emulators/model_server (its
+# --dump keeps every request), secret_request against a loopback origin.
+
+load helper
+load ../cli/model
+
+FORMS=$BATS_TEST_DIRNAME/../fixtures/redaction_forms.py
+VALUE='Rz7"q/Kx-91+Se cret&Tok=Zz?>'
+
+teardown() {
+	local p
+	for p in ${ORIGIN_PID:-}; do
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	stop_server
+	rk_kill_all
+}
+
+start_origin() {
+	local out=$BATS_TEST_TMPDIR/origin.out
+	python3 "$FORMS" serve x >"$out" 2>&1 3>&- 4>&- &
+	ORIGIN_PID=$!
+	wait_for "grep -q '^listening on ' '$out'" 10
+	ORIGIN_URL=$(sed -n 's|^listening on \(http://.*\)$|\1|p' "$out")
+}
+
+# Fails when "$@" succeeds (a bare `! cmd` never fails a bats test).
+refute() {
+	if "$@"; then
+		echo "unexpectedly succeeded: $*" >&2
+		return 1
+	fi
+}
+
+# check CHANNEL FILE...: no form of VALUE in any of them
+check() {
+	python3 "$FORMS" check "$VALUE" "$@"
+}
+
+@test "redaction: every form of a secret, from a file, a shell, gzip and deflate bodies, is out of every channel" {
+	start_origin
+	printf '%s' "$VALUE" | rk secret set svc --origin "$ORIGIN_URL" --auth bearer >/dev/null
+	rk_fake t
+	python3 "$FORMS" file "$VALUE" | rk computer file write t forms.txt - >/dev/null
+	python3 - "$FORMS" "$VALUE" "$ORIGIN_URL" >"$BATS_TEST_TMPDIR/scenario.json" <<'EOF'
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("forms", sys.argv[1])
+f = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(f)
+value, url = sys.argv[2], sys.argv[3]
+quoted = " ".join("'%s'" % t for t in f.texts(value))
+call = lambda name, args: {"tool_calls": [{"name": name, "arguments": args}]}
+print(json.dumps({"steps": [
+  {"reply": call("read_file", {"path": "forms.txt"})},
+  {"expect": {"last_tool_result_contains": "[redacted]"},
+   "reply": call("shell", {"command": "cat forms.txt; printf '%s\\n' " + quoted})},
+  {"expect": {"last_tool_result_contains": "[redacted]"},
+   "reply": call("secret_request", {"name": "svc", "url": url + "/gzip"})},
+  {"expect": {"last_tool_result_contains": "[redacted]"},
+   "reply": call("secret_request", {"name": "svc", "url": url + "/deflate"})},
+  {"expect": {"last_tool_result_contains": "[redacted]"},
+   "reply": call("secret_request", {"name": "svc", "url": url + "/x-rot13"})},
+  {"reply": call("secret_request", {"name": "svc", "url": url + "/gzip", "headers": {"Accept-Encoding": "gzip"}})},
+  {"reply": call("read_file", {"path": "no-such-dir/" + "-".join(f.texts(value))[:900]})},
+  {"reply": {"content": "done: " + value}}]}))
+EOF
+	MODEL_DUMP=$BATS_TEST_TMPDIR/dump start_server "$BATS_TEST_TMPDIR/scenario.json"
+	run rk run --computer t --json "read the file"
+	echo "$output" >"$BATS_TEST_TMPDIR/events"
+	server_ok
+	[ "$status" -eq 0 ]
+	id=$(rk run list --json | rk_json 'd[0]["id"]')
+	# the model got redacted results, and errors for what cannot be redacted
+	python3 - "$BATS_TEST_TMPDIR/events" <<'EOF'
+import json, sys
+res = [json.loads(l) for l in open(sys.argv[1]) if '"tool.result"' in l]
+names = [(r["name"], r.get("error", {}).get("code")) for r in res]
+assert names == [("read_file", None), ("shell", None), ("secret_request", None), ("secret_request", None),
+                 ("secret_request", "unsupported"), ("secret_request", "invalid_argument"),
+                 ("read_file", names[-1][1])], names
+assert names[-1][1] is not None
+EOF
+	# each channel, each form
+	check model "$BATS_TEST_TMPDIR/dump"
+	check events "$BATS_TEST_TMPDIR/events"
+	rk run logs "$id" --json >"$BATS_TEST_TMPDIR/logs"
+	check events "$BATS_TEST_TMPDIR/logs"
+	rk run show "$id" --json >"$BATS_TEST_TMPDIR/show"
+	check run "$BATS_TEST_TMPDIR/show"
+	rk_sql "SELECT data FROM run_messages" >"$BATS_TEST_TMPDIR/conversation"
+	check conversation "$BATS_TEST_TMPDIR/conversation"
+	rk computer history t --json >"$BATS_TEST_TMPDIR/history"
+	grep -q 'forms.txt' "$BATS_TEST_TMPDIR/history" # (the check can fail: the shell is there)
+	check history "$BATS_TEST_TMPDIR/history"
+	rk computer sessions t --json >"$BATS_TEST_TMPDIR/sessions"
+	check sessions "$BATS_TEST_TMPDIR/sessions"
+	grep -q 'tool read_file' "$RAKAZO_DATA_DIR/log/rakazo.log"
+	check log "$RAKAZO_DATA_DIR/log/rakazo.log"
+	# and nothing in the data directory holds one (database, WAL, log)
+	local f
+	for f in $(find "$RAKAZO_DATA_DIR" -type f ! -path '*/homes/*' ! -name 'master.key'); do
+		check datadir "$f"
+	done
+}
+
+@test "redaction: a secret in a command, typed to a session's stdin or echoed back stays out of history and the sessions list" {
+	printf '%s' "$VALUE" | rk secret set svc --origin https://a.example --auth bearer --bot b1 >/dev/null
+	rk_fake t
+	# a command that carries it
+	rk computer exec t -- printf '%s\\n' "'$VALUE'" >/dev/null
+	# typed to a running command's stdin, in every form (the CLI unescapes C escapes: double them)
+	run rk computer exec t --yield-ms 250 --json -- cat
+	[ "$status" -eq 0 ]
+	sid=$(printf '%s' "$output" | rk_json 'd["session"]')
+	python3 "$FORMS" file "$VALUE" >"$BATS_TEST_TMPDIR/typed"
+	rk computer input t "$sid" "$(sed 's/\\/\\\\/g' "$BATS_TEST_TMPDIR/typed")\\n\\x04" --yield-ms 2000 >"$BATS_TEST_TMPDIR/echoed"
+	# (the check can fail: cat gave it back)
+	grep -qF -- "$VALUE" "$BATS_TEST_TMPDIR/echoed"
+	rk computer history t --json >"$BATS_TEST_TMPDIR/history"
+	grep -q '"input"' "$BATS_TEST_TMPDIR/history"
+	check history "$BATS_TEST_TMPDIR/history"
+	# typed a piece at a time, as at a password prompt: history keeps the line whole, redacted
+	run rk computer exec t --yield-ms 250 --json -- 'cat >/dev/null'
+	[ "$status" -eq 0 ]
+	sid=$(printf '%s' "$output" | rk_json 'd["session"]')
+	rk computer input t "$sid" 'Rz7"q/K' --yield-ms 250 >/dev/null
+	rk computer input t "$sid" 'x-91+Se cr' --yield-ms 250 >/dev/null
+	rk computer input t "$sid" 'et&Tok=Zz?>\n' --yield-ms 250 >/dev/null
+	rk computer input t "$sid" 'not a secret\n\x04' --yield-ms 1000 >/dev/null
+	rk computer history t --json >"$BATS_TEST_TMPDIR/history"
+	grep -q 'not a secret' "$BATS_TEST_TMPDIR/history"
+	refute grep -qF -- 'Rz7' "$BATS_TEST_TMPDIR/history"
+	refute grep -qF -- 'Tok=Zz' "$BATS_TEST_TMPDIR/history"
+	rk computer sessions t --json >"$BATS_TEST_TMPDIR/sessions"
+	grep -q 'printf' "$BATS_TEST_TMPDIR/sessions"
+	check sessions "$BATS_TEST_TMPDIR/sessions"
+	check log "$RAKAZO_DATA_DIR/log/rakazo.log"
+}
+
+@test "redaction: Ctrl-C at the secret prompt leaves the terminal echoing" {
+	python3 - "$RAKAZO_BIN" <<'EOF'
+import fcntl, os, select, subprocess, sys, termios, time
+master, slave = os.openpty()
+def ctty():
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+p = subprocess.Popen([sys.argv[1], "secret", "set", "x", "--origin", "https://a.example", "--auth", "bearer"],
+                     stdin=slave, stdout=slave, stderr=slave, preexec_fn=ctty, close_fds=True)
+seen, deadline = b"", time.time() + 30
+while b"not shown" not in seen and time.time() < deadline:
+    if select.select([master], [], [], 0.2)[0]:
+        seen += os.read(master, 4096)
+assert b"not shown" in seen, seen
+while termios.tcgetattr(slave)[3] & termios.ECHO and time.time() < deadline:
+    time.sleep(0.05)  # the prompt turns echo off just after it is shown
+assert not termios.tcgetattr(slave)[3] & termios.ECHO
+os.write(master, b"\x03")
+st = p.wait(timeout=30)
+while select.select([master], [], [], 0.2)[0]:
+    try:
+        seen += os.read(master, 4096)
+    except OSError:
+        break
+lflag = termios.tcgetattr(slave)[3]
+assert lflag & termios.ECHO, "echo left off after Ctrl-C: %r" % seen
+assert st == 130, (st, seen)
+EOF
+	# nothing was stored
+	[ "$(rk secret list --json | rk_json 'len(d)')" = 0 ]
+}
