@@ -177,7 +177,11 @@ int out_error(const struct rk_error *err)
 		cJSON *o = cJSON_CreateObject();
 		cJSON *e = cJSON_AddObjectToObject(o, "error");
 		cJSON_AddStringToObject(e, "code", code);
-		cJSON_AddStringToObject(e, "message", err->message);
+		struct rk_buf m = RK_BUF_INIT;
+		rk_buf_init(&m);
+		rk_utf8_escape(&m, err->message, strlen(err->message), 0); /* the line stays UTF-8 */
+		cJSON_AddStringToObject(e, "message", m.data);
+		rk_buf_release(&m);
 		print_json_line(stderr, o);
 		cJSON_Delete(o);
 	} else {
