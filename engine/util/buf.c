@@ -210,19 +210,20 @@ int rk_utf8_valid(const char *text, size_t n)
 size_t rk_utf8_escape(struct rk_buf *out, const char *text, size_t n, int flags)
 {
 	const unsigned char *s = (const unsigned char *)text;
+	int json = flags & RK_ESCAPE_IN_JSON;
 	size_t i = 0, escaped = 0;
 	while (i < n) {
 		size_t k = rk_utf8_len(text + i, n - i);
 		unsigned char c = s[i];
-		int control = k == 1 && (c < 0x20 || c == 0x7F) &&
-			      !((flags & RK_ESCAPE_KEEP_LINES) && (c == '\n' || c == '\t'));
-		int c1 = k == 2 && c == 0xC2 && s[i + 1] < 0xA0; /* U+0080..U+009F */
-		if (!k || ((flags & RK_ESCAPE_CONTROLS) && control)) {
-			rk_buf_printf(out, "\\x%02x", c);
+		int control = (k == 1 && (c < 0x20 || c == 0x7F) &&
+			       !((flags & RK_ESCAPE_KEEP_LINES) && (c == '\n' || c == '\t'))) ||
+			      (k == 2 && c == 0xC2 && s[i + 1] < 0xA0); /* C1: U+0080..U+009F */
+		if (!k) {
+			rk_buf_printf(out, json ? "\\\\x%02x" : "\\x%02x", c);
 			k = 1;
 			escaped++;
-		} else if ((flags & RK_ESCAPE_CONTROLS) && c1) {
-			rk_buf_printf(out, "\\u%04x", s[i + 1]);
+		} else if ((flags & RK_ESCAPE_CONTROLS) && control) {
+			rk_buf_printf(out, json || k == 2 ? "\\u%04x" : "\\x%02x", k == 1 ? c : s[i + 1]);
 			escaped++;
 		} else {
 			rk_buf_add(out, text + i, k);

@@ -51,9 +51,12 @@ size_t rk_utf8_len(const char *s, size_t n);
  * UTF-8 written as the text \xNN, so the result is always UTF-8 (for error
  * JSON). With RK_ESCAPE_CONTROLS also the C0 controls and DEL (as \x1b) and
  * the C1 controls (as \u009b), which drive a terminal; RK_ESCAPE_KEEP_LINES
- * keeps \n and \t. Returns how many were escaped. */
+ * keeps \n and \t. RK_ESCAPE_IN_JSON: s is printed JSON (such bytes occur
+ * only inside its strings), and the escapes are JSON's: \\xNN, \u001b.
+ * Returns how many were escaped. */
 #define RK_ESCAPE_CONTROLS 1
 #define RK_ESCAPE_KEEP_LINES 2
+#define RK_ESCAPE_IN_JSON 4
 size_t rk_utf8_escape(struct rk_buf *out, const char *s, size_t n, int flags);
 
 #endif

@@ -185,6 +185,13 @@ TEST(utf8_escape)
 	rk_buf_reset(&b);
 	CHECK_EQ_INT(rk_utf8_escape(&b, "a\nb\0", 4, RK_ESCAPE_CONTROLS), 2);
 	CHECK_EQ_STR(b.data, "a\\x0ab\\x00");
+	/* printed JSON for a terminal: the escapes are JSON's, the document stays JSON */
+	rk_buf_reset(&b);
+	CHECK_EQ_INT(rk_utf8_escape(&b, "[\"\xc2\x9b\x7f\xff\\u001b\"]", 14, RK_ESCAPE_CONTROLS | RK_ESCAPE_IN_JSON), 3);
+	CHECK_EQ_STR(b.data, "[\"\\u009b\\u007f\\\\xff\\u001b\"]");
+	cJSON *d = cJSON_Parse(b.data);
+	CHECK(d && !strcmp(d->child->valuestring, "\xc2\x9b\x7f\\xff\x1b"));
+	cJSON_Delete(d);
 	rk_buf_release(&b);
 	/* rk_utf8_valid: well-formed only */
 	CHECK(rk_utf8_valid("\xf4\x8f\xbf\xbf", 4));
