@@ -192,6 +192,15 @@ static const struct key *first_duplicate(struct key *keys, size_t n)
 
 static int scan_value(struct scan *x, int depth);
 
+/* After a member: 1 at a comma (another follows), 0 at close, an error otherwise. */
+static int next_member(struct scan *x, char close)
+{
+	skip_ws(x);
+	if (x->i < x->n && (x->s[x->i] == ',' || x->s[x->i] == (unsigned char)close))
+		return x->s[x->i++] == ',';
+	return syntax(x);
+}
+
 static int scan_object(struct scan *x, int depth)
 {
 	struct key *keys = NULL;
@@ -226,20 +235,12 @@ static int scan_object(struct scan *x, int depth)
 			goto out;
 		}
 		x->i++;
-		if ((rc = scan_value(x, depth)))
+		if ((rc = scan_value(x, depth)) || (rc = next_member(x, '}')) < 0)
 			goto out;
-		skip_ws(x);
-		if (x->i < x->n && x->s[x->i] == ',') {
-			x->i++;
-			continue;
-		}
-		if (x->i < x->n && x->s[x->i] == '}') {
-			x->i++;
+		if (!rc)
 			break;
-		}
-		rc = syntax(x);
-		goto out;
 	}
+	rc = 0;
 	const struct key *dup = first_duplicate(keys, n);
 	if (dup) {
 		struct rk_buf shown = RK_BUF_INIT;
@@ -277,18 +278,8 @@ static int scan_value(struct scan *x, int depth)
 		}
 		for (;;) {
 			int rc = scan_value(x, depth + 1);
-			if (rc)
+			if (rc || (rc = next_member(x, ']')) <= 0)
 				return rc;
-			skip_ws(x);
-			if (x->i < x->n && x->s[x->i] == ',') {
-				x->i++;
-				continue;
-			}
-			if (x->i < x->n && x->s[x->i] == ']') {
-				x->i++;
-				return 0;
-			}
-			return syntax(x);
 		}
 	}
 	if (c == '"')
