@@ -99,8 +99,10 @@ static int run_snapshot(struct cmd_ctx *ctx)
 			out_doc(snap);
 		} else {
 			/* the tree is what a person reads: as it is, under its page */
-			printf("%s\n%s\n\n%s\n", rk_json_string(snap, "title", ""), rk_json_string(snap, "url", ""),
-			       rk_json_string(snap, "tree", ""));
+			char *text = rk_xasprintf("%s\n%s\n\n%s\n", rk_json_string(snap, "title", ""),
+						  rk_json_string(snap, "url", ""), rk_json_string(snap, "tree", ""));
+			out_text(stdout, text, strlen(text)); /* the page's words, never its escapes */
+			free(text);
 			if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(snap, "truncated")))
 				printf("(truncated at %d bytes)\n", RK_BROWSER_SNAPSHOT_MAX);
 			cJSON_Delete(snap);

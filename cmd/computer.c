@@ -944,9 +944,16 @@ static int run_file_read(struct cmd_ctx *ctx)
 			free(b);
 		}
 		out_doc(o);
-	} else {
+	} else if (o_output) { /* -o -: the bytes as they are, even to a terminal */
 		fwrite(data.data, 1, data.len, stdout);
 		fflush(stdout);
+	} else { /* a terminal shows the file's control characters escaped */
+		size_t n = out_text(stdout, data.data, data.len);
+		fflush(stdout);
+		if (n)
+			out_progress("rakazo: %zu control characters in %s are shown escaped (\\x1b); for the bytes "
+				     "as they are, use -o FILE, -o - or a pipe",
+				     n, ctx->args[1]);
 	}
 out:
 	rk_buf_release(&data);

@@ -60,7 +60,8 @@ static int run_read(struct cmd_ctx *ctx)
 		} else if (out_is_json()) {
 			out_doc(doc);
 		} else {
-			fputs(cJSON_GetObjectItem(doc, "content")->valuestring, stdout);
+			const char *text = cJSON_GetObjectItem(doc, "content")->valuestring;
+			out_text(stdout, text, strlen(text));
 			cJSON_Delete(doc);
 		}
 	}

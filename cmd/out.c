@@ -21,19 +21,57 @@ int out_use_color(FILE *f)
 	return isatty(fileno(f));
 }
 
+int out_is_tty(FILE *f)
+{
+	return isatty(fileno(f));
+}
+
+/* Text from outside (names, paths, titles, file contents, messages) on a
+ * terminal: its control characters and stray bytes escaped, so none of it
+ * can move the cursor, retitle the window or clear the screen. */
+static size_t add_text(struct rk_buf *b, const char *s, size_t n, int tty)
+{
+	if (!tty) {
+		rk_buf_add(b, s, n);
+		return 0;
+	}
+	return rk_utf8_escape(b, s, n, RK_ESCAPE_CONTROLS | RK_ESCAPE_KEEP_LINES);
+}
+
+size_t out_text(FILE *f, const char *s, size_t n)
+{
+	if (!out_is_tty(f)) {
+		fwrite(s, 1, n, f);
+		return 0;
+	}
+	struct rk_buf b;
+	rk_buf_init(&b);
+	size_t escaped = add_text(&b, s, n, 1);
+	fwrite(b.data, 1, b.len, f);
+	rk_buf_release(&b);
+	return escaped;
+}
+
 static void print_json_line(FILE *f, const cJSON *doc)
 {
 	char *s = cJSON_PrintUnformatted(doc);
+	if (out_is_tty(f)) { /* cJSON escapes C0 but passes DEL, C1 and stray bytes */
+		struct rk_buf b;
+		rk_buf_init(&b);
+		rk_utf8_escape(&b, s, strlen(s), RK_ESCAPE_CONTROLS | RK_ESCAPE_IN_JSON);
+		free(s);
+		s = rk_buf_detach(&b, NULL);
+	}
 	fputs(s, f);
 	fputc('\n', f);
 	free(s);
 	fflush(f);
 }
 
-static void human_value(struct rk_buf *b, const cJSON *v)
+static void human_value(struct rk_buf *b, const cJSON *v, int tty)
 {
 	if (cJSON_IsString(v))
-		rk_buf_adds(b, v->valuestring);
+		add_text(b, v->valuestring, strlen(v->valuestring), tty);
 	else if (cJSON_IsNull(v))
 		rk_buf_adds(b, "-");
 	else if (cJSON_IsBool(v))
@@ -41,8 +79,8 @@ static void human_value(struct rk_buf *b, const cJSON *v)
 	else if (cJSON_IsNumber(v))
 		rk_buf_printf(b, "%.15g", v->valuedouble);
 	else {
-		char *s = cJSON_PrintUnformatted(v);
-		rk_buf_adds(b, s);
+		char *s = cJSON_PrintUnformatted(v); /* JSON: controls are escaped already */
+		add_text(b, s, strlen(s), tty);
 		free(s);
 	}
 }
@@ -53,18 +91,21 @@ static void human_object(const cJSON *o, int indent)
 	for (const cJSON *c = o->child; c; c = c->next)
 		if (c->string && strlen(c->string) > w)
 			w = strlen(c->string);
-	int color = out_use_color(stdout);
+	int color = out_use_color(stdout), tty = out_is_tty(stdout);
 	for (const cJSON *c = o->child; c; c = c->next) {
-		if (cJSON_IsObject(c) && c->child) {
-			printf("%*s%s%s%s:\n", indent, "", color ? "\033[1m" : "", c->string, color ? "\033[0m" : "");
-			human_object(c, indent + 2);
-			continue;
-		}
-		struct rk_buf b;
+		struct rk_buf k, b;
+		rk_buf_init(&k);
 		rk_buf_init(&b);
-		human_value(&b, c);
-		printf("%*s%s%-*s%s  %s\n", indent, "", color ? "\033[1m" : "", (int)w, c->string ? c->string : "",
-		       color ? "\033[0m" : "", b.data);
+		add_text(&k, c->string ? c->string : "", c->string ? strlen(c->string) : 0, tty);
+		if (cJSON_IsObject(c) && c->child) {
+			printf("%*s%s%s%s:\n", indent, "", color ? "\033[1m" : "", k.data, color ? "\033[0m" : "");
+			human_object(c, indent + 2);
+		} else {
+			human_value(&b, c, tty);
+			printf("%*s%s%-*s%s  %s\n", indent, "", color ? "\033[1m" : "", (int)w, k.data,
+			       color ? "\033[0m" : "", b.data);
+		}
+		rk_buf_release(&k);
 		rk_buf_release(&b);
 	}
 }
@@ -78,7 +119,7 @@ void out_doc(cJSON *doc)
 	else {
 		struct rk_buf b;
 		rk_buf_init(&b);
-		human_value(&b, doc);
+		human_value(&b, doc, out_is_tty(stdout));
 		puts(b.data);
 		rk_buf_release(&b);
 	}
@@ -114,13 +155,14 @@ void out_list(cJSON *rows, const struct out_col *cols)
 		w[c] = strlen(cols[c].title);
 	}
 	size_t r = 1;
+	int tty = out_is_tty(stdout);
 	for (const cJSON *row = rows->child; row; row = row->next, r++) {
 		for (size_t c = 0; c < ncol; c++) {
 			struct rk_buf b;
 			rk_buf_init(&b);
 			const cJSON *v = dig(row, cols[c].key);
 			if (v)
-				human_value(&b, v);
+				human_value(&b, v, tty);
 			else
 				rk_buf_adds(&b, "-");
 			/* one line per row: a newline in a value would break the table */
@@ -163,7 +205,7 @@ void out_stream(cJSON *doc, const char *human)
 	if (opt_json)
 		print_json_line(stdout, doc);
 	else if (human) {
-		fputs(human, stdout);
+		out_text(stdout, human, strlen(human));
 		fputc('\n', stdout);
 		fflush(stdout);
 	}
@@ -177,13 +219,21 @@ int out_error(const struct rk_error *err)
 		cJSON *o = cJSON_CreateObject();
 		cJSON *e = cJSON_AddObjectToObject(o, "error");
 		cJSON_AddStringToObject(e, "code", code);
-		cJSON_AddStringToObject(e, "message", err->message);
+		struct rk_buf m = RK_BUF_INIT;
+		rk_buf_init(&m);
+		rk_utf8_escape(&m, err->message, strlen(err->message), 0); /* the line stays UTF-8 */
+		cJSON_AddStringToObject(e, "message", m.data);
+		rk_buf_release(&m);
 		print_json_line(stderr, o);
 		cJSON_Delete(o);
 	} else {
 		int color = out_use_color(stderr);
+		struct rk_buf m;
+		rk_buf_init(&m);
+		add_text(&m, err->message, strlen(err->message), out_is_tty(stderr));
 		fprintf(stderr, "rakazo: %s%s%s: %s\n", color ? "\033[31m" : "", code, color ? "\033[0m" : "",
-			err->message);
+			m.data);
+		rk_buf_release(&m);
 	}
 	return rk_code_exit_status(err->code);
 }
@@ -192,9 +242,13 @@ void out_progress(const char *fmt, ...)
 {
 	if (opt_json || !isatty(2))
 		return;
+	struct rk_buf b;
+	rk_buf_init(&b);
 	va_list ap;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	rk_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
+	out_text(stderr, b.data, b.len);
+	rk_buf_release(&b);
 	fputc('\n', stderr);
 }

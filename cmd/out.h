@@ -23,6 +23,14 @@ void out_stream(cJSON *doc, const char *human);
 int out_error(const struct rk_error *err);
 int out_is_json(void);
 int out_use_color(FILE *f);
+/* Human text goes to a terminal with its control characters (C0 but \n
+ * and \t, DEL, C1) and bytes that are not UTF-8 shown escaped (\x1b,
+ * \u009b), so a name, path, title, message or file from a computer cannot
+ * drive the terminal; to a pipe or file it goes as it is. JSON output is
+ * JSON (cJSON escapes controls). */
+int out_is_tty(FILE *f);
+/* Writes s[0..n) to f by that rule; returns how many characters were escaped. */
+size_t out_text(FILE *f, const char *s, size_t n);
 /* Progress lines on stderr, only on a terminal and never with --json. */
 void out_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

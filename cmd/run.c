@@ -455,8 +455,10 @@ static int run_done(struct cmd_ctx *ctx, const char *id, int r)
 	if (r == 0 && !opt_json) {
 		struct rk_run_row row = {0};
 		struct rk_error e;
-		if (rk_db_run_get(ctx->eng->db, id, &row, &e) == 0 && row.final_answer)
-			puts(row.final_answer);
+		if (rk_db_run_get(ctx->eng->db, id, &row, &e) == 0 && row.final_answer) {
+			out_text(stdout, row.final_answer, strlen(row.final_answer)); /* the model's words only */
+			fputc('\n', stdout);
+		}
 		rk_run_row_release(&row);
 		out_progress("run %s completed", id);
 	} else if (r && id) {

@@ -92,8 +92,12 @@ static int fail_with(struct call *k, int status, const char *category, enum rk_c
 	cJSON *e = cJSON_AddObjectToObject(doc, "error");
 	cJSON_AddStringToObject(e, "category", category);
 	cJSON_AddStringToObject(e, "code", rk_code_name(code));
-	if (safe) {
-		cJSON_AddStringToObject(e, "message", message);
+	if (safe) { /* a message may quote the caller's bytes: the document stays UTF-8 */
+		struct rk_buf m = RK_BUF_INIT;
+		rk_buf_init(&m);
+		rk_utf8_escape(&m, message, strlen(message), 0);
+		cJSON_AddStringToObject(e, "message", m.data);
+		rk_buf_release(&m);
 	} else {
 		char *m = rk_xasprintf("the computer could not do that (%s); the server log has the detail under %s",
 				       rk_code_name(code), eid);

@@ -620,9 +620,10 @@ static void server_message(const char *body, size_t len, struct rk_buf *out)
 
 static int parse_reply(const char *body, size_t len, struct rk_model_reply *r, struct rk_error *err)
 {
-	cJSON *doc = cJSON_ParseWithLength(body, len);
+	struct rk_error why;
+	cJSON *doc = rk_json_parse(body, len, "the reply", &why);
 	if (!doc)
-		return malformed(err, "not JSON", body, len);
+		return malformed(err, why.message, body, len);
 	int rc = 0;
 	const cJSON *e = cJSON_GetObjectItemCaseSensitive(doc, "error");
 	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(doc, "choices");
@@ -717,14 +718,15 @@ int rk_model_tool_call_args(const struct rk_model_tool_call *call, cJSON **out, 
 		*out = cJSON_CreateObject();
 		return 0;
 	}
-	cJSON *doc = cJSON_ParseWithLength(a + s, n - s);
+	struct rk_error why;
+	char *what = rk_xasprintf("the arguments for tool %s", call->name ? call->name : "");
+	cJSON *doc = rk_json_parse(a + s, n - s, what, &why);
+	free(what);
 	if (!doc) {
 		struct rk_buf b = RK_BUF_INIT;
 		rk_buf_init(&b);
 		excerpt(&b, a, strlen(a), 200);
-		int rc = rk_error_set(err, RK_EINVALID,
-				      "the arguments for tool %s are not valid JSON: %s; send one JSON object", call->name,
-				      b.data);
+		int rc = rk_error_set(err, RK_EINVALID, "%s: %s; send one JSON object", why.message, b.data);
 		rk_buf_release(&b);
 		return rc;
 	}

@@ -353,11 +353,12 @@ static int pick_computer(struct rk_engine *eng, const char *ref, struct rk_compu
 	return rk_error_set(err, RK_EUSAGE, "there are %zu computers: name one with --computer", n);
 }
 
+/* The call's arguments as the tool reads them (strict JSON), else as text. */
 static cJSON *call_arguments(const struct rk_model_tool_call *call)
 {
-	cJSON *a = call->arguments && call->arguments[0] ? cJSON_Parse(call->arguments) : cJSON_CreateObject();
-	if (!a)
-		a = cJSON_CreateString(call->arguments);
+	cJSON *a = NULL;
+	if (rk_model_tool_call_args(call, &a, NULL))
+		a = cJSON_CreateString(call->arguments ? call->arguments : "");
 	return a;
 }
 
@@ -567,7 +568,8 @@ static int run_calls(struct run *run, const struct rk_model_reply *reply, const 
 
 		struct rk_tool_result res = {0};
 		if (!strcmp(name, "request_takeover") && run->c.desktop) {
-			cJSON *a = cJSON_Parse(call->arguments && call->arguments[0] ? call->arguments : "{}");
+			cJSON *a = NULL;
+			rk_model_tool_call_args(call, &a, NULL);
 			const char *reason = rk_json_string(a, "reason", NULL);
 			char *note = NULL;
 			r = wait_takeover(run, reason && reason[0] ? reason : "I need you on the screen.", &note, why,

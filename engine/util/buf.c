@@ -169,31 +169,66 @@ char *rk_buf_detach(struct rk_buf *b, size_t *len)
 	return p;
 }
 
-int rk_utf8_valid(const char *text, size_t n)
+size_t rk_utf8_len(const char *text, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)text;
+	if (n == 0)
+		return 0;
+	unsigned char c = s[0];
+	size_t more;
+	unsigned char lo = 0x80, hi = 0xBF; /* the range of the second byte */
+	if (c < 0x80)
+		return 1;
+	else if (c >= 0xC2 && c < 0xE0)
+		more = 1;
+	else if (c >= 0xE0 && c < 0xF0)
+		more = 2, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF; /* overlong; surrogates */
+	else if (c >= 0xF0 && c < 0xF5)
+		more = 3, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF; /* overlong; past U+10FFFF */
+	else
+		return 0;
+	if (more > n - 1 || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t j = 2; j <= more; j++)
+		if ((s[j] & 0xC0) != 0x80)
+			return 0;
+	return more + 1;
+}
+
+int rk_utf8_valid(const char *text, size_t n)
+{
 	size_t i = 0;
 	while (i < n) {
-		unsigned char c = s[i];
-		size_t more;
-		if (c == 0)
+		size_t k = text[i] ? rk_utf8_len(text + i, n - i) : 0;
+		if (!k)
 			return 0; /* a NUL cannot travel in a C or JSON string: such data goes as base64 */
-		else if (c < 0x80)
-			more = 0;
-		else if (c >= 0xC2 && c < 0xE0)
-			more = 1;
-		else if (c >= 0xE0 && c < 0xF0)
-			more = 2;
-		else if (c >= 0xF0 && c < 0xF5)
-			more = 3;
-		else
-			return 0;
-		if (more > n - i - 1)
-			return 0;
-		for (size_t j = 1; j <= more; j++)
-			if ((s[i + j] & 0xC0) != 0x80)
-				return 0;
-		i += more + 1;
+		i += k;
 	}
 	return 1;
+}
+
+size_t rk_utf8_escape(struct rk_buf *out, const char *text, size_t n, int flags)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	int json = flags & RK_ESCAPE_IN_JSON;
+	size_t i = 0, escaped = 0;
+	while (i < n) {
+		size_t k = rk_utf8_len(text + i, n - i);
+		unsigned char c = s[i];
+		int control = (k == 1 && (c < 0x20 || c == 0x7F) &&
+			       !((flags & RK_ESCAPE_KEEP_LINES) && (c == '\n' || c == '\t'))) ||
+			      (k == 2 && c == 0xC2 && s[i + 1] < 0xA0); /* C1: U+0080..U+009F */
+		if (!k) {
+			rk_buf_printf(out, json ? "\\\\x%02x" : "\\x%02x", c);
+			k = 1;
+			escaped++;
+		} else if ((flags & RK_ESCAPE_CONTROLS) && control) {
+			rk_buf_printf(out, json || k == 2 ? "\\u%04x" : "\\x%02x", k == 1 ? c : s[i + 1]);
+			escaped++;
+		} else {
+			rk_buf_add(out, text + i, k);
+		}
+		i += k;
+	}
+	return escaped;
 }

@@ -40,8 +40,23 @@ char *rk_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * it and sets *s to NULL; NULL is fine. */
 void rk_free_secret(char **s);
 
-/* 1 when s[0..n) is well-formed UTF-8 without a NUL byte (overlong leads
- * and code points past U+10FFFF are not). */
+/* 1 when s[0..n) is well-formed UTF-8 without a NUL byte (overlong forms,
+ * surrogates and code points past U+10FFFF are not). */
 int rk_utf8_valid(const char *s, size_t n);
+/* The length (1 to 4) of the well-formed UTF-8 sequence at s (n bytes
+ * available; a NUL is one), or 0 when the bytes there are not one. */
+size_t rk_utf8_len(const char *s, size_t n);
+
+/* Appends s[0..n) to out with every byte that is not part of well-formed
+ * UTF-8 written as the text \xNN, so the result is always UTF-8 (for error
+ * JSON). With RK_ESCAPE_CONTROLS also the C0 controls and DEL (as \x1b) and
+ * the C1 controls (as \u009b), which drive a terminal; RK_ESCAPE_KEEP_LINES
+ * keeps \n and \t. RK_ESCAPE_IN_JSON: s is printed JSON (such bytes occur
+ * only inside its strings), and the escapes are JSON's: \\xNN, \u001b.
+ * Returns how many were escaped. */
+#define RK_ESCAPE_CONTROLS 1
+#define RK_ESCAPE_KEEP_LINES 2
+#define RK_ESCAPE_IN_JSON 4
+size_t rk_utf8_escape(struct rk_buf *out, const char *s, size_t n, int flags);
 
 #endif

@@ -139,7 +139,8 @@ int rk_ipc_call(const char *name, const cJSON *req, int64_t timeout_ms, cJSON **
 		r = rk_error_set(err, RK_EOUTCOME_UNKNOWN, "%s: no reply came back", name);
 		goto out;
 	}
-	*reply = rk_json_parse(b.data, b.len, "reply", err);
+	/* the helper's writer is cJSON: a file name's bytes pass as they are */
+	*reply = rk_json_parse_opts(b.data, b.len, RK_JSON_ANY_BYTES, "reply", err);
 	if (!*reply)
 		r = -err->code;
 out:
@@ -156,7 +157,7 @@ cJSON *rk_ipc_read_request(int fd, int64_t timeout_ms, struct rk_error *err)
 	if (recv_line(fd, &b, timeout_ms) != 0)
 		rk_error_set(err, RK_EINVALID, "no whole request arrived");
 	else
-		doc = rk_json_parse(b.data, b.len, "request", err);
+		doc = rk_json_parse_opts(b.data, b.len, RK_JSON_ANY_BYTES, "request", err);
 	rk_buf_release(&b);
 	return doc;
 }

@@ -509,9 +509,10 @@ static void wake(struct eproc *p)
 /* One message of the Start stream, under p->lock. */
 static void on_message(struct eproc *p, int flags, const char *text, size_t len)
 {
-	cJSON *m = cJSON_ParseWithLength(text, len);
+	struct rk_error why;
+	cJSON *m = rk_json_parse(text, len, "e2b envd: a process event", &why);
 	if (!m) {
-		p->trc = rk_error_set(&p->terr, RK_EFAILED, "e2b envd: a malformed process event");
+		p->trc = rk_error_set(&p->terr, RK_EFAILED, "%s", why.message);
 		return;
 	}
 	if (flags & 2) { /* end of stream: {} or {"error": {...}} */

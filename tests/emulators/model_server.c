@@ -7,6 +7,7 @@
  *       "reply": {"content": "text", "tool_calls": [{"name": "computer_observe", "arguments": {}}]}},
  *      {"fault": "status", "status": 429, "retry_after": 1},
  *      {"fault": "garbage"}, {"fault": "hang", "ms": 3000}, {"fault": "close"},
+ *      {"fault": "raw", "body": "{...}"} (that text as a 200 JSON reply),
  *      {"reply": {"content": "done"}}]}
  *
  * (a bare list of steps is taken too). "expect" asserts on the request the
@@ -119,8 +120,9 @@ static void check_step(const cJSON *step, int n)
 	const char *fault = rk_json_string(step, "fault", NULL);
 	const cJSON *reply = cJSON_GetObjectItemCaseSensitive(step, "reply");
 	if (fault) {
-		if (strcmp(fault, "status") && strcmp(fault, "garbage") && strcmp(fault, "hang") && strcmp(fault, "close"))
-			die_usage("step %d: fault must be status, garbage, hang or close", n);
+		if (strcmp(fault, "status") && strcmp(fault, "garbage") && strcmp(fault, "hang") && strcmp(fault, "close") &&
+		    strcmp(fault, "raw"))
+			die_usage("step %d: fault must be status, garbage, raw, hang or close", n);
 		if (strcmp(fault, "status") == 0 && !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(step, "status")))
 			die_usage("step %d: a status fault needs \"status\"", n);
 	} else if (!cJSON_IsObject(reply)) {
@@ -607,6 +609,17 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq)
 		struct MHD_Response *r =
 			MHD_create_response_from_buffer(sizeof(junk) - 1, (void *)junk, MHD_RESPMEM_PERSISTENT);
 		MHD_add_response_header(r, "Content-Type", "text/html");
+		enum MHD_Result res = MHD_queue_response(conn, 200, r);
+		MHD_destroy_response(r);
+		return res;
+	}
+	if (fault && strcmp(fault, "raw") == 0) {
+		cJSON_AddNumberToObject(entry, "status", 200);
+		const char *body = rk_json_string(st, "body", "");
+		struct MHD_Response *r =
+			MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+		pthread_mutex_unlock(&srv.mu);
+		MHD_add_response_header(r, "Content-Type", "application/json");
 		enum MHD_Result res = MHD_queue_response(conn, 200, r);
 		MHD_destroy_response(r);
 		return res;

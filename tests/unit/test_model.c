@@ -369,6 +369,14 @@ TEST(tool_call_reply_and_arguments)
 	CHECK_EQ_INT(rk_model_tool_call_args(&r.calls[1], &args, &e), -RK_EINVALID);
 	CHECK(strstr(e.message, "tool shell") != NULL);
 	CHECK(args == NULL);
+	/* issue 20: strict JSON, so the tool and the run log read the same values */
+	struct rk_model_tool_call dup = {.name = "computer_act",
+					 .arguments = "{\"actions\":[{\"action\":\"click\",\"x\":7,\"y\":7,\"x\":9}]}"};
+	CHECK_EQ_INT(rk_model_tool_call_args(&dup, &args, &e), -RK_EINVALID);
+	CHECK(strstr(e.message, "the arguments for tool computer_act: duplicate key \"x\"") != NULL);
+	struct rk_model_tool_call nul = {.name = "write_file", .arguments = "{\"path\":\"a\\u0000.sh\"}"};
+	CHECK_EQ_INT(rk_model_tool_call_args(&nul, &args, &e), -RK_EINVALID);
+	CHECK(strstr(e.message, "NUL character") != NULL);
 	/* empty arguments are an empty object */
 	struct rk_model_tool_call empty = {.name = "computer_observe", .arguments = ""};
 	CHECK_EQ_INT(rk_model_tool_call_args(&empty, &args, &e), 0);
@@ -638,11 +646,36 @@ TEST(garbage_is_a_malformed_reply)
 	cJSON *rep = NULL;
 	int rc = complete_with("{\"steps\":[{\"fault\":\"garbage\"}]}", c, NULL, &r, &e, &rep, 0);
 	CHECK_EQ_INT(rc, -RK_EFAILED);
-	CHECK(strstr(e.message, "the model endpoint returned a malformed reply: not JSON") != NULL);
+	CHECK(strstr(e.message, "the model endpoint returned a malformed reply: the reply is not valid JSON") != NULL);
 	CHECK(strstr(e.message, "<html>") != NULL);
 	CHECK(r.text == NULL && r.ncalls == 0);
 	cJSON_Delete(rep);
 	rk_model_conversation_free(c);
+}
+
+/* issue 20: a reply with a duplicate key or a NUL is refused, not read one way */
+TEST(ambiguous_reply_is_malformed)
+{
+	static const char *const bodies[][2] = {
+		{"{\\\"choices\\\":[{\\\"message\\\":{\\\"content\\\":\\\"a\\\",\\\"content\\\":\\\"b\\\"}}]}",
+		 "duplicate key \"content\""},
+		{"{\\\"choices\\\":[{\\\"message\\\":{\\\"content\\\":\\\"a\\\\u0000b\\\"}}]}",
+		 "NUL character"},
+	};
+	for (size_t i = 0; i < 2; i++) {
+		struct rk_model_conversation *c = basic_conversation();
+		struct rk_model_reply r;
+		struct rk_error e;
+		cJSON *rep = NULL;
+		char *scenario = rk_xasprintf("{\"steps\":[{\"fault\":\"raw\",\"body\":\"%s\"}]}", bodies[i][0]);
+		int rc = complete_with(scenario, c, NULL, &r, &e, &rep, 0);
+		free(scenario);
+		CHECK_EQ_INT(rc, -RK_EFAILED);
+		CHECK(strstr(e.message, "malformed reply") && strstr(e.message, bodies[i][1]));
+		CHECK(r.text == NULL);
+		cJSON_Delete(rep);
+		rk_model_conversation_free(c);
+	}
 }
 
 TEST(hang_beyond_timeout_is_timeout)
@@ -851,6 +884,7 @@ int main(void)
 	RUN(unauthorized_is_denied_without_retry);
 	RUN(bad_request_is_invalid_with_the_server_message);
 	RUN(garbage_is_a_malformed_reply);
+	RUN(ambiguous_reply_is_malformed);
 	RUN(hang_beyond_timeout_is_timeout);
 	RUN(dropped_connection_is_retried);
 	RUN(connection_refused_is_unavailable);

@@ -99,6 +99,108 @@ TEST(json_strict)
 	cJSON_Delete(d);
 }
 
+/* issue 20: one strict parse for every document from outside */
+static const char *refusal(const char *text, size_t len)
+{
+	static struct rk_error e;
+	memset(&e, 0, sizeof(e));
+	cJSON *d = rk_json_parse(text, len, "doc", &e);
+	if (d) {
+		cJSON_Delete(d);
+		return NULL;
+	}
+	return e.code == RK_EINVALID ? e.message : "(a code other than invalid_argument)";
+}
+#define REFUSES(lit, what) CHECK(refusal(lit, sizeof(lit) - 1) && strstr(refusal(lit, sizeof(lit) - 1), what))
+#define TAKES(lit) CHECK(refusal(lit, sizeof(lit) - 1) == NULL)
+
+TEST(json_strict_refusals)
+{
+	/* duplicate keys, with where; the same key spelled two ways is one key */
+	REFUSES("[{\"action\":\"click\",\"x\":7,\"y\":7,\"x\":9}]", "duplicate key \"x\" in object at offset 31");
+	REFUSES("{\"a\":1,\"\\u0061\":2}", "duplicate key \"a\"");
+	REFUSES("{\"a\":{\"b\":1,\"b\":1}}", "duplicate key \"b\" in object at offset 12");
+	REFUSES("{\"k\\u001b\":1,\"k\\u001b\":2}", "duplicate key \"k\\x1b\""); /* shown escaped */
+	TAKES("{\"a\":{\"a\":1},\"b\":[{\"a\":1},{\"a\":2}]}");
+	/* NUL in a string: escaped, or raw, never a silent cut */
+	REFUSES("{\"path\":\"a\\u0000b\"}", "string contains a NUL character (\\u0000) at offset 10");
+	REFUSES("{\"p\\u0000\":1}", "NUL character");
+	REFUSES("{\"path\":\"a\0b\"}", "NUL character at offset 10");
+	REFUSES("{\"a\":1}\0{\"b\":2}", "trailing data");
+	/* depth: 64 levels are fine, the 65th says so */
+	char deep[200];
+	memset(deep, '[', 64);
+	memset(deep + 64, ']', 64);
+	CHECK(refusal(deep, 128) == NULL);
+	memset(deep, '[', 65);
+	memset(deep + 65, ']', 65);
+	CHECK(refusal(deep, 130) && strstr(refusal(deep, 130), "nesting deeper than 64 levels at offset 64"));
+	/* strings are UTF-8 and controls are escaped */
+	REFUSES("[\"\xff\"]", "not valid UTF-8 at offset 2");
+	REFUSES("[\"\xc0\xaf\"]", "not valid UTF-8"); /* overlong */
+	REFUSES("[\"\xed\xa0\x80\"]", "not valid UTF-8"); /* a surrogate */
+	REFUSES("[\"\\ud800\"]", "lone UTF-16 surrogate");
+	REFUSES("[\"\\udc00x\"]", "lone UTF-16 surrogate");
+	REFUSES("[\"a\tb\"]", "control character 0x09");
+	TAKES("[\"\\ud83d\\ude00 \xc3\xa4 \xf0\x9f\x98\x80 \\t\"]");
+	/* RFC 8259's grammar, not cJSON's leniency */
+	REFUSES("[01]", "not valid JSON");
+	REFUSES("[1.]", "not valid JSON");
+	REFUSES("[.5]", "not valid JSON");
+	REFUSES("[+1]", "not valid JSON");
+	REFUSES("[1,]", "not valid JSON");
+	REFUSES("{\"a\":1,}", "not valid JSON");
+	REFUSES("[\"\\x41\"]", "not valid JSON");
+	REFUSES("[tru]", "not valid JSON");
+	REFUSES("\x01[]", "not valid JSON");
+	REFUSES("", "not valid JSON");
+	TAKES(" [-0.5e+3, 0, 1E2, true, false, null, \"\", {}, []] \n");
+	/* rakazo's own channels may carry a file name's bytes as they are */
+	struct rk_error e;
+	cJSON *d = rk_json_parse_opts("[\"\xff\"]", 5, RK_JSON_ANY_BYTES, "doc", &e);
+	CHECK(d && !strcmp(d->child->valuestring, "\xff"));
+	cJSON_Delete(d);
+	CHECK(rk_json_parse_opts("{\"a\":1,\"a\":2}", 13, RK_JSON_ANY_BYTES, "doc", &e) == NULL);
+	/* what cJSON decodes is what the check read */
+	d = rk_json_parse("{\"s\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e4\\ud83d\\ude00\"}", 42, "doc", &e);
+	REQUIRE(d != NULL);
+	CHECK_EQ_STR(rk_json_string(d, "s", ""), "\"\\/\b\f\n\r\t\xc3\xa4\xf0\x9f\x98\x80");
+	cJSON_Delete(d);
+}
+
+TEST(utf8_escape)
+{
+	struct rk_buf b;
+	rk_buf_init(&b);
+	/* error JSON: only what is not UTF-8 is escaped */
+	CHECK_EQ_INT(rk_utf8_escape(&b, "a\xff\xc3\xa4\x1b\xe2\x82", 7, 0), 3);
+	CHECK_EQ_STR(b.data, "a\\xff\xc3\xa4\x1b\\xe2\\x82");
+	CHECK(rk_utf8_valid(b.data, b.len));
+	/* a terminal: C0, DEL and C1 too, lines kept on request */
+	rk_buf_reset(&b);
+	const char t[] = "t\x1b]0;pwned\x07\n\x1b[2J\t\r\x7f\xc2\x9b" "1m\xc2\xa0";
+	CHECK_EQ_INT(rk_utf8_escape(&b, t, sizeof(t) - 1, RK_ESCAPE_CONTROLS | RK_ESCAPE_KEEP_LINES), 6);
+	CHECK_EQ_STR(b.data, "t\\x1b]0;pwned\\x07\n\\x1b[2J\t\\x0d\\x7f\\u009b1m\xc2\xa0");
+	CHECK(!memchr(b.data, 0x1b, b.len));
+	rk_buf_reset(&b);
+	CHECK_EQ_INT(rk_utf8_escape(&b, "a\nb\0", 4, RK_ESCAPE_CONTROLS), 2);
+	CHECK_EQ_STR(b.data, "a\\x0ab\\x00");
+	/* printed JSON for a terminal: the escapes are JSON's, the document stays JSON */
+	rk_buf_reset(&b);
+	CHECK_EQ_INT(rk_utf8_escape(&b, "[\"\xc2\x9b\x7f\xff\\u001b\"]", 14, RK_ESCAPE_CONTROLS | RK_ESCAPE_IN_JSON), 3);
+	CHECK_EQ_STR(b.data, "[\"\\u009b\\u007f\\\\xff\\u001b\"]");
+	cJSON *d = cJSON_Parse(b.data);
+	CHECK(d && !strcmp(d->child->valuestring, "\xc2\x9b\x7f\\xff\x1b"));
+	cJSON_Delete(d);
+	rk_buf_release(&b);
+	/* rk_utf8_valid: well-formed only */
+	CHECK(rk_utf8_valid("\xf4\x8f\xbf\xbf", 4));
+	CHECK(!rk_utf8_valid("\xf4\x90\x80\x80", 4));
+	CHECK(!rk_utf8_valid("\xe0\x80\xaf", 3));
+	CHECK(!rk_utf8_valid("\xed\xb0\x80", 3));
+	CHECK(!rk_utf8_valid("a\0", 2));
+}
+
 TEST(unescape)
 {
 	struct rk_buf b;
@@ -346,6 +448,8 @@ int main(void)
 	RUN(path_rule);
 	RUN(error_table);
 	RUN(json_strict);
+	RUN(json_strict_refusals);
+	RUN(utf8_escape);
 	RUN(unescape);
 	RUN(buf_and_ids);
 	RUN(atomic_write_and_beneath);
