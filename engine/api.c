@@ -355,7 +355,7 @@ static int fail_conflict(struct call *k, const struct rk_error *e, const char *k
 	struct rk_execution prev = {0};
 	struct rk_error e2;
 	char *id = NULL;
-	if (key && rk_db_execution_by_key(k->eng->db, key, &prev, &e2) == 0) {
+	if (key && rk_db_execution_by_key(k->eng->db, k->eng->owner, key, &prev, &e2) == 0) {
 		id = rk_xstrdup(prev.id);
 		rk_execution_release(&prev);
 	} else if (computer) {

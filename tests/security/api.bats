@@ -2,7 +2,8 @@
 # The HTTP API against a token holder who wants the host (issue 20): the
 # fake provider runs commands on this host, so `rakazo serve` offers only
 # the providers it is told (--providers; by default those available here,
-# never fake), and a bot's token never reaches fake.
+# never fake), a bot's token never reaches fake, and a command key belongs
+# to the identity that used it.
 
 load helper
 
@@ -109,4 +110,64 @@ settled() {
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/err")" = 1 ]
 	grep -q 'provider fake is a test double: the commands of computer t run on this host as this user' "$BATS_TEST_TMPDIR/err"
 	rk computer providers --json | rk_json '[p["capabilities"]["hostExec"] for p in d if p["name"] == "fake"][0]' | grep -qx true
+}
+
+@test "api: a command key belongs to its token: another token's same key never returns the first one's receipt" {
+	serve_up --providers fake
+	other=$(rk serve token create other 2>/dev/null)
+	call POST /v1/computers "$(fake_body shared a)"
+	[ "$CODE" = 202 ]
+	first=$(field 'd["id"]')
+	id=$(field 'd["computerId"]')
+	settled "$first"
+	# the same key and body from another token: never the first receipt (the name is taken: 409, naming nothing of it)
+	call POST /v1/computers "$(fake_body shared a)" "$other"
+	[[ $BODY != *"$first"* ]] || { echo "$CODE $BODY"; false; }
+	[ "$CODE" = 409 ]
+	# the same key with another body: its own command, not a conflict with the first
+	call POST /v1/computers "$(fake_body shared b)" "$other"
+	[ "$CODE" = 202 ] && [ "$(field 'd["reused"]')" = false ]
+	[ "$(field 'd["id"]')" != "$first" ]
+	settled "$(field 'd["id"]')" "$other"
+	# a pause receipt is not read by key either
+	call POST "/v1/computers/$id/pause" '{"commandKey":"p1"}'
+	[ "$CODE" = 202 ]
+	pause=$(field 'd["id"]')
+	settled "$pause"
+	call POST "/v1/computers/$id/pause" '{"commandKey":"p1"}' "$other"
+	[[ $BODY != *"$pause"* ]] || { echo "$CODE $BODY"; false; }
+	# the first token's retries still give its own receipts
+	call POST /v1/computers "$(fake_body shared a)"
+	[ "$CODE" = 202 ] && [ "$(field 'd["id"]')" = "$first" ] && [ "$(field 'd["reused"]')" = true ]
+	call POST "/v1/computers/$id/pause" '{"commandKey":"p1"}'
+	[ "$CODE" = 202 ] && [ "$(field 'd["id"]')" = "$pause" ] && [ "$(field 'd["reused"]')" = true ]
+}
+
+@test "api: migration 10 keeps every execution and event, and gives old creates their computer's owner as key scope" {
+	rk computer create --provider fake --name t --command-key k1 --wait --json >/dev/null
+	first=$(rk computer execution list --json | rk_json 'd[0]["id"]')
+	rk computer pause t --command-key p1 --wait --json >/dev/null
+	events=$(rk_sql "select count(*) from execution_events")
+	# back to the shape before it: one global UNIQUE command key
+	local stmt
+	while IFS= read -r stmt; do
+		[ -z "$stmt" ] || rk_sql "$stmt"
+	done <<'EOF'
+CREATE TABLE le9 (id TEXT PRIMARY KEY, computer_id TEXT NOT NULL, op TEXT NOT NULL, command_key TEXT NOT NULL UNIQUE, body TEXT NOT NULL, body_hash TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'pending', phase TEXT NOT NULL DEFAULT 'submitted', error_code TEXT, error_message TEXT, result TEXT, cancel_requested BIGINT NOT NULL DEFAULT 0, worker_pid BIGINT, provider_call_at BIGINT, created_at BIGINT NOT NULL, started_at BIGINT, finished_at BIGINT, worker_id TEXT)
+INSERT INTO le9 SELECT id, computer_id, op, command_key, body, body_hash, state, phase, error_code, error_message, result, cancel_requested, worker_pid, provider_call_at, created_at, started_at, finished_at, worker_id FROM lifecycle_executions
+CREATE TABLE ev9 (execution_id TEXT NOT NULL REFERENCES le9(id), sequence BIGINT NOT NULL, type TEXT NOT NULL, data TEXT, created_at BIGINT NOT NULL, PRIMARY KEY (execution_id, sequence))
+INSERT INTO ev9 SELECT execution_id, sequence, type, data, created_at FROM execution_events
+DROP TABLE execution_events
+DROP TABLE lifecycle_executions
+ALTER TABLE le9 RENAME TO lifecycle_executions
+ALTER TABLE ev9 RENAME TO execution_events
+DELETE FROM schema_migrations WHERE version = 10
+EOF
+	# the next command migrates
+	rk computer list --json >/dev/null
+	[ "$(rk_sql "select max(version) from schema_migrations")" = 10 ]
+	[ "$(rk_sql "select op || '=' || key_scope from lifecycle_executions order by created_at")" = "$(printf 'create=user:bats\npause=')" ]
+	[ "$(rk_sql "select count(*) from execution_events")" = "$events" ]
+	# the owner's retry of the create still finds its receipt
+	[ "$(rk computer create --provider fake --name t --command-key k1 --wait --json | rk_json 'd["id"]')" = "$first" ]
 }
