@@ -15,11 +15,14 @@
 static struct rk_engine *eng;
 static char *dir;
 
+/* A request to a server that offers fake, as the test suites start it
+ * (rakazo serve --providers fake,docker). */
 static void handle(const char *method, const char *path, const char *auth, const char *body,
 		   struct rk_api_response *out)
 {
+	static const char *const providers[] = {"fake", "docker", NULL};
 	struct rk_api_request req = {.method = method, .path = path, .authorization = auth, .body = body,
-				     .body_len = body ? strlen(body) : 0};
+				     .body_len = body ? strlen(body) : 0, .providers = providers};
 	rk_api_handle(eng, &req, out);
 }
 
