@@ -216,7 +216,8 @@ static int run_providers(struct cmd_ctx *ctx)
 	} caps[] = {{RK_CAP_DESKTOP, "desktop"},       {RK_CAP_MULTI_SCREEN, "multiScreen"}, {RK_CAP_TTY, "tty"},
 		    {RK_CAP_PAGE_BROWSER, "pageBrowser"}, {RK_CAP_SNAPSHOTS, "snapshots"},
 		    {RK_CAP_PERSISTENT_HOME, "persistentHome"}, {RK_CAP_TAKEOVER, "takeover"},
-		    {RK_CAP_VNC, "vnc"}, {RK_CAP_PAUSE, "pause"}, {RK_CAP_HOST_HOME, "hostHome"}};
+		    {RK_CAP_VNC, "vnc"}, {RK_CAP_PAUSE, "pause"}, {RK_CAP_HOST_HOME, "hostHome"},
+		    {RK_CAP_HOST_EXEC, "hostExec"}};
 	(void)ctx;
 	cJSON *rows = cJSON_CreateArray();
 	for (size_t i = 0; rk_providers[i]; i++) {
@@ -249,7 +250,7 @@ static int run_providers(struct cmd_ctx *ctx)
 }
 
 static const struct rk_opt create_opts[] = {
-	OPT_STRING("provider", 'p', &o_provider, "NAME", "provider: docker (default), fake, e2b, daytona or box"),
+	OPT_STRING("provider", 'p', &o_provider, "NAME", "provider: docker (default), e2b, daytona, box, or fake (a test double run on this host)"),
 	OPT_STRING("name", 'n', &o_name, "NAME", "the computer's name (letters, digits, - _ .)"),
 	OPT_STRING("mode", 0, &o_mode, "team|private", "a Team computer shared by bots, or a Private one (default)"),
 	OPT_BOOL("team", 0, &o_team, "a Team computer: bots work in bots/<bot>/, shared work in shared/"),
@@ -309,7 +310,14 @@ static int run_create(struct cmd_ctx *ctx)
 		}
 		cJSON_AddItemToObject(body, "options", opt);
 	}
-	return submit(ctx, "create", NULL, body);
+	const struct rk_provider_ops *p = rk_provider_find(o_provider ? o_provider : "docker");
+	const char *quiet = getenv("RAKAZO_FAKE_QUIET");
+	if ((r = submit(ctx, "create", NULL, body)) == 0 && p && (p->caps & RK_CAP_HOST_EXEC) && !(quiet && *quiet))
+		fprintf(stderr,
+			"rakazo: warning: provider %s is a test double: the commands of computer %s run on this host "
+			"as this user, unconfined\n",
+			p->name, name);
+	return r;
 }
 
 static int run_list(struct cmd_ctx *ctx)

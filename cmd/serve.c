@@ -1,7 +1,7 @@
 /* rakazo serve: the Computers HTTP API on libmicrohttpd (the routes are in
  * engine/api.c), and its tokens.
  *
- *   rakazo serve [--listen 127.0.0.1:PORT] [--token-file F] [--url-file F]
+ *   rakazo serve [--listen 127.0.0.1:PORT] [--providers LIST] [--token-file F] [--url-file F]
  *   rakazo serve token create NAME [--bot BOT] | token list | token revoke ID|NAME
  *   rakazo serve routes
  *
@@ -32,15 +32,20 @@
 #include "cmd.h"
 #include "out.h"
 
-static const char *o_listen = "127.0.0.1:7380", *o_token_file, *o_url_file, *o_bot;
+static const char *o_listen = "127.0.0.1:7380", *o_token_file, *o_url_file, *o_bot, *o_providers;
 
 static const struct rk_opt serve_opts[] = {
 	OPT_STRING("listen", 'l', &o_listen, "ADDR:PORT", "where to listen, a loopback address (default 127.0.0.1:7380; port 0 picks one)"),
+	OPT_STRING("providers", 0, &o_providers, "LIST", "the providers the API offers, e.g. docker,e2b (default: those available here, never fake)"),
 	OPT_STRING("token-file", 0, &o_token_file, "FILE", "a token for clients: made (mode 0600) when FILE is missing, checked when it exists"),
 	OPT_STRING("url-file", 0, &o_url_file, "FILE", "write the base URL here once listening"),
 	OPT_STRING("bot", 'b', &o_bot, "BOT", "with token create: the token acts as this bot"),
 	OPT_END,
 };
+
+/* The providers the API offers (choose_providers), NULL-terminated; set
+ * before the broker forks, so its children have them too. */
+static const char **offered;
 
 /* --- one engine per connection thread --------------------------------------------- */
 
@@ -210,6 +215,7 @@ static void broker_child(int fd)
 			.body = body.data,
 			.body_len = body.len,
 			.body_too_large = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "too_large")),
+			.providers = offered,
 		};
 		struct rk_api_response resp;
 		rk_api_handle(eng, &req, &resp);
@@ -420,6 +426,7 @@ static enum MHD_Result answer(struct MHD_Connection *conn, const char *url, cons
 		.body = st->body.data,
 		.body_len = st->body.len,
 		.body_too_large = st->too_large,
+		.providers = offered,
 	};
 	struct rk_api_response out;
 	req.upgrade = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
@@ -528,6 +535,57 @@ static int parse_listen(struct cmd_ctx *ctx, struct sockaddr_in *sa)
 	return 0;
 }
 
+/* --providers, or by default every provider that provisions, passes its
+ * check now and does not run commands on this host. A provider that does
+ * (fake, a test double) is offered only when named, with a warning. */
+static int choose_providers(struct cmd_ctx *ctx)
+{
+	size_t n = 0, all = 0;
+	while (rk_providers[all])
+		all++;
+	offered = rk_xcalloc(all + 1, sizeof(*offered));
+	if (!o_providers) {
+		for (size_t i = 0; i < all; i++) {
+			const struct rk_provider_ops *p = rk_providers[i];
+			struct rk_error e;
+			if ((p->caps & RK_CAP_HOST_EXEC) || !p->provision)
+				continue;
+			if (p->check && p->check(&e)) {
+				rk_log(RK_LOG_INFO, "serve: provider %s is not offered: %s", p->name, e.message);
+				continue;
+			}
+			offered[n++] = p->name;
+		}
+		return 0;
+	}
+	char *list = rk_xstrdup(o_providers), *save = NULL;
+	int r = 0;
+	for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		const struct rk_provider_ops *p = rk_provider_find(name);
+		size_t j;
+		for (j = 0; j < n && strcmp(offered[j], name); j++)
+			;
+		if (!p || !p->provision) {
+			r = rk_error_set(&ctx->err, RK_EUSAGE,
+					 "--providers: '%s' is not a provider the API can make computers on (see `rakazo "
+					 "computer providers`; paired machines join with `rakazo pair`)",
+					 name);
+			break;
+		}
+		if (j < n)
+			continue; /* named twice */
+		offered[n++] = p->name;
+		if (p->caps & RK_CAP_HOST_EXEC)
+			fprintf(stderr,
+				"rakazo: warning: serve offers provider %s, a test double: the commands API callers run "
+				"on its computers run on this host as this user (uid %d), with this data directory, its "
+				"key and its database in reach; bots' tokens never reach it\n",
+				p->name, (int)getuid());
+	}
+	free(list);
+	return r;
+}
+
 /* --token-file: a token to hand clients, made when the file is missing. */
 static int token_file(struct cmd_ctx *ctx)
 {
@@ -564,7 +622,7 @@ static int run_server(struct cmd_ctx *ctx)
 	struct sockaddr_in sa;
 	int r = parse_listen(ctx, &sa);
 	/* the broker first: before any thread or database connection exists */
-	if (r || (r = broker_start(&ctx->err)) || (r = cmd_engine(ctx)))
+	if (r || (r = choose_providers(ctx)) || (r = broker_start(&ctx->err)) || (r = cmd_engine(ctx)))
 		return r;
 	if ((o_token_file && (r = token_file(ctx))) || (r = rk_api_pair_reset(ctx->eng->db, &ctx->err)))
 		return r;
@@ -593,16 +651,24 @@ static int run_server(struct cmd_ctx *ctx)
 		free(url);
 		return r;
 	}
+	struct rk_buf names;
+	rk_buf_init(&names);
+	int n = 0;
+	for (; offered[n]; n++)
+		rk_buf_printf(&names, "%s%s", n ? "," : "", offered[n]);
 	if (opt_json) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "url", url);
+		cJSON_AddItemToObject(o, "providers", cJSON_CreateStringArray(offered, n));
 		out_stream(o, NULL);
 	} else {
 		printf("%s\n", url);
 	}
 	fflush(stdout);
-	out_progress("rakazo serve: the Computers API on %s/v1 (Ctrl-C stops it)", url);
-	rk_log(RK_LOG_INFO, "serve: listening on %s", url);
+	out_progress("rakazo serve: the Computers API on %s/v1, providers %s (Ctrl-C stops it)", url,
+		     names.len ? names.data : "none");
+	rk_log(RK_LOG_INFO, "serve: listening on %s, providers %s", url, names.len ? names.data : "none");
+	rk_buf_release(&names);
 	free(url);
 	while (!stop_requested)
 		rk_sleep_ms(200);
@@ -703,12 +769,14 @@ static int run_serve(struct cmd_ctx *ctx)
 
 const struct cmd_entry cmd_serve = {
 	.name = "serve",
-	.args = "[--listen ADDR:PORT] [--token-file F] | token create NAME [--bot BOT] | token list | token revoke ID | routes",
+	.args = "[--listen ADDR:PORT] [--providers LIST] [--token-file F] | token create NAME [--bot BOT] | token list | token revoke ID | routes",
 	.summary = "serve the Computers HTTP API (JSON under /v1, bearer tokens)",
 	.description = "Without a word it serves until SIGINT or SIGTERM and prints its base URL on stdout.\n"
 		       "`token create` prints a bearer token once (only a hash is kept); with --bot the token\n"
 		       "acts as that bot and reaches only computers the bot has a right to. `routes` lists\n"
-		       "the routes; api/openapi.json documents them. See rakazo-serve(1).",
+		       "the routes; api/openapi.json documents them. --providers names the providers it offers\n"
+		       "(default: those available here; fake, whose commands run on this host, only when named).\n"
+		       "See rakazo-serve(1).",
 	.opts = serve_opts,
 	.run = run_serve,
 };

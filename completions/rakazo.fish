@@ -330,6 +330,7 @@ complete -c rakazo -n "__rakazo_at tui" -l computer
 complete -c rakazo -n "__rakazo_at tui" -l json
 complete -c rakazo -n "__rakazo_at tui" -l help
 complete -c rakazo -n "__rakazo_at serve" -l listen
+complete -c rakazo -n "__rakazo_at serve" -l providers
 complete -c rakazo -n "__rakazo_at serve" -l token-file
 complete -c rakazo -n "__rakazo_at serve" -l url-file
 complete -c rakazo -n "__rakazo_at serve" -l bot

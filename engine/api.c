@@ -238,13 +238,57 @@ static int query_int(struct call *k, const char *key, int64_t min, int64_t max, 
 	return 0;
 }
 
-/* The computer of the path, when the caller may use it: a bot token needs
- * the bot's right, checked on every call. */
+/* --- the providers this server offers (api.h, rk_api_request.providers) ---------------- */
+
+enum reach { REACH_OK, REACH_NOT_OFFERED, REACH_HOST_FOR_BOT };
+
+static enum reach provider_reach(const struct call *k, const char *kind)
+{
+	int offered = !strcmp(kind, "paired"); /* paired machines join through the API itself */
+	for (const char *const *p = k->req->providers; !offered && p && *p; p++)
+		offered = !strcmp(*p, kind);
+	if (!offered)
+		return REACH_NOT_OFFERED;
+	const struct rk_provider_ops *ops = rk_provider_find(kind);
+	if (k->tok.bot_id && ops && (ops->caps & RK_CAP_HOST_EXEC))
+		return REACH_HOST_FOR_BOT;
+	return REACH_OK;
+}
+
+/* 0 when the caller may reach provider kind; otherwise the call fails: 400
+ * for a create's choice (creating), 403 for a computer that exists. */
+static int provider_allowed(struct call *k, const char *kind, int creating)
+{
+	enum reach r = provider_reach(k, kind);
+	if (r == REACH_HOST_FOR_BOT)
+		return fail(k, RK_EDENIED, "a bot's token never reaches provider '%s': its commands run on the server's host",
+			    kind), -1;
+	if (r == REACH_NOT_OFFERED) {
+		struct rk_buf names;
+		rk_buf_init(&names);
+		for (const char *const *p = k->req->providers; p && *p; p++)
+			rk_buf_printf(&names, "%s%s", names.len ? ", " : "", *p);
+		fail(k, creating ? RK_EINVALID : RK_EDENIED,
+		     "provider '%s' is not offered by this server (it offers: %s; the operator chooses with `rakazo serve "
+		     "--providers`)",
+		     kind, names.len ? names.data : "none");
+		rk_buf_release(&names);
+		return -1;
+	}
+	return 0;
+}
+
+/* The computer of the path, when the caller may use it: its provider is
+ * offered here, and a bot token needs the bot's right, checked on every call. */
 static int load_computer(struct call *k, const char *id, struct rk_computer *c)
 {
 	struct rk_error e;
 	if (rk_db_computer_get(k->eng->db, id, c, &e))
 		return fail_err(k, &e), -1;
+	if (provider_allowed(k, c->kind, 0)) {
+		rk_computer_release(c);
+		return -1;
+	}
 	if (k->tok.bot_id) {
 		struct rk_api_right right = {0};
 		if (rk_api_right_get(k->eng->db, c->id, k->tok.bot_id, &right, &e)) {
@@ -315,7 +359,7 @@ static int fail_conflict(struct call *k, const struct rk_error *e, const char *k
 	struct rk_execution prev = {0};
 	struct rk_error e2;
 	char *id = NULL;
-	if (key && rk_db_execution_by_key(k->eng->db, key, &prev, &e2) == 0) {
+	if (key && rk_db_execution_by_key(k->eng->db, k->eng->owner, key, &prev, &e2) == 0) {
 		id = rk_xstrdup(prev.id);
 		rk_execution_release(&prev);
 	} else if (computer) {
@@ -418,6 +462,8 @@ static int h_create(struct call *k)
 			goto out;
 		}
 	}
+	if (provider_allowed(k, provider, 1))
+		goto out;
 	const cJSON *pa = cJSON_GetObjectItemCaseSensitive(b, "pauseAfter");
 	if (pa && !cJSON_IsNull(pa) && !cJSON_IsNumber(pa)) {
 		fail(k, RK_EINVALID, "pauseAfter must be seconds (30 or more) or null for never");
@@ -476,7 +522,8 @@ static int h_list(struct call *k)
 	cJSON *arr = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++) {
 		struct rk_api_right right = {0};
-		if (!k->tok.bot_id || rk_api_right_get(k->eng->db, cs[i].id, k->tok.bot_id, &right, &e) == 0)
+		if (provider_reach(k, cs[i].kind) == REACH_OK &&
+		    (!k->tok.bot_id || rk_api_right_get(k->eng->db, cs[i].id, k->tok.bot_id, &right, &e) == 0))
 			cJSON_AddItemToArray(arr, computer_doc(k, &cs[i]));
 		rk_api_right_release(&right);
 		rk_computer_release(&cs[i]);
@@ -504,14 +551,16 @@ static int load_execution(struct call *k, struct rk_execution *e)
 	struct rk_error err;
 	if (rk_execution_get(k->eng, k->p[0], e, &err))
 		return fail_err(k, &err), -1;
-	if (k->tok.bot_id) {
-		struct rk_computer c = {0};
-		if (load_computer(k, e->computer_id, &c)) {
-			rk_execution_release(e);
-			return -1;
-		}
-		rk_computer_release(&c);
+	/* a member's token still reads the receipts of a deleted computer */
+	struct rk_computer c = {0};
+	if (!k->tok.bot_id && rk_db_computer_get(k->eng->db, e->computer_id, &c, &err) == -RK_ENOTFOUND)
+		return 0;
+	rk_computer_release(&c);
+	if (load_computer(k, e->computer_id, &c)) {
+		rk_execution_release(e);
+		return -1;
 	}
+	rk_computer_release(&c);
 	return 0;
 }
 

@@ -95,6 +95,13 @@ struct rk_api_request {
 	const char *body;
 	size_t body_len;
 	int body_too_large; /* the transport stopped reading past RK_API_BODY_MAX */
+	/* The providers this server offers (`rakazo serve --providers`),
+	 * NULL-terminated; NULL offers none. A create naming another is 400,
+	 * and a computer on another (made from the CLI, say) is 403 on every
+	 * route. Paired machines join through the API and are always served.
+	 * A provider whose commands run on this host (RK_CAP_HOST_EXEC) is
+	 * never reachable with a bot's token, offered or not. */
+	const char *const *providers;
 };
 
 struct rk_api_response {

@@ -426,6 +426,57 @@ static const struct migration migrations[] = {
 	 * text-search vector of memory_fts, indexed; SQLite has FTS5 already */
 	{"",
 	 "CREATE INDEX memory_fts_words ON memory_fts USING gin (" RK_MEMORY_PG_TSV ");"},
+	/* 10: a command key belongs to whoever used it (issue 20): unique per
+	 * (key_scope, command_key), so one API token cannot read another's
+	 * receipt by guessing its key. A UNIQUE column cannot be dropped in
+	 * place: both tables are rebuilt (the events' REFERENCES follow the
+	 * rename), the same statements on both backends. A create's old
+	 * executions take their computer's owner as the scope; others none. */
+	{"CREATE TABLE lifecycle_executions_v10 ("
+	"  id TEXT PRIMARY KEY,"
+	"  computer_id TEXT NOT NULL,"
+	"  op TEXT NOT NULL CHECK (op IN ('create','pause','resume','stop','delete')),"
+	"  key_scope TEXT NOT NULL DEFAULT '',"
+	"  command_key TEXT NOT NULL,"
+	"  body TEXT NOT NULL,"
+	"  body_hash TEXT NOT NULL,"
+	"  state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN"
+	"    ('pending','running','succeeded','failed','cancelled','outcome_unknown')),"
+	"  phase TEXT NOT NULL DEFAULT 'submitted',"
+	"  error_code TEXT,"
+	"  error_message TEXT,"
+	"  result TEXT,"
+	"  cancel_requested INTEGER NOT NULL DEFAULT 0,"
+	"  worker_pid INTEGER,"
+	"  provider_call_at INTEGER,"
+	"  created_at INTEGER NOT NULL,"
+	"  started_at INTEGER,"
+	"  finished_at INTEGER,"
+	"  worker_id TEXT,"
+	"  UNIQUE (key_scope, command_key));"
+	"INSERT INTO lifecycle_executions_v10 (id, computer_id, op, key_scope, command_key, body, body_hash, state,"
+	"  phase, error_code, error_message, result, cancel_requested, worker_pid, provider_call_at, created_at,"
+	"  started_at, finished_at, worker_id)"
+	"  SELECT e.id, e.computer_id, e.op, coalesce((SELECT c.owner FROM computers c WHERE c.id = e.computer_id"
+	"  AND e.op = 'create'), ''), e.command_key, e.body, e.body_hash, e.state, e.phase, e.error_code,"
+	"  e.error_message, e.result, e.cancel_requested, e.worker_pid, e.provider_call_at, e.created_at,"
+	"  e.started_at, e.finished_at, e.worker_id FROM lifecycle_executions e;"
+	"CREATE TABLE execution_events_v10 ("
+	"  execution_id TEXT NOT NULL REFERENCES lifecycle_executions_v10(id),"
+	"  sequence INTEGER NOT NULL,"
+	"  type TEXT NOT NULL,"
+	"  data TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (execution_id, sequence));"
+	"INSERT INTO execution_events_v10 (execution_id, sequence, type, data, created_at)"
+	"  SELECT execution_id, sequence, type, data, created_at FROM execution_events;"
+	"DROP TABLE execution_events;"
+	"DROP TABLE lifecycle_executions;"
+	"ALTER TABLE lifecycle_executions_v10 RENAME TO lifecycle_executions;"
+	"ALTER TABLE execution_events_v10 RENAME TO execution_events;"
+	"CREATE INDEX lifecycle_executions_computer ON lifecycle_executions(computer_id, state);"
+	"CREATE INDEX lifecycle_executions_pending ON lifecycle_executions(state, created_at);",
+	 NULL},
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -1062,12 +1113,14 @@ void rk_execution_release(struct rk_execution *e)
 	free(e->error_code);
 	free(e->error_message);
 	free(e->result);
+	free(e->key_scope);
 	memset(e, 0, sizeof(*e));
 }
 
 #define EXECUTION_COLS                                                                              \
 	"id, computer_id, op, command_key, body, body_hash, state, phase, error_code, error_message, " \
-	"result, created_at, started_at, finished_at, provider_call_at, cancel_requested, worker_pid, worker_id"
+	"result, created_at, started_at, finished_at, provider_call_at, cancel_requested, worker_pid, worker_id, " \
+	"key_scope"
 
 static void execution_from_row(struct rk_stmt *st, struct rk_execution *e)
 {
@@ -1089,6 +1142,7 @@ static void execution_from_row(struct rk_stmt *st, struct rk_execution *e)
 	e->cancel_requested = col_int(st, 15, 0);
 	e->worker_pid = col_int(st, 16, 0);
 	e->worker_id = col_text(st, 17);
+	e->key_scope = col_text(st, 18);
 }
 
 static void bind_time(struct rk_stmt *st, int i, int64_t t)
@@ -1103,7 +1157,7 @@ int rk_db_execution_insert(struct rk_db *db, const struct rk_execution *e, struc
 {
 	struct rk_stmt *st = prep(db,
 				"INSERT INTO lifecycle_executions (" EXECUTION_COLS
-				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 				err);
 	if (!st)
 		return -err->code;
@@ -1125,6 +1179,7 @@ int rk_db_execution_insert(struct rk_db *db, const struct rk_execution *e, struc
 	rk_stmt_bind_int64(st, 16, e->cancel_requested);
 	bind_time(st, 17, e->worker_pid);
 	bind_text(st, 18, e->worker_id);
+	bind_text(st, 19, e->key_scope ? e->key_scope : "");
 	int rc = rk_stmt_step(st);
 	rk_stmt_finalize(st);
 	if (rc == RK_SQL_CONSTRAINT)
@@ -1134,19 +1189,22 @@ int rk_db_execution_insert(struct rk_db *db, const struct rk_execution *e, struc
 	return 0;
 }
 
-static int execution_query_one(struct rk_db *db, const char *sql, const char *arg, struct rk_execution *out,
-			       const char *missing, struct rk_error *err)
+/* One row of sql with ?1 = arg and, when given, ?2 = arg2; missing names the last of them. */
+static int execution_query_one(struct rk_db *db, const char *sql, const char *arg, const char *arg2,
+			       struct rk_execution *out, const char *missing, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db, sql, err);
 	if (!st)
 		return -err->code;
 	bind_text(st, 1, arg);
+	if (arg2)
+		bind_text(st, 2, arg2);
 	int rc = rk_stmt_step(st);
 	int r = 0;
 	if (rc == RK_SQL_ROW)
 		execution_from_row(st, out);
 	else if (rc == RK_SQL_DONE)
-		r = rk_error_set(err, RK_ENOTFOUND, missing, arg);
+		r = rk_error_set(err, RK_ENOTFOUND, missing, arg2 ? arg2 : arg);
 	else
 		r = sql_error(db, err, "get execution");
 	rk_stmt_finalize(st);
@@ -1155,14 +1213,17 @@ static int execution_query_one(struct rk_db *db, const char *sql, const char *ar
 
 int rk_db_execution_get(struct rk_db *db, const char *id, struct rk_execution *out, struct rk_error *err)
 {
-	return execution_query_one(db, "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE id = ?", id, out,
+	return execution_query_one(db, "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE id = ?", id, NULL, out,
 				   "no execution '%s'", err);
 }
 
-int rk_db_execution_by_key(struct rk_db *db, const char *key, struct rk_execution *out, struct rk_error *err)
+int rk_db_execution_by_key(struct rk_db *db, const char *scope, const char *key, struct rk_execution *out,
+			   struct rk_error *err)
 {
-	return execution_query_one(db, "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE command_key = ?",
-				   key, out, "no execution with command key '%s'", err);
+	return execution_query_one(db,
+				   "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE key_scope = ?1 "
+				   "AND command_key = ?2",
+				   scope ? scope : "", key, out, "no execution with command key '%s'", err);
 }
 
 int rk_db_execution_active(struct rk_db *db, const char *computer_id, struct rk_execution *out,
@@ -1171,7 +1232,7 @@ int rk_db_execution_active(struct rk_db *db, const char *computer_id, struct rk_
 	return execution_query_one(db,
 				   "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE computer_id = ? "
 				   "AND state IN ('pending','running','outcome_unknown') ORDER BY created_at LIMIT 1",
-				   computer_id, out, "no active execution on computer '%s'", err);
+				   computer_id, NULL, out, "no active execution on computer '%s'", err);
 }
 
 int rk_db_execution_claim(struct rk_db *db, int64_t worker_pid, const char *worker_id, struct rk_execution *out,
@@ -1180,7 +1241,7 @@ int rk_db_execution_claim(struct rk_db *db, int64_t worker_pid, const char *work
 	int r = execution_query_one(db,
 				    "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE state = 'pending' "
 				    "AND ?1 IS NOT NULL ORDER BY created_at, id LIMIT 1",
-				    "", out, "no pending execution%s", err);
+				    "", NULL, out, "no pending execution%s", err);
 	if (r)
 		return r;
 	free(out->state);

@@ -101,11 +101,15 @@ struct rk_execution {
 	char *error_code, *error_message, *result;
 	int64_t created_at, started_at, finished_at, provider_call_at, cancel_requested, worker_pid;
 	char *worker_id; /* the workers row of whoever claimed it (NULL before several workers) */
+	char *key_scope; /* who the command key belongs to (the submitter's owner); "" before migration 10 */
 };
 void rk_execution_release(struct rk_execution *e);
 int rk_db_execution_insert(struct rk_db *db, const struct rk_execution *e, struct rk_error *err);
 int rk_db_execution_get(struct rk_db *db, const char *id, struct rk_execution *out, struct rk_error *err);
-int rk_db_execution_by_key(struct rk_db *db, const char *key, struct rk_execution *out, struct rk_error *err);
+/* The execution saved under command key in scope: a key is only ever found by
+ * the identity that used it. */
+int rk_db_execution_by_key(struct rk_db *db, const char *scope, const char *key, struct rk_execution *out,
+			   struct rk_error *err);
 /* The unfinished (pending, running or outcome_unknown) execution of a computer, if any. */
 int rk_db_execution_active(struct rk_db *db, const char *computer_id, struct rk_execution *out,
 			   struct rk_error *err);

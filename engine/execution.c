@@ -210,6 +210,7 @@ int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, stru
 
 	char *gen_key = req->command_key ? NULL : rk_id_new("key");
 	const char *key = req->command_key ? req->command_key : gen_key;
+	const char *scope = req->key_scope ? req->key_scope : eng->owner ? eng->owner : "";
 	struct rk_computer comp = {0};
 	char *hash = NULL, *new_id = NULL, *body_text = NULL;
 	*existed = 0;
@@ -223,7 +224,7 @@ int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, stru
 
 	struct rk_error e2;
 	struct rk_execution prev = {0};
-	r = rk_db_execution_by_key(eng->db, key, &prev, &e2);
+	r = rk_db_execution_by_key(eng->db, scope, key, &prev, &e2);
 	if (r == 0) {
 		if (strcmp(prev.body_hash, hash) != 0) {
 			r = rk_error_set(err, RK_ECONFLICT,
@@ -278,6 +279,7 @@ int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, stru
 	e.computer_id = (char *)computer_id;
 	e.op = (char *)req->op;
 	e.command_key = (char *)key;
+	e.key_scope = (char *)scope;
 	body_text = req->body ? cJSON_PrintUnformatted(req->body) : rk_xstrdup("{}");
 	e.body = body_text;
 	e.body_hash = hash;

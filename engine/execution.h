@@ -16,12 +16,15 @@ struct rk_submit {
 	const char *computer;    /* id or name; NULL for create */
 	const cJSON *body;       /* create: {name, provider, desktop, pause_after, mode, options} */
 	const char *command_key; /* NULL: one is generated */
+	const char *key_scope;   /* whose key it is; NULL: the engine's owner (a token, a user) */
 };
 
 /* Records the command (or finds the one saved under the same key). *existed
  * is 1 when the key was already used with the same body. RK_ECONFLICT when
  * the key was used for a different command, or when another lifecycle
- * command of the computer has not finished (the message names it). */
+ * command of the computer has not finished (the message names it). A key
+ * is looked up only in its scope: another identity's same key is another
+ * command. */
 int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, struct rk_execution *out,
 			int *existed, struct rk_error *err);
 int rk_execution_get(struct rk_engine *eng, const char *id, struct rk_execution *out, struct rk_error *err);

@@ -162,7 +162,8 @@ static void suspend(struct rk_engine *eng, const struct rk_computer *c, int64_t 
 {
 	char *key = rk_xasprintf("idle:%s:%lld", c->id, (long long)due);
 	cJSON *body = cJSON_CreateObject();
-	struct rk_submit req = {.op = "pause", .computer = c->id, .body = body, .command_key = key};
+	/* one scope for every scanner, whoever runs it: the key dedupes between them */
+	struct rk_submit req = {.op = "pause", .computer = c->id, .body = body, .command_key = key, .key_scope = "idle"};
 	struct rk_execution e = {0};
 	struct rk_error err;
 	int existed = 0;

@@ -24,6 +24,8 @@ enum rk_cap {
 	RK_CAP_VNC = 1u << 7,             /* display_start hands a VNC transport */
 	RK_CAP_PAUSE = 1u << 8,           /* pause/resume keep memory */
 	RK_CAP_HOST_HOME = 1u << 9,       /* the workspace is m->home_dir on this host (no export/import) */
+	RK_CAP_HOST_EXEC = 1u << 10,      /* commands run on this host as this user: a test double, for the
+					   * operator alone (never offered by `rakazo serve` unless named) */
 };
 
 /* What the engine tells a provider about the computer at hand. All strings

@@ -126,6 +126,15 @@ int rk_ipc_call(const char *name, const cJSON *req, int64_t timeout_ms, cJSON **
 			close(fd);
 		return rk_error_set(err, RK_ENOTFOUND, "%s is not running", name);
 	}
+	/* anyone may bind an abstract name first: talk only to our own uid's */
+	struct ucred cred = {.uid = (uid_t)-1};
+	socklen_t cl = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.uid != getuid()) {
+		close(fd);
+		return rk_error_set(err, RK_EDENIED,
+				    "%s is held by uid %d, not by this user's rakazo: refusing to send it anything", name,
+				    (int)cred.uid);
+	}
 	int r = 0;
 	struct rk_buf b;
 	rk_buf_init(&b);

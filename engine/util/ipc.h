@@ -15,7 +15,8 @@
 int rk_ipc_listen(const char *name, struct rk_error *err);
 /* Accepts one caller of this uid (others are closed); -1 when none waits. */
 int rk_ipc_accept(int lsock);
-/* One call: sends req, waits up to timeout_ms for the reply. RK_ENOTFOUND
+/* One call: sends req, waits up to timeout_ms for the reply. RK_EDENIED
+ * when another uid holds the name (it could read what is sent). RK_ENOTFOUND
  * when nothing listens on name, or when the listener went before the
  * request's last byte reached it (a listener acts only on whole lines);
  * RK_EOUTCOME_UNKNOWN when the request went out but no whole reply came

@@ -736,8 +736,8 @@ static int fake_import(const struct rk_machine *m, int fd, struct rk_error *err)
 const struct rk_provider_ops rk_provider_fake = {
 	.name = "fake",
 	.caps = RK_CAP_DESKTOP | RK_CAP_MULTI_SCREEN | RK_CAP_TTY | RK_CAP_SNAPSHOTS | RK_CAP_PERSISTENT_HOME |
-		RK_CAP_TAKEOVER | RK_CAP_PAUSE | RK_CAP_HOST_HOME,
-	.summary = "a directory on this host: real processes, a drawn framebuffer (tests and demos)",
+		RK_CAP_TAKEOVER | RK_CAP_PAUSE | RK_CAP_HOST_HOME | RK_CAP_HOST_EXEC,
+	.summary = "a test double: a directory on this host, its commands run here as this user",
 	.check = fake_check,
 	.provision = fake_provision,
 	.status = fake_status,

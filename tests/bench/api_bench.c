@@ -203,7 +203,8 @@ int main(void)
 		int dn = open("/dev/null", O_WRONLY);
 		dup2(dn, 1);
 		dup2(dn, 2);
-		execl(bin, "rakazo", "serve", "--listen", "127.0.0.1:0", "--token-file", tokf, "--url-file", urlf, (char *)NULL);
+		execl(bin, "rakazo", "serve", "--listen", "127.0.0.1:0", "--providers", "fake", "--token-file", tokf, "--url-file",
+		      urlf, (char *)NULL);
 		_exit(127);
 	}
 	int rc = 1;

@@ -15,10 +15,11 @@ rk_bg() {
 	( eval 'exec "$RAKAZO_BIN" "$@"' "$RK_CLOSE_FDS" ) &
 }
 
+# The fake provider is offered only when named (it runs commands on this host).
 start_server() {
 	rm -f "$BATS_TEST_TMPDIR/url"
-	rk_bg serve --listen "${LISTEN:-127.0.0.1:0}" --token-file "$BATS_TEST_TMPDIR/token" --url-file "$BATS_TEST_TMPDIR/url" \
-		>"$BATS_TEST_TMPDIR/serve.out" 2>"$BATS_TEST_TMPDIR/serve.err"
+	rk_bg serve --listen "${LISTEN:-127.0.0.1:0}" --providers "${PROVIDERS:-fake,docker}" --token-file "$BATS_TEST_TMPDIR/token" \
+		--url-file "$BATS_TEST_TMPDIR/url" >"$BATS_TEST_TMPDIR/serve.out" 2>"$BATS_TEST_TMPDIR/serve.err"
 	SERVE_PID=$!
 	wait_for '[ -s "$BATS_TEST_TMPDIR/url" ]' 30
 	URL=$(cat "$BATS_TEST_TMPDIR/url")
@@ -325,8 +326,12 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 
 @test "serve: a bot reaches only computers it has a right to; revoking it mid-session stops its next input" {
 	start_server
-	id=$(api_fake box)
-	other=$(api_fake other)
+	# paired machines: a bot's token never reaches the fake provider (tests/security/api.bats)
+	PAIRS=0
+	start_machine
+	id=$MID
+	api POST /v1/paired '{"name":"other"}'
+	other=$(jq_ 'd["computerId"]')
 	bot=$(rk serve token create b1tok --bot b1 2>/dev/null)
 	api GET "/v1/computers/$id" "" "$bot"
 	[ "$CODE" = 403 ] && [ "$(jq_ 'd["error"]["category"]')" = forbidden ] && [[ $(jq_ 'd["error"]["errorId"]') == err_* ]]
@@ -352,7 +357,7 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 	api GET "/v1/computers/$id/bots/b1"
 	[ "$CODE" = 404 ]
 	# the history shows the input that went through and not the refused one
-	run rk computer history box --session "$sid" --json
+	run rk computer history laptop --session "$sid" --json
 	[[ $output == *'"data": "a\n"'* || $output == *'"data":"a\n"'* ]]
 	[[ $output != *'b\n'* ]]
 }

@@ -15,11 +15,14 @@
 static struct rk_engine *eng;
 static char *dir;
 
+/* A request to a server that offers fake, as the test suites start it
+ * (rakazo serve --providers fake,docker). */
 static void handle(const char *method, const char *path, const char *auth, const char *body,
 		   struct rk_api_response *out)
 {
+	static const char *const providers[] = {"fake", "docker", NULL};
 	struct rk_api_request req = {.method = method, .path = path, .authorization = auth, .body = body,
-				     .body_len = body ? strlen(body) : 0};
+				     .body_len = body ? strlen(body) : 0, .providers = providers};
 	rk_api_handle(eng, &req, out);
 }
 
@@ -143,6 +146,58 @@ TEST(handler_routes_and_errors)
 	rk_api_token_release(&t);
 }
 
+static int status_of(const char *method, const char *path, const char *auth, const char *body,
+		     const char *const *providers, const char *want_in_message)
+{
+	struct rk_api_response r;
+	struct rk_api_request req = {.method = method, .path = path, .authorization = auth, .body = body,
+				     .body_len = body ? strlen(body) : 0, .providers = providers};
+	rk_api_handle(eng, &req, &r);
+	int status = r.status;
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r.doc, "error"), "message");
+	if (want_in_message && !(cJSON_IsString(m) && strstr(m->valuestring, want_in_message))) {
+		printf("  %s %s: %s lacks '%s'\n", method, path, cJSON_IsString(m) ? m->valuestring : "(none)",
+		       want_in_message);
+		status = -1;
+	}
+	rk_api_response_release(&r);
+	return status;
+}
+
+/* issue 20: the server offers only its providers; fake is for the operator, never a bot */
+TEST(providers_offered)
+{
+	char *member = NULL, *bot = NULL;
+	struct rk_api_token t = {0}, b = {0};
+	struct rk_error e;
+	REQUIRE(rk_api_token_create(eng->db, "pm", NULL, &member, &t, &e) == 0);
+	REQUIRE(rk_api_token_create(eng->db, "pb", "b1", &bot, &b, &e) == 0);
+	char *am = rk_xasprintf("Bearer %s", member), *ab = rk_xasprintf("Bearer %s", bot);
+	const char *fake = "{\"commandKey\":\"pk\",\"name\":\"pf\",\"source\":{\"provider\":\"fake\"}}";
+	const char *const docker_only[] = {"docker", NULL}, *const with_fake[] = {"docker", "fake", NULL};
+	CHECK_EQ_INT(status_of("POST", "/v1/computers", am, fake, NULL, "(it offers: none;"), 400);
+	CHECK_EQ_INT(status_of("POST", "/v1/computers", am, fake, docker_only, "(it offers: docker;"), 400);
+	CHECK_EQ_INT(status_of("POST", "/v1/computers", ab, fake, with_fake, "run on the server's host"), 403);
+	CHECK_EQ_INT(status_of("POST", "/v1/computers", am, fake, with_fake, NULL), 202);
+	struct rk_computer c = {0};
+	REQUIRE(rk_db_computer_get(eng->db, "pf", &c, &e) == 0);
+	char *path = rk_xasprintf("/v1/computers/%s", c.id);
+	CHECK_EQ_INT(status_of("GET", path, am, NULL, with_fake, NULL), 200);
+	CHECK_EQ_INT(status_of("GET", path, am, NULL, docker_only, "provider 'fake' is not offered"), 403);
+	struct rk_api_right right = {0};
+	REQUIRE(rk_api_right_put(eng->db, c.id, "b1", t.id, &right, &e) == 0);
+	CHECK_EQ_INT(status_of("GET", path, ab, NULL, with_fake, "never reaches provider 'fake'"), 403);
+	rk_api_right_release(&right);
+	rk_computer_release(&c);
+	free(path);
+	free(am);
+	free(ab);
+	free(member);
+	free(bot);
+	rk_api_token_release(&t);
+	rk_api_token_release(&b);
+}
+
 TEST(route_table)
 {
 	CHECK(rk_api_route_count() >= 28);
@@ -171,6 +226,7 @@ int main(void)
 	RUN(rights_put_get_delete);
 	RUN(pairing_secret);
 	RUN(handler_routes_and_errors);
+	RUN(providers_offered);
 	RUN(route_table);
 	rk_engine_free(eng);
 	rk_fs_remove_tree(dir, &e);

@@ -118,6 +118,59 @@ TEST(submit_same_key_same_execution)
 	free(dir);
 }
 
+/* issue 20: one identity's key is not another's; the same identity keeps its receipt */
+TEST(command_key_scoped_to_identity)
+{
+	char *dir = new_data_dir();
+	struct rk_engine *eng = open_engine();
+	REQUIRE(eng != NULL);
+	char *own = eng->owner;
+	cJSON *ba = create_body("a"), *bb = create_body("b");
+	struct rk_submit sa = {.op = "create", .body = ba, .command_key = "k1"};
+	struct rk_submit sb = {.op = "create", .body = bb, .command_key = "k1"};
+	struct rk_execution a = {0}, x = {0};
+	struct rk_error e;
+	int existed;
+	eng->owner = "api:tok_a";
+	REQUIRE(rk_execution_submit(eng, &sa, &a, &existed, &e) == 0);
+	/* token b, same key and body: never a's receipt (a's name is taken, and the error names nothing of a's) */
+	eng->owner = "api:tok_b";
+	int r = rk_execution_submit(eng, &sa, &x, &existed, &e);
+	CHECK(r == -RK_ECONFLICT && !strstr(e.message, a.id));
+	/* token b, same key, another body: a command of its own */
+	CHECK_EQ_INT(rk_execution_submit(eng, &sb, &x, &existed, &e), 0);
+	CHECK_EQ_INT(existed, 0);
+	CHECK(x.id && strcmp(x.id, a.id) != 0);
+	CHECK_EQ_STR(x.key_scope, "api:tok_b");
+	rk_execution_release(&x);
+	/* token a again: its own receipt */
+	eng->owner = "api:tok_a";
+	CHECK_EQ_INT(rk_execution_submit(eng, &sa, &x, &existed, &e), 0);
+	CHECK_EQ_INT(existed, 1);
+	CHECK_EQ_STR(x.id, a.id);
+	rk_execution_release(&x);
+	/* an explicit scope is shared by whoever uses it (the idle scanners) */
+	struct rk_execution y = {0};
+	struct rk_submit si = {.op = "create", .body = bb, .command_key = "idle:k", .key_scope = "idle"};
+	cJSON *bc = create_body("c");
+	si.body = bc;
+	CHECK_EQ_INT(rk_execution_submit(eng, &si, &x, &existed, &e), 0);
+	eng->owner = "api:tok_b";
+	CHECK_EQ_INT(rk_execution_submit(eng, &si, &y, &existed, &e), 0);
+	CHECK_EQ_INT(existed, 1);
+	CHECK_EQ_STR(x.id, y.id);
+	eng->owner = own;
+	cJSON_Delete(ba);
+	cJSON_Delete(bb);
+	cJSON_Delete(bc);
+	rk_execution_release(&a);
+	rk_execution_release(&x);
+	rk_execution_release(&y);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(dir, NULL);
+	free(dir);
+}
+
 TEST(bad_create_bodies)
 {
 	char *dir = new_data_dir();
@@ -477,6 +530,7 @@ int main(void)
 	RUN(migrations_idempotent);
 	RUN(unusable_data_dir);
 	RUN(submit_same_key_same_execution);
+	RUN(command_key_scoped_to_identity);
 	RUN(bad_create_bodies);
 	RUN(lifecycle_through_worker);
 	RUN(lost_reply_needs_decision);

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -390,6 +391,45 @@ TEST(ipc_call_outcomes)
 	free(name);
 }
 
+/* issue 20: another user who binds a helper's abstract name first is sent nothing */
+TEST(ipc_call_refuses_another_uid)
+{
+	if (geteuid() != 0) {
+		printf("  (skipped: needs root to listen as another uid)\n");
+		return;
+	}
+	char *name = rk_id_new("ipc-squat");
+	int ready[2];
+	REQUIRE(pipe(ready) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rk_error e;
+		alarm(20);
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(1);
+		int l = rk_ipc_listen(name, &e);
+		(void)!write(ready[1], l >= 0 ? "y" : "n", 1);
+		int c = l >= 0 ? accept(l, NULL, NULL) : -1;
+		char buf[64];
+		/* what reaches it goes back to the test through its exit status */
+		_exit(c >= 0 && read(c, buf, sizeof(buf)) > 0 ? 3 : 0);
+	}
+	char got = 0;
+	CHECK(read(ready[0], &got, 1) == 1 && got == 'y');
+	cJSON *req = cJSON_CreateObject(), *reply = NULL;
+	cJSON_AddStringToObject(req, "input", "a secret");
+	struct rk_error e;
+	CHECK_EQ_INT(rk_ipc_call(name, req, 2000, &reply, &e), -RK_EDENIED);
+	CHECK(strstr(e.message, "uid 65534") != NULL);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cJSON_Delete(req);
+	close(ready[0]);
+	close(ready[1]);
+	free(name);
+}
+
 TEST(tar_roundtrip_and_hostile)
 {
 	char t1[] = "/tmp/rk-tar-a-XXXXXX", t2[] = "/tmp/rk-tar-b-XXXXXX";
@@ -456,5 +496,6 @@ int main(void)
 	RUN(output_to_a_fifo_stays_a_fifo);
 	RUN(tar_roundtrip_and_hostile);
 	RUN(ipc_call_outcomes);
+	RUN(ipc_call_refuses_another_uid);
 	return check_summary("util");
 }
