@@ -42,8 +42,9 @@ struct rk_limits {
 /* The defaults, for a desktop with Chromium: 4 GiB holds Xvfb, x11vnc and
  * a browser with a few heavy tabs (~1.5 GiB) with room for a build; 2 CPUs
  * (or all of a smaller host's) keep one computer from starving the host's
- * others; 1024 tasks are ~5x what a desktop with a browser uses (Chromium
- * counts its threads) yet stop a fork bomb in well under a second. */
+ * others; 1024 tasks (threads count: Chromium has many) are over ten
+ * times what a desktop with a browser runs (~80) yet stop a fork bomb at
+ * once. */
 #define RK_LIMIT_DEFAULT_MEMORY (4LL << 30)
 #define RK_LIMIT_DEFAULT_CPUS 2.0
 #define RK_LIMIT_DEFAULT_PIDS 1024
