@@ -233,6 +233,44 @@ static int prepare_dir(const char *path, struct rk_error *err)
 	return 0;
 }
 
+/* The machine's limits as HostConfig members (a 0 is the default); swap
+ * is not added on top of memory. */
+static void add_limits(cJSON *host, const struct rk_machine *m)
+{
+	struct rk_limits lim = m->limits;
+	rk_limits_defaults(DOCKER_CAPS, &lim);
+	cJSON_AddNumberToObject(host, "Memory", (double)lim.memory);
+	cJSON_AddNumberToObject(host, "MemorySwap", (double)lim.memory);
+	cJSON_AddNumberToObject(host, "NanoCpus", floor(lim.cpus * 1e9 + 0.5));
+	cJSON_AddNumberToObject(host, "PidsLimit", (double)lim.pids);
+}
+
+/* A container made before limits existed (or with other ones) gets the
+ * machine's now; for one that has them already this changes nothing.
+ * Logged, not fatal: docker refuses a memory limit below what the
+ * container uses at that moment. */
+static void update_limits(const struct rk_machine *m, const char *container)
+{
+	cJSON *body = cJSON_CreateObject();
+	add_limits(body, m);
+	char *enc = rk_docker_urlencode(container);
+	char *path = rk_xasprintf("/containers/%s/update", enc);
+	struct rk_docker_resp r;
+	rk_docker_resp_init(&r);
+	struct rk_error err;
+	rk_error_clear(&err);
+	int rc = rk_docker_json("POST", path, body, 1, &r, &err);
+	if (rc < 0)
+		rk_log(RK_LOG_WARN, "docker: cannot set the limits of %.12s: %s", container, err.message);
+	else if (r.status != 200)
+		rk_log(RK_LOG_WARN, "docker: cannot set the limits of %.12s (HTTP %ld): %s", container, r.status,
+		       rk_docker_message(&r));
+	rk_docker_resp_release(&r);
+	free(path);
+	free(enc);
+	cJSON_Delete(body);
+}
+
 /* Docker's bind mounts take no nosuid or nodev, so once the container runs
  * the workspace and run dir are remounted with both inside its mount
  * namespace (the computer has no capability to undo it). That takes root
@@ -302,11 +340,13 @@ static void harden_mounts(const struct rk_machine *m, const char *container)
 }
 
 /* After every start: the workspace root is the computer user's (a restore
- * or import may have put a root-owned one in place) and mounted
- * nosuid,nodev. */
-static int after_start(const struct rk_machine *m, const char *container, struct rk_error *err)
+ * or import may have put a root-owned one in place), the limits are the
+ * machine's and the mounts nosuid,nodev. */
+static int after_start(const struct rk_machine *m, const char *container, int fresh, struct rk_error *err)
 {
 	int rc = prepare_dir(m->home_dir, err);
+	if (rc == 0 && !fresh)
+		update_limits(m, container);
 	if (rc == 0)
 		harden_mounts(m, container);
 	return rc;
@@ -345,13 +385,7 @@ static int create_container(const struct rk_machine *m, const char *network, cha
 	cJSON_AddItemToArray(drop, cJSON_CreateString("ALL"));
 	cJSON *secopt = cJSON_AddArrayToObject(host, "SecurityOpt");
 	cJSON_AddItemToArray(secopt, cJSON_CreateString("no-new-privileges"));
-	/* limits (a 0 is the default); swap is not added on top of memory */
-	struct rk_limits lim = m->limits;
-	rk_limits_defaults(DOCKER_CAPS, &lim);
-	cJSON_AddNumberToObject(host, "Memory", (double)lim.memory);
-	cJSON_AddNumberToObject(host, "MemorySwap", (double)lim.memory);
-	cJSON_AddNumberToObject(host, "NanoCpus", floor(lim.cpus * 1e9 + 0.5));
-	cJSON_AddNumberToObject(host, "PidsLimit", (double)lim.pids);
+	add_limits(host, m);
 	cJSON *binds = cJSON_AddArrayToObject(host, "Binds");
 	char *b1 = rk_xasprintf("%s:%s", m->home_dir, WORKSPACE);
 	char *b2 = rk_xasprintf("%s:%s", m->run_dir, RUN_DIR);
@@ -521,7 +555,7 @@ static int provision_container(const struct rk_machine *m, struct rk_provision_r
 static int docker_provision(const struct rk_machine *m, struct rk_provision_result *out, struct rk_error *err)
 {
 	int rc = provision_container(m, out, err);
-	if (rc == 0 && (rc = after_start(m, out->ref, err)) < 0) {
+	if (rc == 0 && (rc = after_start(m, out->ref, out->fresh, err)) < 0) {
 		free(out->ref);
 		out->ref = NULL;
 	}
@@ -588,7 +622,7 @@ static int docker_resume(const struct rk_machine *m, struct rk_error *err)
 	if (rc == 0)
 		rc = ensure_running(id, st, err);
 	if (rc == 0)
-		rc = after_start(m, id, err);
+		rc = after_start(m, id, 0, err);
 	if (rc == 0)
 		agent_ensure(m, id);
 	free(id);

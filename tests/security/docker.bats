@@ -160,6 +160,20 @@ host_procs_of() {
 	[ "$(inspect_of b 'd["HostConfig"]["PidsLimit"]')" = 200 ]
 }
 
+@test "docker security: a container without the computer's limits (an older rakazo's) gets them at its next start" {
+	docker_computer d --pids 300
+	ref=$(rk computer show d --json | rk_json 'd["provider_ref"]')
+	curl -sf --max-time 30 --unix-socket "$DOCKER_SOCK" -H 'Content-Type: application/json' \
+		-d '{"Memory":8589934592,"MemorySwap":8589934592,"PidsLimit":-1}' "http://localhost/containers/$ref/update" >/dev/null
+	[ "$(inspect_of d 'd["HostConfig"]["Memory"]')" = 8589934592 ]
+	rk computer stop d --wait --timeout 120 --json >/dev/null
+	rk computer resume d --wait --timeout 120 --json >/dev/null
+	[ "$(rk computer show d --json | rk_json 'd["provider_ref"]')" = "$ref" ]
+	[ "$(inspect_of d 'd["HostConfig"]["Memory"]')" = 4294967296 ]
+	[ "$(inspect_of d 'd["HostConfig"]["MemorySwap"]')" = 4294967296 ]
+	[ "$(inspect_of d 'd["HostConfig"]["PidsLimit"]')" = 300 ]
+}
+
 @test "docker security: bad limits are usage errors (2); a provider that cannot enforce one says so" {
 	expect_status 2 rk computer create --provider docker --name x --memory 12x
 	[[ $output == *"--memory '12x' is not a memory size"* ]]
