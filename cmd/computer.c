@@ -35,7 +35,7 @@
 static const char *o_key, *o_provider, *o_name, *o_mode, *o_options, *o_pause_after, *o_cwd, *o_output,
 	*o_outcome, *o_bot, *o_holder, *o_session, *o_what, *o_encoding;
 static int o_wait, o_no_desktop, o_tty, o_follow, o_executable, o_base64, o_team, o_private, o_org;
-static const char *o_kind;
+static const char *o_kind, *o_memory, *o_cpus, *o_pids;
 static int64_t o_timeout = 300, o_rows = 24, o_cols = 80, o_yield = 0, o_max_output = RK_SESSION_OUTPUT_DEFAULT,
 	       o_after = 0, o_max_bytes = RK_FILE_READ_DEFAULT_MAX, o_ttl = RK_LEASE_DEFAULT_TTL_MS, o_fence = 0,
 	       o_revisions = 1, o_limit = 1000;
@@ -217,7 +217,9 @@ static int run_providers(struct cmd_ctx *ctx)
 		    {RK_CAP_PAGE_BROWSER, "pageBrowser"}, {RK_CAP_SNAPSHOTS, "snapshots"},
 		    {RK_CAP_PERSISTENT_HOME, "persistentHome"}, {RK_CAP_TAKEOVER, "takeover"},
 		    {RK_CAP_VNC, "vnc"}, {RK_CAP_PAUSE, "pause"}, {RK_CAP_HOST_HOME, "hostHome"},
-		    {RK_CAP_HOST_EXEC, "hostExec"}};
+		    {RK_CAP_HOST_EXEC, "hostExec"},
+		    {RK_CAP_LIMIT_MEMORY, "memoryLimit"}, {RK_CAP_LIMIT_CPUS, "cpusLimit"},
+		    {RK_CAP_LIMIT_PIDS, "pidsLimit"}};
 	(void)ctx;
 	cJSON *rows = cJSON_CreateArray();
 	for (size_t i = 0; rk_providers[i]; i++) {
@@ -235,6 +237,10 @@ static int run_providers(struct cmd_ctx *ctx)
 		}
 		struct rk_error e;
 		int ok = !p->check || p->check(&e) == 0;
+		/* the limits it enforces, with what a computer gets unless asked (null: none) */
+		struct rk_limits lim = {0};
+		rk_limits_defaults(p->caps, &lim);
+		cJSON_AddItemToObject(o, "limits", rk_limits_to_json(&lim));
 		cJSON_AddBoolToObject(o, "available", ok);
 		if (!ok)
 			cJSON_AddStringToObject(o, "reason", e.message);
@@ -259,6 +265,9 @@ static const struct rk_opt create_opts[] = {
 	OPT_STRING("pause-after", 0, &o_pause_after, "SECONDS|never", "pause when idle this long (default 600)"),
 	OPT_INT("revisions", 0, &o_revisions, "N", "workspace checkpoints to keep (default 1)", 1, 1000),
 	OPT_STRING("options", 0, &o_options, "JSON", "provider options as a JSON object, e.g. '{\"network\":\"none\"}'"),
+	OPT_STRING("memory", 0, &o_memory, "SIZE", "memory limit, e.g. 512m or 2g (docker default 4g)"),
+	OPT_STRING("cpus", 0, &o_cpus, "N", "CPU limit, e.g. 0.5 (docker default 2)"),
+	OPT_STRING("pids", 0, &o_pids, "N", "limit on processes and threads, 64 or more (docker default 1024)"),
 	OPT_BOOL("org", 0, &o_org, "owned by the organization (every member may use it), not by you"),
 	OPT_KEY, OPT_WAIT, OPT_TIMEOUT, OPT_END,
 };
@@ -309,6 +318,23 @@ static int run_create(struct cmd_ctx *ctx)
 			return rk_error_set(&ctx->err, RK_EINVALID, "--options must be a JSON object");
 		}
 		cJSON_AddItemToObject(body, "options", opt);
+	}
+	if (o_memory || o_cpus || o_pids) {
+		struct rk_limits lim = {0};
+		if ((o_memory && rk_limits_parse_memory(o_memory, "--memory", &lim.memory, &ctx->err)) ||
+		    (o_cpus && rk_limits_parse_cpus(o_cpus, "--cpus", &lim.cpus, &ctx->err)) ||
+		    (o_pids && rk_limits_parse_pids(o_pids, "--pids", &lim.pids, &ctx->err))) {
+			cJSON_Delete(body);
+			return -ctx->err.code;
+		}
+		/* only what was asked: the engine fills the provider's defaults */
+		cJSON *res = cJSON_AddObjectToObject(body, "resources");
+		if (o_memory)
+			cJSON_AddNumberToObject(res, "memory", (double)lim.memory);
+		if (o_cpus)
+			cJSON_AddNumberToObject(res, "cpus", lim.cpus);
+		if (o_pids)
+			cJSON_AddNumberToObject(res, "pids", (double)lim.pids);
 	}
 	const struct rk_provider_ops *p = rk_provider_find(o_provider ? o_provider : "docker");
 	const char *quiet = getenv("RAKAZO_FAKE_QUIET");

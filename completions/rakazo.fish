@@ -39,6 +39,9 @@ complete -c rakazo -n "__rakazo_at computer create" -l no-desktop
 complete -c rakazo -n "__rakazo_at computer create" -l pause-after
 complete -c rakazo -n "__rakazo_at computer create" -l revisions
 complete -c rakazo -n "__rakazo_at computer create" -l options
+complete -c rakazo -n "__rakazo_at computer create" -l memory
+complete -c rakazo -n "__rakazo_at computer create" -l cpus
+complete -c rakazo -n "__rakazo_at computer create" -l pids
 complete -c rakazo -n "__rakazo_at computer create" -l org
 complete -c rakazo -n "__rakazo_at computer create" -l command-key
 complete -c rakazo -n "__rakazo_at computer create" -l wait

@@ -416,7 +416,8 @@ static int submit(struct call *k, const char *op, const char *computer, cJSON *b
 
 static int h_create(struct call *k)
 {
-	static const char *const allowed[] = {"commandKey", "name", "source", "desktop", "pauseAfter", "shared", NULL};
+	static const char *const allowed[] = {"commandKey", "name",   "source",    "desktop",
+					      "pauseAfter", "shared", "resources", NULL};
 	cJSON *b = body_object(k, 1, allowed);
 	if (!b)
 		return 0;
@@ -478,6 +479,10 @@ static int h_create(struct call *k)
 	else
 		cJSON_AddNumberToObject(eb, "pause_after", pa ? pa->valuedouble : 600);
 	cJSON_AddStringToObject(eb, "mode", shared ? "team" : "private");
+	/* {"memory", "cpus", "pids"}: the engine checks them against the provider */
+	const cJSON *res = cJSON_GetObjectItemCaseSensitive(b, "resources");
+	if (res && !cJSON_IsNull(res))
+		cJSON_AddItemToObject(eb, "resources", cJSON_Duplicate(res, 1));
 	r = submit(k, "create", NULL, eb, key);
 out:
 	cJSON_Delete(eb);

@@ -157,6 +157,7 @@ int rk_api_port_forward(struct rk_engine *eng, const struct rk_computer *c, int 
 	f->c.home_key = rk_xstrdup(c->home_key);
 	f->c.provider_ref = dup_or_null(c->provider_ref);
 	f->c.options = dup_or_null(c->options);
+	f->c.resources = dup_or_null(c->resources);
 	f->port = port;
 	f->listen_fd = fd;
 	f->local_port = ntohs(sa.sin_port);

@@ -477,6 +477,8 @@ static const struct migration migrations[] = {
 	"CREATE INDEX lifecycle_executions_computer ON lifecycle_executions(computer_id, state);"
 	"CREATE INDEX lifecycle_executions_pending ON lifecycle_executions(state, created_at);",
 	 NULL},
+	/* 11: a computer's resource limits (rk_limits_to_json; issue 20) */
+	{"ALTER TABLE computers ADD COLUMN resources TEXT;", NULL},
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -881,12 +883,13 @@ void rk_computer_release(struct rk_computer *c)
 	free(c->mode);
 	free(c->owner);
 	free(c->options);
+	free(c->resources);
 	memset(c, 0, sizeof(*c));
 }
 
 #define COMPUTER_COLS                                                                               \
 	"id, name, kind, provider_ref, home_key, home_revision, state, mode, owner, options, desktop, " \
-	"pause_after, revisions_kept, created_at, updated_at"
+	"pause_after, revisions_kept, created_at, updated_at, resources"
 
 static void computer_from_row(struct rk_stmt *st, struct rk_computer *c)
 {
@@ -905,13 +908,14 @@ static void computer_from_row(struct rk_stmt *st, struct rk_computer *c)
 	c->revisions_kept = (int)col_int(st, 12, 1);
 	c->created_at = col_int(st, 13, 0);
 	c->updated_at = col_int(st, 14, 0);
+	c->resources = col_text(st, 15);
 }
 
 int rk_db_computer_insert(struct rk_db *db, const struct rk_computer *c, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
 				"INSERT INTO computers (" COMPUTER_COLS
-				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 				err);
 	if (!st)
 		return -err->code;
@@ -933,6 +937,7 @@ int rk_db_computer_insert(struct rk_db *db, const struct rk_computer *c, struct 
 	rk_stmt_bind_int(st, 13, c->revisions_kept > 0 ? c->revisions_kept : 1);
 	rk_stmt_bind_int64(st, 14, c->created_at);
 	rk_stmt_bind_int64(st, 15, c->updated_at);
+	bind_text(st, 16, c->resources);
 	int rc = rk_stmt_step(st);
 	rk_stmt_finalize(st);
 	if (rc == RK_SQL_CONSTRAINT)

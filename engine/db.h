@@ -63,6 +63,7 @@ int rk_db_collect(struct rk_db *db, struct rk_stmt *st, size_t size, void (*from
 /* --- computers ---------------------------------------------------------- */
 struct rk_computer {
 	char *id, *name, *kind, *provider_ref, *home_key, *home_revision, *state, *mode, *owner, *options;
+	char *resources; /* the limits asked at create with defaults filled (rk_limits_to_json), or NULL */
 	int desktop;
 	int64_t pause_after; /* seconds; -1 = never */
 	int revisions_kept;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "computer.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -110,6 +111,7 @@ void rk_machine_ctx_init(struct rk_machine_ctx *mc, struct rk_engine *eng, const
 	mc->m.run_dir = mc->run_dir;
 	mc->m.ref = c->provider_ref;
 	mc->m.options_json = c->options;
+	rk_computer_limits(c, &mc->m.limits);
 }
 
 void rk_machine_ctx_release(struct rk_machine_ctx *mc)

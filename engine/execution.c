@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "computer.h"
 #include "reservation.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -110,7 +111,7 @@ static int validate_create_body(const cJSON *body, struct rk_error *err)
 	if (!cJSON_IsObject(body))
 		return rk_error_set(err, RK_EINVALID, "create: the body must be a JSON object");
 	static const char *const known[] = {"name", "provider", "desktop", "pause_after", "mode", "options",
-					    "revisions", NULL};
+					    "revisions", "resources", NULL};
 	for (const cJSON *c = body->child; c; c = c->next) {
 		size_t i;
 		for (i = 0; known[i] && strcmp(known[i], c->string); i++)
@@ -151,7 +152,9 @@ static int validate_create_body(const cJSON *body, struct rk_error *err)
 	const cJSON *opt = cJSON_GetObjectItemCaseSensitive(body, "options");
 	if (opt && !cJSON_IsObject(opt) && !cJSON_IsNull(opt))
 		return rk_error_set(err, RK_EINVALID, "create: options must be an object");
-	return 0;
+	struct rk_limits lim;
+	return rk_limits_from_json(cJSON_GetObjectItemCaseSensitive(body, "resources"), rk_provider_find(provider),
+				   &lim, err);
 }
 
 static char *hash_command(const char *op, const char *computer_id, const cJSON *body)
@@ -182,6 +185,14 @@ static int insert_computer(struct rk_engine *eng, const char *id, const cJSON *b
 	const cJSON *opt = cJSON_GetObjectItemCaseSensitive(body, "options");
 	char *opt_text = cJSON_IsObject(opt) ? cJSON_PrintUnformatted(opt) : NULL;
 	c.options = opt_text;
+	/* validated already: the limits asked, with the provider's defaults */
+	struct rk_limits lim = {0};
+	const struct rk_provider_ops *ops = rk_provider_find(c.kind);
+	if (ops)
+		rk_limits_from_json(cJSON_GetObjectItemCaseSensitive(body, "resources"), ops, &lim, NULL);
+	cJSON *res = rk_limits_to_json(&lim);
+	c.resources = cJSON_PrintUnformatted(res);
+	cJSON_Delete(res);
 	const cJSON *d = cJSON_GetObjectItemCaseSensitive(body, "desktop");
 	c.desktop = d ? cJSON_IsTrue(d) : 1;
 	const cJSON *pa = cJSON_GetObjectItemCaseSensitive(body, "pause_after");
@@ -191,6 +202,7 @@ static int insert_computer(struct rk_engine *eng, const char *id, const cJSON *b
 	c.created_at = c.updated_at = now;
 	int r = rk_db_computer_insert(eng->db, &c, err);
 	free(opt_text);
+	free(c.resources);
 	return r;
 }
 

@@ -414,6 +414,7 @@ int rk_screen_open_provider(const struct rk_provider_ops *ops, const struct rk_m
 	s->m.run_dir = rk_xstrdup(m->run_dir);
 	s->m.ref = rk_xstrdup(m->ref);
 	s->m.options_json = rk_xstrdup(m->options_json);
+	s->m.limits = m->limits;
 	/* one capture now: the size is known from the start (rk_screen_size,
 	 * a display's info) and a display that does not work fails here */
 	int sw, sh, rc = screen_dims(s, &sw, &sh, err);

@@ -26,7 +26,30 @@ enum rk_cap {
 	RK_CAP_HOST_HOME = 1u << 9,       /* the workspace is m->home_dir on this host (no export/import) */
 	RK_CAP_HOST_EXEC = 1u << 10,      /* commands run on this host as this user: a test double, for the
 					   * operator alone (never offered by `rakazo serve` unless named) */
+	RK_CAP_LIMIT_MEMORY = 1u << 11,   /* enforces rk_limits.memory */
+	RK_CAP_LIMIT_CPUS = 1u << 12,     /* enforces rk_limits.cpus */
+	RK_CAP_LIMIT_PIDS = 1u << 13,     /* enforces rk_limits.pids */
 };
+
+/* A computer's resource limits. The engine fills each one the provider
+ * enforces (RK_CAP_LIMIT_*) with what was asked at create, else the default
+ * below; a 0 is the default too (rk_limits_defaults). A limit the provider
+ * does not enforce stays 0 and means none. */
+struct rk_limits {
+	int64_t memory; /* bytes; swap is not added on top */
+	double cpus;    /* CPUs' worth of time, e.g. 0.5 */
+	int64_t pids;   /* processes and threads at once */
+};
+
+/* The defaults, for a desktop with Chromium: 4 GiB holds Xvfb, x11vnc and
+ * a browser with a few heavy tabs (~1.5 GiB) with room for a build; 2 CPUs
+ * (or all of a smaller host's) keep one computer from starving the host's
+ * others; 1024 tasks (threads count: Chromium has many) are over ten
+ * times what a desktop with a browser runs (~80) yet stop a fork bomb at
+ * once. */
+#define RK_LIMIT_DEFAULT_MEMORY (4LL << 30)
+#define RK_LIMIT_DEFAULT_CPUS 2.0
+#define RK_LIMIT_DEFAULT_PIDS 1024
 
 /* What the engine tells a provider about the computer at hand. All strings
  * are owned by the engine and live for the duration of the call. */
@@ -38,6 +61,7 @@ struct rk_machine {
 	const char *run_dir;      /* host dir for sockets and state: DATA_DIR/run/<computer-id> */
 	const char *ref;          /* opaque provider ref from the last provision, or NULL */
 	const char *options_json; /* provider options given at create ({"network":"none",...}), or NULL */
+	struct rk_limits limits;  /* see struct rk_limits; all 0 when the provider enforces none */
 };
 
 struct rk_provision_result {
@@ -193,5 +217,10 @@ const struct rk_provider_ops *rk_provider_find(const char *name);
 int rk_provider_run(const struct rk_provider_ops *ops, const struct rk_machine *m, const char *command,
 		    int64_t timeout_ms, size_t max_bytes, struct rk_buf *out, struct rk_exit_status *st,
 		    struct rk_error *err);
+
+/* providers/run.c: sets each limit of l that is 0 and that caps says is
+ * enforced to its default (RK_LIMIT_DEFAULT_*; CPUs no more than this host
+ * has); leaves the others. */
+void rk_limits_defaults(unsigned caps, struct rk_limits *l);
 
 #endif

@@ -1,5 +1,6 @@
 #include <poll.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../engine/util/time.h"
 #include "provider.h"
@@ -44,4 +45,16 @@ int rk_provider_run(const struct rk_provider_ops *ops, const struct rk_machine *
 	if (out->data)
 		out->data[out->len] = '\0';
 	return rc;
+}
+
+void rk_limits_defaults(unsigned caps, struct rk_limits *l)
+{
+	if ((caps & RK_CAP_LIMIT_MEMORY) && l->memory <= 0)
+		l->memory = RK_LIMIT_DEFAULT_MEMORY;
+	if ((caps & RK_CAP_LIMIT_CPUS) && l->cpus <= 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		l->cpus = n > 0 && n < RK_LIMIT_DEFAULT_CPUS ? (double)n : RK_LIMIT_DEFAULT_CPUS;
+	}
+	if ((caps & RK_CAP_LIMIT_PIDS) && l->pids <= 0)
+		l->pids = RK_LIMIT_DEFAULT_PIDS;
 }

@@ -18,6 +18,7 @@
 #include <archive_entry.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <math.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -27,8 +28,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -52,6 +57,10 @@
 #define SHM_SIZE (512LL * 1024 * 1024)
 #define RUN_TIMEOUT_MS 30000
 #define STOP_GRACE_S 5
+#define DOCKER_CAPS                                                                                            \
+	(RK_CAP_DESKTOP | RK_CAP_MULTI_SCREEN | RK_CAP_TTY | RK_CAP_PERSISTENT_HOME | RK_CAP_TAKEOVER | RK_CAP_VNC | \
+	 RK_CAP_PAUSE | RK_CAP_SNAPSHOTS | RK_CAP_HOST_HOME | RK_CAP_PAGE_BROWSER | RK_CAP_LIMIT_MEMORY |          \
+	 RK_CAP_LIMIT_CPUS | RK_CAP_LIMIT_PIDS)
 
 static const char *image_tag(void)
 {
@@ -76,8 +85,9 @@ static enum cstate state_of(const char *status)
 	return C_GONE; /* dead, removing */
 }
 
-/* The container's state; C_GONE for a 404. */
-static int inspect(const char *id, enum cstate *st, struct rk_error *err)
+/* The container's state; C_GONE for a 404. pid (may be NULL): its init's
+ * pid in the daemon's pid namespace, 0 when it is not running. */
+static int inspect(const char *id, enum cstate *st, long *pid, struct rk_error *err)
 {
 	char *enc = rk_docker_urlencode(id);
 	char *path = rk_xasprintf("/containers/%s/json", enc);
@@ -94,6 +104,9 @@ static int inspect(const char *id, enum cstate *st, struct rk_error *err)
 			} else {
 				const cJSON *state = cJSON_GetObjectItemCaseSensitive(doc, "State");
 				*st = state_of(rk_json_string(state, "Status", NULL));
+				const cJSON *p = cJSON_GetObjectItemCaseSensitive(state, "Pid");
+				if (pid)
+					*pid = cJSON_IsNumber(p) ? (long)p->valuedouble : 0;
 				cJSON_Delete(doc);
 			}
 		} else {
@@ -220,6 +233,125 @@ static int prepare_dir(const char *path, struct rk_error *err)
 	return 0;
 }
 
+/* The machine's limits as HostConfig members (a 0 is the default); swap
+ * is not added on top of memory. */
+static void add_limits(cJSON *host, const struct rk_machine *m)
+{
+	struct rk_limits lim = m->limits;
+	rk_limits_defaults(DOCKER_CAPS, &lim);
+	cJSON_AddNumberToObject(host, "Memory", (double)lim.memory);
+	cJSON_AddNumberToObject(host, "MemorySwap", (double)lim.memory);
+	cJSON_AddNumberToObject(host, "NanoCpus", floor(lim.cpus * 1e9 + 0.5));
+	cJSON_AddNumberToObject(host, "PidsLimit", (double)lim.pids);
+}
+
+/* A container made before limits existed (or with other ones) gets the
+ * machine's now; for one that has them already this changes nothing.
+ * Logged, not fatal: docker refuses a memory limit below what the
+ * container uses at that moment. */
+static void update_limits(const struct rk_machine *m, const char *container)
+{
+	cJSON *body = cJSON_CreateObject();
+	add_limits(body, m);
+	char *enc = rk_docker_urlencode(container);
+	char *path = rk_xasprintf("/containers/%s/update", enc);
+	struct rk_docker_resp r;
+	rk_docker_resp_init(&r);
+	struct rk_error err;
+	rk_error_clear(&err);
+	int rc = rk_docker_json("POST", path, body, 1, &r, &err);
+	if (rc < 0)
+		rk_log(RK_LOG_WARN, "docker: cannot set the limits of %.12s: %s", container, err.message);
+	else if (r.status != 200)
+		rk_log(RK_LOG_WARN, "docker: cannot set the limits of %.12s (HTTP %ld): %s", container, r.status,
+		       rk_docker_message(&r));
+	rk_docker_resp_release(&r);
+	free(path);
+	free(enc);
+	cJSON_Delete(body);
+}
+
+/* Docker's bind mounts take no nosuid or nodev, so once the container runs
+ * the workspace and run dir are remounted with both inside its mount
+ * namespace (the computer has no capability to undo it). That takes root
+ * on the daemon's host and its pid namespace; elsewhere it is logged and
+ * skipped: no-new-privileges and the empty capability set already keep a
+ * setuid file from raising anything. Every start needs it again (a
+ * restarted container has fresh mounts); repeating it is harmless. */
+static void harden_mounts(const struct rk_machine *m, const char *container)
+{
+	if (geteuid() != 0) {
+		rk_log(RK_LOG_DEBUG, "docker: not root: the workspace of %s stays mounted without nosuid,nodev",
+		       m->computer_id);
+		return;
+	}
+	struct rk_error err;
+	rk_error_clear(&err);
+	enum cstate st;
+	long pid = 0;
+	if (inspect(container, &st, &pid, &err) < 0 || st != C_RUNNING || pid <= 1) {
+		rk_log(RK_LOG_WARN, "docker: cannot find the init of %.12s to remount its workspace nosuid,nodev: %s",
+		       container, err.code ? err.message : "it is not running");
+		return;
+	}
+	/* the same workspace seen through the pid's root: the pid is this
+	 * container's (not a process of another pid namespace) */
+	char path[96];
+	struct stat in, host;
+	snprintf(path, sizeof(path), "/proc/%ld/root" WORKSPACE, pid);
+	if (stat(path, &in) != 0 || stat(m->home_dir, &host) != 0 || in.st_dev != host.st_dev ||
+	    in.st_ino != host.st_ino) {
+		rk_log(RK_LOG_WARN,
+		       "docker: container %.12s's init (pid %ld) is not in this pid namespace: its workspace stays "
+		       "mounted without nosuid,nodev",
+		       container, pid);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%ld/ns/mnt", pid);
+	int ns = open(path, O_RDONLY | O_CLOEXEC);
+	if (ns < 0) {
+		rk_log(RK_LOG_WARN, "docker: cannot open %s: %s", path, strerror(errno));
+		return;
+	}
+	/* setns(CLONE_NEWNS) wants a single-threaded caller: a child does it,
+	 * with nothing but system calls */
+	static const char *const targets[] = {WORKSPACE, RUN_DIR};
+	pid_t child = fork();
+	if (child == 0) {
+		if (setns(ns, CLONE_NEWNS) != 0)
+			_exit(100);
+		for (int i = 0; i < 2; i++) {
+			struct statfs sf; /* statfs, not statvfs: no /proc/mounts reading in glibc */
+			if (statfs(targets[i], &sf) != 0)
+				_exit(101 + 2 * i);
+			unsigned long keep = (sf.f_flags & ST_RDONLY ? MS_RDONLY : 0) | (sf.f_flags & ST_NOEXEC ? MS_NOEXEC : 0);
+			if (mount(NULL, targets[i], NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | keep, NULL) != 0)
+				_exit(102 + 2 * i);
+		}
+		_exit(0);
+	}
+	close(ns);
+	int ws = 0;
+	while (child > 0 && waitpid(child, &ws, 0) < 0 && errno == EINTR)
+		;
+	if (child < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+		rk_log(RK_LOG_WARN, "docker: cannot remount the workspace of %.12s nosuid,nodev (step %d)", container,
+		       child < 0 ? -1 : WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws));
+}
+
+/* After every start: the workspace root is the computer user's (a restore
+ * or import may have put a root-owned one in place), the limits are the
+ * machine's and the mounts nosuid,nodev. */
+static int after_start(const struct rk_machine *m, const char *container, int fresh, struct rk_error *err)
+{
+	int rc = prepare_dir(m->home_dir, err);
+	if (rc == 0 && !fresh)
+		update_limits(m, container);
+	if (rc == 0)
+		harden_mounts(m, container);
+	return rc;
+}
+
 static int create_container(const struct rk_machine *m, const char *network, char **id, struct rk_error *err)
 {
 	int rc = prepare_dir(m->home_dir, err);
@@ -244,6 +376,16 @@ static int create_container(const struct rk_machine *m, const char *network, cha
 	cJSON *host = cJSON_AddObjectToObject(body, "HostConfig");
 	cJSON_AddStringToObject(host, "NetworkMode", network);
 	cJSON_AddNumberToObject(host, "ShmSize", (double)SHM_SIZE);
+	/* Nothing in the computer needs a capability: it runs as uid 1000
+	 * (Xvfb, x11vnc, openbox, Chromium without its sandbox, the exec agent),
+	 * and the provider signals commands as that uid too. With none in the
+	 * bounding set and no-new-privileges, a setuid or file-capability binary
+	 * (one an import or a host-side write left) raises nothing. */
+	cJSON *drop = cJSON_AddArrayToObject(host, "CapDrop");
+	cJSON_AddItemToArray(drop, cJSON_CreateString("ALL"));
+	cJSON *secopt = cJSON_AddArrayToObject(host, "SecurityOpt");
+	cJSON_AddItemToArray(secopt, cJSON_CreateString("no-new-privileges"));
+	add_limits(host, m);
 	cJSON *binds = cJSON_AddArrayToObject(host, "Binds");
 	char *b1 = rk_xasprintf("%s:%s", m->home_dir, WORKSPACE);
 	char *b2 = rk_xasprintf("%s:%s", m->run_dir, RUN_DIR);
@@ -366,7 +508,7 @@ static int provision_container(const struct rk_machine *m, struct rk_provision_r
 	out->replaced = 0;
 	enum cstate st = C_GONE;
 	if (m->ref && *m->ref) {
-		rc = inspect(m->ref, &st, err);
+		rc = inspect(m->ref, &st, NULL, err);
 		if (rc < 0)
 			return rc;
 		if (st != C_GONE) {
@@ -383,7 +525,7 @@ static int provision_container(const struct rk_machine *m, struct rk_provision_r
 	if (rc < 0)
 		return rc;
 	if (id) {
-		rc = inspect(id, &st, err);
+		rc = inspect(id, &st, NULL, err);
 		if (rc == 0 && st != C_GONE) {
 			rc = ensure_running(id, st, err);
 			if (rc == 0) {
@@ -413,6 +555,10 @@ static int provision_container(const struct rk_machine *m, struct rk_provision_r
 static int docker_provision(const struct rk_machine *m, struct rk_provision_result *out, struct rk_error *err)
 {
 	int rc = provision_container(m, out, err);
+	if (rc == 0 && (rc = after_start(m, out->ref, out->fresh, err)) < 0) {
+		free(out->ref);
+		out->ref = NULL;
+	}
 	if (rc == 0)
 		agent_ensure(m, out->ref);
 	return rc;
@@ -429,7 +575,7 @@ static int docker_status(const struct rk_machine *m, enum rk_machine_state *out,
 	if (rc < 0)
 		return rc;
 	enum cstate st;
-	rc = inspect(id, &st, err);
+	rc = inspect(id, &st, NULL, err);
 	free(id);
 	if (rc < 0)
 		return rc;
@@ -450,7 +596,7 @@ static int docker_pause(const struct rk_machine *m, struct rk_error *err)
 	if (rc < 0)
 		return rc;
 	enum cstate st;
-	rc = inspect(id, &st, err);
+	rc = inspect(id, &st, NULL, err);
 	if (rc == 0) {
 		if (st == C_GONE)
 			rc = rk_error_set(err, RK_ENOTFOUND, "the computer's container %.12s is gone", id);
@@ -470,11 +616,13 @@ static int docker_resume(const struct rk_machine *m, struct rk_error *err)
 	if (rc < 0)
 		return rc;
 	enum cstate st;
-	rc = inspect(id, &st, err);
+	rc = inspect(id, &st, NULL, err);
 	if (rc == 0 && st == C_GONE)
 		rc = rk_error_set(err, RK_ENOTFOUND, "the computer's container %.12s is gone: provision it again", id);
 	if (rc == 0)
 		rc = ensure_running(id, st, err);
+	if (rc == 0)
+		rc = after_start(m, id, 0, err);
 	if (rc == 0)
 		agent_ensure(m, id);
 	free(id);
@@ -490,7 +638,7 @@ static int docker_stop(const struct rk_machine *m, struct rk_error *err)
 	if (rc < 0)
 		return rc;
 	enum cstate st;
-	rc = inspect(id, &st, err);
+	rc = inspect(id, &st, NULL, err);
 	if (rc == 0 && st == C_PAUSED) /* a paused container does not take SIGTERM */
 		rc = container_post(id, "unpause", NULL, NULL, err);
 	if (rc == 0 && st != C_GONE && st != C_STOPPED) {
@@ -816,7 +964,10 @@ static int dproc_signal(struct rk_proc *base, int signo, struct rk_error *err)
 	rk_buf_init(&e);
 	int code = 0;
 	p->sent_signo = signo;
-	int rc = run(p->container, "0", cmd, 65536, &o, &e, &code, err);
+	/* as the command's own uid: root in the computer has no CAP_KILL */
+	char uid[16];
+	snprintf(uid, sizeof(uid), "%d", USER_UID);
+	int rc = run(p->container, uid, cmd, 65536, &o, &e, &code, err);
 	/* kill fails when the group is gone: the command ended on its own */
 	if (rc == 0 && code != 0)
 		rk_log(RK_LOG_DEBUG, "docker: kill %s %s: %s", sig, target, e.data);
@@ -910,7 +1061,7 @@ static int dproc_wait(struct rk_proc *base, struct rk_exit_status *st, struct rk
 	if (rc < 0)
 		return rc;
 	enum cstate cs = C_GONE;
-	if (!gone && (rc = inspect(p->container, &cs, err)) < 0)
+	if (!gone && (rc = inspect(p->container, &cs, NULL, err)) < 0)
 		return rc;
 	if (gone || cs != C_RUNNING || code < 0) {
 		/* the status file may have landed while we looked */
@@ -2596,8 +2747,7 @@ static int docker_display_stop(const struct rk_machine *m, int display, struct r
 
 const struct rk_provider_ops rk_provider_docker = {
 	.name = "docker",
-	.caps = RK_CAP_DESKTOP | RK_CAP_MULTI_SCREEN | RK_CAP_TTY | RK_CAP_PERSISTENT_HOME | RK_CAP_TAKEOVER |
-		RK_CAP_VNC | RK_CAP_PAUSE | RK_CAP_SNAPSHOTS | RK_CAP_HOST_HOME | RK_CAP_PAGE_BROWSER,
+	.caps = DOCKER_CAPS,
 	.summary = "containers on the local docker daemon (rakazo-computer image, no network by default)",
 	.check = docker_check,
 	.image_check = docker_image_check,

@@ -161,11 +161,12 @@ DROP TABLE execution_events
 DROP TABLE lifecycle_executions
 ALTER TABLE le9 RENAME TO lifecycle_executions
 ALTER TABLE ev9 RENAME TO execution_events
-DELETE FROM schema_migrations WHERE version = 10
+ALTER TABLE computers DROP COLUMN resources
+DELETE FROM schema_migrations WHERE version >= 10
 EOF
-	# the next command migrates
+	# the next command migrates (10, then 11: the computers' resources)
 	rk computer list --json >/dev/null
-	[ "$(rk_sql "select max(version) from schema_migrations")" = 10 ]
+	[ "$(rk_sql "select max(version) from schema_migrations")" = 11 ]
 	[ "$(rk_sql "select op || '=' || key_scope from lifecycle_executions order by created_at")" = "$(printf 'create=user:bats\npause=')" ]
 	[ "$(rk_sql "select count(*) from execution_events")" = "$events" ]
 	# the owner's retry of the create still finds its receipt

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../engine/computer.h"
 #include "../../engine/db.h"
 #include "../../engine/engine.h"
 #include "../../engine/execution.h"
@@ -198,6 +199,82 @@ TEST(bad_create_bodies)
 	rk_engine_free(eng);
 	rk_fs_remove_tree(dir, NULL);
 	free(dir);
+}
+
+/* issue 20, item 7: limits as typed and in a create body */
+TEST(resource_limits)
+{
+	static const struct {
+		const char *in;
+		long long want; /* 0: refused */
+	} mem[] = {{"512m", 512LL << 20}, {"2g", 2LL << 30}, {"2G", 2LL << 30}, {"2GiB", 2LL << 30},
+		   {"1024MB", 1LL << 30}, {"67108864", 64LL << 20}, {"1t", 1LL << 40}, {"64m", 64LL << 20},
+		   {"63m", 0}, {"2t", 0}, {"", 0}, {"g", 0}, {"1.5g", 0}, {"-1g", 0}, {"0x10g", 0},
+		   {"12x", 0}, {"2gb ", 0}, {"99999999999999999999999g", 0}};
+	for (size_t i = 0; i < sizeof(mem) / sizeof(mem[0]); i++) {
+		int64_t v = 0;
+		struct rk_error e;
+		int r = rk_limits_parse_memory(mem[i].in, "--memory", &v, &e);
+		if (mem[i].want) {
+			CHECK_EQ_INT(r, 0);
+			CHECK_EQ_INT(v, mem[i].want);
+		} else {
+			CHECK_EQ_INT(r, -RK_EINVALID);
+			CHECK(strstr(e.message, "--memory") != NULL);
+		}
+	}
+	double c = 0;
+	int64_t p = 0;
+	CHECK_EQ_INT(rk_limits_parse_cpus("0.5", "--cpus", &c, NULL), 0);
+	CHECK(c == 0.5);
+	CHECK_EQ_INT(rk_limits_parse_cpus(".25", "--cpus", &c, NULL), 0);
+	CHECK_EQ_INT(rk_limits_parse_cpus("0", "--cpus", &c, NULL), -RK_EINVALID);
+	CHECK_EQ_INT(rk_limits_parse_cpus("nan", "--cpus", &c, NULL), -RK_EINVALID);
+	CHECK_EQ_INT(rk_limits_parse_cpus("1e3x", "--cpus", &c, NULL), -RK_EINVALID);
+	CHECK_EQ_INT(rk_limits_parse_cpus("2000", "--cpus", &c, NULL), -RK_EINVALID);
+	CHECK_EQ_INT(rk_limits_parse_pids("64", "--pids", &p, NULL), 0);
+	CHECK_EQ_INT(p, 64);
+	CHECK_EQ_INT(rk_limits_parse_pids("63", "--pids", &p, NULL), -RK_EINVALID);
+	CHECK_EQ_INT(rk_limits_parse_pids("+100", "--pids", &p, NULL), -RK_EINVALID);
+	CHECK_EQ_INT(rk_limits_parse_pids("99999999999999999999", "--pids", &p, NULL), -RK_EINVALID);
+
+	/* a body: strings or numbers; defaults for the rest; none for a
+	 * provider that enforces none, which refuses one asked */
+	const struct rk_provider_ops *docker = rk_provider_find("docker"), *fake = rk_provider_find("fake");
+	REQUIRE(docker && fake);
+	struct rk_limits l;
+	cJSON *res = cJSON_Parse("{\"memory\":\"1g\",\"pids\":300}");
+	CHECK_EQ_INT(rk_limits_from_json(res, docker, &l, NULL), 0);
+	CHECK_EQ_INT(l.memory, 1LL << 30);
+	CHECK_EQ_INT(l.pids, 300);
+	CHECK(l.cpus > 0 && l.cpus <= RK_LIMIT_DEFAULT_CPUS);
+	CHECK_EQ_INT(rk_limits_from_json(res, fake, &l, NULL), -RK_EUNSUPPORTED);
+	cJSON_Delete(res);
+	CHECK_EQ_INT(rk_limits_from_json(NULL, fake, &l, NULL), 0);
+	CHECK(l.memory == 0 && l.cpus == 0 && l.pids == 0);
+	CHECK_EQ_INT(rk_limits_from_json(NULL, docker, &l, NULL), 0);
+	CHECK_EQ_INT(l.memory, RK_LIMIT_DEFAULT_MEMORY);
+	CHECK_EQ_INT(l.pids, RK_LIMIT_DEFAULT_PIDS);
+	const char *bad[] = {"[]", "{\"swap\":1}", "{\"memory\":1.5}", "{\"memory\":1}", "{\"cpus\":0}",
+			     "{\"pids\":64.5}", "{\"pids\":true}", "{\"memory\":\"lots\"}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		res = cJSON_Parse(bad[i]);
+		CHECK_EQ_INT(rk_limits_from_json(res, docker, &l, NULL), -RK_EINVALID);
+		cJSON_Delete(res);
+	}
+	/* stored with the computer: a computer made before limits gets its
+	 * provider's defaults, one with limits keeps them */
+	struct rk_computer comp = {.kind = "docker"};
+	rk_computer_limits(&comp, &l);
+	CHECK_EQ_INT(l.memory, RK_LIMIT_DEFAULT_MEMORY);
+	comp.resources = "{\"memory\":268435456,\"cpus\":0.5,\"pids\":128}";
+	rk_computer_limits(&comp, &l);
+	CHECK_EQ_INT(l.memory, 256LL << 20);
+	CHECK(l.cpus == 0.5);
+	CHECK_EQ_INT(l.pids, 128);
+	comp.kind = "fake";
+	rk_computer_limits(&comp, &l);
+	CHECK(l.memory == 0 && l.cpus == 0 && l.pids == 0);
 }
 
 /* runs the worker in this process until nothing is pending */
@@ -532,6 +609,7 @@ int main(void)
 	RUN(submit_same_key_same_execution);
 	RUN(command_key_scoped_to_identity);
 	RUN(bad_create_bodies);
+	RUN(resource_limits);
 	RUN(lifecycle_through_worker);
 	RUN(lost_reply_needs_decision);
 	RUN(recovery_after_crash);
