@@ -615,14 +615,11 @@ static int fake_file_read(const struct rk_machine *m, const char *path, size_t m
 	int r = workspace_rel(path, &rel, err);
 	if (r || (r = require_running(m, err)))
 		return r;
-	int fd = rk_fs_open_beneath(m->home_dir, rel, O_RDONLY, 0, 0, err);
+	/* a FIFO or a device is refused, never opened to block on */
+	struct stat st;
+	int fd = rk_fs_open_regular_beneath(m->home_dir, rel, &st, err);
 	if (fd < 0)
 		return fd;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return rk_error_set(err, RK_EINVALID, "%s is not a regular file", path);
-	}
 	if ((uint64_t)st.st_size > max_bytes) {
 		close(fd);
 		return rk_error_set(err, RK_ETOOLARGE, "computer file exceeds %zu bytes", max_bytes);
@@ -730,7 +727,8 @@ static int fake_import(const struct rk_machine *m, int fd, struct rk_error *err)
 	int r = require_running(m, err);
 	if (r)
 		return r;
-	return rk_tar_extract(fd, m->home_dir, -1, -1, NULL, err);
+	/* staged and checked whole before anything lands in the workspace */
+	return rk_tar_extract(fd, m->home_dir, NULL, NULL, err);
 }
 
 const struct rk_provider_ops rk_provider_fake = {

@@ -308,7 +308,7 @@ TEST(tar_roundtrip_and_hostile)
 	CHECK_EQ_INT(rk_tar_write_dir(a, fd, ex, &st, &e), 0);
 	CHECK_EQ_INT(st.files, 1);
 	lseek(fd, 0, SEEK_SET);
-	CHECK_EQ_INT(rk_tar_extract(fd, bdir, -1, -1, NULL, &e), 0);
+	CHECK_EQ_INT(rk_tar_extract(fd, bdir, NULL, NULL, &e), 0);
 	close(fd);
 	char *g = rk_xasprintf("%s/sub/tool", bdir);
 	struct stat sb;
@@ -327,7 +327,7 @@ TEST(tar_roundtrip_and_hostile)
 		 (int)getpid(), fd);
 	CHECK(system(cmd) == 0);
 	lseek(fd, 0, SEEK_SET);
-	CHECK_EQ_INT(rk_tar_extract(fd, bdir, -1, -1, NULL, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_tar_extract(fd, bdir, NULL, NULL, &e), -RK_EINVALID);
 	close(fd);
 	char *evil = rk_xasprintf("%s/../evil", bdir);
 	CHECK(!rk_fs_exists(evil));
