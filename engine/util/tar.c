@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,20 +19,12 @@
 
 struct writer {
 	struct archive *a;
-	const char *const *exclude;
+	int (*skip)(const char *rel);
 	int uid, gid;
 	struct rk_tar_stats *stats;
 	char buf[65536];
 	struct rk_error *err;
 };
-
-static int excluded(const char *name, const char *const *exclude)
-{
-	for (size_t i = 0; exclude && exclude[i]; i++)
-		if (fnmatch(exclude[i], name, 0) == 0)
-			return 1;
-	return 0;
-}
 
 static int write_err(struct writer *w)
 {
@@ -74,18 +65,27 @@ static int add_tree(struct writer *w, int dfd, const char *rel)
 	struct dirent *de;
 	while (r == 0 && (de = readdir(d))) {
 		const char *name = de->d_name;
-		if (!strcmp(name, ".") || !strcmp(name, "..") || excluded(name, w->exclude))
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
 			continue;
+		char *child = rel[0] ? rk_xasprintf("%s/%s", rel, name) : rk_xstrdup(name);
 		struct stat st;
-		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue; /* vanished while we walked: a live workspace changes under us */
+		if (w->skip && w->skip(child)) {
+			if (w->stats)
+				w->stats->skipped++;
+			free(child);
+			continue;
+		}
+		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			free(child); /* vanished while we walked: a live workspace changes under us */
+			continue;
+		}
 		if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) {
 			/* FIFOs, sockets, devices: runtime state, never opened */
 			if (w->stats)
 				w->stats->special++;
+			free(child);
 			continue;
 		}
-		char *child = rel[0] ? rk_xasprintf("%s/%s", rel, name) : rk_xstrdup(name);
 		int fd = -1;
 		char target[4096];
 		if (S_ISLNK(st.st_mode)) {
@@ -138,8 +138,8 @@ static int add_tree(struct writer *w, int dfd, const char *rel)
 	return r;
 }
 
-static int write_tree(const char *dir, int fd, const char *const *exclude, int uid, int gid,
-		      struct rk_tar_stats *stats, struct rk_error *err)
+int rk_tar_write_dir(const char *dir, int fd, const struct rk_tar_opts *opt, struct rk_tar_stats *stats,
+		     struct rk_error *err)
 {
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
@@ -147,9 +147,9 @@ static int write_tree(const char *dir, int fd, const char *const *exclude, int u
 				      dir);
 	struct writer *w = rk_xcalloc(1, sizeof(*w));
 	w->a = archive_write_new();
-	w->exclude = exclude;
-	w->uid = uid < 0 ? 0 : uid;
-	w->gid = gid < 0 ? 0 : gid;
+	w->skip = opt ? opt->skip : NULL;
+	w->uid = opt && opt->uid >= 0 ? opt->uid : 0;
+	w->gid = opt && opt->gid >= 0 ? opt->gid : w->uid;
 	w->stats = stats;
 	w->err = err;
 	archive_write_set_format_pax_restricted(w->a);
@@ -168,10 +168,10 @@ static int write_tree(const char *dir, int fd, const char *const *exclude, int u
 	return r;
 }
 
-int rk_tar_write_dir(const char *dir, int fd, const char *const *exclude, struct rk_tar_stats *stats,
-		     struct rk_error *err)
+int rk_tar_skip_singleton(const char *rel)
 {
-	return write_tree(dir, fd, exclude, 0, 0, stats, err);
+	const char *base = strrchr(rel, '/');
+	return strncmp(base ? base + 1 : rel, "Singleton", 9) == 0;
 }
 
 /* --- limits -------------------------------------------------------------------------------- */
@@ -610,11 +610,11 @@ int rk_tar_repack(int in, int out, const char *tmpdir, const struct rk_tar_opts 
 	struct rk_tar_opts o = RK_TAR_OPTS_INIT;
 	if (opt)
 		o = *opt;
-	int uid = o.uid, gid = o.gid >= 0 ? o.gid : o.uid;
+	struct rk_tar_opts owner = {.uid = o.uid, .gid = o.gid};
 	o.uid = o.gid = -1; /* the owner goes into the new archive, not the scratch dir */
 	int r = rk_tar_unpack(in, tmpl, &o, NULL, err);
 	if (r == 0)
-		r = write_tree(tmpl, out, NULL, uid, gid, NULL, err);
+		r = rk_tar_write_dir(tmpl, out, &owner, NULL, err);
 	rk_fs_remove_tree(tmpl, NULL);
 	free(tmpl);
 	return r;

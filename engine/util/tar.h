@@ -47,10 +47,15 @@ struct rk_tar_opts {
 };
 #define RK_TAR_OPTS_INIT {.uid = -1, .gid = -1}
 
-/* Names matching one of the NULL-terminated fnmatch patterns (basename) are
- * left out, e.g. "Singleton*". FIFOs, sockets and devices are left out
- * (counted in stats->special) and never opened. */
-int rk_tar_write_dir(const char *dir, int fd, const char *const *exclude, struct rk_tar_stats *stats,
+/* Chromium's profile locks (a basename "Singleton*"): symlinks naming the
+ * old host and pid that, restored, keep the browser from starting. */
+int rk_tar_skip_singleton(const char *rel);
+
+/* dir as a pax tar on fd. Of opt (may be NULL) only skip (names left out,
+ * counted in stats->skipped) and uid/gid (the entries' owner; -1: 0) count.
+ * FIFOs, sockets and devices are left out (counted in stats->special) and
+ * never opened. */
+int rk_tar_write_dir(const char *dir, int fd, const struct rk_tar_opts *opt, struct rk_tar_stats *stats,
 		     struct rk_error *err);
 /* Unpacks the tar on fd (any compression libarchive reads) into dir, which
  * is created when missing and must hold nothing another process writes;

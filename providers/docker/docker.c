@@ -2271,132 +2271,13 @@ static int docker_file_remove(const struct rk_machine *m, const char *path, stru
 
 /* --- workspace archive ---------------------------------------------------------- */
 
-/* Chromium's profile lock symlinks name the old host and pid; restored, they
- * keep the browser from starting. */
-static int is_singleton(const char *name)
-{
-	return strncmp(name, "Singleton", 9) == 0;
-}
-
-static int tar_error(struct archive *a, struct rk_error *err, const char *what)
-{
-	return rk_error_set(err, RK_EIO, "cannot %s the workspace archive: %s", what,
-			    archive_error_string(a) ? archive_error_string(a) : "unknown error");
-}
-
-static int export_dir(struct archive *a, int dfd, const char *prefix, struct rk_error *err)
-{
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return rk_error_errno(err, RK_EIO, errno, "cannot read the workspace");
-	}
-	int rc = 0;
-	struct dirent *de;
-	char buf[65536];
-	while (rc == 0 && (de = readdir(d))) {
-		const char *name = de->d_name;
-		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || is_singleton(name))
-			continue;
-		struct stat st;
-		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue;
-		if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
-			continue; /* sockets, fifos: runtime state */
-		char *path = *prefix ? rk_xasprintf("%s/%s", prefix, name) : rk_xstrdup(name);
-		struct archive_entry *e = archive_entry_new();
-		archive_entry_copy_stat(e, &st);
-		archive_entry_set_pathname(e, path);
-		archive_entry_set_uid(e, USER_UID);
-		archive_entry_set_gid(e, USER_UID);
-		archive_entry_set_uname(e, "user");
-		archive_entry_set_gname(e, "user");
-		archive_entry_set_nlink(e, S_ISDIR(st.st_mode) ? 2 : 1);
-		int fd = -1;
-		if (S_ISLNK(st.st_mode)) {
-			char target[4096];
-			ssize_t n = readlinkat(dirfd(d), name, target, sizeof(target) - 1);
-			if (n < 0) {
-				archive_entry_free(e);
-				free(path);
-				continue;
-			}
-			target[n] = '\0';
-			archive_entry_set_symlink(e, target);
-			archive_entry_set_size(e, 0);
-		} else if (S_ISREG(st.st_mode)) {
-			/* swapped for a FIFO since the stat: refused, never blocked on */
-			fd = rk_fs_open_regular(dirfd(d), name, path, NULL, NULL);
-			if (fd < 0) {
-				archive_entry_free(e);
-				free(path);
-				continue;
-			}
-		} else {
-			archive_entry_set_size(e, 0);
-		}
-		if (archive_write_header(a, e) != ARCHIVE_OK)
-			rc = tar_error(a, err, "write");
-		if (rc == 0 && fd >= 0) {
-			la_int64_t left = st.st_size;
-			while (left > 0) {
-				ssize_t n = rk_fs_read_fd(fd, buf, sizeof(buf));
-				if (n <= 0)
-					break;
-				if ((la_int64_t)n > left)
-					n = (ssize_t)left;
-				if (archive_write_data(a, buf, (size_t)n) < 0) {
-					rc = tar_error(a, err, "write");
-					break;
-				}
-				left -= n;
-			}
-			/* a file that shrank meanwhile: pad to the size in the header */
-			memset(buf, 0, sizeof(buf));
-			while (rc == 0 && left > 0) {
-				size_t n = left > (la_int64_t)sizeof(buf) ? sizeof(buf) : (size_t)left;
-				archive_write_data(a, buf, n);
-				left -= (la_int64_t)n;
-			}
-		}
-		if (fd >= 0)
-			close(fd);
-		archive_entry_free(e);
-		if (rc == 0 && S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0)
-				rc = export_dir(a, sub, path, err);
-		}
-		free(path);
-	}
-	closedir(d);
-	return rc;
-}
-
+/* The workspace as a tar owned by uid 1000, without Chromium's profile
+ * locks (restored, they keep the browser from starting), and without
+ * FIFOs, sockets and devices, which are never opened. */
 static int docker_workspace_export(const struct rk_machine *m, int fd, struct rk_error *err)
 {
-	int root = open_root(m, err);
-	if (root < 0)
-		return root;
-	struct archive *a = archive_write_new();
-	archive_write_set_format_pax(a);
-	int rc = 0;
-	if (archive_write_open_fd(a, fd) != ARCHIVE_OK)
-		rc = tar_error(a, err, "start");
-	if (rc == 0)
-		rc = export_dir(a, root, "", err);
-	else
-		close(root);
-	if (archive_write_close(a) != ARCHIVE_OK && rc == 0)
-		rc = tar_error(a, err, "finish");
-	archive_write_free(a);
-	return rc;
-}
-
-static int skip_singleton(const char *rel)
-{
-	const char *base = strrchr(rel, '/');
-	return is_singleton(base ? base + 1 : rel);
+	struct rk_tar_opts o = {.uid = USER_UID, .gid = USER_UID, .skip = rk_tar_skip_singleton};
+	return rk_tar_write_dir(m->home_dir, fd, &o, NULL, err);
 }
 
 /* Host-side extraction (as root): the one archive reader stages and checks
@@ -2407,7 +2288,7 @@ static int import_host(const struct rk_machine *m, int fd, struct rk_error *err)
 	int rc = prepare_dir(m->home_dir, err);
 	if (rc < 0)
 		return rc;
-	struct rk_tar_opts o = {.uid = USER_UID, .gid = USER_UID, .skip = skip_singleton};
+	struct rk_tar_opts o = {.uid = USER_UID, .gid = USER_UID, .skip = rk_tar_skip_singleton};
 	return rk_tar_extract(fd, m->home_dir, &o, NULL, err);
 }
 
@@ -2427,7 +2308,7 @@ static int docker_workspace_import(const struct rk_machine *m, int fd, struct rk
 		free(id);
 		return rc;
 	}
-	struct rk_tar_opts o = {.uid = USER_UID, .gid = USER_UID, .skip = skip_singleton};
+	struct rk_tar_opts o = {.uid = USER_UID, .gid = USER_UID, .skip = rk_tar_skip_singleton};
 	if ((rc = rk_tar_repack(fd, clean, m->data_dir, &o, err)) != 0 ||
 	    (lseek(clean, 0, SEEK_SET) != 0 && (rc = rk_error_errno(err, RK_EIO, errno, "cannot rewind the archive")))) {
 		close(clean);

@@ -1563,12 +1563,6 @@ static int e2b_workspace_export(const struct rk_machine *m, int fd, struct rk_er
 	return rc;
 }
 
-static int skip_singleton(const char *rel)
-{
-	const char *base = strrchr(rel, '/');
-	return strncmp(base ? base + 1 : rel, "Singleton", 9) == 0;
-}
-
 static int e2b_workspace_import(const struct rk_machine *m, int fd, struct rk_error *err)
 {
 	struct rk_buf clean;
@@ -1577,7 +1571,7 @@ static int e2b_workspace_import(const struct rk_machine *m, int fd, struct rk_er
 	 * refuses (tar would unpack it in the sandbox otherwise); Chromium's
 	 * Singleton* locks are left out (restored, they keep the browser from
 	 * starting) */
-	struct rk_tar_opts o = {.uid = 1000, .gid = 1000, .skip = skip_singleton};
+	struct rk_tar_opts o = {.uid = 1000, .gid = 1000, .skip = rk_tar_skip_singleton};
 	int rc = rk_tar_repack_buf(fd, &clean, m->data_dir, &o, err);
 	if (rc) {
 		rk_buf_release(&clean);

@@ -34,7 +34,6 @@
 
 #define WORKSPACE_ABS "/home/user/rakazo-home"
 
-static const char *const export_exclude[] = {"Singleton*", NULL};
 
 /* The machine of m: its ref, or when the engine has none (a provision whose
  * reply was lost) the one recorded for the computer, as docker finds a
@@ -719,7 +718,8 @@ static int fake_export(const struct rk_machine *m, int fd, struct rk_error *err)
 	int r = require_running(m, err);
 	if (r)
 		return r;
-	return rk_tar_write_dir(m->home_dir, fd, export_exclude, NULL, err);
+	struct rk_tar_opts o = {.uid = -1, .gid = -1, .skip = rk_tar_skip_singleton};
+	return rk_tar_write_dir(m->home_dir, fd, &o, NULL, err);
 }
 
 static int fake_import(const struct rk_machine *m, int fd, struct rk_error *err)
