@@ -282,3 +282,41 @@ EOF
 	[[ $output == *"where the workspace has a directory: dir"* ]]
 	[ "$(tree_digest "$hl")" = "$before" ]
 }
+
+@test "docker: computer import and checkpoint import drop setuid bits and give the files to the computer's user; a device is refused" {
+	docker_or_skip
+	[ "$(id -u)" = 0 ] || skip "the host-side import runs as root"
+	rk computer create --provider docker --name d --wait --json >/dev/null
+	printf 'before' | rk computer file write d keep.txt -
+	python3 - "$BATS_TEST_TMPDIR" <<'EOF2'
+import io, sys, tarfile
+d = sys.argv[1]
+def f(n, data, mode):
+    i = tarfile.TarInfo(n); i.size = len(data); i.mode = mode; i.uid = 0; i.gid = 0; i.uname = 'root'; return (i, data)
+dev = tarfile.TarInfo('null'); dev.type = tarfile.CHRTYPE; dev.devmajor = 1; dev.devminor = 3
+for name, members in {'suid': [f('rootshell', b'#!/bin/sh\nid -u\n', 0o4755)],
+                      'device': [f('new.txt', b'x', 0o644), (dev, None)]}.items():
+    with tarfile.open(d + '/' + name + '.tar', 'w', format=tarfile.PAX_FORMAT) as t:
+        for m, data in members:
+            t.addfile(m, io.BytesIO(data) if data is not None else None)
+EOF2
+	h=$RAKAZO_DATA_DIR/homes/$(home_of d)
+	before=$(tree_digest "$h")
+	rk_bounded computer import d "$BATS_TEST_TMPDIR/device.tar"
+	[ "$status" -eq 2 ]
+	[[ $output == *"a character device"* ]]
+	[ "$(tree_digest "$h")" = "$before" ]
+	rk_bounded computer import d "$BATS_TEST_TMPDIR/suid.tar"
+	[ "$status" -eq 0 ]
+	[ "$(rk computer exec d -- 'stat -c "%a %u" rootshell')" = "755 1000" ]
+	[ "$(rk computer exec d -- './rootshell')" = 1000 ]
+	# checkpoint import while stopped: the same reader, the same owner
+	rk computer stop d --wait --json >/dev/null
+	rk_bounded checkpoint import d "$BATS_TEST_TMPDIR/suid.tar" --json
+	[ "$status" -eq 0 ]
+	[ "$(stat -c '%a %u' "$h/rootshell")" = "755 1000" ]
+	rk_bounded checkpoint import d "$BATS_TEST_TMPDIR/device.tar"
+	[ "$status" -eq 2 ]
+	[ ! -e "$h/new.txt" ]
+	rk computer delete d --wait --json >/dev/null
+}
