@@ -326,6 +326,7 @@ int rk_tar_unpack(int fd, const char *dir, const struct rk_tar_opts *opt, struct
 	char *root = realpath(dir, NULL);
 	if (!root)
 		return rk_error_errno(err, RK_EIO, errno, "cannot resolve %s", dir);
+	char *rel = NULL; /* the entry at hand, for messages; before any goto done */
 	struct rk_buf links;
 	rk_buf_init(&links);
 	struct archive *in = archive_read_new();
@@ -348,7 +349,6 @@ int rk_tar_unpack(int fd, const char *dir, const struct rk_tar_opts *opt, struct
 	int64_t total = 0, entries = 0;
 	struct archive_entry *e;
 	int rc;
-	char *rel = NULL;
 	while ((rc = archive_read_next_header(in, &e)) == ARCHIVE_OK) {
 		free(rel);
 		rel = NULL;

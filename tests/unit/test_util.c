@@ -449,6 +449,13 @@ TEST(tar_reader_rules)
 		free(tp);
 	}
 	CHECK(rk_fs_exists(keep));
+	/* not a tar at all: refused before any entry (nothing to free) */
+	char *junk = rk_path_join(dir, "junk");
+	REQUIRE(rk_fs_write_atomic(junk, "not a tar at all", 16, 0600, &e) == 0);
+	int jfd = open(junk, O_RDONLY);
+	CHECK_EQ_INT(rk_tar_extract(jfd, live, &o, NULL, &e), -RK_EINVALID);
+	close(jfd);
+	free(junk);
 	/* staging went with the refusals */
 	char *ls = rk_xasprintf("ls -A %s | grep -q staging", dir);
 	CHECK(system(ls) != 0);
