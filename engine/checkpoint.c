@@ -138,6 +138,16 @@ cJSON *rk_home_revision_to_json(const struct rk_home_revision *r, const char *la
 	if (r->kind == RK_HOME_SNAPSHOT) {
 		cJSON_AddNumberToObject(o, "files_reused", (double)r->reused);
 		cJSON_AddNumberToObject(o, "files_hashed", (double)r->hashed);
+		/* FIFOs, sockets and devices are runtime state: left out, and said so */
+		cJSON_AddNumberToObject(o, "skipped", (double)r->skipped);
+		if (r->skipped > 0) {
+			cJSON *w = cJSON_AddArrayToObject(o, "warnings");
+			char *msg = rk_xasprintf("left out %lld special file%s (FIFOs, sockets and devices are never kept)%s%s",
+						 (long long)r->skipped, r->skipped == 1 ? "" : "s",
+						 r->skipped_names ? ": " : "", r->skipped_names ? r->skipped_names : "");
+			cJSON_AddItemToArray(w, cJSON_CreateString(msg));
+			free(msg);
+		}
 	}
 	if (latest_id)
 		cJSON_AddBoolToObject(o, "latest", !strcmp(latest_id, r->id));
@@ -286,6 +296,24 @@ static int clear_workspace(const struct rk_provider_ops *ops, const struct rk_ma
 	return r;
 }
 
+/* The reader's options for a tree that becomes c's workspace: owners are
+ * the computer's user, i.e. whoever owns its workspace now (docker gives
+ * it to uid 1000), never the archive's; as another user than root, the
+ * files are simply ours. */
+static struct rk_tar_opts import_opts(struct rk_engine *eng, const struct rk_computer *c)
+{
+	struct rk_tar_opts o = RK_TAR_OPTS_INIT;
+	char *home = NULL;
+	struct stat st;
+	if (geteuid() == 0 && rk_home_dir(eng->data_dir, c->home_key, &home, NULL) == 0 && lstat(home, &st) == 0 &&
+	    S_ISDIR(st.st_mode)) {
+		o.uid = (int)st.st_uid;
+		o.gid = (int)st.st_gid;
+	}
+	free(home);
+	return o;
+}
+
 /* Brings a tree to the machine's workspace with the provider's import:
  * revision rev of the store (NULL: the latest) or, when dir is given, that
  * directory. clear: the workspace is emptied first, so it ends up equal to
@@ -406,13 +434,20 @@ static int checkpoint_locked(struct rk_engine *eng, struct rk_home_store *store,
 			r = rk_error_errno(err, RK_EIO, errno, "cannot rewind the export");
 		if (r == 0)
 			r = rk_home_staging_new(eng->data_dir, c->home_key, &staging, err);
+		/* what the machine holds is untrusted: the same reader as an
+		 * import, but its FIFOs and sockets are left out (and said so) */
+		struct rk_tar_opts o = import_opts(eng, c);
+		o.skip_special = 1;
+		struct rk_home_import_stats ist = {0};
 		if (r == 0)
-			r = rk_home_import_tar(fd, staging, rk_home_import_limit(), NULL, err);
+			r = rk_home_import_tar(fd, staging, &o, &ist, err);
 		close(fd);
 		struct rk_home_checkpoint_req req = {
 			.src_dir = staging, .reason = reason, .kind = RK_HOME_SNAPSHOT, .keep = keep};
 		if (r == 0)
 			r = store->ops->checkpoint(store, c->home_key, &req, &rev, err);
+		if (r == 0)
+			rev.skipped += ist.special;
 		if (r == 0 && (r = rk_home_swap_in(eng->data_dir, c->home_key, staging, err)) == 0) {
 			free(staging);
 			staging = NULL;
@@ -834,9 +869,10 @@ int rk_checkpoint_import(struct rk_engine *eng, const struct rk_computer *c, int
 		return lk;
 	struct rk_home_store *store = rk_checkpoint_store(eng);
 	char *staging = NULL;
+	struct rk_tar_opts o = import_opts(eng, c);
 	if ((r = rk_home_recover(eng->data_dir, c->home_key, err)) == 0 &&
 	    (r = rk_home_staging_new(eng->data_dir, c->home_key, &staging, err)) == 0 &&
-	    (r = rk_home_import_tar(fd, staging, rk_home_import_limit(), stats, err)) == 0 &&
+	    (r = rk_home_import_tar(fd, staging, &o, stats, err)) == 0 &&
 	    (r = install_locked(eng, store, c, staging, "import", out, err)) == 0) {
 		free(staging);
 		staging = NULL;

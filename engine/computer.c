@@ -7,8 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "execution.h"
+#include "home_manifest.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -409,7 +412,16 @@ int rk_computer_import(struct rk_engine *eng, struct rk_computer *c, int fd, str
 		return r;
 	struct rk_machine_ctx mc;
 	rk_machine_ctx_init(&mc, eng, c);
-	r = ops->workspace_import(&mc.m, fd, err);
+	/* the import stages beside the home (util/tar.h): holding the home's
+	 * lock (shared) keeps gc and recovery from taking that staging dir for
+	 * a stale one, and a checkpoint from copying a half-merged tree */
+	int lk = rk_home_lock_key(eng->data_dir, c->home_key, LOCK_SH, err);
+	if (lk >= 0) {
+		r = ops->workspace_import(&mc.m, fd, err);
+		close(lk);
+	} else {
+		r = lk;
+	}
 	rk_machine_ctx_release(&mc);
 	return r;
 }

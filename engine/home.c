@@ -48,6 +48,7 @@ void rk_home_revision_release(struct rk_home_revision *r)
 	free(r->id);
 	free(r->reason);
 	free(r->checksum);
+	free(r->skipped_names);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -707,6 +708,7 @@ static int local_checkpoint(struct rk_home_store *base, const char *key, const s
 	meta.bytes = meta.files = -1;
 	struct walk w = {.base = {.err = err, .store = store_file}, .s = s};
 	rk_buf_init(&w.base.body);
+	rk_buf_init(&w.base.skipped_names);
 	struct rk_manifest prev = {0};
 	rk_buf_init(&prev.text);
 	int olk = -1;
@@ -770,6 +772,9 @@ static int local_checkpoint(struct rk_home_store *base, const char *key, const s
 		meta.bytes = w.base.bytes;
 		meta.reused = w.base.reused;
 		meta.hashed = w.base.hashed;
+		meta.skipped = w.base.skipped;
+		if (w.base.skipped_names.len)
+			meta.skipped_names = rk_buf_detach(&w.base.skipped_names, NULL);
 	}
 	meta.id = rk_home_new_rev_id();
 	meta.created_at = rk_now_ms();
@@ -789,6 +794,7 @@ out:
 	unlock(lk);
 	rk_home_revision_release(&meta);
 	rk_buf_release(&w.base.body);
+	rk_buf_release(&w.base.skipped_names);
 	for (size_t i = 0; i < w.nfresh; i++)
 		free(w.fresh[i]);
 	free(w.fresh);
@@ -1113,7 +1119,8 @@ static int export_walk(struct archive *a, int dfd, struct rk_buf *rel, unsigned 
 			archive_entry_set_symlink(e, target);
 			archive_entry_set_size(e, 0);
 		} else if (S_ISREG(st.st_mode)) {
-			fd = openat(dirfd(d), names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			/* swapped for a FIFO since the stat: refused, never blocked on */
+			fd = rk_fs_open_regular(dirfd(d), names[i], rel->data, NULL, NULL);
 			if (fd < 0) {
 				archive_entry_free(e);
 				continue;
@@ -1248,201 +1255,27 @@ out:
 
 /* --- strict import -------------------------------------------------------------------------------- */
 
-int64_t rk_home_import_limit(void)
+static int skip_excluded(const char *rel)
 {
-	const char *v = getenv("RAKAZO_IMPORT_LIMIT");
-	if (!v || !*v)
-		return RK_HOME_IMPORT_LIMIT_DEFAULT;
-	char *end;
-	long long n = strtoll(v, &end, 10);
-	if (n <= 0)
-		return RK_HOME_IMPORT_LIMIT_DEFAULT;
-	switch (*end) {
-	case 'k': case 'K': n <<= 10; break;
-	case 'm': case 'M': n <<= 20; break;
-	case 'g': case 'G': n <<= 30; break;
-	default: break;
-	}
-	return n;
+	return rk_home_excluded(rel);
 }
 
-/* A member name as a normalized relative path ("" for the root). */
-static int member_name(const char *name, char **out, struct rk_error *err)
-{
-	if (!name || name[0] == '/')
-		return rk_error_set(err, RK_EINVALID, "the archive holds an absolute path: %s", name ? name : "");
-	while (name[0] == '.' && name[1] == '/')
-		name += 2;
-	if (!strcmp(name, ".") || !*name) {
-		*out = rk_xstrdup("");
-		return 0;
-	}
-	size_t len = strlen(name);
-	char *copy = rk_xstrdup(name);
-	if (len && copy[len - 1] == '/')
-		copy[len - 1] = '\0';
-	int r = rk_path_normalize(copy, out, NULL);
-	free(copy);
-	if (r)
-		return rk_error_set(err, RK_EINVALID, "the archive holds a path that leaves the workspace: %s", name);
-	return 0;
-}
-
-/* Does a link at rel with target stay inside the workspace (lexically)? */
-static int link_inside(const char *rel, const char *target)
-{
-	if (!target || !*target || target[0] == '/')
-		return 0;
-	int depth = 0;
-	for (const char *p = rel; *p; p++)
-		if (*p == '/')
-			depth++; /* the directories the link sits in */
-	const char *p = target;
-	while (*p) {
-		const char *slash = strchr(p, '/');
-		size_t len = slash ? (size_t)(slash - p) : strlen(p);
-		if (len == 2 && p[0] == '.' && p[1] == '.') {
-			if (--depth < 0)
-				return 0;
-		} else if (!(len == 0 || (len == 1 && p[0] == '.'))) {
-			depth++;
-		}
-		if (!slash)
-			break;
-		p = slash + 1;
-	}
-	return 1;
-}
-
-int rk_home_import_tar(int fd, const char *dir, int64_t max_bytes, struct rk_home_import_stats *stats,
+int rk_home_import_tar(int fd, const char *dir, const struct rk_tar_opts *opt, struct rk_home_import_stats *stats,
 		       struct rk_error *err)
 {
-	struct rk_home_import_stats local_stats = {0};
-	if (!stats)
-		stats = &local_stats;
-	memset(stats, 0, sizeof(*stats));
-	int r = rk_fs_mkdirs(dir, 0755, err);
-	if (r)
-		return r;
-	char *root = realpath(dir, NULL);
-	if (!root)
-		return rk_error_errno(err, RK_EIO, errno, "cannot resolve %s", dir);
-	struct archive *in = archive_read_new();
-	archive_read_support_format_tar(in);
-	archive_read_support_format_gnutar(in);
-	archive_read_support_filter_all(in);
-	struct archive *out = archive_write_disk_new();
-	int flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-		    ARCHIVE_EXTRACT_SECURE_SYMLINKS;
-	if (geteuid() == 0)
-		flags |= ARCHIVE_EXTRACT_OWNER;
-	archive_write_disk_set_options(out, flags);
-	if (archive_read_open_fd(in, fd, 65536) != ARCHIVE_OK) {
-		r = rk_error_set(err, RK_EINVALID, "not a tar stream: %s", archive_error_string(in));
-		goto done;
+	struct rk_tar_opts o = RK_TAR_OPTS_INIT;
+	if (opt)
+		o = *opt;
+	if (!o.skip)
+		o.skip = skip_excluded;
+	struct rk_tar_stats st = {0};
+	int r = rk_tar_unpack(fd, dir, &o, &st, err);
+	if (stats) {
+		stats->files = (int64_t)st.files;
+		stats->bytes = (int64_t)st.bytes;
+		stats->skipped = (int64_t)st.skipped;
+		stats->special = (int64_t)st.special;
 	}
-	int64_t total = 0;
-	struct archive_entry *e;
-	int rc;
-	while ((rc = archive_read_next_header(in, &e)) == ARCHIVE_OK) {
-		char *rel = NULL;
-		const char *name = archive_entry_pathname(e);
-		if ((r = member_name(name, &rel, err)))
-			goto done;
-		if (!rel[0] || rk_home_excluded(rel)) {
-			if (rel[0])
-				stats->skipped++;
-			free(rel);
-			continue;
-		}
-		mode_t type = archive_entry_filetype(e);
-		const char *hl = archive_entry_hardlink(e);
-		if (hl) {
-			char *target = NULL;
-			if (member_name(hl, &target, NULL) != 0 || !target[0]) {
-				r = rk_error_set(err, RK_EINVALID, "the archive holds a hard link that leaves the workspace: %s -> %s",
-						 rel, hl);
-				free(target);
-				free(rel);
-				goto done;
-			}
-			char *full = rk_path_join(root, target);
-			archive_entry_set_hardlink(e, full);
-			free(full);
-			free(target);
-		} else if (type == AE_IFLNK) {
-			if (!link_inside(rel, archive_entry_symlink(e))) {
-				r = rk_error_set(err, RK_EINVALID, "the archive holds a symlink that leaves the workspace: %s -> %s",
-						 rel, archive_entry_symlink(e) ? archive_entry_symlink(e) : "");
-				free(rel);
-				goto done;
-			}
-		} else if (type != AE_IFREG && type != AE_IFDIR) {
-			r = rk_error_set(err, RK_EINVALID,
-					 "the archive holds %s %s: only files, directories and links are imported",
-					 type == AE_IFIFO ? "a fifo" : type == AE_IFSOCK ? "a socket" : "a device node", rel);
-			free(rel);
-			goto done;
-		}
-		int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
-		if (size < 0 || total + size > max_bytes) {
-			r = rk_error_set(err, RK_ETOOLARGE,
-					 "the archive holds more than the import limit of %lld bytes "
-					 "(set RAKAZO_IMPORT_LIMIT to raise it)",
-					 (long long)max_bytes);
-			free(rel);
-			goto done;
-		}
-		char *full = rk_path_join(root, rel);
-		archive_entry_set_pathname(e, full);
-		free(full);
-		if (archive_write_header(out, e) != ARCHIVE_OK) {
-			r = rk_error_set(err, RK_EINVALID, "cannot extract %s: %s", rel, archive_error_string(out));
-			free(rel);
-			goto done;
-		}
-		const void *buf;
-		size_t len;
-		la_int64_t off;
-		int64_t got = 0;
-		while ((rc = archive_read_data_block(in, &buf, &len, &off)) == ARCHIVE_OK) {
-			got += (int64_t)len;
-			if (total + got > max_bytes) {
-				r = rk_error_set(err, RK_ETOOLARGE, "the archive holds more than the import limit of %lld bytes",
-						 (long long)max_bytes);
-				free(rel);
-				goto done;
-			}
-			if (archive_write_data_block(out, buf, len, off) != ARCHIVE_OK) {
-				r = rk_error_set(err, RK_EIO, "cannot write %s: %s", rel, archive_error_string(out));
-				free(rel);
-				goto done;
-			}
-		}
-		if (rc != ARCHIVE_EOF) {
-			r = rk_error_set(err, RK_EINVALID, "truncated archive at %s: %s", rel, archive_error_string(in));
-			free(rel);
-			goto done;
-		}
-		if (archive_write_finish_entry(out) != ARCHIVE_OK) {
-			r = rk_error_set(err, RK_EIO, "cannot finish %s: %s", rel, archive_error_string(out));
-			free(rel);
-			goto done;
-		}
-		total += size;
-		if (type == AE_IFREG) {
-			stats->files++;
-			stats->bytes += size;
-		}
-		free(rel);
-	}
-	if (rc != ARCHIVE_EOF)
-		r = rk_error_set(err, RK_EINVALID, "bad archive: %s", archive_error_string(in));
-done:
-	archive_read_free(in);
-	archive_write_close(out);
-	archive_write_free(out);
-	free(root);
 	return r;
 }
 

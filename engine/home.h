@@ -33,6 +33,7 @@
 #include <stddef.h>
 
 #include "util/err.h"
+#include "util/tar.h"
 
 /* Store capabilities (describe). */
 enum rk_home_cap {
@@ -51,6 +52,8 @@ struct rk_home_revision {
 	char *checksum;      /* sha256 of the manifest; NULL for a marker */
 	int64_t ms;          /* how long the checkpoint took */
 	int64_t reused, hashed; /* files whose hash was reused / computed */
+	int64_t skipped;     /* FIFOs, sockets, devices left out (never kept) */
+	char *skipped_names; /* the first of them, "a (a FIFO), ..."; only from a checkpoint just made; malloc'd */
 };
 void rk_home_revision_release(struct rk_home_revision *r);
 void rk_home_revisions_free(struct rk_home_revision *r, size_t n);
@@ -169,23 +172,19 @@ int rk_home_recover(const char *data_dir, const char *key, struct rk_error *err)
 int rk_home_staging_new(const char *data_dir, const char *key, char **out, struct rk_error *err);
 int rk_home_swap_in(const char *data_dir, const char *key, const char *staging, struct rk_error *err);
 
-/* Strict archive import: extracts a tar (any compression libarchive reads)
- * from fd into dir, refusing absolute names, ".." segments, symlinks whose
- * target leaves dir, hard links to outside names, devices, fifos and
- * sockets, and more than max_bytes of content. Excluded browser files are
- * skipped. Nothing is written outside dir; on error dir holds a partial
- * tree the caller removes. */
+/* Strict archive import: the tar on fd (any compression libarchive reads)
+ * unpacked into dir by the one archive reader (util/tar.h: every refusal
+ * rule and limit is there), excluded browser files skipped (unless opt
+ * names its own skip). opt may be NULL. On error dir holds a partial tree
+ * the caller removes. */
 struct rk_home_import_stats {
 	int64_t files, bytes, skipped;
+	int64_t special; /* FIFOs, sockets, devices left out (opt->skip_special) */
 };
-#define RK_HOME_IMPORT_LIMIT_DEFAULT (10LL * 1024 * 1024 * 1024)
-int rk_home_import_tar(int fd, const char *dir, int64_t max_bytes, struct rk_home_import_stats *stats,
+int rk_home_import_tar(int fd, const char *dir, const struct rk_tar_opts *opt, struct rk_home_import_stats *stats,
 		       struct rk_error *err);
 /* A directory as a pax tar on fd (excluded browser files left out);
  * zstd compresses it. */
 int rk_home_export_dir(const char *dir, int fd, int zstd, struct rk_error *err);
-
-/* The import size limit: RAKAZO_IMPORT_LIMIT (bytes, suffixes K M G) or the default. */
-int64_t rk_home_import_limit(void);
 
 #endif

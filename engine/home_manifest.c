@@ -216,6 +216,8 @@ cJSON *rk_home_meta_to_json(const struct rk_home_revision *r)
 	cJSON_AddNumberToObject(o, "ms", (double)r->ms);
 	cJSON_AddNumberToObject(o, "reused", (double)r->reused);
 	cJSON_AddNumberToObject(o, "hashed", (double)r->hashed);
+	if (r->skipped > 0)
+		cJSON_AddNumberToObject(o, "skipped", (double)r->skipped);
 	return o;
 }
 
@@ -241,6 +243,7 @@ int rk_home_meta_from_json(const char *text, size_t len, struct rk_home_revision
 	r->ms = (v = cJSON_GetObjectItemCaseSensitive(o, "ms")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
 	r->reused = (v = cJSON_GetObjectItemCaseSensitive(o, "reused")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
 	r->hashed = (v = cJSON_GetObjectItemCaseSensitive(o, "hashed")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+	r->skipped = (v = cJSON_GetObjectItemCaseSensitive(o, "skipped")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
 	r->checksum = rk_xstrdup(rk_json_string(o, "checksum", NULL));
 	cJSON_Delete(o);
 	return 0;
@@ -498,9 +501,13 @@ int rk_home_walk_dir(struct rk_home_walk *w, int dfd, struct rk_buf *rel)
 				memcpy(hex, p->ref, 65);
 				w->reused++;
 			} else {
-				int fd = openat(dirfd(d), names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-				if (fd < 0)
+				/* swapped for a FIFO since the stat: refused, never
+				 * blocked on while the key's lock is held */
+				int fd = rk_fs_open_regular(dirfd(d), names[i], rel->data, NULL, NULL);
+				if (fd < 0) {
+					w->skipped++;
 					continue;
+				}
 				r = w->store(w, fd, hex, &size);
 				close(fd);
 				if (r)
@@ -511,7 +518,16 @@ int rk_home_walk_dir(struct rk_home_walk *w, int dfd, struct rk_buf *rel)
 			w->files++;
 			w->bytes += size;
 		}
-		/* sockets, fifos, devices: runtime state, never kept */
+		else {
+			/* sockets, fifos, devices: runtime state, never kept (and
+			 * never opened); counted so the checkpoint says so */
+			w->skipped++;
+			if (w->skipped_names.len < 200) {
+				if (w->skipped_names.len)
+					rk_buf_adds(&w->skipped_names, ", ");
+				rk_buf_printf(&w->skipped_names, "%s (%s)", rel->data, rk_fs_kind(st.st_mode));
+			}
+		}
 	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);

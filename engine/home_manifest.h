@@ -100,6 +100,8 @@ struct rk_home_walk {
 	struct rk_buf body;
 	struct rk_path_table prev;
 	int64_t files, bytes, reused, hashed;
+	int64_t skipped;           /* FIFOs, sockets, devices left out */
+	struct rk_buf skipped_names; /* the first of them, "a (a FIFO), b (a socket)" */
 	unsigned char *io; /* RK_HOME_IOBUF bytes for store */
 	int (*store)(struct rk_home_walk *w, int fd, char hex[65], int64_t *size);
 	struct rk_error *err;

@@ -1060,6 +1060,7 @@ static int s3_checkpoint(struct rk_home_store *base, const char *key, const stru
 	meta.kind = RK_HOME_SNAPSHOT; /* no markers here: a marker would name a dir on one host */
 	struct s3_walk w = {.base = {.err = err, .store = s3_store_file}, .s = s};
 	rk_buf_init(&w.base.body);
+	rk_buf_init(&w.base.skipped_names);
 	uploader_init(&w.up, s);
 	struct rk_manifest prev = {0};
 	rk_buf_init(&prev.text);
@@ -1126,6 +1127,9 @@ static int s3_checkpoint(struct rk_home_store *base, const char *key, const stru
 	meta.bytes = w.base.bytes;
 	meta.reused = w.base.reused;
 	meta.hashed = w.base.hashed;
+	meta.skipped = w.base.skipped;
+	if (w.base.skipped_names.len)
+		meta.skipped_names = rk_buf_detach(&w.base.skipped_names, NULL);
 	meta.id = rk_home_new_rev_id();
 	meta.created_at = rk_now_ms();
 	meta.ms = rk_monotonic_ms() - t0;
@@ -1161,6 +1165,7 @@ out:
 	rk_home_revision_release(&meta);
 	rk_buf_release(&text);
 	rk_buf_release(&w.base.body);
+	rk_buf_release(&w.base.skipped_names);
 	free(w.base.prev.slot);
 	free(w.base.io);
 	free(w.known.k);

@@ -354,3 +354,73 @@ int rk_fs_connect_socket(const char *path, const char *what, struct rk_error *er
 	close(pfd);
 	return rc;
 }
+
+const char *rk_fs_kind(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "a regular file";
+	case S_IFDIR: return "a directory";
+	case S_IFLNK: return "a symbolic link";
+	case S_IFIFO: return "a FIFO";
+	case S_IFSOCK: return "a socket";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	default: return "a special file";
+	}
+}
+
+static int not_regular(struct rk_error *err, const char *shown, mode_t mode)
+{
+	if (S_ISLNK(mode))
+		return rk_error_set(err, RK_EINVALID, "%s is not a regular file: it is a symbolic link, which is never followed",
+				    shown);
+	return rk_error_set(err, RK_EINVALID, "%s is not a regular file: it is %s", shown, rk_fs_kind(mode));
+}
+
+int rk_fs_reopen_regular(int pfd, const char *shown, struct stat *st, struct rk_error *err)
+{
+	struct stat sb;
+	if (fstat(pfd, &sb) != 0)
+		return rk_error_errno(err, RK_EIO, errno, "cannot stat %s", shown);
+	/* a device is never opened at all (an open can have effects), a FIFO
+	 * never waited on */
+	if (!S_ISREG(sb.st_mode))
+		return not_regular(err, shown, sb.st_mode);
+	/* the node checked, through the fd that holds it: nothing swapped in
+	 * since can be what is opened; O_NONBLOCK all the same */
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	int fd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return rk_error_errno(err, RK_EIO, errno, "cannot open %s", shown);
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return not_regular(err, shown, sb.st_mode);
+	}
+	if (st)
+		*st = sb;
+	return fd;
+}
+
+int rk_fs_open_regular(int dfd, const char *name, const char *shown, struct stat *st, struct rk_error *err)
+{
+	int pfd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return rk_error_errno(err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno, "cannot open %s", shown);
+	int fd = rk_fs_reopen_regular(pfd, shown, st, err);
+	close(pfd);
+	return fd;
+}
+
+int rk_fs_open_regular_beneath(const char *root, const char *rel, struct stat *st, struct rk_error *err)
+{
+	if (!rel[0])
+		return rk_error_set(err, RK_EINVALID, "the workspace root is a directory, not a file");
+	const char *leaf;
+	int dfd = rk_fs_parent_beneath(root, rel, 0, &leaf, err);
+	if (dfd < 0)
+		return dfd;
+	int fd = rk_fs_open_regular(dfd, leaf, rel, st, err);
+	close(dfd);
+	return fd;
+}

@@ -4,6 +4,7 @@
  * workspace path rule. */
 
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "buf.h"
@@ -50,8 +51,6 @@ char *rk_path_join(const char *dir, const char *name);
  * 0755). Returns an fd or a negative rk_code. */
 int rk_fs_open_beneath(const char *root, const char *rel, int flags, mode_t mode, int create_dirs,
 		       struct rk_error *err);
-/* The fd of rel's parent directory beneath root and rel's last segment
- * (*leaf points into rel). */
 /* A unix socket at path that lives in a directory the computer can write
  * to (docker bind-mounts it): neither the socket nor its directory may be
  * a link planted to send us to another server on the host. Returns an
@@ -60,6 +59,28 @@ int rk_fs_open_beneath(const char *root, const char *rel, int flags, mode_t mode
 int rk_fs_open_socket(const char *path, const char *what, struct rk_error *err);
 /* The same, connected: a SOCK_STREAM fd (close-on-exec). */
 int rk_fs_connect_socket(const char *path, const char *what, struct rk_error *err);
+/* The fd of rel's parent directory beneath root and rel's last segment
+ * (*leaf points into rel). */
 int rk_fs_parent_beneath(const char *root, const char *rel, int create_dirs, const char **leaf,
 			 struct rk_error *err);
+
+/* What a node of this mode is, for messages: "a FIFO", "a socket", "a
+ * character device", "a block device", "a symbolic link", "a directory",
+ * "a regular file". */
+const char *rk_fs_kind(mode_t mode);
+/* Opens name (beneath dfd, which may be AT_FDCWD) for reading a regular
+ * file's content, never following a final symlink and never blocking: a
+ * FIFO, a socket, a device, a directory or a link is refused as "not a
+ * regular file" naming what it is (RK_EINVALID; missing: RK_ENOTFOUND).
+ * The node is held by an O_PATH|O_NOFOLLOW fd, checked with fstat and
+ * reopened through that fd (O_NONBLOCK), so what was checked is what is
+ * read and a device is never opened. shown names the file in messages.
+ * Returns the fd (st filled when given) or a negative rk_code. */
+int rk_fs_open_regular(int dfd, const char *name, const char *shown, struct stat *st, struct rk_error *err);
+/* The same from an fd that already holds the node (an O_PATH fd from
+ * openat2, say); pfd stays open. */
+int rk_fs_reopen_regular(int pfd, const char *shown, struct stat *st, struct rk_error *err);
+/* The same for rel (normalized, relative) beneath root, no link followed on
+ * the way (rk_fs_parent_beneath). */
+int rk_fs_open_regular_beneath(const char *root, const char *rel, struct stat *st, struct rk_error *err);
 #endif

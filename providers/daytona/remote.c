@@ -631,42 +631,16 @@ int rk_remote_export(const struct rk_remote_ops *r, void *ctx, const char *ws, i
 	return rc;
 }
 
-/* The stream is checked here first (extracted into a scratch directory by
- * the same code that guards local imports: no absolute names, no "..", no
- * writes through links), then sent as one archive and unpacked in place.
+/* The stream is checked here first by the one archive reader (everything
+ * it refuses refuses the whole stream: no absolute names, no "..", no
+ * escaping links, no devices, FIFOs or sockets, no setuid bits) and written
+ * again from what came out, then sent as one archive and unpacked in place.
  * Import never deletes what the machine already has. */
 int rk_remote_import(const struct rk_remote_ops *r, void *ctx, const char *ws, int fd, struct rk_error *err)
 {
-	char tmpl[] = "/tmp/rakazo-import-XXXXXX";
-	char *dir = mkdtemp(tmpl);
-	if (!dir)
-		return rk_error_errno(err, RK_EIO, errno, "cannot make a scratch directory");
-	int rc = rk_tar_extract(fd, dir, -1, -1, NULL, err);
-	char ftmpl[] = "/tmp/rakazo-import-tar-XXXXXX";
-	int tfd = -1;
-	if (rc == 0) {
-		tfd = mkstemp(ftmpl);
-		if (tfd < 0)
-			rc = rk_error_errno(err, RK_EIO, errno, "cannot make a scratch file");
-		else
-			unlink(ftmpl);
-	}
-	if (rc == 0)
-		rc = rk_tar_write_dir(dir, tfd, NULL, NULL, err);
 	struct rk_buf data;
 	rk_buf_init(&data);
-	if (rc == 0) {
-		lseek(tfd, 0, SEEK_SET);
-		char buf[65536];
-		ssize_t n;
-		while ((n = rk_fs_read_fd(tfd, buf, sizeof(buf))) > 0)
-			rk_buf_add(&data, buf, (size_t)n);
-		if (n < 0)
-			rc = rk_error_errno(err, RK_EIO, errno, "cannot read the scratch archive");
-	}
-	if (tfd >= 0)
-		close(tfd);
-	rk_fs_remove_tree(dir, NULL);
+	int rc = rk_tar_repack_buf(fd, &data, NULL, NULL, err);
 	char *id = rk_id_new("imp");
 	char *tmp = rk_xasprintf("/tmp/rakazo-%s.tar", id);
 	if (rc == 0)

@@ -43,6 +43,7 @@
 #include "../../engine/util/id.h"
 #include "../../engine/util/json.h"
 #include "../../engine/util/log.h"
+#include "../../engine/util/tar.h"
 #include "../../engine/util/time.h"
 #include "../provider.h"
 #include "api.h"
@@ -1929,6 +1930,7 @@ static int list_host(const struct rk_machine *m, const char *rel, const char *sh
 #define X_NOTDIR 45
 #define X_TOOLARGE 46
 #define X_ISDIR 47
+#define X_SPECIAL 48
 
 static int list_container(const char *container, const char *cpath, struct rk_file_entry **out, size_t *n,
 			  struct rk_error *err)
@@ -2019,10 +2021,12 @@ static int read_host(const struct rk_machine *m, const char *rel, const char *sh
 		*rc = root;
 		return 1;
 	}
-	int fd = open_beneath(root, rel, O_RDONLY, 0);
+	/* held by an O_PATH fd, checked, then reopened: a FIFO, a socket or a
+	 * device is refused, never opened to block on */
+	int pfd = open_beneath(root, rel, O_PATH, 0);
 	int e = errno;
 	close(root);
-	if (fd < 0) {
+	if (pfd < 0) {
 		if (resolve_elsewhere(e))
 			return 0;
 		*rc = e == ENOENT ? rk_error_set(err, RK_ENOTFOUND, "computer file not found: %s", shown)
@@ -2030,10 +2034,11 @@ static int read_host(const struct rk_machine *m, const char *rel, const char *sh
 		return 1;
 	}
 	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		*rc = rk_error_errno(err, RK_EIO, errno, "cannot read %s", shown);
-	} else if (S_ISDIR(st.st_mode)) {
+	int fd = -1;
+	if (fstat(pfd, &st) == 0 && S_ISDIR(st.st_mode)) {
 		*rc = rk_error_set(err, RK_EINVALID, "computer path is a directory: %s", shown);
+	} else if ((fd = rk_fs_reopen_regular(pfd, shown, &st, err)) < 0) {
+		*rc = fd;
 	} else if ((uint64_t)st.st_size > max_bytes) {
 		*rc = too_large(err, max_bytes);
 	} else {
@@ -2057,7 +2062,9 @@ static int read_host(const struct rk_machine *m, const char *rel, const char *sh
 			rk_buf_add(out, chunk, (size_t)r);
 		}
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
+	close(pfd);
 	return 1;
 }
 
@@ -2065,9 +2072,13 @@ static int read_container(const char *container, const char *cpath, size_t max_b
 			  struct rk_error *err)
 {
 	/* refuses an oversized file before sending any of it */
+	/* and a FIFO, a socket or a device (anything but a regular file) before
+	 * cat could block on it; cat reads without waiting for a writer even if
+	 * one is swapped in after the test (dd iflag=nonblock) */
 	static const char script[] = "[ -e \"$1\" ] || exit 44; [ -d \"$1\" ] && exit 47; "
+				     "[ -f \"$1\" ] || { stat -L -c %F -- \"$1\" >&2; exit 48; }; "
 				     "s=$(stat -L -c %s -- \"$1\") || exit 1; [ \"$s\" -gt \"$2\" ] && exit 46; "
-				     "exec cat -- \"$1\"";
+				     "exec dd if=\"$1\" iflag=nonblock bs=65536 status=none";
 	char max[32];
 	snprintf(max, sizeof(max), "%zu", max_bytes);
 	const char *args[] = {cpath, max, NULL};
@@ -2082,6 +2093,9 @@ static int read_container(const char *container, const char *cpath, size_t max_b
 		rc = rk_error_set(err, RK_ENOTFOUND, "computer file not found: %s", cpath);
 	else if (rc == 0 && code == X_ISDIR)
 		rc = rk_error_set(err, RK_EINVALID, "computer path is a directory: %s", cpath);
+	else if (rc == 0 && code == X_SPECIAL)
+		rc = rk_error_set(err, RK_EINVALID, "%s is not a regular file: it is %.*s", cpath,
+				  (int)strcspn(e.data ? e.data : "", "\n"), e.data ? e.data : "special");
 	else if (rc == 0 && code != 0)
 		rc = rk_error_set(err, RK_EFAILED, "cannot read %s in the computer: %s", cpath, e.data);
 	if (rc == 0)
@@ -2408,237 +2422,50 @@ static int docker_file_remove(const struct rk_machine *m, const char *path, stru
 
 /* --- workspace archive ---------------------------------------------------------- */
 
-/* Chromium's profile lock symlinks name the old host and pid; restored, they
- * keep the browser from starting. */
-static int is_singleton(const char *name)
-{
-	return strncmp(name, "Singleton", 9) == 0;
-}
-
-static int tar_error(struct archive *a, struct rk_error *err, const char *what)
-{
-	return rk_error_set(err, RK_EIO, "cannot %s the workspace archive: %s", what,
-			    archive_error_string(a) ? archive_error_string(a) : "unknown error");
-}
-
-static int export_dir(struct archive *a, int dfd, const char *prefix, struct rk_error *err)
-{
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return rk_error_errno(err, RK_EIO, errno, "cannot read the workspace");
-	}
-	int rc = 0;
-	struct dirent *de;
-	char buf[65536];
-	while (rc == 0 && (de = readdir(d))) {
-		const char *name = de->d_name;
-		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || is_singleton(name))
-			continue;
-		struct stat st;
-		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue;
-		if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
-			continue; /* sockets, fifos: runtime state */
-		char *path = *prefix ? rk_xasprintf("%s/%s", prefix, name) : rk_xstrdup(name);
-		struct archive_entry *e = archive_entry_new();
-		archive_entry_copy_stat(e, &st);
-		archive_entry_set_pathname(e, path);
-		archive_entry_set_uid(e, USER_UID);
-		archive_entry_set_gid(e, USER_UID);
-		archive_entry_set_uname(e, "user");
-		archive_entry_set_gname(e, "user");
-		archive_entry_set_nlink(e, S_ISDIR(st.st_mode) ? 2 : 1);
-		int fd = -1;
-		if (S_ISLNK(st.st_mode)) {
-			char target[4096];
-			ssize_t n = readlinkat(dirfd(d), name, target, sizeof(target) - 1);
-			if (n < 0) {
-				archive_entry_free(e);
-				free(path);
-				continue;
-			}
-			target[n] = '\0';
-			archive_entry_set_symlink(e, target);
-			archive_entry_set_size(e, 0);
-		} else if (S_ISREG(st.st_mode)) {
-			fd = openat(dirfd(d), name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-			if (fd < 0) {
-				archive_entry_free(e);
-				free(path);
-				continue;
-			}
-		} else {
-			archive_entry_set_size(e, 0);
-		}
-		if (archive_write_header(a, e) != ARCHIVE_OK)
-			rc = tar_error(a, err, "write");
-		if (rc == 0 && fd >= 0) {
-			la_int64_t left = st.st_size;
-			while (left > 0) {
-				ssize_t n = rk_fs_read_fd(fd, buf, sizeof(buf));
-				if (n <= 0)
-					break;
-				if ((la_int64_t)n > left)
-					n = (ssize_t)left;
-				if (archive_write_data(a, buf, (size_t)n) < 0) {
-					rc = tar_error(a, err, "write");
-					break;
-				}
-				left -= n;
-			}
-			/* a file that shrank meanwhile: pad to the size in the header */
-			memset(buf, 0, sizeof(buf));
-			while (rc == 0 && left > 0) {
-				size_t n = left > (la_int64_t)sizeof(buf) ? sizeof(buf) : (size_t)left;
-				archive_write_data(a, buf, n);
-				left -= (la_int64_t)n;
-			}
-		}
-		if (fd >= 0)
-			close(fd);
-		archive_entry_free(e);
-		if (rc == 0 && S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0)
-				rc = export_dir(a, sub, path, err);
-		}
-		free(path);
-	}
-	closedir(d);
-	return rc;
-}
-
+/* The workspace as a tar owned by uid 1000, without Chromium's profile
+ * locks (restored, they keep the browser from starting), and without
+ * FIFOs, sockets and devices, which are never opened. */
 static int docker_workspace_export(const struct rk_machine *m, int fd, struct rk_error *err)
 {
-	int root = open_root(m, err);
-	if (root < 0)
-		return root;
-	struct archive *a = archive_write_new();
-	archive_write_set_format_pax(a);
-	int rc = 0;
-	if (archive_write_open_fd(a, fd) != ARCHIVE_OK)
-		rc = tar_error(a, err, "start");
-	if (rc == 0)
-		rc = export_dir(a, root, "", err);
-	else
-		close(root);
-	if (archive_write_close(a) != ARCHIVE_OK && rc == 0)
-		rc = tar_error(a, err, "finish");
-	archive_write_free(a);
-	return rc;
+	struct rk_tar_opts o = {.uid = USER_UID, .gid = USER_UID, .skip = rk_tar_skip_singleton};
+	return rk_tar_write_dir(m->home_dir, fd, &o, NULL, err);
 }
 
-/* A relative archive name with no "." or ".." segment. */
-static int inside_name(const char *name)
-{
-	if (name[0] == '/')
-		return 0;
-	char *norm = NULL;
-	int ok = rk_path_normalize(name, &norm, NULL) == 0;
-	free(norm);
-	return ok;
-}
-
-/* Host-side extraction (as root, owner uid 1000), refusing anything that
- * would leave the workspace or pass through a symlink. */
+/* Host-side extraction (as root): the one archive reader stages and checks
+ * the whole stream beside the workspace, owners become uid 1000, then it
+ * moves in. */
 static int import_host(const struct rk_machine *m, int fd, struct rk_error *err)
 {
 	int rc = prepare_dir(m->home_dir, err);
 	if (rc < 0)
 		return rc;
-	/* the prefix is resolved once: SECURE_SYMLINKS would refuse a home dir
-	 * under a symlinked path, and the entry names are checked below */
-	char *home = realpath(m->home_dir, NULL);
-	if (!home)
-		return rk_error_errno(err, RK_EIO, errno, "cannot resolve the workspace %s", m->home_dir);
-	struct archive *in = archive_read_new();
-	archive_read_support_format_all(in);
-	archive_read_support_filter_all(in);
-	struct archive *out = archive_write_disk_new();
-	archive_write_disk_set_options(out, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_OWNER |
-						    ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-						    ARCHIVE_EXTRACT_UNLINK);
-	if (archive_read_open_fd(in, fd, 65536) != ARCHIVE_OK) {
-		rc = tar_error(in, err, "read");
-		goto out;
-	}
-	struct archive_entry *e;
-	for (;;) {
-		int r = archive_read_next_header(in, &e);
-		if (r == ARCHIVE_EOF)
-			break;
-		if (r < ARCHIVE_WARN) {
-			rc = tar_error(in, err, "read");
-			break;
-		}
-		const char *name = archive_entry_pathname(e);
-		while (name && name[0] == '.' && name[1] == '/')
-			name += 2;
-		const char *base = name ? strrchr(name, '/') : NULL;
-		base = base ? base + 1 : name;
-		if (!name || !*name || strcmp(name, ".") == 0 || is_singleton(base))
-			continue;
-		const char *hl = archive_entry_hardlink(e);
-		while (hl && hl[0] == '.' && hl[1] == '/')
-			hl += 2;
-		if (!inside_name(name) || (hl && !inside_name(hl))) {
-			rc = rk_error_set(err, RK_EINVALID, "workspace archive entry leaves the workspace: %s", name);
-			break;
-		}
-		char *full = rk_path_join(home, name);
-		archive_entry_set_pathname(e, full);
-		free(full);
-		if (hl) {
-			char *hfull = rk_path_join(home, hl);
-			archive_entry_set_hardlink(e, hfull);
-			free(hfull);
-		}
-		archive_entry_set_uid(e, USER_UID);
-		archive_entry_set_gid(e, USER_UID);
-		archive_entry_set_uname(e, NULL);
-		archive_entry_set_gname(e, NULL);
-		if (archive_write_header(out, e) < ARCHIVE_WARN) {
-			rc = tar_error(out, err, "extract");
-			break;
-		}
-		if (archive_entry_size(e) > 0) {
-			const void *block;
-			size_t size;
-			la_int64_t offset;
-			while ((r = archive_read_data_block(in, &block, &size, &offset)) == ARCHIVE_OK) {
-				if (archive_write_data_block(out, block, size, offset) < ARCHIVE_WARN) {
-					r = ARCHIVE_FATAL;
-					break;
-				}
-			}
-			if (r != ARCHIVE_EOF) {
-				rc = tar_error(r == ARCHIVE_FATAL ? out : in, err, "extract");
-				break;
-			}
-		}
-		if (archive_write_finish_entry(out) < ARCHIVE_WARN) {
-			rc = tar_error(out, err, "extract");
-			break;
-		}
-	}
-out:
-	archive_read_free(in);
-	archive_write_close(out);
-	archive_write_free(out);
-	free(home);
-	return rc;
+	struct rk_tar_opts o = {.uid = USER_UID, .gid = USER_UID, .skip = rk_tar_skip_singleton};
+	return rk_tar_extract(fd, m->home_dir, &o, NULL, err);
 }
 
 static int docker_workspace_import(const struct rk_machine *m, int fd, struct rk_error *err)
 {
 	if (geteuid() == 0)
 		return import_host(m, fd, err);
-	/* not root: docker extracts it (keeping the archive's uid 1000) */
+	/* not root: docker extracts it, as root, so it gets only what the one
+	 * archive reader passed, written again owned by uid 1000 */
 	char *id = NULL;
 	int rc = container_of(m, &id, err);
 	if (rc < 0)
 		return rc;
+	int clean = open(m->data_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (clean < 0) {
+		rc = rk_error_errno(err, RK_EIO, errno, "cannot make a scratch file in %s", m->data_dir);
+		free(id);
+		return rc;
+	}
+	struct rk_tar_opts o = {.uid = USER_UID, .gid = USER_UID, .skip = rk_tar_skip_singleton};
+	if ((rc = rk_tar_repack(fd, clean, m->data_dir, &o, err)) != 0 ||
+	    (lseek(clean, 0, SEEK_SET) != 0 && (rc = rk_error_errno(err, RK_EIO, errno, "cannot rewind the archive")))) {
+		close(clean);
+		free(id);
+		return rc;
+	}
 	char *enc = rk_docker_urlencode(id);
 	char *path = rk_xasprintf("/containers/%s/archive?path=%s", enc, WORKSPACE);
 	struct rk_docker_resp r;
@@ -2647,7 +2474,7 @@ static int docker_workspace_import(const struct rk_machine *m, int fd, struct rk
 		.method = "PUT",
 		.path = path,
 		.content_type = "application/x-tar",
-		.body_fd = fd,
+		.body_fd = clean,
 		.reply_fd = -1,
 		.timeout_ms = 600000,
 	};
@@ -2659,6 +2486,7 @@ static int docker_workspace_import(const struct rk_machine *m, int fd, struct rk
 	free(path);
 	free(enc);
 	free(id);
+	close(clean);
 	return rc;
 }
 

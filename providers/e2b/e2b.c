@@ -26,8 +26,6 @@
  * starts. Team screens i >= 1 are Xvfb :(i+1) with their own x11vnc (view
  * port 5900+2i, control 5901+2i) and noVNC (view 6080+2i, control 6081+2i). */
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -50,6 +48,7 @@
 #include "../../engine/util/id.h"
 #include "../../engine/util/json.h"
 #include "../../engine/util/log.h"
+#include "../../engine/util/tar.h"
 #include "../../engine/util/time.h"
 #include "../provider.h"
 
@@ -1565,114 +1564,16 @@ static int e2b_workspace_export(const struct rk_machine *m, int fd, struct rk_er
 	return rc;
 }
 
-static int tar_err(struct archive *a, struct rk_error *err, const char *what)
-{
-	return rk_error_set(err, RK_EINVALID, "cannot %s the workspace archive: %s", what,
-			    archive_error_string(a) ? archive_error_string(a) : "unknown error");
-}
-
-static la_ssize_t to_buf(struct archive *a, void *ud, const void *data, size_t len)
-{
-	rk_buf_add(ud, data, len);
-	return (la_ssize_t)len;
-}
-
-/* A relative archive name with no "." or ".." segment. */
-static int inside_name(const char *name)
-{
-	if (name[0] == '/')
-		return 0;
-	char *norm = NULL;
-	int ok = rk_path_normalize(name, &norm, NULL) == 0;
-	free(norm);
-	return ok;
-}
-
-/* Reads the stream on fd and writes a checked copy to clean: entries that
- * would leave the workspace refuse the whole stream; Chromium's Singleton*
- * locks are left out (restored, they keep the browser from starting). */
-static int sanitize(int fd, struct rk_buf *clean, struct rk_error *err)
-{
-	struct archive *in = archive_read_new();
-	archive_read_support_format_all(in);
-	archive_read_support_filter_all(in);
-	struct archive *out = archive_write_new();
-	archive_write_set_format_pax(out);
-	int rc = 0;
-	if (archive_read_open_fd(in, fd, 65536) != ARCHIVE_OK) {
-		rc = tar_err(in, err, "read");
-		goto done;
-	}
-	if (archive_write_open(out, clean, NULL, to_buf, NULL) != ARCHIVE_OK) {
-		rc = tar_err(out, err, "write");
-		goto done;
-	}
-	struct archive_entry *e;
-	char block[65536];
-	for (;;) {
-		int r = archive_read_next_header(in, &e);
-		if (r == ARCHIVE_EOF)
-			break;
-		if (r < ARCHIVE_WARN) {
-			rc = tar_err(in, err, "read");
-			break;
-		}
-		const char *name = archive_entry_pathname(e);
-		while (name && name[0] == '.' && name[1] == '/')
-			name += 2;
-		const char *base = name ? strrchr(name, '/') : NULL;
-		base = base ? base + 1 : name;
-		if (!name || !*name || !strcmp(name, ".") || !strncmp(base, "Singleton", 9))
-			continue;
-		const char *hl = archive_entry_hardlink(e);
-		while (hl && hl[0] == '.' && hl[1] == '/')
-			hl += 2;
-		if (!inside_name(name) || (hl && !inside_name(hl))) {
-			rc = rk_error_set(err, RK_EINVALID, "workspace archive entry leaves the workspace: %s", name);
-			break;
-		}
-		char *clean_name = rk_xasprintf("./%s", name);
-		archive_entry_set_pathname(e, clean_name);
-		free(clean_name);
-		if (hl) {
-			char *h = rk_xasprintf("./%s", hl);
-			archive_entry_set_hardlink(e, h);
-			free(h);
-		}
-		archive_entry_set_uname(e, "user");
-		archive_entry_set_gname(e, "user");
-		archive_entry_set_uid(e, 1000);
-		archive_entry_set_gid(e, 1000);
-		if (archive_write_header(out, e) < ARCHIVE_WARN) {
-			rc = tar_err(out, err, "write");
-			break;
-		}
-		la_ssize_t n;
-		while ((n = archive_read_data(in, block, sizeof(block))) > 0)
-			if (archive_write_data(out, block, (size_t)n) < 0) {
-				rc = tar_err(out, err, "write");
-				break;
-			}
-		if (rc)
-			break;
-		if (n < 0) {
-			rc = tar_err(in, err, "read");
-			break;
-		}
-	}
-done:
-	if (archive_write_close(out) != ARCHIVE_OK && rc == 0)
-		rc = tar_err(out, err, "finish");
-	archive_write_free(out);
-	archive_read_free(in);
-	return rc;
-}
-
 static int e2b_workspace_import(const struct rk_machine *m, int fd, struct rk_error *err)
 {
 	struct rk_buf clean;
 	rk_buf_init(&clean);
-	int rc = sanitize(fd, &clean, err);
+	/* the one archive reader refuses the whole stream for any entry it
+	 * refuses (tar would unpack it in the sandbox otherwise); Chromium's
+	 * Singleton* locks are left out (restored, they keep the browser from
+	 * starting) */
+	struct rk_tar_opts o = {.uid = 1000, .gid = 1000, .skip = rk_tar_skip_singleton};
+	int rc = rk_tar_repack_buf(fd, &clean, m->data_dir, &o, err);
 	if (rc) {
 		rk_buf_release(&clean);
 		return rc;

@@ -34,7 +34,6 @@
 
 #define WORKSPACE_ABS "/home/user/rakazo-home"
 
-static const char *const export_exclude[] = {"Singleton*", NULL};
 
 /* The machine of m: its ref, or when the engine has none (a provision whose
  * reply was lost) the one recorded for the computer, as docker finds a
@@ -615,14 +614,11 @@ static int fake_file_read(const struct rk_machine *m, const char *path, size_t m
 	int r = workspace_rel(path, &rel, err);
 	if (r || (r = require_running(m, err)))
 		return r;
-	int fd = rk_fs_open_beneath(m->home_dir, rel, O_RDONLY, 0, 0, err);
+	/* a FIFO or a device is refused, never opened to block on */
+	struct stat st;
+	int fd = rk_fs_open_regular_beneath(m->home_dir, rel, &st, err);
 	if (fd < 0)
 		return fd;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return rk_error_set(err, RK_EINVALID, "%s is not a regular file", path);
-	}
 	if ((uint64_t)st.st_size > max_bytes) {
 		close(fd);
 		return rk_error_set(err, RK_ETOOLARGE, "computer file exceeds %zu bytes", max_bytes);
@@ -722,7 +718,8 @@ static int fake_export(const struct rk_machine *m, int fd, struct rk_error *err)
 	int r = require_running(m, err);
 	if (r)
 		return r;
-	return rk_tar_write_dir(m->home_dir, fd, export_exclude, NULL, err);
+	struct rk_tar_opts o = {.uid = -1, .gid = -1, .skip = rk_tar_skip_singleton};
+	return rk_tar_write_dir(m->home_dir, fd, &o, NULL, err);
 }
 
 static int fake_import(const struct rk_machine *m, int fd, struct rk_error *err)
@@ -730,7 +727,8 @@ static int fake_import(const struct rk_machine *m, int fd, struct rk_error *err)
 	int r = require_running(m, err);
 	if (r)
 		return r;
-	return rk_tar_extract(fd, m->home_dir, -1, -1, NULL, err);
+	/* staged and checked whole before anything lands in the workspace */
+	return rk_tar_extract(fd, m->home_dir, NULL, NULL, err);
 }
 
 const struct rk_provider_ops rk_provider_fake = {

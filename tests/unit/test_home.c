@@ -131,7 +131,7 @@ TEST(exclusion_in_snapshot_and_export)
 	lseek(fd, 0, SEEK_SET);
 	char *dest2 = rk_path_join(dir, "imported");
 	struct rk_home_import_stats st;
-	CHECK_EQ_INT(rk_home_import_tar(fd, dest2, 1 << 20, &st, &e), 0);
+	CHECK_EQ_INT(rk_home_import_tar(fd, dest2, &(struct rk_tar_opts){.uid = -1, .gid = -1, .max_bytes = 1 << 20}, &st, &e), 0);
 	close(fd);
 	CHECK(has(dest2, "project/Cache/x"));
 	CHECK(has(dest2, ".browser-profiles/default/Default/Cookies"));
@@ -344,7 +344,7 @@ TEST(tar_slip_refused)
 		char *dest = rk_xasprintf("%s/box/stage-%s", dir, kinds[i]);
 		int fd = open(tarp, O_RDONLY);
 		struct rk_error e = {0};
-		int r = rk_home_import_tar(fd, dest, 4096, NULL, &e);
+		int r = rk_home_import_tar(fd, dest, &(struct rk_tar_opts){.uid = -1, .gid = -1, .max_bytes = 4096}, NULL, &e);
 		close(fd);
 		if (r == 0)
 			printf("  %s was not refused\n", kinds[i]);

@@ -445,12 +445,12 @@ TEST(tar_roundtrip_and_hostile)
 	char tmpl[] = "/tmp/rk-tar-XXXXXX";
 	int fd = mkstemp(tmpl);
 	unlink(tmpl);
-	const char *ex[] = {"Singleton*", NULL};
+	struct rk_tar_opts ex = {.uid = -1, .gid = -1, .skip = rk_tar_skip_singleton};
 	struct rk_tar_stats st = {0};
-	CHECK_EQ_INT(rk_tar_write_dir(a, fd, ex, &st, &e), 0);
+	CHECK_EQ_INT(rk_tar_write_dir(a, fd, &ex, &st, &e), 0);
 	CHECK_EQ_INT(st.files, 1);
 	lseek(fd, 0, SEEK_SET);
-	CHECK_EQ_INT(rk_tar_extract(fd, bdir, -1, -1, NULL, &e), 0);
+	CHECK_EQ_INT(rk_tar_extract(fd, bdir, NULL, NULL, &e), 0);
 	close(fd);
 	char *g = rk_xasprintf("%s/sub/tool", bdir);
 	struct stat sb;
@@ -469,7 +469,7 @@ TEST(tar_roundtrip_and_hostile)
 		 (int)getpid(), fd);
 	CHECK(system(cmd) == 0);
 	lseek(fd, 0, SEEK_SET);
-	CHECK_EQ_INT(rk_tar_extract(fd, bdir, -1, -1, NULL, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_tar_extract(fd, bdir, NULL, NULL, &e), -RK_EINVALID);
 	close(fd);
 	char *evil = rk_xasprintf("%s/../evil", bdir);
 	CHECK(!rk_fs_exists(evil));
@@ -481,6 +481,145 @@ TEST(tar_roundtrip_and_hostile)
 	free(lock);
 	free(g);
 	free(gl);
+}
+
+/* Issue 20, item 5: a FIFO, a socket or a device is refused by name and at
+ * once (an open that blocked would hang this test), a link never followed. */
+TEST(open_regular_refuses_special_files)
+{
+	char t[] = "/tmp/rk-special-XXXXXX";
+	char *dir = mkdtemp(t);
+	REQUIRE(dir);
+	struct rk_error e;
+	char *p = rk_path_join(dir, "pipe");
+	REQUIRE(mkfifo(p, 0600) == 0);
+	free(p);
+	p = rk_path_join(dir, "file");
+	REQUIRE(rk_fs_write_atomic(p, "ok", 2, 0600, &e) == 0);
+	free(p);
+	p = rk_path_join(dir, "link");
+	REQUIRE(symlink("/etc/passwd", p) == 0);
+	free(p);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	REQUIRE(dfd >= 0);
+	CHECK_EQ_INT(rk_fs_open_regular(dfd, "pipe", "pipe", NULL, &e), -RK_EINVALID);
+	CHECK(strstr(e.message, "pipe is not a regular file: it is a FIFO") != NULL);
+	CHECK_EQ_INT(rk_fs_open_regular(dfd, "link", "link", NULL, &e), -RK_EINVALID);
+	CHECK(strstr(e.message, "symbolic link") != NULL);
+	CHECK_EQ_INT(rk_fs_open_regular(AT_FDCWD, "/dev/null", "/dev/null", NULL, &e), -RK_EINVALID);
+	CHECK(strstr(e.message, "character device") != NULL);
+	CHECK_EQ_INT(rk_fs_open_regular(dfd, "none", "none", NULL, &e), -RK_ENOTFOUND);
+	struct stat st;
+	int fd = rk_fs_open_regular(dfd, "file", "file", &st, &e);
+	CHECK(fd >= 0 && st.st_size == 2);
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+	CHECK_EQ_INT(rk_fs_open_regular_beneath(dir, "pipe", NULL, &e), -RK_EINVALID);
+	fd = rk_fs_open_regular_beneath(dir, "file", NULL, &e);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	rk_fs_remove_tree(dir, NULL);
+}
+
+/* Runs python3 on script (one argument: dir); 0 when it ran. */
+static int py_in(const char *script, const char *dir)
+{
+	char *path = rk_path_join(dir, "mk.py");
+	struct rk_error e;
+	int r = rk_fs_write_atomic(path, script, strlen(script), 0600, &e);
+	char *cmd = rk_xasprintf("python3 %s %s", path, dir);
+	if (r == 0)
+		r = system(cmd) == 0 ? 0 : -1;
+	free(cmd);
+	free(path);
+	return r;
+}
+
+/* Issue 20, item 6: the one reader refuses each hostile archive, drops
+ * setuid/setgid/sticky bits and the archive's owners, caps entries, and
+ * rk_tar_extract leaves the target untouched on a refusal. */
+TEST(tar_reader_rules)
+{
+	char t[] = "/tmp/rk-reader-XXXXXX";
+	char *dir = mkdtemp(t);
+	REQUIRE(dir);
+	static const char script[] =
+		"import io, sys, tarfile\n"
+		"d = sys.argv[1]\n"
+		"def f(n, data=b'x', mode=0o644):\n"
+		"    i = tarfile.TarInfo(n); i.size = len(data); i.mode = mode; i.uid = 4242; return (i, data)\n"
+		"def l(n, target, kind=tarfile.SYMTYPE):\n"
+		"    i = tarfile.TarInfo(n); i.type = kind; i.linkname = target; return (i, None)\n"
+		"cases = {\n"
+		"    'chain': [l('a/b/l', '../..'), l('a/b/x', 'l/../../..')],\n"
+		"    'hardlink_via_link': [l('up', '.'), l('hl', 'up/first', tarfile.LNKTYPE)],\n"
+		"    'hardlink_to_link': [l('s', 'first'), l('hl', 's', tarfile.LNKTYPE)],\n"
+		"    'fifo': [(lambda i: (setattr(i, 'type', tarfile.FIFOTYPE), (i, None))[1])(tarfile.TarInfo('p'))],\n"
+		"    'many': [f('m%d' % k) for k in range(20)],\n"
+		"    'suid': [f('s', b'#!', 0o6755), (lambda i: (setattr(i, 'type', tarfile.DIRTYPE), setattr(i, 'mode', 0o1777), (i, None))[2])(tarfile.TarInfo('sticky'))],\n"
+		"}\n"
+		"for k, ms in cases.items():\n"
+		"    with tarfile.open(d + '/' + k + '.tar', 'w', format=tarfile.PAX_FORMAT) as t:\n"
+		"        for m, data in [f('first')] + ms:\n"
+		"            t.addfile(m, io.BytesIO(data) if data is not None else None)\n";
+	if (py_in(script, dir) != 0) {
+		check_skip("python3 cannot build the archives");
+		rk_fs_remove_tree(dir, NULL);
+		return;
+	}
+	char *live = rk_path_join(dir, "live");
+	char *keep = rk_path_join(live, "keep");
+	struct rk_error e;
+	REQUIRE(rk_fs_mkdirs(live, 0755, &e) == 0);
+	REQUIRE(rk_fs_write_atomic(keep, "k", 1, 0644, &e) == 0);
+	static const char *const refused[] = {"chain", "hardlink_via_link", "hardlink_to_link", "fifo", "many", NULL};
+	struct rk_tar_opts o = {.uid = -1, .gid = -1, .max_entries = 10};
+	for (size_t i = 0; refused[i]; i++) {
+		char *tp = rk_xasprintf("%s/%s.tar", dir, refused[i]);
+		int fd = open(tp, O_RDONLY);
+		REQUIRE(fd >= 0);
+		int r = rk_tar_extract(fd, live, &o, NULL, &e);
+		close(fd);
+		if (r == 0)
+			printf("  %s was not refused\n", refused[i]);
+		CHECK(r == -RK_EINVALID || (r == -RK_ETOOLARGE && !strcmp(refused[i], "many")));
+		char *first = rk_path_join(live, "first");
+		CHECK(!rk_fs_exists(first)); /* nothing of it landed */
+		free(first);
+		free(tp);
+	}
+	CHECK(rk_fs_exists(keep));
+	/* not a tar at all: refused before any entry (nothing to free) */
+	char *junk = rk_path_join(dir, "junk");
+	REQUIRE(rk_fs_write_atomic(junk, "not a tar at all", 16, 0600, &e) == 0);
+	int jfd = open(junk, O_RDONLY);
+	CHECK_EQ_INT(rk_tar_extract(jfd, live, &o, NULL, &e), -RK_EINVALID);
+	close(jfd);
+	free(junk);
+	/* staging went with the refusals */
+	char *ls = rk_xasprintf("ls -A %s | grep -q staging", dir);
+	CHECK(system(ls) != 0);
+	free(ls);
+	/* the bits go, the owner is ours */
+	char *tp = rk_xasprintf("%s/suid.tar", dir);
+	int fd = open(tp, O_RDONLY);
+	struct rk_tar_stats st;
+	CHECK_EQ_INT(rk_tar_extract(fd, live, &o, &st, &e), 0);
+	close(fd);
+	CHECK_EQ_INT(st.files, 2);
+	char *s = rk_path_join(live, "s"), *sticky = rk_path_join(live, "sticky");
+	struct stat sb;
+	CHECK(stat(s, &sb) == 0 && (sb.st_mode & 07777) == 0755 && sb.st_uid == geteuid());
+	CHECK(stat(sticky, &sb) == 0 && (sb.st_mode & 07777) == 0777);
+	CHECK(rk_fs_exists(keep));
+	free(s);
+	free(sticky);
+	free(tp);
+	free(keep);
+	free(live);
+	rk_fs_remove_tree(dir, NULL);
 }
 
 int main(void)
@@ -495,6 +634,8 @@ int main(void)
 	RUN(atomic_write_and_beneath);
 	RUN(output_to_a_fifo_stays_a_fifo);
 	RUN(tar_roundtrip_and_hostile);
+	RUN(open_regular_refuses_special_files);
+	RUN(tar_reader_rules);
 	RUN(ipc_call_outcomes);
 	RUN(ipc_call_refuses_another_uid);
 	return check_summary("util");
