@@ -29,6 +29,7 @@
 #include "../engine/api.h"
 #include "../engine/util/buf.h"
 #include "../engine/util/fs.h"
+#include "../engine/util/http.h"
 #include "../engine/util/id.h"
 #include "../engine/util/json.h"
 #include "../engine/util/log.h"
@@ -37,9 +38,11 @@
 #include "out.h"
 
 static const char *o_listen = "127.0.0.1:7380", *o_token_file, *o_url_file, *o_bot;
+static int o_public;
 
 static const struct rk_opt serve_opts[] = {
 	OPT_STRING("listen", 'l', &o_listen, "ADDR:PORT", "where to listen, a loopback address (default 127.0.0.1:7380; port 0 picks one)"),
+	OPT_BOOL("public", 0, &o_public, "let --listen be an address other machines reach (plain HTTP: put TLS in front)"),
 	OPT_STRING("token-file", 0, &o_token_file, "FILE", "a token for clients: made (mode 0600) when FILE is missing, checked when it exists"),
 	OPT_STRING("url-file", 0, &o_url_file, "FILE", "write the base URL here once listening"),
 	OPT_STRING("bot", 'b', &o_bot, "BOT", "with token create: the token acts as this bot"),
@@ -892,31 +895,6 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
-static int parse_listen(struct cmd_ctx *ctx, struct sockaddr_in *sa)
-{
-	const char *colon = strrchr(o_listen, ':');
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	char host[64];
-	char *end;
-	long port = colon ? strtol(colon + 1, &end, 10) : -1;
-	if (!colon || (size_t)(colon - o_listen) >= sizeof(host) || colon[1] == '\0' || *end || port < 0 || port > 65535)
-		return rk_error_set(&ctx->err, RK_EUSAGE, "--listen takes ADDR:PORT, e.g. 127.0.0.1:7380, not '%s'", o_listen);
-	memcpy(host, o_listen, (size_t)(colon - o_listen));
-	host[colon - o_listen] = '\0';
-	if (!strcmp(host, "localhost"))
-		snprintf(host, sizeof(host), "127.0.0.1");
-	if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-		return rk_error_set(&ctx->err, RK_EUSAGE, "--listen: '%s' is not an IPv4 address", host);
-	if ((ntohl(sa->sin_addr.s_addr) >> 24) != 127)
-		return rk_error_set(&ctx->err, RK_EUSAGE,
-				    "--listen: %s is not a loopback address; the API speaks plain HTTP, so it listens "
-				    "on 127.0.0.0/8 only (put a TLS proxy in front for more)",
-				    host);
-	sa->sin_port = htons((uint16_t)port);
-	return 0;
-}
-
 /* --token-file: a token to hand clients, made when the file is missing. */
 static int token_file(struct cmd_ctx *ctx)
 {
@@ -959,7 +937,8 @@ static void stop_poller(pthread_t poller)
 static int run_server(struct cmd_ctx *ctx)
 {
 	struct sockaddr_in sa;
-	int r = parse_listen(ctx, &sa);
+	int loopback = 1;
+	int r = rk_listen_parse(o_listen, "the API", o_public, &sa, &loopback, &ctx->err);
 	/* the broker first: before any thread or database connection exists */
 	if (r || (r = broker_start(&ctx->err)) || (r = cmd_engine(ctx)))
 		return r;
@@ -1008,6 +987,13 @@ static int run_server(struct cmd_ctx *ctx)
 	}
 	fflush(stdout);
 	out_progress("rakazo serve: the Computers API on %s/v1 (Ctrl-C stops it)", url);
+	if (!loopback)
+		fprintf(stderr,
+			"rakazo: warning: --public: the Computers API listens on %s, reachable from other machines, in "
+			"plain HTTP without TLS: every route under /v1 (computers and their lifecycle, shell sessions, "
+			"files, desktops, forwarded ports, paired machines, bot rights) answers anyone who holds a "
+			"token, and tokens cross the network in clear. Put a TLS proxy in front.\n",
+			url);
 	rk_log(RK_LOG_INFO, "serve: listening on %s", url);
 	free(url);
 	while (!stop_requested) {
@@ -1112,7 +1098,7 @@ static int run_serve(struct cmd_ctx *ctx)
 
 const struct cmd_entry cmd_serve = {
 	.name = "serve",
-	.args = "[--listen ADDR:PORT] [--token-file F] | token create NAME [--bot BOT] | token list | token revoke ID | routes",
+	.args = "[--listen ADDR:PORT [--public]] [--token-file F] | token create NAME [--bot BOT] | token list | token revoke ID | routes",
 	.summary = "serve the Computers HTTP API (JSON under /v1, bearer tokens)",
 	.description = "Without a word it serves until SIGINT or SIGTERM and prints its base URL on stdout.\n"
 		       "`token create` prints a bearer token once (only a hash is kept); with --bot the token\n"

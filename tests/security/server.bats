@@ -121,3 +121,72 @@ EOF
 	kill "$other_pid"
 	grep -q "its token .* was revoked" "$RAKAZO_DATA_DIR/log/rakazo.log"
 }
+
+# --- loopback unless --public ------------------------------------------------------------
+# A non-loopback address is only ever refused here (192.0.2.1 is the
+# documentation range: never anyone's); --public is tried on 0.0.0.0 and
+# reached through 127.0.0.1 only.
+
+@test "serve and screen gateway: a non-loopback --listen is refused without --public, before listening" {
+	expect_status 2 rk serve --listen 192.0.2.1:7380
+	[[ "$output" == *"not a loopback address"*"plain HTTP without TLS"*"--public"* ]]
+	expect_status 2 rk screen gateway --listen 192.0.2.1:6080
+	[[ "$output" == *"not a loopback address"*"plain HTTP without TLS"*"--public"* ]]
+	[ ! -e "$RAKAZO_DATA_DIR/run/gateway/address" ]
+	expect_status 2 rk screen gateway --listen 192.0.2.1:6080 --json
+	[[ "$output" == *'"code":"usage"'* ]]
+	# loopback needs nothing
+	expect_status 2 rk screen gateway --listen nonsense
+}
+
+@test "serve --public: listens, and says on stderr what it exposes and that it is plain HTTP" {
+	( eval 'exec "$RAKAZO_BIN" serve --listen 0.0.0.0:0 --public --url-file "$BATS_TEST_TMPDIR/url"' "$RK_CLOSE_FDS" ) \
+		>"$BATS_TEST_TMPDIR/serve.out" 2>"$BATS_TEST_TMPDIR/serve.err" &
+	SERVE_PID=$!
+	wait_for '[ -s "$BATS_TEST_TMPDIR/url" ]' 30
+	port=$(sed 's/.*://' "$BATS_TEST_TMPDIR/url")
+	cat "$BATS_TEST_TMPDIR/serve.err"
+	grep -q "warning: --public: the Computers API listens on http://0.0.0.0:$port" "$BATS_TEST_TMPDIR/serve.err"
+	grep -q "every route under /v1" "$BATS_TEST_TMPDIR/serve.err"
+	grep -q "plain HTTP without TLS" "$BATS_TEST_TMPDIR/serve.err"
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v1/health")" = 200 ]
+	# on loopback there is nothing to warn of
+	kill "$SERVE_PID"
+	wait "$SERVE_PID" || true
+	serve_start --public
+	! grep -q warning "$BATS_TEST_TMPDIR/serve.err"
+}
+
+@test "screen gateway --public: listens, and says on stderr that every shared screen is exposed over plain HTTP" {
+	eval '"$RAKAZO_BIN" screen gateway --listen 0.0.0.0:0 --public >"$BATS_TEST_TMPDIR/gw.out" 2>"$BATS_TEST_TMPDIR/gw.err" &' \
+		"$RK_CLOSE_FDS"
+	GW_PID=$!
+	wait_for 'grep -q "listening on" "$BATS_TEST_TMPDIR/gw.out"' 10
+	port=$(sed -n 's#.*ws://[^:]*:\([0-9]*\)/.*#\1#p' "$BATS_TEST_TMPDIR/gw.out")
+	cat "$BATS_TEST_TMPDIR/gw.err"
+	grep -q "warning: --public: the screen gateway listens on 0.0.0.0:$port" "$BATS_TEST_TMPDIR/gw.err"
+	grep -q "every shared screen" "$BATS_TEST_TMPDIR/gw.err"
+	grep -q "plain HTTP without TLS" "$BATS_TEST_TMPDIR/gw.err"
+	[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:$port/websockify")" = 400 ]
+}
+
+@test "screen gateway: a viewer is dropped within a second or so of its capability's revocation; another stays" {
+	load ../cli/gateway
+	docker_or_skip
+	rk computer create --name d --wait --json >/dev/null
+	[ "$(rk screen info d --display 1 --json | rk_json 'd["transport"]')" = vnc ]
+	gateway_start
+	view=$(share_token d --display 1 --view)
+	other=$(share_token d --display 1 --view)
+	rfb "ws://$GW/websockify?token=$view" --hold >"$BATS_TEST_TMPDIR/hold" 2>&1 &
+	rfb "ws://$GW/websockify?token=$other" --hold >"$BATS_TEST_TMPDIR/hold-other" 2>&1 &
+	wait_for 'grep -q connected "$BATS_TEST_TMPDIR/hold" && grep -q connected "$BATS_TEST_TMPDIR/hold-other"' 30
+	run rk screen revoke --json -- "$view"
+	[ "$status" -eq 0 ]
+	[ "$output" = '{"revoked":1}' ]
+	# the revoke has ended the forwarder; the gateway closes the viewer at
+	# once (the bound is generous for a loaded machine)
+	wait_for 'grep -q closed "$BATS_TEST_TMPDIR/hold"' 10
+	[ "$(upgrade_status "$view")" = 403 ]
+	! grep -q closed "$BATS_TEST_TMPDIR/hold-other"
+}
