@@ -78,13 +78,14 @@ struct req_state {
 /* --- strangers: connections that have shown no token --------------------------------- */
 /* The network before authentication gets a bounded share of the server. A
  * connection is a stranger's until it shows a live token (or a paired
- * machine's secret): at most PEER_STRANGERS of those per peer address and
- * STRANGERS in all are let in, so SLOTS - STRANGERS slots always remain for
- * clients with a token; each is cut HEADERS_MS after it connected (idle,
- * dribbling its headers, or lingering after its answer, which also closes
- * it); and no body is read before the token is checked. The bodies of
- * authenticated requests share BODY_BUDGET; MHD keeps the request line and
- * headers within HEADER_BYTES (431 past it). */
+ * machine's secret). At most PEER_STRANGERS strangers per peer address are
+ * let in; past STRANGERS in all, the oldest is cut to let a new one in (a
+ * client with a token shows it at once, so it is never the oldest for
+ * long, and the slots past STRANGERS stay for connections with a token).
+ * Each is cut HEADERS_MS after it connected (idle, dribbling its headers,
+ * or lingering after its answer, which also closes it); no body is read
+ * before the token is checked. The bodies of authenticated requests share
+ * BODY_BUDGET; MHD keeps the request line and headers within HEADER_BYTES. */
 #define SLOTS 512u
 #define PEER_SLOTS 256u
 #define STRANGERS 256u
@@ -105,7 +106,14 @@ struct peer {
 
 static pthread_mutex_t peers_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct peer *peers;
-static size_t strangers, body_used;
+static size_t body_used;
+
+static void cut(struct peer *p)
+{
+	if (p->fd >= 0)
+		shutdown(p->fd, SHUT_RDWR);
+	p->cut = 1;
+}
 
 static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
 {
@@ -113,11 +121,19 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 	if (!addr || len < sizeof(struct sockaddr_in) || addr->sa_family != AF_INET)
 		return MHD_NO;
 	uint32_t a = ((const struct sockaddr_in *)addr)->sin_addr.s_addr;
-	size_t same = 0;
+	size_t same = 0, live = 0;
+	struct peer *oldest = NULL;
 	pthread_mutex_lock(&peers_mu);
 	for (struct peer *p = peers; p; p = p->next)
-		same += !p->trusted && p->addr == a;
-	int ok = strangers < STRANGERS && same < PEER_STRANGERS;
+		if (!p->trusted && !p->cut) {
+			live++;
+			same += p->addr == a;
+			if (!oldest || p->since <= oldest->since)
+				oldest = p;
+		}
+	int ok = same < PEER_STRANGERS;
+	if (ok && live >= STRANGERS && oldest)
+		cut(oldest);
 	pthread_mutex_unlock(&peers_mu);
 	return ok ? MHD_YES : MHD_NO;
 }
@@ -139,7 +155,6 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **ctx, en
 		if (peers)
 			peers->prev = p;
 		peers = p;
-		strangers++;
 		pthread_mutex_unlock(&peers_mu);
 		*ctx = p;
 	} else if (p) {
@@ -150,8 +165,6 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **ctx, en
 			peers = p->next;
 		if (p->next)
 			p->next->prev = p->prev;
-		if (!p->trusted)
-			strangers--;
 		pthread_mutex_unlock(&peers_mu);
 		if (p->fd >= 0)
 			close(p->fd);
@@ -170,10 +183,8 @@ static void trust(struct MHD_Connection *conn)
 {
 	struct peer *p = peer_of(conn);
 	pthread_mutex_lock(&peers_mu);
-	if (p && !p->trusted) {
+	if (p)
 		p->trusted = 1;
-		strangers--;
-	}
 	pthread_mutex_unlock(&peers_mu);
 }
 
@@ -194,9 +205,8 @@ static void cut_strangers(void)
 	size_t n = 0;
 	pthread_mutex_lock(&peers_mu);
 	for (struct peer *p = peers; p; p = p->next)
-		if (!p->trusted && !p->cut && now - p->since > HEADERS_MS && p->fd >= 0) {
-			shutdown(p->fd, SHUT_RDWR);
-			p->cut = 1;
+		if (!p->trusted && !p->cut && now - p->since > HEADERS_MS) {
+			cut(p);
 			n++;
 		}
 	pthread_mutex_unlock(&peers_mu);
