@@ -70,6 +70,7 @@ static struct rk_engine *thread_engine(struct rk_error *err)
 /* --- requests ------------------------------------------------------------------------ */
 
 struct req_state {
+	struct rk_api_token tok; /* the caller, as the headers showed it */
 	struct rk_buf body;
 	size_t reserved; /* of the body budget */
 	int too_large, busy;
@@ -89,7 +90,7 @@ struct req_state {
 #define SLOTS 512u
 #define PEER_SLOTS 256u
 #define STRANGERS 256u
-#define PEER_STRANGERS 16u
+#define PEER_STRANGERS 64u
 #define HEADERS_MS 10000
 #define HEADER_BYTES 32768u
 #define STACK_BYTES ((size_t)1 << 20)
@@ -462,8 +463,8 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, cJSON
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"rakazo\"");
 	if (status == 503)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-	/* a stranger's connection ends with its answer */
-	if (!trusted(conn))
+	/* a stranger's connection ends with its refusal */
+	if (status >= 400 && !trusted(conn))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result r = MHD_queue_response(conn, (unsigned)status, resp);
 	MHD_destroy_response(resp);
@@ -746,6 +747,25 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
 	pthread_detach(t);
 }
 
+/* The request as the engine takes it: headers, query and the body so far. */
+static void request_of(struct MHD_Connection *conn, const char *url, const char *method, const struct req_state *st,
+		       struct rk_api_request *req)
+{
+	*req = (struct rk_api_request){
+		.method = method,
+		.path = url,
+		.query = query_cb,
+		.query_ctx = conn,
+		.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+		.last_event_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID"),
+		.upgrade = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE),
+		.body = st->body.data,
+		.body_len = st->body.len,
+		.body_too_large = st->too_large,
+		.admitted = &st->tok,
+	};
+}
+
 static enum MHD_Result no_engine(struct MHD_Connection *conn, const struct rk_error *err)
 {
 	rk_log(RK_LOG_ERROR, "api: cannot open the engine: %s", err->message);
@@ -769,19 +789,9 @@ static enum MHD_Result answer(struct MHD_Connection *conn, const char *url, cons
 	struct rk_engine *eng = thread_engine(&err);
 	if (!eng)
 		return no_engine(conn, &err);
-	struct rk_api_request req = {
-		.method = method,
-		.path = url,
-		.query = query_cb,
-		.query_ctx = conn,
-		.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
-		.last_event_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID"),
-		.body = st->body.data,
-		.body_len = st->body.len,
-		.body_too_large = st->too_large,
-	};
+	struct rk_api_request req;
+	request_of(conn, url, method, st, &req);
 	struct rk_api_response out;
-	req.upgrade = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
 	rk_api_handle(eng, &req, &out);
 	enum MHD_Result r;
 	if (out.upgrade_pair) {
@@ -814,17 +824,10 @@ static enum MHD_Result admit(struct MHD_Connection *conn, const char *url, const
 	struct rk_engine *eng = thread_engine(&err);
 	if (!eng)
 		return no_engine(conn, &err);
-	struct rk_api_request req = {
-		.method = method,
-		.path = url,
-		.query = query_cb,
-		.query_ctx = conn,
-		.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
-		.upgrade = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE),
-	};
+	struct rk_api_request req;
+	request_of(conn, url, method, st, &req);
 	struct rk_api_response out;
-	char *token = NULL;
-	if (!rk_api_admit(eng, &req, &token, &out)) {
+	if (!rk_api_admit(eng, &req, &st->tok, &out)) {
 		enum MHD_Result r = queue_json(conn, out.status, out.doc);
 		rk_api_response_release(&out);
 		return r;
@@ -832,13 +835,12 @@ static enum MHD_Result admit(struct MHD_Connection *conn, const char *url, const
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 	unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
-	if (!token) {
+	if (!st->tok.id) {
 		/* the routes open to all (health, a paired machine's connect) take no body */
 		if (len || te)
 			return queue_error(conn, 400, "invalid_request", "invalid", "this route takes no request body");
 		return MHD_YES;
 	}
-	free(token);
 	trust(conn);
 	if (len > RK_API_BODY_MAX) {
 		/* answer before reading any of it */
@@ -891,6 +893,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct req_state *st = *con_cls;
 	if (st) {
 		body_unreserve(st);
+		rk_api_token_release(&st->tok);
 		rk_buf_release(&st->body);
 		free(st);
 		*con_cls = NULL;

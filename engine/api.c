@@ -1360,6 +1360,17 @@ no:
 
 static int authenticate(struct call *k)
 {
+	const struct rk_api_token *a = k->req->admitted;
+	if (a && a->id) {
+		/* checked on this request's headers a moment ago */
+		k->tok = *a;
+		k->tok.id = rk_xstrdup(a->id);
+		k->tok.name = rk_xstrdup(a->name);
+		k->tok.bot_id = rk_xstrdup(a->bot_id);
+		free(k->eng->owner);
+		k->eng->owner = rk_xasprintf("api:%s", k->tok.id);
+		return 0;
+	}
 	const char *h = k->req->authorization;
 	if (!h || !*h)
 		return fail_with(k, 401, "unauthorized", RK_EDENIED,
@@ -1405,17 +1416,18 @@ static const struct route *find_route(struct call *k)
 	return NULL;
 }
 
-int rk_api_admit(struct rk_engine *eng, const struct rk_api_request *req, char **token_id,
+int rk_api_admit(struct rk_engine *eng, const struct rk_api_request *req, struct rk_api_token *tok,
 		 struct rk_api_response *out)
 {
 	struct call k = {.eng = eng, .req = req, .out = out};
 	memset(out, 0, sizeof(*out));
-	*token_id = NULL;
+	memset(tok, 0, sizeof(*tok));
 	const struct route *hit = find_route(&k);
 	int ok = hit && (!hit->info.auth || authenticate(&k) == 0);
-	if (ok && k.tok.id)
-		*token_id = rk_xstrdup(k.tok.id);
-	rk_api_token_release(&k.tok);
+	if (ok)
+		*tok = k.tok;
+	else
+		rk_api_token_release(&k.tok);
 	for (int j = 0; j < MAX_PARAMS; j++)
 		free(k.p[j]);
 	return ok;

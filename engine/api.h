@@ -97,6 +97,9 @@ struct rk_api_request {
 	const char *body;
 	size_t body_len;
 	int body_too_large; /* the transport stopped reading past RK_API_BODY_MAX */
+	/* the caller as rk_api_admit found it on this request's headers, or
+	 * NULL: the Authorization header is checked */
+	const struct rk_api_token *admitted;
 };
 
 struct rk_api_response {
@@ -113,10 +116,11 @@ void rk_api_response_release(struct rk_api_response *r);
 void rk_api_handle(struct rk_engine *eng, const struct rk_api_request *req, struct rk_api_response *out);
 
 /* The transport's check on the headers alone, before it reads any body:
- * 1 when the request may go on, its route needing no token (*token_id
- * NULL) or carrying a live one (*token_id, malloc'd); 0 with the answer
- * (404, 405, 401, or 503 when the tokens cannot be read) in *out. */
-int rk_api_admit(struct rk_engine *eng, const struct rk_api_request *req, char **token_id,
+ * 1 when the request may go on, its route needing no token (tok->id NULL)
+ * or carrying a live one (*tok, the caller's to release; hand it to
+ * rk_api_handle as req->admitted); 0 with the answer (404, 405, 401, or
+ * 503 when the tokens cannot be read) in *out. */
+int rk_api_admit(struct rk_engine *eng, const struct rk_api_request *req, struct rk_api_token *tok,
 		 struct rk_api_response *out);
 
 /* The next piece of an execution's event stream as server-sent events:

@@ -26,6 +26,7 @@
 #include "../../engine/util/buf.h"
 #include "../../engine/util/fs.h"
 #include "../../engine/util/time.h"
+#include "serve.h"
 
 #define STREAMS 200
 #define SETTLE_MS 1500
@@ -149,48 +150,20 @@ int main(void)
 	const char *bin = getenv("RAKAZO_BIN");
 	if (!bin || !*bin)
 		bin = "build/rakazo";
-	char dir[] = "/tmp/rakazo-sse-bench.XXXXXX";
-	if (!mkdtemp(dir)) {
-		perror("sse_bench: mkdtemp");
-		return 1;
-	}
-	char data[300], tokf[300], urlf[300], exe[128];
-	snprintf(data, sizeof(data), "%s/data", dir);
-	snprintf(tokf, sizeof(tokf), "%s/token", dir);
-	snprintf(urlf, sizeof(urlf), "%s/url", dir);
-	setenv("RAKAZO_DATA_DIR", data, 1);
-	setenv("RAKAZO_OWNER", "user:bench", 1);
 	setenv("RAKAZO_NO_WORKER", "1", 1);
 	int rc = 1;
-	pid_t srv = -1;
-	struct rk_buf t = RK_BUF_INIT, u = RK_BUF_INIT;
-	rk_buf_init(&t);
-	rk_buf_init(&u);
-	struct rk_error err;
+	char exe[128];
+	struct rk_bench_serve srv;
+	if (rk_bench_serve_start(&srv, "sse_bench", bin))
+		goto out;
 	if (pending_execution(bin, exe, sizeof(exe))) {
 		fprintf(stderr, "sse_bench: cannot make a pending command (%s)\n", bin);
 		goto out;
 	}
-	srv = fork();
-	if (srv == 0) {
-		int dn = open("/dev/null", O_WRONLY);
-		dup2(dn, 1);
-		dup2(dn, 2);
-		execl(bin, "rakazo", "serve", "--listen", "127.0.0.1:0", "--token-file", tokf, "--url-file", urlf, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 300 && access(urlf, R_OK) != 0; i++)
-		rk_sleep_ms(50);
-	if (rk_fs_read_all(urlf, 255, &u, &err) || rk_fs_read_all(tokf, 299, &t, &err)) {
-		fprintf(stderr, "sse_bench: the server did not start (%s)\n", bin);
-		goto out;
-	}
-	while (t.len && t.data[t.len - 1] == '\n')
-		t.data[--t.len] = '\0';
-	snprintf(token, sizeof(token), "%s", t.data);
-	const char *colon = strrchr(u.data, ':');
+	snprintf(token, sizeof(token), "%s", srv.token);
+	const char *colon = strrchr(srv.url, ':');
 	port = colon ? atoi(colon + 1) : 0;
-	double base = idle_cpu(srv, exe, 1), ours = base >= 0 ? idle_cpu(srv, exe, STREAMS) : -1;
+	double base = idle_cpu(srv.pid, exe, 1), ours = base >= 0 ? idle_cpu(srv.pid, exe, STREAMS) : -1;
 	if (base < 0 || ours < 0)
 		goto out;
 	printf("bench: sse_idle_cpu ours=%.1f ms/s base=%.1f ms/s ratio=%.2f\n", ours, base,
@@ -198,18 +171,6 @@ int main(void)
 	fflush(stdout);
 	rc = 0;
 out:
-	if (srv > 0) {
-		kill(srv, SIGTERM);
-		waitpid(srv, NULL, 0);
-	}
-	char cmd[700];
-	snprintf(cmd, sizeof(cmd), "for f in $(grep -lzxF 'RAKAZO_DATA_DIR=%s' /proc/[0-9]*/environ 2>/dev/null); do "
-				   "p=${f#/proc/}; p=${p%%/environ}; [ \"$p\" = $$ ] || kill -9 $p 2>/dev/null; done; "
-				   "rm -rf '%s'",
-		 data, dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "sse_bench: cleanup of %s failed\n", dir);
-	rk_buf_release(&t);
-	rk_buf_release(&u);
+	rk_bench_serve_stop(&srv, "sse_bench");
 	return rc;
 }

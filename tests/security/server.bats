@@ -49,7 +49,7 @@ print("VmRSS before %d kB, at most %d kB (+%d MiB), after %d kB; %d idle held at
 assert d["probes"], d
 for p in d["probes"]:
     assert p["status"] == 200 and p["seconds"] < 20, p
-# strangers get a few connections per address and half the slots, not all
+# strangers get 64 connections per address and half the slots, not all
 assert d["idle_open_max"] <= 256 + 16, d
 # no body is read before the token: the memory stays put
 assert grown < 64, "VmRSS grew by %d MiB" % grown

@@ -158,8 +158,8 @@ TEST(route_table)
 /* issue 20: the transport's check on the headers, before any body */
 TEST(admit_on_headers)
 {
-	char *secret = NULL, *tok = NULL;
-	struct rk_api_token t = {0}, rv = {0};
+	char *secret = NULL;
+	struct rk_api_token t = {0}, rv = {0}, tok = {0};
 	struct rk_api_response out;
 	struct rk_error e;
 	CHECK_EQ_INT(rk_api_token_create(eng->db, "adm", NULL, &secret, &t, &e), 0);
@@ -167,14 +167,18 @@ TEST(admit_on_headers)
 	struct rk_api_request req = {.method = "POST", .path = "/v1/computers"};
 	CHECK_EQ_INT(rk_api_admit(eng, &req, &tok, &out), 0);
 	CHECK_EQ_INT(out.status, 401);
-	CHECK(!tok);
+	CHECK(!tok.id);
 	rk_api_response_release(&out);
 	req.authorization = auth;
 	CHECK_EQ_INT(rk_api_admit(eng, &req, &tok, &out), 1);
-	CHECK(tok && !strcmp(tok, t.id));
+	CHECK(tok.id && !strcmp(tok.id, t.id) && !tok.bot_id);
 	CHECK(!out.status && !out.doc);
-	free(tok);
-	tok = NULL;
+	/* the handler takes the admitted caller without a second look */
+	struct rk_api_request list = {.method = "GET", .path = "/v1/computers", .admitted = &tok};
+	rk_api_handle(eng, &list, &out);
+	CHECK_EQ_INT(out.status, 200);
+	rk_api_response_release(&out);
+	rk_api_token_release(&tok);
 	/* unknown routes and methods are answered as the handler would */
 	req.path = "/v1/nosuch";
 	CHECK_EQ_INT(rk_api_admit(eng, &req, &tok, &out), 0);
@@ -188,7 +192,7 @@ TEST(admit_on_headers)
 	req.method = "GET";
 	req.authorization = NULL;
 	CHECK_EQ_INT(rk_api_admit(eng, &req, &tok, &out), 1);
-	CHECK(!tok);
+	CHECK(!tok.id);
 	/* revoked: not live, not admitted */
 	CHECK_EQ_INT(rk_api_token_live(eng->db, t.id, &e), 1);
 	CHECK_EQ_INT(rk_api_token_revoke(eng->db, "adm", &rv, &e), 0);
