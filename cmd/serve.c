@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,7 +98,7 @@ struct req_state {
 #define BODY_BUDGET ((size_t)256 << 20)
 
 struct peer {
-	struct peer *next, *prev;
+	LIST_ENTRY(peer) link;
 	int fd; /* a dup of the connection's socket: shutdown(2) through it cuts the
 		 * connection, and the number cannot be reused under us */
 	uint32_t addr; /* IPv4, network order */
@@ -106,7 +107,7 @@ struct peer {
 };
 
 static pthread_mutex_t peers_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct peer *peers;
+static LIST_HEAD(, peer) peers = LIST_HEAD_INITIALIZER(peers);
 static size_t body_used;
 
 static void cut(struct peer *p)
@@ -125,7 +126,8 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 	size_t same = 0, live = 0;
 	struct peer *oldest = NULL;
 	pthread_mutex_lock(&peers_mu);
-	for (struct peer *p = peers; p; p = p->next)
+	struct peer *p;
+	LIST_FOREACH(p, &peers, link)
 		if (!p->trusted && !p->cut) {
 			live++;
 			same += p->addr == a;
@@ -152,20 +154,12 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **ctx, en
 			p->addr = ((const struct sockaddr_in *)ai->client_addr)->sin_addr.s_addr;
 		p->since = rk_monotonic_ms();
 		pthread_mutex_lock(&peers_mu);
-		p->next = peers;
-		if (peers)
-			peers->prev = p;
-		peers = p;
+		LIST_INSERT_HEAD(&peers, p, link);
 		pthread_mutex_unlock(&peers_mu);
 		*ctx = p;
 	} else if (p) {
 		pthread_mutex_lock(&peers_mu);
-		if (p->prev)
-			p->prev->next = p->next;
-		else
-			peers = p->next;
-		if (p->next)
-			p->next->prev = p->prev;
+		LIST_REMOVE(p, link);
 		pthread_mutex_unlock(&peers_mu);
 		if (p->fd >= 0)
 			close(p->fd);
@@ -205,7 +199,8 @@ static void cut_strangers(void)
 	int64_t now = rk_monotonic_ms();
 	size_t n = 0;
 	pthread_mutex_lock(&peers_mu);
-	for (struct peer *p = peers; p; p = p->next)
+	struct peer *p;
+	LIST_FOREACH(p, &peers, link)
 		if (!p->trusted && !p->cut && now - p->since > HEADERS_MS) {
 			cut(p);
 			n++;
@@ -251,7 +246,7 @@ static const char *query_cb(void *ctx, const char *key)
 #define KEEPALIVE_MS 15000
 
 struct sse {
-	struct sse *next, *prev;
+	LIST_ENTRY(sse) link;
 	char *execution, *token;
 	int64_t after, last_write;
 	int done, revoked, wake;
@@ -261,7 +256,7 @@ struct sse {
 };
 
 static pthread_mutex_t sse_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct sse *streams;
+static LIST_HEAD(, sse) streams = LIST_HEAD_INITIALIZER(streams);
 
 static void sse_wake(struct sse *s)
 {
@@ -285,12 +280,13 @@ static void poll_streams(struct rk_engine *eng)
 	char **tokens = NULL, **revoked = NULL;
 	size_t ntok = 0, nrev = 0;
 	pthread_mutex_lock(&sse_mu);
-	for (struct sse *s = streams; s; s = s->next)
+	struct sse *s;
+	LIST_FOREACH(s, &streams, link)
 		if (s->token && !among(tokens, ntok, s->token)) {
 			tokens = rk_xrealloc(tokens, (ntok + 1) * sizeof(*tokens));
 			tokens[ntok++] = rk_xstrdup(s->token);
 		}
-	int any = streams != NULL;
+	int any = !LIST_EMPTY(&streams);
 	pthread_mutex_unlock(&sse_mu);
 	if (!any)
 		return;
@@ -306,7 +302,7 @@ static void poll_streams(struct rk_engine *eng)
 	if (!marked)
 		rk_log(RK_LOG_WARN, "api: the event poller: %s", err.message);
 	pthread_mutex_lock(&sse_mu);
-	for (struct sse *s = streams; s; s = s->next) {
+	LIST_FOREACH(s, &streams, link) {
 		if (s->token && among(revoked, nrev, s->token)) {
 			s->revoked = 1;
 			sse_wake(s);
@@ -342,8 +338,9 @@ static void *poller_main(void *arg)
 		rk_sleep_ms(POLL_MS);
 		pthread_mutex_lock(&sse_mu);
 		int quit = poller_quit;
+		struct sse *s;
 		if (stop_requested)
-			for (struct sse *s = streams; s; s = s->next)
+			LIST_FOREACH(s, &streams, link)
 				sse_wake(s);
 		pthread_mutex_unlock(&sse_mu);
 		if (quit)
@@ -425,10 +422,7 @@ static struct sse *sse_new(char *execution, char *token, int64_t after)
 	pthread_cond_init(&s->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_lock(&sse_mu);
-	s->next = streams;
-	if (streams)
-		streams->prev = s;
-	streams = s;
+	LIST_INSERT_HEAD(&streams, s, link);
 	pthread_mutex_unlock(&sse_mu);
 	return s;
 }
@@ -437,12 +431,7 @@ static void sse_free(void *cls)
 {
 	struct sse *s = cls;
 	pthread_mutex_lock(&sse_mu);
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		streams = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
+	LIST_REMOVE(s, link);
 	pthread_mutex_unlock(&sse_mu);
 	pthread_cond_destroy(&s->cond);
 	free(s->execution);
