@@ -764,6 +764,9 @@ static enum MHD_Result no_engine(struct MHD_Connection *conn, const struct rk_er
 
 static enum MHD_Result answer(struct MHD_Connection *conn, const char *url, const char *method, struct req_state *st)
 {
+	if (st->busy)
+		return queue_error(conn, 503, "ComputerExecutionFailed", "unavailable",
+				   "the server holds too many request bodies at once; retry shortly");
 	if (rk_api_route_forks(method, url)) {
 		int status = 502;
 		cJSON *doc = brokered(conn, url, method, st, &status);
@@ -771,9 +774,6 @@ static enum MHD_Result answer(struct MHD_Connection *conn, const char *url, cons
 		cJSON_Delete(doc);
 		return r;
 	}
-	if (st->busy)
-		return queue_error(conn, 503, "ComputerExecutionFailed", "unavailable",
-				   "the server holds too many request bodies at once; retry shortly");
 	struct rk_error err;
 	struct rk_engine *eng = thread_engine(&err);
 	if (!eng)

@@ -38,8 +38,13 @@ teardown() {
 	run python3 "$FLOOD" flood 127.0.0.1 "$PORT" "$TOKEN" "$SERVE_PID" 15
 	echo "$output"
 	[ "$status" -eq 0 ]
+	# under ASan, its shadow memory and quarantine of freed blocks make VmRSS
+	# no measure of what the server holds: only the other bounds apply there
+	asan=0
+	if ldd "$RAKAZO_BIN" 2>/dev/null | grep -q libasan; then asan=1; fi
 	printf '%s' "$output" | python3 -c '
 import json, sys
+asan = sys.argv[1] == "1"
 d = json.load(sys.stdin)
 grown = (d["rss_peak_kb"] - d["rss_before_kb"]) // 1024
 print("VmRSS before %d kB, at most %d kB (+%d MiB), after %d kB; %d idle held at most; %d upload bytes sent"
@@ -52,8 +57,8 @@ for p in d["probes"]:
 # strangers get 64 connections per address and half the slots, not all
 assert d["idle_open_max"] <= 256 + 16, d
 # no body is read before the token: the memory stays put
-assert grown < 64, "VmRSS grew by %d MiB" % grown
-'
+assert asan or grown < 64, "VmRSS grew by %d MiB" % grown
+' "$asan"
 	# the server still serves
 	[ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" "$URL/v1/computers")" = 200 ]
 }
@@ -189,4 +194,36 @@ EOF
 	wait_for 'grep -q closed "$BATS_TEST_TMPDIR/hold"' 10
 	[ "$(upgrade_status "$view")" = 403 ]
 	! grep -q closed "$BATS_TEST_TMPDIR/hold-other"
+}
+
+@test "serve: the bodies being received at once share a budget; past it the answer is 503 at once" {
+	serve_start
+	# eleven uploads of 24 MiB announced (and not sent): ten fit in the
+	# 256 MiB, one is answered 503 on its headers (whichever came last)
+	run python3 - "$PORT" "$TOKEN" <<'EOF2'
+import select, socket, sys, time
+port, token = int(sys.argv[1]), sys.argv[2]
+head = ("PUT /v1/computers/cmp_x/files?path=a HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+        "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n") % (token, 24 << 20)
+held = []
+for i in range(11):
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    s.sendall(head.encode())
+    held.append(s)
+answers, end = {}, time.monotonic() + 20
+while time.monotonic() < end and (not answers or time.monotonic() < first + 2):
+    r, _, _ = select.select([s for s in held if s not in answers], [], [], 0.2)
+    for s in r:
+        answers[s] = s.recv(65536).split(b"\r\n")[0].decode()
+        if len(answers) == 1:
+            first = time.monotonic()
+print(sorted(answers.values()))
+for h in held:
+    h.close()
+EOF2
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = "['HTTP/1.1 503 Service Unavailable']" ]
+	# and the budget comes back with the connections
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H "Authorization: Bearer $TOKEN" --data-binary '{}' "$URL/v1/computers/cmp_x/files?path=a")" != 503 ]
 }
