@@ -863,7 +863,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			st->busy = 1;
 		if (!st->too_large && !st->busy) {
 			rk_buf_add(&st->body, upload, *upload_size);
-		} else if (st->body.data) {
+		} else if (st->body.len || st->reserved) {
+			/* refused: what was held goes back now */
 			rk_buf_release(&st->body);
 			rk_buf_init(&st->body);
 			body_unreserve(st);
