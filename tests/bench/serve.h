@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,9 +23,26 @@ struct rk_bench_serve {
 	char url[256], token[300]; /* the base URL and a bearer token */
 };
 
-/* Starts the server; 0 once it listens, -1 (said on stderr) otherwise. */
+/* Whether bin's serve has --providers (fake is offered only when named). */
+static int rk_bench_serve_has_providers(const char *bin)
+{
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "'%s' serve --help 2>&1", bin);
+	FILE *p = popen(cmd, "r");
+	char line[512];
+	int has = 0;
+	while (p && fgets(line, sizeof(line), p))
+		has |= strstr(line, "--providers") != NULL;
+	if (p)
+		pclose(p);
+	return has;
+}
+
+/* Starts the server, offering the fake provider; 0 once it listens, -1
+ * (said on stderr) otherwise. */
 static int rk_bench_serve_start(struct rk_bench_serve *s, const char *name, const char *bin)
 {
+	int providers = rk_bench_serve_has_providers(bin);
 	memset(s, 0, sizeof(*s));
 	s->pid = -1;
 	snprintf(s->dir, sizeof(s->dir), "/tmp/rakazo-%s.XXXXXX", name);
@@ -44,7 +62,12 @@ static int rk_bench_serve_start(struct rk_bench_serve *s, const char *name, cons
 		int dn = open("/dev/null", O_WRONLY);
 		dup2(dn, 1);
 		dup2(dn, 2);
-		execl(bin, "rakazo", "serve", "--listen", "127.0.0.1:0", "--token-file", tokf, "--url-file", urlf, (char *)NULL);
+		if (providers)
+			execl(bin, "rakazo", "serve", "--listen", "127.0.0.1:0", "--providers", "fake", "--token-file", tokf,
+			      "--url-file", urlf, (char *)NULL);
+		else
+			execl(bin, "rakazo", "serve", "--listen", "127.0.0.1:0", "--token-file", tokf, "--url-file", urlf,
+			      (char *)NULL);
 		_exit(127);
 	}
 	struct rk_buf t = RK_BUF_INIT, u = RK_BUF_INIT;

@@ -10,9 +10,11 @@ load helper
 
 FLOOD="$BATS_TEST_DIRNAME/../fixtures/flood.py"
 
-# Starts `rakazo serve` ("$@" added) on a free loopback port; sets SERVE_PID,
-# URL, PORT and TOKEN.
+# Starts `rakazo serve` ("$@" added) on a free loopback port, offering the
+# fake provider; sets SERVE_PID, URL, PORT and TOKEN.
 serve_start() {
+	# a binary with --providers offers fake only when it is named
+	if "$RAKAZO_BIN" serve --help 2>&1 | grep -q -- --providers; then set -- --providers fake "$@"; fi
 	rm -f "$BATS_TEST_TMPDIR/url"
 	( eval 'exec "$RAKAZO_BIN" serve --listen 127.0.0.1:0 --token-file "$BATS_TEST_TMPDIR/token" \
 		--url-file "$BATS_TEST_TMPDIR/url" "$@"' "$RK_CLOSE_FDS" ) \
