@@ -2,6 +2,7 @@
 
 #include "screen_gateway.h"
 
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,12 +10,13 @@
 
 #include "../engine/gateway.h"
 #include "../engine/util/buf.h"
+#include "../engine/util/http.h"
 #include "../engine/util/time.h"
 #include "out.h"
 
 static int64_t g_display = 0, g_ttl = 0;
 static const char *g_bot, *g_listen, *g_web;
-static int g_view, g_control, g_all;
+static int g_view, g_control, g_all, g_public;
 
 const struct rk_opt screen_share_opts[] = {
 	OPT_INT("display", 'd', &g_display, "N", "share display N (default 0)", 0, 63),
@@ -123,6 +125,7 @@ int cmd_screen_shares(struct cmd_ctx *ctx)
 const struct rk_opt screen_gateway_opts[] = {
 	OPT_STRING("listen", 'l', &g_listen, "HOST:PORT", "where to listen (default 127.0.0.1:6080; port 0 picks one)"),
 	OPT_STRING("web", 0, &g_web, "DIR", "also serve the files in DIR over HTTP (a noVNC checkout)"),
+	OPT_BOOL("public", 0, &g_public, "let --listen be an address other machines reach (plain HTTP: put TLS in front)"),
 	OPT_END,
 };
 
@@ -137,6 +140,15 @@ static void on_gateway_signal(int sig)
 static void on_listening(const char *addr, void *arg)
 {
 	(void)arg;
+	struct sockaddr_in sa;
+	int loopback = 1;
+	if (rk_listen_parse(addr, "the screen gateway", 1, &sa, &loopback, NULL) == 0 && !loopback)
+		fprintf(stderr,
+			"rakazo: warning: --public: the screen gateway listens on %s, reachable from other machines, "
+			"in plain HTTP without TLS: every shared screen (each live capability of `rakazo screen "
+			"shares`, view and control alike%s) answers anyone who holds its token, and tokens cross the "
+			"network in clear. Put a TLS proxy in front.\n",
+			addr, g_web ? ", and the files of --web" : "");
 	if (out_is_json()) {
 		cJSON *doc = cJSON_CreateObject();
 		cJSON_AddStringToObject(doc, "listen", addr);
@@ -162,6 +174,7 @@ int cmd_screen_gateway(struct cmd_ctx *ctx)
 	struct rk_gateway_server_options so = {
 		.listen = g_listen,
 		.web_dir = g_web,
+		.public_ok = g_public,
 		.on_listening = on_listening,
 		.stop = &gateway_stop,
 	};

@@ -7,10 +7,14 @@
  *
  * One thread per connection (a session call may wait up to 30 s, an event
  * stream for as long as its command runs), each with its own engine and so
- * its own SQLite connection. */
+ * its own SQLite connection. The token is checked on the headers, before
+ * any body is read; connections that show none get a bounded share of the
+ * server (see "strangers" below). One poller thread wakes the event
+ * streams (see "event streams"). */
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -18,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +30,7 @@
 #include "../engine/api.h"
 #include "../engine/util/buf.h"
 #include "../engine/util/fs.h"
+#include "../engine/util/http.h"
 #include "../engine/util/id.h"
 #include "../engine/util/json.h"
 #include "../engine/util/log.h"
@@ -33,9 +39,11 @@
 #include "out.h"
 
 static const char *o_listen = "127.0.0.1:7380", *o_token_file, *o_url_file, *o_bot, *o_providers;
+static int o_public;
 
 static const struct rk_opt serve_opts[] = {
 	OPT_STRING("listen", 'l', &o_listen, "ADDR:PORT", "where to listen, a loopback address (default 127.0.0.1:7380; port 0 picks one)"),
+	OPT_BOOL("public", 0, &o_public, "let --listen be an address other machines reach (plain HTTP: put TLS in front)"),
 	OPT_STRING("providers", 0, &o_providers, "LIST", "the providers the API offers, e.g. docker,e2b (default: those available here, never fake)"),
 	OPT_STRING("token-file", 0, &o_token_file, "FILE", "a token for clients: made (mode 0600) when FILE is missing, checked when it exists"),
 	OPT_STRING("url-file", 0, &o_url_file, "FILE", "write the base URL here once listening"),
@@ -68,41 +76,335 @@ static struct rk_engine *thread_engine(struct rk_error *err)
 /* --- requests ------------------------------------------------------------------------ */
 
 struct req_state {
+	struct rk_api_token tok; /* the caller, as the headers showed it */
 	struct rk_buf body;
-	int too_large;
+	size_t reserved; /* of the body budget */
+	int too_large, busy;
 };
+
+/* --- strangers: connections that have shown no token --------------------------------- */
+/* The network before authentication gets a bounded share of the server. A
+ * connection is a stranger's until it shows a live token (or a paired
+ * machine's secret). At most PEER_STRANGERS strangers per peer address are
+ * let in; past STRANGERS in all, the oldest is cut to let a new one in (a
+ * client with a token shows it at once, so it is never the oldest for
+ * long, and the slots past STRANGERS stay for connections with a token).
+ * Each is cut HEADERS_MS after it connected (idle, dribbling its headers,
+ * or lingering after its answer, which also closes it); no body is read
+ * before the token is checked. The bodies of authenticated requests share
+ * BODY_BUDGET; MHD keeps the request line and headers within HEADER_BYTES. */
+#define SLOTS 512u
+#define PEER_SLOTS 256u
+#define STRANGERS 256u
+#define PEER_STRANGERS 64u
+#define HEADERS_MS 10000
+#define HEADER_BYTES 32768u
+#define STACK_BYTES ((size_t)1 << 20)
+#define BODY_BUDGET ((size_t)256 << 20)
+
+struct peer {
+	LIST_ENTRY(peer) link;
+	int fd; /* a dup of the connection's socket: shutdown(2) through it cuts the
+		 * connection, and the number cannot be reused under us */
+	uint32_t addr; /* IPv4, network order */
+	int64_t since;
+	int trusted, cut;
+};
+
+static pthread_mutex_t peers_mu = PTHREAD_MUTEX_INITIALIZER;
+static LIST_HEAD(, peer) peers = LIST_HEAD_INITIALIZER(peers);
+static size_t body_used;
+
+static void cut(struct peer *p)
+{
+	if (p->fd >= 0)
+		shutdown(p->fd, SHUT_RDWR);
+	p->cut = 1;
+}
+
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+	(void)cls;
+	if (!addr || len < sizeof(struct sockaddr_in) || addr->sa_family != AF_INET)
+		return MHD_NO;
+	uint32_t a = ((const struct sockaddr_in *)addr)->sin_addr.s_addr;
+	size_t same = 0, live = 0;
+	struct peer *oldest = NULL;
+	pthread_mutex_lock(&peers_mu);
+	struct peer *p;
+	LIST_FOREACH(p, &peers, link)
+		if (!p->trusted && !p->cut) {
+			live++;
+			same += p->addr == a;
+			if (!oldest || p->since <= oldest->since)
+				oldest = p;
+		}
+	int ok = same < PEER_STRANGERS;
+	if (ok && live >= STRANGERS && oldest)
+		cut(oldest);
+	pthread_mutex_unlock(&peers_mu);
+	return ok ? MHD_YES : MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **ctx, enum MHD_ConnectionNotificationCode code)
+{
+	(void)cls;
+	struct peer *p = *ctx;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		p = rk_xcalloc(1, sizeof(*p));
+		p->fd = fi ? fcntl(fi->connect_fd, F_DUPFD_CLOEXEC, 0) : -1;
+		if (ai && ai->client_addr && ai->client_addr->sa_family == AF_INET)
+			p->addr = ((const struct sockaddr_in *)ai->client_addr)->sin_addr.s_addr;
+		p->since = rk_monotonic_ms();
+		pthread_mutex_lock(&peers_mu);
+		LIST_INSERT_HEAD(&peers, p, link);
+		pthread_mutex_unlock(&peers_mu);
+		*ctx = p;
+	} else if (p) {
+		pthread_mutex_lock(&peers_mu);
+		LIST_REMOVE(p, link);
+		pthread_mutex_unlock(&peers_mu);
+		if (p->fd >= 0)
+			close(p->fd);
+		free(p);
+		*ctx = NULL;
+	}
+}
+
+static struct peer *peer_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return i ? i->socket_context : NULL;
+}
+
+static void trust(struct MHD_Connection *conn)
+{
+	struct peer *p = peer_of(conn);
+	pthread_mutex_lock(&peers_mu);
+	if (p)
+		p->trusted = 1;
+	pthread_mutex_unlock(&peers_mu);
+}
+
+static int trusted(struct MHD_Connection *conn)
+{
+	struct peer *p = peer_of(conn);
+	pthread_mutex_lock(&peers_mu);
+	int t = p && p->trusted;
+	pthread_mutex_unlock(&peers_mu);
+	return t;
+}
+
+/* Cuts the strangers' connections older than HEADERS_MS (the main loop
+ * calls it a few times a second). */
+static void cut_strangers(void)
+{
+	int64_t now = rk_monotonic_ms();
+	size_t n = 0;
+	pthread_mutex_lock(&peers_mu);
+	struct peer *p;
+	LIST_FOREACH(p, &peers, link)
+		if (!p->trusted && !p->cut && now - p->since > HEADERS_MS) {
+			cut(p);
+			n++;
+		}
+	pthread_mutex_unlock(&peers_mu);
+	if (n)
+		rk_log(RK_LOG_INFO, "serve: cut %zu connection(s) that showed no token within %d s", n, HEADERS_MS / 1000);
+}
+
+/* Takes n more bytes of the body budget for st; 0 when they are not there. */
+static int body_reserve(struct req_state *st, size_t n)
+{
+	pthread_mutex_lock(&peers_mu);
+	int ok = body_used + n <= BODY_BUDGET;
+	if (ok) {
+		body_used += n;
+		st->reserved += n;
+	}
+	pthread_mutex_unlock(&peers_mu);
+	return ok;
+}
+
+static void body_unreserve(struct req_state *st)
+{
+	pthread_mutex_lock(&peers_mu);
+	body_used -= st->reserved;
+	st->reserved = 0;
+	pthread_mutex_unlock(&peers_mu);
+}
 
 static const char *query_cb(void *ctx, const char *key)
 {
 	return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, key);
 }
 
+/* --- event streams: one poller wakes them all --------------------------------------- */
+/* Each open event stream waits on a condition of its own. One thread reads,
+ * every POLL_MS, the last event of every unsettled execution and whether the
+ * streams' tokens are still live, and wakes only the streams concerned: N
+ * idle streams cost one query a tick, not N, and a revoked token's streams
+ * end within a tick or two. */
+#define POLL_MS 100
+#define KEEPALIVE_MS 15000
+
 struct sse {
-	char *execution;
+	LIST_ENTRY(sse) link;
+	char *execution, *token;
 	int64_t after, last_write;
-	int done;
+	int done, revoked, wake;
+	pthread_cond_t cond;
 	struct rk_buf buf;
 	size_t off;
 };
+
+static pthread_mutex_t sse_mu = PTHREAD_MUTEX_INITIALIZER;
+static LIST_HEAD(, sse) streams = LIST_HEAD_INITIALIZER(streams);
+
+static void sse_wake(struct sse *s)
+{
+	s->wake = 1;
+	pthread_cond_signal(&s->cond);
+}
+
+/* Whether token id is among ids[0..n) (the poller's small sets). */
+static int among(char **ids, size_t n, const char *id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(ids[i], id))
+			return 1;
+	return 0;
+}
+
+/* One look at the database for every stream: new events, settled
+ * executions, revoked tokens. */
+static void poll_streams(struct rk_engine *eng)
+{
+	char **tokens = NULL, **revoked = NULL;
+	size_t ntok = 0, nrev = 0;
+	pthread_mutex_lock(&sse_mu);
+	struct sse *s;
+	LIST_FOREACH(s, &streams, link)
+		if (s->token && !among(tokens, ntok, s->token)) {
+			tokens = rk_xrealloc(tokens, (ntok + 1) * sizeof(*tokens));
+			tokens[ntok++] = rk_xstrdup(s->token);
+		}
+	int any = !LIST_EMPTY(&streams);
+	pthread_mutex_unlock(&sse_mu);
+	if (!any)
+		return;
+	struct rk_error err;
+	for (size_t i = 0; i < ntok; i++)
+		if (rk_api_token_live(eng->db, tokens[i], &err) == 0) {
+			revoked = rk_xrealloc(revoked, (nrev + 1) * sizeof(*revoked));
+			revoked[nrev++] = tokens[i];
+		}
+	struct rk_execution_mark *marks = NULL;
+	size_t nm = 0;
+	int marked = rk_db_execution_marks(eng->db, &marks, &nm, &err) == 0;
+	if (!marked)
+		rk_log(RK_LOG_WARN, "api: the event poller: %s", err.message);
+	pthread_mutex_lock(&sse_mu);
+	LIST_FOREACH(s, &streams, link) {
+		if (s->token && among(revoked, nrev, s->token)) {
+			s->revoked = 1;
+			sse_wake(s);
+			continue;
+		}
+		if (!marked) {
+			sse_wake(s); /* let the stream look for itself */
+			continue;
+		}
+		size_t i = 0;
+		while (i < nm && strcmp(marks[i].id, s->execution))
+			i++;
+		/* settled (no longer listed) or with news */
+		if (i == nm || marks[i].last_sequence > s->after)
+			sse_wake(s);
+	}
+	pthread_mutex_unlock(&sse_mu);
+	rk_execution_marks_free(marks, nm);
+	for (size_t i = 0; i < ntok; i++)
+		free(tokens[i]);
+	free(tokens);
+	free(revoked);
+}
+
+static int poller_quit; /* under sse_mu */
+
+/* Runs until poller_quit (set once the daemon has stopped); after a stop
+ * request it only wakes the streams, so they see it and end. */
+static void *poller_main(void *arg)
+{
+	struct rk_engine *eng = arg;
+	for (;;) {
+		rk_sleep_ms(POLL_MS);
+		pthread_mutex_lock(&sse_mu);
+		int quit = poller_quit;
+		struct sse *s;
+		if (stop_requested)
+			LIST_FOREACH(s, &streams, link)
+				sse_wake(s);
+		pthread_mutex_unlock(&sse_mu);
+		if (quit)
+			break;
+		if (!stop_requested)
+			poll_streams(eng);
+	}
+	rk_engine_free(eng);
+	return NULL;
+}
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 {
 	struct sse *s = cls;
 	(void)pos;
 	while (s->off == s->buf.len) {
+		pthread_mutex_lock(&sse_mu);
+		int revoked = s->revoked;
+		s->wake = 0;
+		pthread_mutex_unlock(&sse_mu);
+		if (revoked) {
+			rk_log(RK_LOG_INFO, "api: event stream of %s ended: its token %s was revoked", s->execution, s->token);
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		}
 		if (s->done || stop_requested)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		rk_buf_reset(&s->buf);
 		s->off = 0;
 		struct rk_error err;
 		struct rk_engine *eng = thread_engine(&err);
-		if (!eng || rk_api_sse_next(eng, s->execution, &s->after, 1000, &s->done, &s->buf, &err)) {
+		int64_t after = s->after;
+		if (!eng || rk_api_sse_next(eng, s->execution, &after, 0, &s->done, &s->buf, &err)) {
 			rk_log(RK_LOG_WARN, "api: event stream of %s: %s", s->execution, err.message);
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		}
-		/* a comment now and then finds a reader that went away */
-		if (!s->buf.len && !s->done && rk_monotonic_ms() - s->last_write > 15000)
-			rk_buf_adds(&s->buf, ": keepalive\n\n");
+		pthread_mutex_lock(&sse_mu);
+		s->after = after;
+		if (!s->buf.len && !s->done) {
+			/* nothing new: sleep until the poller has news, or a comment is
+			 * due that finds a reader that went away */
+			int64_t due = s->last_write + KEEPALIVE_MS;
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			int64_t left = due - rk_monotonic_ms();
+			if (left > 0) {
+				ts.tv_sec += left / 1000;
+				ts.tv_nsec += (left % 1000) * 1000000;
+				if (ts.tv_nsec >= 1000000000) {
+					ts.tv_sec++;
+					ts.tv_nsec -= 1000000000;
+				}
+				while (!s->wake && !s->revoked && !stop_requested &&
+				       pthread_cond_timedwait(&s->cond, &sse_mu, &ts) == 0)
+					;
+			}
+			if (!s->wake && !s->revoked && rk_monotonic_ms() >= due)
+				rk_buf_adds(&s->buf, ": keepalive\n\n");
+		}
+		pthread_mutex_unlock(&sse_mu);
 	}
 	size_t n = s->buf.len - s->off < max ? s->buf.len - s->off : max;
 	memcpy(out, s->buf.data + s->off, n);
@@ -111,10 +413,34 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 	return (ssize_t)n;
 }
 
+static struct sse *sse_new(char *execution, char *token, int64_t after)
+{
+	struct sse *s = rk_xcalloc(1, sizeof(*s));
+	s->execution = execution;
+	s->token = token;
+	s->after = after;
+	s->last_write = rk_monotonic_ms();
+	rk_buf_init(&s->buf);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_lock(&sse_mu);
+	LIST_INSERT_HEAD(&streams, s, link);
+	pthread_mutex_unlock(&sse_mu);
+	return s;
+}
+
 static void sse_free(void *cls)
 {
 	struct sse *s = cls;
+	pthread_mutex_lock(&sse_mu);
+	LIST_REMOVE(s, link);
+	pthread_mutex_unlock(&sse_mu);
+	pthread_cond_destroy(&s->cond);
 	free(s->execution);
+	free(s->token);
 	rk_buf_release(&s->buf);
 	free(s);
 }
@@ -129,8 +455,36 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, cJSON
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	if (status == 401)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"rakazo\"");
+	if (status == 503)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	/* a stranger's connection ends with its refusal */
+	if (status >= 400 && !trusted(conn))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result r = MHD_queue_response(conn, (unsigned)status, resp);
 	MHD_destroy_response(resp);
+	return r;
+}
+
+/* {"error": {...}} for what the transport itself answers. */
+static cJSON *error_doc(const char *category, const char *code, const char *message)
+{
+	cJSON *doc = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(doc, "error");
+	cJSON_AddStringToObject(e, "category", category);
+	cJSON_AddStringToObject(e, "code", code);
+	cJSON_AddStringToObject(e, "message", message);
+	/* as the engine's errors carry one (api/openapi.json's Error) */
+	char *eid = rk_id_new("err");
+	cJSON_AddStringToObject(e, "errorId", eid);
+	free(eid);
+	return doc;
+}
+
+static enum MHD_Result queue_error(struct MHD_Connection *conn, int status, const char *category, const char *code,
+				   const char *message)
+{
+	cJSON *doc = error_doc(category, code, message);
+	enum MHD_Result r = queue_json(conn, status, doc);
+	cJSON_Delete(doc);
 	return r;
 }
 
@@ -335,12 +689,9 @@ static cJSON *brokered(struct MHD_Connection *conn, const char *url, const char 
 	rk_buf_release(&in);
 	if (!doc) {
 		*status = 502;
-		doc = cJSON_CreateObject();
-		cJSON *e = cJSON_AddObjectToObject(doc, "error");
-		cJSON_AddStringToObject(e, "category", "ComputerExecutionFailed");
-		cJSON_AddStringToObject(e, "code", "outcome_unknown");
-		cJSON_AddStringToObject(e, "message", "the request's process ended without an answer; check before retrying");
-		cJSON_AddStringToObject(e, "outcome", "unknown");
+		doc = error_doc("ComputerExecutionFailed", "outcome_unknown",
+				"the request's process ended without an answer; check before retrying");
+		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(doc, "error"), "outcome", "unknown");
 		rk_log(RK_LOG_WARN, "api %s %s: the broker gave no answer", method, url);
 	}
 	return doc;
@@ -395,8 +746,38 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
 	pthread_detach(t);
 }
 
+/* The request as the engine takes it: headers, query and the body so far. */
+static void request_of(struct MHD_Connection *conn, const char *url, const char *method, const struct req_state *st,
+		       struct rk_api_request *req)
+{
+	*req = (struct rk_api_request){
+		.method = method,
+		.path = url,
+		.query = query_cb,
+		.query_ctx = conn,
+		.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+		.last_event_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID"),
+		.upgrade = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE),
+		.body = st->body.data,
+		.body_len = st->body.len,
+		.body_too_large = st->too_large,
+		.admitted = &st->tok,
+		.providers = offered,
+	};
+}
+
+static enum MHD_Result no_engine(struct MHD_Connection *conn, const struct rk_error *err)
+{
+	rk_log(RK_LOG_ERROR, "api: cannot open the engine: %s", err->message);
+	return queue_error(conn, 503, "ComputerExecutionFailed", rk_code_name(err->code),
+			   "the server cannot open its state; see its log");
+}
+
 static enum MHD_Result answer(struct MHD_Connection *conn, const char *url, const char *method, struct req_state *st)
 {
+	if (st->busy)
+		return queue_error(conn, 503, "ComputerExecutionFailed", "unavailable",
+				   "the server holds too many request bodies at once; retry shortly");
 	if (rk_api_route_forks(method, url)) {
 		int status = 502;
 		cJSON *doc = brokered(conn, url, method, st, &status);
@@ -406,45 +787,23 @@ static enum MHD_Result answer(struct MHD_Connection *conn, const char *url, cons
 	}
 	struct rk_error err;
 	struct rk_engine *eng = thread_engine(&err);
-	if (!eng) {
-		rk_log(RK_LOG_ERROR, "api: cannot open the engine: %s", err.message);
-		cJSON *doc = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(doc, "error");
-		cJSON_AddStringToObject(e, "category", "ComputerExecutionFailed");
-		cJSON_AddStringToObject(e, "code", rk_code_name(err.code));
-		cJSON_AddStringToObject(e, "message", "the server cannot open its state; see its log");
-		enum MHD_Result r = queue_json(conn, 503, doc);
-		cJSON_Delete(doc);
-		return r;
-	}
-	struct rk_api_request req = {
-		.method = method,
-		.path = url,
-		.query = query_cb,
-		.query_ctx = conn,
-		.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
-		.last_event_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID"),
-		.body = st->body.data,
-		.body_len = st->body.len,
-		.body_too_large = st->too_large,
-		.providers = offered,
-	};
+	if (!eng)
+		return no_engine(conn, &err);
+	struct rk_api_request req;
+	request_of(conn, url, method, st, &req);
 	struct rk_api_response out;
-	req.upgrade = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
 	rk_api_handle(eng, &req, &out);
 	enum MHD_Result r;
 	if (out.upgrade_pair) {
+		trust(conn); /* the machine's secret was good */
 		struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, out.upgrade_pair);
 		out.upgrade_pair = NULL;
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "rakazo-pair");
 		r = MHD_queue_response(conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
 		MHD_destroy_response(resp);
 	} else if (out.sse_execution) {
-		struct sse *s = rk_xcalloc(1, sizeof(*s));
-		s->execution = out.sse_execution;
-		out.sse_execution = NULL;
-		s->after = out.sse_after;
-		s->last_write = rk_monotonic_ms();
-		rk_buf_init(&s->buf);
+		struct sse *s = sse_new(out.sse_execution, out.sse_token, out.sse_after);
+		out.sse_execution = out.sse_token = NULL;
 		struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, s, sse_free);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
@@ -457,6 +816,45 @@ static enum MHD_Result answer(struct MHD_Connection *conn, const char *url, cons
 	return r;
 }
 
+/* The first call of a request, its headers in: the token is checked before
+ * any of the body is read, and the body's room is taken from the budget. */
+static enum MHD_Result admit(struct MHD_Connection *conn, const char *url, const char *method, struct req_state *st)
+{
+	struct rk_error err;
+	struct rk_engine *eng = thread_engine(&err);
+	if (!eng)
+		return no_engine(conn, &err);
+	struct rk_api_request req;
+	request_of(conn, url, method, st, &req);
+	struct rk_api_response out;
+	if (!rk_api_admit(eng, &req, &st->tok, &out)) {
+		enum MHD_Result r = queue_json(conn, out.status, out.doc);
+		rk_api_response_release(&out);
+		return r;
+	}
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
+	if (!st->tok.id) {
+		/* the routes open to all (health, a paired machine's connect) take no body */
+		if (len || te)
+			return queue_error(conn, 400, "invalid_request", rk_code_name(RK_EINVALID),
+					   "this route takes no request body");
+		return MHD_YES;
+	}
+	trust(conn);
+	if (len > RK_API_BODY_MAX) {
+		/* answer before reading any of it */
+		st->too_large = 1;
+		return answer(conn, url, method, st);
+	}
+	if (len && !body_reserve(st, (size_t)len)) {
+		st->busy = 1;
+		return answer(conn, url, method, st);
+	}
+	return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -467,21 +865,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		st = rk_xcalloc(1, sizeof(*st));
 		rk_buf_init(&st->body);
 		*con_cls = st;
-		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > RK_API_BODY_MAX) {
-			/* answer before reading any of it */
-			st->too_large = 1;
-			return answer(conn, url, method, st);
-		}
-		return MHD_YES;
+		return admit(conn, url, method, st);
 	}
 	if (*upload_size) {
-		if (!st->too_large && st->body.len + *upload_size <= RK_API_BODY_MAX)
-			rk_buf_add(&st->body, upload, *upload_size);
-		else {
+		size_t need = st->body.len + *upload_size;
+		if (!st->too_large && !st->busy && need > RK_API_BODY_MAX)
 			st->too_large = 1;
+		else if (!st->too_large && !st->busy && need > st->reserved && !body_reserve(st, need - st->reserved))
+			st->busy = 1;
+		if (!st->too_large && !st->busy) {
+			rk_buf_add(&st->body, upload, *upload_size);
+		} else if (st->body.len || st->reserved) {
+			/* refused: what was held goes back now */
 			rk_buf_release(&st->body);
 			rk_buf_init(&st->body);
+			body_unreserve(st);
 		}
 		*upload_size = 0;
 		return MHD_YES;
@@ -496,6 +894,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)why;
 	struct req_state *st = *con_cls;
 	if (st) {
+		body_unreserve(st);
+		rk_api_token_release(&st->tok);
 		rk_buf_release(&st->body);
 		free(st);
 		*con_cls = NULL;
@@ -508,31 +908,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
-}
-
-static int parse_listen(struct cmd_ctx *ctx, struct sockaddr_in *sa)
-{
-	const char *colon = strrchr(o_listen, ':');
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	char host[64];
-	char *end;
-	long port = colon ? strtol(colon + 1, &end, 10) : -1;
-	if (!colon || (size_t)(colon - o_listen) >= sizeof(host) || colon[1] == '\0' || *end || port < 0 || port > 65535)
-		return rk_error_set(&ctx->err, RK_EUSAGE, "--listen takes ADDR:PORT, e.g. 127.0.0.1:7380, not '%s'", o_listen);
-	memcpy(host, o_listen, (size_t)(colon - o_listen));
-	host[colon - o_listen] = '\0';
-	if (!strcmp(host, "localhost"))
-		snprintf(host, sizeof(host), "127.0.0.1");
-	if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-		return rk_error_set(&ctx->err, RK_EUSAGE, "--listen: '%s' is not an IPv4 address", host);
-	if ((ntohl(sa->sin_addr.s_addr) >> 24) != 127)
-		return rk_error_set(&ctx->err, RK_EUSAGE,
-				    "--listen: %s is not a loopback address; the API speaks plain HTTP, so it listens "
-				    "on 127.0.0.0/8 only (put a TLS proxy in front for more)",
-				    host);
-	sa->sin_port = htons((uint16_t)port);
-	return 0;
 }
 
 /* --providers, or by default every provider that provisions, passes its
@@ -617,17 +992,29 @@ static int token_file(struct cmd_ctx *ctx)
 	return r;
 }
 
+static void stop_poller(pthread_t poller)
+{
+	pthread_mutex_lock(&sse_mu);
+	poller_quit = 1;
+	pthread_mutex_unlock(&sse_mu);
+	pthread_join(poller, NULL);
+}
+
 static int run_server(struct cmd_ctx *ctx)
 {
 	struct sockaddr_in sa;
-	int r = parse_listen(ctx, &sa);
+	int loopback = 1;
+	int r = rk_listen_parse(o_listen, "the API", o_public, &sa, &loopback, &ctx->err);
 	/* the broker first: before any thread or database connection exists */
 	if (r || (r = choose_providers(ctx)) || (r = broker_start(&ctx->err)) || (r = cmd_engine(ctx)))
 		return r;
 	if ((o_token_file && (r = token_file(ctx))) || (r = rk_api_pair_reset(ctx->eng->db, &ctx->err)))
 		return r;
-	/* the threads open their own engines; this one was for the setup */
-	rk_engine_free(ctx->eng);
+	/* the connection threads open their own engines; this one, made for
+	 * the setup, goes to the event streams' poller */
+	pthread_t poller;
+	if (pthread_create(&poller, NULL, poller_main, ctx->eng) != 0)
+		return rk_error_errno(&ctx->err, RK_EFAILED, errno, "cannot start the event poller");
 	ctx->eng = NULL;
 	struct sigaction act;
 	memset(&act, 0, sizeof(act));
@@ -635,19 +1022,25 @@ static int run_server(struct cmd_ctx *ctx)
 	sigaction(SIGINT, &act, NULL);
 	sigaction(SIGTERM, &act, NULL);
 	struct MHD_Daemon *d = MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_UPGRADE, 0, NULL, NULL,
-		on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned int)512, MHD_OPTION_END);
-	if (!d)
-		return rk_error_errno(&ctx->err, errno == EADDRINUSE ? RK_ECONFLICT : RK_EUNAVAILABLE, errno,
-				      "cannot listen on %s", o_listen);
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_UPGRADE, 0,
+		on_accept, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120, MHD_OPTION_CONNECTION_LIMIT, SLOTS,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, PEER_SLOTS, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_BYTES,
+		MHD_OPTION_THREAD_STACK_SIZE, STACK_BYTES, MHD_OPTION_END);
+	if (!d) {
+		r = rk_error_errno(&ctx->err, errno == EADDRINUSE ? RK_ECONFLICT : RK_EUNAVAILABLE, errno,
+				   "cannot listen on %s", o_listen);
+		stop_poller(poller);
+		return r;
+	}
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
 	char host[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
 	char *url = rk_xasprintf("http://%s:%u", host, info ? (unsigned)info->port : (unsigned)ntohs(sa.sin_port));
 	if (o_url_file && (r = rk_fs_write_atomic(o_url_file, url, strlen(url), 0644, &ctx->err))) {
 		MHD_stop_daemon(d);
+		stop_poller(poller);
 		free(url);
 		return r;
 	}
@@ -669,10 +1062,20 @@ static int run_server(struct cmd_ctx *ctx)
 		     names.len ? names.data : "none");
 	rk_log(RK_LOG_INFO, "serve: listening on %s, providers %s", url, names.len ? names.data : "none");
 	rk_buf_release(&names);
+	if (!loopback)
+		fprintf(stderr,
+			"rakazo: warning: --public: the Computers API listens on %s, reachable from other machines, in "
+			"plain HTTP without TLS: every route under /v1 (computers and their lifecycle, shell sessions, "
+			"files, desktops, forwarded ports, paired machines, bot rights) answers anyone who holds a "
+			"token, and tokens cross the network in clear. Put a TLS proxy in front.\n",
+			url);
 	free(url);
-	while (!stop_requested)
+	while (!stop_requested) {
 		rk_sleep_ms(200);
+		cut_strangers();
+	}
 	MHD_stop_daemon(d);
+	stop_poller(poller);
 	return 0;
 }
 
@@ -769,7 +1172,7 @@ static int run_serve(struct cmd_ctx *ctx)
 
 const struct cmd_entry cmd_serve = {
 	.name = "serve",
-	.args = "[--listen ADDR:PORT] [--providers LIST] [--token-file F] | token create NAME [--bot BOT] | token list | token revoke ID | routes",
+	.args = "[--listen ADDR:PORT [--public]] [--providers LIST] [--token-file F] | token create NAME [--bot BOT] | token list | token revoke ID | routes",
 	.summary = "serve the Computers HTTP API (JSON under /v1, bearer tokens)",
 	.description = "Without a word it serves until SIGINT or SIGTERM and prints its base URL on stdout.\n"
 		       "`token create` prints a bearer token once (only a hash is kept); with --bot the token\n"

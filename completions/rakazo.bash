@@ -68,7 +68,7 @@ _rakazo_static() {
 	"screen share") words="--display --bot --view --control --ttl --json --help" ;;
 	"screen revoke") words="--all --json --help" ;;
 	"screen shares") words="--all --json --help" ;;
-	"screen gateway") words="--listen --web --json --help" ;;
+	"screen gateway") words="--listen --web --public --json --help" ;;
 	"checkpoint") words="create list show restore export import verify gc" ;;
 	"checkpoint create") words="--reason --no-quiesce --json --help" ;;
 	"checkpoint list") words="--json --help" ;;
@@ -80,7 +80,7 @@ _rakazo_static() {
 	"checkpoint gc") words="--json --help" ;;
 	"run") words="--computer --bot --thread --model --model-base-url --model-retries --max-steps --max-wall --max-tokens --trigger --limit --detach --follow --after --wait --note --older-than --dry-run --json --help" ;;
 	"tui") words="--computer --json --help" ;;
-	"serve") words="--listen --providers --token-file --url-file --bot --json --help token routes" ;;
+	"serve") words="--listen --public --providers --token-file --url-file --bot --json --help token routes" ;;
 	"pair") words="--token --name --root --once --json --help" ;;
 	"secret") words="set list rm" ;;
 	"secret set") words="--origin --auth --bot --space --json --help" ;;

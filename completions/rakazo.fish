@@ -280,6 +280,7 @@ complete -c rakazo -n "__rakazo_at screen shares" -l json
 complete -c rakazo -n "__rakazo_at screen shares" -l help
 complete -c rakazo -n "__rakazo_at screen gateway" -l listen
 complete -c rakazo -n "__rakazo_at screen gateway" -l web
+complete -c rakazo -n "__rakazo_at screen gateway" -l public
 complete -c rakazo -n "__rakazo_at screen gateway" -l json
 complete -c rakazo -n "__rakazo_at screen gateway" -l help
 complete -c rakazo -n "__rakazo_at checkpoint" -a "create list show restore export import verify gc"
@@ -333,6 +334,7 @@ complete -c rakazo -n "__rakazo_at tui" -l computer
 complete -c rakazo -n "__rakazo_at tui" -l json
 complete -c rakazo -n "__rakazo_at tui" -l help
 complete -c rakazo -n "__rakazo_at serve" -l listen
+complete -c rakazo -n "__rakazo_at serve" -l public
 complete -c rakazo -n "__rakazo_at serve" -l providers
 complete -c rakazo -n "__rakazo_at serve" -l token-file
 complete -c rakazo -n "__rakazo_at serve" -l url-file

@@ -48,6 +48,7 @@ void rk_api_response_release(struct rk_api_response *r)
 	cJSON_Delete(r->doc);
 	free(r->sse_execution);
 	free(r->upgrade_pair);
+	free(r->sse_token);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -605,6 +606,8 @@ static int h_exe_observe(struct call *k)
 	k->out->status = 200;
 	k->out->sse_execution = rk_xstrdup(e.id);
 	k->out->sse_after = after;
+	if (k->tok.id)
+		k->out->sse_token = rk_xstrdup(k->tok.id);
 	rk_execution_release(&e);
 	return 0;
 }
@@ -1415,6 +1418,17 @@ no:
 
 static int authenticate(struct call *k)
 {
+	const struct rk_api_token *a = k->req->admitted;
+	if (a && a->id) {
+		/* checked on this request's headers a moment ago */
+		k->tok = *a;
+		k->tok.id = rk_xstrdup(a->id);
+		k->tok.name = rk_xstrdup(a->name);
+		k->tok.bot_id = rk_xstrdup(a->bot_id);
+		free(k->eng->owner);
+		k->eng->owner = rk_xasprintf("api:%s", k->tok.id);
+		return 0;
+	}
 	const char *h = k->req->authorization;
 	if (!h || !*h)
 		return fail_with(k, 401, "unauthorized", RK_EDENIED,
@@ -1437,35 +1451,55 @@ static int authenticate(struct call *k)
 	return 0;
 }
 
+/* The request's route with its parameters in k->p, or NULL with 404 or
+ * 405 answered. */
+static const struct route *find_route(struct call *k)
+{
+	int path_known = 0;
+	for (size_t i = 0; i < NROUTES; i++) {
+		if (!match(routes[i].info.path, k->req->path, k->p))
+			continue;
+		if (!strcmp(routes[i].info.method, k->req->method))
+			return &routes[i];
+		path_known = 1;
+		for (int j = 0; j < MAX_PARAMS; j++) {
+			free(k->p[j]);
+			k->p[j] = NULL;
+		}
+	}
+	if (path_known)
+		fail_with(k, 405, "method_not_allowed", RK_EUSAGE, "this route does not take that method", 1, NULL);
+	else
+		fail_with(k, 404, "route_not_found", RK_ENOTFOUND, "no such route (see api/openapi.json)", 1, NULL);
+	return NULL;
+}
+
+int rk_api_admit(struct rk_engine *eng, const struct rk_api_request *req, struct rk_api_token *tok,
+		 struct rk_api_response *out)
+{
+	struct call k = {.eng = eng, .req = req, .out = out};
+	memset(out, 0, sizeof(*out));
+	memset(tok, 0, sizeof(*tok));
+	const struct route *hit = find_route(&k);
+	int ok = hit && (!hit->info.auth || authenticate(&k) == 0);
+	if (ok)
+		*tok = k.tok;
+	else
+		rk_api_token_release(&k.tok);
+	for (int j = 0; j < MAX_PARAMS; j++)
+		free(k.p[j]);
+	return ok;
+}
+
 void rk_api_handle(struct rk_engine *eng, const struct rk_api_request *req, struct rk_api_response *out)
 {
 	struct call k = {.eng = eng, .req = req, .out = out};
 	memset(out, 0, sizeof(*out));
-	const struct route *hit = NULL;
-	int path_known = 0;
-	for (size_t i = 0; i < NROUTES && !hit; i++) {
-		if (!match(routes[i].info.path, req->path, k.p))
-			continue;
-		if (!strcmp(routes[i].info.method, req->method)) {
-			hit = &routes[i];
-		} else {
-			path_known = 1;
-			for (int j = 0; j < MAX_PARAMS; j++) {
-				free(k.p[j]);
-				k.p[j] = NULL;
-			}
-		}
-	}
-	if (!hit) {
-		if (path_known)
-			fail_with(&k, 405, "method_not_allowed", RK_EUSAGE, "this route does not take that method", 1, NULL);
-		else
-			fail_with(&k, 404, "route_not_found", RK_ENOTFOUND, "no such route (see api/openapi.json)", 1, NULL);
-	} else if (req->body_too_large) {
+	const struct route *hit = find_route(&k);
+	if (hit && req->body_too_large)
 		fail(&k, RK_ETOOLARGE, "the request body exceeds %u bytes", RK_API_BODY_MAX);
-	} else if (!hit->info.auth || authenticate(&k) == 0) {
+	else if (hit && (!hit->info.auth || authenticate(&k) == 0))
 		hit->fn(&k);
-	}
 	if (!out->status)
 		fail(&k, RK_EFAILED, "the route gave no answer");
 	rk_api_token_release(&k.tok);

@@ -41,6 +41,8 @@ int rk_api_token_list(struct rk_db *db, struct rk_api_token **out, size_t *n, st
 int rk_api_token_revoke(struct rk_db *db, const char *id_or_name, struct rk_api_token *out, struct rk_error *err);
 /* The live token whose secret this is; RK_EDENIED otherwise. */
 int rk_api_token_verify(struct rk_db *db, const char *secret, struct rk_api_token *out, struct rk_error *err);
+/* 1 while token id is live, 0 once revoked or gone. */
+int rk_api_token_live(struct rk_db *db, const char *id, struct rk_error *err);
 cJSON *rk_api_token_to_json(const struct rk_api_token *t);
 
 /* --- rights (engine/api_db.c) ------------------------------------------------------ */
@@ -102,6 +104,9 @@ struct rk_api_request {
 	 * A provider whose commands run on this host (RK_CAP_HOST_EXEC) is
 	 * never reachable with a bot's token, offered or not. */
 	const char *const *providers;
+	/* the caller as rk_api_admit found it on this request's headers, or
+	 * NULL: the Authorization header is checked */
+	const struct rk_api_token *admitted;
 };
 
 struct rk_api_response {
@@ -109,12 +114,21 @@ struct rk_api_response {
 	cJSON *doc;          /* owned; NULL for an event stream */
 	char *sse_execution; /* an event stream of this execution, from sse_after */
 	char *upgrade_pair;  /* switch the connection to a paired machine's link for this computer */
+	char *sse_token;     /* the stream's token id: the stream ends when it is revoked */
 	int64_t sse_after;
 };
 void rk_api_response_release(struct rk_api_response *r);
 
 /* Answers one request. eng->owner is set to the caller for its duration. */
 void rk_api_handle(struct rk_engine *eng, const struct rk_api_request *req, struct rk_api_response *out);
+
+/* The transport's check on the headers alone, before it reads any body:
+ * 1 when the request may go on, its route needing no token (tok->id NULL)
+ * or carrying a live one (*tok, the caller's to release; hand it to
+ * rk_api_handle as req->admitted); 0 with the answer (404, 405, 401, or
+ * 503 when the tokens cannot be read) in *out. */
+int rk_api_admit(struct rk_engine *eng, const struct rk_api_request *req, struct rk_api_token *tok,
+		 struct rk_api_response *out);
 
 /* The next piece of an execution's event stream as server-sent events:
  * waits up to wait_ms for events after *after, appends them ("id: N",

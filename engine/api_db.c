@@ -144,6 +144,19 @@ int rk_api_token_revoke(struct rk_db *db, const char *id_or_name, struct rk_api_
 	return r;
 }
 
+int rk_api_token_live(struct rk_db *db, const char *id, struct rk_error *err)
+{
+	struct rk_stmt *st = rk_db_prepare(db, "SELECT 1 FROM api_tokens WHERE id = ?1 AND revoked_at IS NULL", err);
+	if (!st)
+		return -err->code;
+	rk_stmt_bind_text(st, 1, id, -1);
+	int rc = rk_stmt_step(st), r = rc == RK_SQL_ROW ? 1 : 0;
+	if (rc != RK_SQL_ROW && rc != RK_SQL_DONE)
+		r = rk_db_sql_error(db, err, "read token");
+	rk_stmt_finalize(st);
+	return r;
+}
+
 int rk_api_token_verify(struct rk_db *db, const char *secret, struct rk_api_token *out, struct rk_error *err)
 {
 	const char *dot = secret ? strchr(secret, '.') : NULL;

@@ -1311,6 +1311,37 @@ int rk_db_execution_running_ids(struct rk_db *db, char ***ids, size_t *n, struct
 	return collect_rows(db, st, sizeof(char *), id_row, free_any, (void **)ids, n, "list running executions", err);
 }
 
+static void mark_row(struct rk_stmt *st, void *p)
+{
+	struct rk_execution_mark *m = p;
+	m->id = col_text(st, 0);
+	m->last_sequence = rk_stmt_column_int64(st, 1);
+}
+
+static void mark_release(void *p)
+{
+	free(((struct rk_execution_mark *)p)->id);
+}
+
+int rk_db_execution_marks(struct rk_db *db, struct rk_execution_mark **out, size_t *n, struct rk_error *err)
+{
+	struct rk_stmt *st = prep(db,
+				"SELECT e.id, coalesce((SELECT max(v.sequence) FROM execution_events v WHERE "
+				"v.execution_id = e.id), 0) FROM lifecycle_executions e WHERE e.state IN "
+				"('pending','running')",
+				err);
+	if (!st)
+		return -err->code;
+	return collect_rows(db, st, sizeof(**out), mark_row, mark_release, (void **)out, n, "list execution marks", err);
+}
+
+void rk_execution_marks_free(struct rk_execution_mark *m, size_t n)
+{
+	for (size_t i = 0; m && i < n; i++)
+		free(m[i].id);
+	free(m);
+}
+
 static void execution_row(struct rk_stmt *st, void *p)
 {
 	execution_from_row(st, p);

@@ -127,6 +127,15 @@ int rk_db_execution_running_ids(struct rk_db *db, char ***ids, size_t *n, struct
 int rk_db_execution_list(struct rk_db *db, const char *computer_id, struct rk_execution **out, size_t *n,
 			 struct rk_error *err);
 int rk_db_execution_count_pending(struct rk_db *db, struct rk_error *err);
+/* Every unsettled (pending or running) execution and the sequence of its
+ * last event (0: none yet), for a poller that wakes the event streams
+ * concerned; an execution missing from it has settled. malloc'd. */
+struct rk_execution_mark {
+	char *id;
+	int64_t last_sequence;
+};
+int rk_db_execution_marks(struct rk_db *db, struct rk_execution_mark **out, size_t *n, struct rk_error *err);
+void rk_execution_marks_free(struct rk_execution_mark *m, size_t n);
 
 struct rk_event {
 	int64_t sequence;

@@ -121,6 +121,7 @@ int rk_gateway_connect(const struct rk_gateway_cap *cap, struct rk_error *err);
 struct rk_gateway_server_options {
 	const char *listen;  /* "HOST:PORT"; NULL: RK_GATEWAY_DEFAULT_LISTEN; port 0 picks one */
 	const char *web_dir; /* serve these files (noVNC's) over HTTP, or NULL */
+	int public_ok;       /* listen may be outside 127.0.0.0/8 (--public) */
 	/* Called once listening with the bound "HOST:PORT". */
 	void (*on_listening)(const char *address, void *arg);
 	void *arg;

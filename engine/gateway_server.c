@@ -18,6 +18,7 @@
 
 #include "util/buf.h"
 #include "util/fs.h"
+#include "util/http.h"
 #include "util/log.h"
 #include "ws_buf.h"
 
@@ -209,34 +210,16 @@ static void lws_to_log(int level, const char *line)
 	rk_log(level & LLL_ERR ? RK_LOG_ERROR : RK_LOG_INFO, "gateway: lws: %.*s", (int)strcspn(line, "\n"), line);
 }
 
-static int parse_listen(const char *listen, char *host, size_t hsize, int *port, struct rk_error *err)
-{
-	const char *colon = strrchr(listen, ':');
-	char *end = NULL;
-	long p = colon ? strtol(colon + 1, &end, 10) : -1;
-	if (!colon || colon == listen || !end || *end || end == colon + 1 || p < 0 || p > 65535 ||
-	    (size_t)(colon - listen) >= hsize)
-		return rk_error_set(err, RK_EUSAGE, "--listen wants HOST:PORT (like 127.0.0.1:6080), not '%s'", listen);
-	snprintf(host, hsize, "%.*s", (int)(colon - listen), listen);
-	if (strcmp(host, "localhost") == 0)
-		snprintf(host, hsize, "127.0.0.1");
-	*port = (int)p;
-	return 0;
-}
-
 /* Tries the address first, so a taken port or a foreign address is a
  * clear error (lws only says it failed, and leaks on the way). */
-static int probe_listen(const char *host, int port, struct rk_error *err)
+static int probe_listen(const struct sockaddr_in *sa, const char *host, int port, struct rk_error *err)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-		return rk_error_set(err, RK_EUSAGE, "--listen wants an IPv4 address or localhost, not '%s'", host);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return rk_error_errno(err, RK_EUNAVAILABLE, errno, "cannot make a socket");
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	int r = bind(fd, (const struct sockaddr *)sa, sizeof(*sa));
 	int e = errno;
 	close(fd);
 	if (r != 0)
@@ -246,10 +229,16 @@ static int probe_listen(const char *host, int port, struct rk_error *err)
 
 int rk_gateway_serve(struct rk_engine *eng, const struct rk_gateway_server_options *opt, struct rk_error *err)
 {
-	char host[128];
-	int port = 0;
-	int r = parse_listen(opt->listen ? opt->listen : RK_GATEWAY_DEFAULT_LISTEN, host, sizeof(host), &port, err);
-	if (r || (r = probe_listen(host, port, err)))
+	struct sockaddr_in sa;
+	int loopback;
+	int r = rk_listen_parse(opt->listen ? opt->listen : RK_GATEWAY_DEFAULT_LISTEN, "the screen gateway",
+				opt->public_ok, &sa, &loopback, err);
+	if (r)
+		return r;
+	char host[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
+	int port = ntohs(sa.sin_port);
+	if ((r = probe_listen(&sa, host, port, err)))
 		return r;
 	lws_set_log_level(LLL_ERR | LLL_WARN, lws_to_log);
 	struct server s = {.eng = eng};

@@ -1,10 +1,14 @@
 #include "http.h"
 
+#include <arpa/inet.h>
 #include <cJSON.h>
 #include <ctype.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <unistd.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -527,4 +531,30 @@ int rk_http_do(const struct rk_http_request *req, struct rk_http_response *resp,
 	}
 	free(name);
 	return rc;
+}
+
+int rk_listen_parse(const char *listen, const char *what, int public_ok, struct sockaddr_in *sa, int *loopback,
+		    struct rk_error *err)
+{
+	const char *colon = strrchr(listen, ':');
+	char *end = NULL;
+	long port = colon ? strtol(colon + 1, &end, 10) : -1;
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	if (!colon || colon == listen || colon - listen > 63 || colon[1] == '\0' || *end || port < 0 || port > 65535)
+		return rk_error_set(err, RK_EUSAGE, "--listen takes ADDR:PORT (like 127.0.0.1:7380), not '%s'", listen);
+	char host[64];
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - listen), listen);
+	if (!strcmp(host, "localhost"))
+		snprintf(host, sizeof(host), "127.0.0.1");
+	if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+		return rk_error_set(err, RK_EUSAGE, "--listen: '%s' is not an IPv4 address or localhost", host);
+	sa->sin_port = htons((uint16_t)port);
+	*loopback = (ntohl(sa->sin_addr.s_addr) >> 24) == 127;
+	if (!*loopback && !public_ok)
+		return rk_error_set(err, RK_EUSAGE,
+				    "--listen: %s is not a loopback address; %s speaks plain HTTP without TLS, so it "
+				    "listens on 127.0.0.0/8 unless --public is given (then put a TLS proxy in front)",
+				    host, what);
+	return 0;
 }

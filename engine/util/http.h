@@ -97,4 +97,13 @@ char *rk_http_secret(const char *env_name, const char *provider, const char *key
 /* Percent-encodes s for a query value (RFC 3986 unreserved kept); malloc'd. */
 char *rk_http_escape(const char *s);
 
+/* --- the servers' side -------------------------------------------------------- */
+struct sockaddr_in;
+/* A listen address "ADDR:PORT" (an IPv4 address or localhost; port 0 picks
+ * one) into *sa. Both servers speak plain HTTP, so an address outside
+ * 127.0.0.0/8 is refused (RK_EUSAGE, naming `what` and --public) unless
+ * public_ok; *loopback says which it was. */
+int rk_listen_parse(const char *listen, const char *what, int public_ok, struct sockaddr_in *sa, int *loopback,
+		    struct rk_error *err);
+
 #endif

@@ -29,6 +29,7 @@
 #include "../../engine/util/buf.h"
 #include "../../engine/util/fs.h"
 #include "../../engine/util/time.h"
+#include "serve.h"
 
 #define CLIENTS 50
 #define GET_PER_CLIENT 200
@@ -187,42 +188,14 @@ int main(void)
 	const char *bin = getenv("RAKAZO_BIN");
 	if (!bin || !*bin)
 		bin = "build/rakazo";
-	char dir[] = "/tmp/rakazo-api-bench.XXXXXX";
-	if (!mkdtemp(dir)) {
-		perror("api_bench: mkdtemp");
-		return 1;
-	}
-	char data[300], tokf[300], urlf[300];
-	snprintf(data, sizeof(data), "%s/data", dir);
-	snprintf(tokf, sizeof(tokf), "%s/token", dir);
-	snprintf(urlf, sizeof(urlf), "%s/url", dir);
-	setenv("RAKAZO_DATA_DIR", data, 1);
-	setenv("RAKAZO_OWNER", "user:bench", 1);
-	pid_t srv = fork();
-	if (srv == 0) {
-		int dn = open("/dev/null", O_WRONLY);
-		dup2(dn, 1);
-		dup2(dn, 2);
-		execl(bin, "rakazo", "serve", "--listen", "127.0.0.1:0", "--providers", "fake", "--token-file", tokf, "--url-file",
-		      urlf, (char *)NULL);
-		_exit(127);
-	}
 	int rc = 1;
-	struct rk_buf t = RK_BUF_INIT, u = RK_BUF_INIT, out = RK_BUF_INIT;
-	rk_buf_init(&t);
-	rk_buf_init(&u);
+	struct rk_bench_serve srv;
+	struct rk_buf out = RK_BUF_INIT;
 	rk_buf_init(&out);
-	struct rk_error err;
-	for (int i = 0; i < 300 && access(urlf, R_OK) != 0; i++)
-		rk_sleep_ms(50);
-	if (rk_fs_read_all(urlf, 255, &u, &err) || rk_fs_read_all(tokf, 400, &t, &err)) {
-		fprintf(stderr, "api_bench: the server did not start (%s)\n", bin);
+	if (rk_bench_serve_start(&srv, "api_bench", bin))
 		goto out;
-	}
-	while (t.len && t.data[t.len - 1] == '\n')
-		t.data[--t.len] = '\0';
-	snprintf(url, sizeof(url), "%s", u.data);
-	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", t.data);
+	snprintf(url, sizeof(url), "%s", srv.url);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", srv.token);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	CURL *h = curl_easy_init();
 	char exe[128], cmp[128];
@@ -263,18 +236,7 @@ int main(void)
 	}
 	fflush(stdout);
 out:
-	kill(srv, SIGTERM);
-	waitpid(srv, NULL, 0);
-	/* the worker and the session holders of this data directory end with it */
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "for f in $(grep -lzxF 'RAKAZO_DATA_DIR=%s' /proc/[0-9]*/environ 2>/dev/null); do "
-				   "p=${f#/proc/}; p=${p%%/environ}; [ \"$p\" = $$ ] || kill -9 $p 2>/dev/null; done; "
-				   "rm -rf '%s'",
-		 data, dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "api_bench: cleanup of %s failed\n", dir);
-	rk_buf_release(&t);
-	rk_buf_release(&u);
+	rk_bench_serve_stop(&srv, "api_bench");
 	rk_buf_release(&out);
 	return rc ? 1 : 0;
 }

@@ -210,6 +210,61 @@ TEST(route_table)
 		CHECK(!strncmp(rk_api_route(i)->path, "/v1/", 4));
 }
 
+/* issue 20: the transport's check on the headers, before any body */
+TEST(admit_on_headers)
+{
+	char *secret = NULL;
+	struct rk_api_token t = {0}, rv = {0}, tok = {0};
+	struct rk_api_response out;
+	struct rk_error e;
+	CHECK_EQ_INT(rk_api_token_create(eng->db, "adm", NULL, &secret, &t, &e), 0);
+	char *auth = rk_xasprintf("Bearer %s", secret);
+	struct rk_api_request req = {.method = "POST", .path = "/v1/computers"};
+	CHECK_EQ_INT(rk_api_admit(eng, &req, &tok, &out), 0);
+	CHECK_EQ_INT(out.status, 401);
+	CHECK(!tok.id);
+	rk_api_response_release(&out);
+	req.authorization = auth;
+	CHECK_EQ_INT(rk_api_admit(eng, &req, &tok, &out), 1);
+	CHECK(tok.id && !strcmp(tok.id, t.id) && !tok.bot_id);
+	CHECK(!out.status && !out.doc);
+	/* the handler takes the admitted caller without a second look */
+	struct rk_api_request list = {.method = "GET", .path = "/v1/computers", .admitted = &tok};
+	rk_api_handle(eng, &list, &out);
+	CHECK_EQ_INT(out.status, 200);
+	rk_api_response_release(&out);
+	rk_api_token_release(&tok);
+	/* unknown routes and methods are answered as the handler would */
+	req.path = "/v1/nosuch";
+	CHECK_EQ_INT(rk_api_admit(eng, &req, &tok, &out), 0);
+	CHECK_EQ_INT(out.status, 404);
+	rk_api_response_release(&out);
+	req.path = "/v1/health";
+	CHECK_EQ_INT(rk_api_admit(eng, &req, &tok, &out), 0);
+	CHECK_EQ_INT(out.status, 405);
+	rk_api_response_release(&out);
+	/* an open route needs no token, and none is named */
+	req.method = "GET";
+	req.authorization = NULL;
+	CHECK_EQ_INT(rk_api_admit(eng, &req, &tok, &out), 1);
+	CHECK(!tok.id);
+	/* revoked: not live, not admitted */
+	CHECK_EQ_INT(rk_api_token_live(eng->db, t.id, &e), 1);
+	CHECK_EQ_INT(rk_api_token_revoke(eng->db, "adm", &rv, &e), 0);
+	CHECK_EQ_INT(rk_api_token_live(eng->db, t.id, &e), 0);
+	CHECK_EQ_INT(rk_api_token_live(eng->db, "tok_nosuch", &e), 0);
+	req.method = "POST";
+	req.path = "/v1/computers";
+	req.authorization = auth;
+	CHECK_EQ_INT(rk_api_admit(eng, &req, &tok, &out), 0);
+	CHECK_EQ_INT(out.status, 401);
+	rk_api_response_release(&out);
+	rk_api_token_release(&rv);
+	rk_api_token_release(&t);
+	free(auth);
+	free(secret);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/rk-api-XXXXXX";
@@ -228,6 +283,7 @@ int main(void)
 	RUN(handler_routes_and_errors);
 	RUN(providers_offered);
 	RUN(route_table);
+	RUN(admit_on_headers);
 	rk_engine_free(eng);
 	rk_fs_remove_tree(dir, &e);
 	return check_summary("api");

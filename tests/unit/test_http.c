@@ -1,7 +1,9 @@
 /* engine/util/http: the retry policy, error mapping and lost replies, against
  * a local libmicrohttpd server on loopback. */
 
+#include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,6 +341,28 @@ TEST(helpers)
 	unsetenv("RAKAZO_CONFIG");
 }
 
+/* issue 20: both servers listen on loopback unless --public */
+TEST(listen_parse)
+{
+	struct sockaddr_in sa;
+	int lo = -1;
+	struct rk_error e;
+	CHECK_EQ_INT(rk_listen_parse("127.0.0.1:7380", "x", 0, &sa, &lo, &e), 0);
+	CHECK(lo == 1 && ntohs(sa.sin_port) == 7380);
+	CHECK_EQ_INT(rk_listen_parse("localhost:0", "x", 0, &sa, &lo, &e), 0);
+	CHECK(lo == 1 && sa.sin_addr.s_addr == htonl(0x7f000001));
+	CHECK_EQ_INT(rk_listen_parse("127.9.8.7:1", "x", 0, &sa, &lo, &e), 0);
+	CHECK_EQ_INT(rk_listen_parse("0.0.0.0:80", "the API", 0, &sa, &lo, &e), -RK_EUSAGE);
+	CHECK(strstr(e.message, "the API") && strstr(e.message, "--public"));
+	CHECK_EQ_INT(rk_listen_parse("192.0.2.1:80", "x", 0, &sa, &lo, &e), -RK_EUSAGE);
+	CHECK_EQ_INT(rk_listen_parse("0.0.0.0:80", "x", 1, &sa, &lo, &e), 0);
+	CHECK(lo == 0);
+	const char *bad[] = {"nonsense", ":80", "127.0.0.1:", "127.0.0.1:99999", "127.0.0.1:-1", "127.0.0.1:8x",
+			     "example.org:80", NULL};
+	for (int i = 0; bad[i]; i++)
+		CHECK_EQ_INT(rk_listen_parse(bad[i], "x", 1, &sa, &lo, &e), -RK_EUSAGE);
+}
+
 int main(void)
 {
 	setenv("RAKAZO_HTTP_BACKOFF_MS", "1", 1);
@@ -362,6 +386,7 @@ int main(void)
 	RUN(reply_size_is_bounded);
 	RUN(streaming_hands_bytes_over);
 	RUN(helpers);
+	RUN(listen_parse);
 	MHD_stop_daemon(server);
 	return check_summary("http");
 }
