@@ -395,7 +395,7 @@ static int t_shell(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_r
 		return r;
 	struct rk_session_request req = {.command = command, .cwd = bot_cwd ? bot_cwd : cwd, .tty = tty, .rows = 24,
 					 .cols = 80, .yield_ms = yield, .max_output = RK_TOOL_SHELL_OUTPUT,
-					 .bot_id = ctx->bot_id};
+					 .bot_id = ctx->bot_id, .keep_back = 1};
 	struct rk_session_reply rep = {0};
 	r = rk_session_start(ctx->eng, ctx->computer, &req, &rep, e);
 	free(bot_cwd);

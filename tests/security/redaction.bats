@@ -176,3 +176,63 @@ EOF
 	# nothing was stored
 	[ "$(rk secret list --json | rk_json 'len(d)')" = 0 ]
 }
+
+# The value cut in two, as a command prints it in two writes (written in
+# octal escapes: the command itself holds neither half).
+HALF1='Rz7"q/Kx-91+'
+HALF2='Se cret&Tok=Zz?>'
+octal() {
+	python3 -c 'import sys; print("".join("\\%03o" % b for b in sys.argv[1].encode()))' "$1"
+}
+TWO_WRITES="printf 'start $(octal "$HALF1")'; read go; printf '$(octal "$HALF2") end'"
+
+# refute_halves FILE...: neither half of the value is in them
+refute_halves() {
+	if grep -oE -- '.{0,60}(Kx-91|Tok=Zz).{0,20}' "$@" >&2; then
+		echo "a half of the value is there" >&2
+		return 1
+	fi
+}
+
+@test "redaction: a secret printed in two writes and read by the model in two calls reaches it whole, redacted" {
+	printf '%s' "$VALUE" | rk secret set svc --origin https://a.example --auth bearer >/dev/null
+	rk_fake t
+	python3 - "$TWO_WRITES" >"$BATS_TEST_TMPDIR/scenario.json" <<'PY'
+import json, sys
+call = lambda name, args: {"tool_calls": [{"name": name, "arguments": args}]}
+print(json.dumps({"steps": [
+  {"reply": call("shell", {"command": sys.argv[1], "yield_ms": 5000})},
+  # the first write came (and the command waits for its input)
+  {"expect": {"last_tool_result_contains": "start"},
+   "reply": call("write_stdin", {"session": "$last_session", "chars": "\n", "yield_ms": 10000})},
+  {"expect": {"last_tool_result_contains": "[redacted] end"}, "reply": {"content": "done"}}]}))
+PY
+	MODEL_DUMP=$BATS_TEST_TMPDIR/dump start_server "$BATS_TEST_TMPDIR/scenario.json"
+	run rk run --computer t --json "print it"
+	echo "$output" >"$BATS_TEST_TMPDIR/events"
+	server_ok
+	[ "$status" -eq 0 ]
+	refute_halves "$BATS_TEST_TMPDIR/dump" "$BATS_TEST_TMPDIR/events"
+	rk computer history t --json >"$BATS_TEST_TMPDIR/history"
+	grep -q 'start' "$BATS_TEST_TMPDIR/history"
+	refute_halves "$BATS_TEST_TMPDIR/history"
+	check model "$BATS_TEST_TMPDIR/dump"
+}
+
+@test "redaction: a secret printed in two writes that came in two reads is one history record, redacted" {
+	printf '%s' "$VALUE" | rk secret set svc --origin https://a.example --auth bearer >/dev/null
+	rk_fake t
+	run rk computer exec t --yield-ms 250 --json -- "$TWO_WRITES"
+	[ "$status" -eq 0 ]
+	sid=$(printf '%s' "$output" | rk_json 'd["session"]')
+	# a person's own reads are not held back: read until the first write is there
+	printf '%s' "$output" >"$BATS_TEST_TMPDIR/seen"
+	wait_for 'grep -q Kx-91 "$BATS_TEST_TMPDIR/seen" || { rk computer input t '"$sid"' "" --yield-ms 250 >>"$BATS_TEST_TMPDIR/seen" 2>/dev/null; false; }' 30
+	run rk computer input t "$sid" '\n' --yield-ms 10000
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"$HALF2 end"* ]]
+	rk computer history t --json >"$BATS_TEST_TMPDIR/history"
+	grep -q 'start' "$BATS_TEST_TMPDIR/history"
+	grep -qF '[redacted] end' "$BATS_TEST_TMPDIR/history"
+	refute_halves "$BATS_TEST_TMPDIR/history"
+}
