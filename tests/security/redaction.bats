@@ -16,6 +16,9 @@ VALUE='Rz7"q/Kx-91+Se cret&Tok=Zz?>'
 
 teardown() {
 	local p
+	for p in ${RUN_PIDS:-}; do
+		kill -9 "$p" 2>/dev/null || true
+	done
 	for p in ${ORIGIN_PID:-}; do
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
@@ -235,4 +238,26 @@ PY
 	grep -q 'start' "$BATS_TEST_TMPDIR/history"
 	grep -qF '[redacted] end' "$BATS_TEST_TMPDIR/history"
 	refute_halves "$BATS_TEST_TMPDIR/history"
+}
+
+@test "redaction: the event and error the reaper stores for a run whose process died are redacted" {
+	# a value the reaper's own words hold: what it stores goes through the
+	# redactor like every other event of a run
+	printf '%s' 'the process running it' | rk secret set svc --origin https://a.example --auth bearer >/dev/null
+	rk_fake t
+	start_server run_hang.json
+	rk run "sleep a lot" >/dev/null 2>&1 &
+	RUN_PIDS=$!
+	wait_for '[ "$(rk_sql "SELECT state FROM runs")" = running ] && [ "$(rk_sql "SELECT steps FROM runs")" = 1 ]' 30
+	pid=$(rk_sql "SELECT worker_pid FROM runs")
+	id=$(rk_sql "SELECT id FROM runs")
+	kill -9 "$pid"
+	wait_for '! kill -0 '"$pid"' 2>/dev/null' 10
+	rk run show "$id" --json >"$BATS_TEST_TMPDIR/show"
+	[ "$(rk_json 'd["state"]' <"$BATS_TEST_TMPDIR/show")" = interrupted ]
+	rk run logs "$id" --json | tail -n1 >"$BATS_TEST_TMPDIR/last"
+	[ "$(rk_json 'd["type"]' <"$BATS_TEST_TMPDIR/last")" = run.interrupted ]
+	grep -qF 'worker_gone: [redacted] (pid' "$BATS_TEST_TMPDIR/last"
+	rk_sql "SELECT data FROM run_events" >"$BATS_TEST_TMPDIR/stored"
+	refute grep -qF 'the process running it' "$BATS_TEST_TMPDIR/last" "$BATS_TEST_TMPDIR/show" "$BATS_TEST_TMPDIR/stored"
 }
