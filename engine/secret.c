@@ -1086,7 +1086,7 @@ char *rk_secret_redactor_text(const struct rk_secret_redactor *r, const char *te
 {
 	if (!r || !r->n)
 		return rk_xstrdup(text);
-	cJSON *doc = cJSON_Parse(text);
+	cJSON *doc = cJSON_ParseWithOpts(text, NULL, 1); /* all of it, or it is text */
 	if (doc) {
 		redact_cjson(r, doc);
 		char *s = cJSON_PrintUnformatted(doc);

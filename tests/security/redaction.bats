@@ -261,3 +261,62 @@ PY
 	rk_sql "SELECT data FROM run_events" >"$BATS_TEST_TMPDIR/stored"
 	refute grep -qF 'the process running it' "$BATS_TEST_TMPDIR/last" "$BATS_TEST_TMPDIR/show" "$BATS_TEST_TMPDIR/stored"
 }
+
+@test "redaction: what a run keeps of a model's arguments (approvals, the judge, memory, secret requests, attachments) holds no form of a secret" {
+	printf '%s' "$VALUE" | rk secret set svc --origin https://a.example --auth bearer >/dev/null
+	rk_fake t
+	python3 "$FORMS" file "$VALUE" | rk computer file write t forms.txt - >/dev/null
+	rk approval set --effect require_approval --match tool --value write_file --json >/dev/null
+	python3 - "$FORMS" "$VALUE" >"$BATS_TEST_TMPDIR/scenario.json" <<'PY'
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("forms", sys.argv[1])
+f = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(f)
+all_forms = " ".join(f.texts(sys.argv[2]))
+call = lambda name, args: {"tool_calls": [{"name": name, "arguments": args}]}
+print(json.dumps({"steps": [
+  # waits for a person (a rule), who denies it
+  {"reply": call("write_file", {"path": "x.txt", "content": all_forms})},
+  # no rule: the judge (this server too) is asked, and allows it
+  {"expect": {"last_tool_result_contains": "denied"},
+   "reply": call("memory_write", {"path": "notes.md", "content": "keys: " + all_forms})},
+  {"expect": {"messages_contain": "memory_write"}, "reply": {"content": "ALLOW"}},
+  {"expect": {"last_tool_result_contains": "revision"},
+   "reply": call("request_secret", {"name": "other", "origin": "https://b.example", "auth": "bearer",
+                                    "reason": "it is " + all_forms})},
+  {"expect": {"last_tool_result_contains": "requested"}, "reply": call("attach_file", {"path": "forms.txt"})},
+  {"expect": {"last_tool_result_contains": "attachment_id"}, "reply": {"content": "done"}}]}))
+PY
+	MODEL_DUMP=$BATS_TEST_TMPDIR/dump start_server "$BATS_TEST_TMPDIR/scenario.json"
+	RAKAZO_JUDGE_MODEL=scripted RAKAZO_JUDGE_BASE_URL=$RAKAZO_MODEL_BASE_URL rk run --computer t --json "keep it" >"$BATS_TEST_TMPDIR/events" 2>&1 &
+	RUN_PIDS=$!
+	wait_for "rk run list --json | grep -q waiting_approval" 30
+	id=$(rk run list --json | rk_json 'd[0]["id"]')
+	rk approval pending --json >"$BATS_TEST_TMPDIR/pending"
+	grep -q write_file "$BATS_TEST_TMPDIR/pending"
+	grep -qF '[redacted]' "$BATS_TEST_TMPDIR/pending"
+	check approvals "$BATS_TEST_TMPDIR/pending"
+	rk run deny "$id" --note "not that" --json >/dev/null
+	wait "$RUN_PIDS"
+	RUN_PIDS=
+	server_ok
+	[ "$(rk run show "$id" --json | rk_json 'd["state"]')" = completed ]
+	# the judge was sent what the model is sent: redacted
+	check model "$BATS_TEST_TMPDIR/dump"
+	rk_sql "SELECT arguments FROM approvals" >"$BATS_TEST_TMPDIR/approvals"
+	grep -qF 'x.txt' "$BATS_TEST_TMPDIR/approvals"
+	check approvals "$BATS_TEST_TMPDIR/approvals"
+	rk_sql "SELECT content FROM memory_documents UNION ALL SELECT content FROM memory_revisions" >"$BATS_TEST_TMPDIR/memory"
+	grep -q 'keys: ' "$BATS_TEST_TMPDIR/memory"
+	check memory "$BATS_TEST_TMPDIR/memory"
+	rk_sql "SELECT reason FROM secret_requests" >"$BATS_TEST_TMPDIR/requests"
+	grep -q 'it is ' "$BATS_TEST_TMPDIR/requests"
+	check requests "$BATS_TEST_TMPDIR/requests"
+	att=$(find "$RAKAZO_DATA_DIR/attachments" -type f -name forms.txt)
+	[ -s "$att" ]
+	check attachment "$att"
+	local f
+	for f in $(find "$RAKAZO_DATA_DIR" -type f ! -path '*/homes/*' ! -name 'master.key'); do
+		check datadir "$f"
+	done
+}
