@@ -211,10 +211,14 @@ static cJSON *msg_json(const char *role, const char *text)
 	return m;
 }
 
+/* A person's words (the task, the system prompt): the model gets them
+ * without the user's secrets too, as it gets everything else. */
 static void add_text_msg(struct run *run, enum rk_model_role role, const char *text)
 {
-	rk_model_add_message(run->conv, role, text);
-	store_msg(run, msg_json(role == RK_MODEL_SYSTEM ? "system" : "user", text));
+	char *clean = redacted(run, text);
+	rk_model_add_message(run->conv, role, clean);
+	store_msg(run, msg_json(role == RK_MODEL_SYSTEM ? "system" : "user", clean));
+	free(clean);
 }
 
 static void add_reply_msg(struct run *run, const struct rk_model_reply *reply)
@@ -613,6 +617,7 @@ static int run_calls(struct run *run, const struct rk_model_reply *reply, const 
 			cJSON_AddBoolToObject(doc, "ok", 1);
 			cJSON_AddStringToObject(doc, "message", "the person handed control back");
 			rk_json_add_str_or_null(doc, "note", note);
+			rk_secret_redactor_json(run->red, doc); /* the person's note, as the model gets it */
 			res.text = cJSON_PrintUnformatted(doc);
 			cJSON_Delete(doc);
 			free(note);

@@ -320,3 +320,24 @@ PY
 		check datadir "$f"
 	done
 }
+
+@test "redaction: a person's words reach the model redacted too (the task, a takeover note), and so does the takeover reason stored" {
+	printf '%s' "$VALUE" | rk secret set svc --origin https://a.example --auth bearer >/dev/null
+	rk_fake t
+	python3 - "$VALUE" >"$BATS_TEST_TMPDIR/scenario.json" <<'PY'
+import json, sys
+print(json.dumps({"steps": [
+  {"expect": {"messages_contain": "log in with [redacted]"},
+   "reply": {"tool_calls": [{"name": "request_takeover", "arguments": {"reason": "type " + sys.argv[1]}}]}},
+  {"expect": {"last_tool_result_contains": "use [redacted]"}, "reply": {"content": "done"}}]}))
+PY
+	MODEL_DUMP=$BATS_TEST_TMPDIR/dump start_server "$BATS_TEST_TMPDIR/scenario.json"
+	id=$(rk run --detach --computer t "log in with $VALUE")
+	wait_for '[ "$(rk run show '"$id"' --json | rk_json "d[\"state\"]")" = waiting_takeover ]' 30
+	rk run show "$id" --json | rk_json 'd["takeover_reason"]' >"$BATS_TEST_TMPDIR/reason"
+	[ "$(cat "$BATS_TEST_TMPDIR/reason")" = "type [redacted]" ]
+	rk run continue "$id" --note "use $VALUE" --json >/dev/null
+	wait_for '[ "$(rk run show '"$id"' --json | rk_json "d[\"state\"]")" = completed ]' 30
+	server_ok
+	check model "$BATS_TEST_TMPDIR/dump"
+}
