@@ -423,9 +423,8 @@ static void holder_reply(struct holder *h, int client, size_t max_output, const 
 		/* for a model, the tail that could begin a secret waits for the next
 		 * read, so a value split between two reads reaches it whole (and so
 		 * redacted) */
-		size_t give = h->pending.len - (h->keep_back && !h->ended ? rk_secret_redactor_hold(red, h->pending.data,
-												  h->pending.len)
-									  : 0);
+		size_t held = h->keep_back && !h->ended ? rk_secret_redactor_hold(red, h->pending.data, h->pending.len) : 0;
+		size_t give = h->pending.len - held;
 		size_t take = give, skip = 0;
 		int truncated = h->dropped;
 		if (take > max_output) {
