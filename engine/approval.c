@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "model.h"
+#include "secret.h"
 #include "util/buf.h"
 #include "util/id.h"
 #include "util/log.h"
@@ -341,9 +342,10 @@ static int approval_state(struct rk_engine *eng, const char *id, char *state, si
 	return r;
 }
 
-int rk_approval_check(struct rk_engine *eng, const struct rk_actor *a, const char *run_id,
-		      volatile sig_atomic_t *cancel, const char *tool, const char *args_json, unsigned flags,
-		      struct rk_approval_decision *d, struct rk_error *err)
+/* rk_approval_check with the arguments redacted. */
+static int approval_wait(struct rk_engine *eng, const struct rk_actor *a, const char *run_id,
+			 volatile sig_atomic_t *cancel, const char *tool, const char *args_json, unsigned flags,
+			 struct rk_approval_decision *d, struct rk_error *err)
 {
 	int r = rk_approval_evaluate(eng, a, tool, args_json, flags | RK_APPROVAL_JUDGE, d, err);
 	if (r || !d->ask)
@@ -363,7 +365,7 @@ int rk_approval_check(struct rk_engine *eng, const struct rk_actor *a, const cha
 	rk_db_bind_text(st, 1, id);
 	rk_db_bind_text(st, 2, run_id);
 	rk_db_bind_text(st, 3, tool);
-	rk_db_bind_text(st, 4, args_json && *args_json ? args_json : "{}");
+	rk_db_bind_text(st, 4, args_json);
 	rk_db_bind_text(st, 5, d->reason);
 	rk_stmt_bind_int64(st, 6, rk_now_ms());
 	rk_db_bind_text(st, 7, a->user);
@@ -420,6 +422,21 @@ int rk_approval_check(struct rk_engine *eng, const struct rk_actor *a, const cha
 	free(note);
 	free(by);
 	free(id);
+	return r;
+}
+
+int rk_approval_check(struct rk_engine *eng, const struct rk_actor *a, const char *run_id,
+		      volatile sig_atomic_t *cancel, const char *tool, const char *args_json, unsigned flags,
+		      struct rk_approval_decision *d, struct rk_error *err)
+{
+	/* the arguments as the judge and a person see them, and as the
+	 * approval keeps them: without the user's secrets (engine/secret.h),
+	 * which a model may have put there */
+	struct rk_secret_redactor *red = rk_secret_redactor_new(eng, a);
+	char *shown = rk_secret_redactor_text(red, args_json && *args_json ? args_json : "{}");
+	rk_secret_redactor_free(red);
+	int r = approval_wait(eng, a, run_id, cancel, tool, shown, flags, d, err);
+	free(shown);
 	return r;
 }
 

@@ -29,6 +29,9 @@
  * tool rule allows that very tool; connector and category allow rules and
  * the judge do not let it through.
  *
+ * The judge and the approval record see the call's arguments without the
+ * user's secrets (engine/secret.h), which a model may have put there.
+ *
  * Ask: inside a run the call waits. A pending approval is recorded, the
  * run's state is waiting_approval, and `rakazo run approve|deny RUN
  * [--note]` decides it (the run goes back to running; a denied call gives

@@ -109,28 +109,41 @@ struct run {
 	volatile sig_atomic_t no_flag;
 };
 
-/* Reads the values of the run's user's secrets again (engine/secret.h): a
- * secret set since the last step is taken out of what is stored too. */
-static void reload_redactor(struct run *run)
+/* The values of the secrets of a run's user (of bot_id), read now
+ * (engine/secret.h). */
+static struct rk_secret_redactor *run_redactor(struct rk_engine *eng, const char *bot_id)
 {
 	struct rk_actor a = {0};
 	struct rk_error e;
-	rk_secret_redactor_free(run->red);
-	run->red = rk_secret_redactor_new(run->eng,
-					  rk_actor_resolve(&a, run->eng, NULL, run->row.bot_id, &e) == 0 ? &a : NULL);
+	struct rk_secret_redactor *red =
+		rk_secret_redactor_new(eng, rk_actor_resolve(&a, eng, NULL, bot_id, &e) == 0 ? &a : NULL);
 	rk_actor_release(&a);
+	return red;
 }
 
-/* s with the run's secrets redacted, malloc'd (NULL stays NULL). */
-static char *redacted(struct run *run, const char *s)
+/* Reads the values again: a secret set since the last step is taken out of
+ * what is stored too. */
+static void reload_redactor(struct run *run)
+{
+	rk_secret_redactor_free(run->red);
+	run->red = run_redactor(run->eng, run->row.bot_id);
+}
+
+/* s redacted with red, malloc'd (NULL stays NULL). */
+static char *redacted_with(const struct rk_secret_redactor *red, const char *s)
 {
 	if (!s)
 		return NULL;
 	struct rk_buf b;
 	rk_buf_init(&b);
 	rk_buf_adds(&b, s);
-	rk_secret_redactor_buf(run->red, &b);
+	rk_secret_redactor_buf(red, &b);
 	return rk_buf_detach(&b, NULL);
+}
+
+static char *redacted(struct run *run, const char *s)
+{
+	return redacted_with(run->red, s);
 }
 
 static const char *lease_bot(const struct rk_run_row *row)
@@ -138,15 +151,17 @@ static const char *lease_bot(const struct rk_run_row *row)
 	return row->lease_bot ? row->lease_bot : row->bot_id ? row->bot_id : RK_RUN_LEASE_BOT_DEFAULT;
 }
 
-/* Stores and sends an event of type with the members of body (consumed; may
- * be NULL). A failed store is logged: the stream still gets the event. */
-static void emit(struct run *run, const char *type, cJSON *body)
+/* Event seq of type with the members of body (consumed; may be NULL),
+ * redacted with red and stored; a failed store is logged. The event is
+ * returned for the stream. */
+static cJSON *event_store(struct rk_engine *eng, const struct rk_secret_redactor *red, const char *run_id,
+			  int64_t seq, const char *type, cJSON *body)
 {
 	cJSON *ev = cJSON_CreateObject();
 	char when[32];
-	cJSON_AddNumberToObject(ev, "seq", (double)++run->seq);
+	cJSON_AddNumberToObject(ev, "seq", (double)seq);
 	cJSON_AddStringToObject(ev, "type", type);
-	cJSON_AddStringToObject(ev, "run_id", run->id);
+	cJSON_AddStringToObject(ev, "run_id", run_id);
 	cJSON_AddStringToObject(ev, "time", rk_iso8601(rk_now_ms(), when, sizeof(when)));
 	if (body) {
 		cJSON *m;
@@ -156,13 +171,20 @@ static void emit(struct run *run, const char *type, cJSON *body)
 		}
 		cJSON_Delete(body);
 	}
-	rk_secret_redactor_json(run->red, ev);
+	rk_secret_redactor_json(red, ev);
 	char *text = cJSON_PrintUnformatted(ev);
 	struct rk_error e;
-	if (rk_db_run_event_append(run->eng->db, run->id, run->seq, type, text, &e))
-		rk_log(RK_LOG_WARN, "run %s: event %lld (%s) not stored: %s", run->id, (long long)run->seq, type,
-		       e.message);
+	if (rk_db_run_event_append(eng->db, run_id, seq, type, text, &e))
+		rk_log(RK_LOG_WARN, "run %s: event %lld (%s) not stored: %s", run_id, (long long)seq, type, e.message);
 	free(text);
+	return ev;
+}
+
+/* Stores and sends an event of type with the members of body (consumed; may
+ * be NULL). A failed store is logged: the stream still gets the event. */
+static void emit(struct run *run, const char *type, cJSON *body)
+{
+	cJSON *ev = event_store(run->eng, run->red, run->id, ++run->seq, type, body);
 	if (run->x && run->x->cb)
 		run->x->cb(ev, run->x->cb_ctx);
 	cJSON_Delete(ev);
@@ -189,10 +211,14 @@ static cJSON *msg_json(const char *role, const char *text)
 	return m;
 }
 
+/* A person's words (the task, the system prompt): the model gets them
+ * without the user's secrets too, as it gets everything else. */
 static void add_text_msg(struct run *run, enum rk_model_role role, const char *text)
 {
-	rk_model_add_message(run->conv, role, text);
-	store_msg(run, msg_json(role == RK_MODEL_SYSTEM ? "system" : "user", text));
+	char *clean = redacted(run, text);
+	rk_model_add_message(run->conv, role, clean);
+	store_msg(run, msg_json(role == RK_MODEL_SYSTEM ? "system" : "user", clean));
+	free(clean);
 }
 
 static void add_reply_msg(struct run *run, const struct rk_model_reply *reply)
@@ -494,7 +520,9 @@ static void keep_frame(struct run *run, const struct rk_tool_result *res)
 static int wait_takeover(struct run *run, const char *reason, char **note, const char **why, struct rk_error *err)
 {
 	*note = NULL;
-	int r = rk_db_run_wait_takeover(run->eng->db, run->id, reason, err);
+	char *shown = redacted(run, reason); /* the model's words, stored in the row */
+	int r = rk_db_run_wait_takeover(run->eng->db, run->id, shown, err);
+	free(shown);
 	if (r)
 		return r;
 	cJSON *b = cJSON_CreateObject();
@@ -589,6 +617,7 @@ static int run_calls(struct run *run, const struct rk_model_reply *reply, const 
 			cJSON_AddBoolToObject(doc, "ok", 1);
 			cJSON_AddStringToObject(doc, "message", "the person handed control back");
 			rk_json_add_str_or_null(doc, "note", note);
+			rk_secret_redactor_json(run->red, doc); /* the person's note, as the model gets it */
 			res.text = cJSON_PrintUnformatted(doc);
 			cJSON_Delete(doc);
 			free(note);
@@ -1049,8 +1078,10 @@ finish:;
 
 fail_early:
 	/* it never got going: record why, so the row does not stay queued */
-	if (rk_db_run_finish(eng->db, run.id, "failed", NULL, err->message, &e2) == 0)
+	char *why = redacted(&run, err->message);
+	if (rk_db_run_finish(eng->db, run.id, "failed", NULL, why, &e2) == 0)
 		rk_db_run_set_meta(eng->db, run.id, reason, NULL, &e2);
+	free(why);
 	if (reason && strcmp(reason, "conflict") && have_computer)
 		rk_lease_release(eng, run.c.id, lease_bot(&run.row), run.fence > 0 ? run.fence : run.row.lease_fence,
 				 &e2);
@@ -1354,6 +1385,11 @@ int rk_run_reap(struct rk_engine *eng, int *marked, struct rk_error *err)
 		}
 		if (!reason)
 			continue;
+		/* stored like the run's own events and error: redacted */
+		struct rk_secret_redactor *red = run_redactor(eng, row->bot_id);
+		char *shown = redacted_with(red, msg);
+		free(msg);
+		msg = shown;
 		int m = rk_db_run_mark_interrupted(eng->db, row->id, row->heartbeat_at, reason, msg, err);
 		if (m < 0) {
 			r = m;
@@ -1369,20 +1405,13 @@ int rk_run_reap(struct rk_engine *eng, int *marked, struct rk_error *err)
 			/* its stream ends with a word on why */
 			int64_t seq = 0;
 			if (rk_db_run_event_last(eng->db, row->id, &seq, &e) == 0) {
-				cJSON *ev = cJSON_CreateObject();
-				char when[32];
-				cJSON_AddNumberToObject(ev, "seq", (double)(seq + 1));
-				cJSON_AddStringToObject(ev, "type", "run.interrupted");
-				cJSON_AddStringToObject(ev, "run_id", row->id);
-				cJSON_AddStringToObject(ev, "time", rk_iso8601(now, when, sizeof(when)));
-				cJSON_AddStringToObject(ev, "reason", reason);
-				cJSON_AddStringToObject(ev, "error", msg);
-				char *text = cJSON_PrintUnformatted(ev);
-				rk_db_run_event_append(eng->db, row->id, seq + 1, "run.interrupted", text, &e);
-				free(text);
-				cJSON_Delete(ev);
+				cJSON *b = cJSON_CreateObject();
+				cJSON_AddStringToObject(b, "reason", reason);
+				cJSON_AddStringToObject(b, "error", msg);
+				cJSON_Delete(event_store(eng, red, row->id, seq + 1, "run.interrupted", b));
 			}
 		}
+		rk_secret_redactor_free(red);
 		free(msg);
 	}
 	rk_run_rows_free(rows, n);

@@ -1086,7 +1086,7 @@ char *rk_secret_redactor_text(const struct rk_secret_redactor *r, const char *te
 {
 	if (!r || !r->n)
 		return rk_xstrdup(text);
-	cJSON *doc = cJSON_Parse(text);
+	cJSON *doc = cJSON_ParseWithOpts(text, NULL, 1); /* all of it, or it is text */
 	if (doc) {
 		redact_cjson(r, doc);
 		char *s = cJSON_PrintUnformatted(doc);
@@ -1100,12 +1100,195 @@ char *rk_secret_redactor_text(const struct rk_secret_redactor *r, const char *te
 	return rk_buf_detach(&b, NULL);
 }
 
+void rk_secret_redactor_history(const struct rk_secret_redactor *r, struct rk_buf *b)
+{
+	rk_secret_redactor_buf(r, b);
+	rk_secret_redact_patterns(b);
+}
+
 void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, struct rk_buf *b)
 {
 	struct rk_secret_redactor *r = rk_secret_redactor_new(eng, a);
-	rk_secret_redactor_buf(r, b);
+	rk_secret_redactor_history(r, b);
 	rk_secret_redactor_free(r);
-	rk_secret_redact_patterns(b);
+}
+
+/* --- streams: what could begin a value ------------------------------------------------ */
+
+/* The most text one byte of a value can take: \u00XX. */
+#define FORM_BYTES_MAX 6
+
+size_t rk_secret_redactor_span(const struct rk_secret_redactor *r)
+{
+	size_t span = 0;
+	for (size_t i = 0; r && i < r->n; i++)
+		if (FORM_BYTES_MAX * r->v[i].len > span)
+			span = FORM_BYTES_MAX * r->v[i].len;
+	return span;
+}
+
+/* The longest tail of t[0..n), at most limit bytes, that is f[0..j) for a
+ * j < m (ci: in either case). */
+static size_t tail_begins(const char *t, size_t n, size_t limit, const char *f, size_t m, int ci)
+{
+	size_t j = limit < n ? limit : n;
+	if (j >= m)
+		j = m - 1;
+	for (; j > 0; j--)
+		if (ci ? !strncasecmp(t + n - j, f, j) : !memcmp(t + n - j, f, j))
+			return j;
+	return 0;
+}
+
+/* Whether t[i..n) could begin s written as decoded_at reads it: every byte
+ * of it stands for the next bytes of s, and the text ends before s does
+ * (an escape cut by the end counts as one that could fit). */
+static int decoded_begins(const char *t, size_t n, size_t i, const char *s, size_t len)
+{
+	size_t p = i, k = 0;
+	while (p < n) {
+		if (k >= len)
+			return 0; /* a whole one: redacted, not held */
+		unsigned char c = (unsigned char)t[p], u[4];
+		size_t ul = 0, el = 0;
+		if (c == '\\' && (el = json_escape(t + p, n - p, u, &ul)) && ul <= len - k && !memcmp(u, s + k, ul)) {
+			p += el;
+			k += ul;
+		} else if (c == '\\' && !el && n - p < 12) {
+			return 1; /* \uXXXX (or a surrogate pair) cut by the end */
+		} else if (c == '%' && p + 2 < n && hex_value(t[p + 1]) >= 0 && hex_value(t[p + 2]) >= 0 &&
+			   (unsigned char)s[k] == (hex_value(t[p + 1]) << 4 | hex_value(t[p + 2]))) {
+			p += 3;
+			k++;
+		} else if (c == '%' && p + 2 >= n &&
+			   (p + 1 == n || hex_value(t[p + 1]) == (unsigned char)s[k] >> 4)) {
+			return 1; /* %X cut by the end */
+		} else if ((c == '+' && s[k] == ' ') || c == (unsigned char)s[k]) {
+			p++;
+			k++;
+		} else {
+			return 0;
+		}
+	}
+	return k < len;
+}
+
+/* The longest tail of t[0..n), at most limit bytes, that could begin a
+ * form of s (redact_one's forms). */
+static size_t hold_one(const char *t, size_t n, size_t limit, const char *s, size_t len)
+{
+	size_t best = 0, j;
+	static const int whole[] = {sodium_base64_VARIANT_ORIGINAL, sodium_base64_VARIANT_URLSAFE};
+	for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++) {
+		char *f = base64_variant(s, len, whole[i]); /* the unpadded forms begin the same */
+		if ((j = tail_begins(t, n, limit, f, strlen(f), 0)) > best)
+			best = j;
+		free_form(f);
+	}
+	char *hex = hex_of(s, len);
+	if ((j = tail_begins(t, n, limit, hex, 2 * len, 1)) > best)
+		best = j;
+	free_form(hex);
+	static const int cores[] = {sodium_base64_VARIANT_ORIGINAL_NO_PADDING, sodium_base64_VARIANT_URLSAFE_NO_PADDING};
+	for (size_t v = 0; v < 2; v++)
+		for (size_t k = 0; k < 3; k++) {
+			size_t start = (8 * k + 5) / 6, end = 8 * (k + len) / 6;
+			if (end < start + BASE64_CORE_MIN)
+				continue;
+			char *in = rk_xcalloc(1, k + len);
+			memcpy(in + k, s, len);
+			char *enc = base64_variant(in, k + len, cores[v]);
+			if ((j = tail_begins(t, n, limit, enc + start, end - start, 0)) > best)
+				best = j;
+			sodium_memzero(in, k + len);
+			free(in);
+			free_form(enc);
+		}
+	/* as it is, escaped or a mix: the earliest start that could be one */
+	for (size_t i = n - (limit < n ? limit : n); i + best < n; i++) {
+		unsigned char c = (unsigned char)t[i];
+		if ((c == (unsigned char)s[0] || c == '\\' || c == '%' || (c == '+' && s[0] == ' ')) &&
+		    decoded_begins(t, n, i, s, len)) {
+			best = n - i;
+			break;
+		}
+	}
+	return best;
+}
+
+/* The longest tail of t[0..n), at most limit bytes, that could begin a
+ * form of one of r's values. */
+static size_t begins(const struct rk_secret_redactor *r, const char *t, size_t n, size_t limit)
+{
+	size_t hold = 0;
+	for (size_t i = 0; i < r->n && hold < limit; i++) {
+		const char *s = r->v[i].v;
+		size_t len = r->v[i].len, h = hold_one(t, n, limit, s, len);
+		const char *colon = memchr(s, ':', len);
+		if (colon && (size_t)(s + len - colon - 1) >= 4) { /* basic: the password alone */
+			size_t hp = hold_one(t, n, limit, colon + 1, (size_t)(s + len - colon - 1));
+			if (hp > h)
+				h = hp;
+		}
+		if (h > hold)
+			hold = h;
+	}
+	return hold;
+}
+
+/* Whether t[0..cut) and t[cut..n), each redacted on its own, give whole
+ * (t redacted whole): no value is cut in two there. */
+static int cut_keeps(const struct rk_secret_redactor *r, const char *t, size_t n, size_t cut, const struct rk_buf *whole)
+{
+	struct rk_buf a, b;
+	rk_buf_init(&a);
+	rk_buf_init(&b);
+	rk_buf_add(&a, t, cut);
+	rk_buf_add(&b, t + cut, n - cut);
+	values_redact(r->v, r->n, &a);
+	values_redact(r->v, r->n, &b);
+	int same = a.len + b.len == whole->len && !memcmp(a.data, whole->data, a.len) &&
+		   !memcmp(b.data, whole->data + a.len, b.len);
+	sodium_memzero(a.data, a.len);
+	sodium_memzero(b.data, b.len);
+	rk_buf_release(&a);
+	rk_buf_release(&b);
+	return same;
+}
+
+size_t rk_secret_redactor_hold(const struct rk_secret_redactor *r, const char *text, size_t n)
+{
+	size_t span = rk_secret_redactor_span(r);
+	if (span == 0 || n == 0)
+		return 0;
+	/* a value that could go on past n starts in the last span - 1 bytes,
+	 * and one that overlaps those in the last 2 * span */
+	const char *w = n > 2 * span ? text + n - 2 * span : text;
+	size_t wn = (size_t)(text + n - w);
+	struct rk_buf b;
+	rk_buf_init(&b);
+	rk_buf_add(&b, w, wn);
+	values_redact(r->v, r->n, &b);
+	/* whole values are redacted first: one that ends in the tail is no
+	 * beginning, and is not cut. After the last [redacted], b is text's
+	 * own tail, byte for byte. */
+	size_t limit = span - 1, m = sizeof(RK_SECRET_REDACTED) - 1;
+	for (size_t i = b.len >= m ? b.len - m + 1 : 0; i-- > 0;)
+		if (!memcmp(b.data + i, RK_SECRET_REDACTED, m)) {
+			if (b.len - i - m < limit)
+				limit = b.len - i - m;
+			break;
+		}
+	size_t hold = begins(r, b.data, b.len, limit);
+	/* a longer form can begin before a shorter one that is whole (base64
+	 * whose first characters are a base64 core): keep that back too, when
+	 * the cut leaves every value whole */
+	size_t raw = begins(r, w, wn, span - 1);
+	if (raw > hold && cut_keeps(r, w, wn, wn - raw, &b))
+		hold = raw;
+	sodium_memzero(b.data, b.len);
+	rk_buf_release(&b);
+	return hold;
 }
 
 int rk_secret_request(struct rk_engine *eng, const struct rk_actor *a, const char *run_id, const char *name,

@@ -80,8 +80,21 @@ void rk_secret_redactor_json(const struct rk_secret_redactor *r, cJSON *doc);
  * again), anything else as text. */
 char *rk_secret_redactor_text(const struct rk_secret_redactor *r, const char *text);
 /* For text people read later (the terminal history, the sessions list):
- * rk_secret_redactor_buf with a's redactor, then rk_secret_redact_patterns. */
+ * rk_secret_redactor_buf with r, then rk_secret_redact_patterns. */
+void rk_secret_redactor_history(const struct rk_secret_redactor *r, struct rk_buf *b);
+/* The same with a's redactor, read now. */
 void rk_secret_redact_history(struct rk_engine *eng, const struct rk_actor *a, struct rk_buf *b);
+/* Streams (a command's output read a piece at a time): a value split
+ * between two pieces is whole in neither, so whoever hands the pieces on
+ * keeps back the tail of each that could begin a form of one of r's values
+ * until the next piece (or the end) says whether it is one. span: the
+ * longest text a value can take in any form (6 bytes for each of its
+ * bytes, \u00XX), 0 without values. hold: how many bytes at the end of
+ * text[0..n) to keep back, at most span - 1 and usually none: the longest
+ * tail that begins a form (as it is, escaped, base64, base64 inside a
+ * longer text, hex) without being a whole one (that is redacted). */
+size_t rk_secret_redactor_span(const struct rk_secret_redactor *r);
+size_t rk_secret_redactor_hold(const struct rk_secret_redactor *r, const char *text, size_t n);
 
 /* Stores (or replaces) a's secret name (a->bot: for that bot only). */
 int rk_secret_set(struct rk_engine *eng, const struct rk_actor *a, const char *name, const char *origin_url,

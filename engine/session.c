@@ -248,6 +248,8 @@ struct holder {
 	struct rk_engine *eng;  /* the holder's own (its db), for redaction */
 	struct rk_actor actor;  /* whose secrets are redacted; user NULL: patterns only */
 	struct rk_buf typed;    /* input since the last line end, not yet in history */
+	struct rk_buf said;     /* output handed out, not yet in history: it could begin a secret */
+	int keep_back;          /* a model reads the replies (rk_session_request) */
 	cJSON *relayed;         /* a call through the state: its reply, kept instead of written */
 	int relay;              /* the state is shared (PostgreSQL): answer calls left there */
 };
@@ -265,15 +267,25 @@ static void holder_send(struct holder *h, int client, cJSON *o)
 	cJSON_Delete(o);
 }
 
+/* The secrets of the session's actor, read now (engine/secret.h). */
+static struct rk_secret_redactor *holder_redactor(struct holder *h)
+{
+	return rk_secret_redactor_new(h->eng, h->actor.user ? &h->actor : NULL);
+}
+
 /* A terminal-history record of command, input or output text, with the
- * secrets of the session's actor and credential-looking text redacted
- * (engine/secret.h) before it is stored. */
-static void history_text(struct holder *h, const char *kind, const char *data, size_t len)
+ * secrets of the session's actor (red, else read now) and
+ * credential-looking text redacted (engine/secret.h) before it is stored. */
+static void history_text(struct holder *h, const struct rk_secret_redactor *red, const char *kind, const char *data,
+			 size_t len)
 {
 	struct rk_buf b;
 	rk_buf_init(&b);
 	rk_buf_add(&b, data, len);
-	rk_secret_redact_history(h->eng, h->actor.user ? &h->actor : NULL, &b);
+	if (red)
+		rk_secret_redactor_history(red, &b);
+	else
+		rk_secret_redact_history(h->eng, h->actor.user ? &h->actor : NULL, &b);
 	rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, kind, b.data, b.len, -1, -1, NULL);
 	sodium_memzero(b.data, b.len);
 	rk_buf_release(&b);
@@ -294,9 +306,35 @@ static void history_typed(struct holder *h, const char *data, size_t len, int al
 	}
 	if (!cut)
 		return;
-	history_text(h, "input", h->typed.data, cut);
+	history_text(h, NULL, "input", h->typed.data, cut);
 	sodium_memzero(h->typed.data, cut);
 	rk_buf_consume(&h->typed, cut);
+}
+
+/* Output goes to history after what was kept back of the last piece: the
+ * tail of this one that could begin a secret stays back until the next
+ * piece or the end (all), so a value printed in two writes that came in
+ * two reads is one, redacted (rk_secret_redactor_hold). After a gap (the
+ * head of a flood dropped) what was kept back goes: it is not followed by
+ * what comes now. */
+static void history_output(struct holder *h, const struct rk_secret_redactor *red, const char *data, size_t len,
+			   int gap, int all)
+{
+	if (gap || len > HISTORY_CHUNK_MAX) {
+		sodium_memzero(h->said.data, h->said.len);
+		rk_buf_reset(&h->said);
+	}
+	if (len > HISTORY_CHUNK_MAX) { /* history keeps the tail of a flood, like the reply does */
+		data += len - HISTORY_CHUNK_MAX;
+		len = HISTORY_CHUNK_MAX;
+	}
+	rk_buf_add(&h->said, data, len);
+	size_t keep = all ? 0 : rk_secret_redactor_hold(red, h->said.data, h->said.len);
+	if (h->said.len > keep) {
+		history_text(h, red, "output", h->said.data, h->said.len - keep);
+		sodium_memzero(h->said.data, h->said.len - keep);
+		rk_buf_consume(&h->said, h->said.len - keep);
+	}
 }
 
 static void holder_pump(struct holder *h)
@@ -361,6 +399,11 @@ static void holder_record_end(struct holder *h)
 		return;
 	h->end_recorded = 1;
 	history_typed(h, NULL, 0, 1);
+	if (h->said.len) {
+		struct rk_secret_redactor *red = holder_redactor(h);
+		history_output(h, red, NULL, 0, 0, 1);
+		rk_secret_redactor_free(red);
+	}
 	int64_t code = h->ended && h->status.exited && !h->status.lost && h->status.signo <= 0 ? h->status.code : -1;
 	int64_t sig = h->ended && h->status.signo > 0 ? h->status.signo : -1;
 	rk_db_history_append(h->db, h->computer_id, h->sid, h->bot_id, "exit", NULL, 0, code, sig, NULL);
@@ -376,21 +419,25 @@ static void holder_reply(struct holder *h, int client, size_t max_output, const 
 		cJSON_AddStringToObject(er, "code", error_code);
 		cJSON_AddStringToObject(er, "message", error_message);
 	} else {
-		size_t take = h->pending.len, skip = 0;
+		struct rk_secret_redactor *red = h->pending.len ? holder_redactor(h) : NULL;
+		/* for a model, the tail that could begin a secret waits for the next
+		 * read, so a value split between two reads reaches it whole (and so
+		 * redacted) */
+		size_t held = h->keep_back && !h->ended ? rk_secret_redactor_hold(red, h->pending.data, h->pending.len) : 0;
+		size_t give = h->pending.len - held;
+		size_t take = give, skip = 0;
 		int truncated = h->dropped;
 		if (take > max_output) {
 			skip = take - max_output;
 			/* start the tail on a character, not inside one */
-			while (skip < h->pending.len && ((unsigned char)h->pending.data[skip] & 0xC0) == 0x80)
+			while (skip < give && ((unsigned char)h->pending.data[skip] & 0xC0) == 0x80)
 				skip++;
-			take = h->pending.len - skip;
+			take = give - skip;
 			truncated = 1;
 		}
-		if (h->pending.len) {
-			/* history keeps the tail of a flood, like the reply does */
-			size_t keep = h->pending.len > HISTORY_CHUNK_MAX ? HISTORY_CHUNK_MAX : h->pending.len;
-			history_text(h, "output", h->pending.data + h->pending.len - keep, keep);
-		}
+		if (give || h->ended)
+			history_output(h, red, h->pending.data, give, h->dropped, h->ended);
+		rk_secret_redactor_free(red);
 		char *b64 = rk_base64_encode(h->pending.data + skip, take);
 		cJSON_AddStringToObject(o, "output_b64", b64);
 		free(b64);
@@ -403,7 +450,7 @@ static void holder_reply(struct holder *h, int client, size_t max_output, const 
 			cJSON_AddNumberToObject(o, "signo", h->status.signo);
 			cJSON_AddBoolToObject(o, "lost", h->status.lost);
 		}
-		rk_buf_reset(&h->pending);
+		rk_buf_consume(&h->pending, give);
 		h->dropped = 0;
 	}
 	holder_send(h, client, o);
@@ -630,6 +677,8 @@ static void holder_main(void *arg, int ready_fd)
 	h.relay = rk_db_dialect(h.db) == RK_DIALECT_PG;
 	rk_buf_init(&h.pending);
 	rk_buf_init(&h.typed);
+	rk_buf_init(&h.said);
+	h.keep_back = req->keep_back;
 	h.idle_ms = rk_session_idle_ms();
 	rk_db_session_touch(h.db, a->sid, getpid(), NULL);
 	eng.db = h.db;
@@ -637,7 +686,7 @@ static void holder_main(void *arg, int ready_fd)
 	h.eng = &eng;
 	if (rk_actor_resolve(&h.actor, &eng, NULL, req->bot_id, &err) != 0)
 		memset(&h.actor, 0, sizeof(h.actor)); /* patterns only */
-	history_text(&h, "command", req->command, strlen(req->command));
+	history_text(&h, NULL, "command", req->command, strlen(req->command));
 	rk_ipc_ready(ready_fd, NULL);
 	holder_loop(&h, lsock);
 	h.proc->ops->free(h.proc);

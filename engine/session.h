@@ -30,6 +30,11 @@ struct rk_session_request {
 	int64_t yield_ms;  /* 0: the default */
 	size_t max_output; /* 0: 64 KiB */
 	const char *bot_id;
+	/* a model reads the output (the shell tool): a reply keeps back the
+	 * tail that could begin one of the user's secrets until the next read
+	 * or the end (engine/secret.h), so a value printed in two writes, read
+	 * in two calls, reaches it whole and redacted */
+	int keep_back;
 };
 
 struct rk_session_reply {

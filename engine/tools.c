@@ -395,7 +395,7 @@ static int t_shell(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_r
 		return r;
 	struct rk_session_request req = {.command = command, .cwd = bot_cwd ? bot_cwd : cwd, .tty = tty, .rows = 24,
 					 .cols = 80, .yield_ms = yield, .max_output = RK_TOOL_SHELL_OUTPUT,
-					 .bot_id = ctx->bot_id};
+					 .bot_id = ctx->bot_id, .keep_back = 1};
 	struct rk_session_reply rep = {0};
 	r = rk_session_start(ctx->eng, ctx->computer, &req, &rep, e);
 	free(bot_cwd);
@@ -756,10 +756,19 @@ static const char *attach_mime(const char *path)
 	return NULL;
 }
 
+/* Types whose text an attachment keeps redacted. */
+static int attach_is_text(const char *mime)
+{
+	return !strncmp(mime, "text/", 5) || !strcmp(mime, "application/json") || !strcmp(mime, "application/xml") ||
+	       !strcmp(mime, "image/svg+xml");
+}
+
 /* attach_file: a copy of the file in DATA_DIR/attachments/<run>/<id>/<name>,
- * kept with the run after the computer is gone. */
-static int t_attach_file(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out,
-			 struct rk_error *e)
+ * kept with the run after the computer is gone. Like everything else kept
+ * for people, without a's secrets (engine/secret.h): in a text file's
+ * content and in its name (a PDF or an image is kept as it is). */
+static int t_attach_file(struct rk_tools_ctx *ctx, const struct rk_actor *a, const cJSON *args,
+			 struct rk_tool_result *out, struct rk_error *e)
 {
 	const char *path;
 	int r = rk_json_get_string(args, "path", 1, &path, "attach_file", e);
@@ -782,10 +791,19 @@ static int t_attach_file(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_
 	free(where);
 	char *id = NULL, *dir = NULL, *file = NULL;
 	if (r == 0) {
+		struct rk_secret_redactor *red = rk_secret_redactor_new(ctx->eng, a);
+		if (attach_is_text(mime))
+			rk_secret_redactor_buf(red, &b);
 		const char *slash = strrchr(path, '/');
+		struct rk_buf name;
+		rk_buf_init(&name);
+		rk_buf_adds(&name, slash ? slash + 1 : path);
+		rk_secret_redactor_buf(red, &name);
+		rk_secret_redactor_free(red);
 		id = rk_id_new("att");
 		dir = rk_xasprintf("%s/attachments/%s/%s", ctx->eng->data_dir, ctx->run_id, id);
-		file = rk_path_join(dir, slash ? slash + 1 : path);
+		file = rk_path_join(dir, name.data);
+		rk_buf_release(&name);
 		if ((r = rk_fs_mkdirs(dir, 0700, e)) == 0)
 			r = rk_fs_write_atomic(file, b.data ? b.data : "", b.len, 0600, e);
 	}
@@ -991,7 +1009,16 @@ static const struct {
 } trust_dispatch[] = {
 	{"request_secret", t_request_secret}, {"secret_request", t_secret_request}, {"memory_read", t_memory_read},
 	{"memory_write", t_memory_write},     {"memory_search", t_memory_search},   {"create_space", t_create_space},
+	{"attach_file", t_attach_file},
 };
+
+/* Tools whose arguments rakazo keeps (memory, a space's description, a
+ * secret request's reason): kept without the user's secrets, like all else
+ * a model writes that stays (engine/secret.h). */
+static int keeps_arguments(const char *name)
+{
+	return !strcmp(name, "memory_write") || !strcmp(name, "create_space") || !strcmp(name, "request_secret");
+}
 
 /* Rights on the computer (again, before each call), then the approval rules. */
 static int gate(struct rk_tools_ctx *ctx, const struct rk_actor *a, const char *name, const char *args_json,
@@ -1015,7 +1042,7 @@ static const struct {
 	{"browser_navigate", t_navigate}, {"browser_snapshot", t_snapshot}, {"browser_act", t_browser_act},
 	{"computer_observe", t_observe}, {"computer_act", t_act}, {"shell", t_shell},    {"write_stdin", t_stdin},
 	{"read_file", t_read},           {"write_file", t_write}, {"list_files", t_list},
-	{"open_path", t_open_path},      {"launch_app", t_launch_app}, {"attach_file", t_attach_file},
+	{"open_path", t_open_path},      {"launch_app", t_launch_app},
 };
 
 int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_json, struct rk_tool_result *out)
@@ -1049,6 +1076,11 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 		r = rk_actor_resolve(&a, ctx->eng, NULL, ctx->bot_id, &e);
 	if (r == 0)
 		r = gate(ctx, &a, name, args_json, &e);
+	if (r == 0 && keeps_arguments(name)) {
+		struct rk_secret_redactor *kept = rk_secret_redactor_new(ctx->eng, &a);
+		rk_secret_redactor_json(kept, args);
+		rk_secret_redactor_free(kept);
+	}
 	if (r == 0) {
 		r = fn ? fn(ctx, args, out, &e) : tfn(ctx, &a, args, out, &e);
 		if (r && !e.message[0])

@@ -34,7 +34,10 @@
  *
  * Every result, error or not, has every form of every secret of the
  * caller's user taken out of each of its strings (engine/secret.h, read
- * afresh for each call) before it is clipped and handed back. */
+ * afresh for each call) before it is clipped and handed back. What rakazo
+ * keeps of a call is redacted the same way: the arguments of memory_write,
+ * create_space and request_secret, a text attachment and its name, and an
+ * approval's record of the call (engine/approval.h). */
 
 #include <signal.h>
 #include <stddef.h>

@@ -10,7 +10,9 @@
  *      {"fault": "raw", "body": "{...}"} (that text as a 200 JSON reply),
  *      {"reply": {"content": "done"}}]}
  *
- * (a bare list of steps is taken too). "expect" asserts on the request the
+ * (a bare list of steps is taken too). A string argument "$last_session" is
+ * the "session" of the last tool result (a shell call still running), so a
+ * step can go on with write_stdin. "expect" asserts on the request the
  * step receives:
  *   last_tool_result_contains: "text"    the last tool message holds it
  *   tool_result_has_image: true|false    the last tool result came with an image
@@ -471,7 +473,7 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, 
 	return res;
 }
 
-static cJSON *completion(const cJSON *reply, int step, size_t body_len)
+static cJSON *completion(const cJSON *reply, int step, size_t body_len, const char *last_session)
 {
 	cJSON *doc = cJSON_CreateObject();
 	char id[64];
@@ -507,7 +509,15 @@ static cJSON *completion(const cJSON *reply, int step, size_t body_len)
 			if (cJSON_IsString(args)) {
 				cJSON_AddStringToObject(fn, "arguments", args->valuestring); /* raw, maybe malformed */
 			} else {
-				char *a = args ? cJSON_PrintUnformatted(args) : rk_xstrdup("{}");
+				cJSON *given = args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject();
+				cJSON *m;
+				cJSON_ArrayForEach(m, given)
+				{
+					if (cJSON_IsString(m) && !strcmp(m->valuestring, "$last_session"))
+						cJSON_SetValuestring(m, last_session ? last_session : "");
+				}
+				char *a = cJSON_PrintUnformatted(given);
+				cJSON_Delete(given);
 				cJSON_AddStringToObject(fn, "arguments", a);
 				free(a);
 			}
@@ -573,6 +583,10 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq)
 	cJSON_AddItemToObject(entry, "tools", cJSON_Duplicate(s.tools, 1));
 	cJSON_AddBoolToObject(entry, "authorization", has_auth);
 	rk_json_add_str_or_null(entry, "last_tool_result", s.last_tool_text);
+	cJSON *last_result = s.last_tool_text ? cJSON_Parse(s.last_tool_text) : NULL;
+	char last_session[128]; /* a session id is short */
+	snprintf(last_session, sizeof(last_session), "%s", rk_json_string(last_result, "session", ""));
+	cJSON_Delete(last_result);
 
 	struct verdict v = {.list = cJSON_CreateArray()};
 	assert_request(cJSON_GetObjectItemCaseSensitive(st, "expect"), &s, has_auth, &v);
@@ -636,7 +650,7 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq)
 		cJSON_AddNumberToObject(entry, "hang_ms", (double)hang_ms);
 	}
 	cJSON_AddNumberToObject(entry, "status", 200);
-	cJSON *doc = reply ? completion(reply, step + 1, rq->body.len) : NULL;
+	cJSON *doc = reply ? completion(reply, step + 1, rq->body.len, last_session) : NULL;
 	pthread_mutex_unlock(&srv.mu);
 	if (hang_ms > 0)
 		rk_sleep_ms(hang_ms);

@@ -16,6 +16,9 @@ VALUE='Rz7"q/Kx-91+Se cret&Tok=Zz?>'
 
 teardown() {
 	local p
+	for p in ${RUN_PIDS:-}; do
+		kill -9 "$p" 2>/dev/null || true
+	done
 	for p in ${ORIGIN_PID:-}; do
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
@@ -175,4 +178,166 @@ assert st == 130, (st, seen)
 EOF
 	# nothing was stored
 	[ "$(rk secret list --json | rk_json 'len(d)')" = 0 ]
+}
+
+# The value cut in two, as a command prints it in two writes (written in
+# octal escapes: the command itself holds neither half).
+HALF1='Rz7"q/Kx-91+'
+HALF2='Se cret&Tok=Zz?>'
+octal() {
+	python3 -c 'import sys; print("".join("\\%03o" % b for b in sys.argv[1].encode()))' "$1"
+}
+TWO_WRITES="printf 'start $(octal "$HALF1")'; read go; printf '$(octal "$HALF2") end'"
+
+# refute_halves FILE...: neither half of the value is in them
+refute_halves() {
+	if grep -oE -- '.{0,60}(Kx-91|Tok=Zz).{0,20}' "$@" >&2; then
+		echo "a half of the value is there" >&2
+		return 1
+	fi
+}
+
+@test "redaction: a secret printed in two writes and read by the model in two calls reaches it whole, redacted" {
+	printf '%s' "$VALUE" | rk secret set svc --origin https://a.example --auth bearer >/dev/null
+	rk_fake t
+	python3 - "$TWO_WRITES" >"$BATS_TEST_TMPDIR/scenario.json" <<'PY'
+import json, sys
+call = lambda name, args: {"tool_calls": [{"name": name, "arguments": args}]}
+print(json.dumps({"steps": [
+  {"reply": call("shell", {"command": sys.argv[1], "yield_ms": 5000})},
+  # the first write came (and the command waits for its input)
+  {"expect": {"last_tool_result_contains": "start"},
+   "reply": call("write_stdin", {"session": "$last_session", "chars": "\n", "yield_ms": 10000})},
+  {"expect": {"last_tool_result_contains": "[redacted] end"}, "reply": {"content": "done"}}]}))
+PY
+	MODEL_DUMP=$BATS_TEST_TMPDIR/dump start_server "$BATS_TEST_TMPDIR/scenario.json"
+	run rk run --computer t --json "print it"
+	echo "$output" >"$BATS_TEST_TMPDIR/events"
+	server_ok
+	[ "$status" -eq 0 ]
+	refute_halves "$BATS_TEST_TMPDIR/dump" "$BATS_TEST_TMPDIR/events"
+	rk computer history t --json >"$BATS_TEST_TMPDIR/history"
+	grep -q 'start' "$BATS_TEST_TMPDIR/history"
+	refute_halves "$BATS_TEST_TMPDIR/history"
+	check model "$BATS_TEST_TMPDIR/dump"
+}
+
+@test "redaction: a secret printed in two writes that came in two reads is one history record, redacted" {
+	printf '%s' "$VALUE" | rk secret set svc --origin https://a.example --auth bearer >/dev/null
+	rk_fake t
+	run rk computer exec t --yield-ms 250 --json -- "$TWO_WRITES"
+	[ "$status" -eq 0 ]
+	sid=$(printf '%s' "$output" | rk_json 'd["session"]')
+	# a person's own reads are not held back: read until the first write is there
+	printf '%s' "$output" >"$BATS_TEST_TMPDIR/seen"
+	wait_for 'grep -q Kx-91 "$BATS_TEST_TMPDIR/seen" || { rk computer input t '"$sid"' "" --yield-ms 250 >>"$BATS_TEST_TMPDIR/seen" 2>/dev/null; false; }' 30
+	run rk computer input t "$sid" '\n' --yield-ms 10000
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"$HALF2 end"* ]]
+	rk computer history t --json >"$BATS_TEST_TMPDIR/history"
+	grep -q 'start' "$BATS_TEST_TMPDIR/history"
+	grep -qF '[redacted] end' "$BATS_TEST_TMPDIR/history"
+	refute_halves "$BATS_TEST_TMPDIR/history"
+}
+
+@test "redaction: the event and error the reaper stores for a run whose process died are redacted" {
+	# a value the reaper's own words hold: what it stores goes through the
+	# redactor like every other event of a run
+	printf '%s' 'the process running it' | rk secret set svc --origin https://a.example --auth bearer >/dev/null
+	rk_fake t
+	start_server run_hang.json
+	rk run "sleep a lot" >/dev/null 2>&1 &
+	RUN_PIDS=$!
+	wait_for '[ "$(rk_sql "SELECT state FROM runs")" = running ] && [ "$(rk_sql "SELECT steps FROM runs")" = 1 ]' 30
+	pid=$(rk_sql "SELECT worker_pid FROM runs")
+	id=$(rk_sql "SELECT id FROM runs")
+	kill -9 "$pid"
+	wait_for '! kill -0 '"$pid"' 2>/dev/null' 10
+	rk run show "$id" --json >"$BATS_TEST_TMPDIR/show"
+	[ "$(rk_json 'd["state"]' <"$BATS_TEST_TMPDIR/show")" = interrupted ]
+	rk run logs "$id" --json | tail -n1 >"$BATS_TEST_TMPDIR/last"
+	[ "$(rk_json 'd["type"]' <"$BATS_TEST_TMPDIR/last")" = run.interrupted ]
+	grep -qF 'worker_gone: [redacted] (pid' "$BATS_TEST_TMPDIR/last"
+	rk_sql "SELECT data FROM run_events" >"$BATS_TEST_TMPDIR/stored"
+	refute grep -qF 'the process running it' "$BATS_TEST_TMPDIR/last" "$BATS_TEST_TMPDIR/show" "$BATS_TEST_TMPDIR/stored"
+}
+
+@test "redaction: what a run keeps of a model's arguments (approvals, the judge, memory, secret requests, attachments) holds no form of a secret" {
+	printf '%s' "$VALUE" | rk secret set svc --origin https://a.example --auth bearer >/dev/null
+	rk_fake t
+	python3 "$FORMS" file "$VALUE" | rk computer file write t forms.txt - >/dev/null
+	rk approval set --effect require_approval --match tool --value write_file --json >/dev/null
+	python3 - "$FORMS" "$VALUE" >"$BATS_TEST_TMPDIR/scenario.json" <<'PY'
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("forms", sys.argv[1])
+f = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(f)
+all_forms = " ".join(f.texts(sys.argv[2]))
+call = lambda name, args: {"tool_calls": [{"name": name, "arguments": args}]}
+print(json.dumps({"steps": [
+  # waits for a person (a rule), who denies it
+  {"reply": call("write_file", {"path": "x.txt", "content": all_forms})},
+  # no rule: the judge (this server too) is asked, and allows it
+  {"expect": {"last_tool_result_contains": "denied"},
+   "reply": call("memory_write", {"path": "notes.md", "content": "keys: " + all_forms})},
+  {"expect": {"messages_contain": "memory_write"}, "reply": {"content": "ALLOW"}},
+  {"expect": {"last_tool_result_contains": "revision"},
+   "reply": call("request_secret", {"name": "other", "origin": "https://b.example", "auth": "bearer",
+                                    "reason": "it is " + all_forms})},
+  {"expect": {"last_tool_result_contains": "requested"}, "reply": call("attach_file", {"path": "forms.txt"})},
+  {"expect": {"last_tool_result_contains": "attachment_id"}, "reply": {"content": "done"}}]}))
+PY
+	MODEL_DUMP=$BATS_TEST_TMPDIR/dump start_server "$BATS_TEST_TMPDIR/scenario.json"
+	RAKAZO_JUDGE_MODEL=scripted RAKAZO_JUDGE_BASE_URL=$RAKAZO_MODEL_BASE_URL rk run --computer t --json "keep it" >"$BATS_TEST_TMPDIR/events" 2>&1 &
+	RUN_PIDS=$!
+	wait_for "rk run list --json | grep -q waiting_approval" 30
+	id=$(rk run list --json | rk_json 'd[0]["id"]')
+	rk approval pending --json >"$BATS_TEST_TMPDIR/pending"
+	grep -q write_file "$BATS_TEST_TMPDIR/pending"
+	grep -qF '[redacted]' "$BATS_TEST_TMPDIR/pending"
+	check approvals "$BATS_TEST_TMPDIR/pending"
+	rk run deny "$id" --note "not that" --json >/dev/null
+	wait "$RUN_PIDS"
+	RUN_PIDS=
+	server_ok
+	[ "$(rk run show "$id" --json | rk_json 'd["state"]')" = completed ]
+	# the judge was sent what the model is sent: redacted
+	check model "$BATS_TEST_TMPDIR/dump"
+	rk_sql "SELECT arguments FROM approvals" >"$BATS_TEST_TMPDIR/approvals"
+	grep -qF 'x.txt' "$BATS_TEST_TMPDIR/approvals"
+	check approvals "$BATS_TEST_TMPDIR/approvals"
+	rk_sql "SELECT content FROM memory_documents UNION ALL SELECT content FROM memory_revisions" >"$BATS_TEST_TMPDIR/memory"
+	grep -q 'keys: ' "$BATS_TEST_TMPDIR/memory"
+	check memory "$BATS_TEST_TMPDIR/memory"
+	rk_sql "SELECT reason FROM secret_requests" >"$BATS_TEST_TMPDIR/requests"
+	grep -q 'it is ' "$BATS_TEST_TMPDIR/requests"
+	check requests "$BATS_TEST_TMPDIR/requests"
+	att=$(find "$RAKAZO_DATA_DIR/attachments" -type f -name forms.txt)
+	[ -s "$att" ]
+	check attachment "$att"
+	local f
+	for f in $(find "$RAKAZO_DATA_DIR" -type f ! -path '*/homes/*' ! -name 'master.key'); do
+		check datadir "$f"
+	done
+}
+
+@test "redaction: a person's words reach the model redacted too (the task, a takeover note), and so does the takeover reason stored" {
+	printf '%s' "$VALUE" | rk secret set svc --origin https://a.example --auth bearer >/dev/null
+	rk_fake t
+	python3 - "$VALUE" >"$BATS_TEST_TMPDIR/scenario.json" <<'PY'
+import json, sys
+print(json.dumps({"steps": [
+  {"expect": {"messages_contain": "log in with [redacted]"},
+   "reply": {"tool_calls": [{"name": "request_takeover", "arguments": {"reason": "type " + sys.argv[1]}}]}},
+  {"expect": {"last_tool_result_contains": "use [redacted]"}, "reply": {"content": "done"}}]}))
+PY
+	MODEL_DUMP=$BATS_TEST_TMPDIR/dump start_server "$BATS_TEST_TMPDIR/scenario.json"
+	id=$(rk run --detach --computer t "log in with $VALUE")
+	wait_for '[ "$(rk run show '"$id"' --json | rk_json "d[\"state\"]")" = waiting_takeover ]' 30
+	rk run show "$id" --json | rk_json 'd["takeover_reason"]' >"$BATS_TEST_TMPDIR/reason"
+	[ "$(cat "$BATS_TEST_TMPDIR/reason")" = "type [redacted]" ]
+	rk run continue "$id" --note "use $VALUE" --json >/dev/null
+	wait_for '[ "$(rk run show '"$id"' --json | rk_json "d[\"state\"]")" = completed ]' 30
+	server_ok
+	check model "$BATS_TEST_TMPDIR/dump"
 }

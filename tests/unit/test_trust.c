@@ -141,12 +141,10 @@ TEST(redaction_forms)
 
 /* Issue 20: every form of a secret, one row each; the form stands between
  * '<' and '>', and all of it must become [redacted]. */
-TEST(redaction_every_form)
-{
-	const char *secret = "pa\"ss/w\xc3\xb6rd+ 42&x?>";
-	const struct {
-		const char *name, *text;
-	} cases[] = {
+static const char form_secret[] = "pa\"ss/w\xc3\xb6rd+ 42&x?>";
+static const struct {
+	const char *name, *text;
+} form_cases[] = {
 		{"plain", "<pa\"ss/w\xc3""\xb6""rd+ 42&x?>>"},
 		{"json (as cJSON prints it)", "<pa\\\"ss/w\xc3""\xb6""rd+ 42&x?>>"},
 		{"json, slash escaped", "<pa\\\"ss\\/w\xc3""\xb6""rd+ 42&x?>>"},
@@ -163,24 +161,30 @@ TEST(redaction_every_form)
 		{"hex", "<70612273732f77c3b672642b20343226783f3e>"},
 		{"hex, upper", "<70612273732F77C3B672642B20343226783F3E>"},
 		{"hex, mixed case", "<70612273732F77c3b672642B20343226783F3E>"},
-	};
+};
+#define NFORM_CASES (sizeof(form_cases) / sizeof(form_cases[0]))
+/* base64 of a longer text with the secret at each of the 3 offsets of a
+ * group: the characters that come from the secret alone go */
+static const char *const form_inside[] = {"cGEic3Mvd8O2cmQrIDQyJng/PnRhaWw=", "AXBhInNzL3fDtnJkKyA0MiZ4Pz50YWls",
+					  "AQJwYSJzcy93w7ZyZCsgNDImeD8+dGFpbA=="};
+
+TEST(redaction_every_form)
+{
+	const char *secret = form_secret;
 	struct rk_buf b = RK_BUF_INIT;
 	rk_buf_init(&b);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (size_t i = 0; i < NFORM_CASES; i++) {
 		rk_buf_reset(&b);
-		rk_buf_adds(&b, cases[i].text);
+		rk_buf_adds(&b, form_cases[i].text);
 		rk_secret_redact(&b, secret, strlen(secret));
 		if (strcmp(b.data, "<[redacted]>"))
-			printf("  %s: \"%s\" gave \"%s\"\n", cases[i].name, cases[i].text, b.data);
+			printf("  %s: \"%s\" gave \"%s\"\n", form_cases[i].name, form_cases[i].text, b.data);
 		CHECK_EQ_STR(b.data, "<[redacted]>");
 	}
-	/* base64 of a longer text with the secret at each of the 3 offsets of a
-	 * group: the characters that come from the secret alone go */
-	const char *inside[] = {"cGEic3Mvd8O2cmQrIDQyJng/PnRhaWw=", "AXBhInNzL3fDtnJkKyA0MiZ4Pz50YWls", "AQJwYSJzcy93w7ZyZCsgNDImeD8+dGFpbA=="};
 	const char *core[] = {"d8O2cmQrIDQy", "L3fDtnJkKyA0", "cy93w7ZyZCsg"};
 	for (size_t i = 0; i < 3; i++) {
 		rk_buf_reset(&b);
-		rk_buf_adds(&b, inside[i]);
+		rk_buf_adds(&b, form_inside[i]);
 		rk_secret_redact(&b, secret, strlen(secret));
 		CHECK(strstr(b.data, core[i]) == NULL);
 		CHECK(strstr(b.data, "[redacted]") != NULL);
@@ -191,6 +195,80 @@ TEST(redaction_every_form)
 	rk_secret_redact(&b, secret, strlen(secret));
 	CHECK_EQ_STR(b.data, "pa\\\"ss %2F w\\u00f6rd pa%22ss+ 7061227373 cGEic3");
 	rk_buf_release(&b);
+}
+
+/* text[0..n) as a stream hands it on in two pieces, cut at k: the first
+ * keeps back what rk_secret_redactor_hold says, the second (the end) all;
+ * each piece redacted on its own. */
+static char *stream_in_two(const struct rk_secret_redactor *r, const char *text, size_t n, size_t k)
+{
+	struct rk_buf out = RK_BUF_INIT, piece = RK_BUF_INIT;
+	rk_buf_init(&out);
+	rk_buf_init(&piece);
+	size_t hold = rk_secret_redactor_hold(r, text, k);
+	CHECK(hold < rk_secret_redactor_span(r));
+	rk_buf_add(&piece, text, k - hold);
+	rk_secret_redactor_buf(r, &piece);
+	rk_buf_add(&out, piece.data, piece.len);
+	rk_buf_reset(&piece);
+	rk_buf_add(&piece, text + k - hold, n - (k - hold));
+	rk_secret_redactor_buf(r, &piece);
+	rk_buf_add(&out, piece.data, piece.len);
+	rk_buf_release(&piece);
+	return rk_buf_detach(&out, NULL);
+}
+
+/* Issue 20 (the second pass): a value split between two pieces of a stream
+ * (a command's output read twice) in any form, cut anywhere, comes out
+ * redacted as if it had come whole; ordinary text is not kept back. */
+TEST(redaction_stream)
+{
+	fresh_engine();
+	struct rk_actor a;
+	actor(&a, "alice", NULL, NULL);
+	struct rk_error e;
+	REQUIRE(rk_secret_set(eng, &a, "s", "https://a.example", "bearer", form_secret, strlen(form_secret), &e) == 0);
+	struct rk_secret_redactor *r = rk_secret_redactor_new(eng, &a);
+	CHECK_EQ_INT((int)rk_secret_redactor_span(r), (int)(6 * strlen(form_secret)));
+	/* every form; and a whole value right before what begins another form
+	 * (its hex, its base64), or itself again */
+	const char *texts[NFORM_CASES + 6];
+	for (size_t i = 0; i < NFORM_CASES; i++)
+		texts[i] = form_cases[i].text;
+	for (size_t i = 0; i < 3; i++)
+		texts[NFORM_CASES + i] = form_inside[i];
+	texts[NFORM_CASES + 3] = "pa\"ss/w\xc3\xb6rd+ 42&x?>7061227373";
+	texts[NFORM_CASES + 4] = "pa\"ss/w\xc3\xb6rd+ 42&x?>cGEic3Mvd8O2";
+	texts[NFORM_CASES + 5] = "pa\"ss/w\xc3\xb6rd+ 42&x?>pa\"ss/w\xc3\xb6rd+ 42&x?>!";
+	int bad = 0;
+	for (size_t i = 0; i < NFORM_CASES + 6; i++) {
+		char *whole = rk_secret_redactor_text(r, texts[i]);
+		size_t n = strlen(texts[i]);
+		for (size_t k = 1; k < n; k++) {
+			char *got = stream_in_two(r, texts[i], n, k);
+			if (strcmp(got, whole) && bad++ < 5)
+				printf("  \"%s\" cut at %zu gave \"%s\"\n", texts[i], k, got);
+			CHECK_EQ_STR(got, whole);
+			free(got);
+		}
+		free(whole);
+	}
+	const char *plain[] = {"total 12\n$ ", "Continue? [y/N] ", "done\n", "pb", "ok: 50"};
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+		CHECK_EQ_INT((int)rk_secret_redactor_hold(r, plain[i], strlen(plain[i])), 0);
+	CHECK_EQ_INT((int)rk_secret_redactor_hold(r, "out: pa", 7), 2);
+	CHECK_EQ_INT((int)rk_secret_redactor_hold(r, "out: pa%2", 9), 4);
+	CHECK_EQ_INT((int)rk_secret_redactor_hold(r, "out: pa\\u00", 11), 6);
+	rk_secret_redactor_free(r);
+	/* no values, nothing kept back */
+	struct rk_actor bob;
+	actor(&bob, "bob", NULL, NULL);
+	r = rk_secret_redactor_new(eng, &bob);
+	CHECK_EQ_INT((int)rk_secret_redactor_span(r), 0);
+	CHECK_EQ_INT((int)rk_secret_redactor_hold(r, "out: pa", 7), 0);
+	rk_secret_redactor_free(r);
+	rk_actor_release(&bob);
+	rk_actor_release(&a);
 }
 
 TEST(redaction_patterns)
@@ -980,6 +1058,7 @@ int main(void)
 	RUN(auth_specs);
 	RUN(redaction_forms);
 	RUN(redaction_every_form);
+	RUN(redaction_stream);
 	RUN(redaction_patterns);
 	RUN(secret_store_binds_bot);
 	RUN(secret_request_sends_and_redacts);
