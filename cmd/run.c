@@ -130,7 +130,7 @@ static int run_list(struct cmd_ctx *ctx)
 	struct rk_computer c = {0};
 	if (r || (r = cmd_engine(ctx)))
 		return r;
-	if (o_computer && (r = rk_db_computer_get(ctx->eng->db, o_computer, &c, &ctx->err)))
+	if (o_computer && (r = cmd_target(ctx, o_computer, "computers.use", &c)))
 		return r;
 	struct rk_error e;
 	if (rk_run_reap(ctx->eng, NULL, &e))

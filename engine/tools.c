@@ -981,15 +981,16 @@ static const struct {
 	{"memory_write", t_memory_write},     {"memory_search", t_memory_search},   {"create_space", t_create_space},
 };
 
-/* Rights on the computer (again, before each call), then the approval rules. */
+/* Rights on the computer (again, before each call of a tool that works on
+ * it: the screen, the shell, files and the browser alike), then the
+ * approval rules. */
 static int gate(struct rk_tools_ctx *ctx, const struct rk_actor *a, const char *name, const char *args_json,
-		struct rk_error *e)
+		int on_computer, struct rk_error *e)
 {
 	if (!ctx->eng)
 		return 0; /* no database: nothing can run either (the unit tests' argument checks) */
-	const char *conn = rk_approval_connector(name);
 	int r;
-	if (conn && !strcmp(conn, "computer") && (r = rk_authz_check(ctx->eng, a, "computers.use", ctx->computer, e)))
+	if (on_computer && (r = rk_authz_check(ctx->eng, a, "computers.use", ctx->computer, e)))
 		return r;
 	struct rk_approval_decision d;
 	return rk_approval_check(ctx->eng, a, ctx->run_id, ctx->cancel, name, args_json,
@@ -1035,7 +1036,7 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 	if (r == 0)
 		r = rk_actor_resolve(&a, ctx->eng, NULL, ctx->bot_id, &e);
 	if (r == 0)
-		r = gate(ctx, &a, name, args_json, &e);
+		r = gate(ctx, &a, name, args_json, fn != NULL, &e);
 	if (r == 0) {
 		r = fn ? fn(ctx, args, out, &e) : tfn(ctx, &a, args, out, &e);
 		if (r && !e.message[0])
