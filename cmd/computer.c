@@ -382,13 +382,14 @@ static const struct rk_opt lifecycle_opts[] = {OPT_KEY, OPT_WAIT, OPT_TIMEOUT, O
 static int exe_authorize(struct cmd_ctx *ctx, const char *ref)
 {
 	struct rk_execution e = {0};
-	struct rk_computer c = {0};
+	struct rk_actor a;
 	int r = cmd_engine(ctx);
 	if (r || (r = rk_execution_get(ctx->eng, ref, &e, &ctx->err)))
 		return r;
-	if (e.computer_id)
-		r = load_computer(ctx, e.computer_id, &c);
-	rk_computer_release(&c);
+	if (e.computer_id && (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)) == 0) {
+		r = rk_authz_check_id(ctx->eng, &a, e.computer_id, "computers.use", &ctx->err);
+		rk_actor_release(&a);
+	}
 	rk_execution_release(&e);
 	return r;
 }

@@ -529,13 +529,19 @@ static int load_execution(struct call *k, struct rk_execution *e)
 	struct rk_error err;
 	if (rk_execution_get(k->eng, k->p[0], e, &err))
 		return fail_err(k, &err), -1;
-	if (e->computer_id) { /* the business of whoever may use its computer */
-		struct rk_computer c = {0};
-		if (load_computer(k, e->computer_id, &c)) {
+	struct rk_actor a;
+	int r = 0;
+	if (e->computer_id) { /* the business of whoever may use its computer, deleted or not */
+		if (caller(k, &a)) {
 			rk_execution_release(e);
 			return -1;
 		}
-		rk_computer_release(&c);
+		r = rk_authz_check_id(k->eng, &a, e->computer_id, "computers.use", &err);
+		rk_actor_release(&a);
+	}
+	if (r) {
+		rk_execution_release(e);
+		return fail_err(k, &err), -1;
 	}
 	return 0;
 }

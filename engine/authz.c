@@ -228,6 +228,21 @@ int rk_authz_resolve(struct rk_engine *eng, const struct rk_actor *a, const char
 	return r;
 }
 
+int rk_authz_check_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id,
+		      const char *capability, struct rk_error *err)
+{
+	struct rk_computer c = {0};
+	int r = rk_db_computer_get(eng->db, computer_id, &c, err);
+	if (r == -RK_ENOTFOUND) { /* deleted: the place it was recorded in decides */
+		struct rk_computer gone = {.id = (char *)computer_id, .name = (char *)computer_id};
+		return rk_authz_check(eng, a, capability, &gone, err);
+	}
+	if (r == 0)
+		r = rk_authz_check(eng, a, capability, &c, err);
+	rk_computer_release(&c);
+	return r;
+}
+
 int rk_authz_may_use(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c)
 {
 	struct rk_error e;

@@ -86,6 +86,11 @@ int rk_authz_check(struct rk_engine *eng, const struct rk_actor *a, const char *
  * out (release with rk_computer_release), left empty on failure. */
 int rk_authz_resolve(struct rk_engine *eng, const struct rk_actor *a, const char *ref, const char *capability,
 		     struct rk_computer *out, struct rk_error *err);
+/* The same check for what outlives its computer (a lifecycle command and
+ * its events): computer_id may be deleted, and then the space and owner it
+ * was recorded with decide. */
+int rk_authz_check_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id,
+		      const char *capability, struct rk_error *err);
 /* 1 when a may use c by the ownership and grant rules (no approval asked):
  * what a list of computers shows a. */
 int rk_authz_may_use(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c);

@@ -868,6 +868,12 @@ TEST(authz_spaces_and_grants)
 	REQUIRE(rk_authz_resolve(eng, &alice, "cmp_a", "computers.use", &x, &e) == 0);
 	rk_computer_release(&x);
 	CHECK(!rk_authz_may_use(eng, &bob, &c) && !rk_authz_may_use(eng, &home, &c) && rk_authz_may_use(eng, &alice, &c));
+	/* what outlives a computer (its lifecycle commands): the recorded place decides */
+	REQUIRE(rk_db_exec(eng->db, "UPDATE computers SET deleted_at = 2 WHERE id = 'cmp_b'", &e) == 0);
+	CHECK_EQ_INT(rk_authz_resolve(eng, &home, "cmp_b", "computers.use", &x, &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_authz_check_id(eng, &home, "cmp_b", "computers.use", &e), 0);
+	CHECK_EQ_INT(rk_authz_check_id(eng, &alice, "cmp_b", "computers.use", &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_authz_check_id(eng, &bob, "cmp_a", "computers.use", &e), -RK_EDENIED);
 	/* a bot: nothing without a grant, use with one, never create or delete */
 	CHECK_EQ_INT(rk_authz_check(eng, &bot, "computers.use", &c, &e), -RK_EDENIED);
 	CHECK_EQ_INT(rk_authz_grant(eng, &bob, &c, "b1", &e), -RK_EDENIED);
