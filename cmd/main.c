@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../engine/authz.h"
+#include "../engine/util/log.h"
 #include "cmd.h"
 #include "out.h"
 
@@ -309,6 +310,7 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "--json"))
 			opt_json = 1;
+	rk_warn_set_hook(out_warning); /* the engine's warnings, on stderr */
 	char *self = strdup(argv[0]);
 	const char *base = basename(self);
 	int status;
