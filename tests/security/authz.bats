@@ -9,9 +9,11 @@
 # lifecycle change. The owner still succeeds.
 
 load helper
+load ../cli/model
 
 teardown() {
 	local p
+	stop_server
 	for p in ${SERVE_PIDS:-}; do
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
@@ -169,6 +171,32 @@ nothing_done() {
 	[ "$(RAKAZO_OWNER=user:mallory rk checkpoint verify --all --json | rk_json '[r["name"] for r in d]')" = '["m"]' ]
 	# a run without --computer picks the only one the caller may use
 	echo x | expect_json_error 3 not_found env RAKAZO_OWNER=user:nobody "$RAKAZO_BIN" run --json -
+}
+
+@test "authz: a run is refused to whoever may not use its computer; lists show only their own" {
+	rk_fake t
+	start_server run_answer.json
+	echo 'what is the answer?' | rk run --computer t - >/dev/null
+	server_ok
+	local run_id id env want code v args
+	run_id=$(rk run list --json | rk_json 'd[0]["id"]')
+	for id in "${IDENTITIES[@]}"; do
+		IFS='|' read -r env want code <<<"$id"
+		for v in "show $run_id" "logs $run_id" "cancel $run_id" "continue $run_id" "resume $run_id"; do
+			read -ra args <<<"$v"
+			# shellcheck disable=SC2086
+			expect_json_error "$want" "$code" env $env "$RAKAZO_BIN" run "${args[@]}" --json </dev/null ||
+				{ echo "as $env: rakazo run $v" >&2; return 1; }
+		done
+		# rm tries every id and lists those it removed: none
+		# shellcheck disable=SC2086
+		run env $env "$RAKAZO_BIN" run rm "$run_id" --json
+		[ "$status" -eq "$want" ] && [[ "$output" == *'"removed":[]'* ]] && [[ "$output" == *"\"$code\""* ]]
+		# shellcheck disable=SC2086
+		[ "$(env $env "$RAKAZO_BIN" run list --json)" = '[]' ]
+	done
+	[ "$(rk run list --json | rk_json '[r["id"] for r in d]')" = "[\"$run_id\"]" ]
+	[ "$(rk run show "$run_id" --json | rk_json 'd["state"]')" = completed ]
 }
 
 # Runs `rakazo serve` with ENV... (its identity: the member a member's token
