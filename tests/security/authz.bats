@@ -199,6 +199,29 @@ nothing_done() {
 	[ "$(rk run show "$run_id" --json | rk_json 'd["state"]')" = completed ]
 }
 
+@test "authz: a revoke stops a bot's next tool on its computer, whatever the tool (attach_file, open_path)" {
+	rk_fake t
+	printf 'topsecret' | rk computer file write t secret.txt - --json >/dev/null
+	cat >"$BATS_TEST_TMPDIR/revoked.json" <<'EOF'
+{"steps": [
+  {"reply": {"content": "I need a person.", "tool_calls": [{"name": "request_takeover", "arguments": {"reason": "wait"}}]}},
+  {"reply": {"tool_calls": [{"name": "attach_file", "arguments": {"path": "secret.txt"}}]}},
+  {"expect": {"last_tool_result_contains": "denied"},
+   "reply": {"tool_calls": [{"name": "open_path", "arguments": {"path": "secret.txt"}}]}},
+  {"expect": {"last_tool_result_contains": "denied"}, "reply": {"content": "stopped"}}]}
+EOF
+	start_server "$BATS_TEST_TMPDIR/revoked.json"
+	local a
+	a=$(rk run --detach --computer t --bot b1 "read the secret")
+	wait_for '[ "$(rk run show '"$a"' --json | rk_json "d[\"state\"]")" = waiting_takeover ]' 30
+	# the run's start gave b1 its right; the person takes it away
+	rk computer revoke t --bot b1 --json >/dev/null
+	rk run continue "$a" --json >/dev/null
+	wait_for '[ "$(rk run show '"$a"' --json | rk_json "d[\"state\"]")" = completed ]' 30
+	server_ok
+	[ "$(rk run show "$a" --json | rk_json 'len(d["attachments"])')" = 0 ]
+}
+
 # Runs `rakazo serve` with ENV... (its identity: the member a member's token
 # acts as); sets URL to its base URL.
 serve_as() {
