@@ -798,9 +798,9 @@ int rk_run_create(struct rk_engine *eng, const struct rk_run_options *opt, char 
 	int r = rk_actor_resolve(&a, eng, NULL, NULL, err);
 	if (r)
 		return r;
-	if ((r = pick_computer(eng, &a, opt->computer, &c, err)) == 0 &&
-	    (r = authorize_starter(eng, &a, &c, opt->bot, err)) == 0)
-		r = rk_model_config_load(opt->model, eng->data_dir, &cfg, err);
+	if ((r = rk_model_config_load(opt->model, eng->data_dir, &cfg, err)) == 0 &&
+	    (r = pick_computer(eng, &a, opt->computer, &c, err)) == 0)
+		r = authorize_starter(eng, &a, &c, opt->bot, err);
 	rk_actor_release(&a);
 	if (r) {
 		rk_computer_release(&c);

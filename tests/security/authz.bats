@@ -68,6 +68,8 @@ nothing_done() {
 }
 
 @test "authz: every CLI verb on another's computer is refused, with nothing done; the owner still succeeds" {
+	# a model is configured (nothing listens there): `run` reaches the computer's check
+	export RAKAZO_MODEL_BASE_URL=http://127.0.0.1:9/v1 RAKAZO_MODEL=scripted
 	owner_setup
 	local T=$BATS_TEST_TMPDIR
 	local verbs=(
@@ -169,8 +171,9 @@ nothing_done() {
 	[ "$(RAKAZO_OWNER=bot:b9 rk computer list --json | rk_json '[c["name"] for c in d]')" = '["t"]' ]
 	[ "$(RAKAZO_OWNER=user:mallory rk computer execution list --json | rk_json 'len(d)')" = 1 ]
 	[ "$(RAKAZO_OWNER=user:mallory rk checkpoint verify --all --json | rk_json '[r["name"] for r in d]')" = '["m"]' ]
-	# a run without --computer picks the only one the caller may use
-	echo x | expect_json_error 3 not_found env RAKAZO_OWNER=user:nobody "$RAKAZO_BIN" run --json -
+	# a run without --computer picks among the computers the caller may use: none
+	echo x | expect_json_error 3 not_found env RAKAZO_OWNER=user:nobody RAKAZO_MODEL_BASE_URL=http://127.0.0.1:9/v1 \
+		RAKAZO_MODEL=scripted "$RAKAZO_BIN" run --json -
 }
 
 @test "authz: a run is refused to whoever may not use its computer; lists show only their own" {
