@@ -40,7 +40,7 @@ static int connect_browser(struct cmd_ctx *ctx, int nargs, const char *what, int
 				    "--bot drives the bot's own screen and profile: leave out --display and --profile");
 	if (o_fence && !o_bot)
 		return rk_error_set(&ctx->err, RK_EUSAGE, "--fence is the token of a bot's lease: give --bot too");
-	if ((r = cmd_engine(ctx)) || (r = rk_db_computer_get(ctx->eng->db, ctx->args[0], c, &ctx->err)))
+	if ((r = cmd_target(ctx, ctx->args[0], "computers.use", c)))
 		return r;
 	return rk_team_browser_begin(ctx->eng, c, o_bot, o_fence, (int)o_display, o_profile, act, tb, &ctx->err);
 }

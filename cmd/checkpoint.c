@@ -20,10 +20,7 @@ static int o_no_quiesce, o_deep, o_all, o_plain;
 
 static int load(struct cmd_ctx *ctx, const char *ref, struct rk_computer *c)
 {
-	int r = cmd_engine(ctx);
-	if (r)
-		return r;
-	return rk_db_computer_get(ctx->eng->db, ref, c, &ctx->err);
+	return cmd_target(ctx, ref, "computers.use", c);
 }
 
 /* The revision named by --revision or the second argument; NULL: the latest. */
@@ -295,7 +292,8 @@ static int run_verify(struct cmd_ctx *ctx)
 			return r;
 		cJSON *rows = cJSON_CreateArray();
 		for (size_t i = 0; i < n; i++) {
-			cJSON_AddItemToArray(rows, verify_one(ctx, &cs[i], NULL, &bad));
+			if (cmd_may_use(ctx, &cs[i])) /* the caller's computers */
+				cJSON_AddItemToArray(rows, verify_one(ctx, &cs[i], NULL, &bad));
 			rk_computer_release(&cs[i]);
 		}
 		free(cs);
@@ -304,7 +302,7 @@ static int run_verify(struct cmd_ctx *ctx)
 		out_list(rows, cols);
 	} else {
 		struct rk_computer c = {0};
-		if ((r = rk_db_computer_get(ctx->eng->db, ctx->args[0], &c, &ctx->err)))
+		if ((r = load(ctx, ctx->args[0], &c)))
 			return r;
 		out_doc(verify_one(ctx, &c, revision_arg(ctx), &bad));
 		rk_computer_release(&c);

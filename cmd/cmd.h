@@ -37,6 +37,15 @@ struct cmd_entry {
 };
 
 int cmd_engine(struct cmd_ctx *ctx);
+/* The one resolver on the command line (engine/authz.h rk_authz_resolve):
+ * the computer ref names, as the caller sees it (RAKAZO_USER in
+ * RAKAZO_SPACE, a bot with RAKAZO_OWNER=bot:NAME), when the caller may do
+ * capability ("computers.use", ...; NULL: found only) on it. Another
+ * space's computer is not_found, one without the right denied (exit 8).
+ * Opens the engine; release c with rk_computer_release. */
+int cmd_target(struct cmd_ctx *ctx, const char *ref, const char *capability, struct rk_computer *c);
+/* 1 when the caller may use c (what lists show). */
+int cmd_may_use(struct cmd_ctx *ctx, const struct rk_computer *c);
 /* RK_EUSAGE unless min <= nargs <= max (max < 0: any). */
 int cmd_want_args(struct cmd_ctx *ctx, int min, int max, const char *what);
 

@@ -47,39 +47,29 @@ static struct rk_opt_list o_env;
 
 /* --- helpers ----------------------------------------------------------------- */
 
-/* A computer of the current space (RAKAZO_SPACE): another space's is not found. */
+/* A computer of the current space (RAKAZO_SPACE): another space's is not
+ * found; the caller checks its own right (grant, revoke). */
 static int find_computer(struct cmd_ctx *ctx, const char *ref, struct rk_computer *c)
 {
-	struct rk_actor a;
-	int r = cmd_engine(ctx);
-	if (r || (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)))
-		return r;
-	r = rk_authz_computer_get(ctx->eng, &a, ref, c, &ctx->err);
-	rk_actor_release(&a);
-	return r;
+	return cmd_target(ctx, ref, NULL, c);
 }
-
-static int authorize(struct cmd_ctx *ctx, const char *capability, const struct rk_computer *c);
 
 /* A computer the caller may use (computers.use: its owner, any member for an
  * org computer, a bot with a grant), checked on every call, so a revoke
  * stops the next one. */
 static int load_computer(struct cmd_ctx *ctx, const char *ref, struct rk_computer *c)
 {
-	int r = find_computer(ctx, ref, c);
-	if (r == 0 && (r = authorize(ctx, "computers.use", c)))
-		rk_computer_release(c);
-	return r;
+	return cmd_target(ctx, ref, "computers.use", c);
 }
 
-/* The capability check (engine/authz.h) for an action on c (NULL: create). */
-static int authorize(struct cmd_ctx *ctx, const char *capability, const struct rk_computer *c)
+/* The capability check (engine/authz.h) for computers.create. */
+static int authorize_create(struct cmd_ctx *ctx)
 {
 	struct rk_actor a;
 	int r = cmd_engine(ctx);
 	if (r || (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)))
 		return r;
-	r = rk_authz_check(ctx->eng, &a, capability, c, &ctx->err);
+	r = rk_authz_check(ctx->eng, &a, "computers.create", NULL, &ctx->err);
 	rk_actor_release(&a);
 	return r;
 }
@@ -284,7 +274,7 @@ static int run_create(struct cmd_ctx *ctx)
 		return rk_error_set(&ctx->err, RK_EUSAGE, "give one of --team, --private or --mode");
 	if (o_team || o_private)
 		o_mode = o_team ? "team" : "private";
-	if ((r = authorize(ctx, "computers.create", NULL)))
+	if ((r = authorize_create(ctx)))
 		return r;
 	cJSON *body = cJSON_CreateObject();
 	cJSON_AddStringToObject(body, "name", name);
@@ -356,19 +346,12 @@ static int run_list(struct cmd_ctx *ctx)
 	if ((r = rk_db_computer_list(ctx->eng->db, &cs, &n, &ctx->err)))
 		return r;
 	cJSON *rows = cJSON_CreateArray();
-	struct rk_actor a;
-	if ((r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)) == 0)
-		for (size_t i = 0; i < n; i++)
-			if (rk_authz_visible(ctx->eng, &a, &cs[i])) /* the current space's only */
-				cJSON_AddItemToArray(rows, rk_computer_to_json(&cs[i]));
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		if (cmd_may_use(ctx, &cs[i])) /* the current space's, the caller's own */
+			cJSON_AddItemToArray(rows, rk_computer_to_json(&cs[i]));
 		rk_computer_release(&cs[i]);
-	free(cs);
-	rk_actor_release(&a);
-	if (r) {
-		cJSON_Delete(rows);
-		return r;
 	}
+	free(cs);
 	static const struct out_col cols[] = {{"name", "NAME"}, {"id", "ID"}, {"provider", "PROVIDER"}, {"state", "STATE"},
 					      {"mode", "MODE"}, {"home_revision", "CHECKPOINT"}, {0}};
 	out_list(rows, cols);
@@ -379,7 +362,7 @@ static int run_show(struct cmd_ctx *ctx)
 {
 	struct rk_computer c = {0};
 	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
-	if (r || (r = find_computer(ctx, ctx->args[0], &c)))
+	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
 		return r;
 	cJSON *doc = rk_computer_to_json(&c);
 	struct rk_execution e = {0};
@@ -413,8 +396,7 @@ static int lifecycle(struct cmd_ctx *ctx, const char *op)
 	if (r)
 		return r;
 	struct rk_computer c = {0};
-	if ((r = find_computer(ctx, ctx->args[0], &c)) == 0)
-		r = authorize(ctx, !strcmp(op, "delete") ? "computers.delete" : "computers.use", &c);
+	r = cmd_target(ctx, ctx->args[0], !strcmp(op, "delete") ? "computers.delete" : "computers.use", &c);
 	rk_computer_release(&c);
 	if (r)
 		return r;
@@ -430,10 +412,26 @@ static const struct rk_opt lifecycle_opts[] = {OPT_KEY, OPT_WAIT, OPT_TIMEOUT, O
 
 /* --- executions ------------------------------------------------------------------ */
 
+/* A lifecycle command is the business of whoever may use its computer. */
+static int exe_authorize(struct cmd_ctx *ctx, const char *ref)
+{
+	struct rk_execution e = {0};
+	struct rk_actor a;
+	int r = cmd_engine(ctx);
+	if (r || (r = rk_execution_get(ctx->eng, ref, &e, &ctx->err)))
+		return r;
+	if (e.computer_id && (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)) == 0) {
+		r = rk_authz_check_id(ctx->eng, &a, e.computer_id, "computers.use", &ctx->err);
+		rk_actor_release(&a);
+	}
+	rk_execution_release(&e);
+	return r;
+}
+
 static int run_exe_show(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 1, 1, "EXECUTION");
-	if (r || (r = cmd_engine(ctx)))
+	if (r || (r = exe_authorize(ctx, ctx->args[0])))
 		return r;
 	struct rk_execution e = {0};
 	if ((r = rk_execution_get(ctx->eng, ctx->args[0], &e, &ctx->err)))
@@ -449,7 +447,7 @@ static int run_exe_list(struct cmd_ctx *ctx)
 	if (r || (r = cmd_engine(ctx)))
 		return r;
 	struct rk_computer c = {0};
-	if (ctx->nargs && (r = rk_db_computer_get(ctx->eng->db, ctx->args[0], &c, &ctx->err)))
+	if (ctx->nargs && (r = load_computer(ctx, ctx->args[0], &c)))
 		return r;
 	struct rk_execution *es;
 	size_t n;
@@ -459,7 +457,13 @@ static int run_exe_list(struct cmd_ctx *ctx)
 		return r;
 	cJSON *rows = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++) {
-		cJSON_AddItemToArray(rows, rk_execution_to_json(&es[i]));
+		struct rk_computer ec = {0};
+		struct rk_error e2;
+		/* without a COMPUTER: the commands of the computers the caller may use */
+		if (ctx->nargs || !es[i].computer_id ||
+		    (rk_db_computer_get(ctx->eng->db, es[i].computer_id, &ec, &e2) == 0 && cmd_may_use(ctx, &ec)))
+			cJSON_AddItemToArray(rows, rk_execution_to_json(&es[i]));
+		rk_computer_release(&ec);
 		rk_execution_release(&es[i]);
 	}
 	free(es);
@@ -495,7 +499,7 @@ static void print_event(const struct rk_event *ev)
 static int run_exe_events(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 1, 1, "EXECUTION");
-	if (r || (r = cmd_engine(ctx)))
+	if (r || (r = exe_authorize(ctx, ctx->args[0])))
 		return r;
 	struct rk_execution e = {0};
 	if ((r = rk_execution_get(ctx->eng, ctx->args[0], &e, &ctx->err)))
@@ -555,7 +559,7 @@ static int run_exe_events(struct cmd_ctx *ctx)
 static int run_exe_cancel(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 1, 1, "EXECUTION");
-	if (r || (r = cmd_engine(ctx)))
+	if (r || (r = exe_authorize(ctx, ctx->args[0])))
 		return r;
 	struct rk_execution e = {0};
 	if ((r = rk_execution_cancel(ctx->eng, ctx->args[0], &e, &ctx->err)))
@@ -577,7 +581,7 @@ static int run_exe_decide(struct cmd_ctx *ctx)
 		return r;
 	if (!o_outcome)
 		return rk_error_set(&ctx->err, RK_EUSAGE, "--outcome succeeded|failed is required");
-	if ((r = cmd_engine(ctx)))
+	if ((r = exe_authorize(ctx, ctx->args[0])))
 		return r;
 	struct rk_execution e = {0};
 	if ((r = rk_execution_decide(ctx->eng, ctx->args[0], o_outcome, &e, &ctx->err)))
@@ -1146,7 +1150,7 @@ static const struct rk_opt lease_opts[] = {
 	OPT_END,
 };
 
-static int lease_prep(struct cmd_ctx *ctx, struct rk_computer *c, int need_fence)
+static int lease_prep(struct cmd_ctx *ctx, struct rk_computer *c, int need_fence, const char *capability)
 {
 	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
 	if (r)
@@ -1155,20 +1159,16 @@ static int lease_prep(struct cmd_ctx *ctx, struct rk_computer *c, int need_fence
 		return rk_error_set(&ctx->err, RK_EUSAGE, "--bot BOT is required");
 	if (need_fence && !o_fence)
 		return rk_error_set(&ctx->err, RK_EUSAGE, "--fence TOKEN is required");
-	return load_computer(ctx, ctx->args[0], c);
+	return cmd_target(ctx, ctx->args[0], capability, c);
 }
 
 static int run_lease_acquire(struct cmd_ctx *ctx)
 {
 	struct rk_computer c = {0};
-	int r = lease_prep(ctx, &c, 0);
+	int r = lease_prep(ctx, &c, 0, "computers.acquire");
 	if (r)
 		return r;
 	struct rk_lease l = {0};
-	if ((r = authorize(ctx, "computers.acquire", &c))) {
-		rk_computer_release(&c);
-		return r;
-	}
 	r = rk_lease_acquire(ctx->eng, c.id, o_bot, o_holder ? o_holder : ctx->eng->owner, o_ttl, &l, &ctx->err);
 	if (r == 0)
 		out_doc(rk_lease_to_json(&l));
@@ -1180,7 +1180,7 @@ static int run_lease_acquire(struct cmd_ctx *ctx)
 static int lease_simple(struct cmd_ctx *ctx, const char *op)
 {
 	struct rk_computer c = {0};
-	int r = lease_prep(ctx, &c, 1);
+	int r = lease_prep(ctx, &c, 1, "computers.use");
 	if (r)
 		return r;
 	if (!strcmp(op, "renew"))
@@ -1208,7 +1208,7 @@ static int run_lease_write(struct cmd_ctx *ctx) { return lease_simple(ctx, "writ
 static int run_lease_show(struct cmd_ctx *ctx)
 {
 	struct rk_computer c = {0};
-	int r = lease_prep(ctx, &c, 0);
+	int r = lease_prep(ctx, &c, 0, "computers.use");
 	if (r)
 		return r;
 	struct rk_lease l = {0};
@@ -1355,7 +1355,7 @@ static int run_rights(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
 	struct rk_computer c = {0};
-	if (r || (r = find_computer(ctx, ctx->args[0], &c)))
+	if (r || (r = load_computer(ctx, ctx->args[0], &c)))
 		return r;
 	cJSON *arr;
 	if ((r = rk_authz_rights(ctx->eng, &c, &arr, &ctx->err)) == 0) {

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../engine/authz.h"
+#include "../engine/util/log.h"
 #include "cmd.h"
 #include "out.h"
 
@@ -57,6 +59,28 @@ int cmd_engine(struct cmd_ctx *ctx)
 	if (ctx->eng)
 		return 0;
 	return rk_engine_open(&ctx->eng, &ctx->err);
+}
+
+int cmd_target(struct cmd_ctx *ctx, const char *ref, const char *capability, struct rk_computer *c)
+{
+	struct rk_actor a;
+	int r = cmd_engine(ctx);
+	memset(c, 0, sizeof(*c));
+	if (r || (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)))
+		return r;
+	r = rk_authz_resolve(ctx->eng, &a, ref, capability, c, &ctx->err);
+	rk_actor_release(&a);
+	return r;
+}
+
+int cmd_may_use(struct cmd_ctx *ctx, const struct rk_computer *c)
+{
+	struct rk_actor a;
+	if (cmd_engine(ctx) || rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err))
+		return 0;
+	int ok = rk_authz_may_use(ctx->eng, &a, c);
+	rk_actor_release(&a);
+	return ok;
 }
 
 int cmd_want_args(struct cmd_ctx *ctx, int min, int max, const char *what)
@@ -286,6 +310,7 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "--json"))
 			opt_json = 1;
+	rk_warn_set_hook(out_warning); /* the engine's warnings, on stderr */
 	char *self = strdup(argv[0]);
 	const char *base = basename(self);
 	int status;

@@ -238,6 +238,19 @@ int out_error(const struct rk_error *err)
 	return rk_code_exit_status(err->code);
 }
 
+void out_warning(const char *message)
+{
+	if (opt_json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "warning"), "message", message);
+		print_json_line(stderr, o);
+		cJSON_Delete(o);
+	} else {
+		int color = out_use_color(stderr);
+		fprintf(stderr, "rakazo: %swarning%s: %s\n", color ? "\033[33m" : "", color ? "\033[0m" : "", message);
+	}
+}
+
 void out_progress(const char *fmt, ...)
 {
 	if (opt_json || !isatty(2))

@@ -21,6 +21,9 @@ void out_list(cJSON *rows, const struct out_col *cols);
 void out_stream(cJSON *doc, const char *human);
 /* Errors: "rakazo: code: message" or {"error":{...}} on stderr; returns the exit status. */
 int out_error(const struct rk_error *err);
+/* The engine's warnings (util/log.h rk_warn) on stderr: "rakazo: warning: ..."
+ * or, under --json, one line {"warning":{"message":...}}. */
+void out_warning(const char *message);
 int out_is_json(void);
 int out_use_color(FILE *f);
 /* Human text goes to a terminal with its control characters (C0 but \n

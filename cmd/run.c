@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../engine/authz.h"
 #include "../engine/approval.h"
 #include "../engine/db_runs.h"
 #include "../engine/util/log.h"
@@ -124,13 +125,42 @@ static cJSON *run_to_json(const struct rk_run_row *r)
 	return o;
 }
 
+/* A run is the business of whoever may use its computer (engine/authz.h),
+ * deleted or not: RK_EDENIED, or RK_ENOTFOUND from another space. */
+static int run_authorize(struct cmd_ctx *ctx, const char *ref, struct rk_error *err)
+{
+	struct rk_run_row row = {0};
+	struct rk_actor a;
+	int r = cmd_engine(ctx);
+	if (r || (r = rk_db_run_get(ctx->eng->db, ref, &row, err)))
+		return r;
+	if (row.computer_id && (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, err)) == 0) {
+		r = rk_authz_check_id(ctx->eng, &a, row.computer_id, "computers.use", err);
+		rk_actor_release(&a);
+	}
+	rk_run_row_release(&row);
+	return r;
+}
+
+/* 1 when the caller may see the runs of computer_id. */
+static int may_see(struct cmd_ctx *ctx, const char *computer_id)
+{
+	struct rk_actor a;
+	struct rk_error e;
+	if (!computer_id || rk_actor_resolve(&a, ctx->eng, NULL, NULL, &e))
+		return 0;
+	int ok = rk_authz_check_id(ctx->eng, &a, computer_id, "computers.use", &e) == 0;
+	rk_actor_release(&a);
+	return ok;
+}
+
 static int run_list(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 0, 0, "no arguments");
 	struct rk_computer c = {0};
 	if (r || (r = cmd_engine(ctx)))
 		return r;
-	if (o_computer && (r = rk_db_computer_get(ctx->eng->db, o_computer, &c, &ctx->err)))
+	if (o_computer && (r = cmd_target(ctx, o_computer, "computers.use", &c)))
 		return r;
 	struct rk_error e;
 	if (rk_run_reap(ctx->eng, NULL, &e))
@@ -143,7 +173,8 @@ static int run_list(struct cmd_ctx *ctx)
 		return r;
 	cJSON *arr = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(arr, run_to_json(&rows[i]));
+		if (o_computer || may_see(ctx, rows[i].computer_id)) /* the caller's computers' runs */
+			cJSON_AddItemToArray(arr, run_to_json(&rows[i]));
 	rk_run_rows_free(rows, n);
 	static const struct out_col cols[] = {{"id", "ID"},       {"state", "STATE"},   {"steps", "STEPS"},
 					      {"created_at", "CREATED"}, {"task", "TASK"}, {0}};
@@ -180,7 +211,8 @@ static int run_show(struct cmd_ctx *ctx)
 	if (rk_run_reap(ctx->eng, NULL, &e))
 		rk_log(RK_LOG_WARN, "stale runs: %s", e.message);
 	struct rk_run_row row = {0};
-	if ((r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
+	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
+	    (r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
 		return r;
 	cJSON *o = run_to_json(&row);
 	/* counters from its stored events */
@@ -226,7 +258,8 @@ static int run_logs(struct cmd_ctx *ctx)
 	if (r || (r = cmd_engine(ctx)))
 		return r;
 	struct rk_run_row row = {0};
-	if ((r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
+	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
+	    (r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
 		return r;
 	char *id = rk_xstrdup(row.id);
 	rk_run_row_release(&row);
@@ -295,7 +328,8 @@ static int run_cancel(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "ID");
 	if (r || (r = cmd_engine(ctx)))
 		return r;
-	if ((r = rk_run_cancel(ctx->eng, ctx->args[0], o_wait * 1000, &ctx->err)))
+	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
+	    (r = rk_run_cancel(ctx->eng, ctx->args[0], o_wait * 1000, &ctx->err)))
 		return r;
 	return print_run(ctx, ctx->args[0]);
 }
@@ -328,7 +362,7 @@ static int run_rm(struct cmd_ctx *ctx)
 	int failed = 0;
 	for (int i = 0; i < ctx->nargs; i++) {
 		struct rk_error e;
-		if (rk_run_remove(ctx->eng, ctx->args[i], &e) == 0) {
+		if (run_authorize(ctx, ctx->args[i], &e) == 0 && rk_run_remove(ctx->eng, ctx->args[i], &e) == 0) {
 			removed[n++] = ctx->args[i];
 			continue;
 		}
@@ -364,7 +398,8 @@ static int run_continue(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "ID");
 	if (r || (r = cmd_engine(ctx)))
 		return r;
-	if ((r = rk_run_continue(ctx->eng, ctx->args[0], o_note, &ctx->err)))
+	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
+	    (r = rk_run_continue(ctx->eng, ctx->args[0], o_note, &ctx->err)))
 		return r;
 	return print_run(ctx, ctx->args[0]);
 }
@@ -528,7 +563,8 @@ static int run_resume(struct cmd_ctx *ctx)
 					   .max_tokens = o_max_tokens, .detach = o_detach};
 	struct rk_run_exec x = {on_event, NULL, &cancel_flag, &wake_flag};
 	struct rk_run_row row = {0};
-	if ((r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
+	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
+	    (r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
 		return r;
 	char *id = rk_xstrdup(row.id);
 	rk_run_row_release(&row);

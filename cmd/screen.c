@@ -39,9 +39,7 @@ static int o_no_observe;
 static int load(struct cmd_ctx *ctx, struct rk_computer *c)
 {
 	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
-	if (r || (r = cmd_engine(ctx)))
-		return r;
-	return rk_db_computer_get(ctx->eng->db, ctx->args[0], c, &ctx->err);
+	return r ? r : cmd_target(ctx, ctx->args[0], "computers.use", c);
 }
 
 /* --bot picks the bot's screen; --display and --fence do not mix with it that way. */
@@ -299,12 +297,14 @@ static int run_watch(struct cmd_ctx *ctx)
 	if (mode < 0)
 		return rk_error_set(&ctx->err, RK_EUSAGE, "unknown --mode '%s': use auto, halfblock, kitty or sixel",
 				    o_mode);
-	if (!isatty(1) || !isatty(0))
-		return rk_error_set(&ctx->err, RK_EUSAGE, "screen watch needs a terminal; use `screen shot` in scripts");
 	struct rk_computer c = {0};
-	int r = load(ctx, &c);
+	int r = load(ctx, &c); /* who may watch first: a stranger learns no more than denied */
 	if (r)
 		return r;
+	if (!isatty(1) || !isatty(0)) {
+		rk_computer_release(&c);
+		return rk_error_set(&ctx->err, RK_EUSAGE, "screen watch needs a terminal; use `screen shot` in scripts");
+	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_watch_signal;

@@ -36,10 +36,8 @@ int cmd_screen_share(struct cmd_ctx *ctx)
 		return rk_error_set(&ctx->err, RK_EUSAGE, "give exactly one of --view and --control");
 	if (g_bot && g_display)
 		return rk_error_set(&ctx->err, RK_EUSAGE, "give --bot or --display, not both");
-	if ((r = cmd_engine(ctx)))
-		return r;
 	struct rk_computer c = {0};
-	if ((r = rk_db_computer_get(ctx->eng->db, ctx->args[0], &c, &ctx->err)))
+	if ((r = cmd_target(ctx, ctx->args[0], "computers.use", &c)))
 		return r;
 	struct rk_gateway_share_options so = {
 		.display = (int)g_display,

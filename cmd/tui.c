@@ -26,7 +26,7 @@ static int run_tui(struct cmd_ctx *ctx)
 		return r;
 	if (o_computer) {
 		struct rk_computer c = {0};
-		if ((r = rk_db_computer_get(ctx->eng->db, o_computer, &c, &ctx->err)))
+		if ((r = cmd_target(ctx, o_computer, "computers.use", &c)))
 			return r;
 		rk_computer_release(&c);
 	}

@@ -279,30 +279,54 @@ static int provider_allowed(struct call *k, const char *kind, int creating)
 	return 0;
 }
 
-/* The computer of the path, when the caller may use it: its provider is
- * offered here, and a bot token needs the bot's right, checked on every call. */
-static int load_computer(struct call *k, const char *id, struct rk_computer *c)
+/* Who calls (engine/authz.h): a member's token acts as the server's member
+ * (RAKAZO_USER or RAKAZO_OWNER of `rakazo serve`), a bot's token as that
+ * bot, both in the server's space (RAKAZO_SPACE). */
+static int caller(struct call *k, struct rk_actor *a)
 {
 	struct rk_error e;
-	if (rk_db_computer_get(k->eng->db, id, c, &e))
+	if (rk_actor_resolve(a, k->eng, NULL, k->tok.bot_id, &e))
+		return fail_err(k, &e), -1;
+	return 0;
+}
+
+/* The one resolver (engine/authz.h) for a route: the computer of the path,
+ * when the caller may do capability on it, checked on every call (a revoke
+ * stops the next one). Another space's is 404, one without the right 403. */
+static int resolve_computer(struct call *k, const char *id, const char *capability, struct rk_computer *c)
+{
+	struct rk_actor a;
+	struct rk_error e;
+	if (caller(k, &a))
+		return -1;
+	int r = rk_authz_resolve(k->eng, &a, id, capability, c, &e);
+	rk_actor_release(&a);
+	if (r)
 		return fail_err(k, &e), -1;
 	if (provider_allowed(k, c->kind, 0)) {
 		rk_computer_release(c);
 		return -1;
 	}
-	if (k->tok.bot_id) {
-		struct rk_api_right right = {0};
-		if (rk_api_right_get(k->eng->db, c->id, k->tok.bot_id, &right, &e)) {
-			rk_computer_release(c);
-			if (e.code == RK_ENOTFOUND)
-				fail(k, RK_EDENIED, "bot '%s' has no right to use computer %s", k->tok.bot_id, id);
-			else
-				fail_err(k, &e);
-			return -1;
-		}
-		rk_api_right_release(&right);
-	}
 	return 0;
+}
+
+static int load_computer(struct call *k, const char *id, struct rk_computer *c)
+{
+	return resolve_computer(k, id, "computers.use", c);
+}
+
+/* What a token makes belongs to the organization, in the server's space. */
+static void record_org(struct call *k, const char *computer_id)
+{
+	struct rk_actor server;
+	struct rk_error err;
+	if (rk_actor_resolve(&server, k->eng, NULL, NULL, &err) == 0 &&
+	    rk_authz_computer_record(k->eng, computer_id, server.space, "org", &err) == 0) {
+		rk_actor_release(&server);
+		return;
+	}
+	rk_actor_release(&server);
+	rk_log(RK_LOG_WARN, "api: cannot record computer %s's owner: %s", computer_id, err.message);
 }
 
 /* A computer to work on: a paired machine must be connected. */
@@ -391,23 +415,8 @@ static int submit(struct call *k, const char *op, const char *computer, cJSON *b
 	if (!rk_execution_state_is_final(e.state) && strcmp(e.state, "outcome_unknown") &&
 	    rk_worker_ensure(k->eng, &err))
 		rk_log(RK_LOG_WARN, "api: cannot start the worker: %s", err.message);
-	if (!strcmp(op, "create") && !existed) {
-		/* the organization owns what a token makes, in the server's space */
-		struct rk_actor server;
-		if (rk_actor_resolve(&server, k->eng, NULL, NULL, &err) == 0) {
-			if (rk_authz_computer_record(k->eng, e.computer_id, server.space, "org", &err))
-				rk_log(RK_LOG_WARN, "api: cannot record computer %s's owner: %s", e.computer_id,
-				       err.message);
-			rk_actor_release(&server);
-		}
-	}
-	if (!strcmp(op, "create") && k->tok.bot_id && !existed) {
-		struct rk_api_right right = {0};
-		if (rk_api_right_put(k->eng->db, e.computer_id, k->tok.bot_id, k->tok.id, &right, &err) == 0)
-			rk_api_right_release(&right);
-		else
-			rk_log(RK_LOG_WARN, "api: cannot grant %s its computer: %s", k->tok.bot_id, err.message);
-	}
+	if (!strcmp(op, "create") && !existed)
+		record_org(k, e.computer_id);
 	cJSON *doc = rk_execution_to_json(&e);
 	cJSON_AddBoolToObject(doc, "reused", existed);
 	camelize(doc);
@@ -415,10 +424,26 @@ static int submit(struct call *k, const char *op, const char *computer, cJSON *b
 	return reply(k, 202, doc);
 }
 
+/* computers.create (engine/authz.h): a bot's token never creates (403). */
+static int may_create(struct call *k)
+{
+	struct rk_actor a;
+	struct rk_error e;
+	if (caller(k, &a))
+		return -1;
+	int r = rk_authz_check(k->eng, &a, "computers.create", NULL, &e);
+	rk_actor_release(&a);
+	if (r)
+		return fail_err(k, &e), -1;
+	return 0;
+}
+
 static int h_create(struct call *k)
 {
 	static const char *const allowed[] = {"commandKey", "name",   "source",    "desktop",
 					      "pauseAfter", "shared", "resources", NULL};
+	if (may_create(k))
+		return 0;
 	cJSON *b = body_object(k, 1, allowed);
 	if (!b)
 		return 0;
@@ -495,7 +520,7 @@ static int lifecycle(struct call *k, const char *op)
 {
 	static const char *const allowed[] = {"commandKey", NULL};
 	struct rk_computer c = {0};
-	if (load_computer(k, k->p[0], &c))
+	if (resolve_computer(k, k->p[0], !strcmp(op, "delete") ? "computers.delete" : "computers.use", &c))
 		return 0;
 	if (!strcmp(c.kind, "paired") && strcmp(op, "delete")) {
 		fail(k, RK_EUNSUPPORTED, "paired machine %s never pauses: it is the person's own machine", c.name);
@@ -523,18 +548,22 @@ static int h_list(struct call *k)
 	struct rk_computer *cs;
 	size_t n;
 	struct rk_error e;
-	if (rk_db_computer_list(k->eng->db, &cs, &n, &e))
+	struct rk_actor a;
+	if (caller(k, &a))
+		return 0;
+	if (rk_db_computer_list(k->eng->db, &cs, &n, &e)) {
+		rk_actor_release(&a);
 		return fail_err(k, &e);
+	}
 	cJSON *arr = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++) {
-		struct rk_api_right right = {0};
-		if (provider_reach(k, cs[i].kind) == REACH_OK &&
-		    (!k->tok.bot_id || rk_api_right_get(k->eng->db, cs[i].id, k->tok.bot_id, &right, &e) == 0))
+		if (rk_authz_may_use(k->eng, &a, &cs[i]) && /* what the caller may use, of the server's space, */
+		    provider_reach(k, cs[i].kind) == REACH_OK) /* on a provider offered here */
 			cJSON_AddItemToArray(arr, computer_doc(k, &cs[i]));
-		rk_api_right_release(&right);
 		rk_computer_release(&cs[i]);
 	}
 	free(cs);
+	rk_actor_release(&a);
 	cJSON *doc = cJSON_CreateObject();
 	cJSON_AddItemToObject(doc, "computers", arr);
 	return reply(k, 200, doc);
@@ -557,12 +586,25 @@ static int load_execution(struct call *k, struct rk_execution *e)
 	struct rk_error err;
 	if (rk_execution_get(k->eng, k->p[0], e, &err))
 		return fail_err(k, &err), -1;
-	/* a member's token still reads the receipts of a deleted computer */
+	struct rk_actor a;
+	int r = 0;
+	if (e->computer_id) { /* the business of whoever may use its computer, deleted or not */
+		if (caller(k, &a)) {
+			rk_execution_release(e);
+			return -1;
+		}
+		r = rk_authz_check_id(k->eng, &a, e->computer_id, "computers.use", &err);
+		rk_actor_release(&a);
+	}
+	if (r) {
+		rk_execution_release(e);
+		return fail_err(k, &err), -1;
+	}
+	/* a computer that still exists is reached only on a provider offered here */
 	struct rk_computer c = {0};
-	if (!k->tok.bot_id && rk_db_computer_get(k->eng->db, e->computer_id, &c, &err) == -RK_ENOTFOUND)
-		return 0;
-	rk_computer_release(&c);
-	if (load_computer(k, e->computer_id, &c)) {
+	if (e->computer_id && rk_db_computer_get(k->eng->db, e->computer_id, &c, &err) == 0 &&
+	    provider_allowed(k, c.kind, 0)) {
+		rk_computer_release(&c);
 		rk_execution_release(e);
 		return -1;
 	}
@@ -1228,7 +1270,7 @@ static int h_bots_list(struct call *k)
 static int h_bot_put(struct call *k)
 {
 	struct rk_computer c = {0};
-	if (member_only(k) || load_computer(k, k->p[0], &c))
+	if (member_only(k) || resolve_computer(k, k->p[0], "computers.expose", &c))
 		return 0;
 	struct rk_api_right r = {0};
 	struct rk_error err;
@@ -1262,7 +1304,7 @@ static int h_bot_get(struct call *k)
 static int h_bot_delete(struct call *k)
 {
 	struct rk_computer c = {0};
-	if (member_only(k) || load_computer(k, k->p[0], &c))
+	if (member_only(k) || resolve_computer(k, k->p[0], "computers.expose", &c))
 		return 0;
 	struct rk_error err;
 	if (rk_api_right_delete(k->eng->db, c.id, k->p[1], &err)) {
@@ -1291,6 +1333,7 @@ static int h_pair_create(struct call *k)
 		if (rk_api_pair_create(k->eng->db, name, k->eng->owner, &id, &secret, &err)) {
 			fail_err(k, &err);
 		} else {
+			record_org(k, id);
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddStringToObject(o, "computerId", id);
 			cJSON_AddStringToObject(o, "machineSecret", secret);

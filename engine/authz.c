@@ -28,13 +28,21 @@ int rk_authz_name_ok(const char *s)
 	return 1;
 }
 
-static char *login_name(struct rk_engine *eng)
+/* RAKAZO_OWNER as the process was started (eng->owner is the API token
+ * once a request is authenticated: the server's own identity stays this). */
+static const char *process_owner(void)
 {
-	const char *u = getenv("RAKAZO_USER");
+	const char *o = getenv("RAKAZO_OWNER");
+	return o && *o ? o : NULL;
+}
+
+static char *login_name(void)
+{
+	const char *u = getenv("RAKAZO_USER"), *o = process_owner();
 	if (u && *u)
 		return rk_xstrdup(u);
-	if (eng && eng->owner && !strncmp(eng->owner, "user:", 5))
-		return rk_xstrdup(eng->owner + 5);
+	if (o && !strncmp(o, "user:", 5))
+		return rk_xstrdup(o + 5);
 	struct passwd *pw = getpwuid(getuid());
 	return pw ? rk_xstrdup(pw->pw_name) : rk_xasprintf("uid%d", (int)getuid());
 }
@@ -44,10 +52,12 @@ int rk_actor_resolve(struct rk_actor *a, struct rk_engine *eng, const char *spac
 {
 	memset(a, 0, sizeof(*a));
 	const char *sp = space && *space ? space : getenv("RAKAZO_SPACE");
-	a->user = login_name(eng);
+	const char *o = process_owner();
+	(void)eng;
+	a->user = login_name();
 	a->space = rk_xstrdup(sp && *sp ? sp : RK_SPACE_DEFAULT);
-	if (!(bot && *bot) && eng && eng->owner && !strncmp(eng->owner, "bot:", 4))
-		bot = eng->owner + 4; /* RAKAZO_OWNER=bot:NAME: a bot acts */
+	if (!(bot && *bot) && o && !strncmp(o, "bot:", 4))
+		bot = o + 4; /* RAKAZO_OWNER=bot:NAME: a bot acts */
 	a->bot = bot && *bot ? rk_xstrdup(bot) : NULL;
 	const char *bad = !rk_authz_name_ok(a->user) ? "user" : !rk_authz_name_ok(a->space) ? "space"
 							   : a->bot && !rk_authz_name_ok(a->bot) ? "bot"
@@ -130,19 +140,6 @@ int rk_authz_visible(struct rk_engine *eng, const struct rk_actor *a, const stru
 	return ok;
 }
 
-int rk_authz_computer_get(struct rk_engine *eng, const struct rk_actor *a, const char *ref, struct rk_computer *out,
-			  struct rk_error *err)
-{
-	int r = rk_db_computer_get(eng->db, ref, out, err);
-	if (r)
-		return r;
-	if (!rk_authz_visible(eng, a, out)) {
-		rk_computer_release(out);
-		return rk_error_set(err, RK_ENOTFOUND, "no computer '%s' in space '%s'", ref, a->space);
-	}
-	return 0;
-}
-
 /* Is the person a the owner of c, or a member of its organization? */
 static int person_may_manage(const struct rk_actor *a, const char *owner)
 {
@@ -211,6 +208,45 @@ int rk_authz_check(struct rk_engine *eng, const struct rk_actor *a, const char *
 		return rk_error_set(err, RK_EDENIED, "%s needs approval (%s), which a command line cannot give",
 				    capability, d.reason);
 	return 0;
+}
+
+int rk_authz_resolve(struct rk_engine *eng, const struct rk_actor *a, const char *ref, const char *capability,
+		      struct rk_computer *out, struct rk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (!ref || !*ref)
+		return rk_error_set(err, RK_EUSAGE, "name a computer");
+	int r = rk_db_computer_get(eng->db, ref, out, err);
+	if (r)
+		return r;
+	if (!rk_authz_visible(eng, a, out))
+		r = rk_error_set(err, RK_ENOTFOUND, "no computer '%s' in space '%s'", ref, a->space);
+	else if (capability)
+		r = rk_authz_check(eng, a, capability, out, err);
+	if (r)
+		rk_computer_release(out);
+	return r;
+}
+
+int rk_authz_check_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id,
+		      const char *capability, struct rk_error *err)
+{
+	struct rk_computer c = {0};
+	int r = rk_db_computer_get(eng->db, computer_id, &c, err);
+	if (r == -RK_ENOTFOUND) { /* deleted: the place it was recorded in decides */
+		struct rk_computer gone = {.id = (char *)computer_id, .name = (char *)computer_id};
+		return rk_authz_check(eng, a, capability, &gone, err);
+	}
+	if (r == 0)
+		r = rk_authz_check(eng, a, capability, &c, err);
+	rk_computer_release(&c);
+	return r;
+}
+
+int rk_authz_may_use(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c)
+{
+	struct rk_error e;
+	return rules_decide(eng, a, "computers.use", c, &e) == 0;
 }
 
 int rk_authz_grant(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c, const char *bot,

@@ -61,10 +61,6 @@ int rk_authz_computer_place(struct rk_engine *eng, const struct rk_computer *c, 
 			    struct rk_error *err);
 /* 1 when the computer is in a's space. */
 int rk_authz_visible(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c);
-/* Like rk_db_computer_get, but a computer of another space is not found. */
-int rk_authz_computer_get(struct rk_engine *eng, const struct rk_actor *a, const char *ref, struct rk_computer *out,
-			  struct rk_error *err);
-
 int rk_authz_grant(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c, const char *bot,
 		   struct rk_error *err);
 /* RK_ENOTFOUND when the bot had no grant. */
@@ -80,5 +76,23 @@ int rk_authz_rights(struct rk_engine *eng, const struct rk_computer *c, cJSON **
  * require_approval on a capability denies it outside a run. */
 int rk_authz_check(struct rk_engine *eng, const struct rk_actor *a, const char *capability,
 		   const struct rk_computer *c, struct rk_error *err);
+
+/* The one resolver: every command, route, tool and panel that acts on a
+ * computer turns (identity, reference) into a computer here. ref is a name,
+ * an id or a unique id prefix. Another space's computer is not found
+ * (RK_ENOTFOUND: it is invisible); one a may not do capability on is
+ * RK_EDENIED (rk_authz_check), so nothing is done. capability NULL: found
+ * only, for a caller that checks a right of its own (grant, revoke). Fills
+ * out (release with rk_computer_release), left empty on failure. */
+int rk_authz_resolve(struct rk_engine *eng, const struct rk_actor *a, const char *ref, const char *capability,
+		     struct rk_computer *out, struct rk_error *err);
+/* The same check for what outlives its computer (a lifecycle command and
+ * its events): computer_id may be deleted, and then the space and owner it
+ * was recorded with decide. */
+int rk_authz_check_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id,
+		      const char *capability, struct rk_error *err);
+/* 1 when a may use c by the ownership and grant rules (no approval asked):
+ * what a list of computers shows a. */
+int rk_authz_may_use(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c);
 
 #endif

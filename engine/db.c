@@ -1,6 +1,7 @@
 #include "db.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -800,6 +801,15 @@ int rk_db_open(const char *data_dir, struct rk_db **out, struct rk_error *err)
 		return r;
 	}
 	char *path = rk_path_join(data_dir, "rakazo.db");
+	/* SQLite makes its file 0644 (less the umask); the WAL and SHM files
+	 * take its mode. Only a new file is made here: closing a descriptor of a
+	 * file this process has open elsewhere would drop SQLite's POSIX locks
+	 * on it (another connection then deletes the WAL under this one). */
+	if (!url) {
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+	}
 	struct rk_db *db = NULL;
 	int rc = rk_db_open_v2(path, &db, RK_SQL_OPEN_READWRITE | RK_SQL_OPEN_CREATE, NULL);
 	free(path);

@@ -355,16 +355,25 @@ static int continue_thread(struct run *run, char **prev, int *count, struct rk_e
 	return r ? r : replay_messages(run, *prev, count, err);
 }
 
-/* The computer to run on: the one named, else the only one. */
-static int pick_computer(struct rk_engine *eng, const char *ref, struct rk_computer *out, struct rk_error *err)
+/* The computer to run on, as the starter a sees it (engine/authz.h): the
+ * one named, else the only one a may use. */
+static int pick_computer(struct rk_engine *eng, const struct rk_actor *a, const char *ref, struct rk_computer *out,
+			 struct rk_error *err)
 {
 	if (ref)
-		return rk_db_computer_get(eng->db, ref, out, err);
+		return rk_authz_resolve(eng, a, ref, NULL, out, err);
 	struct rk_computer *cs;
-	size_t n;
+	size_t n, m = 0;
 	int r = rk_db_computer_list(eng->db, &cs, &n, err);
 	if (r)
 		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (rk_authz_may_use(eng, a, &cs[i]))
+			cs[m++] = cs[i];
+		else
+			rk_computer_release(&cs[i]);
+	}
+	n = m;
 	if (n == 1) {
 		*out = cs[0];
 		free(cs);
@@ -827,18 +836,14 @@ static int lease_conflict(struct rk_engine *eng, const struct rk_computer *c, co
  * starts a bot's run on a computer they manage gives that bot its right
  * (the same right `rakazo computer grant` records, so `rights` shows it and
  * a revoke stops the run's next action); a bot starts runs only as itself. */
-static int authorize_starter(struct rk_engine *eng, const struct rk_computer *c, const char *bot,
-			     struct rk_error *err)
+static int authorize_starter(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c,
+			     const char *bot, struct rk_error *err)
 {
-	struct rk_actor a;
-	int r = rk_actor_resolve(&a, eng, NULL, NULL, err);
-	if (r)
-		return r;
-	if (a.bot && bot && strcmp(a.bot, bot) != 0)
-		r = rk_error_set(err, RK_EDENIED, "bot '%s' cannot start a run as bot '%s'", a.bot, bot);
-	else if ((r = rk_authz_check(eng, &a, "computers.use", c, err)) == 0 && bot && !a.bot)
-		r = rk_authz_grant(eng, &a, c, bot, err);
-	rk_actor_release(&a);
+	int r;
+	if (a->bot && bot && strcmp(a->bot, bot) != 0)
+		r = rk_error_set(err, RK_EDENIED, "bot '%s' cannot start a run as bot '%s'", a->bot, bot);
+	else if ((r = rk_authz_check(eng, a, "computers.use", c, err)) == 0 && bot && !a->bot)
+		r = rk_authz_grant(eng, a, c, bot, err);
 	return r;
 }
 
@@ -851,14 +856,15 @@ int rk_run_create(struct rk_engine *eng, const struct rk_run_options *opt, char 
 		return rk_error_set(err, RK_EUSAGE, "a run's trigger is person or webhook, not '%s'", opt->trigger);
 	struct rk_model_config cfg = {0};
 	struct rk_computer c = {0};
-	int r = rk_model_config_load(opt->model, eng->data_dir, &cfg, err);
+	struct rk_actor a;
+	int r = rk_actor_resolve(&a, eng, NULL, NULL, err);
 	if (r)
 		return r;
-	if ((r = pick_computer(eng, opt->computer, &c, err))) {
-		rk_model_config_release(&cfg);
-		return r;
-	}
-	if ((r = authorize_starter(eng, &c, opt->bot, err))) {
+	if ((r = rk_model_config_load(opt->model, eng->data_dir, &cfg, err)) == 0 &&
+	    (r = pick_computer(eng, &a, opt->computer, &c, err)) == 0)
+		r = authorize_starter(eng, &a, &c, opt->bot, err);
+	rk_actor_release(&a);
+	if (r) {
 		rk_computer_release(&c);
 		rk_model_config_release(&cfg);
 		return r;

@@ -1020,15 +1020,16 @@ static int keeps_arguments(const char *name)
 	return !strcmp(name, "memory_write") || !strcmp(name, "create_space") || !strcmp(name, "request_secret");
 }
 
-/* Rights on the computer (again, before each call), then the approval rules. */
+/* Rights on the computer (again, before each call of a tool that works on
+ * it: the screen, the shell, files and the browser alike), then the
+ * approval rules. */
 static int gate(struct rk_tools_ctx *ctx, const struct rk_actor *a, const char *name, const char *args_json,
-		struct rk_error *e)
+		int on_computer, struct rk_error *e)
 {
 	if (!ctx->eng)
 		return 0; /* no database: nothing can run either (the unit tests' argument checks) */
-	const char *conn = rk_approval_connector(name);
 	int r;
-	if (conn && !strcmp(conn, "computer") && (r = rk_authz_check(ctx->eng, a, "computers.use", ctx->computer, e)))
+	if (on_computer && (r = rk_authz_check(ctx->eng, a, "computers.use", ctx->computer, e)))
 		return r;
 	struct rk_approval_decision d;
 	return rk_approval_check(ctx->eng, a, ctx->run_id, ctx->cancel, name, args_json,
@@ -1075,7 +1076,7 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 	if (r == 0)
 		r = rk_actor_resolve(&a, ctx->eng, NULL, ctx->bot_id, &e);
 	if (r == 0)
-		r = gate(ctx, &a, name, args_json, &e);
+		r = gate(ctx, &a, name, args_json, fn != NULL, &e);
 	if (r == 0 && keeps_arguments(name)) {
 		struct rk_secret_redactor *kept = rk_secret_redactor_new(ctx->eng, &a);
 		rk_secret_redactor_json(kept, args);

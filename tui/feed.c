@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../engine/authz.h"
 #include "../engine/approval.h"
 #include "../engine/computer.h"
 #include "../engine/approval.h"
@@ -230,13 +231,47 @@ static void data_req_release(struct data_req *q)
 	free(q->file);
 }
 
+/* The one resolver (engine/authz.h) as the person at the terminal:
+ * RAKAZO_USER in RAKAZO_SPACE, or a bot with RAKAZO_OWNER=bot:NAME. */
+static int feed_computer(struct rk_engine *eng, const char *ref, struct rk_computer *c, struct rk_error *e)
+{
+	struct rk_actor a;
+	int r = rk_actor_resolve(&a, eng, NULL, NULL, e);
+	if (r == 0) {
+		r = rk_authz_resolve(eng, &a, ref, "computers.use", c, e);
+		rk_actor_release(&a);
+	}
+	return r;
+}
+
+/* Keeps in cs only the computers the person may use (what the panes show). */
+static int keep_usable(struct rk_engine *eng, struct rk_computer *cs, size_t *n, struct rk_error *err)
+{
+	struct rk_actor a;
+	int r = rk_actor_resolve(&a, eng, NULL, NULL, err);
+	size_t m = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (r == 0 && rk_authz_may_use(eng, &a, &cs[i]))
+			cs[m++] = cs[i];
+		else
+			rk_computer_release(&cs[i]);
+	}
+	*n = m;
+	rk_actor_release(&a);
+	return r;
+}
+
 static int load_lists(struct feed *f, struct rk_engine *eng, struct rk_home_store *store, struct rk_error *err)
 {
 	struct rk_computer *cs = NULL;
 	size_t nc = 0;
 	int r = rk_db_computer_list(eng->db, &cs, &nc, err);
-	if (r)
+	if (r == 0)
+		r = keep_usable(eng, cs, &nc, err);
+	if (r) {
+		free(cs);
 		return r;
+	}
 	struct feed_computer *fc = rk_xcalloc(nc ? nc : 1, sizeof(*fc));
 	for (size_t i = 0; i < nc; i++) {
 		fc[i].id = cs[i].id;
@@ -265,14 +300,21 @@ static int load_lists(struct feed *f, struct rk_engine *eng, struct rk_home_stor
 		return r;
 	}
 	struct feed_run *fr = rk_xcalloc(nr ? nr : 1, sizeof(*fr));
+	size_t kept = 0;
 	for (size_t i = 0; i < nr; i++) {
 		struct rk_run_row *w = &rows[i];
-		fr[i] = (struct feed_run){w->id,	   w->computer_id, w->task,	    w->model,
-					  w->state,	   w->error,	   w->steps,	    w->input_tokens,
-					  w->output_tokens, w->created_at, w->started_at, w->finished_at};
+		size_t j = 0;
+		while (j < nc && !(w->computer_id && !strcmp(fc[j].id, w->computer_id)))
+			j++;
+		if (j == nc)
+			continue; /* a run on a computer the person may not use */
+		fr[kept++] = (struct feed_run){w->id,	      w->computer_id, w->task,	       w->model,
+					       w->state,      w->error,	      w->steps,	       w->input_tokens,
+					       w->output_tokens, w->created_at, w->started_at, w->finished_at};
 		w->id = w->computer_id = w->task = w->model = w->state = w->error = NULL;
 	}
 	rk_run_rows_free(rows, nr);
+	nr = kept;
 
 	pthread_mutex_lock(&f->mu);
 	computers_free(f->computers, f->ncomputers);
@@ -857,7 +899,7 @@ static void *screen_main(void *arg)
 		if (!visible || !want || cols < 2 || rows < 1) {
 			takeover_sync(f, eng, &t, NULL, 0);
 			wait_ms = 1000;
-		} else if (rk_db_computer_get(eng->db, want, &c, &e)) {
+		} else if (feed_computer(eng, want, &c, &e)) {
 			screen_status(f, want, rk_xasprintf("%s: %s", rk_code_name(e.code), e.message));
 			wait_ms = 1000;
 		} else if (strcmp(c.state, "running") != 0) {
@@ -953,7 +995,7 @@ struct transfer {
 static int transfer_run(struct rk_engine *eng, const struct transfer *x, char **msg, struct rk_error *e)
 {
 	struct rk_computer c = {0};
-	int r = rk_db_computer_get(eng->db, x->computer, &c, e);
+	int r = feed_computer(eng, x->computer, &c, e);
 	if (r)
 		return r;
 	struct rk_buf data;

@@ -67,3 +67,24 @@ void rk_log(enum rk_log_level level, const char *fmt, ...)
 	(void)!write(log_fd, b.data, b.len);
 	rk_buf_release(&b);
 }
+
+static rk_warn_fn warn_hook;
+
+void rk_warn_set_hook(rk_warn_fn fn)
+{
+	warn_hook = fn;
+}
+
+void rk_warn(const char *fmt, ...)
+{
+	struct rk_buf b;
+	va_list ap;
+	rk_buf_init(&b);
+	va_start(ap, fmt);
+	rk_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	rk_log(RK_LOG_WARN, "%s", b.data);
+	if (warn_hook)
+		warn_hook(b.data);
+	rk_buf_release(&b);
+}

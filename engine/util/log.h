@@ -14,4 +14,12 @@ void rk_log_set_fd(int fd);
 struct rk_buf;
 void rk_log_set_filter(void (*filter)(struct rk_buf *line));
 void rk_log(enum rk_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The engine's warning path: something the person should know although
+ * the call went on (a file mode repaired). The line goes to the log, and to
+ * the hook the front end registered at start-up (cmd/ prints it on stderr);
+ * without a hook, to the log only. The engine never prints. */
+typedef void (*rk_warn_fn)(const char *message);
+void rk_warn_set_hook(rk_warn_fn fn);
+void rk_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #endif

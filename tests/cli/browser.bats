@@ -14,7 +14,7 @@ setup_file() {
 	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
 	export RAKAZO_OWNER="user:bats"
 	export RAKAZO_TEST_LABEL="bats-$$"
-	mkdir -p "$RAKAZO_DATA_DIR"
+	mkdir -p -m 0700 "$RAKAZO_DATA_DIR"
 }
 
 setup() {

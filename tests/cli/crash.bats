@@ -40,7 +40,7 @@ recover() {
 	local ops=(create pause resume stop)
 	for round in $(seq 1 "${RK_CRASH_ROUNDS:-50}"); do
 		export RAKAZO_DATA_DIR=$BATS_TEST_TMPDIR/d$round
-		mkdir -p "$RAKAZO_DATA_DIR"
+		mkdir -p -m 0700 "$RAKAZO_DATA_DIR"
 		# on PostgreSQL (make check-pg) each round's data directory gets its own database too
 		rk_pg_teardown
 		rk_pg_setup

@@ -47,7 +47,7 @@ setup() {
 	export RAKAZO_TEST_LABEL="bats-$$"
 	export NO_COLOR=1
 	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
-	mkdir -p "$RAKAZO_DATA_DIR"
+	mkdir -p -m 0700 "$RAKAZO_DATA_DIR"
 	RK_CLOSE_FDS=$(rk_close_fds)
 	if [ -z "${E2B_API_URL:-}" ]; then
 		if [ "${RAKAZO_REQUIRE_DOCKER:-0}" = 1 ]; then

@@ -24,7 +24,7 @@ setup() {
 	export NO_COLOR=1
 	export RAKAZO_FAKE_QUIET=1 # fake creates' warning (tests/security/api.bats checks it)
 	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
-	mkdir -p "$RAKAZO_DATA_DIR"
+	mkdir -p -m 0700 "$RAKAZO_DATA_DIR"
 	RK_CLOSE_FDS=$(rk_close_fds)
 	rk_pg_setup
 }

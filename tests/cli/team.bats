@@ -193,7 +193,8 @@ home() {
 }
 
 @test "team: takeover is refused while the bot holds a live lease or an active run, allowed when waiting_takeover" {
-	team t
+	# the organization's, so another member may use it (and meets the conflict)
+	rk computer create --provider fake --name t --team --org --wait --json >/dev/null
 	rk screen shot t --bot a --json >/dev/null
 	local fence
 	fence=$(rk computer lease acquire t --bot a --holder run-1 --json | rk_json 'd["fence"]')

@@ -355,7 +355,8 @@ frame_hash_shown() {
 }
 
 @test "tui: takeover sends typed keys to the computer under the control lease and gives them back" {
-	rk_fake t
+	# the organization's: another member may use it, and meets the person's control
+	rk computer create --provider fake --name t --org --wait --json >/dev/null
 	tui_start 120 35
 	tm send-keys 6
 	wait_for '[ -n "$(frame_hash_shown)" ]' 30
@@ -402,7 +403,8 @@ for m in json.load(open(sys.argv[1])).get("marks", []):
 }
 
 @test "tui: takeover is the control lease: refused while a run works, granted while it waits; a click reaches the screen; giving it back lets the run go on" {
-	rk_fake t
+	# the organization's: another member may use it, and meets the person's control
+	rk computer create --provider fake --name t --org --wait --json >/dev/null
 	# a run at work (its model call hangs): the person may not take over
 	model_start run_hang.json
 	local busy

@@ -980,17 +980,32 @@ TEST(authz_spaces_and_grants)
 	struct rk_error e;
 	struct rk_computer c;
 	/* switching space hides the other space's computers */
-	CHECK_EQ_INT(rk_authz_computer_get(eng, &alice, "b", &c, &e), -RK_ENOTFOUND);
-	REQUIRE(rk_authz_computer_get(eng, &home, "b", &c, &e) == 0);
+	CHECK_EQ_INT(rk_authz_resolve(eng, &alice, "b", NULL, &c, &e), -RK_ENOTFOUND);
+	REQUIRE(rk_authz_resolve(eng, &home, "b", NULL, &c, &e) == 0);
 	rk_computer_release(&c);
-	REQUIRE(rk_authz_computer_get(eng, &alice, "a", &c, &e) == 0);
+	REQUIRE(rk_authz_resolve(eng, &alice, "a", NULL, &c, &e) == 0);
 	/* owner uses and deletes; another member may not; the org computer is everyone's */
 	CHECK_EQ_INT(rk_authz_check(eng, &alice, "computers.delete", &c, &e), 0);
 	CHECK_EQ_INT(rk_authz_check(eng, &bob, "computers.use", &c, &e), -RK_EDENIED);
 	struct rk_computer org;
-	REQUIRE(rk_authz_computer_get(eng, &bob, "o", &org, &e) == 0);
+	REQUIRE(rk_authz_resolve(eng, &bob, "o", NULL, &org, &e) == 0);
 	CHECK_EQ_INT(rk_authz_check(eng, &bob, "computers.use", &org, &e), 0);
 	rk_computer_release(&org);
+	/* the one resolver finds and checks in one call (issue 20): another
+	 * member is denied, another space does not see it, a bot needs a grant */
+	struct rk_computer x;
+	CHECK_EQ_INT(rk_authz_resolve(eng, &bob, "a", "computers.use", &x, &e), -RK_EDENIED);
+	CHECK_EQ_INT(rk_authz_resolve(eng, &home, "a", "computers.use", &x, &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_authz_resolve(eng, &bot, "a", "computers.use", &x, &e), -RK_EDENIED);
+	REQUIRE(rk_authz_resolve(eng, &alice, "cmp_a", "computers.use", &x, &e) == 0);
+	rk_computer_release(&x);
+	CHECK(!rk_authz_may_use(eng, &bob, &c) && !rk_authz_may_use(eng, &home, &c) && rk_authz_may_use(eng, &alice, &c));
+	/* what outlives a computer (its lifecycle commands): the recorded place decides */
+	REQUIRE(rk_db_exec(eng->db, "UPDATE computers SET deleted_at = 2 WHERE id = 'cmp_b'", &e) == 0);
+	CHECK_EQ_INT(rk_authz_resolve(eng, &home, "cmp_b", "computers.use", &x, &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_authz_check_id(eng, &home, "cmp_b", "computers.use", &e), 0);
+	CHECK_EQ_INT(rk_authz_check_id(eng, &alice, "cmp_b", "computers.use", &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_authz_check_id(eng, &bob, "cmp_a", "computers.use", &e), -RK_EDENIED);
 	/* a bot: nothing without a grant, use with one, never create or delete */
 	CHECK_EQ_INT(rk_authz_check(eng, &bot, "computers.use", &c, &e), -RK_EDENIED);
 	CHECK_EQ_INT(rk_authz_grant(eng, &bob, &c, "b1", &e), -RK_EDENIED);
