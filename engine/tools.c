@@ -1003,13 +1003,17 @@ static int t_browser_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_
 
 typedef int (*trust_fn)(struct rk_tools_ctx *, const struct rk_actor *, const cJSON *, struct rk_tool_result *,
 			struct rk_error *);
+/* Tools that take the actor; on_computer: it works on the run's computer,
+ * so the computer's rights are checked before each call (gate). */
 static const struct {
 	const char *name;
 	trust_fn fn;
+	int on_computer;
 } trust_dispatch[] = {
-	{"request_secret", t_request_secret}, {"secret_request", t_secret_request}, {"memory_read", t_memory_read},
-	{"memory_write", t_memory_write},     {"memory_search", t_memory_search},   {"create_space", t_create_space},
-	{"attach_file", t_attach_file},
+	{"request_secret", t_request_secret, 0}, {"secret_request", t_secret_request, 0},
+	{"memory_read", t_memory_read, 0},       {"memory_write", t_memory_write, 0},
+	{"memory_search", t_memory_search, 0},   {"create_space", t_create_space, 0},
+	{"attach_file", t_attach_file, 1},
 };
 
 /* Tools whose arguments rakazo keeps (memory, a space's description, a
@@ -1052,12 +1056,13 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 	struct rk_error e = {0};
 	tool_fn fn = NULL;
 	trust_fn tfn = NULL;
+	int on_computer = 0;
 	for (size_t i = 0; name && i < sizeof(dispatch) / sizeof(dispatch[0]); i++)
 		if (!strcmp(dispatch[i].name, name))
-			fn = dispatch[i].fn;
+			fn = dispatch[i].fn, on_computer = 1;
 	for (size_t i = 0; name && i < sizeof(trust_dispatch) / sizeof(trust_dispatch[0]); i++)
 		if (!strcmp(trust_dispatch[i].name, name))
-			tfn = trust_dispatch[i].fn;
+			tfn = trust_dispatch[i].fn, on_computer = trust_dispatch[i].on_computer;
 	if (!fn && !tfn) {
 		rk_error_set(&e, RK_ENOTFOUND, "unknown tool '%s'; the tools are computer_observe, computer_act, "
 					       "open_path, launch_app, shell, write_stdin, read_file, write_file, "
@@ -1076,7 +1081,7 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 	if (r == 0)
 		r = rk_actor_resolve(&a, ctx->eng, NULL, ctx->bot_id, &e);
 	if (r == 0)
-		r = gate(ctx, &a, name, args_json, fn != NULL, &e);
+		r = gate(ctx, &a, name, args_json, on_computer, &e);
 	if (r == 0 && keeps_arguments(name)) {
 		struct rk_secret_redactor *kept = rk_secret_redactor_new(ctx->eng, &a);
 		rk_secret_redactor_json(kept, args);
