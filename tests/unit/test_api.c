@@ -177,7 +177,8 @@ TEST(providers_offered)
 	const char *const docker_only[] = {"docker", NULL}, *const with_fake[] = {"docker", "fake", NULL};
 	CHECK_EQ_INT(status_of("POST", "/v1/computers", am, fake, NULL, "(it offers: none;"), 400);
 	CHECK_EQ_INT(status_of("POST", "/v1/computers", am, fake, docker_only, "(it offers: docker;"), 400);
-	CHECK_EQ_INT(status_of("POST", "/v1/computers", ab, fake, with_fake, "run on the server's host"), 403);
+	/* a bot's token creates nothing at all (authz), fake or not */
+	CHECK_EQ_INT(status_of("POST", "/v1/computers", ab, fake, with_fake, "a bot cannot create a computer"), 403);
 	CHECK_EQ_INT(status_of("POST", "/v1/computers", am, fake, with_fake, NULL), 202);
 	struct rk_computer c = {0};
 	REQUIRE(rk_db_computer_get(eng->db, "pf", &c, &e) == 0);
