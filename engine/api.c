@@ -87,8 +87,12 @@ static int fail_with(struct call *k, int status, const char *category, enum rk_c
 		     int safe, const char *execution_id)
 {
 	char *eid = rk_id_new("err");
-	rk_log(status >= 500 ? RK_LOG_WARN : RK_LOG_INFO, "api %s %s: %d %s: %s (%s)", k->req->method, k->req->path,
-	       status, rk_code_name(code), message, eid);
+	if (!k->tok.id && status >= 400 && status < 500) /* anyone can cause it: a bounded number of lines */
+		rk_log_refusal(RK_LOG_INFO, k->req->peer, "api %s %s: %d %s: %s (%s)", k->req->method, k->req->path,
+			       status, rk_code_name(code), message, eid);
+	else
+		rk_log(status >= 500 ? RK_LOG_WARN : RK_LOG_INFO, "api %s %s: %d %s: %s (%s)", k->req->method,
+		       k->req->path, status, rk_code_name(code), message, eid);
 	cJSON *doc = cJSON_CreateObject();
 	cJSON *e = cJSON_AddObjectToObject(doc, "error");
 	cJSON_AddStringToObject(e, "category", category);

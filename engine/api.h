@@ -107,6 +107,8 @@ struct rk_api_request {
 	/* the caller as rk_api_admit found it on this request's headers, or
 	 * NULL: the Authorization header is checked */
 	const struct rk_api_token *admitted;
+	/* the peer's address ("127.0.0.2"), or NULL: names it in the log */
+	const char *peer;
 };
 
 struct rk_api_response {
