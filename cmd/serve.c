@@ -353,8 +353,10 @@ static void *poller_main(void *arg)
 		pthread_mutex_unlock(&sse_mu);
 		if (quit)
 			break;
-		if (!stop_requested)
+		if (!stop_requested) {
 			poll_streams(eng);
+			rk_api_port_sweep(eng);
+		}
 	}
 	rk_engine_free(eng);
 	return NULL;

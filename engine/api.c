@@ -1179,11 +1179,13 @@ static int h_port(struct call *k)
 	struct rk_error err;
 	const struct rk_provider_ops *ops = rk_engine_provider(&c, &err);
 	int local = 0;
+	char *secret = NULL;
 	if (!ops)
 		fail_err(k, &err);
 	else if (!ops->exec_spawn)
 		fail(k, RK_EUNSUPPORTED, "computer %s's provider runs no commands, so it forwards no ports", c.id);
-	else if (rk_computer_ensure_running(k->eng, &c, &err) || rk_api_port_forward(k->eng, &c, (int)port, &local, &err))
+	else if (rk_computer_ensure_running(k->eng, &c, &err) ||
+		 rk_api_port_forward(k->eng, &c, (int)port, k->tok.id, k->tok.bot_id, &local, &secret, &err))
 		fail_err(k, &err);
 	else {
 		cJSON *o = cJSON_CreateObject();
@@ -1195,8 +1197,11 @@ static int h_port(struct call *k)
 		char *url = rk_xasprintf("http://%s", addr);
 		cJSON_AddStringToObject(o, "url", url);
 		free(url);
+		/* shown once: a connection sends it and a newline first */
+		cJSON_AddStringToObject(o, "secret", secret);
 		reply(k, 200, o);
 	}
+	free(secret);
 	rk_computer_release(&c);
 	return 0;
 }
