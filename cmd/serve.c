@@ -107,6 +107,7 @@ struct peer {
 	int fd; /* a dup of the connection's socket: shutdown(2) through it cuts the
 		 * connection, and the number cannot be reused under us */
 	uint32_t addr; /* IPv4, network order */
+	char addr_text[INET_ADDRSTRLEN]; /* the same, for the log */
 	int64_t since;
 	int trusted, cut;
 };
@@ -157,6 +158,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **ctx, en
 		p->fd = fi ? fcntl(fi->connect_fd, F_DUPFD_CLOEXEC, 0) : -1;
 		if (ai && ai->client_addr && ai->client_addr->sa_family == AF_INET)
 			p->addr = ((const struct sockaddr_in *)ai->client_addr)->sin_addr.s_addr;
+		inet_ntop(AF_INET, &p->addr, p->addr_text, sizeof(p->addr_text));
 		p->since = rk_monotonic_ms();
 		pthread_mutex_lock(&peers_mu);
 		LIST_INSERT_HEAD(&peers, p, link);
@@ -213,6 +215,7 @@ static void cut_strangers(void)
 	pthread_mutex_unlock(&peers_mu);
 	if (n)
 		rk_log(RK_LOG_INFO, "serve: cut %zu connection(s) that showed no token within %d s", n, HEADERS_MS / 1000);
+	rk_log_refusals_flush();
 }
 
 /* Takes n more bytes of the body budget for st; 0 when they are not there. */
@@ -350,8 +353,10 @@ static void *poller_main(void *arg)
 		pthread_mutex_unlock(&sse_mu);
 		if (quit)
 			break;
-		if (!stop_requested)
+		if (!stop_requested) {
 			poll_streams(eng);
+			rk_api_port_sweep(eng);
+		}
 	}
 	rk_engine_free(eng);
 	return NULL;
@@ -763,6 +768,7 @@ static void request_of(struct MHD_Connection *conn, const char *url, const char 
 		.body_too_large = st->too_large,
 		.admitted = &st->tok,
 		.providers = offered,
+		.peer = peer_of(conn) ? peer_of(conn)->addr_text : NULL,
 	};
 }
 

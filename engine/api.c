@@ -81,14 +81,59 @@ static void camelize(cJSON *o)
 	}
 }
 
-/* An error document. safe: the message may go to the caller; otherwise only
- * the log has it, under the error id. */
+/* Appends message to m with every path under dir (the server's data
+ * directory: workspaces, sockets, the database) shown as "(a server path)". */
+static void add_without(struct rk_buf *m, const char *message, const char *dir)
+{
+	size_t n = dir ? strlen(dir) : 0;
+	const char *p = message, *hit;
+	while (n > 1 && (hit = strstr(p, dir))) {
+		rk_buf_add(m, p, (size_t)(hit - p));
+		rk_buf_adds(m, "(a server path)");
+		p = hit + n;
+		while (*p && !strchr(" \t\n:,;)'\"", *p))
+			p++;
+	}
+	rk_buf_adds(m, p);
+}
+
+/* Whether the caller itself sent dir (in the path, ?path= or the body):
+ * then quoting it back tells nothing, and hiding it would tell that it is
+ * this server's data directory. */
+static int caller_sent(const struct call *k, const char *dir)
+{
+	const char *q = k->req->query ? k->req->query(k->req->query_ctx, "path") : NULL;
+	return dir && (strstr(k->req->path, dir) || (q && strstr(q, dir)) ||
+		       (k->req->body && memmem(k->req->body, k->req->body_len, dir, strlen(dir))));
+}
+
+/* The message as a caller may see it: no host path of this server. */
+static char *caller_message(const struct call *k, const char *message)
+{
+	struct rk_buf a = RK_BUF_INIT, b = RK_BUF_INIT;
+	rk_buf_init(&a);
+	rk_buf_init(&b);
+	char *real = k->eng->data_dir ? realpath(k->eng->data_dir, NULL) : NULL;
+	add_without(&a, message, caller_sent(k, k->eng->data_dir) ? NULL : k->eng->data_dir);
+	add_without(&b, a.data, caller_sent(k, real) ? NULL : real);
+	free(real);
+	rk_buf_release(&a);
+	return rk_buf_detach(&b, NULL);
+}
+
+/* An error document. safe: the message may go to the caller (without the
+ * server's paths, caller_message); otherwise only the log has it, under the
+ * error id. */
 static int fail_with(struct call *k, int status, const char *category, enum rk_code code, const char *message,
 		     int safe, const char *execution_id)
 {
 	char *eid = rk_id_new("err");
-	rk_log(status >= 500 ? RK_LOG_WARN : RK_LOG_INFO, "api %s %s: %d %s: %s (%s)", k->req->method, k->req->path,
-	       status, rk_code_name(code), message, eid);
+	if (!k->tok.id && status >= 400 && status < 500) /* anyone can cause it: a bounded number of lines */
+		rk_log_refusal(RK_LOG_INFO, k->req->peer, "api %s %s: %d %s: %s (%s)", k->req->method, k->req->path,
+			       status, rk_code_name(code), message, eid);
+	else
+		rk_log(status >= 500 ? RK_LOG_WARN : RK_LOG_INFO, "api %s %s: %d %s: %s (%s)", k->req->method,
+		       k->req->path, status, rk_code_name(code), message, eid);
 	cJSON *doc = cJSON_CreateObject();
 	cJSON *e = cJSON_AddObjectToObject(doc, "error");
 	cJSON_AddStringToObject(e, "category", category);
@@ -96,7 +141,9 @@ static int fail_with(struct call *k, int status, const char *category, enum rk_c
 	if (safe) { /* a message may quote the caller's bytes: the document stays UTF-8 */
 		struct rk_buf m = RK_BUF_INIT;
 		rk_buf_init(&m);
-		rk_utf8_escape(&m, message, strlen(message), 0);
+		char *shown = caller_message(k, message);
+		rk_utf8_escape(&m, shown, strlen(shown), 0);
+		free(shown);
 		cJSON_AddStringToObject(e, "message", m.data);
 		rk_buf_release(&m);
 	} else {
@@ -1174,11 +1221,13 @@ static int h_port(struct call *k)
 	struct rk_error err;
 	const struct rk_provider_ops *ops = rk_engine_provider(&c, &err);
 	int local = 0;
+	char *secret = NULL;
 	if (!ops)
 		fail_err(k, &err);
 	else if (!ops->exec_spawn)
 		fail(k, RK_EUNSUPPORTED, "computer %s's provider runs no commands, so it forwards no ports", c.id);
-	else if (rk_computer_ensure_running(k->eng, &c, &err) || rk_api_port_forward(k->eng, &c, (int)port, &local, &err))
+	else if (rk_computer_ensure_running(k->eng, &c, &err) ||
+		 rk_api_port_forward(k->eng, &c, (int)port, k->tok.id, k->tok.bot_id, &local, &secret, &err))
 		fail_err(k, &err);
 	else {
 		cJSON *o = cJSON_CreateObject();
@@ -1190,8 +1239,11 @@ static int h_port(struct call *k)
 		char *url = rk_xasprintf("http://%s", addr);
 		cJSON_AddStringToObject(o, "url", url);
 		free(url);
+		/* shown once: a connection sends it and a newline first */
+		cJSON_AddStringToObject(o, "secret", secret);
 		reply(k, 200, o);
 	}
+	free(secret);
 	rk_computer_release(&c);
 	return 0;
 }

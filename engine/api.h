@@ -79,10 +79,18 @@ void rk_api_pair_link(const char *data_dir, const char *computer_id, int fd, con
 int rk_api_usage_list(struct rk_db *db, const char *computer_id, int64_t **out, size_t *n, struct rk_error *err);
 
 /* A loopback listener in this process forwarding to port inside c (through
- * the provider's exec and bash's /dev/tcp); the same forward again gives
- * the same *local_port. It lasts as long as the process (engine/api_port.c). */
-int rk_api_port_forward(struct rk_engine *eng, const struct rk_computer *c, int port, int *local_port,
-			struct rk_error *err);
+ * the provider's exec and bash's /dev/tcp) for the token token_id (acting
+ * as bot_id, or NULL for a member). A connection is carried only after it
+ * sent *secret (malloc'd, hex) and a newline. The same token forwarding the
+ * same port again gets the same *local_port and a new *secret, which
+ * replaces the old one for new connections (engine/api_port.c). */
+int rk_api_port_forward(struct rk_engine *eng, const struct rk_computer *c, int port, const char *token_id,
+			const char *bot_id, int *local_port, char **secret, struct rk_error *err);
+/* Ends the forwards (listener closed, connections cut) whose token was
+ * revoked, whose bot lost its right to the computer, or whose computer is
+ * gone or not running. The server calls it a few times a second (it looks
+ * at the database at most every 250 ms). */
+void rk_api_port_sweep(struct rk_engine *eng);
 
 /* --- requests (engine/api.c) ---------------------------------------------------------- */
 struct rk_api_request {
@@ -107,6 +115,8 @@ struct rk_api_request {
 	/* the caller as rk_api_admit found it on this request's headers, or
 	 * NULL: the Authorization header is checked */
 	const struct rk_api_token *admitted;
+	/* the peer's address ("127.0.0.2"), or NULL: names it in the log */
+	const char *peer;
 };
 
 struct rk_api_response {

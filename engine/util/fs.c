@@ -253,8 +253,8 @@ int rk_fs_parent_beneath(const char *root, const char *rel, int create_dirs, con
 {
 	int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
-		return rk_error_errno(err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno, "cannot open workspace %s",
-				      root);
+		return rk_error_errno(err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno,
+				      "cannot open the computer's workspace");
 	const char *p = rel;
 	for (;;) {
 		const char *slash = strchr(p, '/');

@@ -1850,7 +1850,8 @@ static int open_root(const struct rk_machine *m, struct rk_error *err)
 	int fd = open(m->home_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return rk_error_errno(err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno,
-				      "cannot open the computer workspace %s", m->home_dir);
+				      "cannot open the workspace of computer %s (%s) on this host", m->computer_id,
+				      WORKSPACE);
 	return fd;
 }
 

@@ -7,6 +7,7 @@
 load helper
 
 CLIENT="$BATS_TEST_DIRNAME/../fixtures/api_client.py"
+FWD="$BATS_TEST_DIRNAME/../fixtures/forward.py"
 SPEC="$BATS_TEST_DIRNAME/../../api/openapi.json"
 
 # Runs the binary in the background as $! itself (not a subshell around it),
@@ -439,8 +440,10 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 	api POST "/v1/computers/$id/sessions" '{"command":"cd www && exec python3 -m http.server 8000 --bind 127.0.0.1","yieldTimeMs":250}'
 	api PUT "/v1/computers/$id/ports/8000"
 	[ "$CODE" = 200 ] || { echo "$BODY"; false; }
-	url=$(jq_ 'd["url"]')
-	wait_for "curl -sf --max-time 5 -o '$BATS_TEST_TMPDIR/got' '$url/hello.txt'" 30
+	# a connection sends the forward's secret first (issue 20)
+	addr=$(jq_ 'd["address"]')
+	secret=$(jq_ 'd["secret"]')
+	wait_for "python3 '$FWD' get '$addr' '$secret' /hello.txt '$BATS_TEST_TMPDIR/got'" 30
 	[ "$(cat "$BATS_TEST_TMPDIR/got")" = "from the container" ]
 	api DELETE "/v1/computers/$id" '{"commandKey":"dk-del"}'
 	exe=$(jq_ 'd["id"]')
@@ -478,10 +481,16 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 	[[ $url == http://127.0.0.1:* ]]
 	api PUT "/v1/computers/$id/ports/$port"
 	[ "$(jq_ 'd["url"]')" = "$url" ]
-	wait_for "curl -sf --max-time 5 -o '$BATS_TEST_TMPDIR/got' '$url/blob.bin'" 20
+	# a connection sends the forward's secret (the latest PUT's) first (issue 20)
+	addr=$(jq_ 'd["address"]')
+	secret=$(jq_ 'd["secret"]')
+	wait_for "python3 '$FWD' get '$addr' '$secret' /blob.bin '$BATS_TEST_TMPDIR/got'" 20
 	python3 -c 'import sys; assert open(sys.argv[1], "rb").read() == bytes(range(256)) * 40' "$BATS_TEST_TMPDIR/got"
 	# a request body goes the other way
-	run curl -s --max-time 5 -X POST --data-binary 'posted' "$url/blob.bin"
+	run python3 "$FWD" send "$addr" "$secret" "POST /blob.bin HTTP/1.0
+Content-Length: 6
+
+posted"
 	[[ $output == *501* || $output == *"Unsupported method"* ]]
 }
 

@@ -16,6 +16,7 @@
 #include "../../engine/util/id.h"
 #include "../../engine/util/ipc.h"
 #include "../../engine/util/json.h"
+#include "../../engine/util/log.h"
 #include "../../engine/util/tar.h"
 #include "../../engine/util/time.h"
 #include "check.h"
@@ -622,6 +623,63 @@ TEST(tar_reader_rules)
 	rk_fs_remove_tree(dir, NULL);
 }
 
+static off_t file_size(const char *dir, const char *name)
+{
+	char *p = rk_path_join(dir, name);
+	struct stat st;
+	off_t n = stat(p, &st) == 0 ? st.st_size : -1;
+	free(p);
+	return n;
+}
+
+/* issue 20: a log that only grows lets anyone who can cause a line fill
+ * the disk. Two processes write 200 KB past an 8 KiB cap: one rotates, the
+ * other follows, and what is kept stays near twice the cap. */
+TEST(log_rotates_past_its_cap)
+{
+	if (rk_log_fd() >= 0) {
+		check_skip("the log is already open in this process");
+		return;
+	}
+	char tmpl[] = "/tmp/rk-log-XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	CHECK(dir != NULL);
+	if (!dir)
+		return;
+	setenv("RAKAZO_LOG_MAX", "8192", 1);
+	rk_log_open(dir);
+	unsetenv("RAKAZO_LOG_MAX");
+	int fd = rk_log_fd();
+	CHECK(fd >= 0);
+	pid_t pid = fork();
+	for (int i = 0; i < 1000; i++)
+		rk_log(RK_LOG_INFO, "%s line %04d of a hundred bytes or so, to pass the cap many times over", pid ? "parent" : "child",
+		       i);
+	if (pid == 0)
+		_exit(0);
+	int status = 0;
+	waitpid(pid, &status, 0);
+	rk_log(RK_LOG_INFO, "the last line");
+	CHECK_EQ_INT(rk_log_fd(), fd); /* the same number: helpers' fd 4 stays valid */
+	char *logd = rk_path_join(dir, "log");
+	off_t now = file_size(logd, "rakazo.log"), old = file_size(logd, "rakazo.log.1");
+	CHECK(now > 0 && now <= 8192 + 4096);
+	CHECK(old > 8192 && old <= 8192 + 4096);
+	/* the newest line is in the current file */
+	char *path = rk_path_join(logd, "rakazo.log");
+	struct rk_buf b = RK_BUF_INIT;
+	rk_buf_init(&b);
+	CHECK(rk_fs_read_all(path, 1 << 20, &b, NULL) == 0 && strstr(b.data, "the last line"));
+	struct stat st;
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+	rk_buf_release(&b);
+	free(path);
+	free(logd);
+	rk_log_set_fd(-1);
+	close(fd);
+	rk_fs_remove_tree(dir, NULL);
+}
+
 int main(void)
 {
 	RUN(path_rule);
@@ -638,5 +696,6 @@ int main(void)
 	RUN(tar_reader_rules);
 	RUN(ipc_call_outcomes);
 	RUN(ipc_call_refuses_another_uid);
+	RUN(log_rotates_past_its_cap);
 	return check_summary("util");
 }
