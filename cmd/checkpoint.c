@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../engine/authz.h"
 #include "../engine/checkpoint.h"
 #include "../engine/util/buf.h"
 #include "../engine/util/fs.h"
@@ -312,10 +313,29 @@ static int run_verify(struct cmd_ctx *ctx)
 	return 0;
 }
 
+/* gc is the store's maintenance, across every space's computers: the
+ * operator's (a person at the terminal, as the data directory's owner),
+ * never a bot's. It removes only what no revision names, under the store's
+ * locks, so it deletes no one's checkpoints; but on a shared S3 prefix it
+ * must not run while another host checkpoints, and deciding that is the
+ * operator's call. */
+static int operator_only(struct cmd_ctx *ctx)
+{
+	struct rk_actor a;
+	int r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err);
+	if (r == 0 && a.bot)
+		r = rk_error_set(&ctx->err, RK_EDENIED,
+				 "checkpoint gc is the operator's maintenance of the whole store: bot '%s' may not "
+				 "run it; ask a person to",
+				 a.bot);
+	rk_actor_release(&a);
+	return r;
+}
+
 static int run_gc(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 0, 0, "no arguments");
-	if (r || (r = cmd_engine(ctx)))
+	if (r || (r = cmd_engine(ctx)) || (r = operator_only(ctx)))
 		return r;
 	struct rk_home_store *s = rk_checkpoint_store(ctx->eng);
 	struct rk_home_gc_stats st;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../engine/authz.h"
 #include "../engine/gateway.h"
 #include "../engine/util/buf.h"
 #include "../engine/util/http.h"
@@ -15,7 +16,7 @@
 #include "out.h"
 
 static int64_t g_display = 0, g_ttl = 0;
-static const char *g_bot, *g_listen, *g_web;
+static const char *g_bot, *g_listen, *g_web, *g_computer;
 static int g_view, g_control, g_all, g_public;
 
 const struct rk_opt screen_share_opts[] = {
@@ -73,39 +74,80 @@ int cmd_screen_share(struct cmd_ctx *ctx)
 	return r;
 }
 
+/* Who lists and revokes: the caller (sc->actor, release with
+ * scope_release), of --computer's computer when given (the one resolver:
+ * denied, or not_found from another space). */
+static int scope_init(struct cmd_ctx *ctx, struct rk_gateway_scope *sc, struct rk_actor *a, struct rk_computer *c)
+{
+	memset(sc, 0, sizeof(*sc));
+	memset(c, 0, sizeof(*c));
+	int r = cmd_engine(ctx);
+	if (r || (r = rk_actor_resolve(a, ctx->eng, NULL, NULL, &ctx->err)))
+		return r;
+	sc->actor = a;
+	if (g_computer && (r = cmd_target(ctx, g_computer, "computers.use", c)) == 0)
+		sc->computer_id = c->id;
+	if (r)
+		rk_actor_release(a);
+	return r;
+}
+
+static void scope_release(struct rk_actor *a, struct rk_computer *c)
+{
+	rk_actor_release(a);
+	rk_computer_release(c);
+}
+
 const struct rk_opt screen_revoke_opts[] = {
-	OPT_BOOL("all", 0, &g_all, "revoke every live capability"),
+	OPT_BOOL("all", 0, &g_all, "revoke every live capability of the computers you may use"),
+	OPT_STRING("computer", 'c', &g_computer, "COMPUTER", "with --all: only those of COMPUTER"),
 	OPT_END,
 };
 
 int cmd_screen_revoke(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, g_all ? 0 : 1, g_all ? 0 : 1, g_all ? "nothing with --all" : "TOKEN or capability id");
-	if (r || (r = cmd_engine(ctx)))
+	if (r)
+		return r;
+	if (g_computer && !g_all)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "--computer goes with --all: a token or id names its computer");
+	struct rk_gateway_scope sc;
+	struct rk_actor a;
+	struct rk_computer c;
+	if ((r = scope_init(ctx, &sc, &a, &c)))
 		return r;
 	int count = 0;
-	r = rk_gateway_revoke(ctx->eng, g_all ? NULL : ctx->args[0], g_all, &count, &ctx->err);
+	r = rk_gateway_revoke(ctx->eng, &sc, g_all ? NULL : ctx->args[0], g_all, &count, &ctx->err);
 	if (r == 0) {
 		cJSON *doc = cJSON_CreateObject();
 		cJSON_AddNumberToObject(doc, "revoked", count);
 		out_doc(doc);
 	}
+	scope_release(&a, &c);
 	return r;
 }
 
 const struct rk_opt screen_shares_opts[] = {
 	OPT_BOOL("all", 0, &g_all, "also revoked and expired capabilities"),
+	OPT_STRING("computer", 'c', &g_computer, "COMPUTER", "only the capabilities of COMPUTER"),
 	OPT_END,
 };
 
 int cmd_screen_shares(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 0, 0, "no arguments");
-	if (r || (r = cmd_engine(ctx)))
+	if (r)
+		return r;
+	struct rk_gateway_scope sc;
+	struct rk_actor a;
+	struct rk_computer c;
+	if ((r = scope_init(ctx, &sc, &a, &c)))
 		return r;
 	struct rk_gateway_cap *caps = NULL;
 	size_t n = 0;
-	if ((r = rk_gateway_list(ctx->eng, g_all, &caps, &n, &ctx->err)))
+	r = rk_gateway_list(ctx->eng, &sc, g_all, &caps, &n, &ctx->err);
+	scope_release(&a, &c);
+	if (r)
 		return r;
 	cJSON *rows = cJSON_CreateArray();
 	int64_t now = rk_now_ms();

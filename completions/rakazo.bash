@@ -66,8 +66,8 @@ _rakazo_static() {
 	"screen takeover") words="--bot --ttl-ms --json --help" ;;
 	"screen release-control") words="--bot --json --help" ;;
 	"screen share") words="--display --bot --view --control --ttl --json --help" ;;
-	"screen revoke") words="--all --json --help" ;;
-	"screen shares") words="--all --json --help" ;;
+	"screen revoke") words="--all --computer --json --help" ;;
+	"screen shares") words="--all --computer --json --help" ;;
 	"screen gateway") words="--listen --web --public --json --help" ;;
 	"checkpoint") words="create list show restore export import verify gc" ;;
 	"checkpoint create") words="--reason --no-quiesce --json --help" ;;

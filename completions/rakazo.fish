@@ -273,9 +273,11 @@ complete -c rakazo -n "__rakazo_at screen share" -l ttl
 complete -c rakazo -n "__rakazo_at screen share" -l json
 complete -c rakazo -n "__rakazo_at screen share" -l help
 complete -c rakazo -n "__rakazo_at screen revoke" -l all
+complete -c rakazo -n "__rakazo_at screen revoke" -l computer
 complete -c rakazo -n "__rakazo_at screen revoke" -l json
 complete -c rakazo -n "__rakazo_at screen revoke" -l help
 complete -c rakazo -n "__rakazo_at screen shares" -l all
+complete -c rakazo -n "__rakazo_at screen shares" -l computer
 complete -c rakazo -n "__rakazo_at screen shares" -l json
 complete -c rakazo -n "__rakazo_at screen shares" -l help
 complete -c rakazo -n "__rakazo_at screen gateway" -l listen

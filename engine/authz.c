@@ -228,25 +228,41 @@ int rk_authz_resolve(struct rk_engine *eng, const struct rk_actor *a, const char
 	return r;
 }
 
-int rk_authz_check_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id,
-		      const char *capability, struct rk_error *err)
+/* Decides capability on computer_id with decide (rk_authz_check or the
+ * rules alone); a deleted computer is decided by the place it was recorded in. */
+static int decide_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id, const char *capability,
+		     int (*decide)(struct rk_engine *, const struct rk_actor *, const char *,
+				   const struct rk_computer *, struct rk_error *),
+		     struct rk_error *err)
 {
 	struct rk_computer c = {0};
 	int r = rk_db_computer_get(eng->db, computer_id, &c, err);
-	if (r == -RK_ENOTFOUND) { /* deleted: the place it was recorded in decides */
+	if (r == -RK_ENOTFOUND) {
 		struct rk_computer gone = {.id = (char *)computer_id, .name = (char *)computer_id};
-		return rk_authz_check(eng, a, capability, &gone, err);
+		return decide(eng, a, capability, &gone, err);
 	}
 	if (r == 0)
-		r = rk_authz_check(eng, a, capability, &c, err);
+		r = decide(eng, a, capability, &c, err);
 	rk_computer_release(&c);
 	return r;
+}
+
+int rk_authz_check_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id,
+		      const char *capability, struct rk_error *err)
+{
+	return decide_id(eng, a, computer_id, capability, rk_authz_check, err);
 }
 
 int rk_authz_may_use(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c)
 {
 	struct rk_error e;
 	return rules_decide(eng, a, "computers.use", c, &e) == 0;
+}
+
+int rk_authz_may_use_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id)
+{
+	struct rk_error e;
+	return decide_id(eng, a, computer_id, "computers.use", rules_decide, &e) == 0;
 }
 
 int rk_authz_grant(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c, const char *bot,

@@ -94,5 +94,8 @@ int rk_authz_check_id(struct rk_engine *eng, const struct rk_actor *a, const cha
 /* 1 when a may use c by the ownership and grant rules (no approval asked):
  * what a list of computers shows a. */
 int rk_authz_may_use(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c);
+/* The same for what outlives its computer (a screen capability): a
+ * deleted computer_id is decided by the space and owner it was recorded with. */
+int rk_authz_may_use_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id);
 
 #endif

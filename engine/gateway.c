@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "authz.h"
 #include "display.h"
 #include "gateway_upstream.h"
 #include "rfb.h"
@@ -341,11 +342,36 @@ void rk_gateway_caps_free(struct rk_gateway_cap *caps, size_t n)
 	free(caps);
 }
 
-int rk_gateway_list(struct rk_engine *eng, int all, struct rk_gateway_cap **out, size_t *n, struct rk_error *err)
+/* The capabilities of scope that match cond (NULL: any), with now bound
+ * after the computer's id when now >= 0: what scope's actor may use. */
+static int scope_where(struct rk_engine *eng, const struct rk_gateway_scope *scope, const char *cond, int64_t now,
+		       struct rk_gateway_cap **out, size_t *n, struct rk_error *err)
+{
+	char *where = scope->computer_id ? rk_xasprintf("computer_id = ?%s%s", cond ? " AND " : "", cond ? cond : "")
+					 : rk_xstrdup(cond ? cond : "1");
+	struct rk_gateway_cap *caps = NULL;
+	size_t count = 0, keep = 0;
+	int r = caps_where(eng, where, scope->computer_id, now, &caps, &count, err);
+	free(where);
+	if (r)
+		return r;
+	for (size_t i = 0; i < count; i++) {
+		if (rk_authz_may_use_id(eng, scope->actor, caps[i].computer_id))
+			caps[keep++] = caps[i];
+		else
+			rk_gateway_cap_release(&caps[i]);
+	}
+	*out = caps;
+	*n = keep;
+	return 0;
+}
+
+int rk_gateway_list(struct rk_engine *eng, const struct rk_gateway_scope *scope, int all, struct rk_gateway_cap **out,
+		    size_t *n, struct rk_error *err)
 {
 	if (all)
-		return caps_where(eng, "1", NULL, -1, out, n, err);
-	return caps_where(eng, "revoked_at IS NULL AND expires_at > ?", NULL, rk_now_ms(), out, n, err);
+		return scope_where(eng, scope, NULL, -1, out, n, err);
+	return scope_where(eng, scope, "revoked_at IS NULL AND expires_at > ?", rk_now_ms(), out, n, err);
 }
 
 /* --- the policy hooks --------------------------------------------------------------- */
@@ -1052,15 +1078,20 @@ static int revoke_each(struct rk_engine *eng, struct rk_gateway_cap *caps, size_
 	return first;
 }
 
-int rk_gateway_revoke(struct rk_engine *eng, const char *token_or_id, int all, int *count, struct rk_error *err)
+int rk_gateway_revoke(struct rk_engine *eng, const struct rk_gateway_scope *scope, const char *token_or_id, int all,
+		      int *count, struct rk_error *err)
 {
+	static const char unknown[] = "no screen capability matches that token or id";
 	*count = 0;
 	struct rk_gateway_cap *caps = NULL;
 	size_t n = 0;
 	int r;
 	if (all) {
-		r = caps_where(eng, "revoked_at IS NULL", NULL, -1, &caps, &n, err);
-	} else if (token_or_id && !strncmp(token_or_id, "cap_", 4)) {
+		if ((r = scope_where(eng, scope, "revoked_at IS NULL", -1, &caps, &n, err)))
+			return r;
+		return revoke_each(eng, caps, n, "revoked", count, err);
+	}
+	if (token_or_id && !strncmp(token_or_id, "cap_", 4)) {
 		r = caps_where(eng, "id = ?", token_or_id, -1, &caps, &n, err);
 	} else {
 		if (!token_wellformed(token_or_id))
@@ -1077,9 +1108,19 @@ int rk_gateway_revoke(struct rk_engine *eng, const char *token_or_id, int all, i
 		free(caps);
 		return r;
 	}
-	if (!all && n == 0) {
+	if (n == 0) {
 		free(caps);
-		return rk_error_set(err, RK_ENOTFOUND, "no screen capability matches that token or id");
+		return rk_error_set(err, RK_ENOTFOUND, "%s", unknown);
+	}
+	/* the resolver's answer for its computer: another space's is as
+	 * unknown as a token nobody made */
+	if ((r = rk_authz_check_id(eng, scope->actor, caps[0].computer_id, "computers.use", err))) {
+		if (r == -RK_ENOTFOUND)
+			r = rk_error_set(err, RK_ENOTFOUND, "%s", unknown);
+		else
+			rk_error_prefix(err, "revoke %s", caps[0].id);
+		rk_gateway_caps_free(caps, n);
+		return r;
 	}
 	return revoke_each(eng, caps, n, "revoked", count, err);
 }

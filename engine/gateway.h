@@ -25,6 +25,8 @@
 
 #include "engine.h"
 
+struct rk_actor;
+
 enum rk_gateway_policy { RK_GATEWAY_VIEW, RK_GATEWAY_CONTROL };
 
 #define RK_GATEWAY_DEFAULT_LISTEN "127.0.0.1:6080"
@@ -85,15 +87,29 @@ struct rk_gateway_share_options {
 int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct rk_gateway_share_options *opt,
 		     char **token, struct rk_gateway_cap *out, struct rk_error *err);
 
-/* Revokes one capability, by its token or its id, or all with all=1: marks
- * them revoked, then ends their forwarders (which drops their clients).
- * *count says how many were live. RK_ENOTFOUND for an unknown token/id;
- * RK_ETIMEOUT when a forwarder would not end (the row is still revoked). */
-int rk_gateway_revoke(struct rk_engine *eng, const char *token_or_id, int all, int *count, struct rk_error *err);
+/* Whose capabilities a caller lists and revokes: those on the computers
+ * actor may use (engine/authz.h: rk_authz_may_use_id, so a deleted
+ * computer's stay its owner's), of one computer when computer_id is given
+ * (the caller resolved it; list and all=1 only). */
+struct rk_gateway_scope {
+	const struct rk_actor *actor;
+	const char *computer_id; /* NULL: every computer actor may use */
+};
 
-/* Lists capabilities (live ones unless all); *out is a malloc'd array, freed
- * with rk_gateway_caps_free. */
-int rk_gateway_list(struct rk_engine *eng, int all, struct rk_gateway_cap **out, size_t *n, struct rk_error *err);
+/* Revokes one capability, by its token or its id, or all with all=1 (those
+ * of scope): marks them revoked, then ends their forwarders (which drops
+ * their clients). *count says how many were live. One on a computer
+ * scope's actor may not use is RK_EDENIED and stays live; RK_ENOTFOUND for
+ * an unknown token/id, and for one of another space's computer (with the
+ * same message: that it exists is not told); RK_ETIMEOUT when a forwarder
+ * would not end (the row is still revoked). */
+int rk_gateway_revoke(struct rk_engine *eng, const struct rk_gateway_scope *scope, const char *token_or_id, int all,
+		      int *count, struct rk_error *err);
+
+/* Lists scope's capabilities (live ones unless all); *out is a malloc'd
+ * array, freed with rk_gateway_caps_free. */
+int rk_gateway_list(struct rk_engine *eng, const struct rk_gateway_scope *scope, int all, struct rk_gateway_cap **out,
+		    size_t *n, struct rk_error *err);
 void rk_gateway_caps_free(struct rk_gateway_cap *caps, size_t n);
 
 /* Before a slot is torn down or reused: revokes every capability of display

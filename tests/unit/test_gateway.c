@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../../engine/authz.h"
 #include "../../engine/engine.h"
 #include "../../engine/gateway.h"
 #include "../../engine/gateway_upstream.h"
@@ -131,10 +132,14 @@ TEST(tokens_malformed_or_unknown_are_401)
 	CHECK_EQ_INT(rk_gateway_authorize(eng, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &cap, &e), -RK_EDENIED);
 	CHECK_EQ_INT(rk_gateway_http_status(RK_ESTALE), 403);
 	int count = -1;
-	CHECK_EQ_INT(rk_gateway_revoke(eng, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 0, &count, &e), -RK_ENOTFOUND);
-	CHECK_EQ_INT(rk_gateway_revoke(eng, "cap_nosuch", 0, &count, &e), -RK_ENOTFOUND);
-	CHECK_EQ_INT(rk_gateway_revoke(eng, NULL, 1, &count, &e), 0);
+	struct rk_actor a;
+	REQUIRE(rk_actor_resolve(&a, eng, NULL, NULL, &e) == 0);
+	struct rk_gateway_scope sc = {.actor = &a};
+	CHECK_EQ_INT(rk_gateway_revoke(eng, &sc, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 0, &count, &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_gateway_revoke(eng, &sc, "cap_nosuch", 0, &count, &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_gateway_revoke(eng, &sc, NULL, 1, &count, &e), 0);
 	CHECK_EQ_INT(count, 0);
+	rk_actor_release(&a);
 	rk_engine_free(eng);
 	rk_fs_remove_tree(dir, &e);
 }
