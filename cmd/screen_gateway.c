@@ -40,15 +40,23 @@ int cmd_screen_share(struct cmd_ctx *ctx)
 	struct rk_computer c = {0};
 	if ((r = cmd_target(ctx, ctx->args[0], "computers.use", &c)))
 		return r;
+	/* the capability lives as long as this actor may use c */
+	struct rk_actor a;
+	if ((r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err))) {
+		rk_computer_release(&c);
+		return r;
+	}
 	struct rk_gateway_share_options so = {
 		.display = (int)g_display,
 		.bot_id = g_bot,
 		.policy = g_control ? RK_GATEWAY_CONTROL : RK_GATEWAY_VIEW,
 		.ttl_s = g_ttl,
+		.maker = &a,
 	};
 	char *token = NULL;
 	struct rk_gateway_cap cap;
 	r = rk_gateway_share(ctx->eng, &c, &so, &token, &cap, &ctx->err);
+	rk_actor_release(&a);
 	if (r == 0) {
 		char *url = rk_gateway_url(ctx->eng, token);
 		if (out_is_json()) {

@@ -1181,15 +1181,23 @@ static int h_stream(struct call *k)
 		fail(k, RK_EINVALID, "give botId (the bot's own screen) or display, not both");
 		goto out;
 	}
+	/* the capability lives as long as the caller, and its token, may use c */
+	struct rk_actor a;
+	if (caller(k, &a))
+		goto out;
 	struct rk_gateway_share_options so = {
 		.display = (int)display,
 		.bot_id = bot,
 		.policy = control ? RK_GATEWAY_CONTROL : RK_GATEWAY_VIEW,
 		.ttl_s = ttl,
+		.maker = &a,
+		.api_token = k->tok.id,
 	};
 	char *token = NULL;
 	struct rk_gateway_cap cap;
-	if (rk_gateway_share(k->eng, &c, &so, &token, &cap, &err)) {
+	int r = rk_gateway_share(k->eng, &c, &so, &token, &cap, &err);
+	rk_actor_release(&a);
+	if (r) {
 		fail_err(k, &err);
 		goto out;
 	}

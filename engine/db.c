@@ -480,6 +480,15 @@ static const struct migration migrations[] = {
 	 NULL},
 	/* 11: a computer's resource limits (rk_limits_to_json; issue 20) */
 	{"ALTER TABLE computers ADD COLUMN resources TEXT;", NULL},
+	/* 12: who made a screen capability (engine/gateway.c; issue 20): the
+	 * actor it was shared as and the API token it came through, if any. The
+	 * gateway checks that actor's right again; a row made before has none
+	 * and authorizes nothing. */
+	{"ALTER TABLE screen_capabilities ADD COLUMN maker_user TEXT;"
+	 "ALTER TABLE screen_capabilities ADD COLUMN maker_space TEXT;"
+	 "ALTER TABLE screen_capabilities ADD COLUMN maker_bot TEXT;"
+	 "ALTER TABLE screen_capabilities ADD COLUMN maker_token TEXT;",
+	 NULL},
 };
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "authz.h"
 #include "display.h"
 #include "gateway_upstream.h"
@@ -56,6 +57,8 @@ void rk_gateway_cap_release(struct rk_gateway_cap *cap)
 	free(cap->vnc_socket);
 	free(cap->revoke_reason);
 	free(cap->created_by);
+	rk_actor_release(&cap->maker);
+	free(cap->maker_token);
 	memset(cap, 0, sizeof(*cap));
 }
 
@@ -190,7 +193,8 @@ static struct rk_stmt *prep(struct rk_engine *eng, const char *sql, struct rk_er
 
 #define CAP_COLS                                                                                            \
 	"id, token_hash, computer_id, display, bot_id, generation, policy, socket_path, vnc_socket, vnc_dev, " \
-	"vnc_ino, vnc_ctime_ns, created_at, expires_at, coalesce(revoked_at, 0), revoke_reason, created_by"
+	"vnc_ino, vnc_ctime_ns, created_at, expires_at, coalesce(revoked_at, 0), revoke_reason, created_by, "   \
+	"maker_user, maker_space, maker_bot, maker_token"
 
 /* Reads a row of CAP_COLS; the stored hash goes to hash when given. */
 static void cap_from_row(struct rk_stmt *st, struct rk_gateway_cap *cap, int64_t *ctime_ns, unsigned char *hash)
@@ -221,6 +225,10 @@ static void cap_from_row(struct rk_stmt *st, struct rk_gateway_cap *cap, int64_t
 	cap->revoked_at = rk_stmt_column_int64(st, 14);
 	cap->revoke_reason = rk_db_col_text(st, 15);
 	cap->created_by = rk_db_col_text(st, 16);
+	cap->maker.user = rk_db_col_text(st, 17);
+	cap->maker.space = rk_db_col_text(st, 18);
+	cap->maker.bot = rk_db_col_text(st, 19);
+	cap->maker_token = rk_db_col_text(st, 20);
 }
 
 static int cap_insert(struct rk_engine *eng, const struct rk_gateway_cap *cap, const char *hash_hex_s,
@@ -229,7 +237,8 @@ static int cap_insert(struct rk_engine *eng, const struct rk_gateway_cap *cap, c
 	struct rk_stmt *st = prep(eng,
 				"INSERT INTO screen_capabilities (id, token_hash, computer_id, display, bot_id, "
 				"generation, policy, socket_path, vnc_socket, vnc_dev, vnc_ino, vnc_ctime_ns, "
-				"created_at, expires_at, created_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				"created_at, expires_at, created_by, maker_user, maker_space, maker_bot, maker_token) "
+				"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 				err);
 	if (!st)
 		return -err->code;
@@ -251,6 +260,10 @@ static int cap_insert(struct rk_engine *eng, const struct rk_gateway_cap *cap, c
 	rk_stmt_bind_int64(st, 13, cap->created_at);
 	rk_stmt_bind_int64(st, 14, cap->expires_at);
 	rk_stmt_bind_text(st, 15, cap->created_by ? cap->created_by : "", -1);
+	rk_db_bind_text(st, 16, cap->maker.user);
+	rk_db_bind_text(st, 17, cap->maker.space);
+	rk_db_bind_text(st, 18, cap->maker.bot);
+	rk_db_bind_text(st, 19, cap->maker_token);
 	int rc = rk_stmt_step(st);
 	rk_stmt_finalize(st);
 	return rc == RK_SQL_DONE ? 0 : sql_fail(eng, err, "record the capability");
@@ -959,10 +972,15 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 	int64_t ttl = opt->ttl_s ? opt->ttl_s : RK_GATEWAY_DEFAULT_TTL_S;
 	if (ttl < 1 || ttl > RK_GATEWAY_MAX_TTL_S)
 		return rk_error_set(err, RK_EINVALID, "--ttl must be from 1 to %lld seconds", RK_GATEWAY_MAX_TTL_S);
+	if (!opt->maker)
+		return rk_error_set(err, RK_EINVALID, "a screen share needs the identity that shares");
 	int display = opt->display;
 	int64_t generation = 0;
 	char *bot = NULL;
-	int r;
+	/* the right the capability lives by, checked as every connection will */
+	int r = rk_authz_check(eng, opt->maker, "computers.use", c, err);
+	if (r)
+		return r;
 	if (opt->bot_id) {
 		if ((r = rk_gateway_bot_slot(eng, c, opt->bot_id, &display, &generation, err)))
 			return r;
@@ -998,6 +1016,10 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 	cap->display = display;
 	cap->bot_id = bot;
 	cap->created_by = rk_xstrdup(eng->owner ? eng->owner : "");
+	cap->maker.user = rk_xstrdup(opt->maker->user);
+	cap->maker.space = rk_xstrdup(opt->maker->space);
+	cap->maker.bot = rk_xstrdup(opt->maker->bot);
+	cap->maker_token = rk_xstrdup(opt->api_token);
 	cap->generation = generation;
 	cap->policy = opt->policy;
 	cap->socket_path = rk_xasprintf("%s/%s.sock", dir, cap->id);
@@ -1156,6 +1178,67 @@ int rk_gateway_revoke_control(struct rk_engine *eng, const char *computer_id, co
 	return revoke_each(eng, caps, keep, "control released", NULL, err);
 }
 
+/* --- the maker's right ------------------------------------------------------------------ */
+
+/* Whether cap's maker may still use its computer: the API token it came
+ * through, if any, is live, and the actor it was shared as passes the
+ * resolver's check (computers.use). 0 yes; RK_EDENIED when the maker lost
+ * the right (or was never recorded); another code when that could not be
+ * read. */
+static int maker_check(struct rk_engine *eng, const struct rk_gateway_cap *cap, struct rk_error *err)
+{
+	if (!cap->maker.user || !cap->maker.space)
+		return rk_error_set(err, RK_EDENIED, "capability %s has no recorded maker (it was made by an older "
+				    "rakazo): share again", cap->id);
+	if (cap->maker_token) {
+		int live = rk_api_token_live(eng->db, cap->maker_token, err);
+		if (live < 0)
+			return live;
+		if (!live)
+			return rk_error_set(err, RK_EDENIED, "the API token %s that made capability %s was revoked",
+					    cap->maker_token, cap->id);
+	}
+	int r = rk_authz_check_id(eng, &cap->maker, cap->computer_id, "computers.use", err);
+	/* not found: the computer left the maker's space, which is their loss of it */
+	if (r == -RK_ENOTFOUND) {
+		err->code = RK_EDENIED;
+		r = -RK_EDENIED;
+	}
+	return r;
+}
+
+int rk_gateway_sweep(struct rk_engine *eng, int *count, struct rk_error *err)
+{
+	*count = 0;
+	struct rk_gateway_cap *caps = NULL;
+	size_t n = 0, keep = 0;
+	int r = caps_where(eng, "revoked_at IS NULL AND expires_at > ?", NULL, rk_now_ms(), &caps, &n, err);
+	if (r)
+		return r;
+	int unread = 0;
+	struct rk_error first;
+	for (size_t i = 0; i < n; i++) {
+		struct rk_error e;
+		int ri = maker_check(eng, &caps[i], &e);
+		if (ri == -RK_EDENIED) {
+			rk_log(RK_LOG_INFO, "gateway: capability %s is revoked: its maker lost the right (%s)",
+			       caps[i].id, e.message);
+			caps[keep++] = caps[i];
+			continue;
+		}
+		if (ri && !unread) {
+			unread = ri;
+			first = e;
+		}
+		rk_gateway_cap_release(&caps[i]);
+	}
+	if ((r = revoke_each(eng, caps, keep, "its maker lost the right", count, err)) || !unread)
+		return r;
+	if (err)
+		*err = first;
+	return unread;
+}
+
 /* --- the gateway's check ----------------------------------------------------------------- */
 
 int rk_gateway_http_status(enum rk_code code)
@@ -1195,6 +1278,11 @@ int rk_gateway_authorize(struct rk_engine *eng, const char *token, struct rk_gat
 		r = rk_error_set(err, RK_ESTALE, "capability %s was revoked", out->id);
 	else if (now >= out->expires_at)
 		r = rk_error_set(err, RK_ESTALE, "capability %s has expired", out->id);
+	else if ((r = maker_check(eng, out, err)) != 0)
+		/* who lost the right, and why, is the sharer's business, not the viewer's */
+		r = r == -RK_EDENIED ? rk_error_set(err, RK_ESTALE, "capability %s was revoked: whoever shared it may "
+						    "no longer use its computer", out->id)
+				     : r;
 	else if (!cap_slot_same(out, &slot) || (out->bot_id && !bot_slot_same(eng, out)))
 		r = rk_error_set(err, RK_ESTALE, "capability %s was for a screen that is gone (its slot was released "
 				 "or reused)", out->id);

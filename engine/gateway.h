@@ -18,14 +18,21 @@
  * forwarder reads the client's RFB stream and passes only SetPixelFormat,
  * SetEncodings and FramebufferUpdateRequest (engine/rfb.h), whatever the
  * VNC server would allow; both policies force the shared flag on so a
- * viewer never disconnects the display's other clients. */
+ * viewer never disconnects the display's other clients.
+ *
+ * A capability is only as good as its maker's right: the actor it was
+ * shared as (a member, a bot, in a space) and the API token it came
+ * through are recorded with it. The gateway checks them again, through
+ * the resolver, on every connection, and every half second revokes the
+ * capabilities whose maker lost the right (a bot's grant revoked, the API
+ * token revoked, the computer no longer theirs): their clients are dropped
+ * as by `rakazo screen revoke`. */
 
 #include <cJSON.h>
 #include <stdint.h>
 
+#include "authz.h"
 #include "engine.h"
-
-struct rk_actor;
 
 enum rk_gateway_policy { RK_GATEWAY_VIEW, RK_GATEWAY_CONTROL };
 
@@ -46,6 +53,8 @@ struct rk_gateway_cap {
 	int64_t created_at, expires_at, revoked_at; /* ms; revoked_at 0 when live */
 	char *revoke_reason;
 	char *created_by;  /* the person who shared it (eng->owner) */
+	struct rk_actor maker; /* the actor it was shared as; user NULL for a row made before makers were kept */
+	char *maker_token;     /* the API token it was made through, or NULL */
 };
 void rk_gateway_cap_release(struct rk_gateway_cap *cap);
 /* {id, computer_id, display, bot, generation (with a bot), policy, created_at, expires_at, revoked_at?,
@@ -79,11 +88,15 @@ struct rk_gateway_share_options {
 	const char *bot_id;     /* resolved by rk_gateway_bot_slot */
 	enum rk_gateway_policy policy;
 	int64_t ttl_s;          /* 0: RK_GATEWAY_DEFAULT_TTL_S */
+	const struct rk_actor *maker; /* who shares: the caller's resolved actor (required) */
+	const char *api_token;  /* the API token id it is made through, or NULL */
 };
 
 /* Makes a capability on c's display (starting the display as needed) and
- * its forwarder. *token is the secret (malloc'd, shown once); *out the
- * stored capability. RK_EUNSUPPORTED when the display has no VNC. */
+ * its forwarder, recording opt->maker and opt->api_token as its maker (who
+ * must be able to use c now: RK_EDENIED otherwise). *token is the secret
+ * (malloc'd, shown once); *out the stored capability. RK_EUNSUPPORTED when
+ * the display has no VNC. */
 int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct rk_gateway_share_options *opt,
 		     char **token, struct rk_gateway_cap *out, struct rk_error *err);
 
@@ -124,10 +137,20 @@ int rk_gateway_revoke_control(struct rk_engine *eng, const char *computer_id, co
 
 /* What the gateway does with a presented token: RK_EDENIED ("401") for a
  * malformed or unknown one, RK_ESTALE ("403") for a revoked, expired, or
- * stale-after-slot-reuse one or a control one without the takeover held,
+ * stale-after-slot-reuse one, one whose maker lost the right to its
+ * computer (or whose API token was revoked), or a control one without the
+ * takeover held,
  * RK_ECONFLICT ("409") for a control one while its bot is busy (see
  * rk_gateway_control_held); else fills *out. */
 int rk_gateway_authorize(struct rk_engine *eng, const char *token, struct rk_gateway_cap *out, struct rk_error *err);
+/* Revokes every live capability whose maker lost the right to its
+ * computer (see above), ending its forwarder and so dropping its clients;
+ * *count says how many. One whose maker could not be checked (the database
+ * busy) stays for the next sweep; the first such error is the result. The
+ * gateway runs this every RK_GATEWAY_SWEEP_MS. */
+#define RK_GATEWAY_SWEEP_MS 500
+int rk_gateway_sweep(struct rk_engine *eng, int *count, struct rk_error *err);
+
 /* The HTTP status the gateway answers for an authorize error code. */
 int rk_gateway_http_status(enum rk_code code);
 

@@ -2,7 +2,9 @@
  * presents ?token=..., is authorized before the upgrade (401/403 with no
  * upgrade otherwise) and again once established, and is then joined to
  * its capability's forwarder socket; bytes go both ways as binary frames.
- * What may reach the desktop is the forwarder's business (gateway.c). */
+ * What may reach the desktop is the forwarder's business (gateway.c).
+ * Between its services the loop sweeps the capabilities whose maker lost
+ * the right (rk_gateway_sweep), which drops their clients. */
 
 #include "gateway.h"
 
@@ -20,6 +22,7 @@
 #include "util/fs.h"
 #include "util/http.h"
 #include "util/log.h"
+#include "util/time.h"
 #include "ws_buf.h"
 
 #define TOKEN_MAX 128
@@ -281,9 +284,24 @@ int rk_gateway_serve(struct rk_engine *eng, const struct rk_gateway_server_optio
 	rk_log(RK_LOG_INFO, "gateway: listening on %s", addr);
 	if (opt->on_listening)
 		opt->on_listening(addr, opt->arg);
+	int64_t next_sweep = 0;
+	int sweep_failing = 0;
 	while (!opt->stop || !*opt->stop) {
 		if (lws_service(ctx, 250) < 0)
 			break;
+		if (rk_monotonic_ms() < next_sweep)
+			continue;
+		/* capabilities whose maker lost the right end here, and so do
+		 * their clients (told once per spell of failures) */
+		int n;
+		if (rk_gateway_sweep(eng, &n, &e2) != 0) {
+			if (!sweep_failing)
+				rk_log(RK_LOG_WARN, "gateway: cannot check the makers of capabilities: %s", e2.message);
+			sweep_failing = 1;
+		} else {
+			sweep_failing = 0;
+		}
+		next_sweep = rk_monotonic_ms() + RK_GATEWAY_SWEEP_MS;
 	}
 	lws_context_destroy(ctx);
 	/* the address file goes only if it is still this gateway's */

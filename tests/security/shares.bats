@@ -180,6 +180,107 @@ three_computers() {
 	rk computer delete d --wait --timeout 120 --json >/dev/null
 }
 
+# --- the maker's right -----------------------------------------------------------------------
+# A capability is only as good as its maker's right to the computer: the
+# identity that shared it (a member, a bot, or an API token acting for one)
+# is checked again, through the resolver, when a client connects, and the
+# gateway drops the connected clients of one whose maker lost the right.
+
+# A viewer held on token $1 in the background; its output goes to file $2.
+hold_viewer() {
+	rfb "ws://$GW/websockify?token=$1" --hold >"$2" 2>&1 &
+	wait_for "grep -q connected '$2'" 30
+}
+
+@test "gateway: its sweep revokes the capabilities whose maker lost the right, and only those" {
+	rk_fake t
+	rk computer grant t --bot b9 --json >/dev/null
+	local tid tok B BID P PID_ K KID O OID
+	tid=$(rk_id t)
+	tok=$(rk serve token create web --json | rk_json 'd["id"]')
+	read -r B BID <<<"$(plant_share "$tid")"
+	read -r P PID_ <<<"$(plant_share "$tid")"
+	read -r K KID <<<"$(plant_share "$tid")"
+	read -r O OID <<<"$(plant_share "$tid")"
+	# made as bot b9, as the member bats, through the API token web; O has
+	# no maker (a row from before makers were kept)
+	rk_sql "UPDATE screen_capabilities SET maker_user = 'bats', maker_space = 'default' WHERE id IN ('$BID', '$PID_', '$KID')" >/dev/null
+	rk_sql "UPDATE screen_capabilities SET maker_bot = 'b9' WHERE id = '$BID'" >/dev/null
+	rk_sql "UPDATE screen_capabilities SET maker_token = '$tok' WHERE id = '$KID'" >/dev/null
+	gateway_start
+	# one sweep looks at every capability: once O is gone the others were kept
+	wait_for '[ "$(cap_state "$OID")" = revoked ]' 20
+	[ "$(cap_state "$BID")" = live ] && [ "$(cap_state "$PID_")" = live ] && [ "$(cap_state "$KID")" = live ]
+	rk computer revoke t --bot b9 --json >/dev/null
+	wait_for '[ "$(cap_state "$BID")" = revoked ]' 20
+	[ "$(cap_state "$PID_")" = live ] && [ "$(cap_state "$KID")" = live ]
+	rk serve token revoke web --json >/dev/null
+	wait_for '[ "$(cap_state "$KID")" = revoked ]' 20
+	[ "$(cap_state "$PID_")" = live ]
+	[ "$(rk_sql "SELECT count(*) FROM screen_capabilities WHERE revoke_reason = 'its maker lost the right'")" = 3 ]
+	# the owner's list says so too
+	[ "$(shares_of RAKAZO_OWNER=user:bats -- )" = "[\"$PID_\"]" ]
+}
+
+@test "docker: a bot's share dies with the bot's grant: new clients are refused, connected ones dropped" {
+	docker_or_skip
+	rk computer create --name d --wait --json >/dev/null
+	[ "$(rk screen info d --display 1 --json | rk_json 'd["transport"]')" = vnc ]
+	rk computer grant d --bot b9 --json >/dev/null
+	gateway_start
+	local doc bot id mine
+	doc=$(RAKAZO_OWNER=bot:b9 rk screen share d --display 1 --view --json)
+	bot=$(echo "$doc" | rk_json 'd["token"]')
+	id=$(echo "$doc" | rk_json 'd["id"]')
+	mine=$(share_token d --display 1 --view)
+	[ "$(upgrade_status "$bot")" = 101 ]
+	hold_viewer "$bot" "$BATS_TEST_TMPDIR/hold"
+	rk computer revoke d --bot b9 --json >/dev/null
+	# the next client is refused at once: the maker's right is read again
+	[ "$(upgrade_status "$bot")" = 403 ]
+	# the connected one is dropped (the gateway looks every half second)
+	wait_for 'grep -q closed "$BATS_TEST_TMPDIR/hold"' 20
+	# and the capability is revoked for good: a new grant does not bring it back
+	wait_for '[ "$(cap_state "$id")" = revoked ]' 20
+	rk computer grant d --bot b9 --json >/dev/null
+	[ "$(upgrade_status "$bot")" = 403 ]
+	# the owner's own share of the same screen is untouched
+	[ "$(upgrade_status "$mine")" = 101 ]
+	rk computer delete d --wait --timeout 120 --json >/dev/null
+}
+
+@test "docker: a share made through the API dies with the API token that made it" {
+	docker_or_skip
+	rk computer create --name d --wait --json >/dev/null
+	[ "$(rk screen info d --display 1 --json | rk_json 'd["transport"]')" = vnc ]
+	gateway_start
+	rm -f "$BATS_TEST_TMPDIR/url"
+	( eval 'exec "$RAKAZO_BIN" serve --json --listen 127.0.0.1:0 --providers docker --url-file "$BATS_TEST_TMPDIR/url"' \
+		"$RK_CLOSE_FDS" ) >"$BATS_TEST_TMPDIR/serve.out" 2>"$BATS_TEST_TMPDIR/serve.err" &
+	wait_for '[ -s "$BATS_TEST_TMPDIR/url" ]' 30
+	local url web other view kept
+	url=$(cat "$BATS_TEST_TMPDIR/url")
+	web=$(rk serve token create web 2>/dev/null)
+	other=$(rk serve token create other 2>/dev/null)
+	# stream URL: stream TOKEN -> the gateway URL of a view capability on display 1
+	stream() {
+		curl -sf -X POST -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+			--data-binary '{"display":1,"ttlSeconds":600}' "$url/v1/computers/$(rk_id d)/desktop/stream" |
+			rk_json 'd["url"]'
+	}
+	view=$(stream "$web")
+	kept=$(stream "$other")
+	[[ "$view" == "ws://$GW/websockify?token="* ]]
+	[ "$(upgrade_status "${view#*token=}")" = 101 ]
+	hold_viewer "${view#*token=}" "$BATS_TEST_TMPDIR/hold"
+	rk serve token revoke web --json >/dev/null
+	[ "$(upgrade_status "${view#*token=}")" = 403 ]
+	wait_for 'grep -q closed "$BATS_TEST_TMPDIR/hold"' 20
+	# another token's share goes on
+	[ "$(upgrade_status "${kept#*token=}")" = 101 ]
+	rk computer delete d --wait --timeout 120 --json >/dev/null
+}
+
 # --- checkpoint gc -------------------------------------------------------------------------
 
 @test "checkpoint gc: a bot is denied it, with nothing removed; a person's gc removes no one's revisions" {
