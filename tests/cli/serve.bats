@@ -5,6 +5,7 @@
 # loopback port of its own data directory.
 
 load helper
+load serve
 
 CLIENT="$BATS_TEST_DIRNAME/../fixtures/api_client.py"
 FWD="$BATS_TEST_DIRNAME/../fixtures/forward.py"
@@ -16,34 +17,12 @@ rk_bg() {
 	( eval 'exec "$RAKAZO_BIN" "$@"' "$RK_CLOSE_FDS" ) &
 }
 
-# The fake provider is offered only when named (it runs commands on this host).
-start_server() {
-	rm -f "$BATS_TEST_TMPDIR/url"
-	rk_bg serve --listen "${LISTEN:-127.0.0.1:0}" --providers "${PROVIDERS:-fake,docker}" --token-file "$BATS_TEST_TMPDIR/token" \
-		--url-file "$BATS_TEST_TMPDIR/url" >"$BATS_TEST_TMPDIR/serve.out" 2>"$BATS_TEST_TMPDIR/serve.err"
-	SERVE_PID=$!
-	wait_for '[ -s "$BATS_TEST_TMPDIR/url" ]' 30
-	URL=$(cat "$BATS_TEST_TMPDIR/url")
-	TOKEN=$(cat "$BATS_TEST_TMPDIR/token")
-}
-
 teardown() {
 	if [ -n "${SERVE_PID:-}" ]; then kill "$SERVE_PID" 2>/dev/null || true; fi
 	rk_kill_all "$BATS_TEST_TMPDIR/machine"
 	rk_kill_all
 	rk_remove_containers
 }
-
-# api METHOD PATH [BODY] [TOKEN]: sets CODE and BODY (the reply).
-api() {
-	local tok=${4-$TOKEN} args=(-s -o "$BATS_TEST_TMPDIR/reply" -w '%{http_code}' -X "$1")
-	[ -n "$tok" ] && args+=(-H "Authorization: Bearer $tok")
-	[ -n "${3:-}" ] && args+=(-H 'Content-Type: application/json' --data-binary "$3")
-	CODE=$(curl "${args[@]}" "$URL$2")
-	BODY=$(cat "$BATS_TEST_TMPDIR/reply")
-}
-
-jq_() { printf '%s' "$BODY" | rk_json "$1"; }
 
 # A running fake computer made through the API; prints its id.
 api_fake() {
@@ -94,7 +73,7 @@ state_digest() {
 }
 
 @test "serve: bad tokens get 401 with a clear error, and change nothing" {
-	start_server
+	serve_start
 	rk serve token create gone >/dev/null 2>&1
 	gone=$(rk serve token create gone2 2>/dev/null)
 	rk serve token revoke gone2 >/dev/null
@@ -122,7 +101,7 @@ state_digest() {
 }
 
 @test "serve: malformed requests get clear errors and nothing stored changes" {
-	start_server
+	serve_start
 	id=$(api_fake box)
 	before=$(state_digest)
 	api POST /v1/computers '{"commandKey":'
@@ -171,17 +150,17 @@ state_digest() {
 }
 
 @test "serve: the same key and body give the same execution; conflicts name the execution (python client)" {
-	start_server
+	serve_start
 	run python3 "$CLIENT" "$URL" "$TOKEN" retry
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 }
 
 @test "serve: a second lifecycle command while one runs is ComputerConflict with its execution id" {
-	start_server
+	serve_start
 	id=$(api_fake box)
 	kill "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null || true
 	rk_kill_all
-	RAKAZO_FAKE_DELAY_MS=3000 start_server
+	RAKAZO_FAKE_DELAY_MS=3000 serve_start
 	api POST "/v1/computers/$id/pause" '{"commandKey":"p1"}'
 	[ "$CODE" = 202 ]
 	pause=$(jq_ 'd["id"]')
@@ -197,18 +176,18 @@ state_digest() {
 }
 
 @test "serve: observe streams events by sequence and resumes after one (python client)" {
-	start_server
+	serve_start
 	id=$(api_fake box)
 	run python3 "$CLIENT" "$URL" "$TOKEN" sse "$id"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 }
 
 @test "serve: closing the event stream does not stop the command; cancel does" {
-	start_server
+	serve_start
 	id=$(api_fake box)
 	kill "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null || true
 	rk_kill_all
-	RAKAZO_NO_WORKER=1 start_server
+	RAKAZO_NO_WORKER=1 serve_start
 	api POST "/v1/computers/$id/pause" '{"commandKey":"p1"}'
 	exe=$(jq_ 'd["id"]')
 	run curl -s -N --max-time 2 -H "Authorization: Bearer $TOKEN" "$URL/v1/executions/$exe/observe?afterSequence=0"
@@ -224,11 +203,11 @@ state_digest() {
 }
 
 @test "serve: an unknown pause result waits for a decision and keeps the usage record open" {
-	start_server
+	serve_start
 	id=$(api_fake box)
 	kill "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null || true
 	rk_kill_all
-	RAKAZO_FAKE_FAULTS=pause=lost_reply start_server
+	RAKAZO_FAKE_FAULTS=pause=lost_reply serve_start
 	api POST "/v1/computers/$id/pause" '{"commandKey":"p1"}'
 	exe=$(jq_ 'd["id"]')
 	wait_for "api GET /v1/executions/$exe && [ \"\$(jq_ 'd[\"state\"]')\" = outcome_unknown ]" 30
@@ -243,14 +222,14 @@ state_digest() {
 }
 
 @test "serve: sessions take input with C escapes and end with Ctrl-D (python client)" {
-	start_server
+	serve_start
 	id=$(api_fake box)
 	run python3 "$CLIENT" "$URL" "$TOKEN" session "$id"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 }
 
 @test "serve: a tty session resizes and is stopped by DELETE; a session belongs to its starter" {
-	start_server
+	serve_start
 	id=$(api_fake box)
 	api POST "/v1/computers/$id/sessions" '{"command":"sleep 60","tty":true,"rows":30,"cols":100,"yieldTimeMs":250,"env":{"GREETING":"hi"}}'
 	[ "$CODE" = 200 ] && [ "$(jq_ 'd["running"]')" = true ]
@@ -267,7 +246,7 @@ state_digest() {
 }
 
 @test "serve: files in utf8 and base64, directories, removal" {
-	start_server
+	serve_start
 	id=$(api_fake box)
 	api PUT "/v1/computers/$id/files" '{"path":"notes/a.txt","content":"héllo\n"}'
 	[ "$CODE" = 200 ] && [ "$(jq_ 'd["size"]')" = 7 ]
@@ -285,7 +264,7 @@ state_digest() {
 }
 
 @test "serve: desktop screenshot and batched actions on the fake screen" {
-	start_server
+	serve_start
 	id=$(api_fake box)
 	api POST "/v1/computers/$id/desktop/screenshot"
 	[ "$CODE" = 200 ]
@@ -326,7 +305,7 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 }
 
 @test "serve: a bot reaches only computers it has a right to; revoking it mid-session stops its next input" {
-	start_server
+	serve_start
 	# paired machines: a bot's token never reaches the fake provider (tests/security/api.bats)
 	PAIRS=0
 	start_machine
@@ -364,7 +343,7 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 }
 
 @test "serve: pauseAfter feeds the computer's idle pause; null never pauses; usage is recorded" {
-	start_server
+	serve_start
 	api POST /v1/computers '{"commandKey":"n1","name":"never","pauseAfter":null,"shared":true,"source":{"provider":"fake","template":null}}'
 	exe=$(jq_ 'd["id"]')
 	cid=$(jq_ 'd["computerId"]')
@@ -382,7 +361,7 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 }
 
 @test "serve: every route in api/openapi.json answers, and the server has no other (python client)" {
-	start_server
+	serve_start
 	rk serve routes --json >"$BATS_TEST_TMPDIR/routes.json"
 	run python3 "$CLIENT" "$URL" "$TOKEN" openapi "$SPEC" "$BATS_TEST_TMPDIR/routes.json"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
@@ -396,7 +375,7 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 	[ -S /var/run/docker.sock ] || skip "docker not running"
 	img=$(rk computer image tag)
 	curl -sf --unix-socket /var/run/docker.sock "http://localhost/images/$img/json" >/dev/null || skip "no image $img"
-	start_server
+	serve_start
 	api POST /v1/computers '{"commandKey":"dk","name":"dbox","desktop":true,"source":{"provider":"docker","template":null}}'
 	[ "$CODE" = 202 ]
 	exe=$(jq_ 'd["id"]')
@@ -451,7 +430,7 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 }
 
 @test "serve: concurrent session starts all work (helpers fork from a clean process, not the threaded server)" {
-	start_server
+	serve_start
 	id=$(api_fake box)
 	pids=
 	for i in $(seq 12); do
@@ -467,7 +446,7 @@ assert (d["width"], d["height"], d["mimeType"]) == (1280, 800, "image/png"), d
 }
 
 @test "serve: a forwarded port carries bytes both ways to a server inside the computer" {
-	start_server
+	serve_start
 	id=$(api_fake box)
 	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	blob=$(python3 -c 'import base64; print(base64.b64encode(bytes(range(256)) * 40).decode())')
@@ -508,7 +487,7 @@ start_machine() {
 computer_state() { api GET "/v1/computers/$1" && jq_ 'd["state"]'; }
 
 @test "serve: a paired machine runs sessions and files over its one connection, and reconnects" {
-	start_server
+	serve_start
 	PAIRS=0
 	start_machine
 	[[ $MID == cmp_* ]]
@@ -560,7 +539,7 @@ computer_state() { api GET "/v1/computers/$1" && jq_ 'd["state"]'; }
 	[ "$CODE" = 200 ]
 	# a server that starts again has no connection yet: offline until the machine dials
 	kill "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null || true
-	LISTEN=${URL#http://} start_server
+	LISTEN=${URL#http://} serve_start
 	api GET "/v1/computers/$MID"
 	[ "$(jq_ 'd["state"]')" = offline ] || [ "$(jq_ 'd["state"]')" = running ]
 	wait_for '[ "$(computer_state "$MID")" = running ]' 30
@@ -569,7 +548,7 @@ computer_state() { api GET "/v1/computers/$1" && jq_ 'd["state"]'; }
 }
 
 @test "serve: pairing needs a member's token and a machine secret" {
-	start_server
+	serve_start
 	api POST /v1/paired '{"name":"laptop"}' ""
 	[ "$CODE" = 401 ]
 	bot=$(rk serve token create bt --bot b1 2>/dev/null)

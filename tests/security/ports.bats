@@ -6,22 +6,9 @@
 # disk through the log.
 
 load helper
+load ../cli/serve
 
 FWD="$BATS_TEST_DIRNAME/../fixtures/forward.py"
-
-# Starts `rakazo serve` on a free loopback port offering fake and docker;
-# sets SERVE_PID, URL, PORT and TOKEN.
-serve_start() {
-	rm -f "$BATS_TEST_TMPDIR/url"
-	( eval 'exec "$RAKAZO_BIN" serve --listen 127.0.0.1:0 --providers fake,docker --token-file "$BATS_TEST_TMPDIR/token" \
-		--url-file "$BATS_TEST_TMPDIR/url"' "$RK_CLOSE_FDS" ) \
-		>"$BATS_TEST_TMPDIR/serve.out" 2>"$BATS_TEST_TMPDIR/serve.err" &
-	SERVE_PID=$!
-	wait_for '[ -s "$BATS_TEST_TMPDIR/url" ]' 30
-	URL=$(cat "$BATS_TEST_TMPDIR/url")
-	PORT=${URL##*:}
-	TOKEN=$(cat "$BATS_TEST_TMPDIR/token")
-}
 
 teardown() {
 	local p
@@ -30,17 +17,6 @@ teardown() {
 	rk_kill_all
 	rk_remove_containers
 }
-
-# api METHOD PATH [BODY] [TOKEN]: sets CODE and BODY (the reply).
-api() {
-	local tok=${4-$TOKEN} args=(-s -o "$BATS_TEST_TMPDIR/reply" -w '%{http_code}' -X "$1")
-	[ -n "$tok" ] && args+=(-H "Authorization: Bearer $tok")
-	[ -n "${3:-}" ] && args+=(-H 'Content-Type: application/json' --data-binary "$3")
-	CODE=$(curl "${args[@]}" "$URL$2")
-	BODY=$(cat "$BATS_TEST_TMPDIR/reply")
-}
-
-jq_() { printf '%s' "$BODY" | rk_json "$1"; }
 
 # A running computer of provider $2 (default fake) made through the API;
 # prints its id.

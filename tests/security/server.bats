@@ -7,24 +7,9 @@
 # them and not to the test's own client on 127.0.0.1.
 
 load helper
+load ../cli/serve
 
 FLOOD="$BATS_TEST_DIRNAME/../fixtures/flood.py"
-
-# Starts `rakazo serve` ("$@" added) on a free loopback port, offering the
-# fake provider; sets SERVE_PID, URL, PORT and TOKEN.
-serve_start() {
-	# a binary with --providers offers fake only when it is named
-	if "$RAKAZO_BIN" serve --help 2>&1 | grep -q -- --providers; then set -- --providers fake "$@"; fi
-	rm -f "$BATS_TEST_TMPDIR/url"
-	( eval 'exec "$RAKAZO_BIN" serve --listen 127.0.0.1:0 --token-file "$BATS_TEST_TMPDIR/token" \
-		--url-file "$BATS_TEST_TMPDIR/url" "$@"' "$RK_CLOSE_FDS" ) \
-		>"$BATS_TEST_TMPDIR/serve.out" 2>"$BATS_TEST_TMPDIR/serve.err" &
-	SERVE_PID=$!
-	wait_for '[ -s "$BATS_TEST_TMPDIR/url" ]' 30
-	URL=$(cat "$BATS_TEST_TMPDIR/url")
-	PORT=${URL##*:}
-	TOKEN=$(cat "$BATS_TEST_TMPDIR/token")
-}
 
 teardown() {
 	if [ -n "${SERVE_PID:-}" ]; then kill "$SERVE_PID" 2>/dev/null || true; fi
