@@ -149,6 +149,7 @@ settled() {
 	first=$(rk computer execution list --json | rk_json 'd[0]["id"]')
 	rk computer pause t --command-key p1 --wait --json >/dev/null
 	events=$(rk_sql "select count(*) from execution_events")
+	latest=$(rk_sql "select max(version) from schema_migrations")
 	# back to the shape before it: one global UNIQUE command key
 	local stmt
 	while IFS= read -r stmt; do
@@ -163,11 +164,16 @@ DROP TABLE lifecycle_executions
 ALTER TABLE le9 RENAME TO lifecycle_executions
 ALTER TABLE ev9 RENAME TO execution_events
 ALTER TABLE computers DROP COLUMN resources
+ALTER TABLE screen_capabilities DROP COLUMN maker_user
+ALTER TABLE screen_capabilities DROP COLUMN maker_space
+ALTER TABLE screen_capabilities DROP COLUMN maker_bot
+ALTER TABLE screen_capabilities DROP COLUMN maker_token
 DELETE FROM schema_migrations WHERE version >= 10
 EOF
-	# the next command migrates (10, then 11: the computers' resources)
+	# the next command migrates: 10, then the later ones again (11: the
+	# computers' resources, 12: who made a screen capability)
 	rk computer list --json >/dev/null
-	[ "$(rk_sql "select max(version) from schema_migrations")" = 11 ]
+	[ "$(rk_sql "select max(version) from schema_migrations")" = "$latest" ]
 	[ "$(rk_sql "select op || '=' || key_scope from lifecycle_executions order by created_at")" = "$(printf 'create=user:bats\npause=')" ]
 	[ "$(rk_sql "select count(*) from execution_events")" = "$events" ]
 	# the owner's retry of the create still finds its receipt
