@@ -8,33 +8,11 @@
 
 load helper
 
-# The owner and the container label are the file's, so teardown_file (which
-# setup never ran for) may delete the computer and find its container.
-setup_file() {
-	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
-	export RAKAZO_OWNER="user:bats"
-	export RAKAZO_TEST_LABEL="bats-$$"
-	mkdir -p -m 0700 "$RAKAZO_DATA_DIR"
-}
-
-setup() {
-	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
-	export NO_COLOR=1
-	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
-	RK_CLOSE_FDS=$(rk_close_fds)
-}
-
-teardown() {
-	:
-}
-
-teardown_file() {
-	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
-	"$RAKAZO_BIN" computer delete b --wait >/dev/null 2>&1 || true
-	RK_CLOSE_FDS=$(rk_close_fds)
-	rk_kill_all || true
-	rk_remove_containers || true
-}
+# One computer for the file (helper.bash, rk_file_setup).
+setup_file() { rk_file_setup; }
+setup() { rk_file_test_setup; }
+teardown() { :; }
+teardown_file() { rk_file_teardown b; }
 
 # The computer b with the pages served, made once for the file.
 pages() {

@@ -258,3 +258,31 @@ EOF
 pixel() {
 	convert "$1[1x1+$2+$3]" -depth 8 rgb:- | od -An -tu1 | awk '{print $1, $2, $3}'
 }
+
+# For a suite whose one docker computer serves the whole file (a desktop
+# with Chromium takes seconds to start: browser.bats, security/browser.bats):
+# the data directory, owner and container label are the file's, so
+# teardown_file (which setup never ran for) may delete the computer and find
+# its container. rk_file_setup is setup_file's, rk_file_test_setup setup's,
+# rk_file_teardown NAME teardown_file's.
+rk_file_setup() {
+	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
+	export RAKAZO_OWNER="user:bats"
+	export RAKAZO_TEST_LABEL="bats-$$"
+	mkdir -p -m 0700 "$RAKAZO_DATA_DIR"
+}
+
+rk_file_test_setup() {
+	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
+	export NO_COLOR=1
+	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
+	RK_CLOSE_FDS=$(rk_close_fds)
+}
+
+rk_file_teardown() {
+	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
+	"$RAKAZO_BIN" computer delete "$1" --wait >/dev/null 2>&1 || true
+	RK_CLOSE_FDS=$(rk_close_fds)
+	rk_kill_all || true
+	rk_remove_containers || true
+}

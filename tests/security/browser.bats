@@ -14,31 +14,10 @@ load helper
 
 SECRET='Zq9-hostile-K3y'
 
-setup_file() {
-	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
-	export RAKAZO_OWNER="user:bats"
-	export RAKAZO_TEST_LABEL="bats-$$"
-	mkdir -p "$RAKAZO_DATA_DIR"
-}
-
-setup() {
-	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
-	export NO_COLOR=1
-	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
-	RK_CLOSE_FDS=$(rk_close_fds)
-}
-
-teardown() {
-	:
-}
-
-teardown_file() {
-	export RAKAZO_DATA_DIR="$BATS_FILE_TMPDIR/data"
-	"$RAKAZO_BIN" computer delete h --wait >/dev/null 2>&1 || true
-	RK_CLOSE_FDS=$(rk_close_fds)
-	rk_kill_all || true
-	rk_remove_containers || true
-}
+setup_file() { rk_file_setup; }
+setup() { rk_file_test_setup; }
+teardown() { :; }
+teardown_file() { rk_file_teardown h; }
 
 # The computer h with the pages served and the secret stored, made once for
 # the file; the collector starts empty.
