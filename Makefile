@@ -22,7 +22,7 @@ IMAGE_TAG := $(shell sh image/build.sh --tag 2>/dev/null)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(EXTRA_CFLAGS) -MMD -MP \
+ALL_CFLAGS := -std=c17 -D_GNU_SOURCE -iquote . $(WARN) $(CFLAGS) $(EXTRA_CFLAGS) -MMD -MP \
 	-DRK_VERSION='"$(VERSION)"' -DRK_IMAGE_TAG='"$(IMAGE_TAG)"' \
 	$(shell pkg-config --cflags $(PKGS) $(UI_PKGS) 2>/dev/null)
 LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lutil -lpthread -lm
@@ -39,12 +39,15 @@ $(shell mkdir -p $(BUILD); echo "$(VERSION) $(IMAGE_TAG)" | cmp -s - $(STAMP) 2>
 
 # The static in-computer exec agent (and its DevTools bridge) is not engine code.
 AGENT_SRC := providers/docker/agent.c providers/docker/cdp_bridge.c
-ENGINE_SRC := $(filter-out $(AGENT_SRC),$(sort $(wildcard engine/*.c engine/util/*.c providers/*.c providers/*/*.c)))
+ENGINE_SRC := $(filter-out $(AGENT_SRC),$(sort $(wildcard engine/*/*.c providers/*.c providers/*/*.c)))
+# The HTTP API is a client of the engine, like cmd/: its own archive.
+API_SRC := $(sort $(wildcard api/*.c))
 CLI_SRC := $(sort $(wildcard cmd/*.c tui/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 HELPER_SRC := $(sort $(wildcard tests/fixtures/*.c tests/emulators/*.c tests/bench/*.c tests/conformance/*.c))
 
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
+API_OBJ := $(API_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
 HELPER_BIN := $(HELPER_SRC:%.c=$(BUILD)/%)
@@ -62,25 +65,30 @@ $(BUILD)/librakazo.a: $(ENGINE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/rakazo: $(CLI_OBJ) $(BUILD)/librakazo.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/librakazo.a $(UI_LIBS) $(LIBS)
+$(BUILD)/librakazo-api.a: $(API_OBJ)
+	@mkdir -p $(@D)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/rakazo: $(CLI_OBJ) $(BUILD)/librakazo-api.a $(BUILD)/librakazo.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/librakazo-api.a $(BUILD)/librakazo.a $(UI_LIBS) $(LIBS)
 
 # Plain libc and static: it runs inside whatever image a computer has.
 $(BUILD)/rakazo-agent: $(AGENT_SRC)
 	@mkdir -p $(@D)
-	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) -static -o $@ $(AGENT_SRC)
+	$(CC) -std=c17 -D_GNU_SOURCE -iquote . $(WARN) $(CFLAGS) -static -o $@ $(AGENT_SRC)
 
 $(BUILD)/%.o: %.c $(STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(BUILD)/librakazo.a $(STAMP)
+$(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(BUILD)/librakazo-api.a $(BUILD)/librakazo.a $(STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/librakazo.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/librakazo-api.a $(BUILD)/librakazo.a $(LIBS)
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/librakazo.a $(STAMP)
+$(BUILD)/tests/%: tests/%.c $(BUILD)/librakazo-api.a $(BUILD)/librakazo.a $(STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/librakazo.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/librakazo-api.a $(BUILD)/librakazo.a $(LIBS)
 
 test-bins: $(UNIT_BIN) $(HELPER_BIN) $(BUILD)/rakazo-agent
 
@@ -145,4 +153,4 @@ clean:
 
 .PHONY: all check check-pg unit bench asan test-bins model-server test-bins-asan layer-check deps image install clean
 
--include $(ENGINE_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+-include $(ENGINE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

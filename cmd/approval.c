@@ -1,4 +1,4 @@
-/* rakazo approval: which tool calls wait for a person (engine/approval.h).
+/* rakazo approval: which tool calls wait for a person (engine/access/approval.h).
  *
  *   rakazo approval set --effect allow|require_approval --match tool|connector|category --value V [--shared]
  *   rakazo approval list
@@ -7,8 +7,8 @@
 
 #include <stdlib.h>
 
-#include "../engine/approval.h"
-#include "../engine/authz.h"
+#include "engine/access/approval.h"
+#include "engine/access/authz.h"
 #include "cmd.h"
 #include "out.h"
 

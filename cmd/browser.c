@@ -5,13 +5,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../engine/browser.h"
-#include "../engine/authz.h"
-#include "../engine/db.h"
-#include "../engine/team.h"
-#include "../engine/util/buf.h"
-#include "../engine/util/fs.h"
-#include "../engine/util/json.h"
+#include "engine/machine/browser.h"
+#include "engine/access/authz.h"
+#include "engine/state/db.h"
+#include "engine/machine/team.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/json.h"
 #include "cmd.h"
 #include "out.h"
 

@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../engine/authz.h"
-#include "../engine/checkpoint.h"
-#include "../engine/util/buf.h"
-#include "../engine/util/fs.h"
-#include "../engine/util/json.h"
+#include "engine/access/authz.h"
+#include "engine/machine/checkpoint.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/json.h"
 #include "cmd.h"
 #include "out.h"
 
@@ -34,22 +34,22 @@ static const char *revision_arg(struct cmd_ctx *ctx)
 
 static char *latest_id(struct rk_engine *eng, const char *key)
 {
-	struct rk_home_store *s = rk_checkpoint_store(eng);
-	struct rk_home_revision r = {0};
+	struct rk_workspace_store *s = rk_checkpoint_store(eng);
+	struct rk_workspace_checkpoint r = {0};
 	struct rk_error e;
 	char *id = NULL;
 	if (s->ops->latest(s, key, &r, &e) == 0) {
 		id = r.id;
 		r.id = NULL;
 	}
-	rk_home_revision_release(&r);
+	rk_workspace_checkpoint_release(&r);
 	s->ops->free(s);
 	return id;
 }
 
-static cJSON *revision_doc(const struct rk_computer *c, const struct rk_home_revision *rev, const char *latest)
+static cJSON *revision_doc(const struct rk_computer *c, const struct rk_workspace_checkpoint *rev, const char *latest)
 {
-	cJSON *o = rk_home_revision_to_json(rev, latest);
+	cJSON *o = rk_workspace_checkpoint_to_json(rev, latest);
 	cJSON_AddStringToObject(o, "computer_id", c->id);
 	cJSON_AddStringToObject(o, "home_key", c->home_key);
 	return o;
@@ -69,11 +69,11 @@ static int run_create(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
 	if (r || (r = load(ctx, ctx->args[0], &c)))
 		return r;
-	struct rk_home_revision rev = {0};
+	struct rk_workspace_checkpoint rev = {0};
 	r = rk_checkpoint_create(ctx->eng, &c, o_reason ? o_reason : "manual", !o_no_quiesce, &rev, &ctx->err);
 	if (r == 0)
 		out_doc(revision_doc(&c, &rev, rev.id));
-	rk_home_revision_release(&rev);
+	rk_workspace_checkpoint_release(&rev);
 	rk_computer_release(&c);
 	return r;
 }
@@ -84,8 +84,8 @@ static int run_list(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
 	if (r || (r = load(ctx, ctx->args[0], &c)))
 		return r;
-	struct rk_home_store *s = rk_checkpoint_store(ctx->eng);
-	struct rk_home_revision *revs = NULL;
+	struct rk_workspace_store *s = rk_checkpoint_store(ctx->eng);
+	struct rk_workspace_checkpoint *revs = NULL;
 	size_t n = 0;
 	r = s->ops->list(s, c.home_key, &revs, &n, &ctx->err);
 	if (r == 0) {
@@ -99,7 +99,7 @@ static int run_list(struct cmd_ctx *ctx)
 						      {"latest", "LATEST"}, {0}};
 		out_list(rows, cols);
 	}
-	rk_home_revisions_free(revs, n);
+	rk_workspace_checkpoints_free(revs, n);
 	s->ops->free(s);
 	rk_computer_release(&c);
 	return r;
@@ -116,15 +116,15 @@ static int run_show(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 2, "COMPUTER [REVISION]");
 	if (r || (r = load(ctx, ctx->args[0], &c)))
 		return r;
-	struct rk_home_store *s = rk_checkpoint_store(ctx->eng);
-	struct rk_home_revision rev = {0};
+	struct rk_workspace_store *s = rk_checkpoint_store(ctx->eng);
+	struct rk_workspace_checkpoint rev = {0};
 	r = s->ops->show(s, c.home_key, revision_arg(ctx), &rev, &ctx->err);
 	if (r == 0) {
 		char *latest = latest_id(ctx->eng, c.home_key);
 		out_doc(revision_doc(&c, &rev, latest ? latest : ""));
 		free(latest);
 	}
-	rk_home_revision_release(&rev);
+	rk_workspace_checkpoint_release(&rev);
 	s->ops->free(s);
 	rk_computer_release(&c);
 	return r;
@@ -138,7 +138,7 @@ static int run_restore(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 2, "COMPUTER [REVISION]");
 	if (r || (r = load(ctx, ctx->args[0], &c)))
 		return r;
-	struct rk_home_revision rev = {0};
+	struct rk_workspace_checkpoint rev = {0};
 	const char *want = revision_arg(ctx);
 	r = rk_checkpoint_restore(ctx->eng, &c, want, &rev, &ctx->err);
 	if (r == 0) {
@@ -147,7 +147,7 @@ static int run_restore(struct cmd_ctx *ctx)
 			cJSON_AddStringToObject(o, "restored_from", want);
 		out_doc(o);
 	}
-	rk_home_revision_release(&rev);
+	rk_workspace_checkpoint_release(&rev);
 	rk_computer_release(&c);
 	return r;
 }
@@ -217,8 +217,8 @@ static int run_import(struct cmd_ctx *ctx)
 	} else if (isatty(0)) {
 		return rk_error_set(&ctx->err, RK_EUSAGE, "refusing to read an archive from a terminal: give FILE or a pipe");
 	}
-	struct rk_home_revision rev = {0};
-	struct rk_home_import_stats st = {0};
+	struct rk_workspace_checkpoint rev = {0};
+	struct rk_workspace_import_stats st = {0};
 	if ((r = load(ctx, ctx->args[0], &c)) == 0)
 		r = rk_checkpoint_import(ctx->eng, &c, fd, &rev, &st, &ctx->err);
 	if (r == 0) {
@@ -231,7 +231,7 @@ static int run_import(struct cmd_ctx *ctx)
 	}
 	if (fd > 0)
 		close(fd);
-	rk_home_revision_release(&rev);
+	rk_workspace_checkpoint_release(&rev);
 	rk_computer_release(&c);
 	return r;
 }
@@ -247,7 +247,7 @@ static const struct rk_opt verify_opts[] = {
 
 static cJSON *verify_one(struct cmd_ctx *ctx, const struct rk_computer *c, const char *rev, int *bad)
 {
-	struct rk_home_verify v;
+	struct rk_workspace_verify v;
 	struct rk_error e;
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "computer_id", c->id);
@@ -337,8 +337,8 @@ static int run_gc(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 0, 0, "no arguments");
 	if (r || (r = cmd_engine(ctx)) || (r = operator_only(ctx)))
 		return r;
-	struct rk_home_store *s = rk_checkpoint_store(ctx->eng);
-	struct rk_home_gc_stats st;
+	struct rk_workspace_store *s = rk_checkpoint_store(ctx->eng);
+	struct rk_workspace_gc_stats st;
 	r = s->ops->gc(s, &st, &ctx->err);
 	s->ops->free(s);
 	if (r == 0) {

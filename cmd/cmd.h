@@ -3,8 +3,8 @@
 /* The command table: each cmd/<name>.c exports one struct cmd_entry; main.c
  * lists them. A command either runs itself or has verbs (`computer create`). */
 
-#include "../engine/engine.h"
-#include "../engine/util/err.h"
+#include "engine/state/engine.h"
+#include "engine/util/err.h"
 #include "opt.h"
 
 struct cmd_ctx {
@@ -37,7 +37,7 @@ struct cmd_entry {
 };
 
 int cmd_engine(struct cmd_ctx *ctx);
-/* The one resolver on the command line (engine/authz.h rk_authz_resolve):
+/* The one resolver on the command line (engine/access/authz.h rk_authz_resolve):
  * the computer ref names, as the caller sees it (RAKAZO_USER in
  * RAKAZO_SPACE, a bot with RAKAZO_OWNER=bot:NAME), when the caller may do
  * capability ("computers.use", ...; NULL: found only) on it. Another

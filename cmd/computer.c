@@ -13,21 +13,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../engine/checkpoint.h"
-#include "../engine/authz.h"
-#include "../engine/computer.h"
-#include "../engine/execution.h"
-#include "../engine/lease.h"
-#include "../engine/idle.h"
-#include "../engine/reservation.h"
-#include "../engine/session.h"
-#include "../engine/team.h"
-#include "../engine/util/buf.h"
-#include "../engine/util/fs.h"
-#include "../engine/util/id.h"
-#include "../engine/util/json.h"
-#include "../engine/util/time.h"
-#include "../engine/worker.h"
+#include "engine/machine/checkpoint.h"
+#include "engine/access/authz.h"
+#include "engine/machine/computer.h"
+#include "engine/machine/execution.h"
+#include "engine/machine/lease.h"
+#include "engine/machine/idle.h"
+#include "engine/machine/reservation.h"
+#include "engine/machine/session.h"
+#include "engine/machine/team.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/json.h"
+#include "engine/util/time.h"
+#include "engine/machine/worker.h"
 #include "cmd.h"
 #include "out.h"
 
@@ -62,7 +62,7 @@ static int load_computer(struct cmd_ctx *ctx, const char *ref, struct rk_compute
 	return cmd_target(ctx, ref, "computers.use", c);
 }
 
-/* The capability check (engine/authz.h) for computers.create. */
+/* The capability check (engine/access/authz.h) for computers.create. */
 static int authorize_create(struct cmd_ctx *ctx)
 {
 	struct rk_actor a;
@@ -91,7 +91,7 @@ static int record_place(struct cmd_ctx *ctx, const char *computer_id)
 #define OPT_FENCE OPT_INT("fence", 0, &o_fence, "TOKEN", "with --bot: act under this execution lease token", 1, INT64_MAX)
 #define OPT_FILE_BOT OPT_STRING("bot", 'b', &o_bot, "BOT", "as this bot: its lease, and its folder on a Team computer")
 
-/* A bot's call (engine/team.h): checks or takes its lease, makes its Team
+/* A bot's call (engine/machine/team.h): checks or takes its lease, makes its Team
  * folders, and maps path to where the bot means it (*where, malloc'd). */
 static int bot_begin(struct cmd_ctx *ctx, struct rk_computer *c, const char *path, struct rk_team_call *call,
 		     char **where)
@@ -1312,7 +1312,7 @@ static const struct cmd_verb image_verbs[] = {
 	{0},
 };
 
-/* --- rights (engine/authz.h) --------------------------------------------------------------- */
+/* --- rights (engine/access/authz.h) --------------------------------------------------------------- */
 
 static const struct rk_opt grant_opts[] = {
 	OPT_STRING("bot", 'b', &o_bot, "BOT", "the bot"),

@@ -10,6 +10,7 @@
 #include <zstd.h>
 
 #include "cmd.h"
+#include "providers/provider.h"
 #include "out.h"
 
 static void add_check(cJSON *checks, const char *name, const char *status, const char *detail)

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../engine/authz.h"
-#include "../engine/util/log.h"
+#include "engine/access/authz.h"
+#include "engine/util/log.h"
 #include "cmd.h"
 #include "out.h"
 

@@ -1,4 +1,4 @@
-/* rakazo memory: the Markdown memory of a user and their bots (engine/memory.h).
+/* rakazo memory: the Markdown memory of a user and their bots (engine/agent/memory.h).
  *
  *   rakazo memory read [PATH] [--bot B]          one document, or the list
  *   rakazo memory write PATH [--content TEXT | FILE | -] [--expected-revision N] [--bot B]
@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/authz.h"
-#include "../engine/memory.h"
-#include "../engine/util/buf.h"
-#include "../engine/util/fs.h"
+#include "engine/access/authz.h"
+#include "engine/agent/memory.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
 #include "cmd.h"
 #include "out.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/util/buf.h"
+#include "engine/util/buf.h"
 
 int opt_json, opt_help;
 

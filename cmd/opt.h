@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../engine/util/err.h"
+#include "engine/util/err.h"
 
 enum rk_opt_type {
 	RK_OPT_END = 0,

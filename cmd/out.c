@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../engine/util/buf.h"
+#include "engine/util/buf.h"
 #include "opt.h"
 
 int out_is_json(void)

@@ -6,7 +6,7 @@
 #include <cJSON.h>
 #include <stdio.h>
 
-#include "../engine/util/err.h"
+#include "engine/util/err.h"
 
 struct out_col {
 	const char *key;   /* member of each row; "a.b" reaches into objects */

@@ -20,11 +20,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../engine/util/buf.h"
-#include "../engine/util/fs.h"
-#include "../engine/util/ipc.h"
-#include "../engine/util/json.h"
-#include "../engine/util/time.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/ipc.h"
+#include "engine/util/json.h"
+#include "engine/util/time.h"
 #include "cmd.h"
 #include "out.h"
 

@@ -22,16 +22,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../engine/authz.h"
-#include "../engine/approval.h"
-#include "../engine/db_runs.h"
-#include "../engine/util/log.h"
-#include "../engine/model.h"
-#include "../engine/run.h"
-#include "../engine/run_log.h"
-#include "../engine/util/buf.h"
-#include "../engine/util/json.h"
-#include "../engine/util/time.h"
+#include "engine/access/authz.h"
+#include "engine/access/approval.h"
+#include "engine/state/db_runs.h"
+#include "engine/util/log.h"
+#include "engine/agent/model.h"
+#include "engine/agent/run.h"
+#include "engine/agent/run_log.h"
+#include "engine/util/buf.h"
+#include "engine/util/json.h"
+#include "engine/util/time.h"
 #include "cmd.h"
 #include "out.h"
 
@@ -125,7 +125,7 @@ static cJSON *run_to_json(const struct rk_run_row *r)
 	return o;
 }
 
-/* A run is the business of whoever may use its computer (engine/authz.h),
+/* A run is the business of whoever may use its computer (engine/access/authz.h),
  * deleted or not: RK_EDENIED, or RK_ENOTFOUND from another space. */
 static int run_authorize(struct cmd_ctx *ctx, const char *ref, struct rk_error *err)
 {
@@ -182,7 +182,7 @@ static int run_list(struct cmd_ctx *ctx)
 	return 0;
 }
 
-/* An attach_file result event's attachment (engine/tools.h) into arr. */
+/* An attach_file result event's attachment (engine/agent/tools.h) into arr. */
 static void add_attachment(cJSON *arr, const char *event_json)
 {
 	cJSON *ev = cJSON_Parse(event_json);
@@ -580,7 +580,7 @@ static int run_resume(struct cmd_ctx *ctx)
 	return r;
 }
 
-/* approve|deny RUN: decides the call the run waits on (engine/approval.h). */
+/* approve|deny RUN: decides the call the run waits on (engine/access/approval.h). */
 static int run_decide(struct cmd_ctx *ctx, int approve)
 {
 	int r = cmd_want_args(ctx, 2, 2, "RUN");

@@ -11,12 +11,12 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "../engine/display.h"
-#include "../engine/team.h"
-#include "../engine/util/buf.h"
-#include "../engine/util/fs.h"
-#include "../engine/util/json.h"
-#include "../engine/util/time.h"
+#include "engine/machine/display.h"
+#include "engine/machine/team.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/json.h"
+#include "engine/util/time.h"
 #include "../tui/halfblock.h"
 #include "cmd.h"
 #include "out.h"

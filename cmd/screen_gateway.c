@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/authz.h"
-#include "../engine/gateway.h"
-#include "../engine/util/buf.h"
-#include "../engine/util/http.h"
-#include "../engine/util/time.h"
+#include "engine/access/authz.h"
+#include "engine/gateway/gateway.h"
+#include "engine/util/buf.h"
+#include "engine/util/http.h"
+#include "engine/util/time.h"
 #include "out.h"
 
 static int64_t g_display = 0, g_ttl = 0;

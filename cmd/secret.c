@@ -1,4 +1,4 @@
-/* rakazo secret: values a bot may use without seeing them (engine/secret.h).
+/* rakazo secret: values a bot may use without seeing them (engine/access/secret.h).
  *
  *   rakazo secret set NAME --origin URL --auth METHOD [--bot B]   value from the terminal (no echo) or stdin
  *   rakazo secret list [--bot B]                                   names, origins, methods; never values
@@ -12,9 +12,9 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "../engine/authz.h"
-#include "../engine/secret.h"
-#include "../engine/util/json.h"
+#include "engine/access/authz.h"
+#include "engine/access/secret.h"
+#include "engine/util/json.h"
 #include "cmd.h"
 #include "out.h"
 

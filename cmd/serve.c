@@ -1,5 +1,5 @@
 /* rakazo serve: the Computers HTTP API on libmicrohttpd (the routes are in
- * engine/api.c), and its tokens.
+ * api/api.c), and its tokens.
  *
  *   rakazo serve [--listen 127.0.0.1:PORT] [--providers LIST] [--token-file F] [--url-file F]
  *   rakazo serve token create NAME [--bot BOT] | token list | token revoke ID|NAME
@@ -27,14 +27,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../engine/api.h"
-#include "../engine/util/buf.h"
-#include "../engine/util/fs.h"
-#include "../engine/util/http.h"
-#include "../engine/util/id.h"
-#include "../engine/util/json.h"
-#include "../engine/util/log.h"
-#include "../engine/util/time.h"
+#include "api/api.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/http.h"
+#include "engine/util/id.h"
+#include "engine/util/json.h"
+#include "engine/util/log.h"
+#include "engine/util/time.h"
 #include "cmd.h"
 #include "out.h"
 

@@ -1,11 +1,11 @@
-/* rakazo space: the spaces someone made on purpose (engine/space.h).
+/* rakazo space: the spaces someone made on purpose (engine/access/space.h).
  *
  *   rakazo space list
  *   rakazo space create NAME [--description TEXT] */
 
-#include "../engine/authz.h"
-#include "../engine/space.h"
-#include "../engine/util/json.h"
+#include "engine/access/authz.h"
+#include "engine/access/space.h"
+#include "engine/util/json.h"
 #include "cmd.h"
 #include "out.h"
 

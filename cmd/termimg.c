@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../engine/util/ipc.h"
-#include "../engine/util/time.h"
+#include "engine/util/ipc.h"
+#include "engine/util/time.h"
 
 static const char *const mode_names[] = {"auto", "halfblock", "kitty", "sixel"};
 

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "../engine/util/buf.h"
+#include "engine/util/buf.h"
 
 enum termimg_mode { TERMIMG_AUTO, TERMIMG_HALFBLOCK, TERMIMG_KITTY, TERMIMG_SIXEL };
 

@@ -3,7 +3,7 @@
 #include <signal.h>
 #include <string.h>
 
-#include "../engine/worker.h"
+#include "engine/machine/worker.h"
 #include "cmd.h"
 #include "out.h"
 

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine/util/buf.h"
-#include "../engine/util/err.h"
+#include "engine/util/buf.h"
+#include "engine/util/err.h"
 
 /* Capabilities are data, not kind checks in the engine. */
 enum rk_cap {
@@ -218,7 +218,7 @@ int rk_provider_run(const struct rk_provider_ops *ops, const struct rk_machine *
 		    int64_t timeout_ms, size_t max_bytes, struct rk_buf *out, struct rk_exit_status *st,
 		    struct rk_error *err);
 
-/* providers/run.c: sets each limit of l that is 0 and that caps says is
+/* providers/command.c: sets each limit of l that is 0 and that caps says is
  * enforced to its default (RK_LIMIT_DEFAULT_*; CPUs no more than this host
  * has); leaves the others. */
 void rk_limits_defaults(unsigned caps, struct rk_limits *l);

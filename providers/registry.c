@@ -1,7 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "provider.h"
+#include "providers/provider.h"
 
 extern const struct rk_provider_ops rk_provider_fake;
 extern const struct rk_provider_ops rk_provider_docker;

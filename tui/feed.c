@@ -11,21 +11,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../engine/authz.h"
-#include "../engine/approval.h"
-#include "../engine/computer.h"
-#include "../engine/approval.h"
-#include "../engine/db_runs.h"
-#include "../engine/display.h"
-#include "../engine/home.h"
-#include "../engine/run.h"
-#include "../engine/run_log.h"
-#include "../engine/team.h"
-#include "../engine/util/buf.h"
-#include "../engine/util/fs.h"
-#include "../engine/util/json.h"
-#include "../engine/util/log.h"
-#include "../engine/util/time.h"
+#include "engine/access/authz.h"
+#include "engine/access/approval.h"
+#include "engine/machine/computer.h"
+#include "engine/access/approval.h"
+#include "engine/state/db_runs.h"
+#include "engine/machine/display.h"
+#include "engine/store/workspace.h"
+#include "engine/agent/run.h"
+#include "engine/agent/run_log.h"
+#include "engine/machine/team.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/json.h"
+#include "engine/util/log.h"
+#include "engine/util/time.h"
 #include "feed.h"
 #include "halfblock.h"
 
@@ -231,7 +231,7 @@ static void data_req_release(struct data_req *q)
 	free(q->file);
 }
 
-/* The one resolver (engine/authz.h) as the person at the terminal:
+/* The one resolver (engine/access/authz.h) as the person at the terminal:
  * RAKAZO_USER in RAKAZO_SPACE, or a bot with RAKAZO_OWNER=bot:NAME. */
 static int feed_computer(struct rk_engine *eng, const char *ref, struct rk_computer *c, struct rk_error *e)
 {
@@ -261,7 +261,7 @@ static int keep_usable(struct rk_engine *eng, struct rk_computer *cs, size_t *n,
 	return r;
 }
 
-static int load_lists(struct feed *f, struct rk_engine *eng, struct rk_home_store *store, struct rk_error *err)
+static int load_lists(struct feed *f, struct rk_engine *eng, struct rk_workspace_store *store, struct rk_error *err)
 {
 	struct rk_computer *cs = NULL;
 	size_t nc = 0;
@@ -282,12 +282,12 @@ static int load_lists(struct feed *f, struct rk_engine *eng, struct rk_home_stor
 		fc[i].desktop = cs[i].desktop;
 		fc[i].screens = rk_team_screen_count(eng->db, &cs[i]);
 		cs[i].id = cs[i].name = cs[i].kind = cs[i].state = cs[i].home_key = NULL;
-		struct rk_home_revision rev = {0};
+		struct rk_workspace_checkpoint rev = {0};
 		struct rk_error e2 = {0};
 		if (fc[i].home_key && store->ops->latest(store, fc[i].home_key, &rev, &e2) == 0) {
-			fc[i].checkpoint = rk_xasprintf("%s", rev.reason ? rev.reason : rk_home_kind_name(rev.kind));
+			fc[i].checkpoint = rk_xasprintf("%s", rev.reason ? rev.reason : rk_workspace_kind_name(rev.kind));
 			fc[i].checkpoint_at = rev.created_at;
-			rk_home_revision_release(&rev);
+			rk_workspace_checkpoint_release(&rev);
 		}
 		rk_computer_release(&cs[i]);
 	}
@@ -423,7 +423,7 @@ static void load_files(struct feed *f, struct rk_engine *eng, const char *comput
 	struct feed_file *v = NULL;
 	size_t n = 0, cap = 0;
 	struct feed_lines preview = {0};
-	if (!home_key || rk_home_dir(eng->data_dir, home_key, &home, &e)) {
+	if (!home_key || rk_workspace_dir(eng->data_dir, home_key, &home, &e)) {
 		problem = rk_xasprintf("no workspace: %s", home_key ? e.message : "the computer has no home");
 		goto publish;
 	}
@@ -689,7 +689,7 @@ static void *data_main(void *arg)
 	struct feed *f = arg;
 	struct rk_engine *eng = NULL;
 	struct rk_error e = {0};
-	struct rk_home_store *store = NULL;
+	struct rk_workspace_store *store = NULL;
 	if (rk_engine_open(&eng, &e)) {
 		set_error(f, &e);
 		pthread_mutex_lock(&f->mu);
@@ -700,7 +700,7 @@ static void *data_main(void *arg)
 		wake(f);
 		return NULL;
 	}
-	store = rk_home_store_local_new(eng->data_dir);
+	store = rk_workspace_store_local_new(eng->data_dir);
 	int64_t next_lists = 0, next_files = 0, next_timeline = 0, next_reap = 0;
 	uint64_t seen = (uint64_t)-1;
 	char *last_dir = NULL, *last_file = NULL, *last_run = NULL, *last_files_computer = NULL;

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine/engine.h"
+#include "engine/state/engine.h"
 
 struct feed_computer {
 	char *id, *name, *kind, *state, *home_key;

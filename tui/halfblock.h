@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "../engine/util/buf.h"
+#include "engine/util/buf.h"
 
 /* Decodes png into *rgb (malloc'd, w*h*3 bytes, rows top down). -1 when it
  * is not a PNG libpng reads. */

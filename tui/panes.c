@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/db_runs.h"
-#include "../engine/util/buf.h"
-#include "../engine/util/time.h"
+#include "engine/state/db_runs.h"
+#include "engine/util/buf.h"
+#include "engine/util/time.h"
 #include "curses.h"
 #include "tui.h"
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <wchar.h>
 
-#include "../engine/util/buf.h"
+#include "engine/util/buf.h"
 #include "curses.h"
 #include "halfblock.h"
 #include "tui.h"

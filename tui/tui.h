@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "../engine/util/err.h"
+#include "engine/util/err.h"
 #include "feed.h"
 
 struct rk_tui_options {

@@ -1,4 +1,4 @@
-#include "buf.h"
+#include "engine/util/buf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

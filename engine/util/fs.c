@@ -1,4 +1,4 @@
-#include "fs.h"
+#include "engine/util/fs.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "buf.h"
-#include "err.h"
+#include "engine/util/buf.h"
+#include "engine/util/err.h"
 
 /* mkdir -p with mode for the directories it creates. */
 int rk_fs_mkdirs(const char *path, mode_t mode, struct rk_error *err);

@@ -1,4 +1,4 @@
-#include "http.h"
+#include "engine/util/http.h"
 
 #include <arpa/inet.h>
 #include <cJSON.h>
@@ -14,9 +14,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "fs.h"
-#include "log.h"
-#include "time.h"
+#include "engine/util/fs.h"
+#include "engine/util/log.h"
+#include "engine/util/time.h"
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 /* Each thread's kept handle, cleaned up when the thread ends (a thread

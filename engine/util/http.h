@@ -22,8 +22,8 @@
 
 #include <stddef.h>
 
-#include "buf.h"
-#include "err.h"
+#include "engine/util/buf.h"
+#include "engine/util/err.h"
 
 struct rk_http_request {
 	const char *method;          /* "GET", "POST", "PUT", "DELETE" ... */

@@ -1,10 +1,10 @@
-#include "id.h"
+#include "engine/util/id.h"
 
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "engine/util/buf.h"
 
 void rk_random_bytes(void *out, size_t n)
 {

@@ -1,5 +1,5 @@
-#include "ipc.h"
-#include "log.h"
+#include "engine/util/ipc.h"
+#include "engine/util/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fs.h"
-#include "json.h"
-#include "time.h"
+#include "engine/util/fs.h"
+#include "engine/util/json.h"
+#include "engine/util/time.h"
 
 #define LINE_MAX_BYTES (64u * 1024 * 1024)
 

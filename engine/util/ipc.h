@@ -8,8 +8,8 @@
 #include <cJSON.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "err.h"
+#include "engine/util/buf.h"
+#include "engine/util/err.h"
 
 /* A listening socket for name; -1 with err when taken or failing. */
 int rk_ipc_listen(const char *name, struct rk_error *err);

@@ -1,4 +1,4 @@
-#include "json.h"
+#include "engine/util/json.h"
 
 #include <math.h>
 #include <stdlib.h>

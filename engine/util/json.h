@@ -5,8 +5,8 @@
 #include <cJSON.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "err.h"
+#include "engine/util/buf.h"
+#include "engine/util/err.h"
 
 /* Parses text (len bytes, not necessarily NUL-terminated) as strict JSON
  * (RFC 8259): one document and nothing after it, and RK_EINVALID, naming

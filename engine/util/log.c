@@ -1,4 +1,4 @@
-#include "log.h"
+#include "engine/util/log.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "fs.h"
-#include "time.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/time.h"
 
 static int log_fd = -1;
 static enum rk_log_level min_level = RK_LOG_INFO;

@@ -17,7 +17,7 @@ void rk_log_open(const char *data_dir);
 int rk_log_fd(void);
 void rk_log_set_fd(int fd);
 /* A filter every line goes through before it is written (NULL: none);
- * engine/secret.h registers its redaction here. */
+ * engine/access/secret.h registers its redaction here. */
 struct rk_buf;
 void rk_log_set_filter(void (*filter)(struct rk_buf *line));
 void rk_log(enum rk_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,4 +1,4 @@
-#include "tar.h"
+#include "engine/util/tar.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -12,8 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "fs.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
 
 /* --- writing ------------------------------------------------------------------------------ */
 

@@ -22,8 +22,8 @@
 
 #include <stdint.h>
 
-#include "buf.h"
-#include "err.h"
+#include "engine/util/buf.h"
+#include "engine/util/err.h"
 
 struct rk_tar_stats {
 	uint64_t files, bytes;

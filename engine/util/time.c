@@ -1,4 +1,4 @@
-#include "time.h"
+#include "engine/util/time.h"
 
 #include <errno.h>
 #include <stdio.h>

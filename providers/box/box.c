@@ -27,13 +27,13 @@
 
 #include <cJSON.h>
 
-#include "../../engine/util/fs.h"
-#include "../../engine/util/http.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/json.h"
-#include "../../engine/util/time.h"
-#include "../daytona/remote.h"
-#include "../provider.h"
+#include "engine/util/fs.h"
+#include "engine/util/http.h"
+#include "engine/util/id.h"
+#include "engine/util/json.h"
+#include "engine/util/time.h"
+#include "providers/remote.h"
+#include "providers/provider.h"
 
 #define DEFAULT_URL "https://ascii.dev/api/box/v1"
 #define WORKSPACE "/home/user/rakazo-home"

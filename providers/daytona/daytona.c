@@ -29,13 +29,13 @@
 
 #include <cJSON.h>
 
-#include "../../engine/util/fs.h"
-#include "../../engine/util/http.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/json.h"
-#include "../../engine/util/time.h"
-#include "../provider.h"
-#include "remote.h"
+#include "engine/util/fs.h"
+#include "engine/util/http.h"
+#include "engine/util/id.h"
+#include "engine/util/json.h"
+#include "engine/util/time.h"
+#include "providers/provider.h"
+#include "providers/remote.h"
 
 #define DEFAULT_URL "https://app.daytona.io/api"
 #define WAIT_MS 120000

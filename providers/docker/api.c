@@ -1,4 +1,4 @@
-#include "api.h"
+#include "providers/docker/api.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -10,10 +10,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../../engine/util/fs.h"
-#include "../../engine/util/json.h"
-#include "../../engine/util/log.h"
-#include "../../engine/util/time.h"
+#include "engine/util/fs.h"
+#include "engine/util/json.h"
+#include "engine/util/log.h"
+#include "engine/util/time.h"
 
 #define DEFAULT_SOCKET "/var/run/docker.sock"
 

@@ -13,8 +13,8 @@
 
 #include <cJSON.h>
 
-#include "../../engine/util/buf.h"
-#include "../../engine/util/err.h"
+#include "engine/util/buf.h"
+#include "engine/util/err.h"
 
 #define RK_DOCKER_API "/v1.41"
 #define RK_DOCKER_TIMEOUT_MS 30000L

@@ -39,14 +39,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/json.h"
-#include "../../engine/util/log.h"
-#include "../../engine/util/tar.h"
-#include "../../engine/util/time.h"
-#include "../provider.h"
-#include "api.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/json.h"
+#include "engine/util/log.h"
+#include "engine/util/tar.h"
+#include "engine/util/time.h"
+#include "providers/provider.h"
+#include "providers/docker/api.h"
 
 #ifndef RK_IMAGE_TAG
 #define RK_IMAGE_TAG "rakazo-computer:latest"

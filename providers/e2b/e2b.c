@@ -42,15 +42,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/http.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/json.h"
-#include "../../engine/util/log.h"
-#include "../../engine/util/tar.h"
-#include "../../engine/util/time.h"
-#include "../provider.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/http.h"
+#include "engine/util/id.h"
+#include "engine/util/json.h"
+#include "engine/util/log.h"
+#include "engine/util/tar.h"
+#include "engine/util/time.h"
+#include "providers/provider.h"
 
 #define WORKSPACE "/home/user/rakazo-home"
 #define ENVD_PORT 49983

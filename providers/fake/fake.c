@@ -9,7 +9,7 @@
  * (fail, unavailable, lost_reply: the action happens but the reply is lost)
  * and RAKAZO_FAKE_DELAY_MS delays every lifecycle call. */
 
-#include "fake.h"
+#include "providers/fake/fake.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,10 +27,10 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/tar.h"
-#include "../../engine/util/time.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/tar.h"
+#include "engine/util/time.h"
 
 #define WORKSPACE_ABS "/home/user/rakazo-home"
 
@@ -456,7 +456,7 @@ static void child_exec(const struct rk_machine *m, const struct rk_exec_request 
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setenv("HOME", m->home_dir, 1);
 	setenv("RAKAZO_COMPUTER", m->computer_id, 1);
-	unsetenv("RAKAZO_MASTER_KEY"); /* the key to every secret (engine/secret.h) stays out of the machine */
+	unsetenv("RAKAZO_MASTER_KEY"); /* the key to every secret (engine/access/secret.h) stays out of the machine */
 	if (!req->tty)
 		setenv("TERM", "dumb", 1);
 	else

@@ -3,7 +3,7 @@
 /* Private to the fake provider: fake.c (lifecycle, exec, files) and
  * screen.c (a framebuffer it draws itself, and the actions on it). */
 
-#include "../provider.h"
+#include "providers/provider.h"
 
 /* Directory that holds one fake machine's state: DATA_DIR/fake/<ref>. malloc'd. */
 char *rk_fake_machine_dir(const struct rk_machine *m);

@@ -25,10 +25,10 @@
 
 #include <cJSON.h>
 
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/json.h"
-#include "fake.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/json.h"
+#include "providers/fake/fake.h"
 
 #define MARKS_MAX 64
 #define DOTS_MAX 256

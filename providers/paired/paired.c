@@ -1,7 +1,7 @@
 /* Paired machines: a person's own laptop or server that runs `rakazo pair`
  * and keeps one connection to `rakazo serve`. Every op is one call to the
  * server's end of that connection (the abstract socket "rakazo-pair-<id>",
- * engine/api_pair.c), which relays it in order. Commands run there with
+ * api/pair.c), which relays it in order. Commands run there with
  * bash -lc; their output waits there in a bounded buffer until read. No
  * desktop, no terminal, no pause: the machine is the person's and is
  * offline while disconnected. A call whose reply was lost is
@@ -16,8 +16,8 @@
 
 #include <cJSON.h>
 
-#include "../../engine/util/ipc.h"
-#include "../provider.h"
+#include "engine/util/ipc.h"
+#include "providers/provider.h"
 
 #define CALL_MS 70000
 

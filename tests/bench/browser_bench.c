@@ -27,15 +27,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../engine/computer.h"
-#include "../../engine/db.h"
-#include "../../engine/engine.h"
-#include "../../engine/tools.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/time.h"
-#include "../../providers/provider.h"
+#include "engine/machine/computer.h"
+#include "engine/state/db.h"
+#include "engine/state/engine.h"
+#include "engine/agent/tools.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/time.h"
+#include "providers/provider.h"
 
 #define N 15
 #define BUTTONS 1000

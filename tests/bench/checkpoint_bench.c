@@ -19,14 +19,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/checkpoint.h"
-#include "../../engine/execution.h"
-#include "../../engine/home.h"
-#include "../../engine/worker.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/time.h"
+#include "engine/machine/checkpoint.h"
+#include "engine/machine/execution.h"
+#include "engine/store/workspace.h"
+#include "engine/machine/worker.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/time.h"
 #include "home_gen.h"
 
 static int want(const char *name)
@@ -35,19 +35,19 @@ static int want(const char *name)
 	return !w || !*w || !strcmp(w, name);
 }
 
-static int64_t checkpoint_us(const char *data_dir, const char *key, const char *src, enum rk_home_kind kind,
+static int64_t checkpoint_us(const char *data_dir, const char *key, const char *src, enum rk_workspace_kind kind,
 			     int keep)
 {
-	struct rk_home_store *s = rk_home_store_local_new(data_dir);
-	struct rk_home_checkpoint_req req = {.src_dir = src, .reason = "bench", .kind = kind, .keep = keep};
-	struct rk_home_revision rev = {0};
+	struct rk_workspace_store *s = rk_workspace_store_local_new(data_dir);
+	struct rk_workspace_checkpoint_req req = {.src_dir = src, .reason = "bench", .kind = kind, .keep = keep};
+	struct rk_workspace_checkpoint rev = {0};
 	struct rk_error e;
 	int64_t t0 = rk_monotonic_us();
 	int r = s->ops->checkpoint(s, key, &req, &rev, &e);
 	int64_t t = rk_monotonic_us() - t0;
 	if (r)
 		fprintf(stderr, "checkpoint failed: %s\n", e.message);
-	rk_home_revision_release(&rev);
+	rk_workspace_checkpoint_release(&rev);
 	s->ops->free(s);
 	return r ? -1 : t;
 }
@@ -117,7 +117,7 @@ static int marker_computer(const char *name, struct rk_computer *c, char **home,
 	int r = lifecycle("create", NULL, b);
 	cJSON_Delete(b);
 	struct rk_error e;
-	if (r || rk_db_computer_get(eng->db, name, c, &e) != 0 || rk_home_dir(eng->data_dir, c->home_key, home, &e) != 0)
+	if (r || rk_db_computer_get(eng->db, name, c, &e) != 0 || rk_workspace_dir(eng->data_dir, c->home_key, home, &e) != 0)
 		return -1;
 	make(*home);
 	return 0;
@@ -150,16 +150,16 @@ static int bench_marker(const char *figure, const char *name, void (*make)(const
 	int status = 0;
 	tar_us(home, tarout); /* warm the page cache */
 	for (int i = 0; i < N; i++) {
-		struct rk_home_revision rev = {0};
+		struct rk_workspace_checkpoint rev = {0};
 		struct rk_error e;
 		int64_t t0 = rk_monotonic_us();
 		int r = rk_checkpoint_create(eng, &c, "bench", RK_QUIESCE, &rev, &e);
 		ours[i] = rk_monotonic_us() - t0;
-		if (r || rev.kind != RK_HOME_MARKER) {
+		if (r || rev.kind != RK_WORKSPACE_MARKER) {
 			fprintf(stderr, "%s: %s\n", figure, r ? e.message : "not a marker");
 			status = 1;
 		}
-		rk_home_revision_release(&rev);
+		rk_workspace_checkpoint_release(&rev);
 		if (i < NB && (base[i] = tar_us(home, tarout)) < 0)
 			status = 1;
 	}
@@ -216,7 +216,7 @@ int main(void)
 		tar_us(home200, tarout); /* warm the page cache for both */
 		for (int i = 0; i < N; i++) {
 			drop_store(data);
-			ours[i] = checkpoint_us(data, "h200", home200, RK_HOME_SNAPSHOT, 5);
+			ours[i] = checkpoint_us(data, "h200", home200, RK_WORKSPACE_SNAPSHOT, 5);
 			base[i] = tar_us(home200, tarout);
 			if (ours[i] < 0 || base[i] < 0)
 				status = 1;
@@ -234,7 +234,7 @@ int main(void)
 		for (int i = 0; i < N; i++) {
 			rk_random_bytes(mb, 1 << 20);
 			write_file(p, mb, 1 << 20);
-			ours[i] = checkpoint_us(data, "h200", home200, RK_HOME_SNAPSHOT, 5);
+			ours[i] = checkpoint_us(data, "h200", home200, RK_WORKSPACE_SNAPSHOT, 5);
 			if (ours[i] < 0)
 				status = 1;
 		}

@@ -17,11 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/time.h"
-#include "../../providers/provider.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/time.h"
+#include "providers/provider.h"
 
 #define N 20
 

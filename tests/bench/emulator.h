@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/time.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/time.h"
 
 static pid_t rk_bench_emulator(const char *kind, const char *portfile, const char *key)
 {

@@ -21,12 +21,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/json.h"
-#include "../../engine/util/time.h"
-#include "../../providers/docker/api.h"
-#include "../../providers/provider.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/json.h"
+#include "engine/util/time.h"
+#include "providers/docker/api.h"
+#include "providers/provider.h"
 
 #define N 30
 #define NPROV_DEFAULT 5

@@ -38,12 +38,12 @@
 
 #include <arpa/inet.h>
 
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/json.h"
-#include "../../engine/util/time.h"
-#include "../../providers/docker/api.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/json.h"
+#include "engine/util/time.h"
+#include "providers/docker/api.h"
 #include "emulator.h"
 
 #define N_FRAMES 20

@@ -17,11 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../engine/engine.h"
-#include "../../engine/execution.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/time.h"
-#include "../../engine/worker.h"
+#include "engine/state/engine.h"
+#include "engine/machine/execution.h"
+#include "engine/util/fs.h"
+#include "engine/util/time.h"
+#include "engine/machine/worker.h"
 #include "pg_server.h"
 
 #define BENCH_MS 8000

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../engine/util/buf.h"
+#include "engine/util/buf.h"
 
 /* Starts it; its RAKAZO_DATABASE_URL in url. 1 when up, 0 when not. */
 static int bench_pg_start(const char *dir, char *url, size_t url_size)

@@ -23,12 +23,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/http.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/time.h"
-#include "../../providers/provider.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/http.h"
+#include "engine/util/id.h"
+#include "engine/util/time.h"
+#include "providers/provider.h"
 #include "emulator.h"
 
 #define N 15

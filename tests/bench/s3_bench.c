@@ -14,21 +14,21 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "../../engine/home.h"
-#include "../../engine/util/time.h"
+#include "engine/store/workspace.h"
+#include "engine/util/time.h"
 #include "home_gen.h"
 
-static int64_t checkpoint_us(struct rk_home_store *s, const char *src)
+static int64_t checkpoint_us(struct rk_workspace_store *s, const char *src)
 {
-	struct rk_home_checkpoint_req req = {.src_dir = src, .reason = "bench", .kind = RK_HOME_SNAPSHOT, .keep = 5};
-	struct rk_home_revision rev = {0};
+	struct rk_workspace_checkpoint_req req = {.src_dir = src, .reason = "bench", .kind = RK_WORKSPACE_SNAPSHOT, .keep = 5};
+	struct rk_workspace_checkpoint rev = {0};
 	struct rk_error e;
 	int64_t t0 = rk_monotonic_us();
 	int r = s->ops->checkpoint(s, "h200", &req, &rev, &e);
 	int64_t t = rk_monotonic_us() - t0;
 	if (r)
 		fprintf(stderr, "s3 checkpoint failed: %s\n", e.message);
-	rk_home_revision_release(&rev);
+	rk_workspace_checkpoint_release(&rev);
 	return r ? -1 : t;
 }
 
@@ -69,28 +69,28 @@ int main(void)
 	char *home = rk_path_join(root, "data/homes/h200");
 	generate(home, 10000, 3, 37);
 	struct rk_error e;
-	struct rk_home_store *s = rk_home_store_s3_new("s3://rakazo-bench/bench", data, &e);
+	struct rk_workspace_store *s = rk_workspace_store_s3_new("s3://rakazo-bench/bench", data, &e);
 	int status = 1;
 	if (!s) {
 		fprintf(stderr, "s3 store: %s\n", e.message);
 		goto out;
 	}
-	struct rk_home_s3_stats st0, st1, st2;
+	struct rk_workspace_s3_stats st0, st1, st2;
 	int64_t full = checkpoint_us(s, home);
-	rk_home_s3_stats(s, &st0);
+	rk_workspace_s3_stats(s, &st0);
 	enum { N = 5 };
 	int64_t inc[N];
 	char *change = rk_path_join(home, "change.bin");
 	unsigned char *mb = rk_xmalloc(1 << 20);
 	status = full < 0;
 	for (int i = 0; i < N; i++) {
-		rk_home_s3_stats(s, &st1);
+		rk_workspace_s3_stats(s, &st1);
 		rk_random_bytes(mb, 1 << 20);
 		write_file(change, mb, 1 << 20);
 		if ((inc[i] = checkpoint_us(s, home)) < 0)
 			status = 1;
 	}
-	rk_home_s3_stats(s, &st2);
+	rk_workspace_s3_stats(s, &st2);
 	free(mb);
 	free(change);
 	if (status == 0) {

@@ -40,14 +40,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/actions.h"
-#include "../../engine/image.h"
-#include "../../engine/screen.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/time.h"
-#include "../../providers/provider.h"
+#include "engine/screen/actions.h"
+#include "engine/screen/picture.h"
+#include "engine/screen/screen.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/time.h"
+#include "providers/provider.h"
 
 #define N 20
 #define N_TYPE 5
@@ -401,7 +401,7 @@ static int png_red_at(const unsigned char *png, size_t len, int x, int y)
 	unsigned char *rgb = NULL;
 	int w, h;
 	struct rk_error e;
-	if (!png || rk_image_png_decode(png, len, &rgb, &w, &h, &e) != 0)
+	if (!png || rk_picture_png_decode(png, len, &rgb, &w, &h, &e) != 0)
 		return 0;
 	int red = 0;
 	if (x < w && y < h) {

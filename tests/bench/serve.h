@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/time.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/time.h"
 
 struct rk_bench_serve {
 	char dir[64], data[128];

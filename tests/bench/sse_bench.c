@@ -23,9 +23,9 @@
 
 #include <cJSON.h>
 
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/time.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/time.h"
 #include "serve.h"
 
 #define STREAMS 200

@@ -33,11 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/time.h"
-#include "../../providers/provider.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/time.h"
+#include "providers/provider.h"
 
 #define DESKTOPS 10
 #define TARGET_MB 150.0

@@ -23,14 +23,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/approval.h"
-#include "../../engine/authz.h"
-#include "../../engine/engine.h"
-#include "../../engine/memory.h"
-#include "../../engine/secret.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/time.h"
+#include "engine/access/approval.h"
+#include "engine/access/authz.h"
+#include "engine/state/engine.h"
+#include "engine/agent/memory.h"
+#include "engine/access/secret.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/time.h"
 
 #define N 50
 

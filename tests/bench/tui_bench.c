@@ -20,12 +20,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/db_runs.h"
-#include "../../engine/engine.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/time.h"
+#include "engine/state/db_runs.h"
+#include "engine/state/engine.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/time.h"
 
 #define RUNS 1000
 #define HISTORY_LINES 10000

@@ -197,7 +197,7 @@ teardown() {
 	[ "$(sandboxes)" = 1 ]
 	[ "$(calls POST /v2/sandboxes)" = 1 ]
 	# the engine's delete skips the provider for a computer with no ref
-	# (engine/execution.c), so this sandbox is removed here
+	# (engine/machine/execution.c), so this sandbox is removed here
 	emu POST "/_emulator/sandboxes/$(emu GET /_emulator/sandboxes | rk_json 'd[0]["sandboxID"]')/vanish" >/dev/null
 }
 

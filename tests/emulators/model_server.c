@@ -51,12 +51,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/ipc.h"
-#include "../../engine/util/json.h"
-#include "../../engine/util/time.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/ipc.h"
+#include "engine/util/json.h"
+#include "engine/util/time.h"
 
 #define BODY_MAX (64u << 20)
 

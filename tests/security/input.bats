@@ -173,7 +173,7 @@ EOF
 	run python3 "$CLIENT" "$URL" "$TOKEN" openapi "$SPEC" "$BATS_TEST_TMPDIR/routes.json"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	# and every route, driven through good and bad requests, answers only statuses the spec lists
-	max=$(grep -o 'RK_API_BODY_MAX ([0-9u* ]*)' "$BATS_TEST_DIRNAME/../../engine/api.h" | tr -dc "0-9*")
+	max=$(grep -o 'RK_API_BODY_MAX ([0-9u* ]*)' "$BATS_TEST_DIRNAME/../../api/api.h" | tr -dc "0-9*")
 	run python3 "$CLIENT" "$URL" "$TOKEN" statuses "$id" "$bot" "$((max))"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[[ ${lines[${#lines[@]}-1]} == "ok statuses "* ]]

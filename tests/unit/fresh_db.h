@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../../engine/sql.h"
+#include "engine/state/sql.h"
 
 static inline void fresh_database(void)
 {

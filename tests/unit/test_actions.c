@@ -1,11 +1,11 @@
 /* Action batches, key combos, Unicode keysyms and coordinate scaling
- * (engine/actions.c, engine/keys.c, engine/image.c). No X server needed. */
+ * (engine/screen/actions.c, engine/screen/keys.c, engine/screen/picture.c). No X server needed. */
 #include <string.h>
 
 #include "check.h"
-#include "../../engine/actions.h"
-#include "../../engine/image.h"
-#include "../../engine/keys.h"
+#include "engine/screen/actions.h"
+#include "engine/screen/picture.h"
+#include "engine/screen/keys.h"
 
 static struct rk_error err;
 
@@ -328,25 +328,25 @@ TEST(unicode_keysyms)
 TEST(fit_and_scaling_math)
 {
 	int w, h;
-	rk_image_fit(1280, 800, 1024, 1024, &w, &h);
+	rk_picture_fit(1280, 800, 1024, 1024, &w, &h);
 	CHECK_EQ_INT(w, 1024);
 	CHECK_EQ_INT(h, 640);
-	rk_image_fit(1280, 800, 1024, 0, &w, &h);
+	rk_picture_fit(1280, 800, 1024, 0, &w, &h);
 	CHECK_EQ_INT(w, 1024);
 	CHECK_EQ_INT(h, 640);
-	rk_image_fit(1280, 800, 0, 400, &w, &h);
+	rk_picture_fit(1280, 800, 0, 400, &w, &h);
 	CHECK_EQ_INT(w, 640);
 	CHECK_EQ_INT(h, 400);
-	rk_image_fit(1280, 800, 0, 0, &w, &h);
+	rk_picture_fit(1280, 800, 0, 0, &w, &h);
 	CHECK_EQ_INT(w, 1280);
 	CHECK_EQ_INT(h, 800);
-	rk_image_fit(1280, 800, 2000, 2000, &w, &h); /* never enlarged */
+	rk_picture_fit(1280, 800, 2000, 2000, &w, &h); /* never enlarged */
 	CHECK_EQ_INT(w, 1280);
 	CHECK_EQ_INT(h, 800);
-	rk_image_fit(1920, 1080, 1280, 800, &w, &h); /* width binds */
+	rk_picture_fit(1920, 1080, 1280, 800, &w, &h); /* width binds */
 	CHECK_EQ_INT(w, 1280);
 	CHECK_EQ_INT(h, 720);
-	rk_image_fit(800, 1280, 1024, 768, &w, &h); /* height binds */
+	rk_picture_fit(800, 1280, 1024, 768, &w, &h); /* height binds */
 	CHECK_EQ_INT(w, 480);
 	CHECK_EQ_INT(h, 768);
 
@@ -422,20 +422,20 @@ TEST(scale_and_png_roundtrip)
 			p[3] = 0;
 		}
 	unsigned char dst[2 * 2 * 3];
-	rk_image_scale(src, sw, sh, 4, (size_t)sw * 4, dst, 2, 2);
+	rk_picture_scale(src, sw, sh, 4, (size_t)sw * 4, dst, 2, 2);
 	for (int i = 0; i < 4; i++) {
 		CHECK_EQ_INT(dst[i * 3], 150);
 		CHECK_EQ_INT(dst[i * 3 + 1], 50);
 		CHECK_EQ_INT(dst[i * 3 + 2], 128);
 	}
 	unsigned char same[4 * 4 * 3];
-	rk_image_scale(src, sw, sh, 4, (size_t)sw * 4, same, 4, 4);
+	rk_picture_scale(src, sw, sh, 4, (size_t)sw * 4, same, 4, 4);
 	CHECK_EQ_INT(same[0], 100);
 	CHECK_EQ_INT(same[3], 200);
 	/* 1280 -> 1024 of a flat grey stays 128 everywhere */
 	unsigned char *big = rk_xmalloc(1280 * 8 * 3), *small = rk_xmalloc(1024 * 6 * 3);
 	memset(big, 128, 1280 * 8 * 3);
-	rk_image_scale(big, 1280, 8, 3, 1280 * 3, small, 1024, 6);
+	rk_picture_scale(big, 1280, 8, 3, 1280 * 3, small, 1024, 6);
 	int flat = 1;
 	for (int i = 0; i < 1024 * 6 * 3; i++)
 		flat &= small[i] == 128;
@@ -443,20 +443,20 @@ TEST(scale_and_png_roundtrip)
 
 	struct rk_buf png = RK_BUF_INIT;
 	rk_buf_init(&png);
-	REQUIRE(rk_image_png_encode(same, 4, 4, &png, &err) == 0);
+	REQUIRE(rk_picture_png_encode(same, 4, 4, &png, &err) == 0);
 	CHECK(png.len > 8 && memcmp(png.data, "\x89PNG", 4) == 0);
 	unsigned char *back;
 	int w, h;
-	REQUIRE(rk_image_png_decode(png.data, png.len, &back, &w, &h, &err) == 0);
+	REQUIRE(rk_picture_png_decode(png.data, png.len, &back, &w, &h, &err) == 0);
 	CHECK_EQ_INT(w, 4);
 	CHECK_EQ_INT(h, 4);
 	CHECK(memcmp(back, same, sizeof(same)) == 0);
 	free(back);
-	CHECK(rk_image_png_decode("nope", 4, &back, &w, &h, &err) == -RK_EINVALID);
+	CHECK(rk_picture_png_decode("nope", 4, &back, &w, &h, &err) == -RK_EINVALID);
 	rk_buf_release(&png);
 	free(big);
 	free(small);
-	CHECK(rk_image_fast_hash("abc", 3) != rk_image_fast_hash("abd", 3));
+	CHECK(rk_picture_fast_hash("abc", 3) != rk_picture_fast_hash("abd", 3));
 }
 
 int main(void)

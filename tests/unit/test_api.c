@@ -5,10 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../engine/api.h"
-#include "../../engine/engine.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
+#include "api/api.h"
+#include "engine/state/engine.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
 #include "check.h"
 #include "fresh_db.h"
 

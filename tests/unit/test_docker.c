@@ -21,12 +21,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/json.h"
-#include "../../engine/util/time.h"
-#include "../../providers/docker/api.h"
-#include "../../providers/provider.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/json.h"
+#include "engine/util/time.h"
+#include "providers/docker/api.h"
+#include "providers/provider.h"
 #include "check.h"
 
 extern const struct rk_provider_ops rk_provider_docker;

@@ -11,13 +11,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../engine/authz.h"
-#include "../../engine/engine.h"
-#include "../../engine/gateway.h"
-#include "../../engine/gateway_upstream.h"
-#include "../../engine/rfb.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
+#include "engine/access/authz.h"
+#include "engine/state/engine.h"
+#include "engine/gateway/gateway.h"
+#include "engine/gateway/gateway_upstream.h"
+#include "engine/screen/rfb.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
 #include "check.h"
 
 /* Client messages of each kind (RFC 6143 7.5). */

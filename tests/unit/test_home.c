@@ -12,16 +12,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/checkpoint.h"
-#include "../../engine/db.h"
-#include "../../engine/engine.h"
-#include "../../engine/execution.h"
-#include "../../engine/home.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/time.h"
-#include "../../engine/worker.h"
+#include "engine/machine/checkpoint.h"
+#include "engine/state/db.h"
+#include "engine/state/engine.h"
+#include "engine/machine/machine.h"
+#include "engine/machine/execution.h"
+#include "engine/store/workspace.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/time.h"
+#include "engine/machine/worker.h"
 #include "check.h"
 
 static char *new_data_dir(void)
@@ -72,29 +73,29 @@ static int has(const char *root, const char *rel)
 TEST(exclusion_precision)
 {
 	/* transient browser files inside .browser-profiles only */
-	CHECK(rk_home_excluded(".browser-profiles/default/Default/Cache/data_0"));
-	CHECK(rk_home_excluded(".browser-profiles/default/Default/Code Cache/js/x"));
-	CHECK(rk_home_excluded(".browser-profiles/default/GrShaderCache/a"));
-	CHECK(rk_home_excluded(".browser-profiles/default/Default/Service Worker/CacheStorage/x"));
-	CHECK(rk_home_excluded(".browser-profiles/default/SingletonLock"));
-	CHECK(rk_home_excluded(".browser-profiles/default/SingletonSocket"));
-	CHECK(rk_home_excluded(".browser-profiles/firefox/p/lock"));
-	CHECK(rk_home_excluded(".browser-profiles/firefox/p/.parentlock"));
-	CHECK(rk_home_excluded(".browser-profiles/default/Default/x.tmp"));
-	CHECK(rk_home_excluded(".browser-profiles/default/Cache"));
+	CHECK(rk_workspace_excluded(".browser-profiles/default/Default/Cache/data_0"));
+	CHECK(rk_workspace_excluded(".browser-profiles/default/Default/Code Cache/js/x"));
+	CHECK(rk_workspace_excluded(".browser-profiles/default/GrShaderCache/a"));
+	CHECK(rk_workspace_excluded(".browser-profiles/default/Default/Service Worker/CacheStorage/x"));
+	CHECK(rk_workspace_excluded(".browser-profiles/default/SingletonLock"));
+	CHECK(rk_workspace_excluded(".browser-profiles/default/SingletonSocket"));
+	CHECK(rk_workspace_excluded(".browser-profiles/firefox/p/lock"));
+	CHECK(rk_workspace_excluded(".browser-profiles/firefox/p/.parentlock"));
+	CHECK(rk_workspace_excluded(".browser-profiles/default/Default/x.tmp"));
+	CHECK(rk_workspace_excluded(".browser-profiles/default/Cache"));
 	/* what makes a profile worth keeping stays */
-	CHECK(!rk_home_excluded(".browser-profiles/default/Default/Cookies"));
-	CHECK(!rk_home_excluded(".browser-profiles/default/Default/Cookies-journal"));
-	CHECK(!rk_home_excluded(".browser-profiles/default/Default/Local Storage/leveldb/000003.log"));
-	CHECK(!rk_home_excluded(".browser-profiles/default/Default/Service Worker/Database/x"));
-	CHECK(!rk_home_excluded(".browser-profiles"));
+	CHECK(!rk_workspace_excluded(".browser-profiles/default/Default/Cookies"));
+	CHECK(!rk_workspace_excluded(".browser-profiles/default/Default/Cookies-journal"));
+	CHECK(!rk_workspace_excluded(".browser-profiles/default/Default/Local Storage/leveldb/000003.log"));
+	CHECK(!rk_workspace_excluded(".browser-profiles/default/Default/Service Worker/Database/x"));
+	CHECK(!rk_workspace_excluded(".browser-profiles"));
 	/* the same names elsewhere in the workspace stay */
-	CHECK(!rk_home_excluded("project/Cache/x"));
-	CHECK(!rk_home_excluded("project/lock"));
-	CHECK(!rk_home_excluded("SingletonLock"));
-	CHECK(!rk_home_excluded("notes.tmp"));
-	CHECK(!rk_home_excluded("x/.browser-profiles/default/Cache/a"));
-	CHECK(!rk_home_excluded(".browser-profilesX/Cache/a"));
+	CHECK(!rk_workspace_excluded("project/Cache/x"));
+	CHECK(!rk_workspace_excluded("project/lock"));
+	CHECK(!rk_workspace_excluded("SingletonLock"));
+	CHECK(!rk_workspace_excluded("notes.tmp"));
+	CHECK(!rk_workspace_excluded("x/.browser-profiles/default/Cache/a"));
+	CHECK(!rk_workspace_excluded(".browser-profilesX/Cache/a"));
 }
 
 /* A checkpoint of a live tree, then the files that went in the snapshot. */
@@ -110,9 +111,9 @@ TEST(exclusion_in_snapshot_and_export)
 	char *lnk = rk_path_join(src, ".browser-profiles/default/SingletonLock");
 	CHECK(symlink("host-123", lnk) == 0);
 	free(lnk);
-	struct rk_home_store *s = rk_home_store_local_new(dir);
-	struct rk_home_checkpoint_req req = {.src_dir = src, .reason = "test", .kind = RK_HOME_SNAPSHOT, .keep = 2};
-	struct rk_home_revision rev = {0};
+	struct rk_workspace_store *s = rk_workspace_store_local_new(dir);
+	struct rk_workspace_checkpoint_req req = {.src_dir = src, .reason = "test", .kind = RK_WORKSPACE_SNAPSHOT, .keep = 2};
+	struct rk_workspace_checkpoint rev = {0};
 	struct rk_error e;
 	REQUIRE(s->ops->checkpoint(s, "k1", &req, &rev, &e) == 0);
 	CHECK_EQ_INT(rev.files, 3);
@@ -127,17 +128,17 @@ TEST(exclusion_in_snapshot_and_export)
 	/* and through an export + strict import */
 	char *tarp = rk_path_join(dir, "x.tar");
 	int fd = open(tarp, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	REQUIRE(rk_home_export_dir(src, fd, 1, &e) == 0);
+	REQUIRE(rk_workspace_export_dir(src, fd, 1, &e) == 0);
 	lseek(fd, 0, SEEK_SET);
 	char *dest2 = rk_path_join(dir, "imported");
-	struct rk_home_import_stats st;
-	CHECK_EQ_INT(rk_home_import_tar(fd, dest2, &(struct rk_tar_opts){.uid = -1, .gid = -1, .max_bytes = 1 << 20}, &st, &e), 0);
+	struct rk_workspace_import_stats st;
+	CHECK_EQ_INT(rk_workspace_import_tar(fd, dest2, &(struct rk_tar_opts){.uid = -1, .gid = -1, .max_bytes = 1 << 20}, &st, &e), 0);
 	close(fd);
 	CHECK(has(dest2, "project/Cache/x"));
 	CHECK(has(dest2, ".browser-profiles/default/Default/Cookies"));
 	CHECK(!has(dest2, ".browser-profiles/default/SingletonLock"));
 	CHECK(!has(dest2, ".browser-profiles/default/Default/Cache/data_1"));
-	rk_home_revision_release(&rev);
+	rk_workspace_checkpoint_release(&rev);
 	s->ops->free(s);
 	free(tarp);
 	free(dest);
@@ -152,24 +153,24 @@ TEST(marker_checkpoints)
 	char *dir = new_data_dir();
 	char *src = rk_path_join(dir, "homes/k2");
 	put(src, "a.txt", "A");
-	struct rk_home_store *s = rk_home_store_local_new(dir);
-	struct rk_home_revision r1 = {0}, r2 = {0}, latest = {0};
+	struct rk_workspace_store *s = rk_workspace_store_local_new(dir);
+	struct rk_workspace_checkpoint r1 = {0}, r2 = {0}, latest = {0};
 	struct rk_error e;
-	struct rk_home_checkpoint_req req = {.src_dir = src, .reason = "stop", .kind = RK_HOME_MARKER, .keep = 1};
+	struct rk_workspace_checkpoint_req req = {.src_dir = src, .reason = "stop", .kind = RK_WORKSPACE_MARKER, .keep = 1};
 	CHECK(s->ops->latest(s, "k2", &latest, &e) == -RK_ENOTFOUND);
 	REQUIRE(s->ops->checkpoint(s, "k2", &req, &r1, &e) == 0);
 	rk_sleep_ms(2);
 	REQUIRE(s->ops->checkpoint(s, "k2", &req, &r2, &e) == 0);
-	CHECK(r1.kind == RK_HOME_MARKER && r1.files == -1);
+	CHECK(r1.kind == RK_WORKSPACE_MARKER && r1.files == -1);
 	CHECK(strcmp(r1.id, r2.id) != 0);
 	REQUIRE(s->ops->latest(s, "k2", &latest, &e) == 0);
 	CHECK_EQ_STR(latest.id, r2.id);
-	struct rk_home_revision *revs;
+	struct rk_workspace_checkpoint *revs;
 	size_t n;
 	REQUIRE(s->ops->list(s, "k2", &revs, &n, &e) == 0);
 	CHECK_EQ_INT(n, 1); /* keep 1 */
-	rk_home_revisions_free(revs, n);
-	struct rk_home_verify v;
+	rk_workspace_checkpoints_free(revs, n);
+	struct rk_workspace_verify v;
 	CHECK_EQ_INT(s->ops->verify(s, "k2", NULL, 0, &v, &e), 0);
 	CHECK(v.ok);
 	/* a marker holds no copy: only the live home "restores" it */
@@ -179,9 +180,9 @@ TEST(marker_checkpoints)
 	/* the revision metadata lives outside the home: a user's .revision stays theirs */
 	CHECK(!has(src, ".revision"));
 	free(other);
-	rk_home_revision_release(&r1);
-	rk_home_revision_release(&r2);
-	rk_home_revision_release(&latest);
+	rk_workspace_checkpoint_release(&r1);
+	rk_workspace_checkpoint_release(&r2);
+	rk_workspace_checkpoint_release(&latest);
 	s->ops->free(s);
 	free(src);
 	rk_fs_remove_tree(dir, NULL);
@@ -220,10 +221,10 @@ TEST(incremental_snapshots_restore_and_prune)
 	char *lnk = rk_path_join(src, "link");
 	CHECK(symlink("d0/f0.txt", lnk) == 0);
 	free(lnk);
-	struct rk_home_store *s = rk_home_store_local_new(dir);
+	struct rk_workspace_store *s = rk_workspace_store_local_new(dir);
 	struct rk_error e;
-	struct rk_home_checkpoint_req req = {.src_dir = src, .reason = "t", .kind = RK_HOME_SNAPSHOT, .keep = 2};
-	struct rk_home_revision r1 = {0}, r2 = {0}, r3 = {0};
+	struct rk_workspace_checkpoint_req req = {.src_dir = src, .reason = "t", .kind = RK_WORKSPACE_SNAPSHOT, .keep = 2};
+	struct rk_workspace_checkpoint r1 = {0}, r2 = {0}, r3 = {0};
 	REQUIRE(s->ops->checkpoint(s, "k3", &req, &r1, &e) == 0);
 	CHECK_EQ_INT(r1.files, 52);
 	CHECK_EQ_INT(r1.hashed, 52);
@@ -247,13 +248,13 @@ TEST(incremental_snapshots_restore_and_prune)
 	/* a third checkpoint prunes r1 and the object only it named */
 	put(src, "d2/f2.txt", "changed too");
 	REQUIRE(s->ops->checkpoint(s, "k3", &req, &r3, &e) == 0);
-	struct rk_home_revision *revs;
+	struct rk_workspace_checkpoint *revs;
 	size_t n;
 	REQUIRE(s->ops->list(s, "k3", &revs, &n, &e) == 0);
 	CHECK_EQ_INT(n, 2);
-	rk_home_revisions_free(revs, n);
+	rk_workspace_checkpoints_free(revs, n);
 	CHECK_EQ_INT(count_objects(dir), 52); /* "file 1" and "file 2" objects went, "changed too" came */
-	struct rk_home_verify v;
+	struct rk_workspace_verify v;
 	CHECK_EQ_INT(s->ops->verify(s, "k3", NULL, 1, &v, &e), 0);
 	CHECK(v.ok);
 	/* damage an object: deep verify says so */
@@ -279,9 +280,9 @@ TEST(incremental_snapshots_restore_and_prune)
 	CHECK(!v.ok);
 	CHECK_EQ_INT(v.corrupt, 1);
 	free(opath);
-	rk_home_revision_release(&r1);
-	rk_home_revision_release(&r2);
-	rk_home_revision_release(&r3);
+	rk_workspace_checkpoint_release(&r1);
+	rk_workspace_checkpoint_release(&r2);
+	rk_workspace_checkpoint_release(&r3);
 	s->ops->free(s);
 	free(dest);
 	free(src);
@@ -344,7 +345,7 @@ TEST(tar_slip_refused)
 		char *dest = rk_xasprintf("%s/box/stage-%s", dir, kinds[i]);
 		int fd = open(tarp, O_RDONLY);
 		struct rk_error e = {0};
-		int r = rk_home_import_tar(fd, dest, &(struct rk_tar_opts){.uid = -1, .gid = -1, .max_bytes = 4096}, NULL, &e);
+		int r = rk_workspace_import_tar(fd, dest, &(struct rk_tar_opts){.uid = -1, .gid = -1, .max_bytes = 4096}, NULL, &e);
 		close(fd);
 		if (r == 0)
 			printf("  %s was not refused\n", kinds[i]);
@@ -413,7 +414,7 @@ TEST(replacement_restores_the_workspace)
 	struct rk_computer c = {0};
 	REQUIRE(rk_db_computer_get(eng->db, "rep", &c, &e) == 0);
 	char *home = NULL;
-	REQUIRE(rk_home_dir(eng->data_dir, c.home_key, &home, &e) == 0);
+	REQUIRE(rk_workspace_dir(eng->data_dir, c.home_key, &home, &e) == 0);
 	put(home, "work/notes.txt", "precious");
 	put(home, ".browser-profiles/default/Default/Cookies", "session=1");
 	char *lnk = rk_path_join(home, ".browser-profiles/default/SingletonLock");
@@ -500,21 +501,21 @@ static int kill9(pid_t pid, pid_t pid2)
 static void churn(const char *dir, int seed)
 {
 	srand((unsigned)seed);
-	struct rk_home_store *s = rk_home_store_local_new(dir);
+	struct rk_workspace_store *s = rk_workspace_store_local_new(dir);
 	char *src = rk_path_join(dir, "homes/crash");
 	char *dest = rk_path_join(dir, "homes/crash-restored");
 	for (int round = 0;; round++) {
 		struct rk_error e;
-		struct rk_home_revision r = {0};
+		struct rk_workspace_checkpoint r = {0};
 		if (rand() % 3) {
 			make_tree(src, round + seed * 1000);
-			struct rk_home_checkpoint_req req = {.src_dir = src, .reason = "crash", .kind = RK_HOME_SNAPSHOT,
+			struct rk_workspace_checkpoint_req req = {.src_dir = src, .reason = "crash", .kind = RK_WORKSPACE_SNAPSHOT,
 							     .keep = 3};
 			s->ops->checkpoint(s, "crash", &req, &r, &e);
 		} else {
 			s->ops->restore(s, "crash", NULL, dest, &r, &e);
 		}
-		rk_home_revision_release(&r);
+		rk_workspace_checkpoint_release(&r);
 	}
 }
 
@@ -523,12 +524,12 @@ TEST(kill9_during_checkpoint_and_restore)
 	char *dir = new_data_dir();
 	char *src = rk_path_join(dir, "homes/crash");
 	make_tree(src, 0);
-	struct rk_home_store *s = rk_home_store_local_new(dir);
+	struct rk_workspace_store *s = rk_workspace_store_local_new(dir);
 	struct rk_error e;
-	struct rk_home_revision r = {0};
-	struct rk_home_checkpoint_req req = {.src_dir = src, .reason = "base", .kind = RK_HOME_SNAPSHOT, .keep = 3};
+	struct rk_workspace_checkpoint r = {0};
+	struct rk_workspace_checkpoint_req req = {.src_dir = src, .reason = "base", .kind = RK_WORKSPACE_SNAPSHOT, .keep = 3};
 	REQUIRE(s->ops->checkpoint(s, "crash", &req, &r, &e) == 0);
-	rk_home_revision_release(&r);
+	rk_workspace_checkpoint_release(&r);
 	int kills = 0;
 	srand(1234);
 	for (int i = 0; i < 110; i++) {
@@ -546,7 +547,7 @@ TEST(kill9_during_checkpoint_and_restore)
 		rk_sleep_ms(1 + rand() % 40);
 		kills += kill9(pid, pid2);
 		/* after every kill the latest revision is whole */
-		struct rk_home_verify v;
+		struct rk_workspace_verify v;
 		if (s->ops->verify(s, "crash", NULL, i % 10 == 0, &v, &e) != 0 || !v.ok) {
 			printf("  after kill %d: %s\n", kills, v.problem[0] ? v.problem : e.message);
 			CHECK(0);
@@ -554,15 +555,15 @@ TEST(kill9_during_checkpoint_and_restore)
 		}
 	}
 	CHECK(kills >= 100);
-	struct rk_home_verify v;
+	struct rk_workspace_verify v;
 	CHECK_EQ_INT(s->ops->verify(s, "crash", NULL, 1, &v, &e), 0);
 	CHECK(v.ok);
 	/* and it restores, with the home swap put right first */
 	char *dest = rk_path_join(dir, "homes/crash-restored");
-	REQUIRE(rk_home_recover(dir, "crash-restored", &e) == 0);
+	REQUIRE(rk_workspace_recover(dir, "crash-restored", &e) == 0);
 	CHECK_EQ_INT(s->ops->restore(s, "crash", NULL, dest, NULL, &e), 0);
 	CHECK(has(dest, "d0/f0"));
-	struct rk_home_gc_stats gs;
+	struct rk_workspace_gc_stats gs;
 	CHECK_EQ_INT(s->ops->gc(s, &gs, &e), 0);
 	CHECK_EQ_INT(s->ops->verify(s, "crash", NULL, 1, &v, &e), 0);
 	CHECK(v.ok);
@@ -592,11 +593,11 @@ static void churn_computers(const char *archive, const char *done_log, int seed)
 		struct rk_computer c = {0};
 		if (rk_db_computer_get(eng->db, crash_names[rand() % CRASH_COMPUTERS], &c, &e) != 0)
 			_exit(1);
-		struct rk_home_revision r = {0};
+		struct rk_workspace_checkpoint r = {0};
 		int op = rand() % 4, ok = -1;
 		if (op < 2) {
 			char *home = NULL;
-			if (rk_home_dir(eng->data_dir, c.home_key, &home, &e) == 0 && rk_fs_exists(home))
+			if (rk_workspace_dir(eng->data_dir, c.home_key, &home, &e) == 0 && rk_fs_exists(home))
 				make_tree(home, round + seed * 1000);
 			free(home);
 			ok = rk_checkpoint_create(eng, &c, "crash", RK_QUIESCE_NONE, &r, &e);
@@ -611,7 +612,7 @@ static void churn_computers(const char *archive, const char *done_log, int seed)
 		}
 		if (ok == 0 && log >= 0)
 			rk_fs_write_fd(log, op < 2 ? "c" : op == 2 ? "r" : "i", 1);
-		rk_home_revision_release(&r);
+		rk_workspace_checkpoint_release(&r);
 		rk_computer_release(&c);
 	}
 }
@@ -622,7 +623,7 @@ static int computers_verify(struct rk_engine *eng, int deep, int kills)
 	for (int i = 0; i < CRASH_COMPUTERS; i++) {
 		struct rk_computer c = {0};
 		struct rk_error e;
-		struct rk_home_verify v = {0};
+		struct rk_workspace_verify v = {0};
 		if (rk_db_computer_get(eng->db, crash_names[i], &c, &e) != 0 ||
 		    rk_checkpoint_verify(eng, &c, NULL, deep, &v, &e) != 0 || !v.ok) {
 			printf("  after kill %d, %s: %s\n", kills, crash_names[i], v.problem[0] ? v.problem : e.message);
@@ -655,7 +656,7 @@ TEST(kill9_during_computer_checkpoints_restores_and_imports)
 		struct rk_computer c = {0};
 		REQUIRE(rk_db_computer_get(eng->db, crash_names[i], &c, &e) == 0);
 		char *home = NULL;
-		REQUIRE(rk_home_dir(eng->data_dir, c.home_key, &home, &e) == 0);
+		REQUIRE(rk_workspace_dir(eng->data_dir, c.home_key, &home, &e) == 0);
 		make_tree(home, i);
 		free(home);
 		rk_computer_release(&c);
@@ -707,12 +708,12 @@ TEST(kill9_during_computer_checkpoints_restores_and_imports)
 	CHECK(seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
 	free(done);
 	free(done_log);
-	struct rk_home_store *s = rk_checkpoint_store(eng);
+	struct rk_workspace_store *s = rk_checkpoint_store(eng);
 	/* each computer checkpoints again, and its record names the store's latest */
 	for (int i = 0; i < CRASH_COMPUTERS; i++) {
 		struct rk_computer c = {0};
 		REQUIRE(rk_db_computer_get(eng->db, crash_names[i], &c, &e) == 0);
-		struct rk_home_revision r = {0}, latest = {0};
+		struct rk_workspace_checkpoint r = {0}, latest = {0};
 		CHECK_EQ_INT(rk_checkpoint_create(eng, &c, "after", RK_QUIESCE_NONE, &r, &e), 0);
 		CHECK_EQ_INT(s->ops->latest(s, c.home_key, &latest, &e), 0);
 		CHECK_EQ_STR(r.id, latest.id);
@@ -720,8 +721,8 @@ TEST(kill9_during_computer_checkpoints_restores_and_imports)
 		REQUIRE(rk_db_computer_get(eng->db, crash_names[i], &c, &e) == 0);
 		CHECK_EQ_STR(c.home_revision, latest.id);
 		CHECK_EQ_INT(rk_checkpoint_restore(eng, &c, NULL, NULL, &e), 0);
-		rk_home_revision_release(&r);
-		rk_home_revision_release(&latest);
+		rk_workspace_checkpoint_release(&r);
+		rk_workspace_checkpoint_release(&latest);
 		rk_computer_release(&c);
 	}
 	CHECK_EQ_INT(computers_verify(eng, 1, kills), 0);

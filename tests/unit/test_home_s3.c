@@ -14,12 +14,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/home.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/http.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/time.h"
+#include "engine/store/workspace.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/http.h"
+#include "engine/util/id.h"
+#include "engine/util/time.h"
 #include "check.h"
 
 static char *endpoint, *server_dir, *data_dir;
@@ -67,11 +67,11 @@ static int need_server(void)
 	return 0;
 }
 
-static struct rk_home_store *open_store(const char *prefix)
+static struct rk_workspace_store *open_store(const char *prefix)
 {
 	char *url = rk_xasprintf("s3://rakazo-test/%s", prefix);
 	struct rk_error e;
-	struct rk_home_store *s = rk_home_store_s3_new(url, data_dir, &e);
+	struct rk_workspace_store *s = rk_workspace_store_s3_new(url, data_dir, &e);
 	if (!s)
 		printf("  store %s: %s\n", url, e.message);
 	free(url);
@@ -121,17 +121,17 @@ static char *tmp_dir(const char *name)
 	return d;
 }
 
-static int checkpoint(struct rk_home_store *s, const char *key, const char *src, int keep, char **id)
+static int checkpoint(struct rk_workspace_store *s, const char *key, const char *src, int keep, char **id)
 {
-	struct rk_home_checkpoint_req req = {.src_dir = src, .reason = "test", .kind = RK_HOME_SNAPSHOT, .keep = keep};
-	struct rk_home_revision r = {0};
+	struct rk_workspace_checkpoint_req req = {.src_dir = src, .reason = "test", .kind = RK_WORKSPACE_SNAPSHOT, .keep = keep};
+	struct rk_workspace_checkpoint r = {0};
 	struct rk_error e;
 	int rc = s->ops->checkpoint(s, key, &req, &r, &e);
 	if (rc)
 		printf("  checkpoint %s: %s\n", key, e.message);
 	if (id)
 		*id = rc ? NULL : rk_xstrdup(r.id);
-	rk_home_revision_release(&r);
+	rk_workspace_checkpoint_release(&r);
 	return rc;
 }
 
@@ -168,14 +168,14 @@ TEST(round_trip_modes_links_binary_empty_dirs)
 {
 	if (!need_server())
 		return;
-	struct rk_home_store *s = open_store("round");
+	struct rk_workspace_store *s = open_store("round");
 	REQUIRE(s);
-	struct rk_home_desc d = {0};
+	struct rk_workspace_desc d = {0};
 	struct rk_error e;
 	CHECK_EQ_INT(s->ops->describe(s, &d, &e), 0);
 	CHECK_EQ_STR(d.name, "s3");
-	CHECK(d.caps & RK_HOME_REVISIONS);
-	CHECK(!(d.caps & RK_HOME_MARKERS));
+	CHECK(d.caps & RK_WORKSPACE_REVISIONS);
+	CHECK(!(d.caps & RK_WORKSPACE_MARKERS));
 	free(d.location);
 	char *src = tmp_dir("round-src");
 	put(src, "notes/a.txt", "alpha\n");
@@ -195,19 +195,19 @@ TEST(round_trip_modes_links_binary_empty_dirs)
 	char *id = NULL;
 	REQUIRE(checkpoint(s, "round", src, 3, &id) == 0);
 
-	struct rk_home_revision latest = {0};
+	struct rk_workspace_checkpoint latest = {0};
 	CHECK_EQ_INT(s->ops->latest(s, "round", &latest, &e), 0);
 	CHECK_EQ_STR(latest.id, id);
-	CHECK_EQ_INT(latest.kind, RK_HOME_SNAPSHOT);
+	CHECK_EQ_INT(latest.kind, RK_WORKSPACE_SNAPSHOT);
 	CHECK_EQ_INT(latest.files, 5);
-	rk_home_revision_release(&latest);
+	rk_workspace_checkpoint_release(&latest);
 
 	char *dest = rk_xasprintf("%s/round-dest", data_dir);
 	rk_fs_remove_tree(dest, NULL);
-	struct rk_home_revision got = {0};
+	struct rk_workspace_checkpoint got = {0};
 	REQUIRE(s->ops->restore(s, "round", NULL, dest, &got, &e) == 0);
 	CHECK_EQ_STR(got.id, id);
-	rk_home_revision_release(&got);
+	rk_workspace_checkpoint_release(&got);
 	size_t n = 0;
 	char *t = get(dest, "notes/a.txt", NULL);
 	CHECK_EQ_STR(t, "alpha\n");
@@ -285,7 +285,7 @@ TEST(unchanged_files_are_not_uploaded_again)
 {
 	if (!need_server())
 		return;
-	struct rk_home_store *s = open_store("dedupe");
+	struct rk_workspace_store *s = open_store("dedupe");
 	REQUIRE(s);
 	char *src = tmp_dir("dedupe-src");
 	for (int i = 0; i < 40; i++) {
@@ -294,19 +294,19 @@ TEST(unchanged_files_are_not_uploaded_again)
 		snprintf(text, sizeof(text), "file %d content", i);
 		put(src, name, text);
 	}
-	struct rk_home_s3_stats s0, s1, s2, s3;
+	struct rk_workspace_s3_stats s0, s1, s2, s3;
 	REQUIRE(checkpoint(s, "dedupe", src, 5, NULL) == 0);
-	rk_home_s3_stats(s, &s0);
+	rk_workspace_s3_stats(s, &s0);
 	CHECK_EQ_INT(s0.object_puts, 40);
 	/* nothing changed: no object goes up, none is even asked about */
 	REQUIRE(checkpoint(s, "dedupe", src, 5, NULL) == 0);
-	rk_home_s3_stats(s, &s1);
+	rk_workspace_s3_stats(s, &s1);
 	CHECK_EQ_INT(s1.object_puts - s0.object_puts, 0);
 	CHECK_EQ_INT(s1.heads - s0.heads, 0);
 	/* one file changed: one object */
 	put(src, "d1/f5", "changed");
 	REQUIRE(checkpoint(s, "dedupe", src, 5, NULL) == 0);
-	rk_home_s3_stats(s, &s2);
+	rk_workspace_s3_stats(s, &s2);
 	CHECK_EQ_INT(s2.object_puts - s1.object_puts, 1);
 	/* the upload threads leave no connection behind when they end */
 	int fds = open_fds();
@@ -319,14 +319,14 @@ TEST(unchanged_files_are_not_uploaded_again)
 	CHECK_EQ_INT(open_fds(), fds);
 	/* a new home with the same files in the same bucket uploads nothing,
 	 * and a fresh process (no local state) neither */
-	struct rk_home_store *s2nd = open_store("dedupe");
+	struct rk_workspace_store *s2nd = open_store("dedupe");
 	REQUIRE(s2nd);
 	char *copy = tmp_dir("dedupe-copy");
 	char *cmd = rk_xasprintf("cp -a '%s/.' '%s/'", src, copy);
 	CHECK_EQ_INT(system(cmd), 0);
 	free(cmd);
 	REQUIRE(checkpoint(s2nd, "dedupe-other", copy, 5, NULL) == 0);
-	rk_home_s3_stats(s2nd, &s3);
+	rk_workspace_s3_stats(s2nd, &s3);
 	CHECK_EQ_INT(s3.object_puts, 0);
 	CHECK_EQ_INT(s3.other_puts, 2); /* its manifest and its latest */
 	s2nd->ops->free(s2nd);
@@ -339,7 +339,7 @@ TEST(multipart_upload_for_a_big_file)
 {
 	if (!need_server())
 		return;
-	struct rk_home_store *s = open_store("big");
+	struct rk_workspace_store *s = open_store("big");
 	REQUIRE(s);
 	char *src = tmp_dir("big-src");
 	size_t len = (20u << 20) + 12345;
@@ -348,12 +348,12 @@ TEST(multipart_upload_for_a_big_file)
 	put_bytes(src, "big.bin", big, len, 0644);
 	put(src, "small", "s");
 	REQUIRE(checkpoint(s, "big", src, 2, NULL) == 0);
-	struct rk_home_s3_stats st;
-	rk_home_s3_stats(s, &st);
+	struct rk_workspace_s3_stats st;
+	rk_workspace_s3_stats(s, &st);
 	CHECK_EQ_INT(st.multipart_uploads, 1);
 	CHECK_EQ_INT(st.parts, 3); /* 8 + 8 + 4 MiB */
 	CHECK_EQ_INT(st.object_puts, 1);
-	struct rk_home_verify v;
+	struct rk_workspace_verify v;
 	struct rk_error e;
 	CHECK_EQ_INT(s->ops->verify(s, "big", NULL, 1, &v, &e), 0);
 	CHECK(v.ok);
@@ -366,8 +366,8 @@ TEST(multipart_upload_for_a_big_file)
 	free(t);
 	/* unchanged: not uploaded again */
 	REQUIRE(checkpoint(s, "big", src, 2, NULL) == 0);
-	struct rk_home_s3_stats st2;
-	rk_home_s3_stats(s, &st2);
+	struct rk_workspace_s3_stats st2;
+	rk_workspace_s3_stats(s, &st2);
 	CHECK_EQ_INT(st2.parts - st.parts, 0);
 	free(dest);
 	free(big);
@@ -379,7 +379,7 @@ TEST(list_show_and_prune)
 {
 	if (!need_server())
 		return;
-	struct rk_home_store *s = open_store("prune");
+	struct rk_workspace_store *s = open_store("prune");
 	REQUIRE(s);
 	char *src = tmp_dir("prune-src");
 	put(src, "same", "unchanging");
@@ -391,7 +391,7 @@ TEST(list_show_and_prune)
 		REQUIRE(checkpoint(s, "prune", src, 2, &ids[i]) == 0);
 		rk_sleep_ms(3); /* distinct created_at for the order */
 	}
-	struct rk_home_revision *revs = NULL;
+	struct rk_workspace_checkpoint *revs = NULL;
 	size_t n = 0;
 	struct rk_error e;
 	REQUIRE(s->ops->list(s, "prune", &revs, &n, &e) == 0);
@@ -403,11 +403,11 @@ TEST(list_show_and_prune)
 		CHECK(revs[0].checksum && strlen(revs[0].checksum) == 64);
 		CHECK_EQ_STR(revs[0].reason, "test");
 	}
-	rk_home_revisions_free(revs, n);
-	struct rk_home_revision r = {0};
+	rk_workspace_checkpoints_free(revs, n);
+	struct rk_workspace_checkpoint r = {0};
 	CHECK_EQ_INT(s->ops->show(s, "prune", ids[2], &r, &e), 0);
 	CHECK_EQ_STR(r.id, ids[2]);
-	rk_home_revision_release(&r);
+	rk_workspace_checkpoint_release(&r);
 	CHECK_EQ_INT(s->ops->show(s, "prune", ids[0], &r, &e), -RK_ENOTFOUND);
 	CHECK_EQ_INT(s->ops->show(s, "prune", "rev-nonsense", &r, &e), -RK_ENOTFOUND);
 	/* objects only the pruned revisions named are gone, the rest stay */
@@ -421,7 +421,7 @@ TEST(list_show_and_prune)
 	char *stale = rk_xasprintf("%s/tmp/s3-fetch-prune-AbC123", data_dir);
 	rk_fs_mkdirs(stale, 0700, NULL);
 	put(stale, "x", "y");
-	struct rk_home_gc_stats gs;
+	struct rk_workspace_gc_stats gs;
 	CHECK_EQ_INT(s->ops->gc(s, &gs, &e), 0);
 	CHECK_EQ_INT(gs.objects_removed, 0);
 	CHECK(!rk_fs_exists(stale));
@@ -446,13 +446,13 @@ TEST(verify_finds_deleted_and_corrupt_objects)
 {
 	if (!need_server())
 		return;
-	struct rk_home_store *s = open_store("verify");
+	struct rk_workspace_store *s = open_store("verify");
 	REQUIRE(s);
 	char *src = tmp_dir("verify-src");
 	put(src, "a", "content of a");
 	put(src, "b", "content of b");
 	REQUIRE(checkpoint(s, "verify", src, 2, NULL) == 0);
-	struct rk_home_verify v;
+	struct rk_workspace_verify v;
 	struct rk_error e;
 	CHECK_EQ_INT(s->ops->verify(s, "verify", NULL, 0, &v, &e), 0);
 	CHECK(v.ok);
@@ -485,7 +485,7 @@ TEST(verify_finds_deleted_and_corrupt_objects)
 	CHECK_EQ_INT(v.missing, 1);
 	CHECK_EQ_INT(v.corrupt, 1);
 	/* a damaged manifest */
-	struct rk_home_revision latest = {0};
+	struct rk_workspace_checkpoint latest = {0};
 	REQUIRE(s->ops->latest(s, "verify", &latest, &e) == 0);
 	char *km = rk_xasprintf("verify/homes/verify/revs/%s", latest.id);
 	char *body = rk_xasprintf("{\"id\":\"%s\",\"kind\":\"snapshot\",\"checksum\":\"%064d\"}\nf\t644\n", latest.id, 0);
@@ -493,7 +493,7 @@ TEST(verify_finds_deleted_and_corrupt_objects)
 	CHECK_EQ_INT(s->ops->verify(s, "verify", NULL, 0, &v, &e), 0);
 	CHECK(!v.ok);
 	CHECK(strstr(v.problem, "checksum") != NULL);
-	rk_home_revision_release(&latest);
+	rk_workspace_checkpoint_release(&latest);
 	free(body);
 	free(km);
 	free(dest);
@@ -506,7 +506,7 @@ TEST(verify_finds_deleted_and_corrupt_objects)
  * the parent on fd when the first checkpoint is in. */
 static void churn(const char *src, int seed, int fd)
 {
-	struct rk_home_store *s = open_store("crash");
+	struct rk_workspace_store *s = open_store("crash");
 	if (!s)
 		_exit(1);
 	for (int round = 0;; round++) {
@@ -533,7 +533,7 @@ TEST(kill9_mid_checkpoint_keeps_the_previous_latest)
 {
 	if (!need_server())
 		return;
-	struct rk_home_store *s = open_store("crash");
+	struct rk_workspace_store *s = open_store("crash");
 	REQUIRE(s);
 	char *src = tmp_dir("crash-src");
 	put(src, "gen", "base");
@@ -560,21 +560,21 @@ TEST(kill9_mid_checkpoint_keeps_the_previous_latest)
 		REQUIRE(got == 1);
 		rounds++;
 		/* the latest is whole: every object there, the manifest intact */
-		struct rk_home_verify v;
+		struct rk_workspace_verify v;
 		struct rk_error e;
 		if (s->ops->verify(s, "crash", NULL, i % 4 == 0, &v, &e) != 0 || !v.ok) {
 			printf("  after kill %d: %s\n", rounds, v.problem[0] ? v.problem : e.message);
 			CHECK(0);
 			break;
 		}
-		struct rk_home_revision r = {0};
+		struct rk_workspace_checkpoint r = {0};
 		if (s->ops->latest(s, "crash", &r, &e) == 0) {
 			if (!last || strcmp(last, r.id))
 				advanced++;
 			free(last);
 			last = rk_xstrdup(r.id);
 		}
-		rk_home_revision_release(&r);
+		rk_workspace_checkpoint_release(&r);
 	}
 	CHECK(rounds >= 20);
 	CHECK(advanced >= 20); /* each child got at least one checkpoint in */
@@ -594,10 +594,10 @@ TEST(kill9_mid_checkpoint_keeps_the_previous_latest)
 	}
 	free(gen);
 	/* what the kills left over is garbage gc removes, and the latest survives it */
-	struct rk_home_gc_stats gs;
+	struct rk_workspace_gc_stats gs;
 	CHECK_EQ_INT(s->ops->gc(s, &gs, &e), 0);
 	CHECK(gs.objects_removed > 0); /* kills did land between object uploads and `latest` */
-	struct rk_home_verify v;
+	struct rk_workspace_verify v;
 	CHECK_EQ_INT(s->ops->verify(s, "crash", NULL, 1, &v, &e), 0);
 	CHECK(v.ok);
 	free(last);
@@ -610,7 +610,7 @@ TEST(forget_drops_revisions_and_objects)
 {
 	if (!need_server())
 		return;
-	struct rk_home_store *s = open_store("forget");
+	struct rk_workspace_store *s = open_store("forget");
 	REQUIRE(s);
 	char *src = tmp_dir("forget-src");
 	put(src, "mine", "only in the forgotten home");
@@ -623,18 +623,18 @@ TEST(forget_drops_revisions_and_objects)
 	REQUIRE(checkpoint(s, "stays", src2, 3, NULL) == 0);
 	struct rk_error e;
 	CHECK_EQ_INT(s->ops->forget(s, "gone", &e), 0);
-	struct rk_home_revision r = {0};
+	struct rk_workspace_checkpoint r = {0};
 	CHECK_EQ_INT(s->ops->latest(s, "gone", &r, &e), -RK_ENOTFOUND);
-	struct rk_home_revision *revs = NULL;
+	struct rk_workspace_checkpoint *revs = NULL;
 	size_t n = 9;
 	CHECK_EQ_INT(s->ops->list(s, "gone", &revs, &n, &e), 0);
 	CHECK_EQ_INT(n, 0);
-	rk_home_revisions_free(revs, n);
+	rk_workspace_checkpoints_free(revs, n);
 	char *h1 = hash_of("only in the forgotten home"), *h2 = hash_of("second");
 	char *k1 = rk_xasprintf("forget/objects/%s", h1), *k2 = rk_xasprintf("forget/objects/%s", h2);
 	CHECK_EQ_INT(raw("HEAD", k1, NULL), 404);
 	CHECK_EQ_INT(raw("HEAD", k2, NULL), 200);
-	struct rk_home_verify v;
+	struct rk_workspace_verify v;
 	CHECK_EQ_INT(s->ops->verify(s, "stays", NULL, 1, &v, &e), 0);
 	CHECK(v.ok);
 	/* forgetting what was never there is fine */
@@ -649,34 +649,34 @@ TEST(bad_settings_give_clear_errors)
 {
 	struct rk_error e;
 	const char *dd = data_dir ? data_dir : "/tmp";
-	CHECK(rk_home_store_s3_new("http://bucket/x", dd, &e) == NULL);
+	CHECK(rk_workspace_store_s3_new("http://bucket/x", dd, &e) == NULL);
 	CHECK_EQ_INT(e.code, RK_EINVALID);
 	CHECK(strstr(e.message, "s3://") != NULL);
-	CHECK(rk_home_store_s3_new("s3://", dd, &e) == NULL);
+	CHECK(rk_workspace_store_s3_new("s3://", dd, &e) == NULL);
 	CHECK(strstr(e.message, "bucket name") != NULL);
-	CHECK(rk_home_store_s3_new("s3://Bad_Bucket/p", dd, &e) == NULL);
+	CHECK(rk_workspace_store_s3_new("s3://Bad_Bucket/p", dd, &e) == NULL);
 	CHECK_EQ_INT(e.code, RK_EINVALID);
-	CHECK(rk_home_store_s3_new("s3://bucket/a/../b", dd, &e) == NULL);
+	CHECK(rk_workspace_store_s3_new("s3://bucket/a/../b", dd, &e) == NULL);
 	CHECK(strstr(e.message, "'..'") != NULL);
-	CHECK(rk_home_store_s3_new("s3://bucket/a//b", dd, &e) == NULL);
-	struct rk_home_store *ok = rk_home_store_s3_new("s3://bucket/a/b.c/", dd, &e);
+	CHECK(rk_workspace_store_s3_new("s3://bucket/a//b", dd, &e) == NULL);
+	struct rk_workspace_store *ok = rk_workspace_store_s3_new("s3://bucket/a/b.c/", dd, &e);
 	CHECK(ok != NULL);
 	if (ok)
 		ok->ops->free(ok);
 	char *id = rk_xstrdup(getenv("AWS_ACCESS_KEY_ID"));
 	unsetenv("AWS_ACCESS_KEY_ID");
-	CHECK(rk_home_store_s3_new("s3://rakazo-test/p", dd, &e) == NULL);
+	CHECK(rk_workspace_store_s3_new("s3://rakazo-test/p", dd, &e) == NULL);
 	CHECK(strstr(e.message, "AWS_ACCESS_KEY_ID") != NULL);
 	if (id)
 		setenv("AWS_ACCESS_KEY_ID", id, 1);
 	free(id);
 	char *ep = rk_xstrdup(getenv("RAKAZO_S3_ENDPOINT"));
 	setenv("RAKAZO_S3_ENDPOINT", "ftp://127.0.0.1:1", 1);
-	CHECK(rk_home_store_s3_new("s3://rakazo-test/p", dd, &e) == NULL);
+	CHECK(rk_workspace_store_s3_new("s3://rakazo-test/p", dd, &e) == NULL);
 	CHECK(strstr(e.message, "RAKAZO_S3_ENDPOINT") != NULL);
 	/* the failed store hands its reason to every operation */
-	struct rk_home_store *f = rk_home_store_failed_new(&e);
-	struct rk_home_revision r = {0};
+	struct rk_workspace_store *f = rk_workspace_store_failed_new(&e);
+	struct rk_workspace_checkpoint r = {0};
 	struct rk_error e2;
 	CHECK_EQ_INT(f->ops->latest(f, "k", &r, &e2), -RK_EINVALID);
 	CHECK(strstr(e2.message, "RAKAZO_S3_ENDPOINT") != NULL);
@@ -689,9 +689,9 @@ TEST(bad_settings_give_clear_errors)
 	put(src, "x", "y");
 	/* nothing listens there: unavailable, and the message names the endpoint */
 	setenv("RAKAZO_S3_ENDPOINT", "http://127.0.0.1:9", 1);
-	struct rk_home_store *s = open_store("bad");
+	struct rk_workspace_store *s = open_store("bad");
 	REQUIRE(s);
-	struct rk_home_checkpoint_req req = {.src_dir = src, .reason = "t", .kind = RK_HOME_SNAPSHOT, .keep = 1};
+	struct rk_workspace_checkpoint_req req = {.src_dir = src, .reason = "t", .kind = RK_WORKSPACE_SNAPSHOT, .keep = 1};
 	CHECK_EQ_INT(s->ops->checkpoint(s, "k", &req, &r, &e), -RK_EUNAVAILABLE);
 	CHECK(strstr(e.message, "127.0.0.1:9") != NULL);
 	s->ops->free(s);
@@ -709,7 +709,7 @@ TEST(bad_settings_give_clear_errors)
 	setenv("AWS_SECRET_ACCESS_KEY", "S3RVER", 1);
 	/* a bucket that is not there */
 	char *url = rk_xstrdup("s3://no-such-bucket/p");
-	s = rk_home_store_s3_new(url, dd, &e);
+	s = rk_workspace_store_s3_new(url, dd, &e);
 	REQUIRE(s);
 	CHECK_EQ_INT(s->ops->checkpoint(s, "k", &req, &r, &e), -RK_ENOTFOUND);
 	CHECK(strstr(e.message, "NoSuchBucket") != NULL);

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../engine/util/buf.h"
-#include "../../engine/util/err.h"
-#include "../../engine/util/http.h"
+#include "engine/util/buf.h"
+#include "engine/util/err.h"
+#include "engine/util/http.h"
 #include "check.h"
 
 static atomic_int hits;      /* requests that reached the handler's end */

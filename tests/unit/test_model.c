@@ -14,14 +14,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/image.h"
-#include "../../engine/model.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/json.h"
-#include "../../engine/util/log.h"
-#include "../../engine/util/time.h"
+#include "engine/screen/picture.h"
+#include "engine/agent/model.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/json.h"
+#include "engine/util/log.h"
+#include "engine/util/time.h"
 #include "check.h"
 
 #define KEY "sk-test-SECRET-7f3a91c2"
@@ -178,7 +178,7 @@ static void make_png(int shade, struct rk_buf *png, char hash[65])
 	for (size_t i = 0; i < sizeof(rgb); i++)
 		rgb[i] = (unsigned char)(i % 3 == 0 ? shade : i % 3 == 1 ? 255 - shade : 40);
 	rk_buf_init(png);
-	rk_image_png_encode(rgb, 16, 12, png, NULL);
+	rk_picture_png_encode(rgb, 16, 12, png, NULL);
 	rk_sha256_hex(rgb, sizeof(rgb), hash);
 }
 

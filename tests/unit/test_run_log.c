@@ -1,14 +1,14 @@
-/* engine/run_log.c: event lines and the frames a run keeps (issue 9's timeline). */
+/* engine/agent/run_log.c: event lines and the frames a run keeps (issue 9's timeline). */
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../engine/image.h"
-#include "../../engine/run_log.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
+#include "engine/screen/picture.h"
+#include "engine/agent/run_log.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
 #include "check.h"
 
 #define HASH "00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff"
@@ -27,7 +27,7 @@ static void png_of(int w, int h, struct rk_buf *out)
 		for (int x = 0; x < w; x++)
 			rgb[((size_t)y * w + x) * 3 + (x < w / 2 ? 0 : 2)] = 255;
 	struct rk_error e;
-	rk_image_png_encode(rgb, w, h, out, &e);
+	rk_picture_png_encode(rgb, w, h, out, &e);
 	free(rgb);
 }
 
@@ -67,7 +67,7 @@ TEST(frame_kept_small_once_and_loaded_scaled)
 	unsigned char *rgb = NULL;
 	int w = 0, h = 0;
 	CHECK_EQ_INT(rk_fs_read_all(path, 1 << 20, &kept, &e), 0);
-	CHECK_EQ_INT(rk_image_png_decode(kept.data, kept.len, &rgb, &w, &h, &e), 0);
+	CHECK_EQ_INT(rk_picture_png_decode(kept.data, kept.len, &rgb, &w, &h, &e), 0);
 	CHECK_EQ_INT(w, RK_RUN_FRAME_MAX_W);
 	CHECK_EQ_INT(h, RK_RUN_FRAME_MAX_H);
 	free(rgb);

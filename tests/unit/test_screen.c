@@ -19,15 +19,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/actions.h"
-#include "../../engine/image.h"
-#include "../../engine/screen.h"
-#include "../../engine/window.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/time.h"
-#include "../../providers/provider.h"
+#include "engine/screen/actions.h"
+#include "engine/screen/picture.h"
+#include "engine/screen/screen.h"
+#include "engine/machine/window.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/time.h"
+#include "providers/provider.h"
 #include "check.h"
 
 #define W 1280
@@ -394,7 +394,7 @@ static int decode(const struct rk_observation *o, struct image *im)
 	im->rgb = NULL;
 	if (!o->png)
 		return 0;
-	return rk_image_png_decode(o->png, o->png_len, &im->rgb, &im->w, &im->h, &err) == 0;
+	return rk_picture_png_decode(o->png, o->png_len, &im->rgb, &im->w, &im->h, &err) == 0;
 }
 
 static int pixel_is(const struct image *im, int x, int y, int r, int g, int b)

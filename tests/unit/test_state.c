@@ -6,16 +6,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/computer.h"
-#include "../../engine/db.h"
-#include "../../engine/engine.h"
-#include "../../engine/execution.h"
-#include "../../engine/lease.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/json.h"
-#include "../../engine/util/time.h"
-#include "../../engine/worker.h"
+#include "engine/machine/computer.h"
+#include "engine/state/db.h"
+#include "engine/state/engine.h"
+#include "providers/provider.h"
+#include "engine/machine/execution.h"
+#include "engine/machine/lease.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/json.h"
+#include "engine/util/time.h"
+#include "engine/machine/worker.h"
 #include "check.h"
 #include "fresh_db.h"
 

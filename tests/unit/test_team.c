@@ -9,15 +9,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/checkpoint.h"
-#include "../../engine/db_runs.h"
-#include "../../engine/execution.h"
-#include "../../engine/idle.h"
-#include "../../engine/lease.h"
-#include "../../engine/reservation.h"
-#include "../../engine/team.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/worker.h"
+#include "engine/machine/checkpoint.h"
+#include "engine/state/db_runs.h"
+#include "engine/machine/execution.h"
+#include "engine/machine/idle.h"
+#include "engine/machine/lease.h"
+#include "engine/machine/reservation.h"
+#include "engine/machine/team.h"
+#include "engine/util/fs.h"
+#include "engine/machine/worker.h"
 #include "check.h"
 #include "fresh_db.h"
 

@@ -5,10 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../engine/db_runs.h"
-#include "../../engine/tools.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/json.h"
+#include "engine/state/db_runs.h"
+#include "engine/agent/tools.h"
+#include "engine/util/fs.h"
+#include "engine/util/json.h"
 #include "check.h"
 
 static cJSON *parse_error(const struct rk_tool_result *r)

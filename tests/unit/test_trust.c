@@ -10,17 +10,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/approval.h"
-#include "../../engine/authz.h"
-#include "../../engine/db_runs.h"
-#include "../../engine/engine.h"
-#include "../../engine/memory.h"
-#include "../../engine/secret.h"
-#include "../../engine/tools.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/json.h"
-#include "../../engine/util/time.h"
+#include "engine/access/approval.h"
+#include "engine/access/authz.h"
+#include "engine/state/db_runs.h"
+#include "engine/state/engine.h"
+#include "engine/agent/memory.h"
+#include "engine/access/secret.h"
+#include "engine/agent/tools.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/json.h"
+#include "engine/util/time.h"
 #include "check.h"
 #include "fresh_db.h"
 

@@ -9,16 +9,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/session.h"
-#include "../../engine/util/buf.h"
-#include "../../engine/util/err.h"
-#include "../../engine/util/fs.h"
-#include "../../engine/util/id.h"
-#include "../../engine/util/ipc.h"
-#include "../../engine/util/json.h"
-#include "../../engine/util/log.h"
-#include "../../engine/util/tar.h"
-#include "../../engine/util/time.h"
+#include "engine/machine/session.h"
+#include "engine/util/buf.h"
+#include "engine/util/err.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/ipc.h"
+#include "engine/util/json.h"
+#include "engine/util/log.h"
+#include "engine/util/tar.h"
+#include "engine/util/time.h"
 #include "check.h"
 
 static char *norm(const char *in, int *rc)

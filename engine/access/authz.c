@@ -1,0 +1,319 @@
+/* Authorization: identity, computer ownership, bot grants, capabilities (see authz.h). */
+
+#include "engine/access/authz.h"
+
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "engine/access/approval.h"
+#include "engine/util/buf.h"
+#include "engine/util/time.h"
+
+/* --- identity -------------------------------------------------------------------- */
+
+int rk_authz_name_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > 128)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+		      c == '_' || c == '@' || c == '+' || c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+/* RAKAZO_OWNER as the process was started (eng->owner is the API token
+ * once a request is authenticated: the server's own identity stays this). */
+static const char *process_owner(void)
+{
+	const char *o = getenv("RAKAZO_OWNER");
+	return o && *o ? o : NULL;
+}
+
+static char *login_name(void)
+{
+	const char *u = getenv("RAKAZO_USER"), *o = process_owner();
+	if (u && *u)
+		return rk_xstrdup(u);
+	if (o && !strncmp(o, "user:", 5))
+		return rk_xstrdup(o + 5);
+	struct passwd *pw = getpwuid(getuid());
+	return pw ? rk_xstrdup(pw->pw_name) : rk_xasprintf("uid%d", (int)getuid());
+}
+
+int rk_actor_resolve(struct rk_actor *a, struct rk_engine *eng, const char *space, const char *bot,
+		     struct rk_error *err)
+{
+	memset(a, 0, sizeof(*a));
+	const char *sp = space && *space ? space : getenv("RAKAZO_SPACE");
+	const char *o = process_owner();
+	(void)eng;
+	a->user = login_name();
+	a->space = rk_xstrdup(sp && *sp ? sp : RK_SPACE_DEFAULT);
+	if (!(bot && *bot) && o && !strncmp(o, "bot:", 4))
+		bot = o + 4; /* RAKAZO_OWNER=bot:NAME: a bot acts */
+	a->bot = bot && *bot ? rk_xstrdup(bot) : NULL;
+	const char *bad = !rk_authz_name_ok(a->user) ? "user" : !rk_authz_name_ok(a->space) ? "space"
+							   : a->bot && !rk_authz_name_ok(a->bot) ? "bot"
+												 : NULL;
+	if (bad) {
+		int r = rk_error_set(err, RK_EINVALID,
+				     "%s name '%s' is not valid: use 1 to 128 letters, digits and . _ @ + -", bad,
+				     !strcmp(bad, "user") ? a->user : !strcmp(bad, "space") ? a->space : a->bot);
+		rk_actor_release(a);
+		return r;
+	}
+	return 0;
+}
+
+void rk_actor_release(struct rk_actor *a)
+{
+	if (!a)
+		return;
+	free(a->user);
+	free(a->space);
+	free(a->bot);
+	memset(a, 0, sizeof(*a));
+}
+
+/* --- computers --------------------------------------------------------------------- */
+
+int rk_authz_computer_record(struct rk_engine *eng, const char *computer_id, const char *space, const char *owner,
+			     struct rk_error *err)
+{
+	struct rk_stmt *st = rk_db_prepare(eng->db,
+					 "INSERT INTO computer_access (computer_id, space_id, owner) VALUES (?, ?, ?) "
+					 "ON CONFLICT (computer_id) DO NOTHING",
+					 err);
+	if (!st)
+		return -err->code;
+	rk_db_bind_text(st, 1, computer_id);
+	rk_db_bind_text(st, 2, space);
+	rk_db_bind_text(st, 3, owner);
+	return rk_db_step_done(eng->db, st, "record the computer's space", err);
+}
+
+int rk_authz_computer_place(struct rk_engine *eng, const struct rk_computer *c, char **space, char **owner,
+			    struct rk_error *err)
+{
+	*space = *owner = NULL;
+	struct rk_stmt *st =
+		rk_db_prepare(eng->db, "SELECT space_id, owner FROM computer_access WHERE computer_id = ?", err);
+	if (!st)
+		return -err->code;
+	rk_db_bind_text(st, 1, c->id);
+	int rc = rk_stmt_step(st);
+	if (rc == RK_SQL_ROW) {
+		*space = rk_db_col_text(st, 0);
+		*owner = rk_db_col_text(st, 1);
+	} else if (rc != RK_SQL_DONE) {
+		int r = rk_db_sql_error(eng->db, err, "read the computer's space");
+		rk_stmt_finalize(st);
+		return r;
+	}
+	rk_stmt_finalize(st);
+	if (!*space)
+		*space = rk_xstrdup(RK_SPACE_DEFAULT);
+	/* without a record: a person's own computer stays theirs; one made
+	 * through an API token, or by no one in particular, is the organization's
+	 * (a token is an org credential; a bot never owns a computer) */
+	if (!*owner)
+		*owner = rk_xstrdup(c->owner && !strncmp(c->owner, "user:", 5) ? c->owner : "org");
+	return 0;
+}
+
+int rk_authz_visible(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c)
+{
+	char *space, *owner;
+	struct rk_error e;
+	if (rk_authz_computer_place(eng, c, &space, &owner, &e))
+		return 0;
+	int ok = !strcmp(space, a->space);
+	free(space);
+	free(owner);
+	return ok;
+}
+
+/* Is the person a the owner of c, or a member of its organization? */
+static int person_may_manage(const struct rk_actor *a, const char *owner)
+{
+	if (!strcmp(owner, "org"))
+		return 1;
+	return !strncmp(owner, "user:", 5) && !strcmp(owner + 5, a->user);
+}
+
+static int has_grant(struct rk_engine *eng, const char *computer_id, const char *bot, int *yes, struct rk_error *err)
+{
+	struct rk_api_right right = {0};
+	int r = rk_api_right_get(eng->db, computer_id, bot, &right, err);
+	*yes = r == 0;
+	rk_api_right_release(&right);
+	return r == -RK_ENOTFOUND ? 0 : r;
+}
+
+/* The rule decider: 0 when the ownership and grant rules allow it. */
+static int rules_decide(struct rk_engine *eng, const struct rk_actor *a, const char *cap, const struct rk_computer *c,
+			struct rk_error *err)
+{
+	if (!strcmp(cap, "computers.create")) {
+		if (a->bot)
+			return rk_error_set(err, RK_EDENIED,
+					    "a bot cannot create a computer: a computer belongs to a member or the "
+					    "organization; ask a person to create one and grant it to bot '%s'",
+					    a->bot);
+		return 0;
+	}
+	if (!c)
+		return rk_error_set(err, RK_EINVALID, "%s needs a computer", cap);
+	char *space, *owner;
+	int r = rk_authz_computer_place(eng, c, &space, &owner, err);
+	if (r)
+		return r;
+	if (strcmp(space, a->space) != 0) {
+		r = rk_error_set(err, RK_ENOTFOUND, "no computer '%s' in space '%s'", c->name, a->space);
+	} else if (a->bot) {
+		int yes;
+		if (!strcmp(cap, "computers.delete") || !strcmp(cap, "computers.expose"))
+			r = rk_error_set(err, RK_EDENIED, "bot '%s' may not %s computer '%s': only its owner may",
+					 a->bot, cap + strlen("computers."), c->name);
+		else if ((r = has_grant(eng, c->id, a->bot, &yes, err)) == 0 && !yes)
+			r = rk_error_set(err, RK_EDENIED,
+					 "bot '%s' has no right to use computer '%s': `rakazo computer grant %s --bot %s`",
+					 a->bot, c->name, c->name, a->bot);
+	} else if (!person_may_manage(a, owner)) {
+		r = rk_error_set(err, RK_EDENIED, "computer '%s' belongs to %s, not to %s", c->name, owner, a->user);
+	}
+	free(space);
+	free(owner);
+	return r;
+}
+
+int rk_authz_check(struct rk_engine *eng, const struct rk_actor *a, const char *capability,
+		   const struct rk_computer *c, struct rk_error *err)
+{
+	int r = rules_decide(eng, a, capability, c, err);
+	if (r)
+		return r;
+	/* then the approval rules, a capability being matched as a tool name */
+	struct rk_approval_decision d;
+	if ((r = rk_approval_evaluate(eng, a, capability, NULL, 0, &d, err)))
+		return r;
+	if (d.ask)
+		return rk_error_set(err, RK_EDENIED, "%s needs approval (%s), which a command line cannot give",
+				    capability, d.reason);
+	return 0;
+}
+
+int rk_authz_resolve(struct rk_engine *eng, const struct rk_actor *a, const char *ref, const char *capability,
+		      struct rk_computer *out, struct rk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (!ref || !*ref)
+		return rk_error_set(err, RK_EUSAGE, "name a computer");
+	int r = rk_db_computer_get(eng->db, ref, out, err);
+	if (r)
+		return r;
+	if (!rk_authz_visible(eng, a, out))
+		r = rk_error_set(err, RK_ENOTFOUND, "no computer '%s' in space '%s'", ref, a->space);
+	else if (capability)
+		r = rk_authz_check(eng, a, capability, out, err);
+	if (r)
+		rk_computer_release(out);
+	return r;
+}
+
+/* Decides capability on computer_id with decide (rk_authz_check or the
+ * rules alone); a deleted computer is decided by the place it was recorded in. */
+static int decide_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id, const char *capability,
+		     int (*decide)(struct rk_engine *, const struct rk_actor *, const char *,
+				   const struct rk_computer *, struct rk_error *),
+		     struct rk_error *err)
+{
+	struct rk_computer c = {0};
+	int r = rk_db_computer_get(eng->db, computer_id, &c, err);
+	if (r == -RK_ENOTFOUND) {
+		struct rk_computer gone = {.id = (char *)computer_id, .name = (char *)computer_id};
+		return decide(eng, a, capability, &gone, err);
+	}
+	if (r == 0)
+		r = decide(eng, a, capability, &c, err);
+	rk_computer_release(&c);
+	return r;
+}
+
+int rk_authz_check_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id,
+		      const char *capability, struct rk_error *err)
+{
+	return decide_id(eng, a, computer_id, capability, rk_authz_check, err);
+}
+
+int rk_authz_may_use(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c)
+{
+	struct rk_error e;
+	return rules_decide(eng, a, "computers.use", c, &e) == 0;
+}
+
+int rk_authz_may_use_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id)
+{
+	struct rk_error e;
+	return decide_id(eng, a, computer_id, "computers.use", rules_decide, &e) == 0;
+}
+
+int rk_authz_grant(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c, const char *bot,
+		   struct rk_error *err)
+{
+	if (!rk_authz_name_ok(bot))
+		return rk_error_set(err, RK_EINVALID, "bot name '%s' is not valid", bot);
+	if (a->bot)
+		return rk_error_set(err, RK_EDENIED, "a bot cannot grant rights");
+	int r = rules_decide(eng, a, "computers.expose", c, err);
+	if (r)
+		return rk_error_prefix(err, "grant");
+	char *by = rk_xasprintf("user:%s", a->user);
+	struct rk_api_right right = {0};
+	r = rk_api_right_put(eng->db, c->id, bot, by, &right, err);
+	rk_api_right_release(&right);
+	free(by);
+	return r;
+}
+
+int rk_authz_revoke(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c, const char *bot,
+		    struct rk_error *err)
+{
+	if (a->bot)
+		return rk_error_set(err, RK_EDENIED, "a bot cannot revoke rights");
+	int r = rules_decide(eng, a, "computers.expose", c, err);
+	if (r)
+		return rk_error_prefix(err, "revoke");
+	if ((r = rk_api_right_delete(eng->db, c->id, bot, err)) == -RK_ENOTFOUND)
+		return rk_error_set(err, RK_ENOTFOUND, "bot '%s' has no right to computer '%s'", bot, c->name);
+	return r;
+}
+
+int rk_authz_rights(struct rk_engine *eng, const struct rk_computer *c, cJSON **out, struct rk_error *err)
+{
+	struct rk_api_right *rs = NULL;
+	size_t n = 0;
+	int r = rk_api_right_list(eng->db, c->id, &rs, &n, err);
+	if (r)
+		return r;
+	cJSON *arr = cJSON_CreateArray();
+	char t[32];
+	for (size_t i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "bot", rs[i].bot_id);
+		cJSON_AddStringToObject(o, "granted_by", rs[i].granted_by);
+		cJSON_AddStringToObject(o, "created_at", rk_iso8601(rs[i].created_at, t, sizeof(t)));
+		cJSON_AddItemToArray(arr, o);
+		rk_api_right_release(&rs[i]);
+	}
+	free(rs);
+	*out = arr;
+	return 0;
+}

@@ -1,0 +1,101 @@
+#ifndef RK_AUTHZ_H
+#define RK_AUTHZ_H
+/* Authorization: who acts (a user in a space, maybe through a bot), who a
+ * computer belongs to, which bots may use it, and the capability check
+ * every computer action goes through.
+ *
+ * Identity. The user is RAKAZO_USER, else the name in RAKAZO_OWNER
+ * ("user:NAME"), else the login name; the space is the --space flag, else
+ * RAKAZO_SPACE, else "default". A bot acts when one is named (a run's
+ * --bot) or RAKAZO_OWNER is "bot:NAME". Names are 1 to 128 of
+ * [A-Za-z0-9._@+-].
+ *
+ * Ownership. A computer belongs to its creator (a member, "user:NAME") or to
+ * the organization ("org"), never to a bot, and lives in one space (the one
+ * it was created in; computers made before spaces existed are in
+ * "default"). Computers of other spaces are invisible: not listed, and
+ * named they are not found.
+ *
+ * Rights. A bot uses a computer only with a grant (`rakazo computer grant
+ * COMPUTER --bot B`) from the owner (any member for an org computer). A
+ * person uses their own computers and the org's in their space. The rights
+ * are read again before every action (rk_authz_check), so a revoke stops
+ * the next one: the next tool call, the next input to a live shell.
+ *
+ * Capabilities (computers.use, computers.acquire, computers.create,
+ * computers.delete, computers.expose) go through a chain of deciders: the
+ * rules above, then the approval rules (engine/access/approval.h, matched as a tool
+ * named after the capability). An action no decider allows does not run;
+ * the error (RK_EDENIED) says why. */
+
+#include <stdint.h>
+
+#include "engine/state/db.h"
+#include "engine/state/engine.h"
+#include "engine/util/err.h"
+
+#define RK_SPACE_DEFAULT "default"
+
+struct rk_actor {
+	char *user;  /* "alice" */
+	char *space; /* "default" */
+	char *bot;   /* NULL: the person acts */
+};
+
+/* Fills a from the environment (see above); space may be NULL (then
+ * RAKAZO_SPACE or the default), bot may be NULL. RK_EINVALID for a malformed
+ * name. Release with rk_actor_release. */
+int rk_actor_resolve(struct rk_actor *a, struct rk_engine *eng, const char *space, const char *bot,
+		     struct rk_error *err);
+void rk_actor_release(struct rk_actor *a);
+/* 1 when s is a valid user, space or bot name. */
+int rk_authz_name_ok(const char *s);
+
+/* --- computers ------------------------------------------------------------ */
+
+/* Records a new computer's space and owner ("user:NAME" or "org"). */
+int rk_authz_computer_record(struct rk_engine *eng, const char *computer_id, const char *space, const char *owner,
+			     struct rk_error *err);
+/* The space and owner of a computer (malloc'd). */
+int rk_authz_computer_place(struct rk_engine *eng, const struct rk_computer *c, char **space, char **owner,
+			    struct rk_error *err);
+/* 1 when the computer is in a's space. */
+int rk_authz_visible(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c);
+int rk_authz_grant(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c, const char *bot,
+		   struct rk_error *err);
+/* RK_ENOTFOUND when the bot had no grant. */
+int rk_authz_revoke(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c, const char *bot,
+		    struct rk_error *err);
+/* The bots granted the computer, oldest first: a cJSON array of
+ * {bot, granted_by, created_at}; caller deletes it. */
+int rk_authz_rights(struct rk_engine *eng, const struct rk_computer *c, cJSON **out, struct rk_error *err);
+
+/* The capability check: 0 when a may do capability on c (c NULL for
+ * computers.create); RK_EDENIED with the reason otherwise. The approval
+ * decider only allows or denies here (nobody waits on a command line):
+ * require_approval on a capability denies it outside a run. */
+int rk_authz_check(struct rk_engine *eng, const struct rk_actor *a, const char *capability,
+		   const struct rk_computer *c, struct rk_error *err);
+
+/* The one resolver: every command, route, tool and panel that acts on a
+ * computer turns (identity, reference) into a computer here. ref is a name,
+ * an id or a unique id prefix. Another space's computer is not found
+ * (RK_ENOTFOUND: it is invisible); one a may not do capability on is
+ * RK_EDENIED (rk_authz_check), so nothing is done. capability NULL: found
+ * only, for a caller that checks a right of its own (grant, revoke). Fills
+ * out (release with rk_computer_release), left empty on failure. */
+int rk_authz_resolve(struct rk_engine *eng, const struct rk_actor *a, const char *ref, const char *capability,
+		     struct rk_computer *out, struct rk_error *err);
+/* The same check for what outlives its computer (a lifecycle command and
+ * its events): computer_id may be deleted, and then the space and owner it
+ * was recorded with decide. */
+int rk_authz_check_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id,
+		      const char *capability, struct rk_error *err);
+/* 1 when a may use c by the ownership and grant rules (no approval asked):
+ * what a list of computers shows a. */
+int rk_authz_may_use(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c);
+/* The same for what outlives its computer (a screen capability): a
+ * deleted computer_id is decided by the space and owner it was recorded with. */
+int rk_authz_may_use_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id);
+
+#endif

@@ -1,0 +1,199 @@
+#ifndef RK_MODEL_H
+#define RK_MODEL_H
+/* The model client: a conversation, tool definitions, and one call to an
+ * OpenAI-compatible chat-completions endpoint over libcurl.
+ *
+ * Configuration (rk_model_config_load), each field taken from the first
+ * place that sets it:
+ *   1. flags (struct rk_model_flags, filled by cmd/ from --model-... options)
+ *   2. the environment: RAKAZO_MODEL_BASE_URL, RAKAZO_MODEL, RAKAZO_API_KEY
+ *   3. the config file: flags->config_path, else RAKAZO_CONFIG, else
+ *      DATA_DIR/config.json, an object whose "model" member holds
+ *      {"base_url", "model", "api_key", "timeout_s", "max_retries",
+ *       "max_tokens", "keep_images"}; a missing file is not an error
+ *   4. for the key only: OPENROUTER_API_KEY when the base URL is
+ *      openrouter.ai, else OPENAI_API_KEY, else OPENROUTER_API_KEY.
+ * The base URL is the API root ("https://api.openai.com/v1",
+ * "http://127.0.0.1:8000/v1"); requests go to {base_url}/chat/completions.
+ *
+ * Keys: the key is sent only as "Authorization: Bearer KEY"; it never goes
+ * into the log or an error message (any echo of it in a server's message is
+ * replaced by "[redacted]").
+ *
+ * Wire format (documented because OpenAI-compatible servers differ):
+ *   - a user message with an image is content [{"type":"text",...},
+ *     {"type":"image_url","image_url":{"url":"data:image/png;base64,..."}}]
+ *   - a tool result is {"role":"tool","tool_call_id":..,"content":"text"};
+ *     its images cannot ride in a tool message on most servers, so after a
+ *     run of consecutive tool messages one user message follows carrying
+ *     their images, each preceded by a text part naming the tool call
+ *     ("screenshot from tool call ID: LABEL").
+ *   - a pruned image becomes a text part "[screenshot omitted ...: LABEL]"
+ *     and an unchanged frame one "[screenshot unchanged ...: LABEL]", so the
+ *     model still knows a frame was there and what it was.
+ *
+ * Retries: connection failures, HTTP 429 (Retry-After honored, capped at
+ * 60 s) and 5xx are retried up to max_retries times with exponential
+ * backoff and jitter; other 4xx are not (401/403: RK_EDENIED, 413:
+ * RK_ETOOLARGE, others RK_EINVALID, each with the server's message). A
+ * request that runs past timeout_ms is RK_ETIMEOUT and is not retried (a
+ * slow model stays slow). Nothing here prints or exits. */
+
+#include <cJSON.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/util/err.h"
+
+#define RK_MODEL_TIMEOUT_MS_DEFAULT 120000
+#define RK_MODEL_CONNECT_TIMEOUT_MS_DEFAULT 10000
+#define RK_MODEL_RETRIES_DEFAULT 4
+#define RK_MODEL_BACKOFF_MS_DEFAULT 500
+#define RK_MODEL_KEEP_IMAGES_DEFAULT 2
+
+struct rk_model_reply;
+
+/* What the command line gives; NULL / 0 / -1 fields are "not set". */
+struct rk_model_flags {
+	const char *base_url, *model, *api_key;
+	const char *config_path;
+	int64_t timeout_ms;  /* 0: not set */
+	int max_retries;     /* -1: not set */
+	int max_tokens;      /* 0: not set */
+	int keep_images;     /* 0: not set */
+};
+#define RK_MODEL_FLAGS_INIT {NULL, NULL, NULL, NULL, 0, -1, 0, 0}
+
+struct rk_model_config {
+	char *base_url;            /* no trailing "/" */
+	char *model;
+	char *api_key;             /* NULL: no Authorization header; never log it */
+	const char *key_source;    /* "--api-key", "RAKAZO_API_KEY", "config file", "OPENAI_API_KEY" ... or NULL */
+	char *config_path;         /* the file consulted (it may not exist) */
+	int64_t timeout_ms;        /* whole request, per attempt */
+	int64_t connect_timeout_ms;
+	int max_retries;           /* retries after the first attempt */
+	int64_t backoff_ms;        /* first backoff; doubles each retry (tests make it small) */
+	int64_t retry_after_cap_ms;
+	int max_tokens;            /* 0: not sent */
+	int keep_images;           /* for rk_model_prune_images by the caller */
+	/* Optional: set to non-zero (a signal handler may) to stop a call or
+	 * its backoff; the call returns RK_EINTERRUPTED. */
+	volatile sig_atomic_t *cancel;
+};
+
+/* Fills cfg from flags (may be NULL), the environment and the config file.
+ * data_dir locates the default config file (may be NULL: then only
+ * RAKAZO_CONFIG or flags name one). RK_EUSAGE "no model configured: ..."
+ * when no base URL or model is set anywhere; RK_EINVALID for a malformed
+ * config file or URL. The caller releases cfg. */
+int rk_model_config_load(const struct rk_model_flags *flags, const char *data_dir, struct rk_model_config *cfg,
+			 struct rk_error *err);
+void rk_model_config_release(struct rk_model_config *cfg);
+
+/* ---- the conversation ---- */
+
+enum rk_model_role { RK_MODEL_SYSTEM, RK_MODEL_USER, RK_MODEL_ASSISTANT, RK_MODEL_TOOL };
+enum rk_model_part_kind { RK_MODEL_TEXT, RK_MODEL_IMAGE };
+
+struct rk_model_part {
+	enum rk_model_part_kind kind;
+	char *text;               /* TEXT: the text; IMAGE: NULL */
+	/* IMAGE, and a TEXT part that stands for one (pruned or unchanged): */
+	int is_frame;             /* this part is (or was) a screenshot */
+	int pruned;               /* the bytes were dropped by rk_model_prune_images */
+	char *label;              /* metadata naming the frame ("frame 12, 1280x800 ...") */
+	char frame_hash[65];      /* "" when the caller gave none */
+	unsigned char *png;       /* IMAGE only */
+	size_t png_len;
+};
+
+struct rk_model_tool_call {
+	char *id;
+	char *name;
+	char *arguments;          /* the raw JSON text the model sent; see rk_model_tool_call_args */
+};
+
+struct rk_model_message {
+	enum rk_model_role role;
+	struct rk_model_part *parts;
+	size_t nparts;
+	struct rk_model_tool_call *calls; /* ASSISTANT */
+	size_t ncalls;
+	char *tool_call_id;               /* TOOL */
+};
+
+struct rk_model_conversation {
+	struct rk_model_message **msgs;   /* pointers stay valid as messages are added */
+	size_t n, cap;
+	char last_frame_hash[65];         /* the hash of the last frame whose bytes were added */
+};
+
+struct rk_model_conversation *rk_model_conversation_new(void);
+void rk_model_conversation_free(struct rk_model_conversation *c);
+
+/* Appends a message; text may be NULL (no text part). The returned message
+ * belongs to the conversation. */
+struct rk_model_message *rk_model_add_message(struct rk_model_conversation *c, enum rk_model_role role,
+					      const char *text);
+/* A tool result for the assistant's call call_id. */
+struct rk_model_message *rk_model_add_tool_result(struct rk_model_conversation *c, const char *call_id,
+						  const char *text);
+/* The assistant's reply (text and tool calls), copied, so the next call
+ * carries it. */
+struct rk_model_message *rk_model_add_reply(struct rk_model_conversation *c, const struct rk_model_reply *r);
+void rk_model_message_add_text(struct rk_model_message *m, const char *text);
+/* Adds a screenshot (PNG bytes, copied) to m, a USER or TOOL message of c.
+ * frame_hash (may be NULL) identifies the frame (the screen engine's
+ * sha256); label names it for the model. When frame_hash equals the last
+ * frame added to c, no bytes are added: a text part says the screen is
+ * unchanged. Returns 1 when the image was added, 0 for an unchanged frame. */
+int rk_model_message_add_image(struct rk_model_conversation *c, struct rk_model_message *m, const void *png,
+			       size_t len, const char *frame_hash, const char *label);
+/* Drops the bytes of every screenshot but the last keep_last (<= 0: the
+ * default, 2), turning each into a text part that names the frame. Returns
+ * how many were pruned now. */
+int rk_model_prune_images(struct rk_model_conversation *c, int keep_last);
+/* Screenshots in c that still carry bytes. */
+int rk_model_image_count(const struct rk_model_conversation *c);
+
+/* ---- tools and the call ---- */
+
+struct rk_model_tool {
+	const char *name;
+	const char *description;
+	const cJSON *parameters;  /* a JSON-schema object; NULL: {"type":"object","properties":{}} */
+};
+
+struct rk_model_reply {
+	char *text;               /* NULL when the model sent none */
+	struct rk_model_tool_call *calls;
+	size_t ncalls;
+	char *finish_reason;      /* "stop", "tool_calls", "length" ...; NULL when absent */
+	int64_t prompt_tokens, completion_tokens; /* -1 when the server did not say */
+	int attempts;             /* HTTP requests it took (1 when no retry) */
+	int http_status;          /* of the last attempt; 0 when none was answered */
+};
+void rk_model_reply_release(struct rk_model_reply *r);
+
+/* The request body rk_model_complete sends (for tests and --dry-run);
+ * the caller owns it. */
+cJSON *rk_model_request_json(const struct rk_model_config *cfg, const struct rk_model_conversation *c,
+			     const struct rk_model_tool *tools, size_t ntools);
+
+/* One completion: POSTs the conversation and fills reply (released by the
+ * caller; filled only on success). Errors: RK_EUNAVAILABLE (not reachable,
+ * or 429/5xx after every retry), RK_ETIMEOUT, RK_EDENIED, RK_EINVALID,
+ * RK_ETOOLARGE, RK_EFAILED "the model endpoint returned a malformed reply:
+ * ...", RK_EINTERRUPTED (cfg->cancel). */
+int rk_model_complete(const struct rk_model_config *cfg, const struct rk_model_conversation *c,
+		      const struct rk_model_tool *tools, size_t ntools, struct rk_model_reply *reply,
+		      struct rk_error *err);
+
+/* Parses a tool call's arguments into an object (the caller owns *out): ""
+ * is {}. RK_EINVALID naming the tool when they are malformed or not an
+ * object, so the loop can hand the model that message as the tool result. */
+int rk_model_tool_call_args(const struct rk_model_tool_call *call, cJSON **out, struct rk_error *err);
+
+#endif

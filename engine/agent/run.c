@@ -1,0 +1,1453 @@
+/* The agent loop, its stored events and conversation, cancel, resume,
+ * takeover waits and stale-run detection (see run.h). */
+
+#include "engine/agent/run.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/access/authz.h"
+#include "engine/machine/checkpoint.h"
+#include "engine/state/db_runs.h"
+#include "engine/machine/execution.h"
+#include "engine/util/host.h"
+#include "engine/machine/lease.h"
+#include "engine/agent/run_log.h"
+#include "engine/access/secret.h"
+#include "engine/machine/session.h"
+#include "engine/agent/tools.h"
+#include "engine/machine/worker.h"
+#include "engine/util/buf.h"
+#include "engine/util/fs.h"
+#include "engine/util/id.h"
+#include "engine/util/json.h"
+#include "engine/util/log.h"
+#include "engine/util/time.h"
+
+static const char default_prompt[] =
+	"You are an agent working on a sandboxed Linux computer through tools. Your workspace is the current "
+	"directory of shell and the root of the file tools; files you leave there are kept. Work step by step: "
+	"look before you act, check the result of each action, and prefer shell and the file tools where they do "
+	"the job. When you need a person on the screen (a login, a captcha, a decision), call request_takeover "
+	"with the reason and wait for their note. When the task is done, answer with a short summary of what you "
+	"did and what you found, without calling a tool.";
+
+#define LEASE_TTL_MS RK_RUN_STALE_MS_DEFAULT
+#define OUTPUT_EVENT_MAX 4000 /* chars of a tool's text in its tool.result event */
+#define TAKEOVER_POLL_MS 200
+
+/* ---- request_takeover: a tool of the run itself ---------------------------- */
+
+static const char takeover_schema[] =
+	"{\"type\":\"object\",\"properties\":{\"reason\":{\"type\":\"string\","
+	"\"description\":\"what the person should do on the screen\"}},\"required\":[\"reason\"],"
+	"\"additionalProperties\":false}";
+
+/* [0] no desktop, [1] a desktop, [2] a desktop with a page browser */
+static struct rk_model_tool *all_tools[3];
+static size_t all_ntools[3];
+static pthread_once_t tools_once = PTHREAD_ONCE_INIT;
+
+static void build_tools(void)
+{
+	for (int desktop = 0; desktop < 3; desktop++) {
+		size_t n;
+		const struct rk_model_tool *base = desktop == 2 ? rk_tools_with_browser(&n) : rk_tools_definitions(desktop, &n);
+		all_tools[desktop] = rk_xcalloc(n + 1, sizeof(struct rk_model_tool));
+		memcpy(all_tools[desktop], base, n * sizeof(*base));
+		all_ntools[desktop] = n;
+		if (desktop) {
+			cJSON *schema = cJSON_Parse(takeover_schema);
+			if (!schema)
+				abort(); /* a typo in the schema above */
+			all_tools[desktop][n] = (struct rk_model_tool){
+				"request_takeover",
+				"Ask a person to take over the screen (a login, a captcha, a choice only they can make). "
+				"The run waits until they hand control back; their note is this call's result.",
+				schema};
+			all_ntools[desktop] = n + 1;
+		}
+	}
+}
+
+static const struct rk_model_tool *run_tools(const struct rk_computer *c, size_t *n)
+{
+	pthread_once(&tools_once, build_tools);
+	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
+	int v = !c->desktop ? 0 : ops && (ops->caps & RK_CAP_PAGE_BROWSER) ? 2 : 1;
+	*n = all_ntools[v];
+	return all_tools[v];
+}
+
+/* ---- the run in this process ------------------------------------------------ */
+
+struct run {
+	struct rk_engine *eng;
+	const struct rk_run_exec *x;
+	char *id;
+	struct rk_run_row row;
+	struct rk_computer c;
+	struct rk_model_config cfg;
+	int max_steps;
+	int64_t max_wall_ms, max_tokens;
+	const char *system_prompt;   /* borrowed from opts */
+	cJSON *opts;                 /* the row's options */
+	int64_t steps, in_tok, out_tok;    /* the row's totals */
+	int64_t attempt_steps, attempt_tok; /* this attempt's */
+	int64_t seq, msg_seq;
+	int64_t fence;
+	int64_t last_beat;           /* monotonic ms of the last heartbeat */
+	char **sessions;             /* shell sessions the run left running */
+	size_t nsessions;
+	struct rk_model_conversation *conv;
+	struct rk_secret_redactor *red; /* the user's secrets, read again each step */
+	volatile sig_atomic_t no_flag;
+};
+
+/* The values of the secrets of a run's user (of bot_id), read now
+ * (engine/access/secret.h). */
+static struct rk_secret_redactor *run_redactor(struct rk_engine *eng, const char *bot_id)
+{
+	struct rk_actor a = {0};
+	struct rk_error e;
+	struct rk_secret_redactor *red =
+		rk_secret_redactor_new(eng, rk_actor_resolve(&a, eng, NULL, bot_id, &e) == 0 ? &a : NULL);
+	rk_actor_release(&a);
+	return red;
+}
+
+/* Reads the values again: a secret set since the last step is taken out of
+ * what is stored too. */
+static void reload_redactor(struct run *run)
+{
+	rk_secret_redactor_free(run->red);
+	run->red = run_redactor(run->eng, run->row.bot_id);
+}
+
+/* s redacted with red, malloc'd (NULL stays NULL). */
+static char *redacted_with(const struct rk_secret_redactor *red, const char *s)
+{
+	if (!s)
+		return NULL;
+	struct rk_buf b;
+	rk_buf_init(&b);
+	rk_buf_adds(&b, s);
+	rk_secret_redactor_buf(red, &b);
+	return rk_buf_detach(&b, NULL);
+}
+
+static char *redacted(struct run *run, const char *s)
+{
+	return redacted_with(run->red, s);
+}
+
+static const char *lease_bot(const struct rk_run_row *row)
+{
+	return row->lease_bot ? row->lease_bot : row->bot_id ? row->bot_id : RK_RUN_LEASE_BOT_DEFAULT;
+}
+
+/* Event seq of type with the members of body (consumed; may be NULL),
+ * redacted with red and stored; a failed store is logged. The event is
+ * returned for the stream. */
+static cJSON *event_store(struct rk_engine *eng, const struct rk_secret_redactor *red, const char *run_id,
+			  int64_t seq, const char *type, cJSON *body)
+{
+	cJSON *ev = cJSON_CreateObject();
+	char when[32];
+	cJSON_AddNumberToObject(ev, "seq", (double)seq);
+	cJSON_AddStringToObject(ev, "type", type);
+	cJSON_AddStringToObject(ev, "run_id", run_id);
+	cJSON_AddStringToObject(ev, "time", rk_iso8601(rk_now_ms(), when, sizeof(when)));
+	if (body) {
+		cJSON *m;
+		while ((m = body->child)) {
+			cJSON_DetachItemViaPointer(body, m);
+			cJSON_AddItemToObject(ev, m->string, m);
+		}
+		cJSON_Delete(body);
+	}
+	rk_secret_redactor_json(red, ev);
+	char *text = cJSON_PrintUnformatted(ev);
+	struct rk_error e;
+	if (rk_db_run_event_append(eng->db, run_id, seq, type, text, &e))
+		rk_log(RK_LOG_WARN, "run %s: event %lld (%s) not stored: %s", run_id, (long long)seq, type, e.message);
+	free(text);
+	return ev;
+}
+
+/* Stores and sends an event of type with the members of body (consumed; may
+ * be NULL). A failed store is logged: the stream still gets the event. */
+static void emit(struct run *run, const char *type, cJSON *body)
+{
+	cJSON *ev = event_store(run->eng, run->red, run->id, ++run->seq, type, body);
+	if (run->x && run->x->cb)
+		run->x->cb(ev, run->x->cb_ctx);
+	cJSON_Delete(ev);
+}
+
+/* Stores one conversation message (consumed). */
+static void store_msg(struct run *run, cJSON *m)
+{
+	rk_secret_redactor_json(run->red, m);
+	char *text = cJSON_PrintUnformatted(m);
+	cJSON_Delete(m);
+	struct rk_error e;
+	if (rk_db_run_message_append(run->eng->db, run->id, ++run->msg_seq, text, &e))
+		rk_log(RK_LOG_WARN, "run %s: message %lld not stored: %s", run->id, (long long)run->msg_seq,
+		       e.message);
+	free(text);
+}
+
+static cJSON *msg_json(const char *role, const char *text)
+{
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "role", role);
+	rk_json_add_str_or_null(m, "text", text);
+	return m;
+}
+
+/* A person's words (the task, the system prompt): the model gets them
+ * without the user's secrets too, as it gets everything else. */
+static void add_text_msg(struct run *run, enum rk_model_role role, const char *text)
+{
+	char *clean = redacted(run, text);
+	rk_model_add_message(run->conv, role, clean);
+	store_msg(run, msg_json(role == RK_MODEL_SYSTEM ? "system" : "user", clean));
+	free(clean);
+}
+
+static void add_reply_msg(struct run *run, const struct rk_model_reply *reply)
+{
+	rk_model_add_reply(run->conv, reply);
+	cJSON *m = msg_json("assistant", reply->text);
+	cJSON *calls = cJSON_AddArrayToObject(m, "tool_calls");
+	for (size_t i = 0; i < reply->ncalls; i++) {
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "id", reply->calls[i].id ? reply->calls[i].id : "");
+		cJSON_AddStringToObject(c, "name", reply->calls[i].name ? reply->calls[i].name : "");
+		cJSON_AddStringToObject(c, "arguments", reply->calls[i].arguments ? reply->calls[i].arguments : "");
+		cJSON_AddItemToArray(calls, c);
+	}
+	store_msg(run, m);
+}
+
+static struct rk_model_message *add_tool_msg(struct run *run, const char *call_id, const char *text,
+					     const char *frame_label)
+{
+	struct rk_model_message *msg = rk_model_add_tool_result(run->conv, call_id, text);
+	cJSON *m = msg_json("tool", text);
+	cJSON_AddStringToObject(m, "tool_call_id", call_id);
+	if (frame_label)
+		cJSON_AddStringToObject(m, "frame", frame_label);
+	store_msg(run, m);
+	return msg;
+}
+
+/* Adds the stored messages of run_id to the conversation. Its own (a
+ * resume): they are stored already. Another run's (the thread's previous
+ * one): its system message is left out and the rest are stored as this
+ * run's, so a resume of this run rebuilds them too. A call of the last
+ * assistant turn without a stored result gets one saying its outcome is
+ * unknown, so the conversation is well formed again. *count: how many were
+ * added. */
+static int replay_messages(struct run *run, const char *run_id, int *count, struct rk_error *err)
+{
+	int own = !strcmp(run_id, run->id);
+	char *text;
+	int r = rk_db_run_messages(run->eng->db, run_id, &text, err);
+	if (r)
+		return r;
+	cJSON *arr = cJSON_Parse(text);
+	free(text);
+	if (!cJSON_IsArray(arr)) {
+		cJSON_Delete(arr);
+		return rk_error_set(err, RK_ECORRUPT, "run %s: its stored conversation is not JSON", run_id);
+	}
+	*count = 0;
+	cJSON *pending = cJSON_CreateArray(); /* call ids of the last assistant turn without a result */
+	const cJSON *m;
+	cJSON_ArrayForEach(m, arr)
+	{
+		const char *role = rk_json_string(m, "role", "");
+		const char *mtext = rk_json_string(m, "text", NULL);
+		if (!own && !strcmp(role, "system"))
+			continue;
+		if (own)
+			run->msg_seq++;
+		else
+			store_msg(run, cJSON_Duplicate(m, 1));
+		(*count)++;
+		if (!strcmp(role, "system")) {
+			rk_model_add_message(run->conv, RK_MODEL_SYSTEM, mtext);
+		} else if (!strcmp(role, "user")) {
+			rk_model_add_message(run->conv, RK_MODEL_USER, mtext);
+		} else if (!strcmp(role, "assistant")) {
+			const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+			size_t n = (size_t)cJSON_GetArraySize(calls), i = 0;
+			struct rk_model_reply reply = {0};
+			reply.text = (char *)mtext;
+			reply.calls = n ? rk_xcalloc(n, sizeof(*reply.calls)) : NULL;
+			reply.ncalls = n;
+			const cJSON *c;
+			cJSON_Delete(pending);
+			pending = cJSON_CreateArray();
+			cJSON_ArrayForEach(c, calls)
+			{
+				reply.calls[i].id = (char *)rk_json_string(c, "id", "");
+				reply.calls[i].name = (char *)rk_json_string(c, "name", "");
+				reply.calls[i].arguments = (char *)rk_json_string(c, "arguments", "");
+				cJSON_AddItemToArray(pending, cJSON_CreateString(reply.calls[i].id));
+				i++;
+			}
+			rk_model_add_reply(run->conv, &reply);
+			free(reply.calls);
+		} else if (!strcmp(role, "tool")) {
+			const char *id = rk_json_string(m, "tool_call_id", "");
+			struct rk_model_message *tm = rk_model_add_tool_result(run->conv, id, mtext);
+			const char *frame = rk_json_string(m, "frame", NULL);
+			if (frame) {
+				char *t = rk_xasprintf("[screenshot not kept across %s: %s]",
+						       own ? "the resume" : "runs", frame);
+				rk_model_message_add_text(tm, t);
+				free(t);
+			}
+			for (int k = cJSON_GetArraySize(pending) - 1; k >= 0; k--)
+				if (!strcmp(cJSON_GetArrayItem(pending, k)->valuestring, id))
+					cJSON_DeleteItemFromArray(pending, k);
+		}
+	}
+	cJSON_Delete(arr);
+	const cJSON *id;
+	cJSON_ArrayForEach(id, pending)
+	{
+		add_tool_msg(run, id->valuestring,
+			     "{\"error\":{\"code\":\"outcome_unknown\",\"message\":\"the run stopped before this call's "
+			     "result was stored: its effect is unknown, check before repeating it\"}}",
+			     NULL);
+	}
+	cJSON_Delete(pending);
+	return 0;
+}
+
+static int load_conversation(struct run *run, struct rk_error *err)
+{
+	int n;
+	return replay_messages(run, run->id, &n, err);
+}
+
+/* The agent's session is its thread and bot, never its computer: a new run
+ * of a thread goes on from the thread's previous run (of the same bot),
+ * whichever computer that one had. Sets *prev (malloc'd) when it did. */
+static int continue_thread(struct run *run, char **prev, int *count, struct rk_error *err)
+{
+	*prev = NULL;
+	*count = 0;
+	if (!run->row.thread_id)
+		return 0;
+	int r = rk_db_run_thread_previous(run->eng->db, run->row.thread_id, run->row.bot_id, run->id, prev, err);
+	if (r == -RK_ENOTFOUND)
+		return 0;
+	return r ? r : replay_messages(run, *prev, count, err);
+}
+
+/* The computer to run on, as the starter a sees it (engine/access/authz.h): the
+ * one named, else the only one a may use. */
+static int pick_computer(struct rk_engine *eng, const struct rk_actor *a, const char *ref, struct rk_computer *out,
+			 struct rk_error *err)
+{
+	if (ref)
+		return rk_authz_resolve(eng, a, ref, NULL, out, err);
+	struct rk_computer *cs;
+	size_t n, m = 0;
+	int r = rk_db_computer_list(eng->db, &cs, &n, err);
+	if (r)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (rk_authz_may_use(eng, a, &cs[i]))
+			cs[m++] = cs[i];
+		else
+			rk_computer_release(&cs[i]);
+	}
+	n = m;
+	if (n == 1) {
+		*out = cs[0];
+		free(cs);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		rk_computer_release(&cs[i]);
+	free(cs);
+	if (n == 0)
+		return rk_error_set(err, RK_ENOTFOUND,
+				    "no computer to run on: create one with `rakazo computer create --name NAME`");
+	return rk_error_set(err, RK_EUSAGE, "there are %zu computers: name one with --computer", n);
+}
+
+/* The call's arguments as the tool reads them (strict JSON), else as text. */
+static cJSON *call_arguments(const struct rk_model_tool_call *call)
+{
+	cJSON *a = NULL;
+	if (rk_model_tool_call_args(call, &a, NULL))
+		a = cJSON_CreateString(call->arguments ? call->arguments : "");
+	return a;
+}
+
+/* Heartbeat (and lease renewal) when the last one is older than every_ms. */
+static void beat(struct run *run, int64_t every_ms)
+{
+	int64_t now = rk_monotonic_ms();
+	if (every_ms > 0 && now - run->last_beat < every_ms)
+		return;
+	run->last_beat = now;
+	struct rk_error e;
+	if (rk_db_run_heartbeat(run->eng->db, run->id, &e))
+		rk_log(RK_LOG_WARN, "run %s: heartbeat: %s", run->id, e.message);
+	if (rk_lease_renew(run->eng, run->c.id, lease_bot(&run->row), run->fence, LEASE_TTL_MS, &e))
+		rk_log(RK_LOG_WARN, "run %s: lease renewal: %s", run->id, e.message);
+}
+
+/* What the row says now: 0 go on; else the reason to stop ("cancelled", or
+ * "superseded" when someone else ended the run, e.g. found it stale). */
+static const char *look(struct run *run)
+{
+	if (run->x->cancel && *run->x->cancel)
+		return "interrupted";
+	struct rk_run_row row = {0};
+	struct rk_error e;
+	const char *why = NULL;
+	if (rk_db_run_get(run->eng->db, run->id, &row, &e) == 0) {
+		if (row.cancel_requested > 0)
+			why = "cancelled";
+		else if (rk_run_state_is_final(row.state))
+			why = "superseded";
+	}
+	rk_run_row_release(&row);
+	return why;
+}
+
+static int stop_error(struct run *run, const char *why, struct rk_error *err)
+{
+	if (!strcmp(why, "cancelled"))
+		return rk_error_set(err, RK_EINTERRUPTED, "cancelled: the run was cancelled after %lld steps",
+				    (long long)run->steps);
+	if (!strcmp(why, "superseded"))
+		return rk_error_set(err, RK_ECONFLICT,
+				    "superseded: the run was ended by another process while this one was stalled");
+	return rk_error_set(err, RK_EINTERRUPTED, "interrupted: the run was interrupted after %lld steps",
+			    (long long)run->steps);
+}
+
+static void note_session(struct run *run, const struct rk_tool_result *res, const char *name)
+{
+	if (strcmp(name, "shell") && strcmp(name, "write_stdin"))
+		return;
+	cJSON *doc = cJSON_Parse(res->text);
+	const char *sid = rk_json_string(doc, "session", NULL);
+	if (sid && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "running"))) {
+		size_t i;
+		for (i = 0; i < run->nsessions && strcmp(run->sessions[i], sid); i++)
+			;
+		if (i == run->nsessions) {
+			run->sessions = rk_xrealloc(run->sessions, (run->nsessions + 1) * sizeof(char *));
+			run->sessions[run->nsessions++] = rk_xstrdup(sid);
+		}
+	}
+	cJSON_Delete(doc);
+}
+
+static void kill_sessions(struct run *run)
+{
+	for (size_t i = 0; i < run->nsessions; i++) {
+		struct rk_session_reply rep = {0};
+		struct rk_error e;
+		if (rk_session_kill(run->eng, run->c.id, run->sessions[i], &rep, &e) == 0)
+			rk_log(RK_LOG_INFO, "run %s: killed shell session %s", run->id, run->sessions[i]);
+		else if (e.code != RK_ENOTFOUND)
+			rk_log(RK_LOG_WARN, "run %s: kill session %s: %s", run->id, run->sessions[i], e.message);
+		rk_session_reply_release(&rep);
+	}
+}
+
+/* One line of terminal history for a tool that changes the workspace. */
+/* One terminal-history line for a tool that changes the computer or hands
+ * something out (write_file, attach_file, open_path, launch_app): what and
+ * its size, or its error. Read-only tools leave none; shell and write_stdin
+ * are recorded by their session (engine/machine/session.c). */
+static void record_history(struct run *run, const char *name, const char *args_json,
+			   const struct rk_tool_result *res)
+{
+	static const char *const recorded[][2] = {
+		{"write_file", "path"}, {"attach_file", "path"}, {"open_path", "path"}, {"launch_app", "application"}};
+	const char *key = NULL;
+	for (size_t i = 0; i < sizeof(recorded) / sizeof(recorded[0]); i++)
+		if (!strcmp(name, recorded[i][0]))
+			key = recorded[i][1];
+	if (!key)
+		return;
+	cJSON *a = cJSON_Parse(args_json ? args_json : "");
+	cJSON *doc = cJSON_Parse(res->text);
+	struct rk_buf line;
+	rk_buf_init(&line);
+	rk_buf_printf(&line, "%s %s", name, rk_json_string(a, key, "?"));
+	const char *uri = rk_json_string(a, "uri", NULL);
+	if (!strcmp(name, "launch_app") && uri && *uri)
+		rk_buf_printf(&line, " %s", uri);
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(doc, "bytes");
+	if (res->is_error)
+		rk_buf_printf(&line, ": %s",
+			      rk_json_string(cJSON_GetObjectItemCaseSensitive(doc, "error"), "message", "failed"));
+	else if (cJSON_IsNumber(b))
+		rk_buf_printf(&line, " (%lld bytes)", (long long)b->valuedouble);
+	rk_secret_redactor_buf(run->red, &line);
+	rk_secret_redact_patterns(&line);
+	struct rk_error e;
+	if (rk_db_history_append(run->eng->db, run->c.id, NULL, run->row.bot_id, "command", line.data, line.len,
+				 res->is_error ? 1 : 0, -1, &e))
+		rk_log(RK_LOG_WARN, "run %s: history: %s", run->id, e.message);
+	rk_buf_release(&line);
+	cJSON_Delete(doc);
+	cJSON_Delete(a);
+}
+
+/* Keeps a small picture of the frame a tool result carries, for people
+ * looking at the run later (engine/agent/run_log.h); a failure is only logged. */
+static void keep_frame(struct run *run, const struct rk_tool_result *res)
+{
+	struct rk_error e;
+	if (res->png && res->frame_hash[0] &&
+	    rk_run_frame_keep(run->eng->data_dir, run->id, res->frame_hash, res->png, res->png_len, &e))
+		rk_log(RK_LOG_WARN, "run %s: frame %.16s not kept: %s", run->id, res->frame_hash, e.message);
+}
+
+/* Waits in waiting_takeover until a person ends it (*note, malloc'd or
+ * NULL), the run is cancelled or interrupted. */
+static int wait_takeover(struct run *run, const char *reason, char **note, const char **why, struct rk_error *err)
+{
+	*note = NULL;
+	char *shown = redacted(run, reason); /* the model's words, stored in the row */
+	int r = rk_db_run_wait_takeover(run->eng->db, run->id, shown, err);
+	free(shown);
+	if (r)
+		return r;
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddStringToObject(b, "reason", reason);
+	emit(run, "run.waiting_takeover", b);
+	for (;;) {
+		rk_sleep_ms(TAKEOVER_POLL_MS);
+		beat(run, 1000);
+		if (run->x->cancel && *run->x->cancel) {
+			*why = "interrupted";
+			return stop_error(run, *why, err);
+		}
+		struct rk_run_row row = {0};
+		if ((r = rk_db_run_get(run->eng->db, run->id, &row, err)))
+			return r;
+		if (row.cancel_requested > 0)
+			*why = "cancelled";
+		else if (rk_run_state_is_final(row.state))
+			*why = "superseded";
+		else if (!strcmp(row.state, "running"))
+			*note = rk_xstrdup(row.takeover_note);
+		int done = *why || !strcmp(row.state, "running");
+		rk_run_row_release(&row);
+		if (*why)
+			return stop_error(run, *why, err);
+		if (done)
+			break;
+	}
+	b = cJSON_CreateObject();
+	rk_json_add_str_or_null(b, "note", *note);
+	emit(run, "run.takeover_ended", b);
+	return 0;
+}
+
+/* Runs the calls of the last reply in order, adding each result. Returns 0,
+ * or a negative code with *why set when the run must stop. */
+static int run_calls(struct run *run, const struct rk_model_reply *reply, const char **why, struct rk_error *err)
+{
+	struct rk_tools_ctx tctx = {.eng = run->eng, .computer = &run->c, .bot_id = run->row.bot_id, .fence = run->fence,
+				    .run_id = run->id, .cancel = run->x->cancel,
+				    .webhook = !strcmp(rk_json_string(run->opts, "trigger", "person"), "webhook")};
+	for (size_t i = 0; i < reply->ncalls; i++) {
+		const struct rk_model_tool_call *call = &reply->calls[i];
+		const char *cid = call->id ? call->id : "", *name = call->name ? call->name : "";
+		int r = 0;
+		if ((*why = look(run)))
+			r = stop_error(run, *why, err);
+		else if (rk_db_lease_check(run->eng->db, run->c.id, lease_bot(&run->row), run->fence, rk_now_ms(),
+					   err)) {
+			*why = "lease_lost";
+			r = rk_error_set(err, RK_ESTALE,
+					 "lease_lost: the execution lease of bot '%s' on computer '%s' was taken over "
+					 "(fence %lld is stale); no more actions are made",
+					 lease_bot(&run->row), run->c.name, (long long)run->fence);
+		}
+		if (r) {
+			/* the calls not made still get a result, so a resume sees a whole turn */
+			for (size_t k = i; k < reply->ncalls; k++)
+				add_tool_msg(run, reply->calls[k].id ? reply->calls[k].id : "",
+					     "{\"error\":{\"code\":\"interrupted\",\"message\":\"not run: the run was "
+					     "stopped before this call\"}}",
+					     NULL);
+			return r;
+		}
+		cJSON *b = cJSON_CreateObject();
+		cJSON_AddNumberToObject(b, "step", (double)run->steps);
+		cJSON_AddStringToObject(b, "id", cid);
+		cJSON_AddStringToObject(b, "name", name);
+		cJSON_AddItemToObject(b, "arguments", call_arguments(call));
+		emit(run, "tool.call", b);
+
+		struct rk_tool_result res = {0};
+		if (!strcmp(name, "request_takeover") && run->c.desktop) {
+			cJSON *a = NULL;
+			rk_model_tool_call_args(call, &a, NULL);
+			const char *reason = rk_json_string(a, "reason", NULL);
+			char *note = NULL;
+			r = wait_takeover(run, reason && reason[0] ? reason : "I need you on the screen.", &note, why,
+					  err);
+			cJSON_Delete(a);
+			if (r) {
+				add_tool_msg(run, cid,
+					     "{\"error\":{\"code\":\"interrupted\",\"message\":\"the takeover did not "
+					     "end: the run was stopped\"}}",
+					     NULL);
+				for (size_t k = i + 1; k < reply->ncalls; k++)
+					add_tool_msg(run, reply->calls[k].id ? reply->calls[k].id : "",
+						     "{\"error\":{\"code\":\"interrupted\",\"message\":\"not run\"}}", NULL);
+				return r;
+			}
+			cJSON *doc = cJSON_CreateObject();
+			cJSON_AddBoolToObject(doc, "ok", 1);
+			cJSON_AddStringToObject(doc, "message", "the person handed control back");
+			rk_json_add_str_or_null(doc, "note", note);
+			rk_secret_redactor_json(run->red, doc); /* the person's note, as the model gets it */
+			res.text = cJSON_PrintUnformatted(doc);
+			cJSON_Delete(doc);
+			free(note);
+		} else {
+			rk_tools_call(&tctx, name, call->arguments, &res);
+		}
+		note_session(run, &res, name);
+		record_history(run, name, call->arguments, &res);
+		keep_frame(run, &res);
+		struct rk_model_message *m = add_tool_msg(run, cid, res.text, res.png ? res.label : NULL);
+		const char *image = NULL;
+		if (res.png)
+			image = rk_model_message_add_image(run->conv, m, res.png, res.png_len,
+							   res.frame_hash[0] ? res.frame_hash : NULL, res.label)
+					? "sent"
+					: "unchanged";
+
+		b = cJSON_CreateObject();
+		cJSON_AddNumberToObject(b, "step", (double)run->steps);
+		cJSON_AddStringToObject(b, "id", cid);
+		cJSON_AddStringToObject(b, "name", name);
+		size_t tl = strlen(res.text);
+		if (tl > OUTPUT_EVENT_MAX) {
+			while (tl > 0 && tl > OUTPUT_EVENT_MAX)
+				tl--;
+			while (tl > 0 && ((unsigned char)res.text[tl] & 0xC0) == 0x80)
+				tl--;
+			char *cut = rk_xasprintf("%.*s…", (int)tl, res.text);
+			cJSON_AddStringToObject(b, "output", cut);
+			free(cut);
+		} else {
+			cJSON_AddStringToObject(b, "output", res.text);
+		}
+		if (res.is_error) {
+			cJSON *doc = cJSON_Parse(res.text);
+			cJSON *e = doc ? cJSON_DetachItemFromObjectCaseSensitive(doc, "error") : NULL;
+			cJSON_AddItemToObject(b, "error", e ? e : cJSON_CreateString(res.text));
+			cJSON_Delete(doc);
+		}
+		if (res.frame_hash[0])
+			cJSON_AddStringToObject(b, "frame_hash", res.frame_hash);
+		rk_json_add_str_or_null(b, "image", image);
+		emit(run, "tool.result", b);
+		rk_tool_result_release(&res);
+		beat(run, 1000);
+	}
+	rk_model_prune_images(run->conv, run->cfg.keep_images);
+	return 0;
+}
+
+/* The loop. Returns 0 with *answer (malloc'd) set, or a negative code with
+ * err and *reason set. */
+static int loop(struct run *run, char **answer, const char **reason, struct rk_error *err)
+{
+	int64_t t0 = rk_monotonic_ms();
+	size_t ntools;
+	const struct rk_model_tool *tools = run_tools(&run->c, &ntools);
+	int r = 0;
+	for (;;) {
+		if ((*reason = look(run))) {
+			r = stop_error(run, *reason, err);
+			break;
+		}
+		if (run->attempt_steps >= run->max_steps) {
+			*reason = "max_steps";
+			r = rk_error_set(err, RK_EFAILED,
+					 "max_steps: the model took %d steps without a final answer (raise --max-steps, "
+					 "or `rakazo run resume` it)",
+					 run->max_steps);
+			break;
+		}
+		if (run->max_wall_ms > 0 && rk_monotonic_ms() - t0 >= run->max_wall_ms) {
+			*reason = "max_wall";
+			r = rk_error_set(err, RK_ETIMEOUT, "max_wall: the run took longer than %lld ms",
+					 (long long)run->max_wall_ms);
+			break;
+		}
+		if (run->max_tokens > 0 && run->attempt_tok >= run->max_tokens) {
+			*reason = "max_tokens";
+			r = rk_error_set(err, RK_EFAILED, "max_tokens: the run used %lld tokens (limit %lld)",
+					 (long long)run->attempt_tok, (long long)run->max_tokens);
+			break;
+		}
+		reload_redactor(run);
+		struct rk_model_reply reply = {0};
+		if ((r = rk_model_complete(&run->cfg, run->conv, tools, ntools, &reply, err))) {
+			if (err->code == RK_EINTERRUPTED) {
+				/* woken: by a cancel, an interrupt, or for nothing (then ask again) */
+				if ((*reason = look(run))) {
+					r = stop_error(run, *reason, err);
+					break;
+				}
+				if (run->x->wake)
+					*run->x->wake = 0;
+				r = 0;
+				continue;
+			}
+			*reason = "model";
+			rk_error_prefix(err, "model");
+			break;
+		}
+		run->steps++;
+		run->attempt_steps++;
+		int64_t used = (reply.prompt_tokens > 0 ? reply.prompt_tokens : 0) +
+			       (reply.completion_tokens > 0 ? reply.completion_tokens : 0);
+		run->in_tok += reply.prompt_tokens > 0 ? reply.prompt_tokens : 0;
+		run->out_tok += reply.completion_tokens > 0 ? reply.completion_tokens : 0;
+		run->attempt_tok += used;
+		struct rk_error e2;
+		if (rk_db_run_progress(run->eng->db, run->id, run->steps, run->in_tok, run->out_tok, &e2))
+			rk_log(RK_LOG_WARN, "run %s: %s", run->id, e2.message);
+		beat(run, 0);
+
+		cJSON *b = cJSON_CreateObject();
+		cJSON_AddNumberToObject(b, "step", (double)run->steps);
+		rk_json_add_str_or_null(b, "finish_reason", reply.finish_reason);
+		rk_json_add_str_or_null(b, "text", reply.text);
+		cJSON_AddNumberToObject(b, "tool_calls", (double)reply.ncalls);
+		cJSON *u = cJSON_AddObjectToObject(b, "usage");
+		cJSON_AddNumberToObject(u, "input_tokens", (double)reply.prompt_tokens);
+		cJSON_AddNumberToObject(u, "output_tokens", (double)reply.completion_tokens);
+		emit(run, "model.turn", b);
+
+		add_reply_msg(run, &reply);
+		if (reply.ncalls == 0) {
+			*answer = rk_xstrdup(reply.text ? reply.text : "");
+			rk_model_reply_release(&reply);
+			break;
+		}
+		r = run_calls(run, &reply, reason, err);
+		rk_model_reply_release(&reply);
+		if (r)
+			break;
+	}
+	return r;
+}
+
+/* The checkpoint at the end. A completed run needs it (its failure fails
+ * the run); a failed run's is best effort, reported as an event. */
+static int checkpoint(struct run *run, int failed, struct rk_error *err)
+{
+	struct rk_error e = {0};
+	/* a failed run's checkpoint is best effort, and deferred on a Team
+	 * computer like a completed run's */
+	int r = rk_checkpoint_run_end(run->eng, run->c.id, run->id, failed, &e);
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddBoolToObject(b, "ok", r == 0);
+	if (r) {
+		cJSON *o = cJSON_AddObjectToObject(b, "error");
+		cJSON_AddStringToObject(o, "code", rk_code_name(e.code));
+		cJSON_AddStringToObject(o, "message", e.message);
+		rk_log(RK_LOG_WARN, "run %s: checkpoint: %s", run->id, e.message);
+	}
+	emit(run, "run.checkpoint", b);
+	if (r && !failed) {
+		*err = e;
+		rk_error_prefix(err, "checkpoint: the run's work could not be checkpointed");
+		return r;
+	}
+	return 0;
+}
+
+static cJSON *options_json(const struct rk_run_options *opt)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "max_steps", opt->max_steps > 0 ? opt->max_steps : RK_RUN_MAX_STEPS_DEFAULT);
+	cJSON_AddNumberToObject(o, "max_wall_ms", (double)(opt->max_wall_ms > 0 ? opt->max_wall_ms : 0));
+	cJSON_AddNumberToObject(o, "max_tokens", (double)(opt->max_tokens > 0 ? opt->max_tokens : 0));
+	rk_json_add_str_or_null(o, "system_prompt", opt->system_prompt);
+	cJSON_AddStringToObject(o, "trigger", opt->trigger ? opt->trigger : "person");
+	/* the flags given; the rest (and the key, never stored) comes from the
+	 * environment and config file of the process that runs it, so a resume
+	 * can point a run whose endpoint went down at a working one */
+	if (opt->model && opt->model->base_url)
+		cJSON_AddStringToObject(o, "model_base_url", opt->model->base_url);
+	if (opt->model && opt->model->model)
+		cJSON_AddStringToObject(o, "model", opt->model->model);
+	if (opt->model && opt->model->max_retries >= 0)
+		cJSON_AddNumberToObject(o, "model_retries", opt->model->max_retries);
+	if (opt->model && opt->model->config_path)
+		cJSON_AddStringToObject(o, "model_config", opt->model->config_path);
+	return o;
+}
+
+static int lease_conflict(struct rk_engine *eng, const struct rk_computer *c, const char *bot, struct rk_error *err)
+{
+	struct rk_lease l = {0};
+	struct rk_error e;
+	char *holder = NULL;
+	if (rk_db_lease_get(eng->db, c->id, bot, &l, &e) == 0 && l.holder)
+		holder = rk_xstrdup(l.holder);
+	rk_lease_release_record(&l);
+	if (holder && !strncmp(holder, "run_", 4))
+		rk_error_set(err, RK_ECONFLICT,
+			     "bot '%s' already runs on computer '%s' (run %s): wait for it, or `rakazo run cancel %s`",
+			     bot, c->name, holder, holder);
+	else
+		rk_error_set(err, RK_ECONFLICT,
+			     "the execution lease of bot '%s' on computer '%s' is held by %s: wait for it, or use "
+			     "another --bot",
+			     bot, c->name, holder ? holder : "someone else");
+	free(holder);
+	return -RK_ECONFLICT;
+}
+
+/* Whoever starts a run must be able to use its computer. A person who
+ * starts a bot's run on a computer they manage gives that bot its right
+ * (the same right `rakazo computer grant` records, so `rights` shows it and
+ * a revoke stops the run's next action); a bot starts runs only as itself. */
+static int authorize_starter(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c,
+			     const char *bot, struct rk_error *err)
+{
+	int r;
+	if (a->bot && bot && strcmp(a->bot, bot) != 0)
+		r = rk_error_set(err, RK_EDENIED, "bot '%s' cannot start a run as bot '%s'", a->bot, bot);
+	else if ((r = rk_authz_check(eng, a, "computers.use", c, err)) == 0 && bot && !a->bot)
+		r = rk_authz_grant(eng, a, c, bot, err);
+	return r;
+}
+
+int rk_run_create(struct rk_engine *eng, const struct rk_run_options *opt, char **run_id, struct rk_error *err)
+{
+	*run_id = NULL;
+	if (!opt->task || !opt->task[0])
+		return rk_error_set(err, RK_EUSAGE, "a run needs a task");
+	if (opt->trigger && strcmp(opt->trigger, "person") && strcmp(opt->trigger, "webhook"))
+		return rk_error_set(err, RK_EUSAGE, "a run's trigger is person or webhook, not '%s'", opt->trigger);
+	struct rk_model_config cfg = {0};
+	struct rk_computer c = {0};
+	struct rk_actor a;
+	int r = rk_actor_resolve(&a, eng, NULL, NULL, err);
+	if (r)
+		return r;
+	if ((r = rk_model_config_load(opt->model, eng->data_dir, &cfg, err)) == 0 &&
+	    (r = pick_computer(eng, &a, opt->computer, &c, err)) == 0)
+		r = authorize_starter(eng, &a, &c, opt->bot, err);
+	rk_actor_release(&a);
+	if (r) {
+		rk_computer_release(&c);
+		rk_model_config_release(&cfg);
+		return r;
+	}
+	struct rk_error e;
+	if (rk_run_reap(eng, NULL, &e))
+		rk_log(RK_LOG_WARN, "stale runs: %s", e.message);
+	char *id = rk_id_new("run");
+	const char *bot = opt->bot ? opt->bot : RK_RUN_LEASE_BOT_DEFAULT;
+	struct rk_lease l = {0};
+	if ((r = rk_lease_acquire(eng, c.id, bot, id, LEASE_TTL_MS, &l, err))) {
+		if (r == -RK_ECONFLICT)
+			r = lease_conflict(eng, &c, bot, err);
+		goto out;
+	}
+	cJSON *oj = options_json(opt);
+	char *options = cJSON_PrintUnformatted(oj);
+	cJSON_Delete(oj);
+	struct rk_run_row row = {.id = id, .bot_id = (char *)opt->bot, .thread_id = (char *)opt->thread,
+				 .computer_id = c.id, .task = (char *)opt->task, .model = cfg.model,
+				 .state = "queued", .options = options, .lease_bot = (char *)bot,
+				 .lease_fence = l.fence};
+	r = rk_db_run_insert(eng->db, &row, err);
+	free(options);
+	if (r) {
+		rk_lease_release(eng, c.id, bot, l.fence, &e);
+		goto out;
+	}
+	*run_id = id;
+	id = NULL;
+	/* a worker watches live runs: it marks this one interrupted if its process dies */
+	if (rk_worker_ensure(eng, &e))
+		rk_log(RK_LOG_WARN, "run: no worker to watch it: %s", e.message);
+out:
+	rk_lease_release_record(&l);
+	free(id);
+	rk_computer_release(&c);
+	rk_model_config_release(&cfg);
+	return r;
+}
+
+/* Loads the model configuration from the run's stored options. */
+static int run_config(struct run *run, struct rk_error *err)
+{
+	struct rk_model_flags mf = RK_MODEL_FLAGS_INIT;
+	mf.base_url = rk_json_string(run->opts, "model_base_url", NULL);
+	mf.model = rk_json_string(run->opts, "model", run->row.model); /* a run keeps its model */
+	mf.config_path = rk_json_string(run->opts, "model_config", NULL);
+	const cJSON *rt = cJSON_GetObjectItemCaseSensitive(run->opts, "model_retries");
+	if (cJSON_IsNumber(rt))
+		mf.max_retries = rt->valueint;
+	int r = rk_model_config_load(&mf, run->eng->data_dir, &run->cfg, err);
+	if (r)
+		return r;
+	run->cfg.cancel = run->x->wake ? run->x->wake : run->x->cancel;
+	const cJSON *v;
+	v = cJSON_GetObjectItemCaseSensitive(run->opts, "max_steps");
+	run->max_steps = cJSON_IsNumber(v) && v->valueint > 0 ? v->valueint : RK_RUN_MAX_STEPS_DEFAULT;
+	v = cJSON_GetObjectItemCaseSensitive(run->opts, "max_wall_ms");
+	run->max_wall_ms = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+	v = cJSON_GetObjectItemCaseSensitive(run->opts, "max_tokens");
+	run->max_tokens = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+	run->system_prompt = rk_json_string(run->opts, "system_prompt", NULL);
+	return 0;
+}
+
+int rk_run_execute(struct rk_engine *eng, const char *run_id, const struct rk_run_exec *x, struct rk_error *err)
+{
+	static const struct rk_run_exec none = {0};
+	struct run run = {.eng = eng, .x = x ? x : &none, .fence = -1};
+	int r = rk_db_run_get(eng->db, run_id, &run.row, err);
+	if (r)
+		return r;
+	if (strcmp(run.row.state, "queued")) {
+		r = rk_error_set(err, RK_ECONFLICT, "run %s is %s, not queued", run_id, run.row.state);
+		rk_run_row_release(&run.row);
+		return r;
+	}
+	run.id = rk_xstrdup(run.row.id);
+	run.opts = cJSON_Parse(run.row.options ? run.row.options : "{}");
+	if (!run.opts)
+		run.opts = cJSON_CreateObject();
+	run.steps = run.row.steps > 0 ? run.row.steps : 0;
+	run.in_tok = run.row.input_tokens > 0 ? run.row.input_tokens : 0;
+	run.out_tok = run.row.output_tokens > 0 ? run.row.output_tokens : 0;
+	run.conv = rk_model_conversation_new();
+	reload_redactor(&run);
+	char *answer = NULL;
+	const char *reason = NULL;
+	struct rk_error e2;
+	int have_computer = 0, resumed = run.row.attempts > 0;
+	if ((r = rk_db_run_event_last(eng->db, run.id, &run.seq, err))) {
+		reason = "database";
+		goto fail_early;
+	}
+	if ((r = rk_db_computer_get(eng->db, run.row.computer_id, &run.c, err))) {
+		reason = "computer";
+		goto fail_early;
+	}
+	have_computer = 1;
+	if ((r = run_config(&run, err))) {
+		reason = "model";
+		goto fail_early;
+	}
+	/* the same holder takes its lease again (a detached child, a resume): the fence moves on */
+	struct rk_lease l = {0};
+	if ((r = rk_lease_acquire(eng, run.c.id, lease_bot(&run.row), run.id, LEASE_TTL_MS, &l, err))) {
+		if (r == -RK_ECONFLICT)
+			r = lease_conflict(eng, &run.c, lease_bot(&run.row), err);
+		reason = "conflict";
+		rk_lease_release_record(&l);
+		goto fail_early;
+	}
+	run.fence = l.fence;
+	rk_lease_release_record(&l);
+	if ((r = rk_db_run_begin_attempt(eng->db, run.id, getpid(), lease_bot(&run.row), run.fence, err))) {
+		reason = "database";
+		goto fail_early;
+	}
+	run.last_beat = rk_monotonic_ms();
+	rk_log(RK_LOG_INFO, "run %s: %s on %s with %s", run.id, resumed ? "resumed" : "started", run.c.id,
+	       run.cfg.model);
+
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddNumberToObject(b, "attempt", (double)(run.row.attempts + 1));
+	cJSON_AddBoolToObject(b, "resumed", resumed);
+	cJSON_AddStringToObject(b, "computer_id", run.c.id);
+	cJSON_AddStringToObject(b, "computer", run.c.name);
+	cJSON_AddStringToObject(b, "model", run.cfg.model);
+	cJSON_AddStringToObject(b, "task", run.row.task);
+	cJSON_AddNumberToObject(b, "max_steps", run.max_steps);
+	emit(&run, "run.started", b);
+
+	if (resumed) {
+		if ((r = load_conversation(&run, err))) {
+			reason = "database";
+			goto finish;
+		}
+		char *t = rk_xasprintf("The run was stopped (%s) and is now resumed. Go on with the task from where "
+				       "you were; check the state of anything you were doing before relying on it.",
+				       run.row.reason ? run.row.reason : "interrupted");
+		add_text_msg(&run, RK_MODEL_USER, t);
+		free(t);
+	} else {
+		add_text_msg(&run, RK_MODEL_SYSTEM, run.system_prompt ? run.system_prompt : default_prompt);
+		char *prev;
+		int n;
+		if ((r = continue_thread(&run, &prev, &n, err))) {
+			reason = "database";
+			goto finish;
+		}
+		if (prev) {
+			cJSON *t = cJSON_CreateObject();
+			cJSON_AddStringToObject(t, "thread_id", run.row.thread_id);
+			rk_json_add_str_or_null(t, "bot_id", run.row.bot_id);
+			cJSON_AddStringToObject(t, "previous_run_id", prev);
+			cJSON_AddNumberToObject(t, "messages", n);
+			emit(&run, "run.thread", t);
+			free(prev);
+		}
+		add_text_msg(&run, RK_MODEL_USER, run.row.task);
+	}
+	/* a paused computer is resumed before the first step */
+	if ((r = rk_computer_ensure_running(eng, &run.c, err))) {
+		reason = "computer";
+		rk_error_prefix(err, "computer '%s'", run.c.name);
+		goto finish;
+	}
+	r = loop(&run, &answer, &reason, err);
+
+finish:;
+	int superseded = reason && !strcmp(reason, "superseded");
+	if (superseded) {
+		/* someone else ended the run (found this process stalled): leave their record */
+		rk_log(RK_LOG_WARN, "run %s: %s", run.id, err->message);
+		goto out;
+	}
+	if (reason && !strcmp(reason, "cancelled"))
+		kill_sessions(&run);
+	int failed = r != 0;
+	if (checkpoint(&run, failed, failed ? &e2 : err) && !failed) {
+		r = -(int)err->code;
+		reason = "checkpoint";
+		free(answer);
+		answer = NULL;
+	}
+	const char *state = r == 0 ? "completed"
+			    : reason && !strcmp(reason, "cancelled") ? "cancelled"
+			    : err->code == RK_EINTERRUPTED ? "interrupted"
+						     : "failed";
+	char *stored_answer = redacted(&run, answer), *stored_error = r ? redacted(&run, err->message) : NULL;
+	if (rk_db_run_finish(eng->db, run.id, state, stored_answer, stored_error, &e2))
+		rk_log(RK_LOG_ERROR, "run %s: cannot record its end (%s): %s", run.id, state, e2.message);
+	free(stored_answer);
+	free(stored_error);
+	if (r && rk_db_run_set_meta(eng->db, run.id, reason ? reason : "failed", NULL, &e2))
+		rk_log(RK_LOG_ERROR, "run %s: cannot record its reason: %s", run.id, e2.message);
+	if (rk_lease_release(eng, run.c.id, lease_bot(&run.row), run.fence, &e2) && e2.code != RK_ESTALE)
+		rk_log(RK_LOG_WARN, "run %s: lease release: %s", run.id, e2.message);
+	b = cJSON_CreateObject();
+	cJSON_AddStringToObject(b, "state", state);
+	cJSON_AddNumberToObject(b, "steps", (double)run.steps);
+	cJSON *u = cJSON_AddObjectToObject(b, "usage");
+	cJSON_AddNumberToObject(u, "input_tokens", (double)run.in_tok);
+	cJSON_AddNumberToObject(u, "output_tokens", (double)run.out_tok);
+	if (r == 0) {
+		cJSON_AddStringToObject(b, "answer", answer);
+	} else {
+		cJSON_AddStringToObject(b, "reason", reason ? reason : "failed");
+		cJSON *o = cJSON_AddObjectToObject(b, "error");
+		cJSON_AddStringToObject(o, "code", rk_code_name(err->code));
+		cJSON_AddStringToObject(o, "message", err->message);
+	}
+	emit(&run, "run.finished", b);
+	rk_log(RK_LOG_INFO, "run %s: %s after %lld steps", run.id, state, (long long)run.steps);
+	goto out;
+
+fail_early:
+	/* it never got going: record why, so the row does not stay queued */
+	char *why = redacted(&run, err->message);
+	if (rk_db_run_finish(eng->db, run.id, "failed", NULL, why, &e2) == 0)
+		rk_db_run_set_meta(eng->db, run.id, reason, NULL, &e2);
+	free(why);
+	if (reason && strcmp(reason, "conflict") && have_computer)
+		rk_lease_release(eng, run.c.id, lease_bot(&run.row), run.fence > 0 ? run.fence : run.row.lease_fence,
+				 &e2);
+out:
+	for (size_t i = 0; i < run.nsessions; i++)
+		free(run.sessions[i]);
+	free(run.sessions);
+	free(answer);
+	free(run.id);
+	cJSON_Delete(run.opts);
+	rk_model_conversation_free(run.conv);
+	rk_secret_redactor_free(run.red);
+	rk_run_row_release(&run.row);
+	rk_computer_release(&run.c);
+	rk_model_config_release(&run.cfg);
+	return r;
+}
+
+int rk_run_start(struct rk_engine *eng, const struct rk_run_options *opt, rk_run_event_fn event_cb, void *cb_ctx,
+		 char **run_id, struct rk_error *err)
+{
+	int r = rk_run_create(eng, opt, run_id, err);
+	if (r)
+		return r;
+	struct rk_run_exec x = {event_cb, cb_ctx, opt->cancel, opt->wake};
+	return rk_run_execute(eng, *run_id, &x, err);
+}
+
+/* ---- detached runs --------------------------------------------------------- */
+
+static volatile sig_atomic_t detached_cancel, detached_wake;
+
+static void detached_signal(int sig)
+{
+	if (sig != SIGUSR1)
+		detached_cancel = 1;
+	detached_wake = 1;
+}
+
+static void detached_main(void *arg, int ready_fd)
+{
+	const char *id = arg;
+	struct rk_engine *eng = NULL;
+	struct rk_error err = {0};
+	struct sigaction sa = {0};
+	sa.sa_handler = detached_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGHUP, SIG_IGN);
+	if (rk_engine_open(&eng, &err)) {
+		rk_ipc_ready(ready_fd, &err);
+		_exit(1);
+	}
+	rk_ipc_ready(ready_fd, NULL);
+	struct rk_run_exec x = {NULL, NULL, &detached_cancel, &detached_wake};
+	int r = rk_run_execute(eng, id, &x, &err);
+	rk_engine_free(eng);
+	_exit(r == 0 ? 0 : 1);
+}
+
+int rk_run_detach(struct rk_engine *eng, const char *run_id, struct rk_error *err)
+{
+	char *id = rk_xstrdup(run_id);
+	int r = rk_engine_spawn(eng, detached_main, id, err);
+	free(id);
+	if (r) {
+		struct rk_error e2;
+		rk_error_prefix(err, "run %s: cannot start its process", run_id);
+		if (rk_db_run_finish(eng->db, run_id, "failed", NULL, err->message, &e2) == 0)
+			rk_db_run_set_meta(eng->db, run_id, "worker_gone", NULL, &e2);
+	}
+	return r;
+}
+
+/* ---- resume, cancel, continue ---------------------------------------------- */
+
+static int resumable(const struct rk_run_row *row)
+{
+	if (!strcmp(row->state, "interrupted"))
+		return 1;
+	if (strcmp(row->state, "failed") || !row->reason)
+		return 0;
+	static const char *const ok[] = {"max_steps", "max_wall", "max_tokens", "model", "lease_lost", "computer",
+					 NULL};
+	for (size_t i = 0; ok[i]; i++)
+		if (!strcmp(row->reason, ok[i]))
+			return 1;
+	return 0;
+}
+
+int rk_run_resume(struct rk_engine *eng, const char *run_id, const struct rk_run_resume_options *ro,
+		  const struct rk_run_exec *x, struct rk_error *err)
+{
+	int r = rk_run_reap(eng, NULL, err);
+	if (r)
+		return r;
+	struct rk_run_row row = {0};
+	if ((r = rk_db_run_get(eng->db, run_id, &row, err)))
+		return r;
+	if (!resumable(&row)) {
+		r = rk_error_set(err, RK_ECONFLICT,
+				 "run %s is %s%s%s: only an interrupted run, or one failed by a limit, the model or a "
+				 "lost lease, can be resumed",
+				 row.id, row.state, row.reason ? ", reason " : "", row.reason ? row.reason : "");
+		rk_run_row_release(&row);
+		return r;
+	}
+	cJSON *opts = cJSON_Parse(row.options ? row.options : "{}");
+	if (!opts)
+		opts = cJSON_CreateObject();
+	if (ro && ro->max_steps > 0)
+		cJSON_ReplaceItemInObject(opts, "max_steps", cJSON_CreateNumber(ro->max_steps));
+	if (ro && ro->max_wall_ms > 0)
+		cJSON_ReplaceItemInObject(opts, "max_wall_ms", cJSON_CreateNumber((double)ro->max_wall_ms));
+	if (ro && ro->max_tokens > 0)
+		cJSON_ReplaceItemInObject(opts, "max_tokens", cJSON_CreateNumber((double)ro->max_tokens));
+	char *options = cJSON_PrintUnformatted(opts);
+	cJSON_Delete(opts);
+	/* back to queued, only from the state it was read in (two resumes race: one wins) */
+	if ((r = rk_db_begin(eng->db, err)) == 0) {
+		struct rk_run_row now = {0};
+		r = rk_db_run_get(eng->db, run_id, &now, err);
+		if (r == 0 && strcmp(now.state, row.state))
+			r = rk_error_set(err, RK_ECONFLICT, "run %s changed meanwhile: it is %s now", run_id, now.state);
+		if (r == 0)
+			r = rk_db_run_set_state(eng->db, run_id, "queued", -1, err);
+		if (r == 0)
+			r = rk_db_run_set_meta(eng->db, run_id, NULL, options, err);
+		if (r == 0)
+			r = rk_db_commit(eng->db, err);
+		if (r)
+			rk_db_rollback(eng->db);
+		rk_run_row_release(&now);
+	}
+	free(options);
+	rk_run_row_release(&row);
+	if (r)
+		return r;
+	if (ro && ro->detach)
+		return rk_run_detach(eng, run_id, err);
+	return rk_run_execute(eng, run_id, x, err);
+}
+
+int rk_run_cancel(struct rk_engine *eng, const char *run_id, int64_t wait_ms, struct rk_error *err)
+{
+	int r = rk_run_reap(eng, NULL, err);
+	struct rk_run_row row = {0};
+	if (r || (r = rk_db_run_get(eng->db, run_id, &row, err)))
+		return r;
+	if (rk_run_state_is_final(row.state) && strcmp(row.state, "interrupted")) {
+		r = rk_error_set(err, RK_ECONFLICT, "run %s has already ended: %s", row.id, row.state);
+		goto out;
+	}
+	if ((r = rk_db_run_request_cancel(eng->db, row.id, err)))
+		goto out;
+	int64_t fresh = rk_now_ms() - rk_run_stale_ms();
+	/* a run on another host is judged by its heartbeat, and hears of the
+	 * cancel from the state rather than a signal */
+	int alive = rk_host_pid_alive(row.worker_host, row.worker_pid);
+	int live = alive != 0 && row.worker_pid > 0 && row.heartbeat_at >= fresh && !rk_run_state_is_final(row.state);
+	if (!live && (!strcmp(row.state, "interrupted") || row.worker_pid < 0)) {
+		/* nothing runs it (an interrupted run, or a queued one no process took yet) */
+		if ((r = rk_db_run_finish(eng->db, row.id, "cancelled", NULL, "cancelled: by `rakazo run cancel`",
+					  err)) == 0 &&
+		    (r = rk_db_run_set_meta(eng->db, row.id, "cancelled", NULL, err)) == 0 && row.lease_fence > 0) {
+			struct rk_error e;
+			rk_lease_release(eng, row.computer_id, lease_bot(&row), row.lease_fence, &e);
+		}
+		goto out;
+	}
+	if (live && alive == 1 && kill((pid_t)row.worker_pid, SIGUSR1) != 0)
+		rk_log(RK_LOG_WARN, "run %s: cannot signal pid %lld: %s", row.id, (long long)row.worker_pid,
+		       strerror(errno));
+	int64_t deadline = rk_monotonic_ms() + wait_ms;
+	while (wait_ms > 0) {
+		struct rk_run_row now = {0};
+		if ((r = rk_db_run_get(eng->db, run_id, &now, err)))
+			goto out;
+		int done = rk_run_state_is_final(now.state);
+		rk_run_row_release(&now);
+		if (done)
+			goto out;
+		if (rk_monotonic_ms() >= deadline) {
+			r = rk_error_set(err, RK_ETIMEOUT,
+					 "run %s has not stopped yet; it will at its next step (`rakazo run show %s`)",
+					 run_id, run_id);
+			goto out;
+		}
+		rk_sleep_ms(100);
+	}
+out:
+	rk_run_row_release(&row);
+	return r;
+}
+
+int rk_run_continue(struct rk_engine *eng, const char *run_id, const char *note, struct rk_error *err)
+{
+	int r = rk_run_reap(eng, NULL, err);
+	struct rk_run_row row = {0};
+	if (r || (r = rk_db_run_get(eng->db, run_id, &row, err)))
+		return r;
+	r = rk_db_run_end_takeover(eng->db, row.id, note, err);
+	if (r == 0)
+		r = rk_error_set(err, RK_ECONFLICT, "run %s is %s, not waiting for a takeover", row.id, row.state);
+	else if (r > 0)
+		r = 0;
+	rk_run_row_release(&row);
+	return r;
+}
+
+/* ---- removal ----------------------------------------------------------------- */
+
+static int remove_one(struct rk_engine *eng, const char *run_id, struct rk_error *err)
+{
+	int r = rk_db_run_delete(eng->db, run_id, err);
+	if (r)
+		return r;
+	/* the row goes first: attachments without a run are only disk, a run
+	 * whose attachments went would point at nothing */
+	char *dir = rk_xasprintf("%s/attachments/%s", eng->data_dir, run_id);
+	struct rk_error e;
+	if (!strchr(run_id, '/') && strcmp(run_id, "..") && rk_fs_remove_tree(dir, &e) != 0)
+		r = rk_error_set(err, e.code, "run %s was removed, but not its attachments: %s", run_id, e.message);
+	free(dir);
+	return r;
+}
+
+int rk_run_remove(struct rk_engine *eng, const char *run_id, struct rk_error *err)
+{
+	int r = rk_run_reap(eng, NULL, err);
+	return r ? r : remove_one(eng, run_id, err);
+}
+
+int rk_run_prune(struct rk_engine *eng, int64_t before_ms, int dry_run, char ***ids, size_t *n,
+		 struct rk_error *err)
+{
+	*ids = NULL;
+	*n = 0;
+	char **found = NULL;
+	size_t nfound = 0;
+	int r = rk_run_reap(eng, NULL, err);
+	if (r == 0)
+		r = rk_db_run_ended_before(eng->db, before_ms, &found, &nfound, err);
+	for (size_t i = 0; i < nfound; i++) {
+		int gone = 0;
+		if (r == 0 && !dry_run && (r = remove_one(eng, found[i], err)) == -RK_ENOTFOUND) {
+			r = 0; /* removed meanwhile by someone else */
+			gone = 1;
+		}
+		if (r == 0 && !gone) {
+			*ids = rk_xrealloc(*ids, (*n + 1) * sizeof(**ids));
+			(*ids)[(*n)++] = found[i];
+		} else {
+			free(found[i]);
+		}
+	}
+	free(found);
+	return r;
+}
+
+/* ---- liveness ---------------------------------------------------------------- */
+
+int64_t rk_run_stale_ms(void)
+{
+	const char *s = getenv("RAKAZO_RUN_STALE_MS");
+	char *end;
+	long long v = s && *s ? strtoll(s, &end, 10) : 0;
+	if (s && *s && *end == 0 && v > 0)
+		return v;
+	return RK_RUN_STALE_MS_DEFAULT;
+}
+
+int rk_run_reap(struct rk_engine *eng, int *marked, struct rk_error *err)
+{
+	if (marked)
+		*marked = 0;
+	struct rk_run_row *rows;
+	size_t n;
+	int r = rk_db_run_list_live(eng->db, &rows, &n, err);
+	if (r)
+		return r;
+	int64_t now = rk_now_ms(), stale = rk_run_stale_ms();
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct rk_run_row *row = &rows[i];
+		int64_t hb = row->heartbeat_at >= 0 ? row->heartbeat_at : row->created_at;
+		const char *reason = NULL;
+		char *msg = NULL;
+		if (row->worker_pid > 0 && strcmp(row->state, "queued") &&
+		    rk_host_pid_alive(row->worker_host, row->worker_pid) == 0) {
+			reason = "worker_gone";
+			msg = rk_xasprintf("worker_gone: the process running it (pid %lld) is gone; `rakazo run resume "
+					   "%s` continues it",
+					   (long long)row->worker_pid, row->id);
+		} else if (now - hb > stale) {
+			reason = "stale";
+			msg = rk_xasprintf("stale: no heartbeat for %lld s (limit %lld s); `rakazo run resume %s` "
+					   "continues it",
+					   (long long)((now - hb) / 1000), (long long)(stale / 1000), row->id);
+		}
+		if (!reason)
+			continue;
+		/* stored like the run's own events and error: redacted */
+		struct rk_secret_redactor *red = run_redactor(eng, row->bot_id);
+		char *shown = redacted_with(red, msg);
+		free(msg);
+		msg = shown;
+		int m = rk_db_run_mark_interrupted(eng->db, row->id, row->heartbeat_at, reason, msg, err);
+		if (m < 0) {
+			r = m;
+		} else if (m > 0) {
+			if (marked)
+				(*marked)++;
+			rk_log(RK_LOG_WARN, "run %s: %s", row->id, msg);
+			struct rk_error e;
+			if (row->lease_fence > 0 && row->computer_id &&
+			    rk_lease_release(eng, row->computer_id, lease_bot(row), row->lease_fence, &e) &&
+			    e.code != RK_ESTALE && e.code != RK_ENOTFOUND)
+				rk_log(RK_LOG_WARN, "run %s: lease release: %s", row->id, e.message);
+			/* its stream ends with a word on why */
+			int64_t seq = 0;
+			if (rk_db_run_event_last(eng->db, row->id, &seq, &e) == 0) {
+				cJSON *b = cJSON_CreateObject();
+				cJSON_AddStringToObject(b, "reason", reason);
+				cJSON_AddStringToObject(b, "error", msg);
+				cJSON_Delete(event_store(eng, red, row->id, seq + 1, "run.interrupted", b));
+			}
+		}
+		rk_secret_redactor_free(red);
+		free(msg);
+	}
+	rk_run_rows_free(rows, n);
+	return r;
+}
+
+static int bot_run_in(struct rk_engine *eng, const char *computer_id, const char *bot_id, int waiting)
+{
+	struct rk_error e;
+	rk_run_reap(eng, NULL, &e);
+	struct rk_run_row *rows;
+	size_t n;
+	if (rk_db_run_list_live(eng->db, &rows, &n, &e))
+		return 0;
+	const char *bot = bot_id ? bot_id : RK_RUN_LEASE_BOT_DEFAULT;
+	int found = 0;
+	for (size_t i = 0; i < n && !found; i++)
+		if (rows[i].computer_id && !strcmp(rows[i].computer_id, computer_id) &&
+		    !strcmp(lease_bot(&rows[i]), bot))
+			found = (strcmp(rows[i].state, "waiting_takeover") == 0) == waiting;
+	rk_run_rows_free(rows, n);
+	return found;
+}
+
+int rk_run_waiting_takeover(struct rk_engine *eng, const char *computer_id, const char *bot_id)
+{
+	return bot_run_in(eng, computer_id, bot_id, 1);
+}
+
+int rk_run_active(struct rk_engine *eng, const char *computer_id, const char *bot_id)
+{
+	return bot_run_in(eng, computer_id, bot_id, 0);
+}

@@ -1,0 +1,69 @@
+#ifndef RK_COMPUTER_H
+#define RK_COMPUTER_H
+/* Computers: records, and the file and workspace calls that go through
+ * their provider (the computer is resumed first when it is paused). */
+
+#include <cJSON.h>
+
+#include "engine/state/db.h"
+#include "engine/state/engine.h"
+#include "providers/provider.h"
+
+#define RK_FILE_READ_DEFAULT_MAX (16u * 1024 * 1024)
+#define RK_FILE_READ_LIMIT (256u * 1024 * 1024)
+#define RK_FILE_WRITE_LIMIT (256u * 1024 * 1024)
+
+cJSON *rk_computer_to_json(const struct rk_computer *c);
+
+/* --- resource limits (struct rk_limits, providers/provider.h) --------------- */
+#define RK_LIMIT_MIN_MEMORY (64LL << 20)
+#define RK_LIMIT_MAX_MEMORY (1LL << 40)
+#define RK_LIMIT_MIN_CPUS 0.01
+#define RK_LIMIT_MAX_CPUS 1024.0
+#define RK_LIMIT_MIN_PIDS 64
+#define RK_LIMIT_MAX_PIDS 4194304
+
+/* One limit as typed (what names it in the message, e.g. "--memory"): a
+ * memory size is bytes or a whole number with k, m, g or t (binary: 512m,
+ * 2g, optionally followed by b or ib); CPUs a decimal number (0.5); pids a
+ * whole number. Out of range or malformed is RK_EINVALID. */
+int rk_limits_parse_memory(const char *s, const char *what, int64_t *out, struct rk_error *err);
+int rk_limits_parse_cpus(const char *s, const char *what, double *out, struct rk_error *err);
+int rk_limits_parse_pids(const char *s, const char *what, int64_t *out, struct rk_error *err);
+/* The limits of a new computer on provider ops from a create body's
+ * "resources" ({"memory", "cpus", "pids"}: numbers, or strings as above;
+ * NULL or null asks for none): each is checked, one the provider cannot
+ * enforce is RK_EUNSUPPORTED, and the others it enforces get defaults. */
+int rk_limits_from_json(const cJSON *resources, const struct rk_provider_ops *ops, struct rk_limits *out,
+			struct rk_error *err);
+/* {"memory": bytes, "cpus": n, "pids": n}, null for a limit that is 0 (none). */
+cJSON *rk_limits_to_json(const struct rk_limits *l);
+/* A computer's limits: the stored ones, or for one made before limits
+ * existed, its provider's defaults. */
+void rk_computer_limits(const struct rk_computer *c, struct rk_limits *out);
+cJSON *rk_file_entry_to_json(const struct rk_file_entry *e);
+const char *rk_file_type_name(enum rk_file_type t);
+
+/* Workspace paths: "\\" becomes "/", "." and ".." are refused; relative paths
+ * are inside the workspace, absolute ones are the machine's own. malloc'd. */
+int rk_computer_path(const char *path, char **out, struct rk_error *err);
+
+int rk_computer_file_list(struct rk_engine *eng, struct rk_computer *c, const char *path,
+			  struct rk_file_entry **out, size_t *n, struct rk_error *err);
+int rk_computer_file_read(struct rk_engine *eng, struct rk_computer *c, const char *path, size_t max_bytes,
+			  struct rk_buf *out, struct rk_error *err);
+int rk_computer_file_write(struct rk_engine *eng, struct rk_computer *c, const char *path, const void *data,
+			   size_t len, int executable, struct rk_error *err);
+int rk_computer_file_remove(struct rk_engine *eng, struct rk_computer *c, const char *path, struct rk_error *err);
+int rk_computer_export(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err);
+int rk_computer_import(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err);
+
+/* Runs a short command (bash -lc, in the workspace) in c's running machine
+ * and waits for it, at most timeout_ms (then it is killed: RK_ETIMEOUT).
+ * *code is its exit status (128+N for signal N); out (may be NULL) gets its
+ * output, the first 64 KiB. Not a session: nothing goes to the terminal
+ * history, and c is not resumed. */
+int rk_computer_sh(struct rk_engine *eng, const struct rk_computer *c, const char *command, int64_t timeout_ms,
+		   int *code, struct rk_buf *out, struct rk_error *err);
+
+#endif
