@@ -109,7 +109,7 @@ int rk_approval_rule_add(struct rk_engine *eng, const struct rk_actor *a, const 
 					 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	char *nid = rk_id_new("apr");
 	rk_db_bind_text(st, 1, nid);
 	rk_db_bind_text(st, 2, a->space);
@@ -138,7 +138,7 @@ int rk_approval_rule_list(struct rk_engine *eng, const struct rk_actor *a, cJSON
 					 "value, effect",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, a->space);
 	rk_db_bind_text(st, 2, a->user);
 	static const struct rk_db_json_col cols[] = {{"id", 's'},	    {"effect", 's'}, {"match", 's'},	  {"value", 's'},
@@ -154,7 +154,7 @@ int rk_approval_rule_remove(struct rk_engine *eng, const struct rk_actor *a, con
 		eng->db, "DELETE FROM approval_rules WHERE id = ? AND space_id = ? AND user_id IN (?, '" SHARED_USER "')",
 		err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	rk_db_bind_text(st, 2, a->space);
 	rk_db_bind_text(st, 3, a->user);
@@ -180,7 +180,7 @@ static int level(struct rk_engine *eng, const struct rk_actor *a, const char *ma
 					 "ORDER BY effect = 'require_approval' DESC, created_at LIMIT 1",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, a->space);
 	rk_db_bind_text(st, 2, a->user);
 	rk_db_bind_text(st, 3, match);
@@ -315,7 +315,7 @@ static int set_run_state(struct rk_engine *eng, const char *run_id, const char *
 {
 	struct rk_stmt *st = rk_db_prepare(eng->db, "UPDATE runs SET state = ? WHERE id = ? AND state = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, to);
 	rk_db_bind_text(st, 2, run_id);
 	rk_db_bind_text(st, 3, from);
@@ -327,7 +327,7 @@ static int approval_state(struct rk_engine *eng, const char *id, char *state, si
 {
 	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT state, note, decided_by FROM approvals WHERE id = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	int rc = rk_stmt_step(st), r = 0;
 	if (rc == RK_SQL_ROW) {
@@ -360,7 +360,7 @@ static int approval_wait(struct rk_engine *eng, const struct rk_actor *a, const 
 					 err);
 	if (!st) {
 		free(id);
-		return -err->code;
+		return -rk_err(err)->code;
 	}
 	rk_db_bind_text(st, 1, id);
 	rk_db_bind_text(st, 2, run_id);
@@ -451,7 +451,7 @@ int rk_approval_decide(struct rk_engine *eng, const struct rk_actor *a, const ch
 	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT user_id FROM approvals WHERE run_id = ? AND state = 'pending'",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, run_id);
 	char *owner = rk_stmt_step(st) == RK_SQL_ROW ? rk_db_col_text(st, 0) : NULL;
 	rk_stmt_finalize(st);
@@ -467,7 +467,7 @@ int rk_approval_decide(struct rk_engine *eng, const struct rk_actor *a, const ch
 			   "WHERE run_id = ? AND state = 'pending'",
 			   err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	char *by = rk_xasprintf("user:%s", a->user);
 	rk_db_bind_text(st, 1, approve ? "approved" : "denied");
 	rk_db_bind_text(st, 2, note);
@@ -488,7 +488,7 @@ int rk_approval_pending(struct rk_engine *eng, const char *run_id, cJSON **out, 
 					 "WHERE state = 'pending' AND (?1 IS NULL OR run_id = ?1) ORDER BY created_at",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, run_id);
 	static const struct rk_db_json_col cols[] = {{"id", 's'},	       {"run_id", 's'}, {"tool", 's'}, {"arguments", 's'},
 						   {"reason", 's'},    {"created_at", 't'}, {0}};

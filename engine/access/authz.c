@@ -92,7 +92,7 @@ int rk_authz_computer_record(struct rk_engine *eng, const char *computer_id, con
 					 "ON CONFLICT (computer_id) DO NOTHING",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
 	rk_db_bind_text(st, 2, space);
 	rk_db_bind_text(st, 3, owner);
@@ -106,7 +106,7 @@ int rk_authz_computer_place(struct rk_engine *eng, const struct rk_computer *c, 
 	struct rk_stmt *st =
 		rk_db_prepare(eng->db, "SELECT space_id, owner FROM computer_access WHERE computer_id = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, c->id);
 	int rc = rk_stmt_step(st);
 	if (rc == RK_SQL_ROW) {

@@ -666,7 +666,7 @@ int rk_secret_set(struct rk_engine *eng, const struct rk_actor *a, const char *n
 		"ciphertext = excluded.ciphertext, updated_at = excluded.updated_at",
 		err);
 	if (!st) {
-		r = -err->code;
+		r = -rk_err(err)->code;
 	} else {
 		char *id = rk_id_new("sec");
 		rk_db_bind_text(st, 1, id);
@@ -710,7 +710,7 @@ int rk_secret_list(struct rk_engine *eng, const struct rk_actor *a, cJSON **out,
 		"ORDER BY 1, 2",
 		err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, a->user);
 	rk_db_bind_text(st, 2, a->space);
 	static const struct rk_db_json_col cols[] = {{"name", 's'},	  {"bot", 's'},	       {"origin", 's'},
@@ -727,7 +727,7 @@ int rk_secret_remove(struct rk_engine *eng, const struct rk_actor *a, const char
 	struct rk_stmt *st = rk_db_prepare(
 		eng->db, "DELETE FROM secrets WHERE user_id = ? AND space_id = ? AND bot_id = ? AND name = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, a->user);
 	rk_db_bind_text(st, 2, a->space);
 	rk_db_bind_text(st, 3, a->bot ? a->bot : "");
@@ -771,7 +771,7 @@ static int load_sealed(struct rk_engine *eng, const struct rk_actor *a, const ch
 					 "ORDER BY bot_id = '' LIMIT 1",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, a->user);
 	rk_db_bind_text(st, 2, a->space);
 	rk_db_bind_text(st, 3, name);
@@ -1315,7 +1315,7 @@ int rk_secret_request(struct rk_engine *eng, const struct rk_actor *a, const cha
 						 "origin, auth, auth_param, reason, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
 						 err);
 		if (!st) {
-			r = -err->code;
+			r = -rk_err(err)->code;
 			goto out;
 		}
 		char *id = rk_id_new("srq");

@@ -24,7 +24,7 @@ int rk_space_create(struct rk_engine *eng, const struct rk_actor *a, const char 
 					 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	char *by = a->bot ? rk_xasprintf("user:%s/bot:%s", a->user, a->bot) : rk_xasprintf("user:%s", a->user);
 	rk_db_bind_text(st, 1, name);
 	rk_db_bind_text(st, 2, description);
@@ -50,7 +50,7 @@ int rk_space_list(struct rk_engine *eng, cJSON **out, struct rk_error *err)
 		"FROM names n LEFT JOIN spaces s ON s.id = n.id ORDER BY n.id != 'default', n.id",
 		err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	static const struct rk_db_json_col cols[] = {{"id", 's'},     {"description", 's'}, {"created_by", 's'},
 						     {"run_id", 's'}, {"created_at", 't'},  {"computers", 'i'},
 						     {0}};

@@ -65,7 +65,7 @@ int rk_memory_read(struct rk_engine *eng, const struct rk_actor *a, const char *
 		err);
 	if (!st) {
 		free(norm);
-		return -err->code;
+		return -rk_err(err)->code;
 	}
 	bind_actor(st, a);
 	if (norm)
@@ -113,7 +113,7 @@ static int save(struct rk_engine *eng, const struct rk_actor *a, const char *pat
 					 "AND scope = ? AND bot_id = ? AND path = ?",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_document_key(st, a, scope, bot, path);
 	int64_t id = -1, have = 0;
 	int rc = rk_stmt_step(st);
@@ -140,7 +140,7 @@ static int save(struct rk_engine *eng, const struct rk_actor *a, const char *pat
 			   "revision = memory_documents.revision + 1, updated_at = excluded.updated_at RETURNING id",
 			   err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_document_key(st, a, scope, bot, path);
 	rk_db_bind_text(st, 6, content);
 	rk_stmt_bind_int64(st, 7, now);
@@ -157,7 +157,7 @@ static int save(struct rk_engine *eng, const struct rk_actor *a, const char *pat
 			   "VALUES (?, ?, ?, ?, ?)",
 			   err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_int64(st, 1, id);
 	rk_stmt_bind_int64(st, 2, *revision);
 	rk_db_bind_text(st, 3, content);
@@ -168,13 +168,13 @@ static int save(struct rk_engine *eng, const struct rk_actor *a, const char *pat
 	/* the index: one row per document, rowid = the document's id */
 	st = rk_db_prepare(eng->db, "DELETE FROM memory_fts WHERE rowid = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_int64(st, 1, id);
 	if ((r = rk_db_step_done(eng->db, st, "index memory", err)))
 		return r;
 	st = rk_db_prepare(eng->db, "INSERT INTO memory_fts (rowid, path, content) VALUES (?, ?, ?)", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_int64(st, 1, id);
 	rk_db_bind_text(st, 2, path);
 	rk_db_bind_text(st, 3, content);
@@ -303,7 +303,7 @@ int rk_memory_search(struct rk_engine *eng, const struct rk_actor *a, const char
 			free(fq);
 			cJSON_Delete(doc);
 			cJSON_Delete(results);
-			return -err->code;
+			return -rk_err(err)->code;
 		}
 		bind_actor(st, a);
 		rk_db_bind_text(st, 4, pass == 0 && !pg ? fq : query);
@@ -351,7 +351,7 @@ int rk_memory_history(struct rk_engine *eng, const struct rk_actor *a, const cha
 		err);
 	if (!st) {
 		free(norm);
-		return -err->code;
+		return -rk_err(err)->code;
 	}
 	bind_actor(st, a);
 	rk_db_bind_text(st, 4, norm);

@@ -802,13 +802,13 @@ static void redact(const struct rk_model_config *cfg, struct rk_error *err)
 	const char *key = cfg->api_key;
 	size_t kl = strlen(key);
 	char *hit;
-	while ((hit = strstr(err->message, key)) != NULL) {
+	while ((hit = strstr(rk_err(err)->message, key)) != NULL) {
 		struct rk_buf b = RK_BUF_INIT;
 		rk_buf_init(&b);
-		rk_buf_add(&b, err->message, (size_t)(hit - err->message));
+		rk_buf_add(&b, rk_err(err)->message, (size_t)(hit - rk_err(err)->message));
 		rk_buf_adds(&b, "[redacted]");
 		rk_buf_adds(&b, hit + kl);
-		snprintf(err->message, sizeof(err->message), "%s", b.data);
+		snprintf(rk_err(err)->message, sizeof(rk_err(err)->message), "%s", b.data);
 		rk_buf_release(&b);
 	}
 }
@@ -1005,7 +1005,7 @@ int rk_model_complete(const struct rk_model_config *cfg, const struct rk_model_c
 		if (o == FAIL || n >= cfg->max_retries) {
 			if (o == RETRY && n > 0)
 				rk_error_prefix(err, "after %d attempts", n + 1);
-			rc = -(int)err->code;
+			rc = -(int)rk_err(err)->code;
 			break;
 		}
 		int64_t wait = backoff_delay(cfg, n + 1);

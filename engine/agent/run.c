@@ -713,7 +713,7 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 		reload_redactor(run);
 		struct rk_model_reply reply = {0};
 		if ((r = rk_model_complete(&run->cfg, run->conv, tools, ntools, &reply, err))) {
-			if (err->code == RK_EINTERRUPTED) {
+			if (rk_err(err)->code == RK_EINTERRUPTED) {
 				/* woken: by a cancel, an interrupt, or for nothing (then ask again) */
 				if ((*reason = look(run))) {
 					r = stop_error(run, *reason, err);
@@ -1039,23 +1039,23 @@ finish:;
 	int superseded = reason && !strcmp(reason, "superseded");
 	if (superseded) {
 		/* someone else ended the run (found this process stalled): leave their record */
-		rk_log(RK_LOG_WARN, "run %s: %s", run.id, err->message);
+		rk_log(RK_LOG_WARN, "run %s: %s", run.id, rk_err(err)->message);
 		goto out;
 	}
 	if (reason && !strcmp(reason, "cancelled"))
 		kill_sessions(&run);
 	int failed = r != 0;
 	if (checkpoint(&run, failed, failed ? &e2 : err) && !failed) {
-		r = -(int)err->code;
+		r = -(int)rk_err(err)->code;
 		reason = "checkpoint";
 		free(answer);
 		answer = NULL;
 	}
 	const char *state = r == 0 ? "completed"
 			    : reason && !strcmp(reason, "cancelled") ? "cancelled"
-			    : err->code == RK_EINTERRUPTED ? "interrupted"
+			    : rk_err(err)->code == RK_EINTERRUPTED ? "interrupted"
 						     : "failed";
-	char *stored_answer = redacted(&run, answer), *stored_error = r ? redacted(&run, err->message) : NULL;
+	char *stored_answer = redacted(&run, answer), *stored_error = r ? redacted(&run, rk_err(err)->message) : NULL;
 	if (rk_db_run_finish(eng->db, run.id, state, stored_answer, stored_error, &e2))
 		rk_log(RK_LOG_ERROR, "run %s: cannot record its end (%s): %s", run.id, state, e2.message);
 	free(stored_answer);
@@ -1075,8 +1075,8 @@ finish:;
 	} else {
 		cJSON_AddStringToObject(b, "reason", reason ? reason : "failed");
 		cJSON *o = cJSON_AddObjectToObject(b, "error");
-		cJSON_AddStringToObject(o, "code", rk_code_name(err->code));
-		cJSON_AddStringToObject(o, "message", err->message);
+		cJSON_AddStringToObject(o, "code", rk_code_name(rk_err(err)->code));
+		cJSON_AddStringToObject(o, "message", rk_err(err)->message);
 	}
 	emit(&run, "run.finished", b);
 	rk_log(RK_LOG_INFO, "run %s: %s after %lld steps", run.id, state, (long long)run.steps);
@@ -1084,7 +1084,7 @@ finish:;
 
 fail_early:
 	/* it never got going: record why, so the row does not stay queued */
-	char *why = redacted(&run, err->message);
+	char *why = redacted(&run, rk_err(err)->message);
 	if (rk_db_run_finish(eng->db, run.id, "failed", NULL, why, &e2) == 0)
 		rk_db_run_set_meta(eng->db, run.id, reason, NULL, &e2);
 	free(why);
@@ -1158,7 +1158,7 @@ int rk_run_detach(struct rk_engine *eng, const char *run_id, struct rk_error *er
 	if (r) {
 		struct rk_error e2;
 		rk_error_prefix(err, "run %s: cannot start its process", run_id);
-		if (rk_db_run_finish(eng->db, run_id, "failed", NULL, err->message, &e2) == 0)
+		if (rk_db_run_finish(eng->db, run_id, "failed", NULL, rk_err(err)->message, &e2) == 0)
 			rk_db_run_set_meta(eng->db, run_id, "worker_gone", NULL, &e2);
 	}
 	return r;

@@ -242,7 +242,7 @@ static int cap_insert(struct rk_engine *eng, const struct rk_gateway_cap *cap, c
 				"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, cap->id, -1);
 	rk_stmt_bind_text(st, 2, hash_hex_s, -1);
 	rk_stmt_bind_text(st, 3, cap->computer_id, -1);
@@ -278,7 +278,7 @@ static int cap_by_hash(struct rk_engine *eng, const unsigned char hash[HASH_BYTE
 	hash_hex(hash, hex);
 	struct rk_stmt *st = prep(eng, "SELECT " CAP_COLS " FROM screen_capabilities WHERE token_hash = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, hex, -1);
 	int rc = rk_stmt_step(st), found = 0;
 	if (rc == RK_SQL_ROW) {
@@ -304,7 +304,7 @@ static int caps_where(struct rk_engine *eng, const char *where, const char *arg,
 	struct rk_stmt *st = prep(eng, sql, err);
 	free(sql);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	if (arg)
 		rk_stmt_bind_text(st, 1, arg, -1);
 	if (iarg >= 0)
@@ -338,7 +338,7 @@ static int cap_mark_revoked(struct rk_engine *eng, const char *id, const char *r
 				"WHERE id = ? AND revoked_at IS NULL",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_int64(st, 1, rk_now_ms());
 	rk_stmt_bind_text(st, 2, reason, -1);
 	rk_stmt_bind_text(st, 3, id, -1);
@@ -396,7 +396,7 @@ int rk_gateway_bot_slot(struct rk_engine *eng, const struct rk_computer *c, cons
 	int r = rk_team_bot_check(bot_id, err);
 	if (r)
 		return r;
-	if ((r = rk_team_screen_slot(eng, c->id, bot_id, display, generation, err)) && err->code == RK_ENOTFOUND)
+	if ((r = rk_team_screen_slot(eng, c->id, bot_id, display, generation, err)) && rk_err(err)->code == RK_ENOTFOUND)
 		rk_error_set(err, RK_ENOTFOUND,
 			     "bot '%s' has no live screen on computer '%s': it starts with the bot's first graphical call "
 			     "(`rakazo screen shot %s --bot %s`)",
@@ -945,7 +945,7 @@ static int vnc_socket_of(struct rk_engine *eng, struct rk_computer *c, int displ
 	}
 	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
 	if (!ops)
-		return -err->code;
+		return -rk_err(err)->code;
 	/* display_start is idempotent: it hands the running display's socket */
 	struct rk_machine_ctx mc;
 	rk_machine_ctx_init(&mc, eng, c);
@@ -1202,7 +1202,7 @@ static int maker_check(struct rk_engine *eng, const struct rk_gateway_cap *cap, 
 	int r = rk_authz_check_id(eng, &cap->maker, cap->computer_id, "computers.use", err);
 	/* not found: the computer left the maker's space, which is their loss of it */
 	if (r == -RK_ENOTFOUND) {
-		err->code = RK_EDENIED;
+		rk_err(err)->code = RK_EDENIED;
 		r = -RK_EDENIED;
 	}
 	return r;
@@ -1289,7 +1289,7 @@ int rk_gateway_authorize(struct rk_engine *eng, const char *token, struct rk_gat
 				 "or reused)", out->id);
 	else if (out->policy == RK_GATEWAY_CONTROL && (r = rk_gateway_control_held(eng, out, err)) != 0)
 		/* a busy bot is the conflict (409); control not held, the capability's end (403) */
-		r = err->code == RK_ECONFLICT ? r : rk_error_set(err, RK_ESTALE, "%s", err->message);
+		r = rk_err(err)->code == RK_ECONFLICT ? r : rk_error_set(err, RK_ESTALE, "%s", rk_err(err)->message);
 	else if (!forwarder_alive(eng->data_dir, out->id, NULL))
 		r = rk_error_set(err, RK_ESTALE, "capability %s is no longer served", out->id);
 	else

@@ -167,7 +167,7 @@ int rk_upstream_of(struct rk_engine *eng, struct rk_computer *c, int display, ch
 	*ws_url = NULL;
 	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
 	if (!ops)
-		return -err->code;
+		return -rk_err(err)->code;
 	if (!ops->display_novnc)
 		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' serves no noVNC page of its own", c->kind);
 	struct rk_machine_ctx mc;
@@ -179,7 +179,7 @@ int rk_upstream_of(struct rk_engine *eng, struct rk_computer *c, int display, ch
 		return r;
 	*ws_url = rk_upstream_from_novnc(page, err);
 	rk_free_secret(&page);
-	return *ws_url ? 0 : -err->code;
+	return *ws_url ? 0 : -rk_err(err)->code;
 }
 
 /* --- the bridge ------------------------------------------------------------------- */

@@ -507,10 +507,10 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 	rk_machine_ctx_init(&mc, eng, c);
 	rc = ops->display_start(&mc.m, display, &dopt, &tr, err);
 	rk_machine_ctx_release(&mc);
-	if (rc && extra_screen && err->code != RK_EUSAGE && err->code != RK_EINVALID) {
+	if (rc && extra_screen && rk_err(err)->code != RK_EUSAGE && rk_err(err)->code != RK_EINVALID) {
 		/* as engine/machine/display.c says it: shell and files still work */
 		rk_error_prefix(err, "cannot start another screen on computer '%s'", c->name);
-		err->code = RK_EMULTISCREEN;
+		rk_err(err)->code = RK_EMULTISCREEN;
 		rc = -RK_EMULTISCREEN;
 	}
 	if (rc == 0 && !tr.cdp_socket)
@@ -602,7 +602,7 @@ int rk_browser_navigate(struct rk_browser *b, const char *url, int timeout_ms, c
 				    url);
 	cJSON *st = page_state(b, err);
 	if (!st)
-		return -(int)err->code;
+		return -(int)rk_err(err)->code;
 	cJSON_AddNumberToObject(st, "load_ms", (double)(rk_monotonic_ms() - start));
 	*out = st;
 	return 0;
@@ -1276,7 +1276,7 @@ int rk_browser_act(struct rk_browser *b, const cJSON *a, const struct rk_browser
 	if (rc)
 		return rc;
 	if (!st)
-		return err->code ? -(int)err->code : rk_error_set(err, RK_EFAILED, "browser_act: no page state");
+		return rk_err(err)->code ? -(int)rk_err(err)->code : rk_error_set(err, RK_EFAILED, "browser_act: no page state");
 	cJSON_AddStringToObject(st, "action", act_names[k]);
 	if (ref)
 		cJSON_AddStringToObject(st, "ref", ref);

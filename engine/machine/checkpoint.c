@@ -381,7 +381,7 @@ static int checkpoint_locked(struct rk_engine *eng, struct rk_workspace_store *s
 {
 	const struct rk_provider_ops *ops = provider_of(c, err);
 	if (!ops)
-		return -err->code;
+		return -rk_err(err)->code;
 	struct rk_machine_ctx mc;
 	rk_machine_ctx_init(&mc, eng, c);
 	int keep = c->revisions_kept < 1 ? 1 : c->revisions_kept;
@@ -746,7 +746,7 @@ static int install_locked(struct rk_engine *eng, struct rk_workspace_store *stor
 {
 	const struct rk_provider_ops *ops = provider_of(c, err);
 	if (!ops)
-		return -err->code;
+		return -rk_err(err)->code;
 	struct rk_machine_ctx mc;
 	rk_machine_ctx_init(&mc, eng, c);
 	int mounted = rk_checkpoint_home_mounted(ops);

@@ -298,7 +298,7 @@ static int prepare(struct rk_engine *eng, struct rk_computer *c, const char *pat
 	if ((r = rk_computer_ensure_running(eng, c, err)))
 		goto fail;
 	if (!(*ops = rk_engine_provider(c, err))) {
-		r = -err->code;
+		r = -rk_err(err)->code;
 		goto fail;
 	}
 	return 0;
@@ -432,7 +432,7 @@ int rk_computer_sh(struct rk_engine *eng, const struct rk_computer *c, const cha
 {
 	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
 	if (!ops)
-		return -err->code;
+		return -rk_err(err)->code;
 	if (!ops->exec_spawn)
 		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' cannot run commands", c->kind);
 	struct rk_machine_ctx mc;

@@ -308,12 +308,12 @@ static int call(struct rk_engine *eng, struct rk_computer *c, int display,
 		r = rk_engine_spawn(eng, holder_main, &a, err);
 		if (r == -RK_ECONFLICT) /* another caller started it first */
 			r = 0;
-		if (r && opt && opt->start_is_extra_screen && err && err->code != RK_EUSAGE &&
-		    err->code != RK_EINVALID) {
+		if (r && opt && opt->start_is_extra_screen && err && rk_err(err)->code != RK_EUSAGE &&
+		    rk_err(err)->code != RK_EINVALID) {
 			/* the provider cannot spawn another display: graphical calls
 			 * say so with the stable code; shell and files still work */
 			rk_error_prefix(err, "cannot start another screen on computer '%s'", c->name);
-			err->code = RK_EMULTISCREEN;
+			rk_err(err)->code = RK_EMULTISCREEN;
 			r = -RK_EMULTISCREEN;
 		}
 		if (r)
@@ -445,7 +445,7 @@ int rk_display_close(struct rk_engine *eng, struct rk_computer *c, int display, 
 	free(name);
 	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
 	if (!ops)
-		return -err->code;
+		return -rk_err(err)->code;
 	if (!ops->display_stop)
 		return 0;
 	struct rk_machine_ctx mc;

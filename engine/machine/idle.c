@@ -278,7 +278,7 @@ static int drop_deferred(struct rk_db *db, const char *computer_id, struct rk_er
 {
 	struct rk_stmt *st = rk_db_prepare(db, "DELETE FROM deferred_checkpoints WHERE computer_id = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
 	return rk_db_step_done(db, st, "deferred checkpoint", err);
 }
@@ -299,7 +299,7 @@ int rk_idle_checkpoint(struct rk_engine *eng, const struct rk_computer *c, const
 						 "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (computer_id) DO UPDATE SET reason = ?2, "
 						 "blocked_by = ?3",
 						 err);
-		int r = st ? 0 : -err->code;
+		int r = st ? 0 : -rk_err(err)->code;
 		if (st) {
 			rk_db_bind_text(st, 1, c->id);
 			rk_db_bind_text(st, 2, reason);
@@ -322,7 +322,7 @@ int rk_idle_flush_deferred(struct rk_engine *eng, const struct rk_computer *c, s
 {
 	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT reason FROM deferred_checkpoints WHERE computer_id = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, c->id);
 	char *reason = NULL;
 	if (rk_stmt_step(st) == RK_SQL_ROW)

@@ -26,7 +26,7 @@ int rk_reservation_check(struct rk_db *db, const char *computer_id, struct rk_er
 					 "SELECT kind, phase, state, owner FROM computer_reservations WHERE computer_id = ?",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
 	int r = 0;
 	int rc = rk_stmt_step(st);
@@ -54,7 +54,7 @@ static int record_phase(struct rk_db *db, const char *computer_id, const char *k
 					 "(?, ?, ?, ?)",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
 	rk_db_bind_text(st, 2, kind);
 	rk_db_bind_text(st, 3, phase);
@@ -113,7 +113,7 @@ int rk_reservation_begin(struct rk_engine *eng, const struct rk_computer *c, con
 	rk_log(RK_LOG_INFO, "reservation %s: %s job by %s (pid %d)", c->id, kind, eng->owner, (int)getpid());
 	return 0;
 fail_code:
-	r = -err->code;
+	r = -rk_err(err)->code;
 fail:
 	rk_db_rollback(eng->db);
 	return r;
@@ -133,7 +133,7 @@ static int own_update(struct rk_engine *eng, const char *computer_id, const char
 	free(sql);
 	if (!st) {
 		rk_db_rollback(eng->db);
-		return -err->code;
+		return -rk_err(err)->code;
 	}
 	rk_db_bind_text(st, 1, computer_id);
 	rk_stmt_bind_int64(st, 2, getpid());
@@ -178,7 +178,7 @@ int rk_reservation_heartbeat(struct rk_engine *eng, const char *computer_id, str
 					 "worker_pid = ? AND state = 'active'",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_int64(st, 1, rk_now_ms());
 	rk_db_bind_text(st, 2, computer_id);
 	rk_stmt_bind_int64(st, 3, getpid());
@@ -195,7 +195,7 @@ int rk_reservation_end(struct rk_engine *eng, const char *computer_id, struct rk
 					 "state = 'active'",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
 	rk_stmt_bind_int64(st, 2, getpid());
 	int r = rk_db_step_done(eng->db, st, "end reservation", err);
@@ -211,7 +211,7 @@ int rk_reservation_scan(struct rk_engine *eng, struct rk_error *err)
 					 "heartbeat_at < ? RETURNING computer_id, kind, phase",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_int64(st, 1, rk_now_ms() - silent_ms());
 	int rc;
 	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW)
@@ -234,7 +234,7 @@ int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, s
 					 "computer_id = ?",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, c->id);
 	if (rk_stmt_step(st) != RK_SQL_ROW) {
 		rk_stmt_finalize(st);
@@ -274,7 +274,7 @@ int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, s
 	}
 	st = rk_db_prepare(eng->db, "DELETE FROM computer_reservations WHERE computer_id = ?", err);
 	if (!st) {
-		r = -err->code;
+		r = -rk_err(err)->code;
 		goto out;
 	}
 	rk_db_bind_text(st, 1, c->id);

@@ -743,7 +743,7 @@ static int relay_call(struct rk_engine *eng, const char *sid, const cJSON *req, 
 	char *text = cJSON_PrintUnformatted(req);
 	struct rk_stmt *st = rk_db_prepare(
 		eng->db, "INSERT INTO session_calls (id, session_id, request, created_at) VALUES (?1, ?2, ?3, ?4)", err);
-	int r = st ? 0 : -err->code;
+	int r = st ? 0 : -rk_err(err)->code;
 	if (st) {
 		rk_db_bind_text(st, 1, id);
 		rk_db_bind_text(st, 2, sid);
@@ -757,7 +757,7 @@ static int relay_call(struct rk_engine *eng, const char *sid, const cJSON *req, 
 	for (int gave_up = 0; r == 0 && !answer;) {
 		st = rk_db_prepare(eng->db, "SELECT reply FROM session_calls WHERE id = ?1 AND reply IS NOT NULL", err);
 		if (!st) {
-			r = -err->code;
+			r = -rk_err(err)->code;
 			break;
 		}
 		rk_db_bind_text(st, 1, id);
@@ -876,7 +876,7 @@ int rk_session_start(struct rk_engine *eng, struct rk_computer *c, const struct 
 		return r;
 	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
 	if (!ops)
-		return -err->code;
+		return -rk_err(err)->code;
 	if (req->tty && !(ops->caps & RK_CAP_TTY))
 		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' gives no terminal: run without --tty", c->kind);
 

@@ -99,7 +99,7 @@ int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot
 					 "SELECT 1 FROM team_bots WHERE computer_id = ? AND bot_id = ? AND layout_ref IS ?",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, c->id);
 	rk_db_bind_text(st, 2, bot);
 	rk_db_bind_text(st, 3, c->provider_ref);
@@ -122,7 +122,7 @@ int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot
 			   "ON CONFLICT (computer_id, bot_id) DO UPDATE SET layout_ref = excluded.layout_ref",
 			   err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, c->id);
 	rk_db_bind_text(st, 2, bot);
 	rk_db_bind_text(st, 3, c->provider_ref);
@@ -145,7 +145,7 @@ int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char 
 					 "WHEN 'queued' THEN 1 ELSE 2 END, created_at DESC LIMIT 1",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
 	rk_db_bind_text(st, 2, bot_id);
 	int rc = rk_stmt_step(st);
@@ -248,7 +248,7 @@ int rk_team_call_begin(struct rk_engine *eng, struct rk_computer *c, const char 
 		if (r == 0) {
 			call->fence = l.fence;
 			call->own = 1;
-		} else if (err->code == RK_ECONFLICT) {
+		} else if (rk_err(err)->code == RK_ECONFLICT) {
 			rk_error_prefix(err, "bot '%s' is busy with another task (pass its --fence to act under its lease)",
 					bot);
 		}
@@ -404,7 +404,7 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 	       (long long)out->generation);
 	return 0;
 fail:
-	r = -err->code;
+	r = -rk_err(err)->code;
 fail_r:
 	rk_db_rollback(eng->db);
 	return r;
@@ -438,7 +438,7 @@ int rk_team_screen_slot(struct rk_engine *eng, const char *computer_id, const ch
 					 "AND state = 'live'",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
 	rk_db_bind_text(st, 2, bot_id);
 	int r = 0;
@@ -461,7 +461,7 @@ int rk_team_slot_tenant(struct rk_engine *eng, const char *computer_id, int slot
 					 "AND bot_id IS NOT NULL",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
 	rk_stmt_bind_int(st, 2, slot);
 	int rc = rk_stmt_step(st), found = rc == RK_SQL_ROW;
@@ -481,7 +481,7 @@ static int screen_prepare(struct rk_engine *eng, struct rk_computer *c, const ch
 		return rk_error_set(err, RK_EUNSUPPORTED, "computer '%s' was created without a desktop", c->name);
 	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
 	if (!ops)
-		return -err->code;
+		return -rk_err(err)->code;
 	if (!(ops->caps & RK_CAP_DESKTOP))
 		return rk_error_set(err, RK_EMULTISCREEN, "provider '%s' has no screens for bots", c->kind);
 	int r = slot_claim(eng, c, bot, s, err);
@@ -502,7 +502,7 @@ static void screen_after(struct rk_engine *eng, struct rk_computer *c, const str
 		slot_set_state(eng, c->id, s, "live", 0);
 		return;
 	}
-	if (err->code != RK_EMULTISCREEN)
+	if ((err ? err->code : RK_EFAILED) != RK_EMULTISCREEN)
 		return; /* the display came up; the failure was the call's own */
 	/* the display never came up: tear down what may have started, then give the slot back */
 	struct rk_error e;
@@ -698,7 +698,7 @@ int rk_team_screen_release(struct rk_engine *eng, struct rk_computer *c, const c
 					 "SELECT slot, generation FROM display_slots WHERE computer_id = ? AND bot_id = ?",
 					 err);
 	if (!st) {
-		r = -err->code;
+		r = -rk_err(err)->code;
 		rk_db_rollback(eng->db);
 		goto out;
 	}
@@ -743,7 +743,7 @@ int rk_team_screens_forget(struct rk_engine *eng, const char *computer_id, struc
 					 "WHERE computer_id = ?1 AND bot_id IS NOT NULL",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
 	rk_stmt_bind_int64(st, 2, rk_now_ms());
 	int r = rk_db_step_done(eng->db, st, "forget screens", err);
@@ -759,7 +759,7 @@ int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSO
 					 "computer_id = ? AND bot_id IS NOT NULL ORDER BY slot",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, c->id);
 	cJSON *arr = cJSON_CreateArray();
 	while (rk_stmt_step(st) == RK_SQL_ROW) {
@@ -879,7 +879,7 @@ int rk_team_takeover(struct rk_engine *eng, struct rk_computer *c, const char *b
 			r = rk_db_sql_error(eng->db, err, "grant control");
 		rk_stmt_finalize(st);
 	} else {
-		r = -err->code;
+		r = -rk_err(err)->code;
 	}
 	free(new_id);
 	if (r)
@@ -948,7 +948,7 @@ int rk_team_release_control(struct rk_engine *eng, struct rk_computer *c, const 
 	free(holder);
 	struct rk_stmt *st = rk_db_prepare(eng->db, "DELETE FROM control_leases WHERE computer_id = ? AND bot_id = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, c->id);
 	rk_db_bind_text(st, 2, bot);
 	if ((r = rk_db_step_done(eng->db, st, "release control", err)))

@@ -44,7 +44,7 @@ static int worker_register(struct rk_db *db, const char *id, struct rk_error *er
 					   "VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
 					   err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	rk_db_bind_text(st, 2, host);
 	rk_db_bind_text(st, 3, rk_host_key());
@@ -58,7 +58,7 @@ static int worker_heartbeat(struct rk_db *db, const char *id, struct rk_error *e
 {
 	struct rk_stmt *st = rk_db_prepare(db, "UPDATE workers SET heartbeat_at = ?2 WHERE id = ?1", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	rk_stmt_bind_int64(st, 2, rk_now_ms());
 	int r = rk_db_step_done(db, st, "worker heartbeat", err);

@@ -779,7 +779,7 @@ static int migrate(struct rk_db *db, struct rk_error *err)
 		struct rk_stmt *st = prep(db, "INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)", err);
 		if (!st) {
 			rk_db_rollback(db);
-			return -err->code;
+			return -rk_err(err)->code;
 		}
 		rk_stmt_bind_int(st, 1, v);
 		rk_stmt_bind_int64(st, 2, rk_now_ms());
@@ -852,7 +852,7 @@ static int pragma_text(struct rk_db *db, const char *sql, const char *what, char
 {
 	struct rk_stmt *st = prep(db, sql, err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	struct rk_buf b;
 	rk_buf_init(&b);
 	int rc;
@@ -937,7 +937,7 @@ int rk_db_computer_insert(struct rk_db *db, const struct rk_computer *c, struct 
 				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, c->id);
 	bind_text(st, 2, c->name);
 	bind_text(st, 3, c->kind);
@@ -973,7 +973,7 @@ int rk_db_computer_get(struct rk_db *db, const char *id_or_name, struct rk_compu
 				"AND deleted_at IS NULL ORDER BY id = ?1 DESC LIMIT 1",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, id_or_name);
 	int rc = rk_stmt_step(st);
 	int r = 0;
@@ -1004,7 +1004,7 @@ int rk_db_computer_list(struct rk_db *db, struct rk_computer **out, size_t *n, s
 				" FROM computers WHERE deleted_at IS NULL ORDER BY created_at, id",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	return collect_rows(db, st, sizeof(struct rk_computer), computer_row, computer_release_any, (void **)out, n, "list computers", err);
 }
 
@@ -1013,7 +1013,7 @@ static int update_computer_text(struct rk_db *db, const char *sql, const char *i
 {
 	struct rk_stmt *st = prep(db, sql, err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, value);
 	rk_stmt_bind_int64(st, 2, rk_now_ms());
 	bind_text(st, 3, id);
@@ -1042,7 +1042,7 @@ int rk_db_computer_mark_ref_kind(struct rk_db *db, const char *id, struct rk_err
 {
 	struct rk_stmt *st = prep(db, "UPDATE computers SET ref_kind = kind WHERE id = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, id);
 	return step_done(db, st, "update computer", err);
 }
@@ -1051,7 +1051,7 @@ int rk_db_computer_ref_kind(struct rk_db *db, const char *id, char **out, struct
 {
 	struct rk_stmt *st = prep(db, "SELECT ref_kind FROM computers WHERE id = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, id);
 	int rc = rk_stmt_step(st);
 	int r = 0;
@@ -1076,7 +1076,7 @@ int rk_db_home_revision_record(struct rk_db *db, const struct rk_workspace_check
 				"kind = excluded.kind, computer_id = excluded.computer_id",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, h->id);
 	bind_text(st, 2, h->home_key);
 	bind_text(st, 3, h->reason);
@@ -1105,7 +1105,7 @@ int rk_db_home_revision_prune(struct rk_db *db, const char *home_key, const char
 	struct rk_stmt *st = prep(db, sql.data, err);
 	rk_buf_release(&sql);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, home_key);
 	for (size_t i = 0; i < n; i++)
 		bind_text(st, (int)i + 2, keep[i]);
@@ -1184,7 +1184,7 @@ int rk_db_execution_insert(struct rk_db *db, const struct rk_execution *e, struc
 				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, e->id);
 	bind_text(st, 2, e->computer_id);
 	bind_text(st, 3, e->op);
@@ -1219,7 +1219,7 @@ static int execution_query_one(struct rk_db *db, const char *sql, const char *ar
 {
 	struct rk_stmt *st = prep(db, sql, err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, arg);
 	if (arg2)
 		bind_text(st, 2, arg2);
@@ -1286,7 +1286,7 @@ int rk_db_execution_update(struct rk_db *db, const struct rk_execution *e, struc
 				"provider_call_at = ?, cancel_requested = ?, worker_pid = ?, worker_id = ? WHERE id = ?",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, e->state);
 	bind_text(st, 2, e->phase);
 	bind_text(st, 3, e->error_code);
@@ -1306,7 +1306,7 @@ int rk_db_execution_request_cancel(struct rk_db *db, const char *id, struct rk_e
 {
 	struct rk_stmt *st = prep(db, "UPDATE lifecycle_executions SET cancel_requested = 1 WHERE id = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, id);
 	return step_done(db, st, "cancel execution", err);
 }
@@ -1326,7 +1326,7 @@ int rk_db_execution_running_ids(struct rk_db *db, char ***ids, size_t *n, struct
 	struct rk_stmt *st = prep(db, "SELECT id FROM lifecycle_executions WHERE state = 'running' ORDER BY created_at",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	return collect_rows(db, st, sizeof(char *), id_row, free_any, (void **)ids, n, "list running executions", err);
 }
 
@@ -1350,7 +1350,7 @@ int rk_db_execution_marks(struct rk_db *db, struct rk_execution_mark **out, size
 				"('pending','running')",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	return collect_rows(db, st, sizeof(**out), mark_row, mark_release, (void **)out, n, "list execution marks", err);
 }
 
@@ -1379,7 +1379,7 @@ int rk_db_execution_list(struct rk_db *db, const char *computer_id, struct rk_ex
 				"computer_id = ?1 ORDER BY created_at, id",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
 	return collect_rows(db, st, sizeof(struct rk_execution), execution_row, execution_release_any, (void **)out, n, "list executions", err);
 }
@@ -1389,7 +1389,7 @@ int rk_db_execution_count_pending(struct rk_db *db, struct rk_error *err)
 	struct rk_stmt *st = prep(db, "SELECT count(*) FROM lifecycle_executions WHERE state IN ('pending','running')",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	int n = 0;
 	if (rk_stmt_step(st) == RK_SQL_ROW)
 		n = rk_stmt_column_int(st, 0);
@@ -1406,7 +1406,7 @@ int rk_db_event_append(struct rk_db *db, const char *execution_id, const char *t
 				"WHERE execution_id = ?1",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, execution_id);
 	bind_text(st, 2, type);
 	bind_text(st, 3, data);
@@ -1445,7 +1445,7 @@ int rk_db_events_after(struct rk_db *db, const char *execution_id, int64_t after
 				"execution_id = ? AND sequence > ? ORDER BY sequence",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, execution_id);
 	rk_stmt_bind_int64(st, 2, after);
 	return collect_rows(db, st, sizeof(struct rk_event), event_row, event_release_one, (void **)out, n, "list events", err);
@@ -1471,7 +1471,7 @@ int rk_db_lease_get(struct rk_db *db, const char *computer_id, const char *bot_i
 				"WHERE computer_id = ? AND bot_id = ?",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
 	bind_text(st, 2, bot_id);
 	int rc = rk_stmt_step(st);
@@ -1514,7 +1514,7 @@ int rk_db_lease_acquire(struct rk_db *db, const char *computer_id, const char *b
 				"updated_at = excluded.updated_at",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
 	bind_text(st, 2, bot_id);
 	rk_stmt_bind_int64(st, 3, fence);
@@ -1538,7 +1538,7 @@ static int lease_fenced_update(struct rk_db *db, const char *sql, const char *co
 {
 	struct rk_stmt *st = prep(db, sql, err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
 	bind_text(st, 2, bot_id);
 	rk_stmt_bind_int64(st, 3, fence);
@@ -1601,7 +1601,7 @@ int rk_db_lease_fenced_write(struct rk_db *db, const char *computer_id, const ch
 				"expires_at > ?5)",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
 	bind_text(st, 2, bot_id);
 	rk_stmt_bind_int64(st, 3, fence);
@@ -1625,7 +1625,7 @@ int rk_db_usage_open(struct rk_db *db, const char *computer_id, int64_t now_ms, 
 				"(SELECT 1 FROM usage_records WHERE computer_id = ?1 AND ended_at IS NULL)",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
 	rk_stmt_bind_int64(st, 2, now_ms);
 	return step_done(db, st, "open usage", err);
@@ -1636,7 +1636,7 @@ int rk_db_usage_close(struct rk_db *db, const char *computer_id, int64_t now_ms,
 	struct rk_stmt *st = prep(db, "UPDATE usage_records SET ended_at = ?2 WHERE computer_id = ?1 AND ended_at IS NULL",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
 	rk_stmt_bind_int64(st, 2, now_ms);
 	return step_done(db, st, "close usage", err);
@@ -1663,7 +1663,7 @@ int rk_db_session_insert(struct rk_db *db, const struct rk_session_row *s, struc
 				"created_at, last_used_at) VALUES (?,?,?,?,?,'running',?,?,?)",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, s->id);
 	bind_text(st, 2, s->computer_id);
 	bind_text(st, 3, s->owner);
@@ -1696,7 +1696,7 @@ int rk_db_session_get(struct rk_db *db, const char *id, struct rk_session_row *o
 {
 	struct rk_stmt *st = prep(db, "SELECT " SESSION_COLS " FROM exec_sessions WHERE id = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, id);
 	int rc = rk_stmt_step(st);
 	int r = 0;
@@ -1717,7 +1717,7 @@ int rk_db_session_touch(struct rk_db *db, const char *id, int64_t holder_pid, st
 				"holder_host = CASE WHEN ?3 IS NULL THEN holder_host ELSE ?4 END WHERE id = ?1",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, id);
 	rk_stmt_bind_int64(st, 2, rk_now_ms());
 	bind_time(st, 3, holder_pid);
@@ -1732,7 +1732,7 @@ int rk_db_session_end(struct rk_db *db, const char *id, int64_t exit_code, int64
 				"last_used_at = ?4 WHERE id = ?1",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, id);
 	if (exit_code < 0)
 		rk_stmt_bind_null(st, 2);
@@ -1750,7 +1750,7 @@ int rk_db_session_command_ended(struct rk_db *db, const char *id, struct rk_erro
 {
 	struct rk_stmt *st = prep(db, "UPDATE exec_sessions SET command_ended_at = ?2 WHERE id = ?1", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, id);
 	rk_stmt_bind_int64(st, 2, rk_now_ms());
 	return step_done(db, st, "session command ended", err);
@@ -1773,7 +1773,7 @@ int rk_db_session_list(struct rk_db *db, const char *computer_id, struct rk_sess
 				"SELECT " SESSION_COLS " FROM exec_sessions WHERE computer_id = ? ORDER BY created_at, id",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
 	return collect_rows(db, st, sizeof(struct rk_session_row), session_row, session_release_any, (void **)out, n, "list sessions", err);
 }
@@ -1787,7 +1787,7 @@ int rk_db_history_append(struct rk_db *db, const char *computer_id, const char *
 				"signal, created_at) VALUES (?,?,?,?,?,?,?,?)",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
 	bind_text(st, 2, session_id);
 	bind_text(st, 3, bot_id);
@@ -1852,7 +1852,7 @@ int rk_db_history_list(struct rk_db *db, const char *computer_id, const char *se
 				"id > ?3 ORDER BY id LIMIT ?4",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
 	bind_text(st, 2, session_id);
 	rk_stmt_bind_int64(st, 3, after);

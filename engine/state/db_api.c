@@ -66,7 +66,7 @@ int rk_api_token_create(struct rk_db *db, const char *name, const char *bot_id, 
 				err);
 	if (!st) {
 		free(id);
-		return -err->code;
+		return -rk_err(err)->code;
 	}
 	int64_t now = rk_now_ms();
 	rk_stmt_bind_text(st, 1, id, -1);
@@ -98,7 +98,7 @@ int rk_api_token_list(struct rk_db *db, struct rk_api_token **out, size_t *n, st
 {
 	struct rk_stmt *st = rk_db_prepare(db, "SELECT " TOKEN_COLS " FROM api_tokens ORDER BY created_at, id", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	return rk_db_collect(db, st, sizeof(**out), token_row, token_free, (void **)out, n, "list tokens", err);
 }
 
@@ -107,7 +107,7 @@ static int token_get(struct rk_db *db, const char *sql, const char *key, struct 
 {
 	struct rk_stmt *st = rk_db_prepare(db, sql, err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, key, -1);
 	int rc = rk_stmt_step(st), r = 0;
 	if (rc == RK_SQL_ROW) {
@@ -134,7 +134,7 @@ int rk_api_token_revoke(struct rk_db *db, const char *id_or_name, struct rk_api_
 	struct rk_stmt *st = rk_db_prepare(db, "UPDATE api_tokens SET revoked_at = ?2 WHERE id = ?1", err);
 	if (!st) {
 		rk_api_token_release(out);
-		return -err->code;
+		return -rk_err(err)->code;
 	}
 	out->revoked_at = rk_now_ms();
 	rk_stmt_bind_text(st, 1, out->id, -1);
@@ -148,7 +148,7 @@ int rk_api_token_live(struct rk_db *db, const char *id, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db, "SELECT 1 FROM api_tokens WHERE id = ?1 AND revoked_at IS NULL", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, id, -1);
 	int rc = rk_stmt_step(st), r = rc == RK_SQL_ROW ? 1 : 0;
 	if (rc != RK_SQL_ROW && rc != RK_SQL_DONE)
@@ -254,7 +254,7 @@ int rk_api_right_put(struct rk_db *db, const char *computer_id, const char *bot_
 				"VALUES (?1, ?2, ?3, ?4) ON CONFLICT (computer_id, bot_id) DO NOTHING",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, computer_id, -1);
 	rk_stmt_bind_text(st, 2, bot_id, -1);
 	rk_stmt_bind_text(st, 3, granted_by, -1);
@@ -271,7 +271,7 @@ int rk_api_right_get(struct rk_db *db, const char *computer_id, const char *bot_
 				"WHERE computer_id = ?1 AND bot_id = ?2",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, computer_id, -1);
 	rk_stmt_bind_text(st, 2, bot_id, -1);
 	int rc = rk_stmt_step(st), r = 0;
@@ -291,7 +291,7 @@ int rk_api_right_delete(struct rk_db *db, const char *computer_id, const char *b
 {
 	struct rk_stmt *st = rk_db_prepare(db, "DELETE FROM computer_rights WHERE computer_id = ?1 AND bot_id = ?2", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, computer_id, -1);
 	rk_stmt_bind_text(st, 2, bot_id, -1);
 	int r = rk_db_step_done(db, st, "take right", err);
@@ -311,7 +311,7 @@ int rk_api_right_list(struct rk_db *db, const char *computer_id, struct rk_api_r
 				"WHERE computer_id = ?1 ORDER BY created_at, bot_id",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, computer_id, -1);
 	return rk_db_collect(db, st, sizeof(**out), right_row, right_free, (void **)out, n, "list rights", err);
 }
@@ -323,7 +323,7 @@ int rk_api_usage_list(struct rk_db *db, const char *computer_id, int64_t **out, 
 				"ORDER BY id",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, computer_id, -1);
 	size_t cap = 16, count = 0;
 	int64_t *arr = rk_xcalloc(cap, sizeof(*arr));
@@ -368,7 +368,7 @@ int rk_api_pair_create(struct rk_db *db, const char *name, const char *owner, ch
 	if (r == 0 && (r = rk_db_computer_insert(db, &c, err)) == 0) {
 		struct rk_stmt *st = rk_db_prepare(db, "INSERT INTO paired_machines (computer_id, secret_hash, created_at) VALUES (?1, ?2, ?3)", err);
 		if (!st) {
-			r = -err->code;
+			r = -rk_err(err)->code;
 		} else {
 			rk_stmt_bind_text(st, 1, id, -1);
 			rk_stmt_bind_text(st, 2, hash, -1);
@@ -400,7 +400,7 @@ int rk_api_pair_verify(struct rk_db *db, const char *secret, char **computer_id,
 	struct rk_stmt *st = rk_db_prepare(db, "SELECT secret_hash FROM paired_machines WHERE computer_id = ?1", err);
 	if (!st) {
 		free(id);
-		return -err->code;
+		return -rk_err(err)->code;
 	}
 	rk_stmt_bind_text(st, 1, id, -1);
 	int same = 0;
@@ -421,6 +421,6 @@ int rk_api_pair_reset(struct rk_db *db, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db, "UPDATE computers SET state = 'offline' WHERE kind = 'paired' AND state = 'running'", err);
 	if (!st)
-		return -(int)err->code;
+		return -(int)rk_err(err)->code;
 	return rk_db_step_done(db, st, "reset paired machines", err);
 }

@@ -122,7 +122,7 @@ int rk_db_run_insert(struct rk_db *db, const struct rk_run_row *r, struct rk_err
 				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8, ?10, ?11)",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, r->id);
 	rk_db_bind_text(st, 2, r->bot_id);
 	rk_db_bind_text(st, 3, r->thread_id);
@@ -144,7 +144,7 @@ int rk_db_run_get(struct rk_db *db, const char *id, struct rk_run_row *out, stru
 {
 	struct rk_stmt *st = rk_db_prepare(db, "SELECT " RUN_COLS " FROM runs WHERE id = ?", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	int rc = rk_stmt_step(st), r = 0;
 	if (rc == RK_SQL_ROW)
@@ -167,7 +167,7 @@ int rk_db_run_list(struct rk_db *db, const char *computer_id, size_t limit, stru
 				"ORDER BY created_at DESC, rowid DESC LIMIT ?2",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
 	rk_stmt_bind_int64(st, 2, limit ? (int64_t)limit : 100);
 	size_t cap = 0;
@@ -202,7 +202,7 @@ int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int
 				"finished_at = CASE WHEN ?5 <> 0 THEN ?4 ELSE finished_at END WHERE id = ?1",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	rk_db_bind_text(st, 2, state);
 	bind_opt(st, 3, worker_pid);
@@ -220,7 +220,7 @@ int rk_db_run_progress(struct rk_db *db, const char *id, int64_t steps, int64_t 
 				"WHERE id = ?1",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	rk_stmt_bind_int64(st, 2, steps);
 	rk_stmt_bind_int64(st, 3, input_tokens);
@@ -233,7 +233,7 @@ int rk_db_run_heartbeat(struct rk_db *db, const char *id, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db, "UPDATE runs SET heartbeat_at = ?2 WHERE id = ?1", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	rk_stmt_bind_int64(st, 2, rk_now_ms());
 	return step_one(db, st, id, "run heartbeat", err);
@@ -249,7 +249,7 @@ int rk_db_run_finish(struct rk_db *db, const char *id, const char *state, const 
 				"finished_at = ?5 WHERE id = ?1",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	rk_db_bind_text(st, 2, state);
 	rk_db_bind_text(st, 3, final_answer);
@@ -266,7 +266,7 @@ int rk_db_run_set_meta(struct rk_db *db, const char *id, const char *reason, con
 				"WHERE id = ?1",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	rk_db_bind_text(st, 2, reason);
 	rk_db_bind_text(st, 3, options);
@@ -284,7 +284,7 @@ int rk_db_run_begin_attempt(struct rk_db *db, const char *id, int64_t worker_pid
 				"takeover_reason = NULL, takeover_note = NULL WHERE id = ?1",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	rk_stmt_bind_int64(st, 2, worker_pid);
 	rk_db_bind_text(st, 3, lease_bot);
@@ -298,7 +298,7 @@ int rk_db_run_request_cancel(struct rk_db *db, const char *id, struct rk_error *
 {
 	struct rk_stmt *st = rk_db_prepare(db, "UPDATE runs SET cancel_requested = 1 WHERE id = ?1", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	return step_one(db, st, id, "request run cancel", err);
 }
@@ -310,7 +310,7 @@ int rk_db_run_wait_takeover(struct rk_db *db, const char *id, const char *reason
 				"heartbeat_at = ?3 WHERE id = ?1",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	rk_db_bind_text(st, 2, reason);
 	rk_stmt_bind_int64(st, 3, rk_now_ms());
@@ -324,7 +324,7 @@ int rk_db_run_end_takeover(struct rk_db *db, const char *id, const char *note, s
 				"WHERE id = ?1 AND state = 'waiting_takeover'",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	rk_db_bind_text(st, 2, note);
 	int r = rk_db_step_done(db, st, "end run takeover", err);
@@ -340,7 +340,7 @@ int rk_db_run_mark_interrupted(struct rk_db *db, const char *id, int64_t heartbe
 				"AND coalesce(heartbeat_at, -1) = ?2",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	rk_stmt_bind_int64(st, 2, heartbeat_at);
 	rk_db_bind_text(st, 3, reason);
@@ -359,7 +359,7 @@ int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, st
 				"ORDER BY created_at, rowid",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	size_t cap = 0;
 	int rc, r = 0;
 	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
@@ -384,7 +384,7 @@ static int delete_rows(struct rk_db *db, const char *sql, const char *id, const 
 {
 	struct rk_stmt *st = rk_db_prepare(db, sql, err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	return rk_db_step_done(db, st, what, err);
 }
@@ -422,7 +422,7 @@ int rk_db_run_ended_before(struct rk_db *db, int64_t before_ms, char ***ids, siz
 				"AND coalesce(finished_at, created_at) < ?1 ORDER BY coalesce(finished_at, created_at), id",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_stmt_bind_int64(st, 1, before_ms);
 	size_t cap = 0;
 	int rc, r = 0;
@@ -461,7 +461,7 @@ int rk_db_run_event_append(struct rk_db *db, const char *run_id, int64_t seq, co
 				"INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, run_id);
 	rk_stmt_bind_int64(st, 2, seq);
 	rk_db_bind_text(st, 3, type);
@@ -474,7 +474,7 @@ int rk_db_run_event_last(struct rk_db *db, const char *run_id, int64_t *seq, str
 {
 	struct rk_stmt *st = rk_db_prepare(db, "SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = ?1", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, run_id);
 	int r = 0;
 	if (rk_stmt_step(st) == RK_SQL_ROW)
@@ -495,7 +495,7 @@ int rk_db_run_events_after(struct rk_db *db, const char *run_id, int64_t after, 
 				"ORDER BY seq LIMIT ?3",
 				err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, run_id);
 	rk_stmt_bind_int64(st, 2, after);
 	rk_stmt_bind_int64(st, 3, limit ? (int64_t)limit : 1000);
@@ -527,7 +527,7 @@ int rk_db_run_message_append(struct rk_db *db, const char *run_id, int64_t seq, 
 {
 	struct rk_stmt *st = rk_db_prepare(db, "INSERT INTO run_messages (run_id, seq, data) VALUES (?1, ?2, ?3)", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, run_id);
 	rk_stmt_bind_int64(st, 2, seq);
 	rk_db_bind_text(st, 3, data);
@@ -539,7 +539,7 @@ int rk_db_run_messages(struct rk_db *db, const char *run_id, char **json_array, 
 	*json_array = NULL;
 	struct rk_stmt *st = rk_db_prepare(db, "SELECT data FROM run_messages WHERE run_id = ?1 ORDER BY seq", err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, run_id);
 	struct rk_buf b = RK_BUF_INIT;
 	rk_buf_init(&b);
@@ -574,7 +574,7 @@ int rk_db_run_thread_previous(struct rk_db *db, const char *thread_id, const cha
 					 "ORDER BY rowid DESC LIMIT 1",
 					 err);
 	if (!st)
-		return -err->code;
+		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, thread_id);
 	rk_db_bind_text(st, 2, bot_id);
 	rk_db_bind_text(st, 3, run_id);

@@ -220,7 +220,7 @@ static int s3_do(struct s3 *s, const struct s3_req *q, struct rk_http_response *
 				     code ? code : "error", msg ? ": " : "", msg ? msg : "", resp->status, hint);
 		free(code);
 		free(msg);
-	} else if (r && resp->status == 0 && err->code != RK_EINTERRUPTED) {
+	} else if (r && resp->status == 0 && rk_err(err)->code != RK_EINTERRUPTED) {
 		rk_error_prefix(err, "the S3 endpoint %s", s->endpoint);
 	}
 	free(what);

@@ -1167,7 +1167,7 @@ int rk_workspace_export_dir(const char *dir, int fd, int zstd, struct rk_error *
 	struct archive *a = tar_writer(fd, zstd, err);
 	if (!a) {
 		close(dfd);
-		return -err->code;
+		return -rk_err(err)->code;
 	}
 	unsigned char *buf = rk_xmalloc(RK_WORKSPACE_IOBUF);
 	struct rk_buf rel;
@@ -1184,7 +1184,7 @@ int rk_workspace_export_manifest(const struct rk_manifest *m, int fd, int zstd, 
 	int r = 0;
 	struct archive *a = tar_writer(fd, zstd, err);
 	if (!a) {
-		return -err->code;
+		return -rk_err(err)->code;
 	}
 	unsigned char *buf = rk_xmalloc(RK_WORKSPACE_IOBUF);
 	for (size_t i = 0; i < m->n && r == 0; i++) {

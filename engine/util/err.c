@@ -1,4 +1,4 @@
-#include "err.h"
+#include "engine/util/err.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -29,14 +29,21 @@ static const struct {
 	[RK_EMULTISCREEN] = {"MULTI_SCREEN_UNAVAILABLE", 5},
 };
 
+/* What a failure sets when its caller passed no struct rk_error. */
+static _Thread_local struct rk_error scratch;
+
+struct rk_error *rk_err(struct rk_error *err)
+{
+	return err ? err : &scratch;
+}
+
 static int vset(struct rk_error *err, enum rk_code code, const char *fmt, va_list ap)
 {
 	if (code <= RK_OK || code >= RK_ECODE_COUNT)
 		code = RK_EFAILED;
-	if (err) {
-		err->code = code;
-		vsnprintf(err->message, sizeof(err->message), fmt, ap);
-	}
+	err = rk_err(err);
+	err->code = code;
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	return -(int)code;
 }
 
@@ -55,7 +62,8 @@ int rk_error_errno(struct rk_error *err, enum rk_code code, int errno_value, con
 	va_start(ap, fmt);
 	int r = vset(err, code, fmt, ap);
 	va_end(ap);
-	if (err) {
+	err = rk_err(err);
+	{
 		size_t n = strlen(err->message);
 		snprintf(err->message + n, sizeof(err->message) - n, ": %s", strerror(errno_value));
 	}
@@ -64,8 +72,7 @@ int rk_error_errno(struct rk_error *err, enum rk_code code, int errno_value, con
 
 int rk_error_prefix(struct rk_error *err, const char *fmt, ...)
 {
-	if (!err)
-		return -RK_EFAILED;
+	err = rk_err(err);
 	char head[512], old[sizeof(err->message)];
 	va_list ap;
 	va_start(ap, fmt);

@@ -42,6 +42,10 @@ int rk_error_errno(struct rk_error *err, enum rk_code code, int errno_value, con
 /* Prefixes the message already in err with more context. Returns -err->code. */
 int rk_error_prefix(struct rk_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void rk_error_clear(struct rk_error *err);
+/* err itself, or, where a caller passed NULL, this thread's scratch error:
+ * every err parameter may be NULL, yet the code still travels back up the
+ * call chain (return -rk_err(err)->code after a callee failed). */
+struct rk_error *rk_err(struct rk_error *err);
 
 const char *rk_code_name(enum rk_code code);   /* "not_found" */
 int rk_code_exit_status(enum rk_code code);    /* 3 */

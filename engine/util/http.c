@@ -468,17 +468,17 @@ int rk_http_do(const struct rk_http_request *req, struct rk_http_response *resp,
 		enum outcome o = attempt_once(&a, what, &timed_out, err);
 		int64_t delay = -1; /* >= 0: retry after it */
 		if (o == OUT_FATAL) {
-			rc = -err->code;
+			rc = -rk_err(err)->code;
 			break;
 		}
 		if (o == OUT_UNSENT) {
-			rk_log(RK_LOG_DEBUG, "http: %s: %s", name, err->message);
+			rk_log(RK_LOG_DEBUG, "http: %s: %s", name, rk_err(err)->message);
 			if (n < max)
 				delay = backoff_ms(n);
 		} else if (o == OUT_LOST) {
-			rk_log(RK_LOG_WARN, "http: %s: %s", name, err->message);
+			rk_log(RK_LOG_WARN, "http: %s: %s", name, rk_err(err)->message);
 			if (a.streamed) {
-				rc = -err->code;
+				rc = -rk_err(err)->code;
 				break;
 			}
 			if (req->mutating) {
@@ -522,7 +522,7 @@ int rk_http_do(const struct rk_http_request *req, struct rk_http_response *resp,
 			}
 		}
 		if (delay < 0) {
-			rc = -err->code;
+			rc = -rk_err(err)->code;
 			break;
 		}
 		rk_log(RK_LOG_WARN, "http: %s: attempt %d of %d failed (%s); retrying in %lld ms", name, n, max,

@@ -151,7 +151,7 @@ int rk_ipc_call(const char *name, const cJSON *req, int64_t timeout_ms, cJSON **
 	/* the helper's writer is cJSON: a file name's bytes pass as they are */
 	*reply = rk_json_parse_opts(b.data, b.len, RK_JSON_ANY_BYTES, "reply", err);
 	if (!*reply)
-		r = -err->code;
+		r = -rk_err(err)->code;
 out:
 	rk_buf_release(&b);
 	close(fd);

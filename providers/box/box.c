@@ -146,7 +146,7 @@ static int bx_run(void *ctx, const char *script, struct rk_buf *out, int *code, 
 	cJSON_AddNumberToObject(body, "timeoutSeconds", 120);
 	char *path = box_path(b, "/command");
 	cJSON *doc = call(b, "POST", path, body, 1, "box command", NULL, NULL, err);
-	int rc = doc ? 0 : -(int)err->code;
+	int rc = doc ? 0 : -(int)rk_err(err)->code;
 	if (doc) {
 		if (cJSON_IsTrue(cJSON_GetObjectItem(doc, "timedOut")))
 			rc = rk_error_set(err, RK_ETIMEOUT, "a box command did not finish in 120 s");
@@ -173,7 +173,7 @@ static int write_one(struct bx *b, const char *file, const void *data, size_t le
 	char *path = box_path(b, "/files");
 	/* writing the same bytes again is harmless: safe to repeat */
 	cJSON *doc = call(b, "POST", path, body, 0, "box write file", NULL, NULL, err);
-	int rc = doc ? 0 : -(int)err->code;
+	int rc = doc ? 0 : -(int)rk_err(err)->code;
 	cJSON_Delete(doc);
 	cJSON_Delete(body);
 	free(path);
@@ -235,7 +235,7 @@ static int bx_download(void *ctx, const char *file, size_t max_bytes, struct rk_
 	int rc = rk_http_do(&req, &r, err);
 	if (rc < 0 && r.status == 404)
 		rc = rk_error_set(err, RK_ENOTFOUND, "no such file: %s", file);
-	else if ((rc < 0 && err->code == RK_ETOOLARGE) || (rc == 0 && r.body.len > max_bytes))
+	else if ((rc < 0 && rk_err(err)->code == RK_ETOOLARGE) || (rc == 0 && r.body.len > max_bytes))
 		rc = rk_error_set(err, RK_ETOOLARGE, "computer file exceeds %zu bytes", max_bytes);
 	else if (rc == 0)
 		rk_buf_add(out, r.body.data, r.body.len);
@@ -275,7 +275,7 @@ static int get_state(struct bx *b, char **state, int *gone, struct rk_error *err
 			*gone = 1;
 			return 0;
 		}
-		return -(int)err->code;
+		return -(int)rk_err(err)->code;
 	}
 	*state = rk_xstrdup(rk_json_string(cJSON_GetObjectItem(doc, "box"), "state", "unknown"));
 	cJSON_Delete(doc);
@@ -370,8 +370,8 @@ static int bx_check(struct rk_error *err)
 		rc = 0;
 	if (rc < 0) {
 		rc = rk_error_prefix(err, "box at %s is not usable", b->base);
-		if (err->code != RK_EDENIED)
-			err->code = RK_EUNAVAILABLE, rc = -RK_EUNAVAILABLE;
+		if (rk_err(err)->code != RK_EDENIED)
+			rk_err(err)->code = RK_EUNAVAILABLE, rc = -RK_EUNAVAILABLE;
 	}
 	rk_http_response_release(&r);
 	free(url);
@@ -400,7 +400,7 @@ static int bx_provision(const struct rk_machine *m, struct rk_provision_result *
 				cJSON *body = ttl_body(1);
 				char *path = box_path(b, "/resume");
 				cJSON *doc = call(b, "POST", path, body, 1, "box resume", NULL, NULL, err);
-				rc = doc ? 0 : -(int)err->code;
+				rc = doc ? 0 : -(int)rk_err(err)->code;
 				cJSON_Delete(doc);
 				cJSON_Delete(body);
 				free(path);
@@ -416,7 +416,7 @@ static int bx_provision(const struct rk_machine *m, struct rk_provision_result *
 		cJSON *doc = call(b, "POST", "/boxes", body, 1, "box create", NULL, NULL, err);
 		const char *id = rk_json_string(cJSON_GetObjectItem(doc, "box"), "id", NULL);
 		if (!doc)
-			rc = -(int)err->code;
+			rc = -(int)rk_err(err)->code;
 		else if (!id || !*id)
 			rc = rk_error_set(err, RK_EFAILED, "box created a machine but gave no id");
 		else
@@ -458,7 +458,7 @@ static int bx_status(const struct rk_machine *m, enum rk_machine_state *out, str
 	}
 	struct bx *b = bx_open(m, 0, err);
 	if (!b)
-		return -(int)err->code;
+		return -(int)rk_err(err)->code;
 	char *st = NULL;
 	int gone = 0;
 	int rc = get_state(b, &st, &gone, err);
@@ -479,20 +479,20 @@ static int bx_stop(const struct rk_machine *m, struct rk_error *err)
 		return 0;
 	struct bx *b = bx_open(m, 0, err);
 	if (!b)
-		return -(int)err->code;
+		return -(int)rk_err(err)->code;
 	char *st = NULL;
 	int gone = 0;
 	int rc = get_state(b, &st, &gone, err);
 	if (rc == 0 && !gone && strcmp(st, "archived") && strcmp(st, "archiving")) {
 		char *path = box_path(b, "/stop");
 		cJSON *doc = call(b, "POST", path, NULL, 1, "box stop", NULL, NULL, err);
-		rc = doc ? 0 : -(int)err->code;
+		rc = doc ? 0 : -(int)rk_err(err)->code;
 		cJSON_Delete(doc);
 		free(path);
 	}
 	if (rc == 0 && !gone)
 		rc = wait_for(b, "archived", err);
-	if (rc < 0 && err->code == RK_ENOTFOUND) /* gone is as stopped as it gets */
+	if (rc < 0 && rk_err(err)->code == RK_ENOTFOUND) /* gone is as stopped as it gets */
 		rc = 0;
 	free(st);
 	bx_free(b);
@@ -508,12 +508,12 @@ static int bx_destroy(const struct rk_machine *m, struct rk_error *err)
 		return 0;
 	struct bx *b = bx_open(m, 0, err);
 	if (!b)
-		return -(int)err->code;
+		return -(int)rk_err(err)->code;
 	char *confirm = rk_xasprintf("X-Ascii-Confirm-Delete: %s", b->id);
 	char *path = box_path(b, NULL);
 	long status = 0;
 	cJSON *doc = call(b, "DELETE", path, NULL, 1, "box delete", confirm, &status, err);
-	int rc = doc || status == 404 ? 0 : -(int)err->code;
+	int rc = doc || status == 404 ? 0 : -(int)rk_err(err)->code;
 	cJSON_Delete(doc);
 	if (rc == 0)
 		rc = wait_for(b, "deleted", err);
@@ -547,7 +547,7 @@ static int cmd_poll(void *p, struct rk_buf *all, int *done, int *code, struct rk
 	cJSON *doc = call(c->b, "GET", path, NULL, 0, "box command status", NULL, &status, err);
 	free(path);
 	if (!doc)
-		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the box command is gone") : -(int)err->code;
+		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the box command is gone") : -(int)rk_err(err)->code;
 	*done = !cJSON_IsTrue(cJSON_GetObjectItem(doc, "running"));
 	const cJSON *ec = cJSON_GetObjectItem(doc, "exitCode");
 	*code = *done && cJSON_IsNumber(ec) ? ec->valueint : -1;
@@ -614,7 +614,7 @@ static int bx_exec_spawn(const struct rk_machine *m, const struct rk_exec_reques
 				    "box gives no terminal: run the command without --tty (stdin still works)");
 	struct bx *b = bx_open(m, 1, err);
 	if (!b)
-		return -(int)err->code;
+		return -(int)rk_err(err)->code;
 	char *id = rk_id_new("rk");
 	char *dir = rk_xasprintf("/tmp/rakazo/exec/%s", id);
 	free(id);
@@ -627,7 +627,7 @@ static int bx_exec_spawn(const struct rk_machine *m, const struct rk_exec_reques
 	const cJSON *pid = cJSON_GetObjectItem(doc, "processId");
 	int rc = 0;
 	if (!doc)
-		rc = -(int)err->code;
+		rc = -(int)rk_err(err)->code;
 	else if (!cJSON_IsNumber(pid))
 		rc = rk_error_set(err, RK_EFAILED, "box started the command but gave no process id");
 	if (rc == 0) {
@@ -654,7 +654,7 @@ static int bx_exec_spawn(const struct rk_machine *m, const struct rk_exec_reques
 	do {                                                        \
 		struct bx *b = bx_open(m, 1, err);                      \
 		if (!b)                                          \
-			return -(int)err->code;                      \
+			return -(int)rk_err(err)->code;                      \
 		int rc_ = (call);                                    \
 		bx_free(b);                                       \
 		return rc_;                                          \
@@ -671,13 +671,13 @@ static int bx_file_read(const struct rk_machine *m, const char *path, size_t max
 {
 	struct bx *b = bx_open(m, 1, err);
 	if (!b)
-		return -(int)err->code;
+		return -(int)rk_err(err)->code;
 	struct rk_buf data;
 	rk_buf_init(&data);
 	int rc = rk_remote_file_read(&bx_remote, b, WORKSPACE, path, max_bytes, &data, err);
 	if (rc == 0)
 		rk_buf_add(out, data.data, data.len);
-	else if (err->code == RK_ENOTFOUND)
+	else if (rk_err(err)->code == RK_ENOTFOUND)
 		rk_error_set(err, RK_ENOTFOUND, "no such file: %s", path);
 	rk_buf_release(&data);
 	bx_free(b);
@@ -745,7 +745,7 @@ static int desktop_url(struct bx *b, const struct rk_machine *m, char **url_out,
 		rk_sleep_ms(1000);
 	}
 	if (!doc)
-		rc = status == 409 ? rk_error_set(err, RK_EMULTISCREEN, "%s", multi_screen_message) : -(int)err->code;
+		rc = status == 409 ? rk_error_set(err, RK_EMULTISCREEN, "%s", multi_screen_message) : -(int)rk_err(err)->code;
 	const char *url = rk_json_string(doc, "url", NULL);
 	if (rc == 0 && url) {
 		char *file = rk_path_join(m->run_dir, "box-desktop.url");
@@ -776,7 +776,7 @@ static int desktop(const struct rk_machine *m, int display, char **url, struct r
 {
 	struct bx *b = screen_open(m, display, err);
 	if (!b)
-		return -(int)err->code;
+		return -(int)rk_err(err)->code;
 	int rc = desktop_url(b, m, url, err);
 	if (rc == 0 && out) {
 		struct rk_buf o;
@@ -821,7 +821,7 @@ static int bx_capture(const struct rk_machine *m, int display, struct rk_frame *
 	memset(out, 0, sizeof(*out));
 	struct bx *b = screen_open(m, display, err);
 	if (!b)
-		return -(int)err->code;
+		return -(int)rk_err(err)->code;
 	char *script = rk_remote_capture_script(":0");
 	struct rk_buf o;
 	rk_buf_init(&o);
@@ -844,11 +844,11 @@ static int bx_act(const struct rk_machine *m, int display, const char *action_js
 		return rc;
 	char *script = rk_remote_act_script(":0", action_json, err);
 	if (!script)
-		return -(int)err->code;
+		return -(int)rk_err(err)->code;
 	struct bx *b = bx_open(m, 1, err);
 	if (!b) {
 		free(script);
-		return -(int)err->code;
+		return -(int)rk_err(err)->code;
 	}
 	struct rk_buf o;
 	rk_buf_init(&o);

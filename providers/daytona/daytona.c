@@ -136,7 +136,7 @@ static int fetch_toolbox(struct dt *d, struct rk_error *err)
 	cJSON *doc = call_json(d, "GET", url, NULL, 0, "daytona get sandbox", NULL, err);
 	free(url);
 	if (!doc)
-		return -err->code;
+		return -rk_err(err)->code;
 	const char *tb = rk_json_string(doc, "toolboxProxyUrl", NULL);
 	int rc = 0;
 	if (!tb || !*tb)
@@ -156,7 +156,7 @@ static int fetch_ws(struct dt *d, struct rk_error *err)
 	cJSON *doc = call_json(d, "GET", url, NULL, 0, "daytona user home", NULL, err);
 	free(url);
 	if (!doc)
-		return -err->code;
+		return -rk_err(err)->code;
 	const char *dir = rk_json_string(doc, "dir", NULL);
 	int rc = 0;
 	if (!dir || dir[0] != '/')
@@ -238,7 +238,7 @@ static int dt_run(void *ctx, const char *script, struct rk_buf *out, int *code, 
 	cJSON_AddNumberToObject(body, "timeout", 600);
 	char *url = rk_xasprintf("%s/process/execute", d->toolbox);
 	cJSON *doc = call_json(d, "POST", url, body, 1, "daytona execute", NULL, err);
-	int rc = doc ? 0 : -(int)err->code;
+	int rc = doc ? 0 : -(int)rk_err(err)->code;
 	if (doc) {
 		const cJSON *ec = cJSON_GetObjectItem(doc, "exitCode");
 		*code = cJSON_IsNumber(ec) ? ec->valueint : 0;
@@ -292,7 +292,7 @@ static int dt_download(void *ctx, const char *path, size_t max_bytes, struct rk_
 	free(url);
 	int rc = 0;
 	if (!info) {
-		rc = status == 404 ? rk_error_set(err, RK_ENOTFOUND, "no such file: %s", path) : -(int)err->code;
+		rc = status == 404 ? rk_error_set(err, RK_ENOTFOUND, "no such file: %s", path) : -(int)rk_err(err)->code;
 	} else if (cJSON_IsTrue(cJSON_GetObjectItem(info, "isDir"))) {
 		rc = rk_error_set(err, RK_EINVALID, "%s is a directory", path);
 	} else if (cJSON_GetNumberValue(cJSON_GetObjectItem(info, "size")) > (double)max_bytes) {
@@ -351,7 +351,7 @@ static int get_state(struct dt *d, char **state, int *gone, struct rk_error *err
 			*gone = 1;
 			return 0;
 		}
-		return -err->code;
+		return -rk_err(err)->code;
 	}
 	*state = rk_xstrdup(rk_json_string(doc, "state", "unknown"));
 	const char *tb = rk_json_string(doc, "toolboxProxyUrl", NULL);
@@ -399,7 +399,7 @@ static int post_verb(struct dt *d, const char *verb, struct rk_error *err)
 	snprintf(what, sizeof(what), "daytona %s sandbox", verb);
 	cJSON *doc = call_json(d, "POST", url, NULL, 1, what, NULL, err);
 	free(url);
-	int rc = doc ? 0 : -(int)err->code;
+	int rc = doc ? 0 : -(int)rk_err(err)->code;
 	cJSON_Delete(doc);
 	return rc;
 }
@@ -418,8 +418,8 @@ static int dt_check(struct rk_error *err)
 	int rc = rk_http_do(&req, &r, err);
 	if (rc < 0)
 		rc = rk_error_prefix(err, "daytona at %s is not usable", d->base);
-	if (rc < 0 && err->code != RK_EDENIED)
-		err->code = RK_EUNAVAILABLE, rc = -RK_EUNAVAILABLE;
+	if (rc < 0 && rk_err(err)->code != RK_EDENIED)
+		rk_err(err)->code = RK_EUNAVAILABLE, rc = -RK_EUNAVAILABLE;
 	rk_http_response_release(&r);
 	free(url);
 	dt_free(d);
@@ -467,7 +467,7 @@ static int create_sandbox(struct dt *d, const struct rk_machine *m, struct rk_er
 	free(url);
 	cJSON_Delete(body);
 	if (!doc)
-		return -err->code;
+		return -rk_err(err)->code;
 	const char *id = rk_json_string(doc, "id", NULL);
 	int rc = 0;
 	if (!id || !*id)
@@ -549,7 +549,7 @@ static int dt_status(const struct rk_machine *m, enum rk_machine_state *out, str
 	}
 	struct dt *d = dt_open(m, 0, err);
 	if (!d)
-		return -err->code;
+		return -rk_err(err)->code;
 	char *st = NULL;
 	int gone = 0;
 	int rc = get_state(d, &st, &gone, err);
@@ -569,7 +569,7 @@ static int dt_stop(const struct rk_machine *m, struct rk_error *err)
 		return 0;
 	struct dt *d = dt_open(m, 0, err);
 	if (!d)
-		return -err->code;
+		return -rk_err(err)->code;
 	char *st = NULL;
 	int gone = 0;
 	int rc = get_state(d, &st, &gone, err);
@@ -605,11 +605,11 @@ static int dt_destroy(const struct rk_machine *m, struct rk_error *err)
 		return 0;
 	struct dt *d = dt_open(m, 0, err);
 	if (!d)
-		return -err->code;
+		return -rk_err(err)->code;
 	char *url = rk_xasprintf("%s/sandbox/%s", d->base, d->id);
 	long status = 0;
 	cJSON *doc = call_json(d, "DELETE", url, NULL, 1, "daytona delete sandbox", &status, err);
-	int rc = doc || status == 404 ? 0 : -(int)err->code;
+	int rc = doc || status == 404 ? 0 : -(int)rk_err(err)->code;
 	cJSON_Delete(doc);
 	free(url);
 	if (rc == 0)
@@ -638,7 +638,7 @@ static int cmd_poll(void *p, struct rk_buf *all, int *done, int *code, struct rk
 	cJSON *doc = call_json(c->d, "GET", url, NULL, 0, "daytona session command", &status, err);
 	free(url);
 	if (!doc)
-		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the daytona command is gone") : -(int)err->code;
+		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the daytona command is gone") : -(int)rk_err(err)->code;
 	const cJSON *ec = cJSON_GetObjectItem(doc, "exitCode");
 	*done = cJSON_IsNumber(ec);
 	*code = *done ? ec->valueint : -1;
@@ -647,7 +647,7 @@ static int cmd_poll(void *p, struct rk_buf *all, int *done, int *code, struct rk
 	doc = call_json(c->d, "GET", url, NULL, 0, "daytona command logs", &status, err);
 	free(url);
 	if (!doc)
-		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the daytona command is gone") : -(int)err->code;
+		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the daytona command is gone") : -(int)rk_err(err)->code;
 	const char *o = rk_json_string(doc, "output", ""); /* merged, as the API defines it */
 	rk_buf_reset(all);
 	rk_buf_adds(all, o);
@@ -668,7 +668,7 @@ static int cmd_send(void *p, const void *data, size_t len, int eof, struct rk_er
 	cJSON_AddStringToObject(body, "data", line);
 	char *url = rk_xasprintf("%s/process/session/%s/command/%s/input", c->d->toolbox, c->session, c->cmd_id);
 	cJSON *doc = call_json(c->d, "POST", url, body, 1, "daytona command input", NULL, err);
-	int rc = doc ? 0 : -(int)err->code;
+	int rc = doc ? 0 : -(int)rk_err(err)->code;
 	cJSON_Delete(doc);
 	cJSON_Delete(body);
 	free(url);
@@ -704,14 +704,14 @@ static int dt_exec_spawn(const struct rk_machine *m, const struct rk_exec_reques
 				    "daytona gives no terminal: run the command without --tty (stdin still works)");
 	struct dt *d = dt_open(m, 1, err);
 	if (!d)
-		return -err->code;
+		return -rk_err(err)->code;
 	char *sid = rk_id_new("rk");
 	char *dir = rk_xasprintf("/tmp/rakazo/exec/%s", sid);
 	cJSON *body = cJSON_CreateObject();
 	cJSON_AddStringToObject(body, "sessionId", sid);
 	char *url = rk_xasprintf("%s/process/session", d->toolbox);
 	cJSON *doc = call_json(d, "POST", url, body, 1, "daytona create session", NULL, err);
-	int rc = doc ? 0 : -(int)err->code;
+	int rc = doc ? 0 : -(int)rk_err(err)->code;
 	cJSON_Delete(doc);
 	cJSON_Delete(body);
 	free(url);
@@ -725,7 +725,7 @@ static int dt_exec_spawn(const struct rk_machine *m, const struct rk_exec_reques
 		doc = call_json(d, "POST", url, body, 1, "daytona session exec", NULL, err);
 		const char *cid = rk_json_string(doc, "cmdId", NULL);
 		if (!doc)
-			rc = -err->code;
+			rc = -rk_err(err)->code;
 		else if (!cid)
 			rc = rk_error_set(err, RK_EFAILED, "daytona started the command but gave no command id");
 		else
@@ -759,7 +759,7 @@ static int dt_file_list(const struct rk_machine *m, const char *path, struct rk_
 	*n = 0;
 	struct dt *d = dt_open(m, 1, err);
 	if (!d)
-		return -err->code;
+		return -rk_err(err)->code;
 	char *abs = rk_remote_path(d->ws, path);
 	char *esc = rk_http_escape(abs);
 	char *url = rk_xasprintf("%s/files?path=%s", d->toolbox, esc);
@@ -768,7 +768,7 @@ static int dt_file_list(const struct rk_machine *m, const char *path, struct rk_
 	int rc = 0;
 	if (!doc)
 		rc = status == 404 ? rk_error_set(err, RK_ENOTFOUND, "no such directory: %s", path && *path ? path : ".")
-				   : -(int)err->code;
+				   : -(int)rk_err(err)->code;
 	else if (!cJSON_IsArray(doc))
 		rc = rk_error_set(err, RK_EFAILED, "daytona's file list is not an array");
 	if (rc == 0) {
@@ -809,13 +809,13 @@ static int dt_file_read(const struct rk_machine *m, const char *path, size_t max
 {
 	struct dt *d = dt_open(m, 1, err);
 	if (!d)
-		return -err->code;
+		return -rk_err(err)->code;
 	struct rk_buf b;
 	rk_buf_init(&b);
 	int rc = rk_remote_file_read(&dt_remote, d, d->ws, path, max_bytes, &b, err);
 	if (rc == 0)
 		rk_buf_add(out, b.data, b.len);
-	else if (err->code == RK_ENOTFOUND)
+	else if (rk_err(err)->code == RK_ENOTFOUND)
 		rk_error_set(err, RK_ENOTFOUND, "no such file: %s", path);
 	rk_buf_release(&b);
 	dt_free(d);
@@ -827,7 +827,7 @@ static int dt_file_read(const struct rk_machine *m, const char *path, size_t max
 	do {                                                        \
 		struct dt *d = dt_open(m, 1, err);                      \
 		if (!d)                                          \
-			return -(int)err->code;                      \
+			return -(int)rk_err(err)->code;                      \
 		int rc_ = (call);                                    \
 		dt_free(d);                                       \
 		return rc_;                                          \
@@ -889,11 +889,11 @@ static int dt_display_start(const struct rk_machine *m, int display, const struc
 		return rc;
 	struct dt *d = dt_open(m, 1, err);
 	if (!d)
-		return -err->code;
+		return -rk_err(err)->code;
 	if (display == 0) {
 		char *url = rk_xasprintf("%s/computeruse/start", d->toolbox);
 		cJSON *doc = call_json(d, "POST", url, NULL, 0, "daytona computer use start", NULL, err);
-		rc = doc ? 0 : -(int)err->code;
+		rc = doc ? 0 : -(int)rk_err(err)->code;
 		cJSON_Delete(doc);
 		free(url);
 		if (rc == 0) {
@@ -904,7 +904,7 @@ static int dt_display_start(const struct rk_machine *m, int display, const struc
 			out->width = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(d0, "width"));
 			out->height = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(d0, "height"));
 			if (!doc)
-				rc = -err->code;
+				rc = -rk_err(err)->code;
 			cJSON_Delete(doc);
 			free(url);
 		}
@@ -930,11 +930,11 @@ static int dt_display_stop(const struct rk_machine *m, int display, struct rk_er
 		return rc;
 	struct dt *d = dt_open(m, 1, err);
 	if (!d)
-		return -err->code;
+		return -rk_err(err)->code;
 	if (display == 0) {
 		char *url = rk_xasprintf("%s/computeruse/stop", d->toolbox);
 		cJSON *doc = call_json(d, "POST", url, NULL, 0, "daytona computer use stop", NULL, err);
-		rc = doc ? 0 : -(int)err->code;
+		rc = doc ? 0 : -(int)rk_err(err)->code;
 		cJSON_Delete(doc);
 		free(url);
 	} else {
@@ -957,14 +957,14 @@ static int dt_capture(const struct rk_machine *m, int display, struct rk_frame *
 		return rc;
 	struct dt *d = dt_open(m, 1, err);
 	if (!d)
-		return -err->code;
+		return -rk_err(err)->code;
 	if (display == 0) {
 		char *url = rk_xasprintf("%s/computeruse/screenshot?showCursor=false", d->toolbox);
 		cJSON *doc = call_json(d, "GET", url, NULL, 0, "daytona screenshot", NULL, err);
 		free(url);
 		const char *b64 = rk_json_string(doc, "screenshot", NULL);
 		if (!doc)
-			rc = -err->code;
+			rc = -rk_err(err)->code;
 		else if (!b64 || !*b64)
 			rc = rk_error_set(err, RK_EFAILED, "daytona's screenshot returned no image");
 		struct rk_buf png;
@@ -1008,7 +1008,7 @@ static int cu_post(struct dt *d, const char *verb, cJSON *body, struct rk_error 
 	char what[64];
 	snprintf(what, sizeof(what), "daytona %s", verb);
 	cJSON *doc = call_json(d, "POST", url, body, 1, what, NULL, err);
-	int rc = doc ? 0 : -(int)err->code;
+	int rc = doc ? 0 : -(int)rk_err(err)->code;
 	cJSON_Delete(doc);
 	cJSON_Delete(body);
 	free(url);
@@ -1033,7 +1033,7 @@ static int pointer(struct dt *d, int *x, int *y, struct rk_error *err)
 	cJSON *doc = call_json(d, "GET", url, NULL, 0, "daytona mouse position", NULL, err);
 	free(url);
 	if (!doc)
-		return -err->code;
+		return -rk_err(err)->code;
 	*x = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(doc, "x"));
 	*y = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(doc, "y"));
 	cJSON_Delete(doc);
@@ -1071,7 +1071,7 @@ static int act_primary(const struct rk_machine *m, struct dt *d, const cJSON *a,
 		for (int left = count; rc == 0 && left > 0; left -= left >= 2 ? 2 : 1) {
 			cJSON *o = at(d, a, err);
 			if (!o)
-				return -err->code;
+				return -rk_err(err)->code;
 			cJSON_AddStringToObject(o, "button", !strcmp(kind, "right_click") ? "right" : button);
 			cJSON_AddBoolToObject(o, "double", left >= 2);
 			rc = cu_post(d, "mouse/click", o, err);
@@ -1081,7 +1081,7 @@ static int act_primary(const struct rk_machine *m, struct dt *d, const cJSON *a,
 	if (!strcmp(kind, "down")) {
 		cJSON *o = at(d, a, err);
 		if (!o)
-			return -err->code;
+			return -rk_err(err)->code;
 		cJSON_AddStringToObject(o, "button", button);
 		char *text = cJSON_PrintUnformatted(o);
 		char *path = held_path(m);
@@ -1103,7 +1103,7 @@ static int act_primary(const struct rk_machine *m, struct dt *d, const cJSON *a,
 		cJSON *to = at(d, a, err);
 		if (!to) {
 			cJSON_Delete(down);
-			return -err->code;
+			return -rk_err(err)->code;
 		}
 		int rc;
 		int x0 = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(down, "x"));
@@ -1148,7 +1148,7 @@ static int act_primary(const struct rk_machine *m, struct dt *d, const cJSON *a,
 		if (dy) {
 			cJSON *o = at(d, a, err);
 			if (!o)
-				return -err->code;
+				return -rk_err(err)->code;
 			cJSON_AddStringToObject(o, "direction", dy > 0 ? "down" : "up");
 			cJSON_AddNumberToObject(o, "amount", abs(dy));
 			rc = cu_post(d, "mouse/scroll", o, err);
@@ -1183,7 +1183,7 @@ static int dt_act(const struct rk_machine *m, int display, const char *action_js
 		return rc;
 	struct dt *d = dt_open(m, 1, err);
 	if (!d)
-		return -err->code;
+		return -rk_err(err)->code;
 	if (display == 0) {
 		cJSON *a = rk_json_parse(action_json, strlen(action_json), "action", err);
 		rc = a ? act_primary(m, d, a, err) : -RK_EINVALID;
@@ -1192,7 +1192,7 @@ static int dt_act(const struct rk_machine *m, int display, const char *action_js
 		char *disp = xdisplay(display);
 		char *script = rk_remote_act_script(disp, action_json, err);
 		if (!script)
-			rc = -err->code;
+			rc = -rk_err(err)->code;
 		struct rk_buf o;
 		rk_buf_init(&o);
 		if (rc == 0)

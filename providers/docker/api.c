@@ -177,7 +177,7 @@ int rk_docker_call(const struct rk_docker_call *c, struct rk_docker_resp *resp, 
 				  curl_easy_strerror(cr));
 	}
 	if (rc < 0)
-		rk_log(RK_LOG_WARN, "docker: %s %s: %s", c->method, c->path, err ? err->message : "failed");
+		rk_log(RK_LOG_WARN, "docker: %s %s: %s", c->method, c->path, err ? rk_err(err)->message : "failed");
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(curl);
 	free(url);

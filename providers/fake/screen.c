@@ -125,7 +125,7 @@ static int load(const struct rk_machine *m, int display, struct fake_screen *s, 
 		rk_error_prefix(err, "%s", path);
 		free(path);
 		if (err)
-			err->code = RK_ECORRUPT;
+			rk_err(err)->code = RK_ECORRUPT;
 		return -RK_ECORRUPT;
 	}
 	free(path);

@@ -65,7 +65,7 @@ static int simple(const struct rk_machine *m, cJSON *req, struct rk_error *err)
 {
 	cJSON *rep = call(m, req, err);
 	cJSON_Delete(rep);
-	return rep ? 0 : -err->code;
+	return rep ? 0 : -rk_err(err)->code;
 }
 
 /* --- commands ------------------------------------------------------------------- */
@@ -207,7 +207,7 @@ static int exec_spawn(const struct rk_machine *m, const struct rk_exec_request *
 		cJSON_AddItemToArray(env, cJSON_CreateString(req->env[i]));
 	cJSON *rep = call(m, o, err);
 	if (!rep)
-		return -err->code;
+		return -rk_err(err)->code;
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(rep, "proc");
 	if (!cJSON_IsNumber(id)) {
 		cJSON_Delete(rep);
@@ -235,7 +235,7 @@ static int file_list(const struct rk_machine *m, const char *path, struct rk_fil
 {
 	cJSON *rep = call(m, op("list", path), err);
 	if (!rep)
-		return -err->code;
+		return -rk_err(err)->code;
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(rep, "entries");
 	size_t cnt = (size_t)cJSON_GetArraySize(arr), i = 0;
 	struct rk_file_entry *es = calloc(cnt ? cnt : 1, sizeof(*es));
@@ -265,7 +265,7 @@ static int file_read(const struct rk_machine *m, const char *path, size_t max_by
 	cJSON_AddNumberToObject(o, "max_bytes", (double)max_bytes);
 	cJSON *rep = call(m, o, err);
 	if (!rep)
-		return -err->code;
+		return -rk_err(err)->code;
 	const cJSON *d = cJSON_GetObjectItemCaseSensitive(rep, "data_b64");
 	int r = cJSON_IsString(d) && rk_base64_decode(d->valuestring, out) == 0
 			? 0

@@ -52,6 +52,22 @@ TEST(path_rule)
 	}
 }
 
+TEST(err_may_be_null)
+{
+	/* Every struct rk_error * parameter may be NULL: a failure deep in a
+	 * call chain still returns its code, and nothing dereferences NULL. */
+	struct rk_buf b = {0};
+	CHECK_EQ_INT(rk_fs_read_all("/nonexistent/rakazo-err-null", 1024, &b, NULL), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_err(NULL)->code, RK_ENOTFOUND);
+	rk_buf_release(&b);
+	CHECK(rk_json_parse("{\"a\":1,\"a\":2}", 13, "test", NULL) == NULL);
+	CHECK_EQ_INT(rk_err(NULL)->code, RK_EINVALID);
+	CHECK_EQ_INT(rk_error_prefix(NULL, "more"), -RK_EINVALID);
+	CHECK(strstr(rk_err(NULL)->message, "more: ") == rk_err(NULL)->message);
+	struct rk_error e;
+	CHECK(rk_err(&e) == &e);
+}
+
 TEST(error_table)
 {
 	CHECK_EQ_STR(rk_code_name(RK_ENOTFOUND), "not_found");
@@ -683,6 +699,7 @@ TEST(log_rotates_past_its_cap)
 int main(void)
 {
 	RUN(path_rule);
+	RUN(err_may_be_null);
 	RUN(error_table);
 	RUN(json_strict);
 	RUN(json_strict_refusals);
