@@ -8,6 +8,16 @@
 
 #include "engine/util/buf.h"
 
+/* Binds the n strings v (each a copy, or NULL) as parameters first, first + 1 ... */
+static void bind_texts(struct rk_stmt *st, int first, const char *const *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		rk_db_bind_text(st, first + i, v[i]);
+}
+#define BIND_TEXTS(st, first, ...)                                                               \
+	bind_texts(st, first, (const char *const[]){__VA_ARGS__},                                   \
+		   (int)(sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)))
+
 /* --- spaces ------------------------------------------------------------- */
 
 int rk_db_space_insert(struct rk_db *db, const char *id, const char *description, const char *created_by,
@@ -19,10 +29,7 @@ int rk_db_space_insert(struct rk_db *db, const char *id, const char *description
 					 err);
 	if (!st)
 		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, id);
-	rk_db_bind_text(st, 2, description);
-	rk_db_bind_text(st, 3, created_by);
-	rk_db_bind_text(st, 4, run_id);
+	BIND_TEXTS(st, 1, id, description, created_by, run_id);
 	rk_stmt_bind_int64(st, 5, created_at);
 	int r = rk_db_step_done(db, st, "create the space", err);
 	return r ? r : rk_db_changes(db) > 0;
@@ -58,9 +65,7 @@ int rk_db_computer_access_insert(struct rk_db *db, const char *computer_id, cons
 					 err);
 	if (!st)
 		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, computer_id);
-	rk_db_bind_text(st, 2, space);
-	rk_db_bind_text(st, 3, owner);
+	BIND_TEXTS(st, 1, computer_id, space, owner);
 	return rk_db_step_done(db, st, "record the computer's space", err);
 }
 
@@ -96,12 +101,7 @@ int rk_db_approval_rule_insert(struct rk_db *db, const struct rk_approval_rule_r
 					 err);
 	if (!st)
 		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, r->id);
-	rk_db_bind_text(st, 2, r->space_id);
-	rk_db_bind_text(st, 3, r->user_id);
-	rk_db_bind_text(st, 4, r->effect);
-	rk_db_bind_text(st, 5, r->match);
-	rk_db_bind_text(st, 6, r->value);
+	BIND_TEXTS(st, 1, r->id, r->space_id, r->user_id, r->effect, r->match, r->value);
 	rk_stmt_bind_int64(st, 7, r->created_at);
 	return rk_db_step_done(db, st, "add the rule", err);
 }
@@ -132,9 +132,7 @@ int rk_db_approval_rule_delete(struct rk_db *db, const char *id, const char *spa
 		err);
 	if (!st)
 		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, id);
-	rk_db_bind_text(st, 2, space);
-	rk_db_bind_text(st, 3, user);
+	BIND_TEXTS(st, 1, id, space, user);
 	int r = rk_db_step_done(db, st, "remove the rule", err);
 	return r ? r : (int)rk_db_changes(db);
 }
@@ -150,10 +148,7 @@ int rk_db_approval_rule_find(struct rk_db *db, const char *space, const char *us
 					 err);
 	if (!st)
 		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, space);
-	rk_db_bind_text(st, 2, user);
-	rk_db_bind_text(st, 3, match);
-	rk_db_bind_text(st, 4, value);
+	BIND_TEXTS(st, 1, space, user, match, value);
 	int rc = rk_stmt_step(st), r = 0;
 	if (rc == RK_SQL_ROW) {
 		*id = rk_db_col_text(st, 0);
@@ -168,16 +163,6 @@ int rk_db_approval_rule_find(struct rk_db *db, const char *space, const char *us
 
 /* --- approvals ------------------------------------------------------------ */
 
-void rk_approval_state_release(struct rk_approval_state *s)
-{
-	if (!s)
-		return;
-	free(s->state);
-	free(s->note);
-	free(s->decided_by);
-	memset(s, 0, sizeof(*s));
-}
-
 int rk_db_approval_insert(struct rk_db *db, const struct rk_approval_row *r, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db,
@@ -186,11 +171,7 @@ int rk_db_approval_insert(struct rk_db *db, const struct rk_approval_row *r, str
 					 err);
 	if (!st)
 		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, r->id);
-	rk_db_bind_text(st, 2, r->run_id);
-	rk_db_bind_text(st, 3, r->tool);
-	rk_db_bind_text(st, 4, r->arguments);
-	rk_db_bind_text(st, 5, r->reason);
+	BIND_TEXTS(st, 1, r->id, r->run_id, r->tool, r->arguments, r->reason);
 	rk_stmt_bind_int64(st, 6, r->created_at);
 	rk_db_bind_text(st, 7, r->user_id);
 	return rk_db_step_done(db, st, "record the approval", err);
@@ -238,9 +219,7 @@ int rk_db_approval_decide(struct rk_db *db, const char *run_id, const char *stat
 					 err);
 	if (!st)
 		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, state);
-	rk_db_bind_text(st, 2, note);
-	rk_db_bind_text(st, 3, decided_by);
+	BIND_TEXTS(st, 1, state, note, decided_by);
 	rk_stmt_bind_int64(st, 4, decided_at);
 	rk_db_bind_text(st, 5, run_id);
 	int r = rk_db_step_done(db, st, "decide", err);
@@ -267,9 +246,7 @@ int rk_db_run_swap_state(struct rk_db *db, const char *run_id, const char *from,
 	struct rk_stmt *st = rk_db_prepare(db, "UPDATE runs SET state = ? WHERE id = ? AND state = ?", err);
 	if (!st)
 		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, to);
-	rk_db_bind_text(st, 2, run_id);
-	rk_db_bind_text(st, 3, from);
+	BIND_TEXTS(st, 1, to, run_id, from);
 	return rk_db_step_done(db, st, "set the run's state", err);
 }
 
@@ -279,14 +256,9 @@ void rk_secret_row_release(struct rk_secret_row *r)
 {
 	if (!r)
 		return;
-	free(r->id);
-	free(r->user_id);
-	free(r->space_id);
-	free(r->bot_id);
-	free(r->name);
-	free(r->origin);
-	free(r->auth);
-	free(r->auth_param);
+	char *strings[] = {r->id, r->user_id, r->space_id, r->bot_id, r->name, r->origin, r->auth, r->auth_param};
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+		free(strings[i]);
 	free(r->nonce);
 	free(r->ciphertext);
 	memset(r, 0, sizeof(*r));
@@ -323,14 +295,7 @@ int rk_db_secret_put(struct rk_db *db, const struct rk_secret_seal *r, struct rk
 		err);
 	if (!st)
 		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, r->id);
-	rk_db_bind_text(st, 2, r->user_id);
-	rk_db_bind_text(st, 3, r->space_id);
-	rk_db_bind_text(st, 4, r->bot_id);
-	rk_db_bind_text(st, 5, r->name);
-	rk_db_bind_text(st, 6, r->origin);
-	rk_db_bind_text(st, 7, r->auth);
-	rk_db_bind_text(st, 8, r->auth_param);
+	BIND_TEXTS(st, 1, r->id, r->user_id, r->space_id, r->bot_id, r->name, r->origin, r->auth, r->auth_param);
 	rk_stmt_bind_blob(st, 9, r->nonce, (int)r->nonce_len);
 	rk_stmt_bind_blob(st, 10, r->ciphertext, (int)r->ciphertext_len);
 	rk_stmt_bind_int64(st, 11, r->at);
@@ -369,10 +334,7 @@ int rk_db_secret_delete(struct rk_db *db, const char *user, const char *space, c
 		db, "DELETE FROM secrets WHERE user_id = ? AND space_id = ? AND bot_id = ? AND name = ?", err);
 	if (!st)
 		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, user);
-	rk_db_bind_text(st, 2, space);
-	rk_db_bind_text(st, 3, bot);
-	rk_db_bind_text(st, 4, name);
+	BIND_TEXTS(st, 1, user, space, bot, name);
 	int r = rk_db_step_done(db, st, "remove the secret", err);
 	return r ? r : (int)rk_db_changes(db);
 }
@@ -388,10 +350,7 @@ int rk_db_secret_find(struct rk_db *db, const char *user, const char *space, con
 					 err);
 	if (!st)
 		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, user);
-	rk_db_bind_text(st, 2, space);
-	rk_db_bind_text(st, 3, name);
-	rk_db_bind_text(st, 4, bot);
+	BIND_TEXTS(st, 1, user, space, name, bot);
 	int rc = rk_stmt_step(st), r = 0;
 	if (rc == RK_SQL_ROW) {
 		out->bot_id = rk_db_col_text(st, 0);
@@ -446,16 +405,8 @@ int rk_db_secret_request_insert(struct rk_db *db, const struct rk_secret_request
 					 err);
 	if (!st)
 		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, r->id);
-	rk_db_bind_text(st, 2, r->run_id);
-	rk_db_bind_text(st, 3, r->user_id);
-	rk_db_bind_text(st, 4, r->space_id);
-	rk_db_bind_text(st, 5, r->bot_id);
-	rk_db_bind_text(st, 6, r->name);
-	rk_db_bind_text(st, 7, r->origin);
-	rk_db_bind_text(st, 8, r->auth);
-	rk_db_bind_text(st, 9, r->auth_param);
-	rk_db_bind_text(st, 10, r->reason);
+	BIND_TEXTS(st, 1, r->id, r->run_id, r->user_id, r->space_id, r->bot_id, r->name, r->origin, r->auth,
+		   r->auth_param, r->reason);
 	rk_stmt_bind_int64(st, 11, r->created_at);
 	return rk_db_step_done(db, st, "record the secret request", err);
 }

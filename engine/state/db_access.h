@@ -61,11 +61,11 @@ struct rk_approval_row {
 };
 /* Inserts a pending approval. */
 int rk_db_approval_insert(struct rk_db *db, const struct rk_approval_row *r, struct rk_error *err);
-/* Where an approval stands: state (pending, approved, denied), and who decided with what note. */
+/* Where an approval stands: state (pending, approved, denied), and who
+ * decided with what note; the strings are the caller's to free. */
 struct rk_approval_state {
 	char *state, *note, *decided_by;
 };
-void rk_approval_state_release(struct rk_approval_state *s);
 /* RK_ENOTFOUND when the approval is gone. */
 int rk_db_approval_get(struct rk_db *db, const char *id, struct rk_approval_state *out, struct rk_error *err);
 /* *user_id (malloc'd): whose run's pending call it is, NULL when none waits. */

@@ -124,16 +124,6 @@ int rk_db_memory_save(struct rk_db *db, const struct rk_memory_key *k, const cha
 	return rk_db_step_done(db, st, "index memory", err);
 }
 
-void rk_memory_hits_free(struct rk_memory_hit *hits, size_t n)
-{
-	for (size_t i = 0; hits && i < n; i++) {
-		free(hits[i].path);
-		free(hits[i].scope);
-		free(hits[i].bot);
-		free(hits[i].content);
-	}
-	free(hits);
-}
 
 /* Each word of q quoted, so FTS5 syntax in a query is only text. NULL when
  * the query has no word. */
@@ -179,6 +169,13 @@ static void hit_free(void *p)
 	free(h->scope);
 	free(h->bot);
 	free(h->content);
+}
+
+void rk_memory_hits_free(struct rk_memory_hit *hits, size_t n)
+{
+	for (size_t i = 0; hits && i < n; i++)
+		hit_free(&hits[i]);
+	free(hits);
 }
 
 int rk_db_memory_search(struct rk_db *db, const struct rk_memory_reader *rd, const char *query, int words, int limit,
