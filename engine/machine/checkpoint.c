@@ -20,10 +20,6 @@
 #include "engine/util/time.h"
 #include "providers/script.h"
 
-/* Closes the browsers whose profile lives in this workspace cleanly, so
- * their cookies and profile databases are on disk: the image's
- * rakazo-browser-close (providers/script.h) says how. */
-#define QUIESCE_SCRIPT "rakazo-browser-close", "workspace"
 
 struct rk_workspace_store *rk_checkpoint_store(struct rk_engine *eng)
 {
@@ -157,9 +153,11 @@ static enum rk_machine_state machine_state(const struct rk_provider_ops *ops, co
 }
 
 /* Closes the desktop browsers of a running machine before its workspace is
- * copied or marked (see QUIESCE_SCRIPT). Returns 1 when it closed any and the
- * machine keeps running (RK_QUIESCE): then the caller starts display 0's
- * browser again with reopen_browser once the copy is made. */
+ * copied or marked, cleanly, so their cookies and profile databases are on
+ * disk (the image's rakazo-browser-close says how; it prints "closed N").
+ * Returns 1 when it closed any and the machine keeps running (RK_QUIESCE):
+ * then the caller starts display 0's browser again with reopen_browser once
+ * the copy is made. */
 static int quiesce_browsers(const struct rk_computer *c, const struct rk_provider_ops *ops,
 			    const struct rk_machine *m, int quiesce)
 {
@@ -171,7 +169,7 @@ static int quiesce_browsers(const struct rk_computer *c, const struct rk_provide
 	struct rk_error e;
 	int64_t t0 = rk_monotonic_ms();
 	int closed = 0;
-	char *cmd = rk_script_command(QUIESCE_SCRIPT);
+	char *cmd = rk_script_command("rakazo-browser-close", "workspace");
 	int rr = rk_provider_run(ops, m, cmd, 15000, 65536, &out, &st, &e);
 	free(cmd);
 	if (rr != 0) {
