@@ -81,6 +81,8 @@ $(BUILD)/rakazo-agent: $(AGENT_SRC)
 $(BUILD)/%.o: %.c $(STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+# providers/script.c builds the image's scripts in (.incbin)
+$(BUILD)/providers/script.o: $(wildcard image/rootfs/usr/local/bin/rakazo-*)
 
 $(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(BUILD)/librakazo-api.a $(BUILD)/librakazo.a $(STAMP)
 	@mkdir -p $(@D)

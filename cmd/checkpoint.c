@@ -94,7 +94,7 @@ static int run_list(struct cmd_ctx *ctx)
 		for (size_t i = 0; i < n; i++)
 			cJSON_AddItemToArray(rows, revision_doc(&c, &revs[i], latest ? latest : ""));
 		free(latest);
-		static const struct out_col cols[] = {{"id", "REVISION"}, {"created_at", "CREATED"}, {"reason", "REASON"},
+		static const struct out_col cols[] = {{"id", "CHECKPOINT"}, {"created_at", "CREATED"}, {"reason", "REASON"},
 						      {"kind", "KIND"}, {"files", "FILES"}, {"bytes", "BYTES"},
 						      {"latest", "LATEST"}, {0}};
 		out_list(rows, cols);
@@ -106,14 +106,14 @@ static int run_list(struct cmd_ctx *ctx)
 }
 
 static const struct rk_opt show_opts[] = {
-	OPT_STRING("revision", 'r', &o_revision, "REVISION", "which revision (default: the latest)"),
+	OPT_STRING("revision", 'r', &o_revision, "ID", "which checkpoint (default: the latest)"),
 	OPT_END,
 };
 
 static int run_show(struct cmd_ctx *ctx)
 {
 	struct rk_computer c = {0};
-	int r = cmd_want_args(ctx, 1, 2, "COMPUTER [REVISION]");
+	int r = cmd_want_args(ctx, 1, 2, "COMPUTER [CHECKPOINT]");
 	if (r || (r = load(ctx, ctx->args[0], &c)))
 		return r;
 	struct rk_workspace_store *s = rk_checkpoint_store(ctx->eng);
@@ -135,7 +135,7 @@ static int run_show(struct cmd_ctx *ctx)
 static int run_restore(struct cmd_ctx *ctx)
 {
 	struct rk_computer c = {0};
-	int r = cmd_want_args(ctx, 1, 2, "COMPUTER [REVISION]");
+	int r = cmd_want_args(ctx, 1, 2, "COMPUTER [CHECKPOINT]");
 	if (r || (r = load(ctx, ctx->args[0], &c)))
 		return r;
 	struct rk_workspace_checkpoint rev = {0};
@@ -156,7 +156,7 @@ static int run_restore(struct cmd_ctx *ctx)
 
 static const struct rk_opt export_opts[] = {
 	OPT_STRING("output", 'o', &o_output, "FILE", "write to FILE (default or '-': stdout)"),
-	OPT_STRING("revision", 'r', &o_revision, "REVISION", "which revision (default: the latest)"),
+	OPT_STRING("revision", 'r', &o_revision, "ID", "which checkpoint (default: the latest)"),
 	OPT_BOOL("no-compress", 0, &o_plain, "a plain tar instead of tar+zstd"),
 	OPT_END,
 };
@@ -239,9 +239,9 @@ static int run_import(struct cmd_ctx *ctx)
 /* --- verify, gc ------------------------------------------------------------------------------ */
 
 static const struct rk_opt verify_opts[] = {
-	OPT_STRING("revision", 'r', &o_revision, "REVISION", "which revision (default: the latest)"),
+	OPT_STRING("revision", 'r', &o_revision, "ID", "which checkpoint (default: the latest)"),
 	OPT_BOOL("deep", 0, &o_deep, "re-hash every stored file, not only check it is there"),
-	OPT_BOOL("all", 'a', &o_all, "every computer's latest revision"),
+	OPT_BOOL("all", 'a', &o_all, "every computer's latest checkpoint"),
 	OPT_END,
 };
 
@@ -282,7 +282,7 @@ static cJSON *verify_one(struct cmd_ctx *ctx, const struct rk_computer *c, const
 
 static int run_verify(struct cmd_ctx *ctx)
 {
-	int r = o_all ? cmd_want_args(ctx, 0, 0, "no COMPUTER with --all") : cmd_want_args(ctx, 1, 2, "COMPUTER [REVISION]");
+	int r = o_all ? cmd_want_args(ctx, 0, 0, "no COMPUTER with --all") : cmd_want_args(ctx, 1, 2, "COMPUTER [CHECKPOINT]");
 	if (r || (r = cmd_engine(ctx)))
 		return r;
 	int bad = 0;
@@ -298,7 +298,7 @@ static int run_verify(struct cmd_ctx *ctx)
 			rk_computer_release(&cs[i]);
 		}
 		free(cs);
-		static const struct out_col cols[] = {{"name", "COMPUTER"}, {"revision", "REVISION"}, {"ok", "OK"},
+		static const struct out_col cols[] = {{"name", "COMPUTER"}, {"revision", "CHECKPOINT"}, {"ok", "OK"},
 						      {"files", "FILES"}, {"problem", "PROBLEM"}, {0}};
 		out_list(rows, cols);
 	} else {
@@ -356,15 +356,15 @@ static const struct rk_opt no_opts[] = {OPT_END};
 
 static const struct cmd_verb checkpoint_verbs[] = {
 	{"create", "COMPUTER [--reason TEXT]", "checkpoint the workspace now", create_opts, run_create, NULL},
-	{"list", "COMPUTER", "the revisions kept, newest first", no_opts, run_list, NULL},
-	{"show", "COMPUTER [REVISION]", "one revision (default: the latest)", show_opts, run_show, NULL},
-	{"restore", "COMPUTER [--revision R]", "put a revision back as the workspace", show_opts,
+	{"list", "COMPUTER", "the checkpoints kept, newest first", no_opts, run_list, NULL},
+	{"show", "COMPUTER [CHECKPOINT]", "one checkpoint (default: the latest)", show_opts, run_show, NULL},
+	{"restore", "COMPUTER [--revision ID]", "put a checkpoint back as the workspace", show_opts,
 	 run_restore, NULL},
-	{"export", "COMPUTER [FILE.tar.zst|-] [-o FILE.tar.zst|-]", "a revision as tar+zstd", export_opts, run_export, NULL},
+	{"export", "COMPUTER [FILE.tar.zst|-] [-o FILE.tar.zst|-]", "a checkpoint as tar+zstd", export_opts, run_export, NULL},
 	{"import", "COMPUTER FILE|-", "replace the workspace with an archive", no_opts, run_import,
 	 NULL},
-	{"verify", "COMPUTER [--revision R] | --all", "check a revision is whole", verify_opts, run_verify, NULL},
-	{"gc", "", "remove stored files no revision names", no_opts, run_gc, NULL},
+	{"verify", "COMPUTER [--revision ID] | --all", "check a checkpoint is whole", verify_opts, run_verify, NULL},
+	{"gc", "", "remove stored files no checkpoint names", no_opts, run_gc, NULL},
 	{0},
 };
 
@@ -374,7 +374,8 @@ const struct cmd_entry cmd_checkpoint = {
 	.summary = "workspace checkpoints: create, list, show, restore, export, import, verify",
 	.description = "A computer's workspace is checkpointed before it stops or pauses and on demand.\n"
 		       "With --revisions 1 (the default) on docker and fake computers the workspace lives\n"
-		       "on this host and a checkpoint only advances its revision marker; with more\n"
-		       "revisions each checkpoint is an incremental content-addressed snapshot.",
+		       "on this host and a checkpoint only advances its marker; with more kept\n"
+		       "each checkpoint is an incremental content-addressed snapshot. --revision ID\n"
+		       "names a checkpoint; the workspace store keeps them (see rakazo-checkpoint(1)).",
 	.verbs = checkpoint_verbs,
 };

@@ -250,7 +250,7 @@ static const struct rk_opt create_opts[] = {
 	OPT_STRING("name", 'n', &o_name, "NAME", "the computer's name (letters, digits, - _ .)"),
 	OPT_STRING("mode", 0, &o_mode, "team|private", "a Team computer shared by bots, or a Private one (default)"),
 	OPT_BOOL("team", 0, &o_team, "a Team computer: bots work in bots/<bot>/, shared work in shared/"),
-	OPT_BOOL("private", 0, &o_private, "a Private computer: the whole workspace is the bot's home"),
+	OPT_BOOL("private", 0, &o_private, "a Private computer: the whole workspace is the bot's"),
 	OPT_BOOL("no-desktop", 0, &o_no_desktop, "no graphical desktop"),
 	OPT_STRING("pause-after", 0, &o_pause_after, "SECONDS|never", "pause when idle this long (default 600)"),
 	OPT_INT("revisions", 0, &o_revisions, "N", "workspace checkpoints to keep (default 1)", 1, 1000),

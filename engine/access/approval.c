@@ -9,12 +9,14 @@
 
 #include "engine/agent/model.h"
 #include "engine/access/secret.h"
+#include "engine/state/db_access.h"
+#include "engine/state/db_runs.h"
 #include "engine/util/buf.h"
 #include "engine/util/id.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
 
-#define SHARED_USER "*" /* user_id of a rule for everyone in the space */
+#define SHARED_USER RK_APPROVAL_SHARED_USER
 #define POLL_MS 200
 #define HEARTBEAT_MS 5000
 
@@ -104,21 +106,15 @@ int rk_approval_rule_add(struct rk_engine *eng, const struct rk_actor *a, const 
 				    "--value '%s' is not valid: 1 to 128 letters, digits and _ - . :", value ? value : "");
 	if (a->bot)
 		return rk_error_set(err, RK_EDENIED, "a bot cannot set approval rules");
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "INSERT INTO approval_rules (id, space_id, user_id, effect, match, value, "
-					 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-					 err);
-	if (!st)
-		return -rk_err(err)->code;
 	char *nid = rk_id_new("apr");
-	rk_db_bind_text(st, 1, nid);
-	rk_db_bind_text(st, 2, a->space);
-	rk_db_bind_text(st, 3, shared ? SHARED_USER : a->user);
-	rk_db_bind_text(st, 4, effect);
-	rk_db_bind_text(st, 5, match);
-	rk_db_bind_text(st, 6, value);
-	rk_stmt_bind_int64(st, 7, rk_now_ms());
-	int r = rk_db_step_done(eng->db, st, "add the rule", err);
+	struct rk_approval_rule_row row = {.id = nid,
+					    .space_id = a->space,
+					    .user_id = shared ? SHARED_USER : a->user,
+					    .effect = effect,
+					    .match = match,
+					    .value = value,
+					    .created_at = rk_now_ms()};
+	int r = rk_db_approval_rule_insert(eng->db, &row, err);
 	if (r == -RK_ECONFLICT)
 		r = rk_error_set(err, RK_ECONFLICT, "that rule exists already (%s %s=%s)", effect, match, value);
 	if (r) {
@@ -131,37 +127,17 @@ int rk_approval_rule_add(struct rk_engine *eng, const struct rk_actor *a, const 
 
 int rk_approval_rule_list(struct rk_engine *eng, const struct rk_actor *a, cJSON **out, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT id, effect, match, value, user_id = '" SHARED_USER "', space_id, created_at "
-					 "FROM approval_rules WHERE space_id = ? AND user_id IN (?, '" SHARED_USER "') "
-					 "ORDER BY CASE match WHEN 'tool' THEN 0 WHEN 'connector' THEN 1 ELSE 2 END, "
-					 "value, effect",
-					 err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, a->space);
-	rk_db_bind_text(st, 2, a->user);
-	static const struct rk_db_json_col cols[] = {{"id", 's'},	    {"effect", 's'}, {"match", 's'},	  {"value", 's'},
-						   {"shared", 'b'}, {"space", 's'},  {"created_at", 't'}, {0}};
-	return rk_db_json_rows(eng->db, st, cols, "list rules", out, err);
+	return rk_db_approval_rule_list(eng->db, a->space, a->user, out, err);
 }
 
 int rk_approval_rule_remove(struct rk_engine *eng, const struct rk_actor *a, const char *id, struct rk_error *err)
 {
 	if (a->bot)
 		return rk_error_set(err, RK_EDENIED, "a bot cannot remove approval rules");
-	struct rk_stmt *st = rk_db_prepare(
-		eng->db, "DELETE FROM approval_rules WHERE id = ? AND space_id = ? AND user_id IN (?, '" SHARED_USER "')",
-		err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, id);
-	rk_db_bind_text(st, 2, a->space);
-	rk_db_bind_text(st, 3, a->user);
-	int r = rk_db_step_done(eng->db, st, "remove the rule", err);
-	if (r == 0 && rk_db_changes(eng->db) == 0)
+	int r = rk_db_approval_rule_delete(eng->db, id, a->space, a->user, err);
+	if (r == 0)
 		r = rk_error_set(err, RK_ENOTFOUND, "no rule '%s' of %s in space '%s'", id ? id : "", a->user, a->space);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 /* --- the decision ------------------------------------------------------------------------- */
@@ -174,26 +150,16 @@ static int level(struct rk_engine *eng, const struct rk_actor *a, const char *ma
 	*found = *ask = 0;
 	if (!value)
 		return 0;
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT id, effect FROM approval_rules WHERE space_id = ? AND "
-					 "user_id IN (?, '" SHARED_USER "') AND match = ? AND value = ? "
-					 "ORDER BY effect = 'require_approval' DESC, created_at LIMIT 1",
-					 err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, a->space);
-	rk_db_bind_text(st, 2, a->user);
-	rk_db_bind_text(st, 3, match);
-	rk_db_bind_text(st, 4, value);
-	int rc = rk_stmt_step(st), r = 0;
-	if (rc == RK_SQL_ROW) {
+	char *id = NULL, *effect = NULL;
+	int r = rk_db_approval_rule_find(eng->db, a->space, a->user, match, value, &id, &effect, err);
+	if (r == 1) {
 		*found = 1;
-		*ask = !strcmp((const char *)rk_stmt_column_text(st, 1), "require_approval");
-		snprintf(rule_id, idsize, "%s", (const char *)rk_stmt_column_text(st, 0));
-	} else if (rc != RK_SQL_DONE) {
-		r = rk_db_sql_error(eng->db, err, "read rules");
+		*ask = !strcmp(effect, "require_approval");
+		snprintf(rule_id, idsize, "%s", id);
+		r = 0;
 	}
-	rk_stmt_finalize(st);
+	free(id);
+	free(effect);
 	return r;
 }
 
@@ -313,32 +279,20 @@ int rk_approval_evaluate(struct rk_engine *eng, const struct rk_actor *a, const 
 static int set_run_state(struct rk_engine *eng, const char *run_id, const char *from, const char *to,
 			 struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db, "UPDATE runs SET state = ? WHERE id = ? AND state = ?", err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, to);
-	rk_db_bind_text(st, 2, run_id);
-	rk_db_bind_text(st, 3, from);
-	return rk_db_step_done(eng->db, st, "set the run's state", err);
+	return rk_db_run_swap_state(eng->db, run_id, from, to, err);
 }
 
 static int approval_state(struct rk_engine *eng, const char *id, char *state, size_t ssize, char **note, char **by,
 			  struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT state, note, decided_by FROM approvals WHERE id = ?", err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, id);
-	int rc = rk_stmt_step(st), r = 0;
-	if (rc == RK_SQL_ROW) {
-		snprintf(state, ssize, "%s", (const char *)rk_stmt_column_text(st, 0));
-		*note = rk_db_col_text(st, 1);
-		*by = rk_db_col_text(st, 2);
-	} else {
-		r = rc == RK_SQL_DONE ? rk_error_set(err, RK_ENOTFOUND, "approval %s is gone", id)
-				      : rk_db_sql_error(eng->db, err, "read the approval");
+	struct rk_approval_state s;
+	int r = rk_db_approval_get(eng->db, id, &s, err);
+	if (r == 0) {
+		snprintf(state, ssize, "%s", s.state ? s.state : "");
+		*note = s.note;
+		*by = s.decided_by;
+		free(s.state);
 	}
-	rk_stmt_finalize(st);
 	return r;
 }
 
@@ -354,28 +308,19 @@ static int approval_wait(struct rk_engine *eng, const struct rk_actor *a, const 
 		return rk_error_set(err, RK_EDENIED, "%s needs approval (%s), and no run is waiting for a person", tool,
 				    d->reason);
 	char *id = rk_id_new("apv");
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "INSERT INTO approvals (id, run_id, tool, arguments, reason, created_at, user_id) "
-					 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-					 err);
-	if (!st) {
-		free(id);
-		return -rk_err(err)->code;
-	}
-	rk_db_bind_text(st, 1, id);
-	rk_db_bind_text(st, 2, run_id);
-	rk_db_bind_text(st, 3, tool);
-	rk_db_bind_text(st, 4, args_json);
-	rk_db_bind_text(st, 5, d->reason);
-	rk_stmt_bind_int64(st, 6, rk_now_ms());
-	rk_db_bind_text(st, 7, a->user);
+	struct rk_approval_row row = {.id = id,
+				      .run_id = run_id,
+				      .tool = tool,
+				      .arguments = args_json,
+				      .reason = d->reason,
+				      .user_id = a->user,
+				      .created_at = rk_now_ms()};
 	/* the row and the run's state together: whoever sees one sees the other */
 	if ((r = rk_db_begin(eng->db, err))) {
-		rk_stmt_finalize(st);
 		free(id);
 		return r;
 	}
-	if ((r = rk_db_step_done(eng->db, st, "record the approval", err)) ||
+	if ((r = rk_db_approval_insert(eng->db, &row, err)) ||
 	    (r = set_run_state(eng, run_id, "running", "waiting_approval", err)) || (r = rk_db_commit(eng->db, err))) {
 		rk_db_rollback(eng->db);
 		free(id);
@@ -399,12 +344,7 @@ static int approval_wait(struct rk_engine *eng, const struct rk_actor *a, const 
 		}
 		if (rk_monotonic_ms() - beat >= HEARTBEAT_MS) {
 			struct rk_error e2;
-			struct rk_stmt *hb = rk_db_prepare(eng->db, "UPDATE runs SET heartbeat_at = ? WHERE id = ?", &e2);
-			if (hb) {
-				rk_stmt_bind_int64(hb, 1, rk_now_ms());
-				rk_db_bind_text(hb, 2, run_id);
-				rk_db_step_done(eng->db, hb, "heartbeat", &e2);
-			}
+			rk_db_run_heartbeat(eng->db, run_id, &e2);
 			beat = rk_monotonic_ms();
 		}
 		rk_sleep_ms(POLL_MS);
@@ -448,49 +388,26 @@ int rk_approval_decide(struct rk_engine *eng, const struct rk_actor *a, const ch
 	if (a->bot)
 		return rk_error_set(err, RK_EDENIED, "bot '%s' cannot decide approvals: a person does", a->bot);
 	/* only the person whose run it is decides */
-	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT user_id FROM approvals WHERE run_id = ? AND state = 'pending'",
-					 err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, run_id);
-	char *owner = rk_stmt_step(st) == RK_SQL_ROW ? rk_db_col_text(st, 0) : NULL;
-	rk_stmt_finalize(st);
+	char *owner = NULL;
+	int r = rk_db_approval_pending_user(eng->db, run_id, &owner, err);
+	if (r)
+		return r;
 	if (owner && strcmp(owner, a->user) != 0) {
-		int r = rk_error_set(err, RK_EDENIED, "run %s is %s's: only they can approve or deny its calls", run_id,
+		r = rk_error_set(err, RK_EDENIED, "run %s is %s's: only they can approve or deny its calls", run_id,
 				     owner);
 		free(owner);
 		return r;
 	}
 	free(owner);
-	st = rk_db_prepare(eng->db,
-			   "UPDATE approvals SET state = ?, note = ?, decided_by = ?, decided_at = ? "
-			   "WHERE run_id = ? AND state = 'pending'",
-			   err);
-	if (!st)
-		return -rk_err(err)->code;
 	char *by = rk_xasprintf("user:%s", a->user);
-	rk_db_bind_text(st, 1, approve ? "approved" : "denied");
-	rk_db_bind_text(st, 2, note);
-	rk_db_bind_text(st, 3, by);
+	r = rk_db_approval_decide(eng->db, run_id, approve ? "approved" : "denied", note, by, rk_now_ms(), err);
 	free(by);
-	rk_stmt_bind_int64(st, 4, rk_now_ms());
-	rk_db_bind_text(st, 5, run_id);
-	int r = rk_db_step_done(eng->db, st, "decide", err);
-	if (r == 0 && rk_db_changes(eng->db) == 0)
+	if (r == 0)
 		r = rk_error_set(err, RK_ENOTFOUND, "run %s has no call waiting for approval", run_id);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 int rk_approval_pending(struct rk_engine *eng, const char *run_id, cJSON **out, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT id, run_id, tool, arguments, reason, created_at FROM approvals "
-					 "WHERE state = 'pending' AND (?1 IS NULL OR run_id = ?1) ORDER BY created_at",
-					 err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, run_id);
-	static const struct rk_db_json_col cols[] = {{"id", 's'},	       {"run_id", 's'}, {"tool", 's'}, {"arguments", 's'},
-						   {"reason", 's'},    {"created_at", 't'}, {0}};
-	return rk_db_json_rows(eng->db, st, cols, "list approvals", out, err);
+	return rk_db_approval_pending(eng->db, run_id, out, err);
 }

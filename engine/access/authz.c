@@ -9,6 +9,7 @@
 
 #include "api/api.h"
 #include "engine/access/approval.h"
+#include "engine/state/db_access.h"
 #include "engine/util/buf.h"
 #include "engine/util/time.h"
 
@@ -87,37 +88,15 @@ void rk_actor_release(struct rk_actor *a)
 int rk_authz_computer_record(struct rk_engine *eng, const char *computer_id, const char *space, const char *owner,
 			     struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "INSERT INTO computer_access (computer_id, space_id, owner) VALUES (?, ?, ?) "
-					 "ON CONFLICT (computer_id) DO NOTHING",
-					 err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, computer_id);
-	rk_db_bind_text(st, 2, space);
-	rk_db_bind_text(st, 3, owner);
-	return rk_db_step_done(eng->db, st, "record the computer's space", err);
+	return rk_db_computer_access_insert(eng->db, computer_id, space, owner, err);
 }
 
 int rk_authz_computer_place(struct rk_engine *eng, const struct rk_computer *c, char **space, char **owner,
 			    struct rk_error *err)
 {
-	*space = *owner = NULL;
-	struct rk_stmt *st =
-		rk_db_prepare(eng->db, "SELECT space_id, owner FROM computer_access WHERE computer_id = ?", err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, c->id);
-	int rc = rk_stmt_step(st);
-	if (rc == RK_SQL_ROW) {
-		*space = rk_db_col_text(st, 0);
-		*owner = rk_db_col_text(st, 1);
-	} else if (rc != RK_SQL_DONE) {
-		int r = rk_db_sql_error(eng->db, err, "read the computer's space");
-		rk_stmt_finalize(st);
+	int r = rk_db_computer_access_get(eng->db, c->id, space, owner, err);
+	if (r)
 		return r;
-	}
-	rk_stmt_finalize(st);
 	if (!*space)
 		*space = rk_xstrdup(RK_SPACE_DEFAULT);
 	/* without a record: a person's own computer stays theirs; one made

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/state/db_access.h"
 #include "engine/util/fs.h"
 #include "engine/util/json.h"
 #include "engine/util/id.h"
@@ -657,32 +658,22 @@ int rk_secret_set(struct rk_engine *eng, const struct rk_actor *a, const char *n
 						   NULL, nonce, key);
 	sodium_memzero(key, sizeof(key));
 	rk_buf_release(&ad);
-	struct rk_stmt *st = rk_db_prepare(
-		eng->db,
-		"INSERT INTO secrets (id, user_id, space_id, bot_id, name, origin, auth, auth_param, nonce, ciphertext, "
-		"created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11) "
-		"ON CONFLICT (user_id, space_id, bot_id, name) DO UPDATE SET origin = excluded.origin, "
-		"auth = excluded.auth, auth_param = excluded.auth_param, nonce = excluded.nonce, "
-		"ciphertext = excluded.ciphertext, updated_at = excluded.updated_at",
-		err);
-	if (!st) {
-		r = -rk_err(err)->code;
-	} else {
-		char *id = rk_id_new("sec");
-		rk_db_bind_text(st, 1, id);
-		rk_db_bind_text(st, 2, a->user);
-		rk_db_bind_text(st, 3, a->space);
-		rk_db_bind_text(st, 4, bot);
-		rk_db_bind_text(st, 5, name);
-		rk_db_bind_text(st, 6, origin);
-		rk_db_bind_text(st, 7, kind);
-		rk_db_bind_text(st, 8, param);
-		rk_stmt_bind_blob(st, 9, nonce, sizeof(nonce));
-		rk_stmt_bind_blob(st, 10, ct, (int)ctlen);
-		rk_stmt_bind_int64(st, 11, rk_now_ms());
-		r = rk_db_step_done(eng->db, st, "store the secret", err);
-		free(id);
-	}
+	char *id = rk_id_new("sec");
+	struct rk_secret_seal row = {.id = id,
+				     .user_id = a->user,
+				     .space_id = a->space,
+				     .bot_id = bot,
+				     .name = name,
+				     .origin = origin,
+				     .auth = kind,
+				     .auth_param = param,
+				     .nonce = nonce,
+				     .nonce_len = sizeof(nonce),
+				     .ciphertext = ct,
+				     .ciphertext_len = (size_t)ctlen,
+				     .at = rk_now_ms()};
+	r = rk_db_secret_put(eng->db, &row, err);
+	free(id);
 	free(ct);
 	if (r == 0)
 		rk_log(RK_LOG_INFO, "secret %s set for %s in %s (bot %s, origin %s)", name, a->user, a->space,
@@ -696,27 +687,7 @@ out:
 
 int rk_secret_list(struct rk_engine *eng, const struct rk_actor *a, cJSON **out, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(
-		eng->db,
-		"SELECT name, nullif(bot_id, ''), origin, auth || coalesce(':' || auth_param, ''), 'set', created_at, "
-		"updated_at, NULL FROM secrets WHERE user_id = ?1 AND space_id = ?2 "
-		"UNION ALL SELECT q.name, nullif(q.bot_id, ''), q.origin, q.auth || coalesce(':' || q.auth_param, ''), "
-		"'requested', q.created_at, "
-		"q.created_at, q.reason FROM secret_requests q WHERE q.user_id = ?1 AND q.space_id = ?2 "
-		"AND NOT EXISTS (SELECT 1 FROM secrets s WHERE s.user_id = q.user_id AND s.space_id = q.space_id "
-		"AND s.name = q.name AND s.bot_id IN (q.bot_id, '')) "
-		"AND q.rowid = (SELECT max(rowid) FROM secret_requests r WHERE r.user_id = q.user_id AND "
-		"r.space_id = q.space_id AND r.name = q.name AND r.bot_id = q.bot_id) "
-		"ORDER BY 1, 2",
-		err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, a->user);
-	rk_db_bind_text(st, 2, a->space);
-	static const struct rk_db_json_col cols[] = {{"name", 's'},	  {"bot", 's'},	       {"origin", 's'},
-						   {"auth", 's'},	  {"state", 's'},      {"created_at", 't'},
-						   {"updated_at", 't'}, {"reason", 's'},     {0}};
-	return rk_db_json_rows(eng->db, st, cols, "list secrets", out, err);
+	return rk_db_secret_list(eng->db, a->user, a->space, out, err);
 }
 
 int rk_secret_remove(struct rk_engine *eng, const struct rk_actor *a, const char *name, struct rk_error *err)
@@ -724,17 +695,9 @@ int rk_secret_remove(struct rk_engine *eng, const struct rk_actor *a, const char
 	int r = check_name(name, err);
 	if (r)
 		return r;
-	struct rk_stmt *st = rk_db_prepare(
-		eng->db, "DELETE FROM secrets WHERE user_id = ? AND space_id = ? AND bot_id = ? AND name = ?", err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, a->user);
-	rk_db_bind_text(st, 2, a->space);
-	rk_db_bind_text(st, 3, a->bot ? a->bot : "");
-	rk_db_bind_text(st, 4, name);
-	if ((r = rk_db_step_done(eng->db, st, "remove the secret", err)))
+	if ((r = rk_db_secret_delete(eng->db, a->user, a->space, a->bot ? a->bot : "", name, err)) < 0)
 		return r;
-	if (rk_db_changes(eng->db) == 0)
+	if (r == 0)
 		return rk_error_set(err, RK_ENOTFOUND, "no secret '%s'%s%s in space '%s'", name,
 				    a->bot ? " for bot " : "", a->bot ? a->bot : "", a->space);
 	return 0;
@@ -765,40 +728,29 @@ static int load_sealed(struct rk_engine *eng, const struct rk_actor *a, const ch
 	int r = check_name(name, err);
 	if (r)
 		return r;
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT bot_id, origin, auth, auth_param, nonce, ciphertext FROM secrets "
-					 "WHERE user_id = ? AND space_id = ? AND name = ? AND bot_id IN (?, '') "
-					 "ORDER BY bot_id = '' LIMIT 1",
-					 err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, a->user);
-	rk_db_bind_text(st, 2, a->space);
-	rk_db_bind_text(st, 3, name);
-	rk_db_bind_text(st, 4, a->bot ? a->bot : "");
-	int rc = rk_stmt_step(st);
-	if (rc == RK_SQL_ROW) {
-		s->bot = rk_db_col_text(st, 0);
-		s->origin = rk_db_col_text(st, 1);
-		s->kind = rk_db_col_text(st, 2);
-		s->param = rk_db_col_text(st, 3);
-		if (rk_stmt_column_bytes(st, 4) != NONCE_BYTES || rk_stmt_column_bytes(st, 5) < (int)TAG_BYTES) {
+	struct rk_secret_row row;
+	r = rk_db_secret_find(eng->db, a->user, a->space, name, a->bot ? a->bot : "", &row, err);
+	if (r == 0) {
+		s->bot = row.bot_id;
+		s->origin = row.origin;
+		s->kind = row.auth;
+		s->param = row.auth_param;
+		row.bot_id = row.origin = row.auth = row.auth_param = NULL;
+		if (row.nonce_len != NONCE_BYTES || row.ciphertext_len < TAG_BYTES) {
 			r = rk_error_set(err, RK_ECORRUPT, "secret '%s' is damaged in the database: set it again", name);
 		} else {
-			memcpy(s->nonce, rk_stmt_column_blob(st, 4), NONCE_BYTES);
-			s->ctlen = (size_t)rk_stmt_column_bytes(st, 5);
-			s->ct = rk_xmalloc(s->ctlen);
-			memcpy(s->ct, rk_stmt_column_blob(st, 5), s->ctlen);
+			memcpy(s->nonce, row.nonce, NONCE_BYTES);
+			s->ctlen = row.ciphertext_len;
+			s->ct = row.ciphertext;
+			row.ciphertext = NULL;
 		}
-	} else if (rc == RK_SQL_DONE) {
+	} else if (r == -RK_ENOTFOUND) {
 		r = rk_error_set(err, RK_ENOTFOUND,
 				 "no secret '%s' for %s%s%s in space '%s': the bot can ask with request_secret, a "
 				 "person sets it with `rakazo secret set %s --origin URL --auth METHOD`",
 				 name, a->user, a->bot ? "'s bot " : "", a->bot ? a->bot : "", a->space, name);
-	} else {
-		r = rk_db_sql_error(eng->db, err, "read the secret");
 	}
-	rk_stmt_finalize(st);
+	rk_secret_row_release(&row);
 	if (r)
 		sealed_release(s);
 	return r;
@@ -966,44 +918,37 @@ static void known_add(const struct rk_secret_redactor *r)
 struct rk_secret_redactor *rk_secret_redactor_new(struct rk_engine *eng, const struct rk_actor *a)
 {
 	struct rk_secret_redactor *r = rk_xcalloc(1, sizeof(*r));
-	struct rk_stmt *st = NULL;
+	struct rk_secret_row *rows = NULL;
+	size_t nrows = 0;
 	struct rk_error e;
-	if (eng && eng->db && a && a->user)
-		st = rk_db_prepare(eng->db,
-				   "SELECT space_id, bot_id, name, nonce, ciphertext FROM secrets WHERE user_id = ?", &e);
-	if (!st)
+	if (!(eng && eng->db && a && a->user) || rk_db_secret_list_user(eng->db, a->user, &rows, &nrows, &e))
 		return r;
-	rk_db_bind_text(st, 1, a->user);
 	unsigned char key[KEY_BYTES];
 	int have_key = 0;
-	while (rk_stmt_step(st) == RK_SQL_ROW) {
+	for (size_t i = 0; i < nrows; i++) {
 		/* one master key read for all of them (only when a secret exists) */
 		if (!have_key && master_key(eng, key, &e)) {
 			rk_log(RK_LOG_WARN, "secrets cannot be read to redact them: %s", e.message);
 			break;
 		}
 		have_key = 1;
-		char *space = rk_db_col_text(st, 0), *name = rk_db_col_text(st, 2);
-		struct sealed s = {.bot = rk_db_col_text(st, 1)};
-		struct rk_actor owner = {.user = a->user, .space = space};
+		const struct rk_secret_row *row = &rows[i];
+		struct sealed s = {.bot = row->bot_id};
+		struct rk_actor owner = {.user = a->user, .space = row->space_id};
 		char *v = NULL;
 		size_t len = 0;
-		if (rk_stmt_column_bytes(st, 3) == NONCE_BYTES && rk_stmt_column_bytes(st, 4) >= (int)TAG_BYTES) {
-			memcpy(s.nonce, rk_stmt_column_blob(st, 3), NONCE_BYTES);
-			s.ctlen = (size_t)rk_stmt_column_bytes(st, 4);
-			s.ct = rk_xmalloc(s.ctlen);
-			memcpy(s.ct, rk_stmt_column_blob(st, 4), s.ctlen);
+		if (row->nonce_len == NONCE_BYTES && row->ciphertext_len >= TAG_BYTES) {
+			memcpy(s.nonce, row->nonce, NONCE_BYTES);
+			s.ctlen = row->ciphertext_len;
+			s.ct = row->ciphertext;
 		}
-		if (s.ct && unseal(key, &owner, name, &s, &v, &len, &e) == 0)
+		if (s.ct && unseal(key, &owner, row->name, &s, &v, &len, &e) == 0)
 			values_add(&r->v, &r->n, v, len);
 		else
-			rk_log(RK_LOG_WARN, "secret '%s' in space '%s' cannot be read to redact it", name, space);
+			rk_log(RK_LOG_WARN, "secret '%s' in space '%s' cannot be read to redact it", row->name, row->space_id);
 		rk_secret_value_free(v, len);
-		sealed_release(&s);
-		free(space);
-		free(name);
 	}
-	rk_stmt_finalize(st);
+	rk_secret_rows_free(rows, nrows);
 	sodium_memzero(key, sizeof(key));
 	known_add(r);
 	return r;
@@ -1310,27 +1255,19 @@ int rk_secret_request(struct rk_engine *eng, const struct rk_actor *a, const cha
 	if (have)
 		sealed_release(&s);
 	if (!same) {
-		struct rk_stmt *st = rk_db_prepare(eng->db,
-						 "INSERT INTO secret_requests (id, run_id, user_id, space_id, bot_id, name, "
-						 "origin, auth, auth_param, reason, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-						 err);
-		if (!st) {
-			r = -rk_err(err)->code;
-			goto out;
-		}
 		char *id = rk_id_new("srq");
-		rk_db_bind_text(st, 1, id);
-		rk_db_bind_text(st, 2, run_id);
-		rk_db_bind_text(st, 3, a->user);
-		rk_db_bind_text(st, 4, a->space);
-		rk_db_bind_text(st, 5, a->bot ? a->bot : "");
-		rk_db_bind_text(st, 6, name);
-		rk_db_bind_text(st, 7, origin);
-		rk_db_bind_text(st, 8, kind);
-		rk_db_bind_text(st, 9, param);
-		rk_db_bind_text(st, 10, reason);
-		rk_stmt_bind_int64(st, 11, rk_now_ms());
-		r = rk_db_step_done(eng->db, st, "record the secret request", err);
+		struct rk_secret_request_row row = {.id = id,
+						    .run_id = run_id,
+						    .user_id = a->user,
+						    .space_id = a->space,
+						    .bot_id = a->bot ? a->bot : "",
+						    .name = name,
+						    .origin = origin,
+						    .auth = kind,
+						    .auth_param = param,
+						    .reason = reason,
+						    .created_at = rk_now_ms()};
+		r = rk_db_secret_request_insert(eng->db, &row, err);
 		free(id);
 		if (r)
 			goto out;

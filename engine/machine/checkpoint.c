@@ -18,59 +18,8 @@
 #include "engine/util/json.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
+#include "providers/script.h"
 
-/* Closes the browsers whose profile lives in this workspace cleanly, so
- * their cookies and profile databases are on disk: each browser's windows
- * are closed on its own display (Ctrl+Shift+W, as engine/machine/team.c closes a
- * bot's), and Chromium quits the normal way. A TERM is the fallback for a
- * browser without windows (after 5 s for one that does not close): Chromium
- * takes it as the session ending and exits at once, without the cookies of
- * the last half minute. KILL after 7 s; then the helpers and a DevTools
- * bridge on the profile go too. The [-] keeps the pattern from matching the
- * shell that runs it; browsers elsewhere on the machine are left alone.
- * Prints "closed N" when it closed N browsers. */
-#define QUIESCE_SH \
-	"pat=\"[-]-user-data-dir=$PWD/.browser-profiles\"\n" \
-	"mains=\n" \
-	"for p in $(pgrep -f -- \"$pat\"); do\n" \
-	"  cl=$(tr '\\0' ' ' </proc/$p/cmdline 2>/dev/null) || continue\n" \
-	"  case \"$cl\" in *--type=*|*cdp-bridge*) continue;; esac\n" \
-	"  mains=\"$mains $p\"\n" \
-	"done\n" \
-	"[ -n \"$mains\" ] || exit 0\n" \
-	"alive() {\n" \
-	"  for p in $mains; do\n" \
-	"    s=$(ps -o stat= -p $p 2>/dev/null) && case $s in Z*) ;; *) return 0;; esac\n" \
-	"  done\n" \
-	"  return 1\n" \
-	"}\n" \
-	"close_windows() {\n" \
-	"  command -v xdotool >/dev/null || return 1\n" \
-	"  n=0\n" \
-	"  for p in $mains; do\n" \
-	"    d=$(tr '\\0' '\\n' </proc/$p/environ 2>/dev/null | sed -n 's/^DISPLAY=//p')\n" \
-	"    [ -n \"$d\" ] || continue\n" \
-	"    for w in $(DISPLAY=$d xdotool search --onlyvisible --pid $p 2>/dev/null); do\n" \
-	"      DISPLAY=$d xdotool windowactivate --sync $w key --clearmodifiers ctrl+shift+w 2>/dev/null && n=$((n+1))\n" \
-	"    done\n" \
-	"  done\n" \
-	"  [ $n -gt 0 ]\n" \
-	"}\n" \
-	"close_windows || kill -TERM $mains 2>/dev/null\n" \
-	"i=0\n" \
-	"while alive; do\n" \
-	"  i=$((i+1))\n" \
-	"  [ $((i % 20)) -eq 0 ] && [ $i -lt 50 ] && close_windows\n" \
-	"  [ $i -eq 50 ] && kill -TERM $mains 2>/dev/null\n" \
-	"  [ $i -ge 70 ] && { kill -KILL $mains 2>/dev/null; break; }\n" \
-	"  sleep 0.1\n" \
-	"done\n" \
-	"j=0\n" \
-	"while pgrep -f -- \"$pat\" >/dev/null && [ $j -lt 20 ]; do sleep 0.1; j=$((j+1)); done\n" \
-	"pkill -KILL -f -- \"$pat\" 2>/dev/null\n" \
-	"set -- $mains\n" \
-	"echo closed $#\n" \
-	"exit 0\n"
 
 struct rk_workspace_store *rk_checkpoint_store(struct rk_engine *eng)
 {
@@ -204,9 +153,11 @@ static enum rk_machine_state machine_state(const struct rk_provider_ops *ops, co
 }
 
 /* Closes the desktop browsers of a running machine before its workspace is
- * copied or marked (see QUIESCE_SH). Returns 1 when it closed any and the
- * machine keeps running (RK_QUIESCE): then the caller starts display 0's
- * browser again with reopen_browser once the copy is made. */
+ * copied or marked, cleanly, so their cookies and profile databases are on
+ * disk (the image's rakazo-browser-close says how; it prints "closed N").
+ * Returns 1 when it closed any and the machine keeps running (RK_QUIESCE):
+ * then the caller starts display 0's browser again with reopen_browser once
+ * the copy is made. */
 static int quiesce_browsers(const struct rk_computer *c, const struct rk_provider_ops *ops,
 			    const struct rk_machine *m, int quiesce)
 {
@@ -218,7 +169,10 @@ static int quiesce_browsers(const struct rk_computer *c, const struct rk_provide
 	struct rk_error e;
 	int64_t t0 = rk_monotonic_ms();
 	int closed = 0;
-	if (rk_provider_run(ops, m, QUIESCE_SH, 15000, 65536, &out, &st, &e) != 0) {
+	char *cmd = rk_script_command("rakazo-browser-close", "workspace");
+	int rr = rk_provider_run(ops, m, cmd, 15000, 65536, &out, &st, &e);
+	free(cmd);
+	if (rr != 0) {
 		rk_log(RK_LOG_WARN, "checkpoint %s: cannot quiesce browsers: %s", m->computer_id, e.message);
 	} else if (out.data && strstr(out.data, "closed ")) {
 		closed = 1;

@@ -20,6 +20,7 @@
 #include "engine/util/json.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
+#include "providers/script.h"
 
 #define SLOT_MAX 63 /* the display module's highest display */
 #define BROWSER_CLOSE_MS 10000
@@ -642,39 +643,10 @@ void rk_team_browser_end(struct rk_engine *eng, struct rk_team_browser *tb)
 static int close_browser(struct rk_engine *eng, const struct rk_computer *c, const char *bot, int slot,
 			 struct rk_error *err)
 {
-	struct rk_buf pat;
-	rk_buf_init(&pat);
-	for (const char *p = bot; *p; p++) {
-		if (*p == '.')
-			rk_buf_adds(&pat, "[.]");
-		else
-			rk_buf_add(&pat, p, 1);
-	}
-	char *cmd = rk_xasprintf(
-		"pat=\"[-]-user-data-dir=$PWD/[.]browser-profiles/%s( |$)\"\n"
-		"main=\n"
-		"for p in $(pgrep -f -- \"$pat\"); do\n"
-		"  tr '\\0' ' ' </proc/$p/cmdline 2>/dev/null | grep -q -- '--type=' || main=\"$main $p\"\n"
-		"done\n"
-		"[ -n \"$main\" ] || exit 0\n"
-		"export DISPLAY=:%d\n"
-		"i=0\n"
-		"while kill -0 $main 2>/dev/null; do\n"
-		"  if [ $((i %% 20)) -eq 0 ]; then\n"
-		"    for w in $(xdotool search --onlyvisible --class chromium 2>/dev/null); do\n"
-		"      xdotool windowactivate --sync $w key --clearmodifiers ctrl+shift+w 2>/dev/null\n"
-		"    done\n"
-		"  fi\n"
-		"  i=$((i+1))\n"
-		"  if [ $i -ge %d ]; then\n"
-		"    kill -TERM $main 2>/dev/null; sleep 1; kill -KILL $main 2>/dev/null; pkill -KILL -f -- \"$pat\"; exit 3\n"
-		"  fi\n"
-		"  sleep 0.1\n"
-		"done\n"
-		"pkill -TERM -f -- \"$pat\" 2>/dev/null\n"
-		"exit 0\n",
-		pat.data, slot, BROWSER_CLOSE_MS / 100);
-	rk_buf_release(&pat);
+	/* bot ids hold no shell metacharacters (rk_team_bot_check) */
+	char *args = rk_xasprintf("profile %s %d %d", bot, slot, BROWSER_CLOSE_MS / 100);
+	char *cmd = rk_script_command("rakazo-browser-close", args);
+	free(args);
 	int code = 0;
 	int r = machine_sh(eng, c, cmd, BROWSER_CLOSE_MS + 15000, &code, err);
 	free(cmd);

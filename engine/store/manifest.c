@@ -21,7 +21,7 @@ int rk_workspace_check_key(const char *key, struct rk_error *err)
 {
 	if (!key || !*key || !strcmp(key, ".") || !strcmp(key, "..") || strchr(key, '/') || strchr(key, '\\') ||
 	    strlen(key) > 200)
-		return rk_error_set(err, RK_EINVALID, "home key '%s' is not one path segment", key ? key : "");
+		return rk_error_set(err, RK_EINVALID, "workspace key '%s' is not one path segment", key ? key : "");
 	return 0;
 }
 
@@ -67,7 +67,7 @@ int rk_workspace_swap_recover(const char *dest, struct rk_error *err)
 		if (rename(prev, dest) != 0)
 			r = rk_error_errno(err, RK_EIO, errno, "cannot put back %s from %s", dest, prev);
 		else
-			rk_log(RK_LOG_WARN, "home: put back %s after an interrupted swap", dest);
+			rk_log(RK_LOG_WARN, "workspace: put back %s after an interrupted swap", dest);
 	} else if (rk_fs_exists(prev)) {
 		rk_fs_remove_tree(prev, NULL);
 	}
@@ -223,13 +223,13 @@ cJSON *rk_workspace_meta_to_json(const struct rk_workspace_checkpoint *r)
 
 int rk_workspace_meta_from_json(const char *text, size_t len, struct rk_workspace_checkpoint *r, struct rk_error *err)
 {
-	cJSON *o = rk_json_parse(text, len, "revision header", err);
+	cJSON *o = rk_json_parse(text, len, "checkpoint header", err);
 	if (!o)
 		return -RK_ECORRUPT;
 	const char *id = rk_json_string(o, "id", NULL);
 	if (!id || strncmp(id, "rev-", 4)) {
 		cJSON_Delete(o);
-		return rk_error_set(err, RK_ECORRUPT, "revision header has no id");
+		return rk_error_set(err, RK_ECORRUPT, "checkpoint header has no id");
 	}
 	memset(r, 0, sizeof(*r));
 	r->id = rk_xstrdup(id);
@@ -264,13 +264,13 @@ int rk_manifest_parse(struct rk_manifest *m, const char *rev, int want_entries, 
 	int r;
 	char *nl = m->text.len ? memchr(m->text.data, '\n', m->text.len) : NULL;
 	if (!nl) {
-		r = rk_error_set(err, RK_ECORRUPT, "revision %s has no header line", rev);
+		r = rk_error_set(err, RK_ECORRUPT, "checkpoint %s has no header line", rev);
 		goto fail;
 	}
 	if ((r = rk_workspace_meta_from_json(m->text.data, (size_t)(nl - m->text.data), &m->meta, err)))
 		goto fail;
 	if (strcmp(m->meta.id, rev)) {
-		r = rk_error_set(err, RK_ECORRUPT, "revision file %s names revision %s", rev, m->meta.id);
+		r = rk_error_set(err, RK_ECORRUPT, "checkpoint file %s names checkpoint %s", rev, m->meta.id);
 		goto fail;
 	}
 	if (want_entries < 0)
@@ -281,7 +281,7 @@ int rk_manifest_parse(struct rk_manifest *m, const char *rev, int want_entries, 
 		char hex[65];
 		rk_sha256_hex(body, blen, hex);
 		if (!m->meta.checksum || strcmp(hex, m->meta.checksum)) {
-			r = rk_error_set(err, RK_ECORRUPT, "revision %s: manifest checksum mismatch", rev);
+			r = rk_error_set(err, RK_ECORRUPT, "checkpoint %s: manifest checksum mismatch", rev);
 			goto fail;
 		}
 	}
@@ -290,7 +290,7 @@ int rk_manifest_parse(struct rk_manifest *m, const char *rev, int want_entries, 
 	for (char *line = nl + 1; line < m->text.data + m->text.len;) {
 		char *end = memchr(line, '\n', (size_t)(m->text.data + m->text.len - line));
 		if (!end) {
-			r = rk_error_set(err, RK_ECORRUPT, "revision %s: truncated manifest", rev);
+			r = rk_error_set(err, RK_ECORRUPT, "checkpoint %s: truncated manifest", rev);
 			goto fail;
 		}
 		*end = '\0';
@@ -305,7 +305,7 @@ int rk_manifest_parse(struct rk_manifest *m, const char *rev, int want_entries, 
 			q = t + 1;
 		}
 		if (nf != 10 || (f[0][0] != 'f' && f[0][0] != 'd' && f[0][0] != 'l')) {
-			r = rk_error_set(err, RK_ECORRUPT, "revision %s: bad manifest line", rev);
+			r = rk_error_set(err, RK_ECORRUPT, "checkpoint %s: bad manifest line", rev);
 			goto fail;
 		}
 		if (m->n == m->cap) {
@@ -329,7 +329,7 @@ int rk_manifest_parse(struct rk_manifest *m, const char *rev, int want_entries, 
 		if (rk_path_normalize(e->path, &norm, NULL) != 0 || strcmp(norm, e->path) || !*norm ||
 		    (e->type == 'f' && strlen(e->ref) != 64)) {
 			free(norm);
-			r = rk_error_set(err, RK_ECORRUPT, "revision %s: bad manifest entry", rev);
+			r = rk_error_set(err, RK_ECORRUPT, "checkpoint %s: bad manifest entry", rev);
 			goto fail;
 		}
 		free(norm);

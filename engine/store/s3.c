@@ -407,11 +407,11 @@ static int read_latest_id(struct s3 *s, const char *key, char **out, struct rk_e
 	int r = s3_get(s, k, NULL, 256, &b, err);
 	free(k);
 	if (r == -RK_ENOTFOUND)
-		r = rk_error_set(err, RK_ENOTFOUND, "home %s has no checkpoint yet", key);
+		r = rk_error_set(err, RK_ENOTFOUND, "workspace %s has no checkpoint yet", key);
 	if (r == 0) {
 		b.data[strcspn(b.data, "\n")] = '\0';
 		if (!rk_workspace_valid_rev(b.data))
-			r = rk_error_set(err, RK_ECORRUPT, "home %s: the latest marker is damaged", key);
+			r = rk_error_set(err, RK_ECORRUPT, "workspace %s: the latest marker is damaged", key);
 		else
 			*out = rk_buf_detach(&b, NULL);
 	}
@@ -427,7 +427,7 @@ static int manifest_load(struct s3 *s, const char *key, const char *rev, int wan
 	memset(m, 0, sizeof(*m));
 	rk_buf_init(&m->text);
 	if (!rk_workspace_valid_rev(rev))
-		return rk_error_set(err, RK_ENOTFOUND, "no revision '%s' (see `rakazo checkpoint list`)", rev ? rev : "");
+		return rk_error_set(err, RK_ENOTFOUND, "no checkpoint '%s' (see `rakazo checkpoint list`)", rev ? rev : "");
 	char *k = rev_key(key, rev);
 	char range[40];
 	snprintf(range, sizeof(range), "bytes=0-%d", HEADER_RANGE - 1);
@@ -438,7 +438,7 @@ static int manifest_load(struct s3 *s, const char *key, const char *rev, int wan
 	}
 	free(k);
 	if (r == -RK_ENOTFOUND)
-		r = rk_error_set(err, RK_ENOTFOUND, "no revision '%s' of home %s", rev, key);
+		r = rk_error_set(err, RK_ENOTFOUND, "no checkpoint '%s' of workspace %s", rev, key);
 	if (r) {
 		rk_buf_release(&m->text);
 		return r;
@@ -489,7 +489,7 @@ static int list_revs(struct s3 *s, const char *key, struct rk_workspace_checkpoi
 				r = rk_error_set(err, (enum rk_code)e2.code, "%s", e2.message);
 				break;
 			}
-			rk_log(RK_LOG_WARN, "home %s: skipping revision %s: %s", key, l.keys[i], e2.message);
+			rk_log(RK_LOG_WARN, "workspace %s: skipping checkpoint %s: %s", key, l.keys[i], e2.message);
 			continue;
 		}
 		rk_manifest_take_meta(&m, &(*out)[(*n)++]);
@@ -1151,9 +1151,9 @@ static int s3_checkpoint(struct rk_workspace_store *base, const char *key, const
 	olk = -1;
 	struct rk_error e3;
 	if (prune(s, key, meta.id, req->keep < 1 ? 1 : req->keep, &e3) != 0)
-		rk_log(RK_LOG_WARN, "home %s: pruning old revisions: %s", key, e3.message);
+		rk_log(RK_LOG_WARN, "workspace %s: pruning old checkpoints: %s", key, e3.message);
 	meta.ms = rk_monotonic_ms() - t0;
-	rk_log(RK_LOG_DEBUG, "home %s: s3 checkpoint %s: %lld files, %lld uploaded", key, meta.id,
+	rk_log(RK_LOG_DEBUG, "workspace %s: s3 checkpoint %s: %lld files, %lld uploaded", key, meta.id,
 	       (long long)meta.files, (long long)w.uploaded);
 	*out = meta;
 	memset(&meta, 0, sizeof(meta));
@@ -1227,7 +1227,7 @@ static int load_rev(struct s3 *s, const char *key, const char *rev, struct rk_ma
 	r = manifest_load(s, key, rev ? rev : id, 1, m, err);
 	free(id);
 	if (r == 0 && m->meta.kind == RK_WORKSPACE_MARKER) {
-		r = rk_error_set(err, RK_EUNSUPPORTED, "revision %s is a marker, which the S3 store does not keep",
+		r = rk_error_set(err, RK_EUNSUPPORTED, "checkpoint %s is a marker, which the S3 store does not keep",
 				 m->meta.id);
 		rk_manifest_release(m);
 	}
@@ -1555,7 +1555,7 @@ struct rk_workspace_store *rk_workspace_store_s3_new(const char *url, const char
 	const char *id = env("AWS_ACCESS_KEY_ID"), *secret = env("AWS_SECRET_ACCESS_KEY");
 	if (!id || !secret) {
 		rk_error_set(err, RK_EINVALID,
-			     "the S3 home store needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment");
+			     "the S3 workspace store needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment");
 		return NULL;
 	}
 	if (strchr(id, ':')) {

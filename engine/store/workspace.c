@@ -272,11 +272,11 @@ static int manifest_load(struct local *s, const char *key, const char *rev, int 
 	memset(m, 0, sizeof(*m));
 	rk_buf_init(&m->text);
 	if (!rk_workspace_valid_rev(rev))
-		return rk_error_set(err, RK_ENOTFOUND, "no revision '%s' (see `rakazo checkpoint list`)", rev ? rev : "");
+		return rk_error_set(err, RK_ENOTFOUND, "no checkpoint '%s' (see `rakazo checkpoint list`)", rev ? rev : "");
 	char *p = rev_path(s, key, rev);
 	int r = want_entries < 0 ? read_first_line(p, &m->text, err) : rk_fs_read_all(p, RK_WORKSPACE_MANIFEST_MAX, &m->text, err);
 	if (r == -RK_ENOTFOUND)
-		r = rk_error_set(err, RK_ENOTFOUND, "no revision '%s' of home %s", rev, key);
+		r = rk_error_set(err, RK_ENOTFOUND, "no checkpoint '%s' of workspace %s", rev, key);
 	free(p);
 	if (r)
 		return r;
@@ -292,12 +292,12 @@ static int read_latest_id(struct local *s, const char *key, char **out, struct r
 	free(p);
 	if (r == -RK_ENOTFOUND) {
 		rk_buf_release(&b);
-		return rk_error_set(err, RK_ENOTFOUND, "home %s has no checkpoint yet", key);
+		return rk_error_set(err, RK_ENOTFOUND, "workspace %s has no checkpoint yet", key);
 	}
 	if (r == 0) {
 		b.data[strcspn(b.data, "\n")] = '\0';
 		if (!rk_workspace_valid_rev(b.data))
-			r = rk_error_set(err, RK_ECORRUPT, "home %s: the latest marker is damaged", key);
+			r = rk_error_set(err, RK_ECORRUPT, "workspace %s: the latest marker is damaged", key);
 	}
 	if (r == 0)
 		*out = rk_buf_detach(&b, NULL);
@@ -481,7 +481,7 @@ static int list_locked(struct local *s, const char *key, struct rk_workspace_che
 	DIR *d = opendir(dir);
 	free(dir);
 	if (!d)
-		return errno == ENOENT ? 0 : rk_error_errno(err, RK_EIO, errno, "cannot list revisions of %s", key);
+		return errno == ENOENT ? 0 : rk_error_errno(err, RK_EIO, errno, "cannot list checkpoints of %s", key);
 	size_t cap = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
@@ -490,7 +490,7 @@ static int list_locked(struct local *s, const char *key, struct rk_workspace_che
 		struct rk_manifest m;
 		struct rk_error e2;
 		if (manifest_load(s, key, de->d_name, -1, &m, &e2) != 0) {
-			rk_log(RK_LOG_WARN, "home %s: skipping revision %s: %s", key, de->d_name, e2.message);
+			rk_log(RK_LOG_WARN, "workspace %s: skipping checkpoint %s: %s", key, de->d_name, e2.message);
 			continue;
 		}
 		if (*n == cap) {
@@ -785,7 +785,7 @@ static int local_checkpoint(struct rk_workspace_store *base, const char *key, co
 	olk = -1;
 	struct rk_error e3;
 	if (prune_locked(s, key, meta.id, req->keep < 1 ? 1 : req->keep, &e3) != 0)
-		rk_log(RK_LOG_WARN, "home %s: pruning old revisions: %s", key, e3.message);
+		rk_log(RK_LOG_WARN, "workspace %s: pruning old checkpoints: %s", key, e3.message);
 	meta.ms = rk_monotonic_ms() - t0;
 	*out = meta;
 	memset(&meta, 0, sizeof(meta));
@@ -846,8 +846,8 @@ static int local_restore(struct rk_workspace_store *base, const char *key, const
 		free(home);
 		if (!(is_latest && live)) {
 			r = rk_error_set(err, RK_EUNSUPPORTED,
-					 "revision %s is a marker: the home was live and no copy was kept "
-					 "(keep more revisions with --revisions N to restore older states)",
+					 "checkpoint %s is a marker: the workspace was live and no copy was kept "
+					 "(keep more checkpoints with --revisions N to restore older states)",
 					 id);
 			goto out;
 		}
@@ -928,7 +928,7 @@ static int local_verify(struct rk_workspace_store *base, const char *key, const 
 		char *home = rk_xasprintf("%s/%s", s->homes, key);
 		struct stat st;
 		if (stat(home, &st) != 0 || !S_ISDIR(st.st_mode))
-			snprintf(out->problem, sizeof(out->problem), "marker %s: the live home %s is missing", id, home);
+			snprintf(out->problem, sizeof(out->problem), "marker %s: the live workspace %s is missing", id, home);
 		else
 			out->ok = 1;
 		free(home);
