@@ -387,6 +387,53 @@ EOF2
 	echo x | expect_json_error 2 usage rk run --computer t --trigger cron --json -
 }
 
+# The judge is the agent's model client, which registers it with the approval
+# rules (access never calls up into agent): a run in the foreground and a
+# detached one (its own process) both still ask it.
+@test "the judge decides a changing call in a foreground and a detached run: ASK waits for a person, ALLOW goes on" {
+	rk_fake t
+	cat >"$BATS_TEST_TMPDIR/judge.json" <<'EOF2'
+{"steps": [
+  {"expect": {"messages_contain": "Tool: write_file"}, "reply": {"content": "ASK"}},
+  {"expect": {"messages_contain": "Tool: write_file"}, "reply": {"content": "ALLOW"}}]}
+EOF2
+	"$MODEL_SERVER" "$BATS_TEST_TMPDIR/judge.json" --report "$BATS_TEST_TMPDIR/judge-report.json" \
+		>"$BATS_TEST_TMPDIR/judge.out" 2>&1 3>&- 4>&- &
+	ECHO_PID=$!
+	wait_for "grep -q '^listening on ' '$BATS_TEST_TMPDIR/judge.out'" 10
+	export RAKAZO_JUDGE_MODEL=judge
+	export RAKAZO_JUDGE_BASE_URL="$(sed -n 's|^listening on \(http://.*\)$|\1|p' "$BATS_TEST_TMPDIR/judge.out")/v1"
+	cat >"$BATS_TEST_TMPDIR/write.json" <<'EOF2'
+{"steps": [
+  {"reply": {"tool_calls": [{"name": "write_file", "arguments": {"path": "judged.txt", "content": "one"}}]}},
+  {"expect": {"last_tool_result_contains": "\"ok\":true"}, "reply": {"content": "done"}}]}
+EOF2
+	# foreground: the judge answers ASK, so the call waits for a person
+	start_server "$BATS_TEST_TMPDIR/write.json"
+	rk run --computer t --json "write it" >"$BATS_TEST_TMPDIR/run.out" 2>&1 &
+	RUN_PID=$!
+	wait_for "rk run list --json | grep -q waiting_approval" 30
+	local run_id
+	run_id=$(rk run list --json | rk_json 'd[0]["id"]')
+	[[ "$(rk approval pending --json | rk_json 'd[0]["reason"]')" == *"judge: wants a person"* ]]
+	rk run approve "$run_id" --json >/dev/null
+	wait "$RUN_PID"
+	RUN_PID=
+	server_ok
+	[ "$(rk computer file read t judged.txt)" = one ]
+	rk computer file remove t judged.txt --json >/dev/null
+	# detached: the judge answers ALLOW, so the call goes through unasked
+	start_server "$BATS_TEST_TMPDIR/write.json"
+	run_id=$(rk run --detach --computer t "write it")
+	wait_for "[ \"\$(rk run show $run_id --json | rk_json 'd[\"state\"]')\" = completed ]" 30
+	server_ok
+	[ "$(rk computer file read t judged.txt)" = one ]
+	wait "$ECHO_PID"
+	ECHO_PID=
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["completed"] and d["ok"], d' \
+		"$BATS_TEST_TMPDIR/judge-report.json"
+}
+
 @test "space: create, list and bad input; a bot cannot create one" {
 	expect_json_error 2 invalid_argument rk space create 'bad name' --json
 	expect_json_error 4 conflict rk space create default --json
