@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/api.h"
+#include "engine/state/db_api.h"
 #include "engine/access/approval.h"
 #include "engine/util/buf.h"
 #include "engine/util/time.h"
