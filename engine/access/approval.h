@@ -45,7 +45,7 @@
 #include <signal.h>
 #include <stddef.h>
 
-#include "engine/access/authz.h"
+#include "engine/access/actor.h"
 #include "engine/state/engine.h"
 #include "engine/util/err.h"
 
