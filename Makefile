@@ -99,6 +99,11 @@ model-server: $(BUILD)/tests/emulators/model_server
 layer-check:
 	@sh scripts/layer-check.sh
 
+# The include and call graph between the wings' modules, its upward edges
+# and its cycles (calls are read from the objects: built first).
+graph: $(BUILD)/rakazo
+	@python3 scripts/graph.py --build $(BUILD)
+
 check: rakazo test-bins layer-check
 	RAKAZO_BIN=$(CURDIR)/$(BUILD)/rakazo BUILD=$(BUILD) sh tests/run.sh
 
@@ -151,6 +156,6 @@ install: rakazo $(BUILD)/rakazo-agent
 clean:
 	rm -rf build build-asan rakazo
 
-.PHONY: all check check-pg unit bench asan test-bins model-server test-bins-asan layer-check deps image install clean
+.PHONY: all check check-pg unit bench asan test-bins model-server test-bins-asan layer-check graph deps image install clean
 
 -include $(ENGINE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
