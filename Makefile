@@ -95,9 +95,11 @@ test-bins: $(UNIT_BIN) $(HELPER_BIN) $(BUILD)/rakazo-agent
 # The scripted model the README demo replays (scripts/demo.sh).
 model-server: $(BUILD)/tests/emulators/model_server
 
-# The engine and providers never touch the terminal: no curses, no stdout, no exit().
-layer-check:
-	@sh scripts/layer-check.sh
+# The engine and providers never touch the terminal (no curses, no stdout, no
+# exit()), and the wings' arrows point down: no upward edge, no cycle
+# (scripts/graph.py --check, which reads calls from the objects: built first).
+layer-check: $(BUILD)/rakazo
+	@BUILD=$(BUILD) sh scripts/layer-check.sh
 
 # The include and call graph between the wings' modules, its upward edges
 # and its cycles (calls are read from the objects: built first).

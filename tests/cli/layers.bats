@@ -2,7 +2,8 @@
 # The layer check (scripts/graph.py --check, run by scripts/layer-check.sh
 # in `make check`): on a tiny tree of its own, an upward include, an upward
 # call and a cycle each fail it, naming the edge or the modules, and a tree
-# whose arrows all point down passes.
+# whose arrows all point down passes; layer-check.sh runs it after its own
+# checks and refuses to pass when the objects are not built.
 
 GRAPH=$BATS_TEST_DIRNAME/../../scripts/graph.py
 
@@ -74,4 +75,35 @@ int y(void) { return 0; }'
 	[[ "$output" == *"upward edges: 0"* ]]
 	[[ "$output" == *"cycles: 1"* ]]
 	[[ "$output" == *"2 modules: engine/util/x engine/util/y"* ]]
+}
+
+@test "layers: scripts/layer-check.sh runs the graph check after its own, on the tree it is given" {
+	command -v cc >/dev/null && command -v nm >/dev/null || skip "no cc or nm here"
+	LAYER_CHECK=$BATS_TEST_DIRNAME/../../scripts/layer-check.sh
+	put engine/util/a.h 'int a(void);'
+	put engine/util/a.c '#include "engine/util/a.h"
+int a(void) { return 1; }'
+	# not built: calls cannot be read, so the check refuses to pass
+	run sh "$LAYER_CHECK" "$T"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"build first"* ]]
+	mkdir -p "$T/build/engine/util"
+	cc -c -iquote "$T" -o "$T/build/engine/util/a.o" "$T/engine/util/a.c"
+	run sh "$LAYER_CHECK" "$T"
+	[ "$status" -eq 0 ]
+	[ "$output" = "layer check: ok" ]
+	# an upward include
+	put engine/agent/b.h 'int b(void);'
+	put engine/util/a.c '#include "engine/util/a.h"
+#include "engine/agent/b.h"
+int a(void) { return 1; }'
+	run sh "$LAYER_CHECK" "$T"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"engine/util/a -> engine/agent/b  (include: engine/util is below engine/agent)"* ]]
+	# the old checks still run first: the engine never prints
+	put engine/util/a.c '#include <stdio.h>
+int a(void) { return printf("x"); }'
+	run sh "$LAYER_CHECK" "$T"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"must not print"* ]]
 }
