@@ -97,9 +97,16 @@ test-bins: $(UNIT_BIN) $(HELPER_BIN) $(BUILD)/rakazo-agent
 # The scripted model the README demo replays (scripts/demo.sh).
 model-server: $(BUILD)/tests/emulators/model_server
 
-# The engine and providers never touch the terminal: no curses, no stdout, no exit().
-layer-check:
-	@sh scripts/layer-check.sh
+# The engine and providers never touch the terminal (no curses, no stdout, no
+# exit()), and the wings' arrows point down: no upward edge, no cycle
+# (scripts/graph.py --check, which reads calls from the objects: built first).
+layer-check: $(BUILD)/rakazo
+	@BUILD=$(BUILD) sh scripts/layer-check.sh
+
+# The include and call graph between the wings' modules, its upward edges
+# and its cycles (calls are read from the objects: built first).
+graph: $(BUILD)/rakazo
+	@python3 scripts/graph.py --build $(BUILD)
 
 check: rakazo test-bins layer-check
 	RAKAZO_BIN=$(CURDIR)/$(BUILD)/rakazo BUILD=$(BUILD) sh tests/run.sh
@@ -153,6 +160,6 @@ install: rakazo $(BUILD)/rakazo-agent
 clean:
 	rm -rf build build-asan rakazo
 
-.PHONY: all check check-pg unit bench asan test-bins model-server test-bins-asan layer-check deps image install clean
+.PHONY: all check check-pg unit bench asan test-bins model-server test-bins-asan layer-check graph deps image install clean
 
 -include $(ENGINE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -1,7 +1,14 @@
 #!/bin/sh
-# The engine and providers never touch the terminal: no curses, no printf or
-# puts, no stdout, no exit(). Comments are left out of the check.
-cd "$(dirname "$0")/.."
+# The layer check (make layer-check, in make check after the build):
+#   - the engine and providers never touch the terminal: no curses, no
+#     printf or puts, no stdout, no exit() (comments are left out);
+#   - only the SQL drivers include a database's client library;
+#   - the wings' arrows point down: scripts/graph.py --check refuses an
+#     include or a call into a higher wing, and any cycle of modules. Calls
+#     are read from the objects in $BUILD (default build): build first.
+# Usage: sh scripts/layer-check.sh [DIR]   (DIR: the tree, default this one)
+scripts=$(cd "$(dirname "$0")" && pwd)
+cd "${1:-$scripts/..}" || exit 2
 bad=$(for f in engine/*/*.[ch] api/*.[ch] providers/*.[ch] providers/*/*.[ch]; do
 	[ -f "$f" ] || continue
 	sed -e 's|/\*.*\*/||g' -e 's|//.*$||' -e 's|^[[:space:]]*\*.*$||' -e 's|^[[:space:]]*/\*.*$||' "$f" |
@@ -34,4 +41,16 @@ if [ -n "$sql" ]; then
 	echo "$sql"
 	exit 1
 fi
+build=${BUILD:-build}
+case $build in /*) ;; *) build=$(pwd)/$build ;; esac
+if ! graph=$(python3 "$scripts/graph.py" --root . --build "$build" --check 2>&1); then
+	echo "layer check failed: an upward edge or a cycle (the wing order is in scripts/graph.py):"
+	echo "$graph" | sed -n '/^upward edges:/,$p'
+	exit 1
+fi
+case $graph in *"calls not read"*)
+	echo "layer check failed: calls are read from the objects in $build: build first (make)"
+	exit 1
+	;;
+esac
 echo "layer check: ok"

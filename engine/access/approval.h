@@ -20,7 +20,10 @@
  * the model's base URL): when no rule matched and the tool changes data or
  * acts outside (write, shell, act, network), an OpenAI-compatible model is
  * shown the call and answers ALLOW or ASK; anything else, or an error, is
- * ASK.
+ * ASK. The judge is the agent wing's (a model client): it registers it with
+ * rk_approval_set_judge where it sets up the tools (engine/agent/model.h,
+ * rk_model_judge_register), so access never calls up; a process with no
+ * judge registered asks a person.
  *
  * Always and never: create_space always needs a person's approval,
  * whatever the rules say. A run started by a webhook (RK_APPROVAL_WEBHOOK)
@@ -40,8 +43,9 @@
 
 #include <cJSON.h>
 #include <signal.h>
+#include <stddef.h>
 
-#include "engine/access/authz.h"
+#include "engine/access/actor.h"
 #include "engine/state/engine.h"
 #include "engine/util/err.h"
 
@@ -68,6 +72,13 @@ int rk_approval_rule_remove(struct rk_engine *eng, const struct rk_actor *a, con
 /* How a call is judged (bits). */
 #define RK_APPROVAL_JUDGE 1u   /* the judge may be asked */
 #define RK_APPROVAL_WEBHOOK 2u /* the call is a webhook-started run's: the stricter gate */
+
+/* The judge: 0 allow, 1 ask (also for any failure), with why in reason
+ * (size bytes). data_dir: the engine's, where the model config lives. */
+typedef int (*rk_approval_judge_fn)(const char *data_dir, const char *tool, const char *args_json, char *reason,
+				    size_t size);
+/* Registers the judge of this process (NULL: none). Safe from any thread. */
+void rk_approval_set_judge(rk_approval_judge_fn fn);
 
 /* The decision for one call. */
 int rk_approval_evaluate(struct rk_engine *eng, const struct rk_actor *a, const char *tool, const char *args_json,

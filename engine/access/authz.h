@@ -4,11 +4,8 @@
  * computer belongs to, which bots may use it, and the capability check
  * every computer action goes through.
  *
- * Identity. The user is RAKAZO_USER, else the name in RAKAZO_OWNER
- * ("user:NAME"), else the login name; the space is the --space flag, else
- * RAKAZO_SPACE, else "default". A bot acts when one is named (a run's
- * --bot) or RAKAZO_OWNER is "bot:NAME". Names are 1 to 128 of
- * [A-Za-z0-9._@+-].
+ * Identity: who acts, a user in a space maybe through a bot
+ * (engine/access/actor.h).
  *
  * Ownership. A computer belongs to its creator (a member, "user:NAME") or to
  * the organization ("org"), never to a bot, and lives in one space (the one
@@ -30,26 +27,12 @@
 
 #include <stdint.h>
 
+#include "engine/access/actor.h"
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
 #include "engine/util/err.h"
 
-#define RK_SPACE_DEFAULT "default"
 
-struct rk_actor {
-	char *user;  /* "alice" */
-	char *space; /* "default" */
-	char *bot;   /* NULL: the person acts */
-};
-
-/* Fills a from the environment (see above); space may be NULL (then
- * RAKAZO_SPACE or the default), bot may be NULL. RK_EINVALID for a malformed
- * name. Release with rk_actor_release. */
-int rk_actor_resolve(struct rk_actor *a, struct rk_engine *eng, const char *space, const char *bot,
-		     struct rk_error *err);
-void rk_actor_release(struct rk_actor *a);
-/* 1 when s is a valid user, space or bot name. */
-int rk_authz_name_ok(const char *s);
 
 /* --- computers ------------------------------------------------------------ */
 

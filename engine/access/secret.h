@@ -29,7 +29,7 @@
 #include <cJSON.h>
 #include <stddef.h>
 
-#include "engine/access/authz.h"
+#include "engine/access/actor.h"
 #include "engine/state/engine.h"
 #include "engine/util/buf.h"
 #include "engine/util/err.h"

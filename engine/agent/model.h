@@ -196,4 +196,13 @@ int rk_model_complete(const struct rk_model_config *cfg, const struct rk_model_c
  * object, so the loop can hand the model that message as the tool result. */
 int rk_model_tool_call_args(const struct rk_model_tool_call *call, cJSON **out, struct rk_error *err);
 
+/* The approval judge (engine/access/approval.h): shows one tool call to
+ * RAKAZO_JUDGE_MODEL (at RAKAZO_JUDGE_BASE_URL, else the model's base URL)
+ * and answers 0 (ALLOW) or 1 (ASK, also for any other answer or an error),
+ * with why in reason. */
+int rk_model_judge(const char *data_dir, const char *tool, const char *args_json, char *reason, size_t size);
+/* Registers rk_model_judge as the approval judge of this process; the agent
+ * calls it where it sets up its tools (engine/agent/tools.c). Idempotent. */
+void rk_model_judge_register(void);
+
 #endif

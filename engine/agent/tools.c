@@ -1035,6 +1035,7 @@ static int gate(struct rk_tools_ctx *ctx, const struct rk_actor *a, const char *
 	int r;
 	if (on_computer && (r = rk_authz_check(ctx->eng, a, "computers.use", ctx->computer, e)))
 		return r;
+	rk_model_judge_register(); /* the gate may ask the model judge (approval.h) */
 	struct rk_approval_decision d;
 	return rk_approval_check(ctx->eng, a, ctx->run_id, ctx->cancel, name, args_json,
 				 ctx->webhook ? RK_APPROVAL_WEBHOOK : 0, &d, e);

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "api/api.h"
+#include "engine/state/db_api.h"
 #include "engine/machine/machine.h"
 #include "engine/access/authz.h"
 #include "engine/machine/display.h"

@@ -12,7 +12,7 @@
  * connections cut) once its token is revoked, its bot loses the right to
  * the computer, or the computer is gone or no longer running. */
 
-#include "api/api.h"
+#include "engine/gateway/port.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,6 +29,7 @@
 
 #include "engine/access/authz.h"
 #include "engine/machine/machine.h"
+#include "engine/state/db_api.h"
 #include "engine/util/buf.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"

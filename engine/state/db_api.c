@@ -1,7 +1,7 @@
 /* The API's tables (migration 6 in db.c): tokens, rights, and reading
  * usage records, through db.h's statement helpers. */
 
-#include "api/api.h"
+#include "engine/state/db_api.h"
 
 #include <sodium.h>
 #include <stdlib.h>

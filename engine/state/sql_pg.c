@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/state/sql.h"
+#include "engine/state/sql_driver.h"
 #include "engine/util/buf.h"
 
 /* Statements prepared on the connection, by their SQL and parameter types:

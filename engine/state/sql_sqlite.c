@@ -4,7 +4,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 
-#include "engine/state/sql.h"
+#include "engine/state/sql_driver.h"
 
 struct sq_stmt {
 	struct rk_stmt base;

@@ -18,7 +18,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "engine/store/workspace.h"
+#include "engine/store/checkpoint.h"
+#include "engine/util/err.h"
 #include "engine/util/buf.h"
 
 #define RK_WORKSPACE_IOBUF (1u << 20)

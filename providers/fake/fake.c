@@ -9,7 +9,8 @@
  * (fail, unavailable, lost_reply: the action happens but the reply is lost)
  * and RAKAZO_FAKE_DELAY_MS delays every lifecycle call. */
 
-#include "providers/fake/fake.h"
+#include "providers/fake/machine.h"
+#include "providers/fake/screen.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -34,102 +35,6 @@
 
 #define WORKSPACE_ABS "/home/user/rakazo-home"
 
-
-/* The machine of m: its ref, or when the engine has none (a provision whose
- * reply was lost) the one recorded for the computer, as docker finds a
- * container by label. malloc'd or NULL. */
-static char *machine_ref(const struct rk_machine *m)
-{
-	if (m->ref)
-		return rk_xstrdup(m->ref);
-	char *path = rk_xasprintf("%s/fake/by-computer/%s", m->data_dir, m->computer_id);
-	struct rk_buf b;
-	rk_buf_init(&b);
-	char *ref = NULL;
-	if (rk_fs_read_all(path, 256, &b, NULL) == 0 && b.len)
-		ref = rk_xstrndup(b.data, strcspn(b.data, "\n"));
-	rk_buf_release(&b);
-	free(path);
-	return ref;
-}
-
-static int record_machine(const struct rk_machine *m, const char *ref, struct rk_error *err)
-{
-	char *dir = rk_xasprintf("%s/fake/by-computer", m->data_dir);
-	char *path = rk_path_join(dir, m->computer_id);
-	int r = rk_fs_mkdirs(dir, 0700, err);
-	if (r == 0)
-		r = rk_fs_write_atomic(path, ref, strlen(ref), 0600, err);
-	free(path);
-	free(dir);
-	return r;
-}
-
-char *rk_fake_machine_dir(const struct rk_machine *m)
-{
-	char *ref = machine_ref(m);
-	char *dir = rk_xasprintf("%s/fake/%s", m->data_dir, ref ? ref : "none");
-	free(ref);
-	return dir;
-}
-
-/* --- faults -------------------------------------------------------------- */
-
-enum fault { FAULT_NONE, FAULT_FAIL, FAULT_UNAVAILABLE, FAULT_LOST_REPLY };
-
-static enum fault fault_for(const char *op)
-{
-	const char *spec = getenv("RAKAZO_FAKE_FAULTS");
-	size_t n = strlen(op);
-	for (const char *p = spec; p && *p;) {
-		if (strncmp(p, op, n) == 0 && p[n] == '=') {
-			const char *v = p + n + 1;
-			if (strncmp(v, "fail", 4) == 0)
-				return FAULT_FAIL;
-			if (strncmp(v, "unavailable", 11) == 0)
-				return FAULT_UNAVAILABLE;
-			if (strncmp(v, "lost_reply", 10) == 0)
-				return FAULT_LOST_REPLY;
-		}
-		p = strchr(p, ',');
-		if (p)
-			p++;
-	}
-	return FAULT_NONE;
-}
-
-static void lifecycle_delay(void)
-{
-	const char *d = getenv("RAKAZO_FAKE_DELAY_MS");
-	if (d)
-		rk_sleep_ms(atoll(d));
-}
-
-/* Faults that strike before the action; lost_reply is applied after it. */
-static int fault_before(const char *op, struct rk_error *err)
-{
-	lifecycle_delay();
-	switch (fault_for(op)) {
-	case FAULT_FAIL:
-		return rk_error_set(err, RK_EFAILED, "fake %s failed (injected)", op);
-	case FAULT_UNAVAILABLE:
-		return rk_error_set(err, RK_EUNAVAILABLE, "fake provider unavailable (injected)");
-	default:
-		return 0;
-	}
-}
-
-int rk_fake_fault(const char *op, struct rk_error *err)
-{
-	return fault_before(op, err);
-}
-
-static int fault_after(const char *op, struct rk_error *err)
-{
-	if (fault_for(op) == FAULT_LOST_REPLY)
-		return rk_error_set(err, RK_EOUTCOME_UNKNOWN, "fake %s: the reply was lost (injected)", op);
-	return 0;
-}
 
 /* --- machine state ---------------------------------------------------------- */
 
@@ -176,17 +81,17 @@ static int require_running(const struct rk_machine *m, struct rk_error *err)
 
 static int fake_check(struct rk_error *err)
 {
-	return fault_before("check", err);
+	return rk_fake_fault("check", err);
 }
 
 static int fake_provision(const struct rk_machine *m, struct rk_provision_result *out, struct rk_error *err)
 {
-	int r = fault_before("provision", err);
+	int r = rk_fake_fault("provision", err);
 	if (r)
 		return r;
 	memset(out, 0, sizeof(*out));
 	char st[32];
-	char *known = machine_ref(m);
+	char *known = rk_fake_machine_ref(m);
 	if (known && read_state(m, st, sizeof(st)) == 0 && strcmp(st, "gone") != 0) {
 		if ((r = write_state(m, known, "running", err))) {
 			free(known);
@@ -198,7 +103,7 @@ static int fake_provision(const struct rk_machine *m, struct rk_provision_result
 		out->ref = rk_id_new("fake");
 		out->fresh = 1;
 		out->replaced = m->ref != NULL;
-		if ((r = write_state(m, out->ref, "running", err)) || (r = record_machine(m, out->ref, err))) {
+		if ((r = write_state(m, out->ref, "running", err)) || (r = rk_fake_record_machine(m, out->ref, err))) {
 			free(out->ref);
 			out->ref = NULL;
 			return r;
@@ -206,7 +111,7 @@ static int fake_provision(const struct rk_machine *m, struct rk_provision_result
 	}
 	if ((r = rk_fs_mkdirs(m->home_dir, 0755, err)))
 		return r;
-	return fault_after("provision", err);
+	return rk_fake_fault_after("provision", err);
 }
 
 static int fake_status(const struct rk_machine *m, enum rk_machine_state *out, struct rk_error *err)
@@ -226,22 +131,22 @@ static int fake_status(const struct rk_machine *m, enum rk_machine_state *out, s
 static int set_existing_state(const struct rk_machine *m, const char *op, const char *state, int tolerate_gone,
 			      struct rk_error *err)
 {
-	int r = fault_before(op, err);
+	int r = rk_fake_fault(op, err);
 	if (r)
 		return r;
 	char st[32];
-	char *ref = machine_ref(m);
+	char *ref = rk_fake_machine_ref(m);
 	if (!ref || read_state(m, st, sizeof(st)) != 0 || strcmp(st, "gone") == 0) {
 		free(ref);
 		if (tolerate_gone)
-			return fault_after(op, err);
+			return rk_fake_fault_after(op, err);
 		return rk_error_set(err, RK_ENOTFOUND, "fake machine %s is gone", m->ref ? m->ref : "(none)");
 	}
 	r = write_state(m, ref, state, err);
 	free(ref);
 	if (r)
 		return r;
-	return fault_after(op, err);
+	return rk_fake_fault_after(op, err);
 }
 
 static int fake_pause(const struct rk_machine *m, struct rk_error *err)

@@ -28,7 +28,8 @@
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
 #include "engine/util/json.h"
-#include "providers/fake/fake.h"
+#include "providers/fake/machine.h"
+#include "providers/fake/screen.h"
 
 #define MARKS_MAX 64
 #define DOTS_MAX 256

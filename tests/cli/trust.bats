@@ -11,7 +11,7 @@ ECHO_SERVER=$BUILD_DIR/tests/fixtures/echo_server
 
 teardown() {
 	local p
-	for p in ${SERVER_PID:-} ${ECHO_PID:-} ${RUN_PID:-}; do
+	for p in ${SERVER_PID:-} ${ECHO_PID:-} ${JUDGE_PID:-} ${RUN_PID:-}; do
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
@@ -24,6 +24,16 @@ start_echo() {
 	ECHO_PID=$!
 	wait_for "grep -q '^listening on ' '$out'" 10
 	ECHO_URL=$(sed -n 's|^listening on \(http://.*\)$|\1|p' "$out")
+}
+
+# run_until_approval PROMPT: starts `rk run --computer t PROMPT` in the
+# background (RUN_PID, its output in run.out) and waits until its call
+# waits for a person; sets run_id (the caller's local).
+run_until_approval() {
+	rk run --computer t --json "$1" >"$BATS_TEST_TMPDIR/run.out" 2>&1 &
+	RUN_PID=$!
+	wait_for "rk run list --json | grep -q waiting_approval" 30
+	run_id=$(rk run list --json | rk_json 'd[0]["id"]')
 }
 
 # Fails when "$@" succeeds (a bare `! cmd` never fails a bats test).
@@ -157,11 +167,8 @@ EOF
   {"expect": {"last_tool_result_contains": "\"ok\":true"}, "reply": {"content": "ordered one"}}]}
 EOF
 	start_server "$BATS_TEST_TMPDIR/scenario.json"
-	rk run --computer t --json "buy pianos" >"$BATS_TEST_TMPDIR/run.out" 2>&1 &
-	RUN_PID=$!
-	wait_for "rk run list --json | grep -q waiting_approval" 30
 	local run_id
-	run_id=$(rk run list --json | rk_json 'd[0]["id"]')
+	run_until_approval "buy pianos"
 	[ "$(rk approval pending --json | rk_json 'd[0]["tool"]')" = write_file ]
 	# only the person whose run it is decides; never a bot (it could approve itself)
 	expect_json_error 8 denied env RAKAZO_OWNER=user:mallory "$RAKAZO_BIN" run approve "$run_id" --json
@@ -348,11 +355,8 @@ rk_bg() {
   {"expect": {"last_tool_result_contains": "\"created\":true"}, "reply": {"content": "made it"}}]}
 EOF2
 	start_server "$BATS_TEST_TMPDIR/space.json"
-	rk run --computer t --json "make a research space" >"$BATS_TEST_TMPDIR/run.out" 2>&1 &
-	RUN_PID=$!
-	wait_for "rk run list --json | grep -q waiting_approval" 30
 	local run_id
-	run_id=$(rk run list --json | rk_json 'd[0]["id"]')
+	run_until_approval "make a research space"
 	[ "$(rk approval pending --json | rk_json 'd[0]["tool"]')" = create_space ]
 	[[ "$(rk approval pending --json | rk_json 'd[0]["reason"]')" == *"always needs a person"* ]]
 	[ "$(rk space list --json | rk_json '[s["id"] for s in d]')" = '["default"]' ]
@@ -385,6 +389,50 @@ EOF2
 	server_ok
 	expect_json_error 3 not_found rk computer file read t hook.txt --json
 	echo x | expect_json_error 2 usage rk run --computer t --trigger cron --json -
+}
+
+# The judge is the agent's model client, which registers it with the approval
+# rules (access never calls up into agent): a run in the foreground and a
+# detached one (its own process) both still ask it.
+@test "the judge decides a changing call in a foreground and a detached run: ASK waits for a person, ALLOW goes on" {
+	rk_fake t
+	cat >"$BATS_TEST_TMPDIR/judge.json" <<'EOF2'
+{"steps": [
+  {"expect": {"messages_contain": "Tool: write_file"}, "reply": {"content": "ASK"}},
+  {"expect": {"messages_contain": "Tool: write_file"}, "reply": {"content": "ALLOW"}}]}
+EOF2
+	"$MODEL_SERVER" "$BATS_TEST_TMPDIR/judge.json" --report "$BATS_TEST_TMPDIR/judge-report.json" \
+		>"$BATS_TEST_TMPDIR/judge.out" 2>&1 3>&- 4>&- &
+	JUDGE_PID=$!
+	wait_for "grep -q '^listening on ' '$BATS_TEST_TMPDIR/judge.out'" 10
+	export RAKAZO_JUDGE_MODEL=judge
+	export RAKAZO_JUDGE_BASE_URL="$(sed -n 's|^listening on \(http://.*\)$|\1|p' "$BATS_TEST_TMPDIR/judge.out")/v1"
+	cat >"$BATS_TEST_TMPDIR/write.json" <<'EOF2'
+{"steps": [
+  {"reply": {"tool_calls": [{"name": "write_file", "arguments": {"path": "judged.txt", "content": "one"}}]}},
+  {"expect": {"last_tool_result_contains": "\"ok\":true"}, "reply": {"content": "done"}}]}
+EOF2
+	# foreground: the judge answers ASK, so the call waits for a person
+	start_server "$BATS_TEST_TMPDIR/write.json"
+	local run_id
+	run_until_approval "write it"
+	[[ "$(rk approval pending --json | rk_json 'd[0]["reason"]')" == *"judge: wants a person"* ]]
+	rk run approve "$run_id" --json >/dev/null
+	wait "$RUN_PID"
+	RUN_PID=
+	server_ok
+	[ "$(rk computer file read t judged.txt)" = one ]
+	rk computer file remove t judged.txt --json >/dev/null
+	# detached: the judge answers ALLOW, so the call goes through unasked
+	start_server "$BATS_TEST_TMPDIR/write.json"
+	run_id=$(rk run --detach --computer t "write it")
+	wait_for "[ \"\$(rk run show $run_id --json | rk_json 'd[\"state\"]')\" = completed ]" 30
+	server_ok
+	[ "$(rk computer file read t judged.txt)" = one ]
+	wait "$JUDGE_PID"
+	JUDGE_PID=
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["completed"] and d["ok"], d' \
+		"$BATS_TEST_TMPDIR/judge-report.json"
 }
 
 @test "space: create, list and bad input; a bot cannot create one" {

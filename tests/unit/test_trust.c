@@ -15,6 +15,7 @@
 #include "engine/state/db_runs.h"
 #include "engine/state/engine.h"
 #include "engine/agent/memory.h"
+#include "engine/agent/model.h"
 #include "engine/access/secret.h"
 #include "engine/agent/tools.h"
 #include "engine/util/buf.h"
@@ -841,6 +842,7 @@ TEST(approval_judge)
 	}
 	setenv("RAKAZO_JUDGE_MODEL", "judge", 1);
 	setenv("RAKAZO_JUDGE_BASE_URL", url, 1);
+	rk_model_judge_register(); /* as the agent's tools do */
 	struct rk_actor a;
 	actor(&a, "alice", NULL, NULL);
 	struct rk_approval_decision d;
@@ -865,6 +867,56 @@ TEST(approval_judge)
 	CHECK(d.ask && !strcmp(d.source, "judge"));
 	unsetenv("RAKAZO_JUDGE_MODEL");
 	unsetenv("RAKAZO_JUDGE_BASE_URL");
+	rk_actor_release(&a);
+}
+
+static int stub_calls;
+static char stub_tool[64], stub_dir[256];
+
+static int stub_judge(const char *data_dir, const char *tool, const char *args_json, char *reason, size_t size)
+{
+	stub_calls++;
+	snprintf(stub_tool, sizeof(stub_tool), "%s", tool);
+	snprintf(stub_dir, sizeof(stub_dir), "%s", data_dir);
+	snprintf(reason, size, "stub: allowed");
+	return 0;
+}
+
+/* The judge is a hook the agent wing registers (access never calls the
+ * model itself): with none registered a call the judge would see asks a
+ * person; a registered one decides, and only for what it is asked. */
+TEST(approval_judge_hook)
+{
+	fresh_engine();
+	setenv("RAKAZO_JUDGE_MODEL", "judge", 1);
+	struct rk_actor a;
+	actor(&a, "alice", NULL, NULL);
+	struct rk_approval_decision d;
+	struct rk_error e;
+	rk_approval_set_judge(NULL);
+	REQUIRE(rk_approval_evaluate(eng, &a, "write_file", "{}", RK_APPROVAL_JUDGE, &d, &e) == 0);
+	CHECK(d.ask && !strcmp(d.source, "judge"));
+	CHECK(strstr(d.reason, "none in this process") != NULL);
+
+	stub_calls = 0;
+	rk_approval_set_judge(stub_judge);
+	REQUIRE(rk_approval_evaluate(eng, &a, "write_file", "{}", RK_APPROVAL_JUDGE, &d, &e) == 0);
+	CHECK(!d.ask && !strcmp(d.source, "judge") && !strcmp(d.reason, "stub: allowed"));
+	CHECK_EQ_INT(stub_calls, 1);
+	CHECK_EQ_STR(stub_tool, "write_file");
+	CHECK_EQ_STR(stub_dir, eng->data_dir);
+	/* not asked: without the flag, for a read, or once a rule decides */
+	REQUIRE(rk_approval_evaluate(eng, &a, "write_file", "{}", 0, &d, &e) == 0);
+	CHECK(!d.ask && !strcmp(d.source, "default"));
+	REQUIRE(rk_approval_evaluate(eng, &a, "read_file", "{}", RK_APPROVAL_JUDGE, &d, &e) == 0);
+	CHECK_EQ_STR(d.source, "default");
+	rule(&a, "require_approval", "tool", "write_file", 0);
+	REQUIRE(rk_approval_evaluate(eng, &a, "write_file", "{}", RK_APPROVAL_JUDGE, &d, &e) == 0);
+	CHECK(d.ask && !strcmp(d.source, "rule"));
+	CHECK_EQ_INT(stub_calls, 1);
+
+	rk_model_judge_register();
+	unsetenv("RAKAZO_JUDGE_MODEL");
 	rk_actor_release(&a);
 }
 
@@ -1083,6 +1135,7 @@ int main(void)
 	RUN(approval_always_and_webhook);
 	RUN(approval_waits_for_a_person);
 	RUN(approval_judge);
+	RUN(approval_judge_hook);
 	RUN(authz_spaces_and_grants);
 	RUN(runs_take_waiting_approval);
 	stop_echo();
