@@ -21,4 +21,12 @@ if [ -n "$drv" ]; then
 	echo "$drv"
 	exit 1
 fi
+# HTTP goes through engine/util/http.h: only engine/util/http.c includes libcurl.
+crl=$(grep -lE '#include *<curl/' engine/*/*.[ch] api/*.[ch] providers/*.[ch] providers/*/*.[ch] \
+	cmd/*.[ch] tui/*.[ch] 2>/dev/null | grep -vx 'engine/util/http.c')
+if [ -n "$crl" ]; then
+	echo "layer check failed: only engine/util/http.c includes curl (use engine/util/http.h):"
+	echo "$crl"
+	exit 1
+fi
 echo "layer check: ok"
