@@ -88,9 +88,9 @@ static int pair_once(struct cmd_ctx *ctx, const char *url, char **computer, char
 	cJSON_AddStringToObject(body, "name", o_name);
 	char *text = cJSON_PrintUnformatted(body);
 	const char *hdr[] = {auth, NULL};
-	/* one attempt, whatever the status, on a connection of its own, within
-	 * 30 s all told */
+	/* within 30 s all told */
 	struct rk_http_request q = {
+		RK_HTTP_ONCE,
 		.method = "POST",
 		.url = full,
 		.headers = hdr,
@@ -98,9 +98,6 @@ static int pair_once(struct cmd_ctx *ctx, const char *url, char **computer, char
 		.body_len = strlen(text),
 		.timeout_ms = 30000,
 		.connect_timeout_ms = 30000,
-		.max_attempts = 1,
-		.any_status = 1,
-		.no_reuse = 1,
 		.max_response = SIZE_MAX,
 		.encoding = RK_HTTP_ENCODING_NONE,
 	};

@@ -1514,6 +1514,7 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 	 * libcurl always sent it: a GET with one goes out as a POST, form-typed
 	 * unless the model set a Content-Type. */
 	struct rk_http_request q = {
+		RK_HTTP_ONCE,
 		.method = !strcmp(method, "GET") && req->body ? "POST" : method,
 		.url = url ? url : req->url,
 		.headers = (const char *const *)hdrs,
@@ -1522,9 +1523,6 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 		.content_type = "application/x-www-form-urlencoded",
 		.connect_timeout_ms = 10000,
 		.timeout_ms = 30000,
-		.max_attempts = 1,
-		.any_status = 1,
-		.no_reuse = 1,
 		.max_response = RK_SECRET_RESPONSE_MAX,
 		.truncate = 1,
 		.encoding = RK_HTTP_ENCODING_IDENTITY,

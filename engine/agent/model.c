@@ -824,6 +824,7 @@ static enum outcome attempt(const struct rk_model_config *cfg, const char *url, 
 	/* one attempt on a connection of its own: the retry policy is ours
 	 * (below and in rk_model_complete), and so is every message */
 	struct rk_http_request q = {
+		RK_HTTP_ONCE,
 		.method = "POST",
 		.url = url,
 		.headers = hdrs,
@@ -831,9 +832,6 @@ static enum outcome attempt(const struct rk_model_config *cfg, const char *url, 
 		.body_len = strlen(body),
 		.timeout_ms = cfg->timeout_ms > 0 ? (int)cfg->timeout_ms : -1,
 		.connect_timeout_ms = cfg->connect_timeout_ms > 0 ? (int)cfg->connect_timeout_ms : 300000,
-		.max_attempts = 1,
-		.any_status = 1,
-		.no_reuse = 1,
 		.max_response = REPLY_MAX_BYTES,
 		.on_header = on_header,
 		.on_header_ctx = t,

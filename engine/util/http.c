@@ -206,6 +206,27 @@ char *rk_http_secret(const char *env_name, const char *provider, const char *key
 	return out;
 }
 
+/* The parts rk_http_url_parse reads, and where each goes. */
+static const struct {
+	CURLUPart part;
+	unsigned flags;
+	size_t off;
+} url_parts[] = {
+	{CURLUPART_SCHEME, 0, offsetof(struct rk_http_url, scheme)},
+	{CURLUPART_HOST, 0, offsetof(struct rk_http_url, host)},
+	{CURLUPART_PORT, CURLU_DEFAULT_PORT, offsetof(struct rk_http_url, port)},
+	{CURLUPART_USER, 0, offsetof(struct rk_http_url, user)},
+	{CURLUPART_PASSWORD, 0, offsetof(struct rk_http_url, password)},
+	{CURLUPART_PATH, 0, offsetof(struct rk_http_url, path)},
+	{CURLUPART_QUERY, 0, offsetof(struct rk_http_url, query)},
+};
+#define URL_PARTS (sizeof(url_parts) / sizeof(url_parts[0]))
+
+static char **url_part(struct rk_http_url *u, size_t i)
+{
+	return (char **)((char *)u + url_parts[i].off);
+}
+
 int rk_http_url_parse(const char *url, struct rk_http_url *u)
 {
 	memset(u, 0, sizeof(*u));
@@ -216,23 +237,10 @@ int rk_http_url_parse(const char *url, struct rk_http_url *u)
 		curl_url_cleanup(h);
 		return -RK_EINVALID;
 	}
-	static const struct {
-		CURLUPart part;
-		unsigned flags;
-		size_t off;
-	} parts[] = {
-		{CURLUPART_SCHEME, 0, offsetof(struct rk_http_url, scheme)},
-		{CURLUPART_HOST, 0, offsetof(struct rk_http_url, host)},
-		{CURLUPART_PORT, CURLU_DEFAULT_PORT, offsetof(struct rk_http_url, port)},
-		{CURLUPART_USER, 0, offsetof(struct rk_http_url, user)},
-		{CURLUPART_PASSWORD, 0, offsetof(struct rk_http_url, password)},
-		{CURLUPART_PATH, 0, offsetof(struct rk_http_url, path)},
-		{CURLUPART_QUERY, 0, offsetof(struct rk_http_url, query)},
-	};
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+	for (size_t i = 0; i < URL_PARTS; i++) {
 		char *v = NULL;
-		curl_url_get(h, parts[i].part, &v, parts[i].flags);
-		*(char **)((char *)u + parts[i].off) = v ? rk_xstrdup(v) : NULL;
+		curl_url_get(h, url_parts[i].part, &v, url_parts[i].flags);
+		*url_part(u, i) = v ? rk_xstrdup(v) : NULL;
 		curl_free(v);
 	}
 	curl_url_cleanup(h);
@@ -243,13 +251,8 @@ void rk_http_url_release(struct rk_http_url *u)
 {
 	if (!u)
 		return;
-	free(u->scheme);
-	free(u->host);
-	free(u->port);
-	free(u->user);
-	free(u->password);
-	free(u->path);
-	free(u->query);
+	for (size_t i = 0; i < URL_PARTS; i++)
+		free(*url_part(u, i));
 	memset(u, 0, sizeof(*u));
 }
 

@@ -116,6 +116,12 @@ struct rk_http_request {
 	void *body_read_ctx;
 };
 
+/* One exchange that is the caller's to judge, for a caller with its own
+ * retry policy and wording: sent once, on a connection of its own, every
+ * status returned. In a designated initialiser:
+ * struct rk_http_request q = {RK_HTTP_ONCE, .url = ...}. */
+#define RK_HTTP_ONCE .max_attempts = 1, .any_status = 1, .no_reuse = 1
+
 struct rk_http_response {
 	long status;         /* the final attempt's HTTP status (0: none) */
 	struct rk_buf body;  /* the final reply's body (also for errors) */
