@@ -2,13 +2,13 @@
 
 #include <archive.h>
 #include <cJSON.h>
-#include <curl/curl.h>
 #include <png.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 
+#include "engine/util/http.h"
 #include "cmd.h"
 #include "providers/provider.h"
 #include "out.h"
@@ -93,7 +93,7 @@ static int run_doctor(struct cmd_ctx *ctx)
 	}
 	char libs[512];
 	snprintf(libs, sizeof(libs), "sqlite %s, libpq %s, libcurl %s, cJSON %s, libsodium %s, %s, libpng %s, zstd %s",
-		 rk_sql_sqlite.version(), rk_sql_pg.version(), curl_version_info(CURLVERSION_NOW)->version, cJSON_Version(),
+		 rk_sql_sqlite.version(), rk_sql_pg.version(), rk_http_version(), cJSON_Version(),
 		 sodium_version_string(), archive_version_string(), png_get_libpng_ver(NULL), ZSTD_versionString());
 	add_check(checks, "libraries", "ok", libs);
 

@@ -5,13 +5,13 @@
  * connection is dialled again after a second; the server forgets whatever
  * call was on it (outcome unknown, never replayed). */
 
-#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +22,7 @@
 
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
+#include "engine/util/http.h"
 #include "engine/util/ipc.h"
 #include "engine/util/json.h"
 #include "engine/util/time.h"
@@ -61,12 +62,6 @@ static void on_signal(int sig)
 
 /* --- pairing once ----------------------------------------------------------------- */
 
-static size_t collect(char *p, size_t size, size_t n, void *ud)
-{
-	rk_buf_add(ud, p, size * n);
-	return size * n;
-}
-
 static int pair_once(struct cmd_ctx *ctx, const char *url, char **computer, char **secret)
 {
 	char *state = rk_xasprintf("%s/paired.json", ctx->eng->data_dir);
@@ -88,32 +83,36 @@ static int pair_once(struct cmd_ctx *ctx, const char *url, char **computer, char
 		r = rk_error_set(&ctx->err, RK_EUSAGE, "the first pairing needs a member's token: --token TOKEN");
 		goto out;
 	}
-	CURL *h = curl_easy_init();
 	char *full = rk_xasprintf("%s/v1/paired", url), *auth = rk_xasprintf("Authorization: Bearer %s", tok);
 	cJSON *body = cJSON_CreateObject();
 	cJSON_AddStringToObject(body, "name", o_name);
 	char *text = cJSON_PrintUnformatted(body);
-	struct curl_slist *hdr = curl_slist_append(curl_slist_append(NULL, auth), "Content-Type: application/json");
-	rk_buf_reset(&b);
-	curl_easy_setopt(h, CURLOPT_URL, full);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, text);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
-	long code = 0;
-	CURLcode rc = curl_easy_perform(h);
-	if (rc == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
+	const char *hdr[] = {auth, NULL};
+	/* within 30 s all told */
+	struct rk_http_request q = {
+		RK_HTTP_ONCE,
+		.method = "POST",
+		.url = full,
+		.headers = hdr,
+		.body = text,
+		.body_len = strlen(text),
+		.timeout_ms = 30000,
+		.connect_timeout_ms = 30000,
+		.max_response = SIZE_MAX,
+		.encoding = RK_HTTP_ENCODING_NONE,
+	};
+	struct rk_http_response hr;
+	rk_http_response_init(&hr);
+	int rc = rk_http_do(&q, &hr, NULL);
+	long code = rc == 0 ? hr.status : 0;
 	free(text);
 	cJSON_Delete(body);
 	free(full);
 	free(auth);
-	cJSON *d = cJSON_Parse(b.data);
-	if (rc != CURLE_OK) {
-		r = rk_error_set(&ctx->err, RK_EUNAVAILABLE, "cannot reach %s: %s", url, curl_easy_strerror(rc));
+	cJSON *d = cJSON_Parse(hr.body.data);
+	if (rc != 0) {
+		r = rk_error_set(&ctx->err, RK_EUNAVAILABLE, "cannot reach %s: %s", url,
+				 hr.failure_text ? hr.failure_text : "the request failed");
 	} else if (code != 201 || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(d, "machineSecret"))) {
 		const cJSON *e = cJSON_GetObjectItemCaseSensitive(d, "error");
 		r = rk_error_set(&ctx->err, code == 401 || code == 403 ? RK_EDENIED : RK_EFAILED, "pairing refused (%ld): %s",
@@ -131,6 +130,7 @@ static int pair_once(struct cmd_ctx *ctx, const char *url, char **computer, char
 		cJSON_Delete(s);
 	}
 	cJSON_Delete(d);
+	rk_http_response_release(&hr);
 out:
 	rk_buf_release(&b);
 	free(state);

@@ -28,6 +28,14 @@ if [ -n "$drv" ]; then
 	echo "$drv"
 	exit 1
 fi
+# HTTP goes through engine/util/http.h: only engine/util/http.c includes libcurl.
+crl=$(grep -lE '#include *<curl/' engine/*/*.[ch] api/*.[ch] providers/*.[ch] providers/*/*.[ch] \
+	cmd/*.[ch] tui/*.[ch] 2>/dev/null | grep -vx 'engine/util/http.c')
+if [ -n "$crl" ]; then
+	echo "layer check failed: only engine/util/http.c includes curl (use engine/util/http.h):"
+	echo "$crl"
+	exit 1
+fi
 # SQL text lives in engine/state/ only: everyone else calls its table-access
 # functions (db.h, db_runs.h, db_access.h, db_memory.h ...). The allow-list
 # holds files whose SQL has not moved yet (the machine and gateway wings,

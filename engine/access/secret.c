@@ -3,7 +3,6 @@
 #include "engine/access/secret.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,6 +16,7 @@
 
 #include "engine/state/db_access.h"
 #include "engine/util/fs.h"
+#include "engine/util/http.h"
 #include "engine/util/json.h"
 #include "engine/util/id.h"
 #include "engine/util/ipc.h"
@@ -139,42 +139,27 @@ int rk_secret_origin(const char *url, int origin_only, char **origin, struct rk_
 		return rk_error_set(err, RK_EINVALID, "a URL is needed");
 	if (strchr(url, '#'))
 		return rk_error_set(err, RK_EDENIED, "the URL has a fragment (#...): refused");
-	CURLU *u = curl_url();
-	char *scheme = NULL, *host = NULL, *port = NULL, *user = NULL, *pass = NULL, *path = NULL, *query = NULL;
+	struct rk_http_url u;
 	int r = 0;
-	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
+	if (rk_http_url_parse(url, &u) != 0) {
 		r = rk_error_set(err, RK_EINVALID, "'%s' is not a URL", url);
 		goto out;
 	}
-	curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
-	curl_url_get(u, CURLUPART_HOST, &host, 0);
-	curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
-	curl_url_get(u, CURLUPART_USER, &user, 0);
-	curl_url_get(u, CURLUPART_PASSWORD, &pass, 0);
-	curl_url_get(u, CURLUPART_PATH, &path, 0);
-	curl_url_get(u, CURLUPART_QUERY, &query, 0);
-	if (!scheme || (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
+	if (!u.scheme || (strcmp(u.scheme, "http") != 0 && strcmp(u.scheme, "https") != 0)) {
 		r = rk_error_set(err, RK_EINVALID, "'%s': only http and https URLs are allowed", url);
-	} else if (user || pass || at_in_authority(url)) {
+	} else if (u.user || u.password || at_in_authority(url)) {
 		r = rk_error_set(err, RK_EDENIED, "the URL has userinfo (user@...): refused");
-	} else if (!host || !*host || !port) {
+	} else if (!u.host || !*u.host || !u.port) {
 		r = rk_error_set(err, RK_EINVALID, "'%s' has no host", url);
-	} else if (origin_only && ((path && strcmp(path, "/") != 0) || query)) {
+	} else if (origin_only && ((u.path && strcmp(u.path, "/") != 0) || u.query)) {
 		r = rk_error_set(err, RK_EINVALID, "'%s' is not an origin: give scheme://host[:port] only", url);
 	} else {
-		for (char *p = host; *p; p++)
+		for (char *p = u.host; *p; p++)
 			*p = (char)tolower((unsigned char)*p);
-		*origin = rk_xasprintf("%s://%s:%s", scheme, host, port);
+		*origin = rk_xasprintf("%s://%s:%s", u.scheme, u.host, u.port);
 	}
 out:
-	curl_free(scheme);
-	curl_free(host);
-	curl_free(port);
-	curl_free(user);
-	curl_free(pass);
-	curl_free(path);
-	curl_free(query);
-	curl_url_cleanup(u);
+	rk_http_url_release(&u);
 	return r;
 }
 
@@ -1299,27 +1284,11 @@ struct response {
 	int truncated;
 };
 
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
+static void on_header(void *ud, const char *p, size_t len)
 {
 	struct response *rs = ud;
-	size_t len = size * n;
-	if (rs->body.len + len > RK_SECRET_RESPONSE_MAX) {
-		size_t room = RK_SECRET_RESPONSE_MAX - rs->body.len;
-		rk_buf_add(&rs->body, p, room);
-		rs->truncated = 1;
-		return 0; /* stops the transfer */
-	}
-	rk_buf_add(&rs->body, p, len);
-	return len;
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *ud)
-{
-	struct response *rs = ud;
-	size_t len = size * n;
 	if (rs->headers.len + len <= 65536)
 		rk_buf_add(&rs->headers, p, len);
-	return len;
 }
 
 static int header_forbidden(const char *name, const struct sealed *s)
@@ -1412,7 +1381,9 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 		return r;
 	}
 	free(origin);
-	struct curl_slist *hdrs = NULL;
+	/* the model's header lines, the auth line and a NULL */
+	char **hdrs = rk_xcalloc((size_t)cJSON_GetArraySize(req->headers) + 2, sizeof(*hdrs));
+	size_t nh = 0;
 	const cJSON *h;
 	cJSON_ArrayForEach(h, req->headers)
 	{
@@ -1424,14 +1395,13 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 			r = rk_error_set(err, RK_EINVALID, "secret_request: header '%s' cannot be set here", h->string);
 			break;
 		}
-		char *line = rk_xasprintf("%s: %s", h->string, h->valuestring);
-		hdrs = curl_slist_append(hdrs, line);
-		free(line);
+		hdrs[nh++] = rk_xasprintf("%s: %s", h->string, h->valuestring);
 	}
 	char *value = NULL, *url = NULL, *auth_line = NULL;
 	size_t vlen = 0;
-	CURL *curl = NULL;
 	struct response rs = {RK_BUF_INIT, RK_BUF_INIT, 0};
+	struct rk_http_response hr;
+	rk_http_response_init(&hr);
 	rk_buf_init(&rs.body);
 	rk_buf_init(&rs.headers);
 	if (r || (r = open_sealed(eng, a, req->name, &s, &value, &vlen, err)))
@@ -1440,13 +1410,8 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 		r = rk_error_set(err, RK_EINVALID, "secret '%s' holds a line break or NUL: it cannot be sent", req->name);
 		goto out;
 	}
-	curl = curl_easy_init();
-	if (!curl) {
-		r = rk_error_set(err, RK_EFAILED, "secret_request: libcurl could not start");
-		goto out;
-	}
 	if (!strcmp(s.kind, "query")) {
-		char *k = curl_easy_escape(curl, s.param, 0), *v = curl_easy_escape(curl, value, (int)vlen);
+		char *k = rk_http_escape(s.param), *v = rk_http_escape(value);
 		const char *sep = strchr(req->url, '?') ? "&" : "?";
 		url = sodium_malloc(strlen(req->url) + strlen(k) + strlen(v) + 3);
 		strcpy(url, req->url);
@@ -1455,8 +1420,8 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 		strcat(url, "=");
 		strcat(url, v);
 		sodium_memzero(v, strlen(v));
-		curl_free(k);
-		curl_free(v);
+		free(k);
+		free(v);
 	} else {
 		struct rk_buf line = RK_BUF_INIT;
 		rk_buf_init(&line);
@@ -1477,59 +1442,57 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 		memcpy(auth_line, line.data, line.len + 1);
 		sodium_memzero(line.data, line.len);
 		rk_buf_release(&line);
-		hdrs = curl_slist_append(hdrs, auth_line);
+		hdrs[nh++] = auth_line;
 	}
-	curl_easy_setopt(curl, CURLOPT_URL, url ? url : req->url);
-	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 30000L);
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &rs);
-	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(curl, CURLOPT_HEADERDATA, &rs);
-	curl_easy_setopt(curl, CURLOPT_USERAGENT, "rakazo/" RK_VERSION);
-	/* redaction needs the body as it is meant: ask for it unencoded, and
-	 * have libcurl decode one that comes compressed all the same (gzip,
-	 * deflate, br, zstd); any other encoding fails the call */
-	curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "identity");
-	curl_easy_setopt(curl, CURLOPT_HTTP_CONTENT_DECODING, 1L);
-	curl_easy_setopt(curl, CURLOPT_TRANSFER_ENCODING, 1L);
-	curl_easy_setopt(curl, CURLOPT_HTTP_TRANSFER_DECODING, 1L);
-	if (!strcmp(method, "HEAD"))
-		curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-	else if (strcmp(method, "GET") != 0)
-		curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-	if (req->body) {
-		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, req->body);
-		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(req->body));
-	}
-	CURLcode cc = curl_easy_perform(curl);
-	long status = 0;
-	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-	if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && rs.truncated)) {
-		/* curl's message names the host at most, never the header */
-		if (cc == CURLE_BAD_CONTENT_ENCODING)
+	/* Sent once on a connection of its own, redirects never followed (the
+	 * secret goes to its origin only). Redaction needs the body as it is
+	 * meant: the identity encoding policy (decoded when it comes compressed
+	 * all the same; any other encoding fails the call). A body is sent as
+	 * libcurl always sent it: a GET with one goes out as a POST, form-typed
+	 * unless the model set a Content-Type. */
+	struct rk_http_request q = {
+		RK_HTTP_ONCE,
+		.method = !strcmp(method, "GET") && req->body ? "POST" : method,
+		.url = url ? url : req->url,
+		.headers = (const char *const *)hdrs,
+		.body = req->body,
+		.body_len = req->body ? strlen(req->body) : 0,
+		.content_type = "application/x-www-form-urlencoded",
+		.connect_timeout_ms = 10000,
+		.timeout_ms = 30000,
+		.max_response = RK_SECRET_RESPONSE_MAX,
+		.truncate = 1,
+		.encoding = RK_HTTP_ENCODING_IDENTITY,
+		.user_agent = "rakazo/" RK_VERSION,
+		.on_header = on_header,
+		.on_header_ctx = &rs,
+	};
+	if (rk_http_do(&q, &hr, NULL) < 0) {
+		/* libcurl's message names the host at most, never the header */
+		if (hr.failure == RK_HTTP_FAIL_ENCODING)
 			r = rk_error_set(err, RK_EUNSUPPORTED,
 					 "secret_request: %s %s: the response is in an encoding that cannot be decoded "
 					 "(and so not redacted): refused",
 					 method, s.origin);
 		else
-			r = rk_error_set(err, cc == CURLE_OPERATION_TIMEDOUT ? RK_ETIMEOUT : RK_EUNAVAILABLE,
-					 "secret_request: %s %s: %s", method, s.origin, curl_easy_strerror(cc));
+			r = rk_error_set(err, hr.failure == RK_HTTP_FAIL_TIMEOUT ? RK_ETIMEOUT : RK_EUNAVAILABLE,
+					 "secret_request: %s %s: %s", method, s.origin,
+					 hr.failure_text ? hr.failure_text : "the request failed");
 		goto out;
 	}
+	long status = hr.status;
+	struct rk_buf got = hr.body;
+	hr.body = rs.body;
+	rs.body = got;
+	rs.truncated = hr.truncated;
 	*out = response_doc(status, &rs, value, vlen);
 	rk_log(RK_LOG_INFO, "secret %s: %s %s -> %ld", req->name, method, s.origin, status);
 out:
-	if (curl)
-		curl_easy_cleanup(curl);
-	for (struct curl_slist *h2 = hdrs; h2; h2 = h2->next)
-		sodium_memzero(h2->data, strlen(h2->data)); /* the list holds a copy of the auth line */
-	if (hdrs)
-		curl_slist_free_all(hdrs);
+	for (size_t i = 0; i < nh; i++)
+		if (hdrs[i] != auth_line)
+			free(hdrs[i]);
+	free(hdrs);
+	rk_http_response_release(&hr);
 	if (auth_line)
 		sodium_free(auth_line);
 	if (url)

@@ -1,7 +1,7 @@
 #include "engine/agent/model.h"
 
-#include <curl/curl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +11,7 @@
 #include "engine/access/approval.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
+#include "engine/util/http.h"
 #include "engine/util/id.h"
 #include "engine/util/ipc.h"
 #include "engine/util/json.h"
@@ -742,35 +743,13 @@ int rk_model_tool_call_args(const struct rk_model_tool_call *call, cJSON **out, 
 
 /* ---- HTTP ---- */
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_setup(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 struct transfer {
-	struct rk_buf body;
-	int too_large;
 	int64_t retry_after_ms; /* -1: none */
-	volatile sig_atomic_t *cancel;
 };
 
-static size_t on_data(char *p, size_t size, size_t n, void *ud)
+static void on_header(void *ud, const char *p, size_t len)
 {
 	struct transfer *t = ud;
-	size_t len = size * n;
-	if (t->body.len + len > REPLY_MAX_BYTES) {
-		t->too_large = 1;
-		return 0;
-	}
-	rk_buf_add(&t->body, p, len);
-	return len;
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *ud)
-{
-	struct transfer *t = ud;
-	size_t len = size * n;
 	static const char name[] = "retry-after:";
 	if (len > sizeof(name) && strncasecmp(p, name, sizeof(name) - 1) == 0) {
 		char v[32];
@@ -787,13 +766,6 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 		if (end != v && *end == '\0' && secs >= 0)
 			t->retry_after_ms = (int64_t)(secs * 1000);
 	}
-	return len;
-}
-
-static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-	struct transfer *t = ud;
-	return t->cancel && *t->cancel ? 1 : 0;
 }
 
 /* Replaces each occurrence of the key in err's message. */
@@ -846,99 +818,83 @@ enum outcome { DONE, RETRY, FAIL };
 /* One HTTP attempt. Returns DONE (reply filled), RETRY (err says why, the
  * call may be repeated) or FAIL (err is final). */
 static enum outcome attempt(const struct rk_model_config *cfg, const char *url, const char *body,
-			    struct curl_slist *hdrs, struct transfer *t, struct rk_model_reply *reply,
+			    const char *const *hdrs, struct transfer *t, struct rk_model_reply *reply,
 			    struct rk_error *err)
 {
-	CURL *curl = curl_easy_init();
-	if (!curl) {
-		rk_error_set(err, RK_EFAILED, "cannot start an HTTP request (libcurl failed to initialise)");
-		return FAIL;
-	}
-	rk_buf_reset(&t->body);
-	t->too_large = 0;
+	_Static_assert(sizeof(sig_atomic_t) == sizeof(int), "cancel is read as an int");
 	t->retry_after_ms = -1;
-	curl_easy_setopt(curl, CURLOPT_URL, url);
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)cfg->timeout_ms);
-	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->connect_timeout_ms);
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(curl, CURLOPT_POST, 1L);
-	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
-	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(curl, CURLOPT_HEADERDATA, t);
-	curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(curl, CURLOPT_XFERINFODATA, t);
-	curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
-	/* no redirects: a POST with a bearer key is not replayed elsewhere */
-	curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(curl, CURLOPT_USERAGENT, "rakazo/" RK_VERSION);
-
+	/* one attempt on a connection of its own: the retry policy is ours
+	 * (below and in rk_model_complete), and so is every message */
+	struct rk_http_request q = {
+		RK_HTTP_ONCE,
+		.method = "POST",
+		.url = url,
+		.headers = hdrs,
+		.body = body,
+		.body_len = strlen(body),
+		.timeout_ms = cfg->timeout_ms > 0 ? (int)cfg->timeout_ms : -1,
+		.connect_timeout_ms = cfg->connect_timeout_ms > 0 ? (int)cfg->connect_timeout_ms : 300000,
+		.max_response = REPLY_MAX_BYTES,
+		.on_header = on_header,
+		.on_header_ctx = t,
+		.cancel = (const volatile int *)cfg->cancel,
+		/* no redirects (never followed): a POST with a bearer key is not
+		 * replayed elsewhere */
+		.user_agent = "rakazo/" RK_VERSION,
+	};
+	struct rk_http_response r;
+	rk_http_response_init(&r);
 	int64_t t0 = rk_monotonic_ms();
-	CURLcode cr = curl_easy_perform(curl);
-	long status = 0;
-	double connect_time = 0;
-	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_getinfo(curl, CURLINFO_CONNECT_TIME, &connect_time);
-	curl_easy_cleanup(curl);
+	int hrc = rk_http_do(&q, &r, NULL);
 	int64_t took = rk_monotonic_ms() - t0;
+	long status = r.status;
 	reply->http_status = (int)status;
+	enum outcome o = FAIL;
 
-	if (cr != CURLE_OK) {
-		rk_log(RK_LOG_WARN, "model: POST %s: %s after %lld ms", url, curl_easy_strerror(cr), (long long)took);
-		switch (cr) {
-		case CURLE_ABORTED_BY_CALLBACK:
+	if (hrc < 0) {
+		rk_log(RK_LOG_WARN, "model: POST %s: %s after %lld ms", url, r.failure_text, (long long)took);
+		switch (r.failure) {
+		case RK_HTTP_FAIL_STOPPED:
 			rk_error_set(err, RK_EINTERRUPTED, "the model call was interrupted");
-			return FAIL;
-		case CURLE_WRITE_ERROR:
-			if (t->too_large) {
-				rk_error_set(err, RK_ETOOLARGE, "the model endpoint's reply exceeds %u MiB",
-					     REPLY_MAX_BYTES >> 20);
-				return FAIL;
-			}
-			break;
-		case CURLE_OPERATION_TIMEDOUT:
-			if (connect_time > 0 || status) {
+			goto out;
+		case RK_HTTP_FAIL_TOO_LARGE:
+			rk_error_set(err, RK_ETOOLARGE, "the model endpoint's reply exceeds %u MiB", REPLY_MAX_BYTES >> 20);
+			goto out;
+		case RK_HTTP_FAIL_TIMEOUT:
+			if (r.connected) {
 				rk_error_set(err, RK_ETIMEOUT,
 					     "the model endpoint %s did not answer within %lld ms; a slower model needs a "
 					     "longer timeout (timeout_s in the config file)",
 					     cfg->base_url, (long long)cfg->timeout_ms);
-				return FAIL;
+				goto out;
 			}
 			/* the connection itself timed out */
 			__attribute__((fallthrough));
-		case CURLE_COULDNT_CONNECT:
-		case CURLE_COULDNT_RESOLVE_HOST:
-		case CURLE_COULDNT_RESOLVE_PROXY:
-		case CURLE_GOT_NOTHING:
-		case CURLE_SEND_ERROR:
-		case CURLE_RECV_ERROR:
-		case CURLE_PARTIAL_FILE:
-		case CURLE_SSL_CONNECT_ERROR:
+		case RK_HTTP_FAIL_CONNECT:
+		case RK_HTTP_FAIL_NETWORK:
 			rk_error_set(err, RK_EUNAVAILABLE,
 				     "the model endpoint %s is not reachable: %s; check RAKAZO_MODEL_BASE_URL and that "
 				     "the server is up",
-				     cfg->base_url, curl_easy_strerror(cr));
-			return RETRY;
+				     cfg->base_url, r.failure_text);
+			o = RETRY;
+			goto out;
 		default:
 			break;
 		}
 		rk_error_set(err, RK_EUNAVAILABLE, "the request to the model endpoint %s failed: %s", cfg->base_url,
-			     curl_easy_strerror(cr));
-		return FAIL;
+			     r.failure_text ? r.failure_text : rk_err(err)->message);
+		goto out;
 	}
-	rk_log(RK_LOG_INFO, "model: POST %s: HTTP %ld, %zu bytes in %lld ms", url, status, t->body.len,
+	rk_log(RK_LOG_INFO, "model: POST %s: HTTP %ld, %zu bytes in %lld ms", url, status, r.body.len,
 	       (long long)took);
-	if (status >= 200 && status < 300)
-		return parse_reply(t->body.data, t->body.len, reply, err) == 0 ? DONE : FAIL;
+	if (status >= 200 && status < 300) {
+		o = parse_reply(r.body.data, r.body.len, reply, err) == 0 ? DONE : FAIL;
+		goto out;
+	}
 
 	struct rk_buf m = RK_BUF_INIT;
 	rk_buf_init(&m);
-	server_message(t->body.data, t->body.len, &m);
-	enum outcome o = FAIL;
+	server_message(r.body.data, r.body.len, &m);
 	if (status == 429 || status == 408 || status >= 500) {
 		rk_error_set(err, RK_EUNAVAILABLE, "the model endpoint %s answered HTTP %ld: %s", cfg->base_url,
 			     status, m.data);
@@ -964,6 +920,8 @@ static enum outcome attempt(const struct rk_model_config *cfg, const char *url, 
 			     cfg->base_url);
 	}
 	rk_buf_release(&m);
+out:
+	rk_http_response_release(&r);
 	return o;
 }
 
@@ -977,27 +935,23 @@ int rk_model_complete(const struct rk_model_config *cfg, const struct rk_model_c
 	memset(reply, 0, sizeof(*reply));
 	if (!cfg->base_url || !cfg->model)
 		return rk_error_set(err, RK_EUSAGE, "no model configured: set RAKAZO_MODEL_BASE_URL and RAKAZO_MODEL");
-	pthread_once(&curl_once, curl_setup);
 
 	cJSON *req = rk_model_request_json(cfg, c, tools, ntools);
 	char *body = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
 	char *url = rk_xasprintf("%s/chat/completions", cfg->base_url);
-	struct curl_slist *hdrs = NULL;
-	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-	hdrs = curl_slist_append(hdrs, "Accept: application/json");
-	hdrs = curl_slist_append(hdrs, "Expect:");
+	/* Content-Type: application/json and an empty Expect come with the body */
+	const char *hdrs[3] = {"Accept: application/json", NULL, NULL};
 	char *auth = NULL;
 	if (cfg->api_key && *cfg->api_key) {
 		auth = rk_xasprintf("Authorization: Bearer %s", cfg->api_key);
-		hdrs = curl_slist_append(hdrs, auth);
+		hdrs[1] = auth;
 	}
 	rk_log(RK_LOG_DEBUG, "model: request of %zu bytes to %s, model %s, %zu messages, %d images, key %s",
 	       strlen(body), url, cfg->model, c->n, rk_model_image_count(c),
 	       cfg->key_source ? cfg->key_source : "none");
 
-	struct transfer t = {.retry_after_ms = -1, .cancel = cfg->cancel};
-	rk_buf_init(&t.body);
+	struct transfer t = {.retry_after_ms = -1};
 	int rc = 0;
 	for (int n = 0;; n++) {
 		reply->attempts = n + 1;
@@ -1025,8 +979,6 @@ int rk_model_complete(const struct rk_model_config *cfg, const struct rk_model_c
 		reply->attempts = attempts;
 		redact(cfg, err);
 	}
-	rk_buf_release(&t.body);
-	curl_slist_free_all(hdrs);
 	if (auth) {
 		memset(auth, 0, strlen(auth));
 		free(auth);

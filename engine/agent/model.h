@@ -1,7 +1,7 @@
 #ifndef RK_MODEL_H
 #define RK_MODEL_H
 /* The model client: a conversation, tool definitions, and one call to an
- * OpenAI-compatible chat-completions endpoint over libcurl.
+ * OpenAI-compatible chat-completions endpoint over the one HTTP client (engine/util/http.h).
  *
  * Configuration (rk_model_config_load), each field taken from the first
  * place that sets it:

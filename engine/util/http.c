@@ -4,9 +4,11 @@
 #include <cJSON.h>
 #include <ctype.h>
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <unistd.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +206,61 @@ char *rk_http_secret(const char *env_name, const char *provider, const char *key
 	return out;
 }
 
+/* The parts rk_http_url_parse reads, and where each goes. */
+static const struct {
+	CURLUPart part;
+	unsigned flags;
+	size_t off;
+} url_parts[] = {
+	{CURLUPART_SCHEME, 0, offsetof(struct rk_http_url, scheme)},
+	{CURLUPART_HOST, 0, offsetof(struct rk_http_url, host)},
+	{CURLUPART_PORT, CURLU_DEFAULT_PORT, offsetof(struct rk_http_url, port)},
+	{CURLUPART_USER, 0, offsetof(struct rk_http_url, user)},
+	{CURLUPART_PASSWORD, 0, offsetof(struct rk_http_url, password)},
+	{CURLUPART_PATH, 0, offsetof(struct rk_http_url, path)},
+	{CURLUPART_QUERY, 0, offsetof(struct rk_http_url, query)},
+};
+#define URL_PARTS (sizeof(url_parts) / sizeof(url_parts[0]))
+
+static char **url_part(struct rk_http_url *u, size_t i)
+{
+	return (char **)((char *)u + url_parts[i].off);
+}
+
+int rk_http_url_parse(const char *url, struct rk_http_url *u)
+{
+	memset(u, 0, sizeof(*u));
+	CURLU *h = curl_url();
+	if (!h)
+		return -RK_EINVALID;
+	if (curl_url_set(h, CURLUPART_URL, url, 0) != CURLUE_OK) {
+		curl_url_cleanup(h);
+		return -RK_EINVALID;
+	}
+	for (size_t i = 0; i < URL_PARTS; i++) {
+		char *v = NULL;
+		curl_url_get(h, url_parts[i].part, &v, url_parts[i].flags);
+		*url_part(u, i) = v ? rk_xstrdup(v) : NULL;
+		curl_free(v);
+	}
+	curl_url_cleanup(h);
+	return 0;
+}
+
+void rk_http_url_release(struct rk_http_url *u)
+{
+	if (!u)
+		return;
+	for (size_t i = 0; i < URL_PARTS; i++)
+		free(*url_part(u, i));
+	memset(u, 0, sizeof(*u));
+}
+
+const char *rk_http_version(void)
+{
+	return curl_version_info(CURLVERSION_NOW)->version;
+}
+
 /* --- one attempt ---------------------------------------------------------- */
 
 struct attempt {
@@ -212,7 +269,7 @@ struct attempt {
 	CURL *curl;
 	size_t limit;
 	int too_large;
-	int aborted;   /* on_data asked to stop */
+	int aborted;   /* on_data, body_read or cancel asked to stop */
 	int streamed;  /* on_data got bytes */
 	char retry_after[64];
 };
@@ -239,6 +296,11 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
 	curl_easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, &st);
 	size_t limit = st >= 400 && a->limit < 65536 ? 65536 : a->limit;
 	if (a->resp->body.len + len > limit) {
+		if (a->req->truncate) {
+			rk_buf_add(&a->resp->body, data, limit - a->resp->body.len);
+			a->resp->truncated = 1;
+			return 0; /* stops the transfer */
+		}
 		a->too_large = 1;
 		return 0;
 	}
@@ -250,6 +312,8 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 {
 	struct attempt *a = ud;
 	size_t len = size * n;
+	if (a->req->on_header)
+		a->req->on_header(a->req->on_header_ctx, data, len);
 	if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
 		/* a new response (after a 100 Continue, say): forget the last one's */
 		a->retry_after[0] = '\0';
@@ -289,6 +353,17 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 	return len;
 }
 
+static size_t on_upload(char *dst, size_t size, size_t n, void *ud)
+{
+	struct attempt *a = ud;
+	ssize_t r = a->req->body_read(a->req->body_read_ctx, dst, size * n);
+	if (r < 0) {
+		a->aborted = 1;
+		return CURL_READFUNC_ABORT;
+	}
+	return (size_t)r;
+}
+
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	struct attempt *a = ud;
@@ -297,6 +372,58 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 		return 1;
 	}
 	return 0;
+}
+
+/* Our sockets are not inherited by the commands we start. */
+static int on_socket(void *ud, curl_socket_t fd, curlsocktype purpose)
+{
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return CURL_SOCKOPT_OK;
+}
+
+static enum rk_http_failure failure_of(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_OK:
+		return RK_HTTP_FAIL_NONE;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return RK_HTTP_FAIL_CONNECT;
+	case CURLE_OPERATION_TIMEDOUT:
+		return RK_HTTP_FAIL_TIMEOUT;
+	case CURLE_GOT_NOTHING:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_SSL_CONNECT_ERROR:
+		return RK_HTTP_FAIL_NETWORK;
+	case CURLE_BAD_CONTENT_ENCODING:
+		return RK_HTTP_FAIL_ENCODING;
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		return RK_HTTP_FAIL_URL;
+	default:
+		return RK_HTTP_FAIL_OTHER;
+	}
+}
+
+/* Is there a "name:" line in the caller's headers? */
+static int has_header(const char *const *headers, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; headers && headers[i]; i++)
+		if (strncasecmp(headers[i], name, n) == 0 && headers[i][n] == ':')
+			return 1;
+	return 0;
+}
+
+/* Frees a header list after wiping it: the copies may hold a key. */
+static void free_headers(struct curl_slist *hdrs)
+{
+	for (struct curl_slist *h = hdrs; h; h = h->next)
+		explicit_bzero(h->data, strlen(h->data));
+	curl_slist_free_all(hdrs);
 }
 
 enum outcome {
@@ -323,30 +450,36 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 		cached = NULL;
 		pthread_setspecific(curl_key, NULL);
 	}
-	int reuse = !req->on_data;
+	int reuse = !req->on_data && !req->no_reuse;
 	CURL *curl = reuse && cached ? cached : curl_easy_init();
-	if (reuse && curl == cached)
-		curl_easy_reset(curl);
 	/* libcurl silently resends a request whose reused connection died
 	 * without a reply: a mutating call never rides a reused connection, so
 	 * it is sent once and a lost reply stays outcome_unknown */
 	if (curl && req->mutating)
 		curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
 	if (!curl) {
+		a->resp->failure = RK_HTTP_FAIL_OTHER;
+		a->resp->failure_text = "libcurl failed to initialise";
 		rk_error_set(err, RK_EFAILED, "%s: cannot start an HTTP request (libcurl failed to initialise)", what);
 		return OUT_FATAL;
 	}
 	a->curl = curl;
 	for (size_t i = 0; req->headers && req->headers[i]; i++)
 		hdrs = curl_slist_append(hdrs, req->headers[i]);
-	if (req->body) {
+	if ((req->body || req->body_read) && !has_header(req->headers, "Content-Type")) {
 		char *ct = rk_xasprintf("Content-Type: %s", req->content_type ? req->content_type : "application/json");
 		hdrs = curl_slist_append(hdrs, ct);
 		free(ct);
 	}
-	hdrs = curl_slist_append(hdrs, "Expect:");
+	if (req->body_read)
+		hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
+	if (!has_header(req->headers, "Expect"))
+		hdrs = curl_slist_append(hdrs, "Expect:");
 	curl_easy_setopt(curl, CURLOPT_URL, req->url);
+	if (req->unix_socket)
+		curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket);
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_SOCKOPTFUNCTION, on_socket);
 	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
 			 (long)(req->timeout_ms > 0 ? req->timeout_ms : req->timeout_ms < 0 ? 0 : 30000));
 	if (req->cancel) {
@@ -360,7 +493,11 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, req->method ? req->method : "GET");
 	if (req->method && strcmp(req->method, "HEAD") == 0)
 		curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-	if (req->body) {
+	if (req->body_read) {
+		curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_upload);
+		curl_easy_setopt(curl, CURLOPT_READDATA, a);
+	} else if (req->body) {
 		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, req->body);
 		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
 	}
@@ -369,7 +506,24 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(curl, CURLOPT_HEADERDATA, a);
 	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
+	if (req->user_agent)
+		curl_easy_setopt(curl, CURLOPT_USERAGENT, req->user_agent);
+	switch (req->encoding) {
+	case RK_HTTP_ENCODING_ANY:
+		curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
+		break;
+	case RK_HTTP_ENCODING_NONE:
+		break;
+	case RK_HTTP_ENCODING_IDENTITY:
+		/* the body as it is meant: asked for unencoded, and decoded by
+		 * libcurl when it comes compressed all the same (gzip, deflate,
+		 * br, zstd); any other encoding fails the call */
+		curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "identity");
+		curl_easy_setopt(curl, CURLOPT_HTTP_CONTENT_DECODING, 1L);
+		curl_easy_setopt(curl, CURLOPT_TRANSFER_ENCODING, 1L);
+		curl_easy_setopt(curl, CURLOPT_HTTP_TRANSFER_DECODING, 1L);
+		break;
+	}
 	if (req->aws_sigv4) {
 		curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, req->aws_sigv4);
 		curl_easy_setopt(curl, CURLOPT_USERPWD, req->userpwd ? req->userpwd : "");
@@ -377,10 +531,15 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 
 	CURLcode rc = curl_easy_perform(curl);
 	long status = 0, sent = 0;
+	double connect_time = 0;
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sent);
-	curl_slist_free_all(hdrs);
+	curl_easy_getinfo(curl, CURLINFO_CONNECT_TIME, &connect_time);
+	free_headers(hdrs);
 	if (reuse) {
+		/* the handle keeps its options (the URL, a key in userpwd) until
+		 * the next reset: drop them now */
+		curl_easy_reset(curl);
 		cached = curl;
 		cached_pid = getpid();
 		pthread_setspecific(curl_key, curl);
@@ -389,15 +548,20 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 		curl_easy_cleanup(curl);
 	a->curl = NULL;
 	a->resp->status = status;
+	a->resp->connected = connect_time > 0 || status;
 	*timed_out = rc == CURLE_OPERATION_TIMEDOUT;
 
-	if (rc == CURLE_OK)
+	if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && a->resp->truncated))
 		return OUT_DONE;
+	a->resp->failure = failure_of(rc);
+	a->resp->failure_text = curl_easy_strerror(rc);
 	if (a->too_large) {
+		a->resp->failure = RK_HTTP_FAIL_TOO_LARGE;
 		rk_error_set(err, RK_ETOOLARGE, "%s: the reply is over %zu bytes", what, a->limit);
 		return OUT_FATAL;
 	}
 	if (a->aborted) {
+		a->resp->failure = RK_HTTP_FAIL_STOPPED;
 		rk_error_set(err, RK_EINTERRUPTED, "%s: the transfer was stopped", what);
 		return OUT_FATAL;
 	}
@@ -456,7 +620,8 @@ int rk_http_do(const struct rk_http_request *req, struct rk_http_response *resp,
 	pthread_once(&curl_once, curl_setup);
 	char *name = call_name(req);
 	const char *what = req->what ? req->what : name;
-	int max = req->max_attempts > 0 ? req->max_attempts : 4;
+	/* a streamed request body cannot be sent again */
+	int max = req->body_read ? 1 : req->max_attempts > 0 ? req->max_attempts : 4;
 	int rc = 0;
 	resp->attempts = 0;
 	for (int n = 1;; n++) {
@@ -465,6 +630,10 @@ int rk_http_do(const struct rk_http_request *req, struct rk_http_response *resp,
 		rk_buf_reset(&resp->body);
 		resp->status = 0;
 		resp->attempts = n;
+		resp->failure = RK_HTTP_FAIL_NONE;
+		resp->failure_text = NULL;
+		resp->connected = 0;
+		resp->truncated = 0;
 		enum outcome o = attempt_once(&a, what, &timed_out, err);
 		int64_t delay = -1; /* >= 0: retry after it */
 		if (o == OUT_FATAL) {
@@ -493,7 +662,7 @@ int rk_http_do(const struct rk_http_request *req, struct rk_http_response *resp,
 		} else {
 			long st = resp->status;
 			rk_log(RK_LOG_DEBUG, "http: %s: %ld", name, st);
-			if (st < 400) {
+			if (st < 400 || req->any_status) {
 				rc = 0;
 				break;
 			}

@@ -1,9 +1,9 @@
 #include "providers/docker/api.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <poll.h>
-#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -11,18 +11,12 @@
 #include <unistd.h>
 
 #include "engine/util/fs.h"
+#include "engine/util/http.h"
 #include "engine/util/json.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
 
 #define DEFAULT_SOCKET "/var/run/docker.sock"
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-
-static void curl_setup(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 void rk_docker_resp_init(struct rk_docker_resp *r)
 {
@@ -62,44 +56,30 @@ static int unavailable(struct rk_error *err, const char *sock, const char *why)
 }
 
 struct sink {
-	const struct rk_docker_call *call;
-	struct rk_docker_resp *resp;
-	CURL *curl;
-	int too_large;
+	int fd;
 	int write_failed;
+	int write_errno;
 };
 
-static size_t on_data(char *data, size_t size, size_t n, void *arg)
+static int on_reply(void *ctx, const void *data, size_t len)
 {
-	struct sink *s = arg;
-	size_t len = size * n;
-	long code = 0;
-	curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &code);
-	if (s->call->reply_fd >= 0 && code >= 200 && code < 300) {
-		if (rk_fs_write_fd(s->call->reply_fd, data, len) != 0) {
-			s->write_failed = 1;
-			return 0;
-		}
-		return len;
+	struct sink *s = ctx;
+	if (rk_fs_write_fd(s->fd, data, len) != 0) {
+		s->write_failed = 1;
+		s->write_errno = errno;
+		return -1;
 	}
-	if (s->call->max_reply && s->resp->body.len + len > s->call->max_reply) {
-		s->too_large = 1;
-		return 0;
-	}
-	rk_buf_add(&s->resp->body, data, len);
-	return len;
+	return 0;
 }
 
-static size_t on_upload(char *dst, size_t size, size_t n, void *arg)
+static ssize_t on_upload(void *ctx, void *dst, size_t cap)
 {
-	int fd = *(int *)arg;
+	int fd = *(int *)ctx;
 	for (;;) {
-		ssize_t r = read(fd, dst, size * n);
+		ssize_t r = read(fd, dst, cap);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0)
-			return CURL_READFUNC_ABORT;
-		return (size_t)r;
+		return r;
 	}
 }
 
@@ -109,77 +89,69 @@ int rk_docker_call(const struct rk_docker_call *c, struct rk_docker_resp *resp, 
 	int rc = rk_docker_socket_path(&sock, err);
 	if (rc < 0)
 		return rc;
-	pthread_once(&curl_once, curl_setup);
-	CURL *curl = curl_easy_init();
-	if (!curl)
-		return rk_error_set(err, RK_EFAILED, "cannot start a docker API request (libcurl)");
 	char *url = rk_xasprintf("http://docker%s%s", RK_DOCKER_API, c->path);
-	struct curl_slist *hdrs = NULL;
 	int upload_fd = c->body_fd;
-	struct sink sink = {.call = c, .resp = resp, .curl = curl};
+	struct sink sink = {.fd = c->reply_fd};
 	long timeout = c->timeout_ms > 0 ? c->timeout_ms : RK_DOCKER_TIMEOUT_MS;
-
+	/* POST and PUT always carry a body, empty when there is none, and with
+	 * it a Content-Type */
+	int with_body = c->body || strcmp(c->method, "POST") == 0 || strcmp(c->method, "PUT") == 0;
+	/* the daemon's replies are the caller's to judge, and none is retried:
+	 * one attempt, whatever the status; a read rides this thread's kept
+	 * connection to the daemon */
+	struct rk_http_request q = {
+		.method = c->method,
+		.url = url,
+		.unix_socket = sock,
+		.content_type = c->content_type,
+		.body = upload_fd >= 0 ? NULL : with_body ? (c->body ? c->body : "") : NULL,
+		.body_len = upload_fd < 0 && c->body ? c->body_len : 0,
+		.body_read = upload_fd >= 0 ? on_upload : NULL,
+		.body_read_ctx = &upload_fd,
+		.timeout_ms = (int)timeout,
+		.connect_timeout_ms = 5000,
+		.mutating = c->mutating,
+		.max_attempts = 1,
+		.any_status = 1,
+		.max_response = c->max_reply ? c->max_reply : SIZE_MAX,
+		.encoding = RK_HTTP_ENCODING_NONE,
+		.on_data = c->reply_fd >= 0 ? on_reply : NULL,
+		.on_data_ctx = &sink,
+	};
+	struct rk_http_response hr;
+	rk_http_response_init(&hr);
 	rk_buf_reset(&resp->body);
 	resp->status = 0;
-	curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, sock);
-	curl_easy_setopt(curl, CURLOPT_URL, url);
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout);
-	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
-	hdrs = curl_slist_append(hdrs, "Expect:");
-	if (strcmp(c->method, "HEAD") == 0) {
-		curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-	} else if (strcmp(c->method, "GET") != 0) {
-		curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, c->method);
-	}
-	if (upload_fd >= 0 || c->body || strcmp(c->method, "POST") == 0 || strcmp(c->method, "PUT") == 0) {
-		char *ct = rk_xasprintf("Content-Type: %s", c->content_type ? c->content_type : "application/json");
-		hdrs = curl_slist_append(hdrs, ct);
-		free(ct);
-		if (upload_fd >= 0) {
-			curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-			curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_upload);
-			curl_easy_setopt(curl, CURLOPT_READDATA, &upload_fd);
-			hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
-		} else {
-			curl_easy_setopt(curl, CURLOPT_POST, 1L);
-			curl_easy_setopt(curl, CURLOPT_POSTFIELDS, c->body ? (const char *)c->body : "");
-			curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(c->body ? c->body_len : 0));
-		}
-		if (strcmp(c->method, "POST") != 0)
-			curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, c->method);
-	}
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
-
-	CURLcode cr = curl_easy_perform(curl);
-	if (cr == CURLE_OK) {
-		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &resp->status);
-	} else if (sink.too_large) {
+	rc = rk_http_do(&q, &hr, NULL);
+	if (rc == 0) {
+		resp->status = hr.status;
+		rk_buf_release(&resp->body);
+		resp->body = hr.body;
+		rk_buf_init(&hr.body);
+	} else if (hr.failure == RK_HTTP_FAIL_TOO_LARGE) {
 		rc = rk_error_set(err, RK_ETOOLARGE, "docker reply to %s %s exceeds %zu bytes", c->method, c->path,
 				  c->max_reply);
 	} else if (sink.write_failed) {
-		rc = rk_error_errno(err, RK_EIO, errno, "cannot write the docker reply to %s %s", c->method, c->path);
-	} else if (cr == CURLE_COULDNT_CONNECT || cr == CURLE_COULDNT_RESOLVE_HOST) {
-		rc = unavailable(err, sock, curl_easy_strerror(cr));
+		rc = rk_error_errno(err, RK_EIO, sink.write_errno, "cannot write the docker reply to %s %s", c->method,
+				    c->path);
+	} else if (hr.failure == RK_HTTP_FAIL_CONNECT) {
+		rc = unavailable(err, sock, hr.failure_text);
 	} else if (c->mutating) {
 		/* the request may have reached the daemon: never call that success */
 		rc = rk_error_set(err, RK_EOUTCOME_UNKNOWN,
 				  "docker took %s %s but its reply was lost (%s): check the computer's state "
 				  "before retrying",
-				  c->method, c->path, curl_easy_strerror(cr));
-	} else if (cr == CURLE_OPERATION_TIMEDOUT) {
+				  c->method, c->path, hr.failure_text);
+	} else if (hr.failure == RK_HTTP_FAIL_TIMEOUT) {
 		rc = rk_error_set(err, RK_ETIMEOUT, "docker did not answer %s %s within %ld ms", c->method, c->path,
 				  timeout);
 	} else {
 		rc = rk_error_set(err, RK_EUNAVAILABLE, "docker request %s %s failed: %s", c->method, c->path,
-				  curl_easy_strerror(cr));
+				  hr.failure_text);
 	}
 	if (rc < 0)
 		rk_log(RK_LOG_WARN, "docker: %s %s: %s", c->method, c->path, err ? rk_err(err)->message : "failed");
-	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(curl);
+	rk_http_response_release(&hr);
 	free(url);
 	return rc;
 }

@@ -1,7 +1,8 @@
 #ifndef RK_DOCKER_API_H
 #define RK_DOCKER_API_H
 /* A small Docker Engine API client: HTTP/1.1 over the daemon's unix socket
- * (libcurl with CURLOPT_UNIX_SOCKET_PATH), API version v1.41, plus the
+ * (engine/util/http.h with unix_socket; a read rides the thread's kept
+ * connection to the daemon), API version v1.41, plus the
  * hijacked bidirectional stream that /exec/{id}/start hands back (a raw
  * AF_UNIX socket speaking HTTP/1.1 itself, so the caller owns the fd, can
  * poll it and half-close it).

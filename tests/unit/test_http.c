@@ -2,11 +2,16 @@
  * a local libmicrohttpd server on loopback. */
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "engine/util/buf.h"
@@ -18,6 +23,12 @@ static atomic_int hits;      /* requests that reached the handler's end */
 static atomic_int flaky_left; /* failures /flaky still gives before a 200 */
 static char last_auth[256];
 static char last_body[256];
+static char last_ua[128];
+static char last_ae[128];
+
+/* {"ok":1}, gzipped */
+static const char gz_ok[] = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03\xab\x56\xca\xcf\x56\xb2\x32\xac\x05\x00"
+			    "\x09\x8c\x54\x10\x08\x00\x00\x00";
 
 struct conn {
 	struct rk_buf body;
@@ -54,6 +65,19 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key");
 	snprintf(last_auth, sizeof(last_auth), "%s", auth ? auth : "");
 	snprintf(last_body, sizeof(last_body), "%s %s", method, k->body.data);
+	const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
+	snprintf(last_ua, sizeof(last_ua), "%s", ua ? ua : "");
+	const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept-Encoding");
+	snprintf(last_ae, sizeof(last_ae), "%s", ae ? ae : "");
+	if (strcmp(url, "/gz") == 0 || strcmp(url, "/odd") == 0) {
+		int gz = strcmp(url, "/gz") == 0;
+		struct MHD_Response *r = MHD_create_response_from_buffer(gz ? sizeof(gz_ok) - 1 : 2,
+									 (void *)(gz ? gz_ok : "xx"), MHD_RESPMEM_MUST_COPY);
+		MHD_add_response_header(r, "Content-Encoding", gz ? "gzip" : "compress");
+		enum MHD_Result ret = MHD_queue_response(c, 200, r);
+		MHD_destroy_response(r);
+		return ret;
+	}
 	if (strcmp(url, "/ok") == 0)
 		return reply(c, 200, "{\"ok\":true}", NULL, NULL);
 	if (strcmp(url, "/flaky") == 0) {
@@ -302,6 +326,315 @@ TEST(streaming_hands_bytes_over)
 	rk_buf_release(&got);
 }
 
+TEST(any_status_is_the_callers)
+{
+	char url[128];
+	snprintf(url, sizeof(url), "%s/missing", base);
+	struct rk_http_request q = {.method = "GET", .url = url, .any_status = 1};
+	struct rk_http_response r;
+	struct rk_error e;
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), 0);
+	CHECK_EQ_INT(r.status, 404);
+	CHECK(strstr(r.body.data, "not found") != NULL);
+	CHECK_EQ_INT(r.failure, RK_HTTP_FAIL_NONE);
+	rk_http_response_release(&r);
+	/* and no status is retried */
+	snprintf(url, sizeof(url), "%s/busy", base);
+	rk_http_response_init(&r);
+	atomic_store(&hits, 0);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), 0);
+	CHECK_EQ_INT(r.status, 503);
+	CHECK_EQ_INT(r.attempts, 1);
+	CHECK_EQ_INT(atomic_load(&hits), 1);
+	rk_http_response_release(&r);
+}
+
+TEST(truncate_cuts_and_succeeds)
+{
+	char url[128];
+	snprintf(url, sizeof(url), "%s/big", base);
+	struct rk_http_request q = {.method = "GET", .url = url, .max_response = 1000, .truncate = 1};
+	struct rk_http_response r;
+	struct rk_error e;
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), 0);
+	CHECK_EQ_INT(r.truncated, 1);
+	CHECK_EQ_INT(r.body.len, 1000);
+	CHECK_EQ_INT(r.status, 200);
+	rk_http_response_release(&r);
+}
+
+static void count_header(void *ctx, const char *line, size_t len)
+{
+	struct rk_buf *b = ctx;
+	rk_buf_add(b, line, len);
+}
+
+TEST(headers_agent_and_streamed_body)
+{
+	char url[128];
+	snprintf(url, sizeof(url), "%s/ok", base);
+	struct rk_buf h;
+	rk_buf_init(&h);
+	struct rk_http_request q = {.method = "GET", .url = url, .user_agent = "rk-test/1", .on_header = count_header,
+				    .on_header_ctx = &h};
+	struct rk_http_response r;
+	struct rk_error e;
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), 0);
+	CHECK(strncmp(h.data, "HTTP/1.1 200", 12) == 0);
+	CHECK(strstr(h.data, "\r\nContent-Type: application/json\r\n") != NULL);
+	CHECK_EQ_STR(last_ua, "rk-test/1");
+	rk_http_response_release(&r);
+	rk_buf_release(&h);
+}
+
+static ssize_t read_parts(void *ctx, void *dst, size_t cap)
+{
+	int *n = ctx;
+	static const char *const parts[] = {"chunk1", "chunk2"};
+	if (*n >= 2)
+		return 0;
+	size_t len = strlen(parts[*n]);
+	memcpy(dst, parts[(*n)++], len < cap ? len : cap);
+	return (ssize_t)len;
+}
+
+static ssize_t read_fails(void *ctx, void *dst, size_t cap)
+{
+	return -1;
+}
+
+TEST(body_read_streams_and_is_sent_once)
+{
+	char url[128];
+	snprintf(url, sizeof(url), "%s/ok", base);
+	int n = 0;
+	struct rk_http_request q = {.method = "PUT", .url = url, .body_read = read_parts, .body_read_ctx = &n,
+				    .content_type = "application/x-tar"};
+	struct rk_http_response r;
+	struct rk_error e;
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), 0);
+	CHECK_EQ_STR(last_body, "PUT chunk1chunk2");
+	rk_http_response_release(&r);
+	/* a streamed body cannot be replayed: a 503 is final */
+	snprintf(url, sizeof(url), "%s/busy", base);
+	n = 0;
+	rk_http_response_init(&r);
+	atomic_store(&hits, 0);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), -RK_EUNAVAILABLE);
+	CHECK_EQ_INT(r.attempts, 1);
+	rk_http_response_release(&r);
+	/* a reader that fails stops the call */
+	q.body_read = read_fails;
+	snprintf(url, sizeof(url), "%s/ok", base);
+	rk_http_response_init(&r);
+	CHECK(rk_http_do(&q, &r, &e) < 0);
+	CHECK_EQ_INT(r.failure, RK_HTTP_FAIL_STOPPED);
+	rk_http_response_release(&r);
+}
+
+TEST(encoding_policies)
+{
+	char url[128];
+	snprintf(url, sizeof(url), "%s/gz", base);
+	struct rk_http_request q = {.method = "GET", .url = url, .encoding = RK_HTTP_ENCODING_IDENTITY};
+	struct rk_http_response r;
+	struct rk_error e;
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), 0);
+	CHECK_EQ_STR(last_ae, "identity");
+	CHECK_EQ_STR(r.body.data, "{\"ok\":1}"); /* decoded all the same */
+	rk_http_response_release(&r);
+	q.encoding = RK_HTTP_ENCODING_NONE;
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), 0);
+	CHECK_EQ_STR(last_ae, "");
+	CHECK_EQ_INT(r.body.len, sizeof(gz_ok) - 1); /* as sent */
+	rk_http_response_release(&r);
+	q.encoding = RK_HTTP_ENCODING_ANY;
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), 0);
+	CHECK(strstr(last_ae, "gzip") != NULL);
+	CHECK_EQ_STR(r.body.data, "{\"ok\":1}");
+	rk_http_response_release(&r);
+	/* an encoding that cannot be decoded fails the identity policy */
+	snprintf(url, sizeof(url), "%s/odd", base);
+	q.encoding = RK_HTTP_ENCODING_IDENTITY;
+	q.max_attempts = 1;
+	rk_http_response_init(&r);
+	CHECK(rk_http_do(&q, &r, &e) < 0);
+	CHECK_EQ_INT(r.failure, RK_HTTP_FAIL_ENCODING);
+	CHECK(r.failure_text != NULL);
+	rk_http_response_release(&r);
+}
+
+TEST(failures_are_classified)
+{
+	struct rk_http_request q = {.method = "GET", .url = "http://127.0.0.1:1/x", .max_attempts = 1};
+	struct rk_http_response r;
+	struct rk_error e;
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), -RK_EUNAVAILABLE);
+	CHECK_EQ_INT(r.failure, RK_HTTP_FAIL_CONNECT);
+	CHECK_EQ_INT(r.connected, 0);
+	rk_http_response_release(&r);
+	char url[128];
+	snprintf(url, sizeof(url), "%s/slow", base);
+	q.url = url;
+	q.timeout_ms = 300;
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), -RK_ETIMEOUT);
+	CHECK_EQ_INT(r.failure, RK_HTTP_FAIL_TIMEOUT);
+	CHECK_EQ_INT(r.connected, 1);
+	rk_http_response_release(&r);
+	q.url = "ftp://127.0.0.1/x";
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), -RK_EINVALID);
+	CHECK_EQ_INT(r.failure, RK_HTTP_FAIL_URL);
+	rk_http_response_release(&r);
+}
+
+/* A keep-alive HTTP server on a unix socket that counts its connections. */
+static atomic_int unix_conns;
+
+static void *unix_conn(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[4096];
+	size_t have = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		buf[have] = '\0';
+		char *end = strstr(buf, "\r\n\r\n");
+		if (!end)
+			continue;
+		static const char rep[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
+		if (write(fd, rep, sizeof(rep) - 1) < 0)
+			break;
+		have = 0;
+	}
+	close(fd);
+	return NULL;
+}
+
+static void *unix_accept(void *arg)
+{
+	int lfd = (int)(intptr_t)arg;
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			return NULL;
+		atomic_fetch_add(&unix_conns, 1);
+		pthread_t t;
+		pthread_create(&t, NULL, unix_conn, (void *)(intptr_t)fd);
+		pthread_detach(t);
+	}
+}
+
+/* libcurl's connections to path are closed on exec (it does not open them
+ * so by itself): the commands we start do not inherit a connection to the
+ * docker daemon. */
+static int connections_cloexec(const char *path)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int ok = 1, seen = 0;
+	while (d && (de = readdir(d)) != NULL) {
+		int fd = atoi(de->d_name);
+		struct sockaddr_un peer;
+		socklen_t sl = sizeof(peer);
+		memset(&peer, 0, sizeof(peer));
+		if (de->d_name[0] == '.' || getpeername(fd, (struct sockaddr *)&peer, &sl) != 0 ||
+		    peer.sun_family != AF_UNIX || strcmp(peer.sun_path, path) != 0)
+			continue;
+		seen = 1;
+		if (!(fcntl(fd, F_GETFD) & FD_CLOEXEC))
+			ok = 0;
+	}
+	if (d)
+		closedir(d);
+	return ok && seen;
+}
+
+TEST(unix_socket_keeps_its_connection)
+{
+	char dir[] = "/tmp/rk-http-unix-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s.sock", dir);
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CHECK(listen(lfd, 8) == 0);
+	pthread_t t;
+	pthread_create(&t, NULL, unix_accept, (void *)(intptr_t)lfd);
+	struct rk_http_request q = {.method = "GET", .url = "http://docker/v1.41/_ping", .unix_socket = sa.sun_path,
+				    .max_attempts = 1};
+	struct rk_http_response r;
+	struct rk_error e;
+	for (int i = 0; i < 3; i++) {
+		rk_http_response_init(&r);
+		CHECK_EQ_INT(rk_http_do(&q, &r, &e), 0);
+		CHECK_EQ_STR(r.body.data, "ok");
+		rk_http_response_release(&r);
+	}
+	CHECK_EQ_INT(atomic_load(&unix_conns), 1); /* one kept connection */
+	CHECK(connections_cloexec(sa.sun_path));
+	q.mutating = 1; /* a new connection */
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), 0);
+	rk_http_response_release(&r);
+	CHECK_EQ_INT(atomic_load(&unix_conns), 2);
+	q.mutating = 0;
+	q.no_reuse = 1; /* one of its own */
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), 0);
+	rk_http_response_release(&r);
+	CHECK_EQ_INT(atomic_load(&unix_conns), 3);
+	q.no_reuse = 0;
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), 0);
+	rk_http_response_release(&r);
+	CHECK_EQ_INT(atomic_load(&unix_conns), 3);
+	/* no daemon behind the path: no connection */
+	shutdown(lfd, SHUT_RDWR);
+	close(lfd);
+	pthread_join(t, NULL);
+	unlink(sa.sun_path);
+	q.no_reuse = 1;
+	rk_http_response_init(&r);
+	CHECK_EQ_INT(rk_http_do(&q, &r, &e), -RK_EUNAVAILABLE);
+	CHECK_EQ_INT(r.failure, RK_HTTP_FAIL_CONNECT);
+	rk_http_response_release(&r);
+	rmdir(dir);
+}
+
+TEST(url_parse)
+{
+	struct rk_http_url u;
+	CHECK_EQ_INT(rk_http_url_parse("https://api.example.com/v1/x?a=1", &u), 0);
+	CHECK_EQ_STR(u.scheme, "https");
+	CHECK_EQ_STR(u.host, "api.example.com");
+	CHECK_EQ_STR(u.port, "443");
+	CHECK_EQ_STR(u.path, "/v1/x");
+	CHECK_EQ_STR(u.query, "a=1");
+	CHECK(u.user == NULL && u.password == NULL);
+	rk_http_url_release(&u);
+	CHECK_EQ_INT(rk_http_url_parse("http://me:pw@h:8080", &u), 0);
+	CHECK_EQ_STR(u.user, "me");
+	CHECK_EQ_STR(u.password, "pw");
+	CHECK_EQ_STR(u.port, "8080");
+	rk_http_url_release(&u);
+	CHECK_EQ_INT(rk_http_url_parse("not a url", &u), -RK_EINVALID);
+	rk_http_url_release(&u);
+	CHECK(rk_http_version() != NULL && *rk_http_version());
+}
+
 TEST(helpers)
 {
 	CHECK_EQ_INT(rk_http_retry_after("7"), 7);
@@ -385,6 +718,14 @@ int main(void)
 	RUN(refused_connection_is_unavailable);
 	RUN(reply_size_is_bounded);
 	RUN(streaming_hands_bytes_over);
+	RUN(any_status_is_the_callers);
+	RUN(truncate_cuts_and_succeeds);
+	RUN(headers_agent_and_streamed_body);
+	RUN(body_read_streams_and_is_sent_once);
+	RUN(encoding_policies);
+	RUN(failures_are_classified);
+	RUN(unix_socket_keeps_its_connection);
+	RUN(url_parse);
 	RUN(helpers);
 	RUN(listen_parse);
 	MHD_stop_daemon(server);
