@@ -13,6 +13,24 @@
 #include "engine/util/id.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
+#include "engine/util/names.h"
+
+static const char *const approval_states[RK_APPROVAL_STATE_COUNT] = {
+	[RK_APPROVAL_STATE_UNKNOWN] = "unknown",
+	[RK_APPROVAL_PENDING] = "pending",
+	[RK_APPROVAL_APPROVED] = "approved",
+	[RK_APPROVAL_DENIED] = "denied",
+};
+
+const char *rk_approval_state_name(enum rk_approval_state v)
+{
+	return rk_names_name(approval_states, RK_APPROVAL_STATE_COUNT, (int)v);
+}
+
+enum rk_approval_state rk_approval_state_of(const char *name)
+{
+	return (enum rk_approval_state)rk_names_find(approval_states, RK_APPROVAL_STATE_COUNT, name);
+}
 
 #define SHARED_USER "*" /* user_id of a rule for everyone in the space */
 #define POLL_MS 200
@@ -391,7 +409,7 @@ static int approval_wait(struct rk_engine *eng, const struct rk_actor *a, const 
 		note = by = NULL;
 		if ((r = approval_state(eng, id, state, sizeof(state), &note, &by, err)))
 			break;
-		if (strcmp(state, "pending") != 0)
+		if (rk_approval_state_of(state) != RK_APPROVAL_PENDING)
 			break;
 		if (cancel && *cancel) {
 			r = rk_error_set(err, RK_EINTERRUPTED, "interrupted while %s waited for approval", tool);
@@ -411,7 +429,7 @@ static int approval_wait(struct rk_engine *eng, const struct rk_actor *a, const 
 	}
 	struct rk_error e3;
 	set_run_state(eng, run_id, "waiting_approval", "running", &e3);
-	if (r == 0 && !strcmp(state, "denied"))
+	if (r == 0 && rk_approval_state_of(state) == RK_APPROVAL_DENIED)
 		r = rk_error_set(err, RK_EDENIED, "%s denied %s%s%s", by ? by : "a person", tool, note ? ": " : "",
 				 note ? note : "");
 	if (r == 0) {

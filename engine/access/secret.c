@@ -21,6 +21,25 @@
 #include "engine/util/ipc.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
+#include "engine/util/names.h"
+
+static const char *const secret_auths[RK_SECRET_AUTH_COUNT] = {
+	[RK_SECRET_AUTH_UNKNOWN] = "unknown",
+	[RK_SECRET_BEARER] = "bearer",
+	[RK_SECRET_HEADER] = "header",
+	[RK_SECRET_BASIC] = "basic",
+	[RK_SECRET_QUERY] = "query",
+};
+
+const char *rk_secret_auth_name(enum rk_secret_auth v)
+{
+	return rk_names_name(secret_auths, RK_SECRET_AUTH_COUNT, (int)v);
+}
+
+enum rk_secret_auth rk_secret_auth_of(const char *name)
+{
+	return (enum rk_secret_auth)rk_names_find(secret_auths, RK_SECRET_AUTH_COUNT, name);
+}
 
 #define KEY_BYTES crypto_aead_xchacha20poly1305_ietf_KEYBYTES
 #define NONCE_BYTES crypto_aead_xchacha20poly1305_ietf_NPUBBYTES
@@ -190,7 +209,7 @@ static int token_ok(const char *s)
 int rk_secret_auth_parse(const char *spec, char **kind, char **param, struct rk_error *err)
 {
 	*kind = *param = NULL;
-	if (spec && (!strcmp(spec, "bearer") || !strcmp(spec, "basic"))) {
+	if (rk_secret_auth_of(spec) == RK_SECRET_BEARER || rk_secret_auth_of(spec) == RK_SECRET_BASIC) {
 		*kind = rk_xstrdup(spec);
 		return 0;
 	}
@@ -639,7 +658,7 @@ int rk_secret_set(struct rk_engine *eng, const struct rk_actor *a, const char *n
 	char *origin = NULL, *kind = NULL, *param = NULL;
 	if ((r = rk_secret_origin(origin_url, 1, &origin, err)) || (r = rk_secret_auth_parse(auth, &kind, &param, err)))
 		goto out;
-	if (!strcmp(kind, "basic") && !memchr(value, ':', len)) {
+	if (rk_secret_auth_of(kind) == RK_SECRET_BASIC && !memchr(value, ':', len)) {
 		r = rk_error_set(err, RK_EINVALID, "a basic secret is 'user:password'");
 		goto out;
 	}
@@ -1395,9 +1414,10 @@ static int header_forbidden(const char *name, const struct sealed *s)
 	for (size_t i = 0; never[i]; i++)
 		if (!strcasecmp(name, never[i]))
 			return 1;
-	if ((!strcmp(s->kind, "bearer") || !strcmp(s->kind, "basic")) && !strcasecmp(name, "authorization"))
+	enum rk_secret_auth auth = rk_secret_auth_of(s->kind);
+	if ((auth == RK_SECRET_BEARER || auth == RK_SECRET_BASIC) && !strcasecmp(name, "authorization"))
 		return 1;
-	return !strcmp(s->kind, "header") && !strcasecmp(name, s->param);
+	return auth == RK_SECRET_HEADER && !strcasecmp(name, s->param);
 }
 
 /* The response as the model gets it: the headers it may need and the body,
@@ -1508,7 +1528,7 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 		r = rk_error_set(err, RK_EFAILED, "secret_request: libcurl could not start");
 		goto out;
 	}
-	if (!strcmp(s.kind, "query")) {
+	if (rk_secret_auth_of(s.kind) == RK_SECRET_QUERY) {
 		char *k = curl_easy_escape(curl, s.param, 0), *v = curl_easy_escape(curl, value, (int)vlen);
 		const char *sep = strchr(req->url, '?') ? "&" : "?";
 		url = sodium_malloc(strlen(req->url) + strlen(k) + strlen(v) + 3);
@@ -1523,10 +1543,10 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 	} else {
 		struct rk_buf line = RK_BUF_INIT;
 		rk_buf_init(&line);
-		if (!strcmp(s.kind, "bearer")) {
+		if (rk_secret_auth_of(s.kind) == RK_SECRET_BEARER) {
 			rk_buf_adds(&line, "Authorization: Bearer ");
 			rk_buf_add(&line, value, vlen);
-		} else if (!strcmp(s.kind, "basic")) {
+		} else if (rk_secret_auth_of(s.kind) == RK_SECRET_BASIC) {
 			char *b64 = base64_variant(value, vlen, sodium_base64_VARIANT_ORIGINAL);
 			rk_buf_adds(&line, "Authorization: Basic ");
 			rk_buf_adds(&line, b64);

@@ -132,4 +132,17 @@ struct rk_secret_http {
 int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct rk_secret_http *req, cJSON **out,
 		   struct rk_error *err);
 
+/* How a secret is sent (secrets.auth, the kind of rk_secret_auth_parse):
+ * a bearer token, a header, basic auth or a query parameter. */
+enum rk_secret_auth {
+	RK_SECRET_AUTH_UNKNOWN, /* "unknown": NULL or a name not below */
+	RK_SECRET_BEARER,       /* "bearer" */
+	RK_SECRET_HEADER,       /* "header" */
+	RK_SECRET_BASIC,        /* "basic" */
+	RK_SECRET_QUERY,        /* "query" */
+	RK_SECRET_AUTH_COUNT
+};
+const char *rk_secret_auth_name(enum rk_secret_auth v);
+enum rk_secret_auth rk_secret_auth_of(const char *name);
+
 #endif

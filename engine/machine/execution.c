@@ -15,17 +15,39 @@
 #include "engine/util/log.h"
 #include "engine/util/time.h"
 #include "engine/machine/worker.h"
+#include "engine/util/names.h"
+
+static const char *const execution_states[RK_EXECUTION_STATE_COUNT] = {
+	[RK_EXECUTION_STATE_UNKNOWN] = "unknown",
+	[RK_EXECUTION_PENDING] = "pending",
+	[RK_EXECUTION_RUNNING] = "running",
+	[RK_EXECUTION_SUCCEEDED] = "succeeded",
+	[RK_EXECUTION_FAILED] = "failed",
+	[RK_EXECUTION_CANCELLED] = "cancelled",
+	[RK_EXECUTION_OUTCOME_UNKNOWN] = "outcome_unknown",
+};
+
+const char *rk_execution_state_name(enum rk_execution_state v)
+{
+	return rk_names_name(execution_states, RK_EXECUTION_STATE_COUNT, (int)v);
+}
+
+enum rk_execution_state rk_execution_state_of(const char *name)
+{
+	return (enum rk_execution_state)rk_names_find(execution_states, RK_EXECUTION_STATE_COUNT, name);
+}
 
 static const char *const lifecycle_ops[] = {"create", "pause", "resume", "stop", "delete", NULL};
 
 int rk_execution_state_is_final(const char *state)
 {
-	return !strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "cancelled");
+	enum rk_execution_state s = rk_execution_state_of(state);
+	return s == RK_EXECUTION_SUCCEEDED || s == RK_EXECUTION_FAILED || s == RK_EXECUTION_CANCELLED;
 }
 
 static int state_is_settled(const char *state)
 {
-	return rk_execution_state_is_final(state) || !strcmp(state, "outcome_unknown");
+	return rk_execution_state_is_final(state) || rk_execution_state_of(state) == RK_EXECUTION_OUTCOME_UNKNOWN;
 }
 
 static int valid_op(const char *op)
@@ -142,7 +164,7 @@ static int validate_create_body(const cJSON *body, struct rk_error *err)
 		rk_buf_release(&b);
 		return r;
 	}
-	if (mode && strcmp(mode, "team") && strcmp(mode, "private"))
+	if (mode && rk_computer_mode_of(mode) == RK_COMPUTER_MODE_UNKNOWN)
 		return rk_error_set(err, RK_EINVALID, "create: mode must be team or private");
 	int desktop;
 	int64_t v;
@@ -271,7 +293,7 @@ int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, stru
 					 "computer '%s' already has a lifecycle command in progress: execution %s "
 					 "(%s, %s)%s",
 					 comp.name, active.id, active.op, active.state,
-					 !strcmp(active.state, "outcome_unknown")
+					 rk_execution_state_of(active.state) == RK_EXECUTION_OUTCOME_UNKNOWN
 						 ? "; settle it with `rakazo computer execution decide`"
 						 : "");
 			rk_execution_release(&active);
@@ -335,13 +357,14 @@ int rk_execution_get(struct rk_engine *eng, const char *id, struct rk_execution 
  * thinks that one dead; the one taken for dead must then write nothing. */
 static int still_ours(struct rk_engine *eng, const struct rk_execution *e, struct rk_error *err)
 {
-	if (!e->worker_id || !e->state || strcmp(e->state, "running") != 0)
+	if (!e->worker_id || rk_execution_state_of(e->state) != RK_EXECUTION_RUNNING)
 		return 0; /* not a worker's running command (a decision on outcome_unknown, say) */
 	struct rk_execution now = {0};
 	struct rk_error e2;
 	int r = 0;
 	if (rk_db_execution_get(eng->db, e->id, &now, &e2) == 0 &&
-	    (!now.worker_id || strcmp(now.worker_id, e->worker_id) || strcmp(now.state, "running")))
+	    (!now.worker_id || strcmp(now.worker_id, e->worker_id) ||
+	     rk_execution_state_of(now.state) != RK_EXECUTION_RUNNING))
 		r = rk_error_set(err, RK_ESTALE, "execution %s was taken over: its worker %s was taken for dead", e->id,
 				 e->worker_id);
 	rk_execution_release(&now);
@@ -387,13 +410,13 @@ int rk_execution_cancel(struct rk_engine *eng, const char *id, struct rk_executi
 	struct rk_execution e = {0};
 	if ((r = rk_db_execution_get(eng->db, id, &e, err)))
 		goto fail;
-	if (!strcmp(e.state, "pending")) {
+	if (rk_execution_state_of(e.state) == RK_EXECUTION_PENDING) {
 		if ((r = finish(eng, &e, "cancelled", "cancelled", "cancelled before it started", NULL, err)))
 			goto fail;
 		cancel_create_computer(eng, &e);
 		if ((r = append_event(eng, e.id, "cancelled", msg_data("by", eng->owner), err)))
 			goto fail;
-	} else if (!strcmp(e.state, "running")) {
+	} else if (rk_execution_state_of(e.state) == RK_EXECUTION_RUNNING) {
 		if ((r = rk_db_execution_request_cancel(eng->db, e.id, err)) ||
 		    (r = append_event(eng, e.id, "cancel_requested", msg_data("by", eng->owner), err)))
 			goto fail;
@@ -440,7 +463,8 @@ static int apply_success(struct rk_engine *eng, const struct rk_execution *e, co
 int rk_execution_decide(struct rk_engine *eng, const char *id, const char *outcome, struct rk_execution *out,
 			struct rk_error *err)
 {
-	if (!outcome || (strcmp(outcome, "succeeded") && strcmp(outcome, "failed")))
+	enum rk_execution_state decided = rk_execution_state_of(outcome);
+	if (decided != RK_EXECUTION_SUCCEEDED && decided != RK_EXECUTION_FAILED)
 		return rk_error_set(err, RK_EUSAGE, "--outcome must be succeeded or failed");
 	int r = rk_db_begin(eng->db, err);
 	if (r)
@@ -448,12 +472,12 @@ int rk_execution_decide(struct rk_engine *eng, const char *id, const char *outco
 	struct rk_execution e = {0};
 	if ((r = rk_db_execution_get(eng->db, id, &e, err)))
 		goto fail;
-	if (strcmp(e.state, "outcome_unknown") != 0) {
+	if (rk_execution_state_of(e.state) != RK_EXECUTION_OUTCOME_UNKNOWN) {
 		r = rk_error_set(err, RK_ECONFLICT, "execution %s is %s; only outcome_unknown executions take a decision",
 				 e.id, e.state);
 		goto fail;
 	}
-	if (!strcmp(outcome, "succeeded")) {
+	if (decided == RK_EXECUTION_SUCCEEDED) {
 		if ((r = apply_success(eng, &e, NULL, err)) ||
 		    (r = finish(eng, &e, "succeeded", NULL, NULL, NULL, err)))
 			goto fail;
@@ -718,7 +742,7 @@ int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *,
 		if ((r = rk_db_begin(eng->db, err)))
 			break;
 		struct rk_execution e = {0};
-		if (rk_db_execution_get(eng->db, ids[i], &e, NULL) == 0 && !strcmp(e.state, "running") &&
+		if (rk_db_execution_get(eng->db, ids[i], &e, NULL) == 0 && rk_execution_state_of(e.state) == RK_EXECUTION_RUNNING &&
 		    !(alive && alive(eng, &e, arg))) {
 			rk_log(RK_LOG_WARN, "execution %s: its worker %s (pid %lld) is gone", e.id,
 			       e.worker_id ? e.worker_id : "-", (long long)e.worker_pid);
@@ -763,7 +787,7 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 {
 	int r;
 	for (int round = 0; round < 3; round++) {
-		if (!strcmp(c->state, "running")) {
+		if (rk_computer_state_of(c->state) == RK_COMPUTER_RUNNING) {
 			/* the machine may have gone behind our back (a killed container,
 			 * a host reboot): then the record follows it, and a saved resume
 			 * brings it back (a replacement when it is gone) */
@@ -792,7 +816,7 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 		struct rk_error e2;
 		if (rk_db_execution_active(eng->db, c->id, &e, &e2) == 0) {
 			/* a lifecycle command is under way: wait for it, then look again */
-			if (!strcmp(e.state, "outcome_unknown")) {
+			if (rk_execution_state_of(e.state) == RK_EXECUTION_OUTCOME_UNKNOWN) {
 				r = rk_error_set(err, RK_EOUTCOME_UNKNOWN,
 						 "computer '%s' waits for a decision on execution %s (%s): check the "
 						 "provider, then `rakazo computer execution decide %s --outcome ...`",
@@ -808,7 +832,8 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 			rk_execution_release(&done);
 			if (r)
 				return r;
-		} else if (!strcmp(c->state, "paused") || !strcmp(c->state, "stopped")) {
+		} else if (rk_computer_state_of(c->state) == RK_COMPUTER_PAUSED ||
+			   rk_computer_state_of(c->state) == RK_COMPUTER_STOPPED) {
 			/* a command on a paused computer first submits a saved resume */
 			struct rk_submit s = {.op = "resume", .computer = c->id};
 			int existed;
@@ -818,7 +843,7 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 			r = rk_worker_ensure(eng, err);
 			if (r == 0)
 				r = rk_execution_wait(eng, e.id, 300000, &done, err);
-			if (r == 0 && strcmp(done.state, "succeeded") != 0)
+			if (r == 0 && rk_execution_state_of(done.state) != RK_EXECUTION_SUCCEEDED)
 				r = rk_error_set(err, RK_EUNAVAILABLE, "resuming computer '%s' failed (execution %s): %s",
 						 c->name, e.id, done.error_message ? done.error_message : done.state);
 			rk_execution_release(&e);
@@ -827,7 +852,7 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 				return r;
 		} else {
 			return rk_error_set(err, RK_EUNAVAILABLE, "computer '%s' is %s%s", c->name, c->state,
-					    !strcmp(c->state, "failed")
+					    rk_computer_state_of(c->state) == RK_COMPUTER_FAILED
 						    ? ": resume it with `rakazo computer resume` or delete it"
 						    : "");
 		}
@@ -838,7 +863,7 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 		if (r)
 			return r;
 	}
-	if (!strcmp(c->state, "running"))
+	if (rk_computer_state_of(c->state) == RK_COMPUTER_RUNNING)
 		return 0;
 	return rk_error_set(err, RK_EUNAVAILABLE, "computer '%s' is %s", c->name, c->state);
 }

@@ -56,4 +56,19 @@ int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *,
  * return *c is fresh from the database. */
 int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, struct rk_error *err);
 
+/* A saved command's state (lifecycle_executions.state, rk_execution.state).
+ * outcome_unknown: the provider's reply was lost; the operator settles it. */
+enum rk_execution_state {
+	RK_EXECUTION_STATE_UNKNOWN,   /* "unknown": NULL or a name not below */
+	RK_EXECUTION_PENDING,         /* "pending" */
+	RK_EXECUTION_RUNNING,         /* "running" */
+	RK_EXECUTION_SUCCEEDED,       /* "succeeded" */
+	RK_EXECUTION_FAILED,          /* "failed" */
+	RK_EXECUTION_CANCELLED,       /* "cancelled" */
+	RK_EXECUTION_OUTCOME_UNKNOWN, /* "outcome_unknown" */
+	RK_EXECUTION_STATE_COUNT
+};
+const char *rk_execution_state_name(enum rk_execution_state v);
+enum rk_execution_state rk_execution_state_of(const char *name);
+
 #endif

@@ -42,4 +42,25 @@ int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, s
 /* {kind, owner, worker_pid, operation, phase, state, heartbeat_at, created_at, phases[]}, or NULL when none. */
 cJSON *rk_reservation_to_json(struct rk_db *db, const char *computer_id);
 
+/* A reservation's state (computer_reservations.state): interrupted once its
+ * job went silent; only its owner's release frees it then. */
+enum rk_reservation_state {
+	RK_RESERVATION_STATE_UNKNOWN, /* "unknown": NULL or a name not below */
+	RK_RESERVATION_ACTIVE,        /* "active" */
+	RK_RESERVATION_INTERRUPTED,   /* "interrupted" */
+	RK_RESERVATION_STATE_COUNT
+};
+const char *rk_reservation_state_name(enum rk_reservation_state v);
+enum rk_reservation_state rk_reservation_state_of(const char *name);
+
+/* The job a reservation is for (computer_reservations.kind). */
+enum rk_reservation_kind {
+	RK_RESERVATION_KIND_UNKNOWN, /* "unknown": NULL or a name not below */
+	RK_RESERVATION_UPDATE,       /* "update" */
+	RK_RESERVATION_RECOVERY,     /* "recovery" */
+	RK_RESERVATION_KIND_COUNT
+};
+const char *rk_reservation_kind_name(enum rk_reservation_kind v);
+enum rk_reservation_kind rk_reservation_kind_of(const char *name);
+
 #endif

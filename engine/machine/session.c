@@ -22,6 +22,41 @@
 #include "engine/util/json.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
+#include "engine/util/names.h"
+
+static const char *const history_kinds[RK_HISTORY_KIND_COUNT] = {
+	[RK_HISTORY_KIND_UNKNOWN] = "unknown",
+	[RK_HISTORY_COMMAND] = "command",
+	[RK_HISTORY_INPUT] = "input",
+	[RK_HISTORY_OUTPUT] = "output",
+	[RK_HISTORY_EXIT] = "exit",
+};
+
+const char *rk_history_kind_name(enum rk_history_kind v)
+{
+	return rk_names_name(history_kinds, RK_HISTORY_KIND_COUNT, (int)v);
+}
+
+enum rk_history_kind rk_history_kind_of(const char *name)
+{
+	return (enum rk_history_kind)rk_names_find(history_kinds, RK_HISTORY_KIND_COUNT, name);
+}
+
+static const char *const session_states[RK_SESSION_STATE_COUNT] = {
+	[RK_SESSION_STATE_UNKNOWN] = "unknown",
+	[RK_SESSION_RUNNING] = "running",
+	[RK_SESSION_ENDED] = "ended",
+};
+
+const char *rk_session_state_name(enum rk_session_state v)
+{
+	return rk_names_name(session_states, RK_SESSION_STATE_COUNT, (int)v);
+}
+
+enum rk_session_state rk_session_state_of(const char *name)
+{
+	return (enum rk_session_state)rk_names_find(session_states, RK_SESSION_STATE_COUNT, name);
+}
 
 #define HOLD_MAX (8u * 1024 * 1024) /* unread output a holder keeps */
 #define HISTORY_CHUNK_MAX (256u * 1024)
@@ -798,7 +833,7 @@ static int relay_call(struct rk_engine *eng, const char *sid, const cJSON *req, 
 static int session_live_in_state(struct rk_engine *eng, const char *sid)
 {
 	struct rk_session_row s = {0};
-	int live = rk_db_session_get(eng->db, sid, &s, NULL) == 0 && strcmp(s.state, "ended") != 0;
+	int live = rk_db_session_get(eng->db, sid, &s, NULL) == 0 && rk_session_state_of(s.state) != RK_SESSION_ENDED;
 	rk_session_row_release(&s);
 	return live;
 }
@@ -855,7 +890,7 @@ static int check_session(struct rk_engine *eng, const char *computer_id, const c
 		r = rk_error_set(err, RK_ENOTFOUND, "session %s does not belong to this computer", sid);
 	else if (strcmp(s.owner, eng->owner) != 0)
 		r = rk_error_set(err, RK_EDENIED, "session %s belongs to %s", sid, s.owner);
-	else if (!strcmp(s.state, "ended"))
+	else if (rk_session_state_of(s.state) == RK_SESSION_ENDED)
 		r = rk_error_set(err, RK_ENOTFOUND, "session %s has ended", sid);
 	rk_session_row_release(&s);
 	return r;

@@ -75,4 +75,27 @@ int rk_session_check_yield(int64_t yield_ms, struct rk_error *err);
  * RAKAZO_SESSION_IDLE_MS, else 30 min. */
 int64_t rk_session_idle_ms(void);
 
+/* A session's state (exec_sessions.state, rk_session_row.state). */
+enum rk_session_state {
+	RK_SESSION_STATE_UNKNOWN, /* "unknown": NULL or a name not below */
+	RK_SESSION_RUNNING,       /* "running" */
+	RK_SESSION_ENDED,         /* "ended" */
+	RK_SESSION_STATE_COUNT
+};
+const char *rk_session_state_name(enum rk_session_state v);
+enum rk_session_state rk_session_state_of(const char *name);
+
+/* What a terminal history entry holds (terminal_history.kind,
+ * rk_history_entry.kind): the command, input, output, or how it ended. */
+enum rk_history_kind {
+	RK_HISTORY_KIND_UNKNOWN, /* "unknown": NULL or a name not below */
+	RK_HISTORY_COMMAND,      /* "command" */
+	RK_HISTORY_INPUT,        /* "input" */
+	RK_HISTORY_OUTPUT,       /* "output" */
+	RK_HISTORY_EXIT,         /* "exit" */
+	RK_HISTORY_KIND_COUNT
+};
+const char *rk_history_kind_name(enum rk_history_kind v);
+enum rk_history_kind rk_history_kind_of(const char *name);
+
 #endif

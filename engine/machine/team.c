@@ -20,13 +20,32 @@
 #include "engine/util/json.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
+#include "engine/util/names.h"
+
+static const char *const slot_states[RK_SLOT_STATE_COUNT] = {
+	[RK_SLOT_STATE_UNKNOWN] = "unknown",
+	[RK_SLOT_FREE] = "free",
+	[RK_SLOT_STARTING] = "starting",
+	[RK_SLOT_LIVE] = "live",
+	[RK_SLOT_RELEASING] = "releasing",
+};
+
+const char *rk_slot_state_name(enum rk_slot_state v)
+{
+	return rk_names_name(slot_states, RK_SLOT_STATE_COUNT, (int)v);
+}
+
+enum rk_slot_state rk_slot_state_of(const char *name)
+{
+	return (enum rk_slot_state)rk_names_find(slot_states, RK_SLOT_STATE_COUNT, name);
+}
 
 #define SLOT_MAX 63 /* the display module's highest display */
 #define BROWSER_CLOSE_MS 10000
 
 static int is_team(const struct rk_computer *c)
 {
-	return c->mode && !strcmp(c->mode, "team");
+	return rk_computer_mode_of(c->mode) == RK_COMPUTER_TEAM;
 }
 
 int rk_team_bot_check(const char *bot, struct rk_error *err)
@@ -187,7 +206,7 @@ int rk_team_bot_busy(struct rk_db *db, const char *computer_id, const char *comp
 	int r = rk_team_bot_run_state(db, computer_id, bot_id, &state, &run, err);
 	if (r)
 		return r;
-	if (state && !strcmp(state, "waiting_takeover")) {
+	if (rk_run_state_of(state) == RK_RUN_WAITING_TAKEOVER) {
 		if (waiting_run)
 			*waiting_run = run;
 		else
@@ -331,7 +350,7 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 	rk_db_bind_text(st, 2, bot);
 	if (rk_stmt_step(st) == RK_SQL_ROW) {
 		out->slot = rk_stmt_column_int(st, 0);
-		int releasing = !strcmp((const char *)rk_stmt_column_text(st, 1), "releasing");
+		int releasing = rk_slot_state_of((const char *)rk_stmt_column_text(st, 1)) == RK_SLOT_RELEASING;
 		out->generation = rk_stmt_column_int64(st, 2);
 		rk_stmt_finalize(st);
 		rk_db_rollback(eng->db);
@@ -794,7 +813,7 @@ int rk_team_screen_count(struct rk_db *db, const struct rk_computer *c)
 			bots = rk_stmt_column_int(st, 0);
 		rk_stmt_finalize(st);
 	}
-	if (!c->desktop || !c->state || strcmp(c->state, "running"))
+	if (!c->desktop || rk_computer_state_of(c->state) != RK_COMPUTER_RUNNING)
 		return bots;
 	return multi_screen(c) ? 1 + bots : 1;
 }
@@ -920,8 +939,8 @@ static void end_waiting_run(struct rk_engine *eng, const struct rk_computer *c, 
 {
 	char *state = NULL, *run = NULL;
 	struct rk_error e;
-	if (rk_team_bot_run_state(eng->db, c->id, bot, &state, &run, &e) == 0 && state &&
-	    !strcmp(state, "waiting_takeover")) {
+	if (rk_team_bot_run_state(eng->db, c->id, bot, &state, &run, &e) == 0 &&
+	    rk_run_state_of(state) == RK_RUN_WAITING_TAKEOVER) {
 		if (rk_db_run_end_takeover(eng->db, run, NULL, &e) < 0)
 			rk_log(RK_LOG_WARN, "run %s: the takeover did not end: %s", run, e.message);
 		else

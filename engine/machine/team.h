@@ -160,4 +160,16 @@ int rk_team_bot_busy(struct rk_db *db, const char *computer_id, const char *comp
 int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char *bot_id, char **state,
 			  char **run_id, struct rk_error *err);
 
+/* A bot slot's state on a team computer (display_slots.state). */
+enum rk_slot_state {
+	RK_SLOT_STATE_UNKNOWN, /* "unknown": NULL or a name not below */
+	RK_SLOT_FREE,          /* "free" */
+	RK_SLOT_STARTING,      /* "starting" */
+	RK_SLOT_LIVE,          /* "live" */
+	RK_SLOT_RELEASING,     /* "releasing" */
+	RK_SLOT_STATE_COUNT
+};
+const char *rk_slot_state_name(enum rk_slot_state v);
+enum rk_slot_state rk_slot_state_of(const char *name);
+
 #endif

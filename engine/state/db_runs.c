@@ -7,23 +7,40 @@
 
 #include "engine/util/host.h"
 #include "engine/util/buf.h"
+#include "engine/util/names.h"
 #include "engine/util/time.h"
 
-static const char *const states[] = {"queued",      "running",     "waiting_takeover", "waiting_approval",
-				     "completed",   "failed",      "interrupted",      "cancelled", NULL};
+static const char *const run_states[RK_RUN_STATE_COUNT] = {
+	[RK_RUN_STATE_UNKNOWN] = "unknown",
+	[RK_RUN_QUEUED] = "queued",
+	[RK_RUN_RUNNING] = "running",
+	[RK_RUN_WAITING_TAKEOVER] = "waiting_takeover",
+	[RK_RUN_WAITING_APPROVAL] = "waiting_approval",
+	[RK_RUN_COMPLETED] = "completed",
+	[RK_RUN_FAILED] = "failed",
+	[RK_RUN_INTERRUPTED] = "interrupted",
+	[RK_RUN_CANCELLED] = "cancelled",
+};
+
+const char *rk_run_state_name(enum rk_run_state s)
+{
+	return rk_names_name(run_states, RK_RUN_STATE_COUNT, (int)s);
+}
+
+enum rk_run_state rk_run_state_of(const char *name)
+{
+	return (enum rk_run_state)rk_names_find(run_states, RK_RUN_STATE_COUNT, name);
+}
 
 int rk_run_state_valid(const char *state)
 {
-	for (size_t i = 0; state && states[i]; i++)
-		if (!strcmp(states[i], state))
-			return 1;
-	return 0;
+	return rk_run_state_of(state) != RK_RUN_STATE_UNKNOWN;
 }
 
 int rk_run_state_is_final(const char *state)
 {
-	return state && (!strcmp(state, "completed") || !strcmp(state, "failed") || !strcmp(state, "interrupted") ||
-			 !strcmp(state, "cancelled"));
+	enum rk_run_state s = rk_run_state_of(state);
+	return s == RK_RUN_COMPLETED || s == RK_RUN_FAILED || s == RK_RUN_INTERRUPTED || s == RK_RUN_CANCELLED;
 }
 
 static void bind_opt(struct rk_stmt *st, int i, int64_t v)
