@@ -15,22 +15,7 @@
 #include "engine/util/time.h"
 #include "engine/util/names.h"
 
-static const char *const approval_states[RK_APPROVAL_STATE_COUNT] = {
-	[RK_APPROVAL_STATE_UNKNOWN] = "unknown",
-	[RK_APPROVAL_PENDING] = "pending",
-	[RK_APPROVAL_APPROVED] = "approved",
-	[RK_APPROVAL_DENIED] = "denied",
-};
-
-const char *rk_approval_state_name(enum rk_approval_state v)
-{
-	return rk_names_name(approval_states, RK_APPROVAL_STATE_COUNT, (int)v);
-}
-
-enum rk_approval_state rk_approval_state_of(const char *name)
-{
-	return (enum rk_approval_state)rk_names_find(approval_states, RK_APPROVAL_STATE_COUNT, name);
-}
+RK_NAMES_DEFINE(rk_approval_state, RK_APPROVAL_STATE, RK_APPROVAL_STATES)
 
 #define SHARED_USER "*" /* user_id of a rule for everyone in the space */
 #define POLL_MS 200

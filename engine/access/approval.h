@@ -44,6 +44,7 @@
 #include "engine/access/authz.h"
 #include "engine/state/engine.h"
 #include "engine/util/err.h"
+#include "engine/util/names.h"
 
 struct rk_approval_decision {
 	int ask;          /* 1: a person must approve the call */
@@ -89,14 +90,10 @@ int rk_approval_decide(struct rk_engine *eng, const struct rk_actor *a, const ch
 int rk_approval_pending(struct rk_engine *eng, const char *run_id, cJSON **out, struct rk_error *err);
 
 /* An approval request's state (approvals.state). */
-enum rk_approval_state {
-	RK_APPROVAL_STATE_UNKNOWN, /* "unknown": NULL or a name not below */
-	RK_APPROVAL_PENDING,       /* "pending" */
-	RK_APPROVAL_APPROVED,      /* "approved" */
-	RK_APPROVAL_DENIED,        /* "denied" */
-	RK_APPROVAL_STATE_COUNT
-};
-const char *rk_approval_state_name(enum rk_approval_state v);
-enum rk_approval_state rk_approval_state_of(const char *name);
+#define RK_APPROVAL_STATES(X)               \
+	X(RK_APPROVAL_PENDING, "pending")   \
+	X(RK_APPROVAL_APPROVED, "approved") \
+	X(RK_APPROVAL_DENIED, "denied")
+RK_NAMES_ENUM(rk_approval_state, RK_APPROVAL_STATE, RK_APPROVAL_STATES);
 
 #endif

@@ -23,23 +23,7 @@
 #include "engine/util/time.h"
 #include "engine/util/names.h"
 
-static const char *const secret_auths[RK_SECRET_AUTH_COUNT] = {
-	[RK_SECRET_AUTH_UNKNOWN] = "unknown",
-	[RK_SECRET_BEARER] = "bearer",
-	[RK_SECRET_HEADER] = "header",
-	[RK_SECRET_BASIC] = "basic",
-	[RK_SECRET_QUERY] = "query",
-};
-
-const char *rk_secret_auth_name(enum rk_secret_auth v)
-{
-	return rk_names_name(secret_auths, RK_SECRET_AUTH_COUNT, (int)v);
-}
-
-enum rk_secret_auth rk_secret_auth_of(const char *name)
-{
-	return (enum rk_secret_auth)rk_names_find(secret_auths, RK_SECRET_AUTH_COUNT, name);
-}
+RK_NAMES_DEFINE(rk_secret_auth, RK_SECRET_AUTH, RK_SECRET_AUTHS)
 
 #define KEY_BYTES crypto_aead_xchacha20poly1305_ietf_KEYBYTES
 #define NONCE_BYTES crypto_aead_xchacha20poly1305_ietf_NPUBBYTES

@@ -19,43 +19,9 @@
 #include "engine/util/time.h"
 #include "engine/util/names.h"
 
-static const char *const computer_modes[RK_COMPUTER_MODE_COUNT] = {
-	[RK_COMPUTER_MODE_UNKNOWN] = "unknown",
-	[RK_COMPUTER_PRIVATE] = "private",
-	[RK_COMPUTER_TEAM] = "team",
-};
+RK_NAMES_DEFINE(rk_computer_mode, RK_COMPUTER_MODE, RK_COMPUTER_MODES)
 
-const char *rk_computer_mode_name(enum rk_computer_mode v)
-{
-	return rk_names_name(computer_modes, RK_COMPUTER_MODE_COUNT, (int)v);
-}
-
-enum rk_computer_mode rk_computer_mode_of(const char *name)
-{
-	return (enum rk_computer_mode)rk_names_find(computer_modes, RK_COMPUTER_MODE_COUNT, name);
-}
-
-static const char *const computer_states[RK_COMPUTER_STATE_COUNT] = {
-	[RK_COMPUTER_STATE_UNKNOWN] = "unknown",
-	[RK_COMPUTER_STARTING] = "starting",
-	[RK_COMPUTER_RUNNING] = "running",
-	[RK_COMPUTER_PAUSED] = "paused",
-	[RK_COMPUTER_STOPPED] = "stopped",
-	[RK_COMPUTER_OFFLINE] = "offline",
-	[RK_COMPUTER_FAILED] = "failed",
-	[RK_COMPUTER_RESTORING] = "restoring",
-	[RK_COMPUTER_DELETED] = "deleted",
-};
-
-const char *rk_computer_state_name(enum rk_computer_state v)
-{
-	return rk_names_name(computer_states, RK_COMPUTER_STATE_COUNT, (int)v);
-}
-
-enum rk_computer_state rk_computer_state_of(const char *name)
-{
-	return (enum rk_computer_state)rk_names_find(computer_states, RK_COMPUTER_STATE_COUNT, name);
-}
+RK_NAMES_DEFINE(rk_computer_state, RK_COMPUTER_STATE, RK_COMPUTER_STATES)
 
 static void add_time(cJSON *o, const char *key, int64_t ms)
 {

@@ -8,6 +8,7 @@
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
 #include "providers/provider.h"
+#include "engine/util/names.h"
 
 #define RK_FILE_READ_DEFAULT_MAX (16u * 1024 * 1024)
 #define RK_FILE_READ_LIMIT (256u * 1024 * 1024)
@@ -69,30 +70,22 @@ int rk_computer_sh(struct rk_engine *eng, const struct rk_computer *c, const cha
 /* A computer's state (computers.state, rk_computer.state): the name stored
  * and shown is rk_computer_state_name(); a paired machine is offline until
  * it connects. */
-enum rk_computer_state {
-	RK_COMPUTER_STATE_UNKNOWN, /* "unknown": NULL or a name not below */
-	RK_COMPUTER_STARTING,      /* "starting" */
-	RK_COMPUTER_RUNNING,       /* "running" */
-	RK_COMPUTER_PAUSED,        /* "paused" */
-	RK_COMPUTER_STOPPED,       /* "stopped" */
-	RK_COMPUTER_OFFLINE,       /* "offline" */
-	RK_COMPUTER_FAILED,        /* "failed" */
-	RK_COMPUTER_RESTORING,     /* "restoring" */
-	RK_COMPUTER_DELETED,       /* "deleted" */
-	RK_COMPUTER_STATE_COUNT
-};
-const char *rk_computer_state_name(enum rk_computer_state v);
-enum rk_computer_state rk_computer_state_of(const char *name);
+#define RK_COMPUTER_STATES(X)                 \
+	X(RK_COMPUTER_STARTING, "starting")   \
+	X(RK_COMPUTER_RUNNING, "running")     \
+	X(RK_COMPUTER_PAUSED, "paused")       \
+	X(RK_COMPUTER_STOPPED, "stopped")     \
+	X(RK_COMPUTER_OFFLINE, "offline")     \
+	X(RK_COMPUTER_FAILED, "failed")       \
+	X(RK_COMPUTER_RESTORING, "restoring") \
+	X(RK_COMPUTER_DELETED, "deleted")
+RK_NAMES_ENUM(rk_computer_state, RK_COMPUTER_STATE, RK_COMPUTER_STATES);
 
 /* A computer's mode (computers.mode): private to its owner, or a team
  * computer whose screen bots and people share (engine/machine/team.h). */
-enum rk_computer_mode {
-	RK_COMPUTER_MODE_UNKNOWN, /* "unknown": NULL or a name not below */
-	RK_COMPUTER_PRIVATE,      /* "private" */
-	RK_COMPUTER_TEAM,         /* "team" */
-	RK_COMPUTER_MODE_COUNT
-};
-const char *rk_computer_mode_name(enum rk_computer_mode v);
-enum rk_computer_mode rk_computer_mode_of(const char *name);
+#define RK_COMPUTER_MODES(X)              \
+	X(RK_COMPUTER_PRIVATE, "private") \
+	X(RK_COMPUTER_TEAM, "team")
+RK_NAMES_ENUM(rk_computer_mode, RK_COMPUTER_MODE, RK_COMPUTER_MODES);
 
 #endif

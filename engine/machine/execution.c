@@ -17,25 +17,7 @@
 #include "engine/machine/worker.h"
 #include "engine/util/names.h"
 
-static const char *const execution_states[RK_EXECUTION_STATE_COUNT] = {
-	[RK_EXECUTION_STATE_UNKNOWN] = "unknown",
-	[RK_EXECUTION_PENDING] = "pending",
-	[RK_EXECUTION_RUNNING] = "running",
-	[RK_EXECUTION_SUCCEEDED] = "succeeded",
-	[RK_EXECUTION_FAILED] = "failed",
-	[RK_EXECUTION_CANCELLED] = "cancelled",
-	[RK_EXECUTION_OUTCOME_UNKNOWN] = "outcome_unknown",
-};
-
-const char *rk_execution_state_name(enum rk_execution_state v)
-{
-	return rk_names_name(execution_states, RK_EXECUTION_STATE_COUNT, (int)v);
-}
-
-enum rk_execution_state rk_execution_state_of(const char *name)
-{
-	return (enum rk_execution_state)rk_names_find(execution_states, RK_EXECUTION_STATE_COUNT, name);
-}
+RK_NAMES_DEFINE(rk_execution_state, RK_EXECUTION_STATE, RK_EXECUTION_STATES)
 
 static const char *const lifecycle_ops[] = {"create", "pause", "resume", "stop", "delete", NULL};
 

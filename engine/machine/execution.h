@@ -10,6 +10,7 @@
 
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
+#include "engine/util/names.h"
 
 struct rk_submit {
 	const char *op;          /* create | pause | resume | stop | delete */
@@ -58,17 +59,13 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 
 /* A saved command's state (lifecycle_executions.state, rk_execution.state).
  * outcome_unknown: the provider's reply was lost; the operator settles it. */
-enum rk_execution_state {
-	RK_EXECUTION_STATE_UNKNOWN,   /* "unknown": NULL or a name not below */
-	RK_EXECUTION_PENDING,         /* "pending" */
-	RK_EXECUTION_RUNNING,         /* "running" */
-	RK_EXECUTION_SUCCEEDED,       /* "succeeded" */
-	RK_EXECUTION_FAILED,          /* "failed" */
-	RK_EXECUTION_CANCELLED,       /* "cancelled" */
-	RK_EXECUTION_OUTCOME_UNKNOWN, /* "outcome_unknown" */
-	RK_EXECUTION_STATE_COUNT
-};
-const char *rk_execution_state_name(enum rk_execution_state v);
-enum rk_execution_state rk_execution_state_of(const char *name);
+#define RK_EXECUTION_STATES(X)                             \
+	X(RK_EXECUTION_PENDING, "pending")                 \
+	X(RK_EXECUTION_RUNNING, "running")                 \
+	X(RK_EXECUTION_SUCCEEDED, "succeeded")             \
+	X(RK_EXECUTION_FAILED, "failed")                   \
+	X(RK_EXECUTION_CANCELLED, "cancelled")             \
+	X(RK_EXECUTION_OUTCOME_UNKNOWN, "outcome_unknown")
+RK_NAMES_ENUM(rk_execution_state, RK_EXECUTION_STATE, RK_EXECUTION_STATES);
 
 #endif

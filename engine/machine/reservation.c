@@ -15,37 +15,9 @@
 #include "engine/util/time.h"
 #include "engine/util/names.h"
 
-static const char *const reservation_kinds[RK_RESERVATION_KIND_COUNT] = {
-	[RK_RESERVATION_KIND_UNKNOWN] = "unknown",
-	[RK_RESERVATION_UPDATE] = "update",
-	[RK_RESERVATION_RECOVERY] = "recovery",
-};
+RK_NAMES_DEFINE(rk_reservation_kind, RK_RESERVATION_KIND, RK_RESERVATION_KINDS)
 
-const char *rk_reservation_kind_name(enum rk_reservation_kind v)
-{
-	return rk_names_name(reservation_kinds, RK_RESERVATION_KIND_COUNT, (int)v);
-}
-
-enum rk_reservation_kind rk_reservation_kind_of(const char *name)
-{
-	return (enum rk_reservation_kind)rk_names_find(reservation_kinds, RK_RESERVATION_KIND_COUNT, name);
-}
-
-static const char *const reservation_states[RK_RESERVATION_STATE_COUNT] = {
-	[RK_RESERVATION_STATE_UNKNOWN] = "unknown",
-	[RK_RESERVATION_ACTIVE] = "active",
-	[RK_RESERVATION_INTERRUPTED] = "interrupted",
-};
-
-const char *rk_reservation_state_name(enum rk_reservation_state v)
-{
-	return rk_names_name(reservation_states, RK_RESERVATION_STATE_COUNT, (int)v);
-}
-
-enum rk_reservation_state rk_reservation_state_of(const char *name)
-{
-	return (enum rk_reservation_state)rk_names_find(reservation_states, RK_RESERVATION_STATE_COUNT, name);
-}
+RK_NAMES_DEFINE(rk_reservation_state, RK_RESERVATION_STATE, RK_RESERVATION_STATES)
 
 static int64_t silent_ms(void)
 {

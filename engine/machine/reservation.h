@@ -15,6 +15,7 @@
 
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
+#include "engine/util/names.h"
 
 #define RK_RESERVATION_SILENT_DEFAULT_MS (10 * 60 * 1000)
 
@@ -44,23 +45,15 @@ cJSON *rk_reservation_to_json(struct rk_db *db, const char *computer_id);
 
 /* A reservation's state (computer_reservations.state): interrupted once its
  * job went silent; only its owner's release frees it then. */
-enum rk_reservation_state {
-	RK_RESERVATION_STATE_UNKNOWN, /* "unknown": NULL or a name not below */
-	RK_RESERVATION_ACTIVE,        /* "active" */
-	RK_RESERVATION_INTERRUPTED,   /* "interrupted" */
-	RK_RESERVATION_STATE_COUNT
-};
-const char *rk_reservation_state_name(enum rk_reservation_state v);
-enum rk_reservation_state rk_reservation_state_of(const char *name);
+#define RK_RESERVATION_STATES(X)                     \
+	X(RK_RESERVATION_ACTIVE, "active")           \
+	X(RK_RESERVATION_INTERRUPTED, "interrupted")
+RK_NAMES_ENUM(rk_reservation_state, RK_RESERVATION_STATE, RK_RESERVATION_STATES);
 
 /* The job a reservation is for (computer_reservations.kind). */
-enum rk_reservation_kind {
-	RK_RESERVATION_KIND_UNKNOWN, /* "unknown": NULL or a name not below */
-	RK_RESERVATION_UPDATE,       /* "update" */
-	RK_RESERVATION_RECOVERY,     /* "recovery" */
-	RK_RESERVATION_KIND_COUNT
-};
-const char *rk_reservation_kind_name(enum rk_reservation_kind v);
-enum rk_reservation_kind rk_reservation_kind_of(const char *name);
+#define RK_RESERVATION_KINDS(X)                \
+	X(RK_RESERVATION_UPDATE, "update")     \
+	X(RK_RESERVATION_RECOVERY, "recovery")
+RK_NAMES_ENUM(rk_reservation_kind, RK_RESERVATION_KIND, RK_RESERVATION_KINDS);
 
 #endif

@@ -24,39 +24,9 @@
 #include "engine/util/time.h"
 #include "engine/util/names.h"
 
-static const char *const history_kinds[RK_HISTORY_KIND_COUNT] = {
-	[RK_HISTORY_KIND_UNKNOWN] = "unknown",
-	[RK_HISTORY_COMMAND] = "command",
-	[RK_HISTORY_INPUT] = "input",
-	[RK_HISTORY_OUTPUT] = "output",
-	[RK_HISTORY_EXIT] = "exit",
-};
+RK_NAMES_DEFINE(rk_history_kind, RK_HISTORY_KIND, RK_HISTORY_KINDS)
 
-const char *rk_history_kind_name(enum rk_history_kind v)
-{
-	return rk_names_name(history_kinds, RK_HISTORY_KIND_COUNT, (int)v);
-}
-
-enum rk_history_kind rk_history_kind_of(const char *name)
-{
-	return (enum rk_history_kind)rk_names_find(history_kinds, RK_HISTORY_KIND_COUNT, name);
-}
-
-static const char *const session_states[RK_SESSION_STATE_COUNT] = {
-	[RK_SESSION_STATE_UNKNOWN] = "unknown",
-	[RK_SESSION_RUNNING] = "running",
-	[RK_SESSION_ENDED] = "ended",
-};
-
-const char *rk_session_state_name(enum rk_session_state v)
-{
-	return rk_names_name(session_states, RK_SESSION_STATE_COUNT, (int)v);
-}
-
-enum rk_session_state rk_session_state_of(const char *name)
-{
-	return (enum rk_session_state)rk_names_find(session_states, RK_SESSION_STATE_COUNT, name);
-}
+RK_NAMES_DEFINE(rk_session_state, RK_SESSION_STATE, RK_SESSION_STATES)
 
 #define HOLD_MAX (8u * 1024 * 1024) /* unread output a holder keeps */
 #define HISTORY_CHUNK_MAX (256u * 1024)

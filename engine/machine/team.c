@@ -22,23 +22,7 @@
 #include "engine/util/time.h"
 #include "engine/util/names.h"
 
-static const char *const slot_states[RK_SLOT_STATE_COUNT] = {
-	[RK_SLOT_STATE_UNKNOWN] = "unknown",
-	[RK_SLOT_FREE] = "free",
-	[RK_SLOT_STARTING] = "starting",
-	[RK_SLOT_LIVE] = "live",
-	[RK_SLOT_RELEASING] = "releasing",
-};
-
-const char *rk_slot_state_name(enum rk_slot_state v)
-{
-	return rk_names_name(slot_states, RK_SLOT_STATE_COUNT, (int)v);
-}
-
-enum rk_slot_state rk_slot_state_of(const char *name)
-{
-	return (enum rk_slot_state)rk_names_find(slot_states, RK_SLOT_STATE_COUNT, name);
-}
+RK_NAMES_DEFINE(rk_slot_state, RK_SLOT_STATE, RK_SLOT_STATES)
 
 #define SLOT_MAX 63 /* the display module's highest display */
 #define BROWSER_CLOSE_MS 10000

@@ -10,27 +10,7 @@
 #include "engine/util/names.h"
 #include "engine/util/time.h"
 
-static const char *const run_states[RK_RUN_STATE_COUNT] = {
-	[RK_RUN_STATE_UNKNOWN] = "unknown",
-	[RK_RUN_QUEUED] = "queued",
-	[RK_RUN_RUNNING] = "running",
-	[RK_RUN_WAITING_TAKEOVER] = "waiting_takeover",
-	[RK_RUN_WAITING_APPROVAL] = "waiting_approval",
-	[RK_RUN_COMPLETED] = "completed",
-	[RK_RUN_FAILED] = "failed",
-	[RK_RUN_INTERRUPTED] = "interrupted",
-	[RK_RUN_CANCELLED] = "cancelled",
-};
-
-const char *rk_run_state_name(enum rk_run_state s)
-{
-	return rk_names_name(run_states, RK_RUN_STATE_COUNT, (int)s);
-}
-
-enum rk_run_state rk_run_state_of(const char *name)
-{
-	return (enum rk_run_state)rk_names_find(run_states, RK_RUN_STATE_COUNT, name);
-}
+RK_NAMES_DEFINE(rk_run_state, RK_RUN_STATE, RK_RUN_STATES)
 
 int rk_run_state_valid(const char *state)
 {

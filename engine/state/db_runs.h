@@ -10,23 +10,20 @@
 
 #include "engine/state/db.h"
 #include "engine/util/err.h"
+#include "engine/util/names.h"
 
 /* A run's state; the name of each (rk_run_state_name) is what the runs
  * table stores and JSON shows. waiting_approval: engine/access/approval.h. */
-enum rk_run_state {
-	RK_RUN_STATE_UNKNOWN,    /* "unknown": NULL or a name not below */
-	RK_RUN_QUEUED,           /* "queued" */
-	RK_RUN_RUNNING,          /* "running" */
-	RK_RUN_WAITING_TAKEOVER, /* "waiting_takeover" */
-	RK_RUN_WAITING_APPROVAL, /* "waiting_approval" */
-	RK_RUN_COMPLETED,        /* "completed" */
-	RK_RUN_FAILED,           /* "failed" */
-	RK_RUN_INTERRUPTED,      /* "interrupted" */
-	RK_RUN_CANCELLED,        /* "cancelled" */
-	RK_RUN_STATE_COUNT
-};
-const char *rk_run_state_name(enum rk_run_state s);
-enum rk_run_state rk_run_state_of(const char *name);
+#define RK_RUN_STATES(X)                               \
+	X(RK_RUN_QUEUED, "queued")                     \
+	X(RK_RUN_RUNNING, "running")                   \
+	X(RK_RUN_WAITING_TAKEOVER, "waiting_takeover") \
+	X(RK_RUN_WAITING_APPROVAL, "waiting_approval") \
+	X(RK_RUN_COMPLETED, "completed")               \
+	X(RK_RUN_FAILED, "failed")                     \
+	X(RK_RUN_INTERRUPTED, "interrupted")           \
+	X(RK_RUN_CANCELLED, "cancelled")
+RK_NAMES_ENUM(rk_run_state, RK_RUN_STATE, RK_RUN_STATES);
 /* queued, running, waiting_takeover, waiting_approval (engine/access/approval.h), completed, failed, interrupted, cancelled */
 int rk_run_state_valid(const char *state);
 int rk_run_state_is_final(const char *state); /* completed, failed, interrupted, cancelled */
