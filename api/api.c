@@ -464,7 +464,7 @@ static int submit(struct call *k, const char *op, const char *computer, cJSON *b
 	if (!rk_execution_state_is_final(e.state) && rk_execution_state_of(e.state) != RK_EXECUTION_OUTCOME_UNKNOWN &&
 	    rk_worker_ensure(k->eng, &err))
 		rk_log(RK_LOG_WARN, "api: cannot start the worker: %s", err.message);
-	if (!strcmp(op, "create") && !existed)
+	if (rk_lifecycle_op_of(op) == RK_LIFECYCLE_CREATE && !existed)
 		record_org(k, e.computer_id);
 	cJSON *doc = rk_execution_to_json(&e);
 	cJSON_AddBoolToObject(doc, "reused", existed);
@@ -569,9 +569,10 @@ static int lifecycle(struct call *k, const char *op)
 {
 	static const char *const allowed[] = {"commandKey", NULL};
 	struct rk_computer c = {0};
-	if (resolve_computer(k, k->p[0], !strcmp(op, "delete") ? "computers.delete" : "computers.use", &c))
+	if (resolve_computer(k, k->p[0],
+			     rk_lifecycle_op_of(op) == RK_LIFECYCLE_DELETE ? "computers.delete" : "computers.use", &c))
 		return 0;
-	if (rk_provider_can(c.kind, RK_CAP_DIALS_IN) && strcmp(op, "delete")) {
+	if (rk_provider_can(c.kind, RK_CAP_DIALS_IN) && rk_lifecycle_op_of(op) != RK_LIFECYCLE_DELETE) {
 		fail(k, RK_EUNSUPPORTED, "paired machine %s never pauses: it is the person's own machine", c.name);
 		rk_computer_release(&c);
 		return 0;

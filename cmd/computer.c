@@ -169,7 +169,7 @@ static int submit(struct cmd_ctx *ctx, const char *op, const char *computer, cJS
 	int existed = 0;
 	r = rk_execution_submit(ctx->eng, &s, &e, &existed, &ctx->err);
 	cJSON_Delete(body);
-	if (r == 0 && !strcmp(op, "create") && e.computer_id)
+	if (r == 0 && rk_lifecycle_op_of(op) == RK_LIFECYCLE_CREATE && e.computer_id)
 		r = record_place(ctx, e.computer_id);
 	if (r == 0) {
 		if (!o_key && !opt_json)
@@ -396,7 +396,8 @@ static int lifecycle(struct cmd_ctx *ctx, const char *op)
 	if (r)
 		return r;
 	struct rk_computer c = {0};
-	r = cmd_target(ctx, ctx->args[0], !strcmp(op, "delete") ? "computers.delete" : "computers.use", &c);
+	r = cmd_target(ctx, ctx->args[0],
+		       rk_lifecycle_op_of(op) == RK_LIFECYCLE_DELETE ? "computers.delete" : "computers.use", &c);
 	rk_computer_release(&c);
 	if (r)
 		return r;

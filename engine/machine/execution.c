@@ -19,7 +19,7 @@
 
 RK_NAMES_DEFINE(rk_execution_state, RK_EXECUTION_STATE, RK_EXECUTION_STATES)
 
-static const char *const lifecycle_ops[] = {"create", "pause", "resume", "stop", "delete", NULL};
+RK_NAMES_DEFINE(rk_lifecycle_op, RK_LIFECYCLE_OP, RK_LIFECYCLE_OPS)
 
 int rk_execution_state_is_final(const char *state)
 {
@@ -34,10 +34,7 @@ static int state_is_settled(const char *state)
 
 static int valid_op(const char *op)
 {
-	for (size_t i = 0; lifecycle_ops[i]; i++)
-		if (op && !strcmp(op, lifecycle_ops[i]))
-			return 1;
-	return 0;
+	return rk_lifecycle_op_of(op) != RK_LIFECYCLE_OP_UNKNOWN;
 }
 
 /* --- JSON ---------------------------------------------------------------- */
@@ -216,7 +213,7 @@ int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, stru
 {
 	if (!valid_op(req->op))
 		return rk_error_set(err, RK_EINVALID, "unknown lifecycle command '%s'", req->op ? req->op : "");
-	int is_create = !strcmp(req->op, "create");
+	int is_create = rk_lifecycle_op_of(req->op) == RK_LIFECYCLE_CREATE;
 	int r;
 	if (is_create && (r = validate_create_body(req->body, err)))
 		return r;
@@ -286,7 +283,8 @@ int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, stru
 			goto fail;
 		}
 		/* an update or recovery job's reservation excludes stop and idle suspension (issue 8) */
-		if ((!strcmp(req->op, "stop") || !strcmp(req->op, "pause")) && (r = rk_reservation_check(eng->db, comp.id, err)))
+		if ((rk_lifecycle_op_of(req->op) == RK_LIFECYCLE_STOP || rk_lifecycle_op_of(req->op) == RK_LIFECYCLE_PAUSE) &&
+		    (r = rk_reservation_check(eng->db, comp.id, err)))
 			goto fail;
 		computer_id = comp.id;
 	}
@@ -380,7 +378,7 @@ static int finish(struct rk_engine *eng, struct rk_execution *e, const char *sta
 
 static void cancel_create_computer(struct rk_engine *eng, const struct rk_execution *e)
 {
-	if (!strcmp(e->op, "create"))
+	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE)
 		rk_db_computer_mark_deleted(eng->db, e->computer_id, NULL);
 }
 
@@ -423,7 +421,7 @@ static int apply_success(struct rk_engine *eng, const struct rk_execution *e, co
 	const char *id = e->computer_id;
 	int64_t now = rk_now_ms();
 	int r = 0;
-	if (!strcmp(e->op, "create") || !strcmp(e->op, "resume")) {
+	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_RESUME) {
 		if (ref && ((r = rk_db_computer_set_ref(eng->db, id, ref, err)) ||
 			    (r = rk_db_computer_mark_ref_kind(eng->db, id, err))))
 			return r;
@@ -431,8 +429,9 @@ static int apply_success(struct rk_engine *eng, const struct rk_execution *e, co
 			return r;
 		return rk_db_usage_open(eng->db, id, now, err);
 	}
-	if (!strcmp(e->op, "pause") || !strcmp(e->op, "stop")) {
-		if ((r = rk_db_computer_set_state(eng->db, id, !strcmp(e->op, "pause") ? "paused" : "stopped", err)))
+	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_PAUSE || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_STOP) {
+		if ((r = rk_db_computer_set_state(eng->db, id,
+						   rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_PAUSE ? "paused" : "stopped", err)))
 			return r;
 		return rk_db_usage_close(eng->db, id, now, err);
 	}
@@ -464,7 +463,7 @@ int rk_execution_decide(struct rk_engine *eng, const char *id, const char *outco
 		    (r = finish(eng, &e, "succeeded", NULL, NULL, NULL, err)))
 			goto fail;
 	} else {
-		if (!strcmp(e.op, "create"))
+		if (rk_lifecycle_op_of(e.op) == RK_LIFECYCLE_CREATE)
 			rk_db_computer_set_state(eng->db, e.computer_id, "failed", NULL);
 		if ((r = finish(eng, &e, "failed", "outcome_unknown", "decided failed by the operator", NULL, err)))
 			goto fail;
@@ -536,10 +535,10 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 	struct rk_machine_ctx mc;
 	rk_machine_ctx_init(&mc, eng, c);
 	int r = 0;
-	if (!strcmp(e->op, "create") || !strcmp(e->op, "resume")) {
+	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_RESUME) {
 		enum rk_machine_state st = RK_MACHINE_GONE;
-		int use_resume = !strcmp(e->op, "resume") && c->provider_ref && ops->status && ops->resume &&
-				 ops->status(&mc.m, &st, err) == 0 && st != RK_MACHINE_GONE;
+		int use_resume = rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_RESUME && c->provider_ref && ops->status &&
+				 ops->resume && ops->status(&mc.m, &st, err) == 0 && st != RK_MACHINE_GONE;
 		if (use_resume) {
 			r = ops->resume(&mc.m, err);
 			/* a restore or import made while it was down comes before any tool */
@@ -572,11 +571,11 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 				free(pr.ref);
 			}
 		}
-	} else if (!strcmp(e->op, "pause")) {
+	} else if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_PAUSE) {
 		r = (ops->caps & RK_CAP_PAUSE) && ops->pause ? ops->pause(&mc.m, err) : ops->stop(&mc.m, err);
-	} else if (!strcmp(e->op, "stop")) {
+	} else if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_STOP) {
 		r = ops->stop(&mc.m, err);
-	} else if (!strcmp(e->op, "delete")) {
+	} else if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_DELETE) {
 		r = c->provider_ref ? ops->destroy(&mc.m, err) : 0;
 		if (r == 0) {
 			struct rk_error e2;
@@ -597,7 +596,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 	struct rk_error perr;
 	rk_error_clear(&perr);
 	int r = rk_db_computer_get(eng->db, e->computer_id, &c, err);
-	if (r && !strcmp(e->op, "create")) {
+	if (r && rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE) {
 		/* the computer row went (a cancelled create): nothing to do */
 		rk_db_begin(eng->db, NULL);
 		finish(eng, e, "cancelled", "cancelled", "the computer no longer exists", NULL, NULL);
@@ -628,7 +627,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 
 	/* A stop or pause checkpoints the workspace first; when that fails the
 	 * machine is left as it is (issue 6). A crash here is before the call. */
-	if (!strcmp(e->op, "stop") || !strcmp(e->op, "pause")) {
+	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_STOP || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_PAUSE) {
 		if ((r = set_phase(eng, e, "checkpoint", 0, NULL, err)))
 			goto fail_before_call;
 		if (rk_checkpoint_before_lifecycle(eng, &c, e->op, &perr) != 0)
@@ -660,7 +659,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 				cJSON_Delete(ev);
 		}
 	} else if (perr.code == RK_EOUTCOME_UNKNOWN) {
-		if (!strcmp(e->op, "stop") || !strcmp(e->op, "delete"))
+		if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_STOP || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_DELETE)
 			rk_db_computer_set_state(eng->db, c.id, "failed", NULL);
 		r = finish(eng, e, "outcome_unknown", rk_code_name(perr.code), perr.message, NULL, err);
 		cJSON *d = cJSON_CreateObject();
@@ -673,7 +672,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 		else
 			cJSON_Delete(d);
 	} else {
-		if (!strcmp(e->op, "create"))
+		if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE)
 			rk_db_computer_set_state(eng->db, c.id, "failed", NULL);
 		cJSON *d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "code", rk_code_name(perr.code));
@@ -695,7 +694,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 
 provider_failed_before_call:
 	rk_db_begin(eng->db, NULL);
-	if (!strcmp(e->op, "create"))
+	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE)
 		rk_db_computer_set_state(eng->db, e->computer_id, "failed", NULL);
 	{
 		cJSON *d = cJSON_CreateObject();
@@ -731,7 +730,8 @@ int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *,
 			if (e.provider_call_at) {
 				finish(eng, &e, "outcome_unknown", "outcome_unknown",
 				       "the worker stopped while the provider call was in flight", NULL, NULL);
-				if (!strcmp(e.op, "stop") || !strcmp(e.op, "delete"))
+				if (rk_lifecycle_op_of(e.op) == RK_LIFECYCLE_STOP ||
+				    rk_lifecycle_op_of(e.op) == RK_LIFECYCLE_DELETE)
 					rk_db_computer_set_state(eng->db, e.computer_id, "failed", NULL);
 				cJSON *d = cJSON_CreateObject();
 				cJSON_AddStringToObject(d, "message",

@@ -68,4 +68,13 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 	X(RK_EXECUTION_OUTCOME_UNKNOWN, "outcome_unknown")
 RK_NAMES_ENUM(rk_execution_state, RK_EXECUTION_STATE, RK_EXECUTION_STATES);
 
+/* What a saved command does (lifecycle_executions.op, rk_execution.op). */
+#define RK_LIFECYCLE_OPS(X)              \
+	X(RK_LIFECYCLE_CREATE, "create") \
+	X(RK_LIFECYCLE_PAUSE, "pause")   \
+	X(RK_LIFECYCLE_RESUME, "resume") \
+	X(RK_LIFECYCLE_STOP, "stop")     \
+	X(RK_LIFECYCLE_DELETE, "delete")
+RK_NAMES_ENUM(rk_lifecycle_op, RK_LIFECYCLE_OP, RK_LIFECYCLE_OPS);
+
 #endif

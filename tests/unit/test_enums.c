@@ -75,6 +75,11 @@ TEST(execution_state)
 	CHECK(!rk_execution_state_is_final(NULL));
 }
 
+TEST(lifecycle_op)
+{
+	CHECK_FAMILY(rk_lifecycle_op, RK_LIFECYCLE_OP_COUNT, "create", "pause", "resume", "stop", "delete");
+}
+
 TEST(run_state)
 {
 	CHECK_FAMILY(rk_run_state, RK_RUN_STATE_COUNT, "queued", "running", "waiting_takeover", "waiting_approval",
@@ -147,6 +152,7 @@ int main(void)
 	RUN(computer_state);
 	RUN(computer_mode);
 	RUN(execution_state);
+	RUN(lifecycle_op);
 	RUN(run_state);
 	RUN(session_state_and_history_kind);
 	RUN(reservation_state_and_kind);
