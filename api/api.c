@@ -751,7 +751,8 @@ int rk_api_sse_next(struct rk_engine *eng, const char *execution_id, int64_t *af
 		int r = rk_execution_get(eng, execution_id, &e, err);
 		if (r)
 			return r;
-		int settled = rk_execution_state_is_final(e.state) || rk_execution_state_of(e.state) == RK_EXECUTION_OUTCOME_UNKNOWN;
+		int settled = rk_execution_state_is_final(e.state) ||
+			      rk_execution_state_of(e.state) == RK_EXECUTION_OUTCOME_UNKNOWN;
 		rk_execution_release(&e);
 		struct rk_event *ev;
 		size_t n;

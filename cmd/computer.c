@@ -545,7 +545,8 @@ static int run_exe_events(struct cmd_ctx *ctx)
 			break;
 		struct rk_execution now = {0};
 		if (rk_execution_get(ctx->eng, e.id, &now, NULL) == 0) {
-			settled = rk_execution_state_is_final(now.state) || rk_execution_state_of(now.state) == RK_EXECUTION_OUTCOME_UNKNOWN;
+			settled = rk_execution_state_is_final(now.state) ||
+				  rk_execution_state_of(now.state) == RK_EXECUTION_OUTCOME_UNKNOWN;
 			rk_execution_release(&now);
 		}
 		if (!settled)

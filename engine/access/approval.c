@@ -13,7 +13,6 @@
 #include "engine/util/id.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
-#include "engine/util/names.h"
 
 RK_NAMES_DEFINE(rk_approval_state, RK_APPROVAL_STATE, RK_APPROVAL_STATES)
 

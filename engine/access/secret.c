@@ -21,7 +21,6 @@
 #include "engine/util/ipc.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
-#include "engine/util/names.h"
 
 RK_NAMES_DEFINE(rk_secret_auth, RK_SECRET_AUTH, RK_SECRET_AUTHS)
 

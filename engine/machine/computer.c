@@ -17,7 +17,6 @@
 #include "engine/util/fs.h"
 #include "engine/util/json.h"
 #include "engine/util/time.h"
-#include "engine/util/names.h"
 
 RK_NAMES_DEFINE(rk_computer_mode, RK_COMPUTER_MODE, RK_COMPUTER_MODES)
 

@@ -15,7 +15,6 @@
 #include "engine/util/log.h"
 #include "engine/util/time.h"
 #include "engine/machine/worker.h"
-#include "engine/util/names.h"
 
 RK_NAMES_DEFINE(rk_execution_state, RK_EXECUTION_STATE, RK_EXECUTION_STATES)
 
@@ -283,7 +282,8 @@ int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, stru
 			goto fail;
 		}
 		/* an update or recovery job's reservation excludes stop and idle suspension (issue 8) */
-		if ((rk_lifecycle_op_of(req->op) == RK_LIFECYCLE_STOP || rk_lifecycle_op_of(req->op) == RK_LIFECYCLE_PAUSE) &&
+		enum rk_lifecycle_op op = rk_lifecycle_op_of(req->op);
+		if ((op == RK_LIFECYCLE_STOP || op == RK_LIFECYCLE_PAUSE) &&
 		    (r = rk_reservation_check(eng->db, comp.id, err)))
 			goto fail;
 		computer_id = comp.id;
@@ -430,8 +430,8 @@ static int apply_success(struct rk_engine *eng, const struct rk_execution *e, co
 		return rk_db_usage_open(eng->db, id, now, err);
 	}
 	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_PAUSE || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_STOP) {
-		if ((r = rk_db_computer_set_state(eng->db, id,
-						   rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_PAUSE ? "paused" : "stopped", err)))
+		const char *to = rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_PAUSE ? "paused" : "stopped";
+		if ((r = rk_db_computer_set_state(eng->db, id, to, err)))
 			return r;
 		return rk_db_usage_close(eng->db, id, now, err);
 	}
@@ -723,7 +723,8 @@ int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *,
 		if ((r = rk_db_begin(eng->db, err)))
 			break;
 		struct rk_execution e = {0};
-		if (rk_db_execution_get(eng->db, ids[i], &e, NULL) == 0 && rk_execution_state_of(e.state) == RK_EXECUTION_RUNNING &&
+		if (rk_db_execution_get(eng->db, ids[i], &e, NULL) == 0 &&
+		    rk_execution_state_of(e.state) == RK_EXECUTION_RUNNING &&
 		    !(alive && alive(eng, &e, arg))) {
 			rk_log(RK_LOG_WARN, "execution %s: its worker %s (pid %lld) is gone", e.id,
 			       e.worker_id ? e.worker_id : "-", (long long)e.worker_pid);

@@ -198,9 +198,10 @@ int rk_idle_scan(struct rk_engine *eng, int *pending, struct rk_error *err)
 		if (rk_idle_flush_deferred(eng, c, &e) < 0)
 			rk_log(RK_LOG_WARN, "idle: deferred checkpoint of %s: %s", c->id, e.message);
 		/* a stopped machine took its displays with it */
-		if (rk_computer_state_of(c->state) == RK_COMPUTER_STOPPED || rk_computer_state_of(c->state) == RK_COMPUTER_FAILED)
+		enum rk_computer_state state = rk_computer_state_of(c->state);
+		if (state == RK_COMPUTER_STOPPED || state == RK_COMPUTER_FAILED)
 			rk_team_screens_forget(eng, c->id, NULL);
-		if (rk_computer_state_of(c->state) != RK_COMPUTER_RUNNING || c->pause_after < 0) {
+		if (state != RK_COMPUTER_RUNNING || c->pause_after < 0) {
 			drop_schedule(eng->db, c->id);
 			continue;
 		}

@@ -13,7 +13,6 @@
 #include "engine/util/json.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
-#include "engine/util/names.h"
 
 RK_NAMES_DEFINE(rk_reservation_kind, RK_RESERVATION_KIND, RK_RESERVATION_KINDS)
 
@@ -38,11 +37,12 @@ int rk_reservation_check(struct rk_db *db, const char *computer_id, struct rk_er
 	int rc = rk_stmt_step(st);
 	if (rc == RK_SQL_ROW) {
 		const char *state = (const char *)rk_stmt_column_text(st, 2);
+		int interrupted = rk_reservation_state_of(state) == RK_RESERVATION_INTERRUPTED;
 		r = rk_error_set(err, RK_ECONFLICT,
 				 "computer %s is reserved by %s's %s job (phase %s%s)%s", computer_id,
 				 (const char *)rk_stmt_column_text(st, 3), (const char *)rk_stmt_column_text(st, 0),
-				 (const char *)rk_stmt_column_text(st, 1), rk_reservation_state_of(state) == RK_RESERVATION_INTERRUPTED ? ", interrupted" : "",
-				 rk_reservation_state_of(state) == RK_RESERVATION_INTERRUPTED
+				 (const char *)rk_stmt_column_text(st, 1), interrupted ? ", interrupted" : "",
+				 interrupted
 					 ? ": once its job has stopped, its owner frees it with `rakazo computer release`"
 					 : "");
 	} else if (rc != RK_SQL_DONE) {

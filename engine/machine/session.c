@@ -22,7 +22,6 @@
 #include "engine/util/json.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
-#include "engine/util/names.h"
 
 RK_NAMES_DEFINE(rk_history_kind, RK_HISTORY_KIND, RK_HISTORY_KINDS)
 

@@ -20,7 +20,6 @@
 #include "engine/util/json.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
-#include "engine/util/names.h"
 
 RK_NAMES_DEFINE(rk_slot_state, RK_SLOT_STATE, RK_SLOT_STATES)
 

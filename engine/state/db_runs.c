@@ -7,7 +7,6 @@
 
 #include "engine/util/host.h"
 #include "engine/util/buf.h"
-#include "engine/util/names.h"
 #include "engine/util/time.h"
 
 RK_NAMES_DEFINE(rk_run_state, RK_RUN_STATE, RK_RUN_STATES)
