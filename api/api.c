@@ -294,7 +294,7 @@ enum reach { REACH_OK, REACH_NOT_OFFERED, REACH_HOST_FOR_BOT };
 
 static enum reach provider_reach(const struct call *k, const char *kind)
 {
-	int offered = !strcmp(kind, "paired"); /* paired machines join through the API itself */
+	int offered = rk_provider_can(kind, RK_CAP_DIALS_IN); /* paired machines join through the API itself */
 	for (const char *const *p = k->req->providers; !offered && p && *p; p++)
 		offered = !strcmp(*p, kind);
 	if (!offered)
@@ -383,7 +383,7 @@ static int work_computer(struct call *k, const char *id, struct rk_computer *c)
 {
 	if (load_computer(k, id, c))
 		return -1;
-	if (!strcmp(c->kind, "paired") && strcmp(c->state, "running")) {
+	if (rk_provider_can(c->kind, RK_CAP_DIALS_IN) && rk_computer_state_of(c->state) != RK_COMPUTER_RUNNING) {
 		char *m = rk_xasprintf("paired machine %s is offline: it is not connected (rakazo pair)", c->name);
 		fail_with(k, 503, "ComputerUnavailable", RK_EUNAVAILABLE, m, 1, NULL);
 		free(m);
@@ -414,7 +414,7 @@ static cJSON *computer_doc(struct call *k, const struct rk_computer *c)
 {
 	cJSON *o = rk_computer_to_json(c);
 	cJSON_DeleteItemFromObject(o, "home_key");
-	cJSON_AddBoolToObject(o, "shared", !strcmp(c->mode, "team"));
+	cJSON_AddBoolToObject(o, "shared", rk_computer_mode_of(c->mode) == RK_COMPUTER_TEAM);
 	struct rk_execution e = {0};
 	struct rk_error e2;
 	if (rk_db_execution_active(k->eng->db, c->id, &e, &e2) == 0) {
@@ -461,10 +461,10 @@ static int submit(struct call *k, const char *op, const char *computer, cJSON *b
 			return fail_conflict(k, &err, key, computer);
 		return fail_err(k, &err);
 	}
-	if (!rk_execution_state_is_final(e.state) && strcmp(e.state, "outcome_unknown") &&
+	if (!rk_execution_state_is_final(e.state) && rk_execution_state_of(e.state) != RK_EXECUTION_OUTCOME_UNKNOWN &&
 	    rk_worker_ensure(k->eng, &err))
 		rk_log(RK_LOG_WARN, "api: cannot start the worker: %s", err.message);
-	if (!strcmp(op, "create") && !existed)
+	if (rk_lifecycle_op_of(op) == RK_LIFECYCLE_CREATE && !existed)
 		record_org(k, e.computer_id);
 	cJSON *doc = rk_execution_to_json(&e);
 	cJSON_AddBoolToObject(doc, "reused", existed);
@@ -520,7 +520,7 @@ static int h_create(struct call *k)
 		}
 		if (get_str(k, src, "_tag", 0, &tag) || get_str(k, src, "provider", 1, &provider))
 			goto out;
-		if (!strcmp(provider, "paired")) {
+		if (rk_provider_can(provider, RK_CAP_DIALS_IN)) {
 			fail(k, RK_EINVALID, "a paired machine is made by running `rakazo pair SERVER-URL` on it");
 			goto out;
 		}
@@ -569,9 +569,10 @@ static int lifecycle(struct call *k, const char *op)
 {
 	static const char *const allowed[] = {"commandKey", NULL};
 	struct rk_computer c = {0};
-	if (resolve_computer(k, k->p[0], !strcmp(op, "delete") ? "computers.delete" : "computers.use", &c))
+	if (resolve_computer(k, k->p[0],
+			     rk_lifecycle_op_of(op) == RK_LIFECYCLE_DELETE ? "computers.delete" : "computers.use", &c))
 		return 0;
-	if (!strcmp(c.kind, "paired") && strcmp(op, "delete")) {
+	if (rk_provider_can(c.kind, RK_CAP_DIALS_IN) && rk_lifecycle_op_of(op) != RK_LIFECYCLE_DELETE) {
 		fail(k, RK_EUNSUPPORTED, "paired machine %s never pauses: it is the person's own machine", c.name);
 		rk_computer_release(&c);
 		return 0;
@@ -750,7 +751,8 @@ int rk_api_sse_next(struct rk_engine *eng, const char *execution_id, int64_t *af
 		int r = rk_execution_get(eng, execution_id, &e, err);
 		if (r)
 			return r;
-		int settled = rk_execution_state_is_final(e.state) || !strcmp(e.state, "outcome_unknown");
+		int settled = rk_execution_state_is_final(e.state) ||
+			      rk_execution_state_of(e.state) == RK_EXECUTION_OUTCOME_UNKNOWN;
 		rk_execution_release(&e);
 		struct rk_event *ev;
 		size_t n;
@@ -1065,7 +1067,7 @@ static int desktop_computer(struct call *k, struct rk_computer *c)
 	const struct rk_provider_ops *ops = rk_engine_provider(c, &err);
 	if (!ops)
 		return fail_err(k, &err), rk_computer_release(c), -1;
-	if (!strcmp(c->kind, "paired")) {
+	if (ops->caps & RK_CAP_DIALS_IN) {
 		fail(k, RK_EUNSUPPORTED, "paired machine %s has no desktop", c->name);
 		rk_computer_release(c);
 		return -1;

@@ -123,7 +123,7 @@ static int bot_session_begin(struct cmd_ctx *ctx, struct rk_computer *c, struct 
 static int show_receipt(struct cmd_ctx *ctx, struct rk_execution *e, int existed)
 {
 	int r = 0;
-	if (!rk_execution_state_is_final(e->state) && strcmp(e->state, "outcome_unknown"))
+	if (!rk_execution_state_is_final(e->state) && rk_execution_state_of(e->state) != RK_EXECUTION_OUTCOME_UNKNOWN)
 		r = rk_worker_ensure(ctx->eng, &ctx->err);
 	if (r == 0 && o_wait) {
 		struct rk_execution done = {0};
@@ -136,7 +136,7 @@ static int show_receipt(struct cmd_ctx *ctx, struct rk_execution *e, int existed
 	}
 	if (r)
 		return r;
-	int failed = o_wait && strcmp(e->state, "succeeded") != 0;
+	int failed = o_wait && rk_execution_state_of(e->state) != RK_EXECUTION_SUCCEEDED;
 	/* under --json a failure is only the error line, stdout stays empty */
 	if (!(failed && opt_json)) {
 		cJSON *doc = rk_execution_to_json(e);
@@ -144,15 +144,15 @@ static int show_receipt(struct cmd_ctx *ctx, struct rk_execution *e, int existed
 			cJSON_AddBoolToObject(doc, "reused", 1);
 		out_doc(doc);
 	}
-	if (o_wait && !strcmp(e->state, "failed"))
+	if (o_wait && rk_execution_state_of(e->state) == RK_EXECUTION_FAILED)
 		return rk_error_set(&ctx->err, rk_code_from_name(e->error_code), "%s %s failed (execution %s): %s",
 				    e->op, e->computer_id, e->id, e->error_message ? e->error_message : "failed");
-	if (o_wait && !strcmp(e->state, "outcome_unknown"))
+	if (o_wait && rk_execution_state_of(e->state) == RK_EXECUTION_OUTCOME_UNKNOWN)
 		return rk_error_set(&ctx->err, RK_EOUTCOME_UNKNOWN,
 				    "%s %s: the provider's reply was lost; check it, then `rakazo computer execution "
 				    "decide %s --outcome succeeded|failed`",
 				    e->op, e->computer_id, e->id);
-	if (o_wait && !strcmp(e->state, "cancelled"))
+	if (o_wait && rk_execution_state_of(e->state) == RK_EXECUTION_CANCELLED)
 		return rk_error_set(&ctx->err, RK_EINTERRUPTED, "%s was cancelled", e->id);
 	return 0;
 }
@@ -169,7 +169,7 @@ static int submit(struct cmd_ctx *ctx, const char *op, const char *computer, cJS
 	int existed = 0;
 	r = rk_execution_submit(ctx->eng, &s, &e, &existed, &ctx->err);
 	cJSON_Delete(body);
-	if (r == 0 && !strcmp(op, "create") && e.computer_id)
+	if (r == 0 && rk_lifecycle_op_of(op) == RK_LIFECYCLE_CREATE && e.computer_id)
 		r = record_place(ctx, e.computer_id);
 	if (r == 0) {
 		if (!o_key && !opt_json)
@@ -396,7 +396,8 @@ static int lifecycle(struct cmd_ctx *ctx, const char *op)
 	if (r)
 		return r;
 	struct rk_computer c = {0};
-	r = cmd_target(ctx, ctx->args[0], !strcmp(op, "delete") ? "computers.delete" : "computers.use", &c);
+	r = cmd_target(ctx, ctx->args[0],
+		       rk_lifecycle_op_of(op) == RK_LIFECYCLE_DELETE ? "computers.delete" : "computers.use", &c);
 	rk_computer_release(&c);
 	if (r)
 		return r;
@@ -544,7 +545,8 @@ static int run_exe_events(struct cmd_ctx *ctx)
 			break;
 		struct rk_execution now = {0};
 		if (rk_execution_get(ctx->eng, e.id, &now, NULL) == 0) {
-			settled = rk_execution_state_is_final(now.state) || !strcmp(now.state, "outcome_unknown");
+			settled = rk_execution_state_is_final(now.state) ||
+				  rk_execution_state_of(now.state) == RK_EXECUTION_OUTCOME_UNKNOWN;
 			rk_execution_release(&now);
 		}
 		if (!settled)
@@ -835,11 +837,12 @@ static cJSON *history_entry_json(const struct rk_history_entry *h)
 /* An entry as people read it: "$ command", the raw input and output, "[exit N]". */
 static void history_entry_print(const struct rk_history_entry *h)
 {
-	if (!strcmp(h->kind, "command"))
+	enum rk_history_kind kind = rk_history_kind_of(h->kind);
+	if (kind == RK_HISTORY_COMMAND)
 		printf("$ %s\n", h->data);
-	else if (!strcmp(h->kind, "output") || !strcmp(h->kind, "input"))
+	else if (kind == RK_HISTORY_OUTPUT || kind == RK_HISTORY_INPUT)
 		fwrite(h->data, 1, h->data_len, stdout);
-	else if (!strcmp(h->kind, "exit"))
+	else if (kind == RK_HISTORY_EXIT)
 		h->signal >= 0	   ? printf("[signal %lld]\n", (long long)h->signal)
 		: h->exit_code >= 0 ? printf("[exit %lld]\n", (long long)h->exit_code)
 				    : printf("[ended]\n");
@@ -1394,7 +1397,7 @@ static int run_job(struct cmd_ctx *ctx)
 	rk_buf_init(&output);
 	if ((r = rk_reservation_begin(ctx->eng, &c, kind, &ctx->err)))
 		goto out;
-	if (!strcmp(kind, "update")) {
+	if (rk_reservation_kind_of(kind) == RK_RESERVATION_UPDATE) {
 		/* the workspace as it was, in case the update goes wrong */
 		if ((r = rk_reservation_phase(ctx->eng, c.id, "checkpoint", &ctx->err)) ||
 		    (r = rk_checkpoint_create(ctx->eng, &c, "update", 1, NULL, &ctx->err)))

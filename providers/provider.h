@@ -29,6 +29,8 @@ enum rk_cap {
 	RK_CAP_LIMIT_MEMORY = 1u << 11,   /* enforces rk_limits.memory */
 	RK_CAP_LIMIT_CPUS = 1u << 12,     /* enforces rk_limits.cpus */
 	RK_CAP_LIMIT_PIDS = 1u << 13,     /* enforces rk_limits.pids */
+	RK_CAP_DIALS_IN = 1u << 14,       /* the machine joins the server itself (rakazo pair): the server never
+					   * makes, pauses or stops it, and it is offline until it connects */
 };
 
 /* A computer's resource limits. The engine fills each one the provider
@@ -211,6 +213,8 @@ struct rk_provider_ops {
 /* providers/registry.c */
 extern const struct rk_provider_ops *const rk_providers[]; /* NULL-terminated */
 const struct rk_provider_ops *rk_provider_find(const char *name);
+/* 1 when the provider named name is known and has every capability in caps. */
+int rk_provider_can(const char *name, unsigned caps);
 
 /* Runs command (bash -lc) on m to its end or timeout_ms, keeping at most
  * max_bytes of its output (stdout and stderr) in out. A timeout kills it. */

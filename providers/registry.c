@@ -29,6 +29,12 @@ const struct rk_provider_ops *rk_provider_find(const char *name)
 	return NULL;
 }
 
+int rk_provider_can(const char *name, unsigned caps)
+{
+	const struct rk_provider_ops *ops = rk_provider_find(name);
+	return ops && (ops->caps & caps) == caps;
+}
+
 void rk_file_entries_free(struct rk_file_entry *entries, size_t n)
 {
 	for (size_t i = 0; entries && i < n; i++)

@@ -15,6 +15,7 @@
 #include "engine/access/approval.h"
 #include "engine/machine/computer.h"
 #include "engine/access/approval.h"
+#include "engine/machine/session.h"
 #include "engine/state/db_runs.h"
 #include "engine/machine/display.h"
 #include "engine/store/workspace.h"
@@ -376,14 +377,14 @@ static int load_history(struct feed *f, struct rk_engine *eng, const char *compu
 		}
 		for (size_t i = 0; i < n; i++) {
 			struct feed_lines *l = &f->history;
-			const char *kind = h[i].kind;
-			if (!strcmp(kind, "command")) {
+			enum rk_history_kind kind = rk_history_kind_of(h[i].kind);
+			if (kind == RK_HISTORY_COMMAND) {
 				if (f->history_partial)
 					f->history_partial = 0;
 				lines_addf(l, "$ %s", h[i].data ? h[i].data : "");
-			} else if (!strcmp(kind, "output") || !strcmp(kind, "input")) {
+			} else if (kind == RK_HISTORY_OUTPUT || kind == RK_HISTORY_INPUT) {
 				lines_add_stream(l, &f->history_partial, h[i].data, h[i].data_len);
-			} else if (!strcmp(kind, "exit")) {
+			} else if (kind == RK_HISTORY_EXIT) {
 				f->history_partial = 0;
 				if (h[i].signal >= 0)
 					lines_addf(l, "[signal %lld]", (long long)h[i].signal);
@@ -551,7 +552,7 @@ static int timeline_head(struct rk_engine *eng, const char *run_id, struct feed_
 	char a[40];
 	*live = !rk_run_state_is_final(r.state);
 	lines_addf(out, "run %s  %s", r.id, r.state);
-	if (!strcmp(r.state, "waiting_approval"))
+	if (rk_run_state_of(r.state) == RK_RUN_WAITING_APPROVAL)
 		approval_lines(eng, r.id, out);
 	lines_addf(out, "task      %s", r.task ? r.task : "");
 	lines_addf(out, "model     %s", r.model ? r.model : "-");
@@ -902,7 +903,7 @@ static void *screen_main(void *arg)
 		} else if (feed_computer(eng, want, &c, &e)) {
 			screen_status(f, want, rk_xasprintf("%s: %s", rk_code_name(e.code), e.message));
 			wait_ms = 1000;
-		} else if (strcmp(c.state, "running") != 0) {
+		} else if (rk_computer_state_of(c.state) != RK_COMPUTER_RUNNING) {
 			/* observing would resume it: the screen waits for the computer instead */
 			takeover_sync(f, eng, &t, NULL, 0);
 			screen_status(f, want, rk_xasprintf("%s is %s: its screen shows while it runs", c.name, c.state));
@@ -1000,7 +1001,7 @@ static int transfer_run(struct rk_engine *eng, const struct transfer *x, char **
 		return r;
 	struct rk_buf data;
 	rk_buf_init(&data);
-	if (strcmp(c.state, "running")) {
+	if (rk_computer_state_of(c.state) != RK_COMPUTER_RUNNING) {
 		r = rk_error_set(e, RK_EUNAVAILABLE, "%s is %s: uploads and downloads need it running (the preview does not)",
 				 c.name, c.state);
 	} else if (x->upload) {

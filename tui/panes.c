@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/machine/computer.h"
 #include "engine/state/db_runs.h"
 #include "engine/util/buf.h"
 #include "engine/util/time.h"
@@ -43,16 +44,17 @@ static void duration(int64_t ms, char *out, size_t size)
 		snprintf(out, size, "%lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
 }
 
+/* The colour of a computer's state or a run's (list_row shows both). */
 static enum tui_color state_color(const char *state)
 {
-	if (!state)
-		return C_NONE;
-	if (!strcmp(state, "running") || !strcmp(state, "completed"))
+	enum rk_computer_state c = rk_computer_state_of(state);
+	enum rk_run_state r = rk_run_state_of(state);
+	if (c == RK_COMPUTER_RUNNING || r == RK_RUN_RUNNING || r == RK_RUN_COMPLETED)
 		return C_GOOD;
-	if (!strcmp(state, "failed") || !strcmp(state, "error") || !strcmp(state, "interrupted"))
+	if (c == RK_COMPUTER_FAILED || r == RK_RUN_FAILED || r == RK_RUN_INTERRUPTED)
 		return C_BAD;
-	if (!strcmp(state, "stopped") || !strcmp(state, "paused") || !strcmp(state, "queued") ||
-	    !strcmp(state, "waiting_takeover") || !strcmp(state, "cancelled"))
+	if (c == RK_COMPUTER_STOPPED || c == RK_COMPUTER_PAUSED || r == RK_RUN_QUEUED || r == RK_RUN_WAITING_TAKEOVER ||
+	    r == RK_RUN_CANCELLED)
 		return C_WARN;
 	return C_NONE;
 }
@@ -259,7 +261,7 @@ static void runs_draw(struct tui *t, struct pane *p, int focused)
 	int running = 0, asking = 0;
 	for (int i = 0; i < n; i++) {
 		running += !rk_run_state_is_final(f->runs[i].state);
-		asking += !strcmp(f->runs[i].state, "waiting_approval");
+		asking += rk_run_state_of(f->runs[i].state) == RK_RUN_WAITING_APPROVAL;
 	}
 	if (asking)
 		tui_title(t, p, focused, "%d, %d active, %d waiting for approval", n, running, asking);
@@ -444,7 +446,7 @@ static void files_draw(struct tui *t, struct pane *p, int focused)
 		return;
 	}
 	tui_title(t, p, focused, "%s:/%s  (%s%s)", c->name, f->want_dir ? f->want_dir : "", c->state,
-		  strcmp(c->state, "running") ? ", from the stored workspace" : "");
+		  rk_computer_state_of(c->state) != RK_COMPUTER_RUNNING ? ", from the stored workspace" : "");
 	if (!files_current(t)) {
 		tui_put(p->r.y + 2, p->r.x + 1, p->r.w - 1, "loading...");
 		return;
@@ -515,7 +517,7 @@ static void files_draw(struct tui *t, struct pane *p, int focused)
 static int files_running(struct tui *t, const char *what)
 {
 	const struct feed_computer *c = tui_computer(t);
-	if (c && !strcmp(c->state, "running"))
+	if (c && rk_computer_state_of(c->state) == RK_COMPUTER_RUNNING)
 		return 1;
 	tui_set_message(t, "%s needs the computer running (it is %s); the preview works either way", what,
 			c ? c->state : "gone");
@@ -696,7 +698,7 @@ static int screen_key(struct tui *t, struct pane *p, enum action a)
 	if (a != ACT_TAKEOVER)
 		return 0;
 	const struct feed_computer *c = tui_computer(t);
-	if (!c || strcmp(c->state, "running") || !f->screen_rgb) {
+	if (!c || rk_computer_state_of(c->state) != RK_COMPUTER_RUNNING || !f->screen_rgb) {
 		tui_set_message(t, "takeover needs a running computer whose screen shows");
 		return KEY_HANDLED | KEY_REDRAW;
 	}

@@ -15,6 +15,8 @@
 #include "engine/util/log.h"
 #include "engine/util/time.h"
 
+RK_NAMES_DEFINE(rk_approval_state, RK_APPROVAL_STATE, RK_APPROVAL_STATES)
+
 #define SHARED_USER RK_APPROVAL_SHARED_USER
 #define POLL_MS 200
 #define HEARTBEAT_MS 5000
@@ -304,7 +306,7 @@ static int approval_wait(struct rk_engine *eng, const struct rk_actor *a, const 
 		note = by = NULL;
 		if ((r = approval_state(eng, id, state, sizeof(state), &note, &by, err)))
 			break;
-		if (strcmp(state, "pending") != 0)
+		if (rk_approval_state_of(state) != RK_APPROVAL_PENDING)
 			break;
 		if (cancel && *cancel) {
 			r = rk_error_set(err, RK_EINTERRUPTED, "interrupted while %s waited for approval", tool);
@@ -319,7 +321,7 @@ static int approval_wait(struct rk_engine *eng, const struct rk_actor *a, const 
 	}
 	struct rk_error e3;
 	set_run_state(eng, run_id, "waiting_approval", "running", &e3);
-	if (r == 0 && !strcmp(state, "denied"))
+	if (r == 0 && rk_approval_state_of(state) == RK_APPROVAL_DENIED)
 		r = rk_error_set(err, RK_EDENIED, "%s denied %s%s%s", by ? by : "a person", tool, note ? ": " : "",
 				 note ? note : "");
 	if (r == 0) {

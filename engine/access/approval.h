@@ -48,6 +48,7 @@
 #include "engine/access/actor.h"
 #include "engine/state/engine.h"
 #include "engine/util/err.h"
+#include "engine/util/names.h"
 
 struct rk_approval_decision {
 	int ask;          /* 1: a person must approve the call */
@@ -98,5 +99,12 @@ int rk_approval_decide(struct rk_engine *eng, const struct rk_actor *a, const ch
 /* Pending approvals (run_id NULL: all), a cJSON array of {id, run_id, tool,
  * arguments, reason, created_at}. */
 int rk_approval_pending(struct rk_engine *eng, const char *run_id, cJSON **out, struct rk_error *err);
+
+/* An approval request's state (approvals.state). */
+#define RK_APPROVAL_STATES(X)               \
+	X(RK_APPROVAL_PENDING, "pending")   \
+	X(RK_APPROVAL_APPROVED, "approved") \
+	X(RK_APPROVAL_DENIED, "denied")
+RK_NAMES_ENUM(rk_approval_state, RK_APPROVAL_STATE, RK_APPROVAL_STATES);
 
 #endif

@@ -23,6 +23,8 @@
 #include "engine/util/log.h"
 #include "engine/util/time.h"
 
+RK_NAMES_DEFINE(rk_secret_auth, RK_SECRET_AUTH, RK_SECRET_AUTHS)
+
 #define KEY_BYTES crypto_aead_xchacha20poly1305_ietf_KEYBYTES
 #define NONCE_BYTES crypto_aead_xchacha20poly1305_ietf_NPUBBYTES
 #define TAG_BYTES crypto_aead_xchacha20poly1305_ietf_ABYTES
@@ -176,7 +178,7 @@ static int token_ok(const char *s)
 int rk_secret_auth_parse(const char *spec, char **kind, char **param, struct rk_error *err)
 {
 	*kind = *param = NULL;
-	if (spec && (!strcmp(spec, "bearer") || !strcmp(spec, "basic"))) {
+	if (rk_secret_auth_of(spec) == RK_SECRET_BEARER || rk_secret_auth_of(spec) == RK_SECRET_BASIC) {
 		*kind = rk_xstrdup(spec);
 		return 0;
 	}
@@ -625,7 +627,7 @@ int rk_secret_set(struct rk_engine *eng, const struct rk_actor *a, const char *n
 	char *origin = NULL, *kind = NULL, *param = NULL;
 	if ((r = rk_secret_origin(origin_url, 1, &origin, err)) || (r = rk_secret_auth_parse(auth, &kind, &param, err)))
 		goto out;
-	if (!strcmp(kind, "basic") && !memchr(value, ':', len)) {
+	if (rk_secret_auth_of(kind) == RK_SECRET_BASIC && !memchr(value, ':', len)) {
 		r = rk_error_set(err, RK_EINVALID, "a basic secret is 'user:password'");
 		goto out;
 	}
@@ -1301,9 +1303,10 @@ static int header_forbidden(const char *name, const struct sealed *s)
 	for (size_t i = 0; never[i]; i++)
 		if (!strcasecmp(name, never[i]))
 			return 1;
-	if ((!strcmp(s->kind, "bearer") || !strcmp(s->kind, "basic")) && !strcasecmp(name, "authorization"))
+	enum rk_secret_auth auth = rk_secret_auth_of(s->kind);
+	if ((auth == RK_SECRET_BEARER || auth == RK_SECRET_BASIC) && !strcasecmp(name, "authorization"))
 		return 1;
-	return !strcmp(s->kind, "header") && !strcasecmp(name, s->param);
+	return auth == RK_SECRET_HEADER && !strcasecmp(name, s->param);
 }
 
 /* The response as the model gets it: the headers it may need and the body,
@@ -1410,7 +1413,7 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 		r = rk_error_set(err, RK_EINVALID, "secret '%s' holds a line break or NUL: it cannot be sent", req->name);
 		goto out;
 	}
-	if (!strcmp(s.kind, "query")) {
+	if (rk_secret_auth_of(s.kind) == RK_SECRET_QUERY) {
 		char *k = rk_http_escape(s.param), *v = rk_http_escape(value);
 		const char *sep = strchr(req->url, '?') ? "&" : "?";
 		url = sodium_malloc(strlen(req->url) + strlen(k) + strlen(v) + 3);
@@ -1425,10 +1428,10 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 	} else {
 		struct rk_buf line = RK_BUF_INIT;
 		rk_buf_init(&line);
-		if (!strcmp(s.kind, "bearer")) {
+		if (rk_secret_auth_of(s.kind) == RK_SECRET_BEARER) {
 			rk_buf_adds(&line, "Authorization: Bearer ");
 			rk_buf_add(&line, value, vlen);
-		} else if (!strcmp(s.kind, "basic")) {
+		} else if (rk_secret_auth_of(s.kind) == RK_SECRET_BASIC) {
 			char *b64 = base64_variant(value, vlen, sodium_base64_VARIANT_ORIGINAL);
 			rk_buf_adds(&line, "Authorization: Basic ");
 			rk_buf_adds(&line, b64);

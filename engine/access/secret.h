@@ -33,6 +33,7 @@
 #include "engine/state/engine.h"
 #include "engine/util/buf.h"
 #include "engine/util/err.h"
+#include "engine/util/names.h"
 
 #define RK_SECRET_VALUE_MAX 65536
 #define RK_SECRET_RESPONSE_MAX (1u << 20)
@@ -131,5 +132,14 @@ struct rk_secret_http {
  * body (UTF-8 text) | body_base64, truncated}, already redacted. */
 int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct rk_secret_http *req, cJSON **out,
 		   struct rk_error *err);
+
+/* How a secret is sent (secrets.auth, the kind of rk_secret_auth_parse):
+ * a bearer token, a header, basic auth or a query parameter. */
+#define RK_SECRET_AUTHS(X)            \
+	X(RK_SECRET_BEARER, "bearer") \
+	X(RK_SECRET_HEADER, "header") \
+	X(RK_SECRET_BASIC, "basic")   \
+	X(RK_SECRET_QUERY, "query")
+RK_NAMES_ENUM(rk_secret_auth, RK_SECRET_AUTH, RK_SECRET_AUTHS);
 
 #endif

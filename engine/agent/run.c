@@ -551,9 +551,9 @@ static int wait_takeover(struct run *run, const char *reason, char **note, const
 			*why = "cancelled";
 		else if (rk_run_state_is_final(row.state))
 			*why = "superseded";
-		else if (!strcmp(row.state, "running"))
+		else if (rk_run_state_of(row.state) == RK_RUN_RUNNING)
 			*note = rk_xstrdup(row.takeover_note);
-		int done = *why || !strcmp(row.state, "running");
+		int done = *why || rk_run_state_of(row.state) == RK_RUN_RUNNING;
 		rk_run_row_release(&row);
 		if (*why)
 			return stop_error(run, *why, err);
@@ -938,7 +938,7 @@ int rk_run_execute(struct rk_engine *eng, const char *run_id, const struct rk_ru
 	int r = rk_db_run_get(eng->db, run_id, &run.row, err);
 	if (r)
 		return r;
-	if (strcmp(run.row.state, "queued")) {
+	if (rk_run_state_of(run.row.state) != RK_RUN_QUEUED) {
 		r = rk_error_set(err, RK_ECONFLICT, "run %s is %s, not queued", run_id, run.row.state);
 		rk_run_row_release(&run.row);
 		return r;
@@ -1168,9 +1168,9 @@ int rk_run_detach(struct rk_engine *eng, const char *run_id, struct rk_error *er
 
 static int resumable(const struct rk_run_row *row)
 {
-	if (!strcmp(row->state, "interrupted"))
+	if (rk_run_state_of(row->state) == RK_RUN_INTERRUPTED)
 		return 1;
-	if (strcmp(row->state, "failed") || !row->reason)
+	if (rk_run_state_of(row->state) != RK_RUN_FAILED || !row->reason)
 		return 0;
 	static const char *const ok[] = {"max_steps", "max_wall", "max_tokens", "model", "lease_lost", "computer",
 					 NULL};
@@ -1239,7 +1239,7 @@ int rk_run_cancel(struct rk_engine *eng, const char *run_id, int64_t wait_ms, st
 	struct rk_run_row row = {0};
 	if (r || (r = rk_db_run_get(eng->db, run_id, &row, err)))
 		return r;
-	if (rk_run_state_is_final(row.state) && strcmp(row.state, "interrupted")) {
+	if (rk_run_state_is_final(row.state) && rk_run_state_of(row.state) != RK_RUN_INTERRUPTED) {
 		r = rk_error_set(err, RK_ECONFLICT, "run %s has already ended: %s", row.id, row.state);
 		goto out;
 	}
@@ -1250,7 +1250,7 @@ int rk_run_cancel(struct rk_engine *eng, const char *run_id, int64_t wait_ms, st
 	 * cancel from the state rather than a signal */
 	int alive = rk_host_pid_alive(row.worker_host, row.worker_pid);
 	int live = alive != 0 && row.worker_pid > 0 && row.heartbeat_at >= fresh && !rk_run_state_is_final(row.state);
-	if (!live && (!strcmp(row.state, "interrupted") || row.worker_pid < 0)) {
+	if (!live && (rk_run_state_of(row.state) == RK_RUN_INTERRUPTED || row.worker_pid < 0)) {
 		/* nothing runs it (an interrupted run, or a queued one no process took yet) */
 		if ((r = rk_db_run_finish(eng->db, row.id, "cancelled", NULL, "cancelled: by `rakazo run cancel`",
 					  err)) == 0 &&
@@ -1377,7 +1377,7 @@ int rk_run_reap(struct rk_engine *eng, int *marked, struct rk_error *err)
 		int64_t hb = row->heartbeat_at >= 0 ? row->heartbeat_at : row->created_at;
 		const char *reason = NULL;
 		char *msg = NULL;
-		if (row->worker_pid > 0 && strcmp(row->state, "queued") &&
+		if (row->worker_pid > 0 && rk_run_state_of(row->state) != RK_RUN_QUEUED &&
 		    rk_host_pid_alive(row->worker_host, row->worker_pid) == 0) {
 			reason = "worker_gone";
 			msg = rk_xasprintf("worker_gone: the process running it (pid %lld) is gone; `rakazo run resume "
@@ -1437,7 +1437,7 @@ static int bot_run_in(struct rk_engine *eng, const char *computer_id, const char
 	for (size_t i = 0; i < n && !found; i++)
 		if (rows[i].computer_id && !strcmp(rows[i].computer_id, computer_id) &&
 		    !strcmp(lease_bot(&rows[i]), bot))
-			found = (strcmp(rows[i].state, "waiting_takeover") == 0) == waiting;
+			found = (rk_run_state_of(rows[i].state) == RK_RUN_WAITING_TAKEOVER) == waiting;
 	rk_run_rows_free(rows, n);
 	return found;
 }

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "engine/access/authz.h"
+#include "engine/machine/computer.h"
 #include "engine/machine/machine.h"
 #include "engine/state/db_api.h"
 #include "engine/util/buf.h"
@@ -341,7 +342,8 @@ static const char *forward_gone(struct rk_engine *eng, const struct forward *f)
 	struct rk_computer c = {0};
 	int r = rk_db_computer_get(eng->db, f->c.id, &c, &err);
 	const char *why = r && err.code == RK_ENOTFOUND	      ? "the computer was deleted"
-			  : !r && c.state && strcmp(c.state, "running") ? "the computer is no longer running"
+			  : !r && c.state && rk_computer_state_of(c.state) != RK_COMPUTER_RUNNING
+				  ? "the computer is no longer running"
 									  : NULL;
 	rk_computer_release(&c);
 	return why;

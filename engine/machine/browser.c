@@ -1123,7 +1123,7 @@ static int fill_secret(struct rk_browser *b, const cJSON *a, const struct rk_bro
 		goto out;
 	const char *text = *value;
 	size_t tlen = *vlen;
-	if (!strcmp(kind, "basic")) {
+	if (rk_secret_auth_of(kind) == RK_SECRET_BASIC) {
 		const char *colon = memchr(text, ':', tlen);
 		if (!part || !colon)
 			rc = rk_error_set(err, RK_EINVALID,

@@ -18,6 +18,10 @@
 #include "engine/util/json.h"
 #include "engine/util/time.h"
 
+RK_NAMES_DEFINE(rk_computer_mode, RK_COMPUTER_MODE, RK_COMPUTER_MODES)
+
+RK_NAMES_DEFINE(rk_computer_state, RK_COMPUTER_STATE, RK_COMPUTER_STATES)
+
 static void add_time(cJSON *o, const char *key, int64_t ms)
 {
 	char buf[40];

@@ -8,6 +8,7 @@
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
 #include "providers/provider.h"
+#include "engine/util/names.h"
 
 #define RK_FILE_READ_DEFAULT_MAX (16u * 1024 * 1024)
 #define RK_FILE_READ_LIMIT (256u * 1024 * 1024)
@@ -65,5 +66,26 @@ int rk_computer_import(struct rk_engine *eng, struct rk_computer *c, int fd, str
  * history, and c is not resumed. */
 int rk_computer_sh(struct rk_engine *eng, const struct rk_computer *c, const char *command, int64_t timeout_ms,
 		   int *code, struct rk_buf *out, struct rk_error *err);
+
+/* A computer's state (computers.state, rk_computer.state): the name stored
+ * and shown is rk_computer_state_name(); a paired machine is offline until
+ * it connects. */
+#define RK_COMPUTER_STATES(X)                 \
+	X(RK_COMPUTER_STARTING, "starting")   \
+	X(RK_COMPUTER_RUNNING, "running")     \
+	X(RK_COMPUTER_PAUSED, "paused")       \
+	X(RK_COMPUTER_STOPPED, "stopped")     \
+	X(RK_COMPUTER_OFFLINE, "offline")     \
+	X(RK_COMPUTER_FAILED, "failed")       \
+	X(RK_COMPUTER_RESTORING, "restoring") \
+	X(RK_COMPUTER_DELETED, "deleted")
+RK_NAMES_ENUM(rk_computer_state, RK_COMPUTER_STATE, RK_COMPUTER_STATES);
+
+/* A computer's mode (computers.mode): private to its owner, or a team
+ * computer whose screen bots and people share (engine/machine/team.h). */
+#define RK_COMPUTER_MODES(X)              \
+	X(RK_COMPUTER_PRIVATE, "private") \
+	X(RK_COMPUTER_TEAM, "team")
+RK_NAMES_ENUM(rk_computer_mode, RK_COMPUTER_MODE, RK_COMPUTER_MODES);
 
 #endif

@@ -16,24 +16,24 @@
 #include "engine/util/time.h"
 #include "engine/machine/worker.h"
 
-static const char *const lifecycle_ops[] = {"create", "pause", "resume", "stop", "delete", NULL};
+RK_NAMES_DEFINE(rk_execution_state, RK_EXECUTION_STATE, RK_EXECUTION_STATES)
+
+RK_NAMES_DEFINE(rk_lifecycle_op, RK_LIFECYCLE_OP, RK_LIFECYCLE_OPS)
 
 int rk_execution_state_is_final(const char *state)
 {
-	return !strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "cancelled");
+	enum rk_execution_state s = rk_execution_state_of(state);
+	return s == RK_EXECUTION_SUCCEEDED || s == RK_EXECUTION_FAILED || s == RK_EXECUTION_CANCELLED;
 }
 
 static int state_is_settled(const char *state)
 {
-	return rk_execution_state_is_final(state) || !strcmp(state, "outcome_unknown");
+	return rk_execution_state_is_final(state) || rk_execution_state_of(state) == RK_EXECUTION_OUTCOME_UNKNOWN;
 }
 
 static int valid_op(const char *op)
 {
-	for (size_t i = 0; lifecycle_ops[i]; i++)
-		if (op && !strcmp(op, lifecycle_ops[i]))
-			return 1;
-	return 0;
+	return rk_lifecycle_op_of(op) != RK_LIFECYCLE_OP_UNKNOWN;
 }
 
 /* --- JSON ---------------------------------------------------------------- */
@@ -142,7 +142,7 @@ static int validate_create_body(const cJSON *body, struct rk_error *err)
 		rk_buf_release(&b);
 		return r;
 	}
-	if (mode && strcmp(mode, "team") && strcmp(mode, "private"))
+	if (mode && rk_computer_mode_of(mode) == RK_COMPUTER_MODE_UNKNOWN)
 		return rk_error_set(err, RK_EINVALID, "create: mode must be team or private");
 	int desktop;
 	int64_t v;
@@ -212,7 +212,7 @@ int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, stru
 {
 	if (!valid_op(req->op))
 		return rk_error_set(err, RK_EINVALID, "unknown lifecycle command '%s'", req->op ? req->op : "");
-	int is_create = !strcmp(req->op, "create");
+	int is_create = rk_lifecycle_op_of(req->op) == RK_LIFECYCLE_CREATE;
 	int r;
 	if (is_create && (r = validate_create_body(req->body, err)))
 		return r;
@@ -271,7 +271,7 @@ int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, stru
 					 "computer '%s' already has a lifecycle command in progress: execution %s "
 					 "(%s, %s)%s",
 					 comp.name, active.id, active.op, active.state,
-					 !strcmp(active.state, "outcome_unknown")
+					 rk_execution_state_of(active.state) == RK_EXECUTION_OUTCOME_UNKNOWN
 						 ? "; settle it with `rakazo computer execution decide`"
 						 : "");
 			rk_execution_release(&active);
@@ -282,7 +282,9 @@ int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, stru
 			goto fail;
 		}
 		/* an update or recovery job's reservation excludes stop and idle suspension (issue 8) */
-		if ((!strcmp(req->op, "stop") || !strcmp(req->op, "pause")) && (r = rk_reservation_check(eng->db, comp.id, err)))
+		enum rk_lifecycle_op op = rk_lifecycle_op_of(req->op);
+		if ((op == RK_LIFECYCLE_STOP || op == RK_LIFECYCLE_PAUSE) &&
+		    (r = rk_reservation_check(eng->db, comp.id, err)))
 			goto fail;
 		computer_id = comp.id;
 	}
@@ -335,13 +337,14 @@ int rk_execution_get(struct rk_engine *eng, const char *id, struct rk_execution 
  * thinks that one dead; the one taken for dead must then write nothing. */
 static int still_ours(struct rk_engine *eng, const struct rk_execution *e, struct rk_error *err)
 {
-	if (!e->worker_id || !e->state || strcmp(e->state, "running") != 0)
+	if (!e->worker_id || rk_execution_state_of(e->state) != RK_EXECUTION_RUNNING)
 		return 0; /* not a worker's running command (a decision on outcome_unknown, say) */
 	struct rk_execution now = {0};
 	struct rk_error e2;
 	int r = 0;
 	if (rk_db_execution_get(eng->db, e->id, &now, &e2) == 0 &&
-	    (!now.worker_id || strcmp(now.worker_id, e->worker_id) || strcmp(now.state, "running")))
+	    (!now.worker_id || strcmp(now.worker_id, e->worker_id) ||
+	     rk_execution_state_of(now.state) != RK_EXECUTION_RUNNING))
 		r = rk_error_set(err, RK_ESTALE, "execution %s was taken over: its worker %s was taken for dead", e->id,
 				 e->worker_id);
 	rk_execution_release(&now);
@@ -375,7 +378,7 @@ static int finish(struct rk_engine *eng, struct rk_execution *e, const char *sta
 
 static void cancel_create_computer(struct rk_engine *eng, const struct rk_execution *e)
 {
-	if (!strcmp(e->op, "create"))
+	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE)
 		rk_db_computer_mark_deleted(eng->db, e->computer_id, NULL);
 }
 
@@ -387,13 +390,13 @@ int rk_execution_cancel(struct rk_engine *eng, const char *id, struct rk_executi
 	struct rk_execution e = {0};
 	if ((r = rk_db_execution_get(eng->db, id, &e, err)))
 		goto fail;
-	if (!strcmp(e.state, "pending")) {
+	if (rk_execution_state_of(e.state) == RK_EXECUTION_PENDING) {
 		if ((r = finish(eng, &e, "cancelled", "cancelled", "cancelled before it started", NULL, err)))
 			goto fail;
 		cancel_create_computer(eng, &e);
 		if ((r = append_event(eng, e.id, "cancelled", msg_data("by", eng->owner), err)))
 			goto fail;
-	} else if (!strcmp(e.state, "running")) {
+	} else if (rk_execution_state_of(e.state) == RK_EXECUTION_RUNNING) {
 		if ((r = rk_db_execution_request_cancel(eng->db, e.id, err)) ||
 		    (r = append_event(eng, e.id, "cancel_requested", msg_data("by", eng->owner), err)))
 			goto fail;
@@ -418,7 +421,7 @@ static int apply_success(struct rk_engine *eng, const struct rk_execution *e, co
 	const char *id = e->computer_id;
 	int64_t now = rk_now_ms();
 	int r = 0;
-	if (!strcmp(e->op, "create") || !strcmp(e->op, "resume")) {
+	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_RESUME) {
 		if (ref && ((r = rk_db_computer_set_ref(eng->db, id, ref, err)) ||
 			    (r = rk_db_computer_mark_ref_kind(eng->db, id, err))))
 			return r;
@@ -426,8 +429,9 @@ static int apply_success(struct rk_engine *eng, const struct rk_execution *e, co
 			return r;
 		return rk_db_usage_open(eng->db, id, now, err);
 	}
-	if (!strcmp(e->op, "pause") || !strcmp(e->op, "stop")) {
-		if ((r = rk_db_computer_set_state(eng->db, id, !strcmp(e->op, "pause") ? "paused" : "stopped", err)))
+	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_PAUSE || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_STOP) {
+		const char *to = rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_PAUSE ? "paused" : "stopped";
+		if ((r = rk_db_computer_set_state(eng->db, id, to, err)))
 			return r;
 		return rk_db_usage_close(eng->db, id, now, err);
 	}
@@ -440,7 +444,8 @@ static int apply_success(struct rk_engine *eng, const struct rk_execution *e, co
 int rk_execution_decide(struct rk_engine *eng, const char *id, const char *outcome, struct rk_execution *out,
 			struct rk_error *err)
 {
-	if (!outcome || (strcmp(outcome, "succeeded") && strcmp(outcome, "failed")))
+	enum rk_execution_state decided = rk_execution_state_of(outcome);
+	if (decided != RK_EXECUTION_SUCCEEDED && decided != RK_EXECUTION_FAILED)
 		return rk_error_set(err, RK_EUSAGE, "--outcome must be succeeded or failed");
 	int r = rk_db_begin(eng->db, err);
 	if (r)
@@ -448,17 +453,17 @@ int rk_execution_decide(struct rk_engine *eng, const char *id, const char *outco
 	struct rk_execution e = {0};
 	if ((r = rk_db_execution_get(eng->db, id, &e, err)))
 		goto fail;
-	if (strcmp(e.state, "outcome_unknown") != 0) {
+	if (rk_execution_state_of(e.state) != RK_EXECUTION_OUTCOME_UNKNOWN) {
 		r = rk_error_set(err, RK_ECONFLICT, "execution %s is %s; only outcome_unknown executions take a decision",
 				 e.id, e.state);
 		goto fail;
 	}
-	if (!strcmp(outcome, "succeeded")) {
+	if (decided == RK_EXECUTION_SUCCEEDED) {
 		if ((r = apply_success(eng, &e, NULL, err)) ||
 		    (r = finish(eng, &e, "succeeded", NULL, NULL, NULL, err)))
 			goto fail;
 	} else {
-		if (!strcmp(e.op, "create"))
+		if (rk_lifecycle_op_of(e.op) == RK_LIFECYCLE_CREATE)
 			rk_db_computer_set_state(eng->db, e.computer_id, "failed", NULL);
 		if ((r = finish(eng, &e, "failed", "outcome_unknown", "decided failed by the operator", NULL, err)))
 			goto fail;
@@ -530,10 +535,10 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 	struct rk_machine_ctx mc;
 	rk_machine_ctx_init(&mc, eng, c);
 	int r = 0;
-	if (!strcmp(e->op, "create") || !strcmp(e->op, "resume")) {
+	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_RESUME) {
 		enum rk_machine_state st = RK_MACHINE_GONE;
-		int use_resume = !strcmp(e->op, "resume") && c->provider_ref && ops->status && ops->resume &&
-				 ops->status(&mc.m, &st, err) == 0 && st != RK_MACHINE_GONE;
+		int use_resume = rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_RESUME && c->provider_ref && ops->status &&
+				 ops->resume && ops->status(&mc.m, &st, err) == 0 && st != RK_MACHINE_GONE;
 		if (use_resume) {
 			r = ops->resume(&mc.m, err);
 			/* a restore or import made while it was down comes before any tool */
@@ -566,11 +571,11 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 				free(pr.ref);
 			}
 		}
-	} else if (!strcmp(e->op, "pause")) {
+	} else if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_PAUSE) {
 		r = (ops->caps & RK_CAP_PAUSE) && ops->pause ? ops->pause(&mc.m, err) : ops->stop(&mc.m, err);
-	} else if (!strcmp(e->op, "stop")) {
+	} else if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_STOP) {
 		r = ops->stop(&mc.m, err);
-	} else if (!strcmp(e->op, "delete")) {
+	} else if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_DELETE) {
 		r = c->provider_ref ? ops->destroy(&mc.m, err) : 0;
 		if (r == 0) {
 			struct rk_error e2;
@@ -591,7 +596,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 	struct rk_error perr;
 	rk_error_clear(&perr);
 	int r = rk_db_computer_get(eng->db, e->computer_id, &c, err);
-	if (r && !strcmp(e->op, "create")) {
+	if (r && rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE) {
 		/* the computer row went (a cancelled create): nothing to do */
 		rk_db_begin(eng->db, NULL);
 		finish(eng, e, "cancelled", "cancelled", "the computer no longer exists", NULL, NULL);
@@ -622,7 +627,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 
 	/* A stop or pause checkpoints the workspace first; when that fails the
 	 * machine is left as it is (issue 6). A crash here is before the call. */
-	if (!strcmp(e->op, "stop") || !strcmp(e->op, "pause")) {
+	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_STOP || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_PAUSE) {
 		if ((r = set_phase(eng, e, "checkpoint", 0, NULL, err)))
 			goto fail_before_call;
 		if (rk_checkpoint_before_lifecycle(eng, &c, e->op, &perr) != 0)
@@ -654,7 +659,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 				cJSON_Delete(ev);
 		}
 	} else if (perr.code == RK_EOUTCOME_UNKNOWN) {
-		if (!strcmp(e->op, "stop") || !strcmp(e->op, "delete"))
+		if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_STOP || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_DELETE)
 			rk_db_computer_set_state(eng->db, c.id, "failed", NULL);
 		r = finish(eng, e, "outcome_unknown", rk_code_name(perr.code), perr.message, NULL, err);
 		cJSON *d = cJSON_CreateObject();
@@ -667,7 +672,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 		else
 			cJSON_Delete(d);
 	} else {
-		if (!strcmp(e->op, "create"))
+		if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE)
 			rk_db_computer_set_state(eng->db, c.id, "failed", NULL);
 		cJSON *d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "code", rk_code_name(perr.code));
@@ -689,7 +694,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 
 provider_failed_before_call:
 	rk_db_begin(eng->db, NULL);
-	if (!strcmp(e->op, "create"))
+	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE)
 		rk_db_computer_set_state(eng->db, e->computer_id, "failed", NULL);
 	{
 		cJSON *d = cJSON_CreateObject();
@@ -718,14 +723,16 @@ int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *,
 		if ((r = rk_db_begin(eng->db, err)))
 			break;
 		struct rk_execution e = {0};
-		if (rk_db_execution_get(eng->db, ids[i], &e, NULL) == 0 && !strcmp(e.state, "running") &&
+		if (rk_db_execution_get(eng->db, ids[i], &e, NULL) == 0 &&
+		    rk_execution_state_of(e.state) == RK_EXECUTION_RUNNING &&
 		    !(alive && alive(eng, &e, arg))) {
 			rk_log(RK_LOG_WARN, "execution %s: its worker %s (pid %lld) is gone", e.id,
 			       e.worker_id ? e.worker_id : "-", (long long)e.worker_pid);
 			if (e.provider_call_at) {
 				finish(eng, &e, "outcome_unknown", "outcome_unknown",
 				       "the worker stopped while the provider call was in flight", NULL, NULL);
-				if (!strcmp(e.op, "stop") || !strcmp(e.op, "delete"))
+				if (rk_lifecycle_op_of(e.op) == RK_LIFECYCLE_STOP ||
+				    rk_lifecycle_op_of(e.op) == RK_LIFECYCLE_DELETE)
 					rk_db_computer_set_state(eng->db, e.computer_id, "failed", NULL);
 				cJSON *d = cJSON_CreateObject();
 				cJSON_AddStringToObject(d, "message",
@@ -763,7 +770,7 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 {
 	int r;
 	for (int round = 0; round < 3; round++) {
-		if (!strcmp(c->state, "running")) {
+		if (rk_computer_state_of(c->state) == RK_COMPUTER_RUNNING) {
 			/* the machine may have gone behind our back (a killed container,
 			 * a host reboot): then the record follows it, and a saved resume
 			 * brings it back (a replacement when it is gone) */
@@ -792,7 +799,7 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 		struct rk_error e2;
 		if (rk_db_execution_active(eng->db, c->id, &e, &e2) == 0) {
 			/* a lifecycle command is under way: wait for it, then look again */
-			if (!strcmp(e.state, "outcome_unknown")) {
+			if (rk_execution_state_of(e.state) == RK_EXECUTION_OUTCOME_UNKNOWN) {
 				r = rk_error_set(err, RK_EOUTCOME_UNKNOWN,
 						 "computer '%s' waits for a decision on execution %s (%s): check the "
 						 "provider, then `rakazo computer execution decide %s --outcome ...`",
@@ -808,7 +815,8 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 			rk_execution_release(&done);
 			if (r)
 				return r;
-		} else if (!strcmp(c->state, "paused") || !strcmp(c->state, "stopped")) {
+		} else if (rk_computer_state_of(c->state) == RK_COMPUTER_PAUSED ||
+			   rk_computer_state_of(c->state) == RK_COMPUTER_STOPPED) {
 			/* a command on a paused computer first submits a saved resume */
 			struct rk_submit s = {.op = "resume", .computer = c->id};
 			int existed;
@@ -818,7 +826,7 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 			r = rk_worker_ensure(eng, err);
 			if (r == 0)
 				r = rk_execution_wait(eng, e.id, 300000, &done, err);
-			if (r == 0 && strcmp(done.state, "succeeded") != 0)
+			if (r == 0 && rk_execution_state_of(done.state) != RK_EXECUTION_SUCCEEDED)
 				r = rk_error_set(err, RK_EUNAVAILABLE, "resuming computer '%s' failed (execution %s): %s",
 						 c->name, e.id, done.error_message ? done.error_message : done.state);
 			rk_execution_release(&e);
@@ -827,7 +835,7 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 				return r;
 		} else {
 			return rk_error_set(err, RK_EUNAVAILABLE, "computer '%s' is %s%s", c->name, c->state,
-					    !strcmp(c->state, "failed")
+					    rk_computer_state_of(c->state) == RK_COMPUTER_FAILED
 						    ? ": resume it with `rakazo computer resume` or delete it"
 						    : "");
 		}
@@ -838,7 +846,7 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 		if (r)
 			return r;
 	}
-	if (!strcmp(c->state, "running"))
+	if (rk_computer_state_of(c->state) == RK_COMPUTER_RUNNING)
 		return 0;
 	return rk_error_set(err, RK_EUNAVAILABLE, "computer '%s' is %s", c->name, c->state);
 }

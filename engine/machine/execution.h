@@ -10,6 +10,7 @@
 
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
+#include "engine/util/names.h"
 
 struct rk_submit {
 	const char *op;          /* create | pause | resume | stop | delete */
@@ -55,5 +56,25 @@ int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *,
  * a saved resume (submitted and waited for); a starting one is waited for. On
  * return *c is fresh from the database. */
 int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, struct rk_error *err);
+
+/* A saved command's state (lifecycle_executions.state, rk_execution.state).
+ * outcome_unknown: the provider's reply was lost; the operator settles it. */
+#define RK_EXECUTION_STATES(X)                             \
+	X(RK_EXECUTION_PENDING, "pending")                 \
+	X(RK_EXECUTION_RUNNING, "running")                 \
+	X(RK_EXECUTION_SUCCEEDED, "succeeded")             \
+	X(RK_EXECUTION_FAILED, "failed")                   \
+	X(RK_EXECUTION_CANCELLED, "cancelled")             \
+	X(RK_EXECUTION_OUTCOME_UNKNOWN, "outcome_unknown")
+RK_NAMES_ENUM(rk_execution_state, RK_EXECUTION_STATE, RK_EXECUTION_STATES);
+
+/* What a saved command does (lifecycle_executions.op, rk_execution.op). */
+#define RK_LIFECYCLE_OPS(X)              \
+	X(RK_LIFECYCLE_CREATE, "create") \
+	X(RK_LIFECYCLE_PAUSE, "pause")   \
+	X(RK_LIFECYCLE_RESUME, "resume") \
+	X(RK_LIFECYCLE_STOP, "stop")     \
+	X(RK_LIFECYCLE_DELETE, "delete")
+RK_NAMES_ENUM(rk_lifecycle_op, RK_LIFECYCLE_OP, RK_LIFECYCLE_OPS);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/machine/checkpoint.h"
+#include "engine/machine/computer.h"
 #include "engine/machine/execution.h"
 #include "engine/util/host.h"
 #include "engine/machine/reservation.h"
@@ -197,9 +198,10 @@ int rk_idle_scan(struct rk_engine *eng, int *pending, struct rk_error *err)
 		if (rk_idle_flush_deferred(eng, c, &e) < 0)
 			rk_log(RK_LOG_WARN, "idle: deferred checkpoint of %s: %s", c->id, e.message);
 		/* a stopped machine took its displays with it */
-		if (!strcmp(c->state, "stopped") || !strcmp(c->state, "failed"))
+		enum rk_computer_state state = rk_computer_state_of(c->state);
+		if (state == RK_COMPUTER_STOPPED || state == RK_COMPUTER_FAILED)
 			rk_team_screens_forget(eng, c->id, NULL);
-		if (strcmp(c->state, "running") != 0 || c->pause_after < 0) {
+		if (state != RK_COMPUTER_RUNNING || c->pause_after < 0) {
 			drop_schedule(eng->db, c->id);
 			continue;
 		}
@@ -291,7 +293,7 @@ static int drop_deferred(struct rk_db *db, const char *computer_id, struct rk_er
 int rk_idle_checkpoint(struct rk_engine *eng, const struct rk_computer *c, const char *bot, const char *reason,
 		       struct rk_error *err)
 {
-	int team = c->mode && !strcmp(c->mode, "team");
+	int team = rk_computer_mode_of(c->mode) == RK_COMPUTER_TEAM;
 	char *why = team ? blocker(eng, c, bot) : NULL;
 	if (why) {
 		struct rk_stmt *st = rk_db_prepare(eng->db,
@@ -332,14 +334,15 @@ int rk_idle_flush_deferred(struct rk_engine *eng, const struct rk_computer *c, s
 		return 0;
 	int r = 0;
 	char *why = blocker(eng, c, NULL);
-	if (!why && strcmp(c->state, "running") == 0) {
+	if (!why && rk_computer_state_of(c->state) == RK_COMPUTER_RUNNING) {
 		r = rk_checkpoint_create(eng, c, reason, RK_QUIESCE_NONE, NULL, err);
 		if (r == 0) {
 			drop_deferred(eng->db, c->id, NULL);
 			rk_log(RK_LOG_INFO, "deferred checkpoint of %s (%s) made", c->id, reason);
 			r = 1;
 		}
-	} else if (!why && (strcmp(c->state, "paused") == 0 || strcmp(c->state, "stopped") == 0)) {
+	} else if (!why && (rk_computer_state_of(c->state) == RK_COMPUTER_PAUSED ||
+			     rk_computer_state_of(c->state) == RK_COMPUTER_STOPPED)) {
 		/* the pause or stop checkpointed the workspace already */
 		drop_deferred(eng->db, c->id, NULL);
 	}

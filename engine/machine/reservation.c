@@ -6,12 +6,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/machine/session.h"
 #include "engine/util/host.h"
 #include "engine/machine/team.h"
 #include "engine/util/buf.h"
 #include "engine/util/json.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
+
+RK_NAMES_DEFINE(rk_reservation_kind, RK_RESERVATION_KIND, RK_RESERVATION_KINDS)
+
+RK_NAMES_DEFINE(rk_reservation_state, RK_RESERVATION_STATE, RK_RESERVATION_STATES)
 
 static int64_t silent_ms(void)
 {
@@ -32,11 +37,12 @@ int rk_reservation_check(struct rk_db *db, const char *computer_id, struct rk_er
 	int rc = rk_stmt_step(st);
 	if (rc == RK_SQL_ROW) {
 		const char *state = (const char *)rk_stmt_column_text(st, 2);
+		int interrupted = rk_reservation_state_of(state) == RK_RESERVATION_INTERRUPTED;
 		r = rk_error_set(err, RK_ECONFLICT,
 				 "computer %s is reserved by %s's %s job (phase %s%s)%s", computer_id,
 				 (const char *)rk_stmt_column_text(st, 3), (const char *)rk_stmt_column_text(st, 0),
-				 (const char *)rk_stmt_column_text(st, 1), !strcmp(state, "interrupted") ? ", interrupted" : "",
-				 !strcmp(state, "interrupted")
+				 (const char *)rk_stmt_column_text(st, 1), interrupted ? ", interrupted" : "",
+				 interrupted
 					 ? ": once its job has stopped, its owner frees it with `rakazo computer release`"
 					 : "");
 	} else if (rc != RK_SQL_DONE) {
@@ -64,7 +70,7 @@ static int record_phase(struct rk_db *db, const char *computer_id, const char *k
 
 int rk_reservation_begin(struct rk_engine *eng, const struct rk_computer *c, const char *kind, struct rk_error *err)
 {
-	if (!kind || (strcmp(kind, "update") && strcmp(kind, "recovery")))
+	if (rk_reservation_kind_of(kind) == RK_RESERVATION_KIND_UNKNOWN)
 		return rk_error_set(err, RK_EINVALID, "a reservation is for an update or a recovery job, not '%s'",
 				    kind ? kind : "");
 	int r = rk_db_begin(eng->db, err);
@@ -261,7 +267,7 @@ int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, s
 		struct rk_session_row s = {0};
 		struct rk_error e2;
 		if (rk_db_session_get(eng->db, operation, &s, &e2) == 0) {
-			int running = !strcmp(s.state, "running") && pid_alive(s.holder_pid);
+			int running = rk_session_state_of(s.state) == RK_SESSION_RUNNING && pid_alive(s.holder_pid);
 			rk_session_row_release(&s);
 			if (running) {
 				r = rk_error_set(err, RK_ECONFLICT,

@@ -15,6 +15,7 @@
 
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
+#include "engine/util/names.h"
 
 #define RK_RESERVATION_SILENT_DEFAULT_MS (10 * 60 * 1000)
 
@@ -41,5 +42,18 @@ int rk_reservation_scan(struct rk_engine *eng, struct rk_error *err);
 int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err);
 /* {kind, owner, worker_pid, operation, phase, state, heartbeat_at, created_at, phases[]}, or NULL when none. */
 cJSON *rk_reservation_to_json(struct rk_db *db, const char *computer_id);
+
+/* A reservation's state (computer_reservations.state): interrupted once its
+ * job went silent; only its owner's release frees it then. */
+#define RK_RESERVATION_STATES(X)                     \
+	X(RK_RESERVATION_ACTIVE, "active")           \
+	X(RK_RESERVATION_INTERRUPTED, "interrupted")
+RK_NAMES_ENUM(rk_reservation_state, RK_RESERVATION_STATE, RK_RESERVATION_STATES);
+
+/* The job a reservation is for (computer_reservations.kind). */
+#define RK_RESERVATION_KINDS(X)                \
+	X(RK_RESERVATION_UPDATE, "update")     \
+	X(RK_RESERVATION_RECOVERY, "recovery")
+RK_NAMES_ENUM(rk_reservation_kind, RK_RESERVATION_KIND, RK_RESERVATION_KINDS);
 
 #endif

@@ -23,6 +23,10 @@
 #include "engine/util/log.h"
 #include "engine/util/time.h"
 
+RK_NAMES_DEFINE(rk_history_kind, RK_HISTORY_KIND, RK_HISTORY_KINDS)
+
+RK_NAMES_DEFINE(rk_session_state, RK_SESSION_STATE, RK_SESSION_STATES)
+
 #define HOLD_MAX (8u * 1024 * 1024) /* unread output a holder keeps */
 #define HISTORY_CHUNK_MAX (256u * 1024)
 #define RELAY_POLL_MS 50      /* a holder on a shared state looks for calls left there */
@@ -798,7 +802,7 @@ static int relay_call(struct rk_engine *eng, const char *sid, const cJSON *req, 
 static int session_live_in_state(struct rk_engine *eng, const char *sid)
 {
 	struct rk_session_row s = {0};
-	int live = rk_db_session_get(eng->db, sid, &s, NULL) == 0 && strcmp(s.state, "ended") != 0;
+	int live = rk_db_session_get(eng->db, sid, &s, NULL) == 0 && rk_session_state_of(s.state) != RK_SESSION_ENDED;
 	rk_session_row_release(&s);
 	return live;
 }
@@ -855,7 +859,7 @@ static int check_session(struct rk_engine *eng, const char *computer_id, const c
 		r = rk_error_set(err, RK_ENOTFOUND, "session %s does not belong to this computer", sid);
 	else if (strcmp(s.owner, eng->owner) != 0)
 		r = rk_error_set(err, RK_EDENIED, "session %s belongs to %s", sid, s.owner);
-	else if (!strcmp(s.state, "ended"))
+	else if (rk_session_state_of(s.state) == RK_SESSION_ENDED)
 		r = rk_error_set(err, RK_ENOTFOUND, "session %s has ended", sid);
 	rk_session_row_release(&s);
 	return r;

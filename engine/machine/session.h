@@ -16,6 +16,7 @@
 
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
+#include "engine/util/names.h"
 
 #define RK_SESSION_YIELD_DEFAULT_MS 10000
 #define RK_SESSION_YIELD_MIN_MS 250
@@ -74,5 +75,20 @@ int rk_session_check_yield(int64_t yield_ms, struct rk_error *err);
 /* How long a session may go without a call before its holder ends it:
  * RAKAZO_SESSION_IDLE_MS, else 30 min. */
 int64_t rk_session_idle_ms(void);
+
+/* A session's state (exec_sessions.state, rk_session_row.state). */
+#define RK_SESSION_STATES(X)             \
+	X(RK_SESSION_RUNNING, "running") \
+	X(RK_SESSION_ENDED, "ended")
+RK_NAMES_ENUM(rk_session_state, RK_SESSION_STATE, RK_SESSION_STATES);
+
+/* What a terminal history entry holds (terminal_history.kind,
+ * rk_history_entry.kind): the command, input, output, or how it ended. */
+#define RK_HISTORY_KINDS(X)              \
+	X(RK_HISTORY_COMMAND, "command") \
+	X(RK_HISTORY_INPUT, "input")     \
+	X(RK_HISTORY_OUTPUT, "output")   \
+	X(RK_HISTORY_EXIT, "exit")
+RK_NAMES_ENUM(rk_history_kind, RK_HISTORY_KIND, RK_HISTORY_KINDS);
 
 #endif

@@ -22,12 +22,14 @@
 #include "engine/util/time.h"
 #include "providers/script.h"
 
+RK_NAMES_DEFINE(rk_slot_state, RK_SLOT_STATE, RK_SLOT_STATES)
+
 #define SLOT_MAX 63 /* the display module's highest display */
 #define BROWSER_CLOSE_MS 10000
 
 static int is_team(const struct rk_computer *c)
 {
-	return c->mode && !strcmp(c->mode, "team");
+	return rk_computer_mode_of(c->mode) == RK_COMPUTER_TEAM;
 }
 
 int rk_team_bot_check(const char *bot, struct rk_error *err)
@@ -188,7 +190,7 @@ int rk_team_bot_busy(struct rk_db *db, const char *computer_id, const char *comp
 	int r = rk_team_bot_run_state(db, computer_id, bot_id, &state, &run, err);
 	if (r)
 		return r;
-	if (state && !strcmp(state, "waiting_takeover")) {
+	if (rk_run_state_of(state) == RK_RUN_WAITING_TAKEOVER) {
 		if (waiting_run)
 			*waiting_run = run;
 		else
@@ -332,7 +334,7 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 	rk_db_bind_text(st, 2, bot);
 	if (rk_stmt_step(st) == RK_SQL_ROW) {
 		out->slot = rk_stmt_column_int(st, 0);
-		int releasing = !strcmp((const char *)rk_stmt_column_text(st, 1), "releasing");
+		int releasing = rk_slot_state_of((const char *)rk_stmt_column_text(st, 1)) == RK_SLOT_RELEASING;
 		out->generation = rk_stmt_column_int64(st, 2);
 		rk_stmt_finalize(st);
 		rk_db_rollback(eng->db);
@@ -766,7 +768,7 @@ int rk_team_screen_count(struct rk_db *db, const struct rk_computer *c)
 			bots = rk_stmt_column_int(st, 0);
 		rk_stmt_finalize(st);
 	}
-	if (!c->desktop || !c->state || strcmp(c->state, "running"))
+	if (!c->desktop || rk_computer_state_of(c->state) != RK_COMPUTER_RUNNING)
 		return bots;
 	return multi_screen(c) ? 1 + bots : 1;
 }
@@ -892,8 +894,8 @@ static void end_waiting_run(struct rk_engine *eng, const struct rk_computer *c, 
 {
 	char *state = NULL, *run = NULL;
 	struct rk_error e;
-	if (rk_team_bot_run_state(eng->db, c->id, bot, &state, &run, &e) == 0 && state &&
-	    !strcmp(state, "waiting_takeover")) {
+	if (rk_team_bot_run_state(eng->db, c->id, bot, &state, &run, &e) == 0 &&
+	    rk_run_state_of(state) == RK_RUN_WAITING_TAKEOVER) {
 		if (rk_db_run_end_takeover(eng->db, run, NULL, &e) < 0)
 			rk_log(RK_LOG_WARN, "run %s: the takeover did not end: %s", run, e.message);
 		else

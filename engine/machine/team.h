@@ -31,6 +31,7 @@
 #include "engine/state/db.h"
 #include "engine/machine/display.h"
 #include "engine/state/engine.h"
+#include "engine/util/names.h"
 
 #define RK_TEAM_CONTROL_TTL_DEFAULT_MS (15 * 60 * 1000)
 #define RK_TEAM_BOT_MAX 64
@@ -159,5 +160,13 @@ int rk_team_bot_busy(struct rk_db *db, const char *computer_id, const char *comp
  * own function for this (then this one is swapped for it). */
 int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char *bot_id, char **state,
 			  char **run_id, struct rk_error *err);
+
+/* A bot slot's state on a team computer (display_slots.state). */
+#define RK_SLOT_STATES(X)                 \
+	X(RK_SLOT_FREE, "free")           \
+	X(RK_SLOT_STARTING, "starting")   \
+	X(RK_SLOT_LIVE, "live")           \
+	X(RK_SLOT_RELEASING, "releasing")
+RK_NAMES_ENUM(rk_slot_state, RK_SLOT_STATE, RK_SLOT_STATES);
 
 #endif

@@ -9,21 +9,17 @@
 #include "engine/util/buf.h"
 #include "engine/util/time.h"
 
-static const char *const states[] = {"queued",      "running",     "waiting_takeover", "waiting_approval",
-				     "completed",   "failed",      "interrupted",      "cancelled", NULL};
+RK_NAMES_DEFINE(rk_run_state, RK_RUN_STATE, RK_RUN_STATES)
 
 int rk_run_state_valid(const char *state)
 {
-	for (size_t i = 0; state && states[i]; i++)
-		if (!strcmp(states[i], state))
-			return 1;
-	return 0;
+	return rk_run_state_of(state) != RK_RUN_STATE_UNKNOWN;
 }
 
 int rk_run_state_is_final(const char *state)
 {
-	return state && (!strcmp(state, "completed") || !strcmp(state, "failed") || !strcmp(state, "interrupted") ||
-			 !strcmp(state, "cancelled"));
+	enum rk_run_state s = rk_run_state_of(state);
+	return s == RK_RUN_COMPLETED || s == RK_RUN_FAILED || s == RK_RUN_INTERRUPTED || s == RK_RUN_CANCELLED;
 }
 
 static void bind_opt(struct rk_stmt *st, int i, int64_t v)

@@ -10,7 +10,20 @@
 
 #include "engine/state/db.h"
 #include "engine/util/err.h"
+#include "engine/util/names.h"
 
+/* A run's state; the name of each (rk_run_state_name) is what the runs
+ * table stores and JSON shows. waiting_approval: engine/access/approval.h. */
+#define RK_RUN_STATES(X)                               \
+	X(RK_RUN_QUEUED, "queued")                     \
+	X(RK_RUN_RUNNING, "running")                   \
+	X(RK_RUN_WAITING_TAKEOVER, "waiting_takeover") \
+	X(RK_RUN_WAITING_APPROVAL, "waiting_approval") \
+	X(RK_RUN_COMPLETED, "completed")               \
+	X(RK_RUN_FAILED, "failed")                     \
+	X(RK_RUN_INTERRUPTED, "interrupted")           \
+	X(RK_RUN_CANCELLED, "cancelled")
+RK_NAMES_ENUM(rk_run_state, RK_RUN_STATE, RK_RUN_STATES);
 /* queued, running, waiting_takeover, waiting_approval (engine/access/approval.h), completed, failed, interrupted, cancelled */
 int rk_run_state_valid(const char *state);
 int rk_run_state_is_final(const char *state); /* completed, failed, interrupted, cancelled */

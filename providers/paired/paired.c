@@ -295,7 +295,7 @@ static int destroy(const struct rk_machine *m, struct rk_error *err) { return 0;
 
 const struct rk_provider_ops rk_provider_paired = {
 	.name = "paired",
-	.caps = RK_CAP_PERSISTENT_HOME,
+	.caps = RK_CAP_PERSISTENT_HOME | RK_CAP_DIALS_IN,
 	.summary = "a person's own machine, paired with `rakazo pair` (no desktop, never pauses)",
 	.check = check,
 	.destroy = destroy,
