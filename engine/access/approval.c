@@ -255,7 +255,7 @@ static int set_run_state(struct rk_engine *eng, const char *run_id, const char *
 static int approval_state(struct rk_engine *eng, const char *id, char *state, size_t ssize, char **note, char **by,
 			  struct rk_error *err)
 {
-	struct rk_approval_state s;
+	struct rk_approval_decided s;
 	int r = rk_db_approval_get(eng->db, id, &s, err);
 	if (r == 0) {
 		snprintf(state, ssize, "%s", s.state ? s.state : "");

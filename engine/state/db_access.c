@@ -177,7 +177,7 @@ int rk_db_approval_insert(struct rk_db *db, const struct rk_approval_row *r, str
 	return rk_db_step_done(db, st, "record the approval", err);
 }
 
-int rk_db_approval_get(struct rk_db *db, const char *id, struct rk_approval_state *out, struct rk_error *err)
+int rk_db_approval_get(struct rk_db *db, const char *id, struct rk_approval_decided *out, struct rk_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	struct rk_stmt *st = rk_db_prepare(db, "SELECT state, note, decided_by FROM approvals WHERE id = ?", err);

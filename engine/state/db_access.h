@@ -63,11 +63,11 @@ struct rk_approval_row {
 int rk_db_approval_insert(struct rk_db *db, const struct rk_approval_row *r, struct rk_error *err);
 /* Where an approval stands: state (pending, approved, denied), and who
  * decided with what note; the strings are the caller's to free. */
-struct rk_approval_state {
+struct rk_approval_decided {
 	char *state, *note, *decided_by;
 };
 /* RK_ENOTFOUND when the approval is gone. */
-int rk_db_approval_get(struct rk_db *db, const char *id, struct rk_approval_state *out, struct rk_error *err);
+int rk_db_approval_get(struct rk_db *db, const char *id, struct rk_approval_decided *out, struct rk_error *err);
 /* *user_id (malloc'd): whose run's pending call it is, NULL when none waits. */
 int rk_db_approval_pending_user(struct rk_db *db, const char *run_id, char **user_id, struct rk_error *err);
 /* Decides every pending approval of run_id: state approved or denied. The rows decided. */
