@@ -579,8 +579,7 @@ static int run_calls(struct run *run, const struct rk_model_reply *reply, const 
 		int r = 0;
 		if ((*why = look(run)))
 			r = stop_error(run, *why, err);
-		else if (rk_db_lease_check(run->eng->db, run->c.id, lease_bot(&run->row), run->fence, rk_now_ms(),
-					   err)) {
+		else if (rk_lease_check(run->eng, run->c.id, lease_bot(&run->row), run->fence, err)) {
 			*why = "lease_lost";
 			r = rk_error_set(err, RK_ESTALE,
 					 "lease_lost: the execution lease of bot '%s' on computer '%s' was taken over "

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "engine/util/host.h"
-#include "engine/machine/team.h"
 #include "engine/util/buf.h"
 #include "engine/util/json.h"
 #include "engine/util/log.h"
@@ -89,7 +88,7 @@ int rk_reservation_begin(struct rk_engine *eng, const struct rk_computer *c, con
 	}
 	rk_stmt_finalize(st);
 	char *holder = NULL;
-	if (rk_team_control_live(eng->db, c->id, NULL, &holder)) {
+	if (rk_db_control_live(eng->db, c->id, NULL, now, &holder)) {
 		r = rk_error_set(err, RK_ECONFLICT, "%s has control of a screen on computer '%s': release it first",
 				 holder ? holder : "a person", c->name);
 		free(holder);

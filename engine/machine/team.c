@@ -160,22 +160,7 @@ int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char 
 
 int rk_team_control_live(struct rk_db *db, const char *computer_id, const char *bot_id, char **holder)
 {
-	if (holder)
-		*holder = NULL;
-	struct rk_stmt *st = rk_db_prepare(db,
-					 "SELECT holder FROM control_leases WHERE computer_id = ?1 AND (?2 IS NULL OR "
-					 "bot_id = ?2) AND expires_at > ?3 LIMIT 1",
-					 NULL);
-	if (!st)
-		return 0;
-	rk_db_bind_text(st, 1, computer_id);
-	rk_db_bind_text(st, 2, bot_id);
-	rk_stmt_bind_int64(st, 3, rk_now_ms());
-	int live = rk_stmt_step(st) == RK_SQL_ROW;
-	if (live && holder)
-		*holder = rk_db_col_text(st, 0);
-	rk_stmt_finalize(st);
-	return live;
+	return rk_db_control_live(db, computer_id, bot_id, rk_now_ms(), holder);
 }
 
 int rk_team_bot_busy(struct rk_db *db, const char *computer_id, const char *computer_name, const char *bot_id,
@@ -237,7 +222,7 @@ int rk_team_call_begin(struct rk_engine *eng, struct rk_computer *c, const char 
 	call->bot = rk_xstrdup(bot);
 	if (fence > 0) {
 		call->fence = fence;
-		r = rk_db_lease_check(eng->db, c->id, bot, fence, rk_now_ms(), err);
+		r = rk_lease_check(eng, c->id, bot, fence, err);
 	} else {
 		unsigned char rnd[6];
 		rk_random_bytes(rnd, sizeof(rnd));
@@ -269,7 +254,7 @@ int rk_team_call_check(struct rk_engine *eng, const struct rk_team_call *call, s
 	int r = rk_reservation_check(eng->db, call->computer_id, err);
 	if (r)
 		return r;
-	return rk_db_lease_check(eng->db, call->computer_id, call->bot, call->fence, rk_now_ms(), err);
+	return rk_lease_check(eng, call->computer_id, call->bot, call->fence, err);
 }
 
 void rk_team_call_end(struct rk_engine *eng, struct rk_team_call *call)

@@ -155,25 +155,27 @@ struct rk_lease {
 	int64_t fence, expires_at;
 };
 void rk_lease_release_record(struct rk_lease *l);
-/* In the caller's transaction: takes the (computer, bot) lease for holder
- * when it is free or expired (or already holder's), bumping the fence.
- * RK_ECONFLICT names the live holder. */
-int rk_db_lease_acquire(struct rk_db *db, const char *computer_id, const char *bot_id, const char *holder,
-			int64_t ttl_ms, int64_t now_ms, struct rk_lease *out, struct rk_error *err);
+/* In the caller's transaction: writes the (computer, bot) lease as given
+ * (holder, fence, expiry), whatever it was. The rule of who may take it is
+ * rk_lease_acquire's (engine/machine/lease.c). */
+int rk_db_lease_put(struct rk_db *db, const char *computer_id, const char *bot_id, const char *holder, int64_t fence,
+		    int64_t expires_at, int64_t now_ms, struct rk_error *err);
 /* Extends or drops the lease only while fence is current and unexpired: RK_ESTALE otherwise. */
 int rk_db_lease_renew(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
 		      int64_t ttl_ms, int64_t now_ms, struct rk_error *err);
 int rk_db_lease_drop(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
 		     struct rk_error *err);
-/* 0 when fence is the live token of (computer, bot); RK_ESTALE otherwise. */
-int rk_db_lease_check(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
-		      int64_t now_ms, struct rk_error *err);
 int rk_db_lease_get(struct rk_db *db, const char *computer_id, const char *bot_id, struct rk_lease *out,
 		    struct rk_error *err);
 /* A write that carries a fence: appends to the lease's audit log only when the
  * fence is live (used by tests and by fenced state writes). */
 int rk_db_lease_fenced_write(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
 			     const char *what, int64_t now_ms, struct rk_error *err);
+
+/* 1 when a person's control lease of (computer, bot) is live at now_ms (bot
+ * NULL: of any bot), 0 otherwise or on a database error; *holder
+ * malloc'd when asked. */
+int rk_db_control_live(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t now_ms, char **holder);
 
 /* --- usage ------------------------------------------------------------------ */
 int rk_db_usage_open(struct rk_db *db, const char *computer_id, int64_t now_ms, struct rk_error *err);
