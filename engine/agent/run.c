@@ -14,7 +14,7 @@
 #include "engine/access/authz.h"
 #include "engine/machine/checkpoint.h"
 #include "engine/state/db_runs.h"
-#include "engine/machine/execution.h"
+#include "engine/machine/computer.h"
 #include "engine/util/host.h"
 #include "engine/machine/lease.h"
 #include "engine/agent/run_log.h"

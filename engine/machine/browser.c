@@ -13,7 +13,6 @@
 #include "engine/machine/machine.h"
 #include "providers/provider.h"
 #include "engine/machine/browser_js.h"
-#include "engine/machine/execution.h"
 #include "engine/access/secret.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "engine/machine/machine.h"
-#include "engine/machine/execution.h"
+#include "engine/machine/computer.h"
 #include "engine/machine/idle.h"
 #include "engine/gateway/gateway.h"
 #include "engine/screen/screen.h"

@@ -6,7 +6,7 @@
 
 #include "engine/machine/machine.h"
 #include "engine/machine/checkpoint.h"
-#include "engine/machine/computer.h"
+#include "engine/machine/limits.h"
 #include "engine/machine/reservation.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
@@ -755,90 +755,4 @@ int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *,
 		free(ids[i]);
 	free(ids);
 	return r;
-}
-
-/* --- computers that must be up ------------------------------------------------------------- */
-
-int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, struct rk_error *err)
-{
-	int r;
-	for (int round = 0; round < 3; round++) {
-		if (!strcmp(c->state, "running")) {
-			/* the machine may have gone behind our back (a killed container,
-			 * a host reboot): then the record follows it, and a saved resume
-			 * brings it back (a replacement when it is gone) */
-			const struct rk_provider_ops *ops = rk_provider_find(c->kind);
-			enum rk_machine_state ms = RK_MACHINE_RUNNING;
-			if (ops && ops->status && c->provider_ref) {
-				struct rk_machine_ctx mc;
-				rk_machine_ctx_init(&mc, eng, c);
-				struct rk_error e2;
-				if (ops->status(&mc.m, &ms, &e2) != 0)
-					ms = RK_MACHINE_RUNNING; /* cannot tell: let the call itself say */
-				rk_machine_ctx_release(&mc);
-			}
-			if (ms == RK_MACHINE_RUNNING)
-				return 0;
-			const char *now = ms == RK_MACHINE_PAUSED ? "paused" : "stopped";
-			rk_log(RK_LOG_WARN, "computer %s: recorded running but its machine is %s", c->id,
-			       ms == RK_MACHINE_GONE ? "gone" : now);
-			if ((r = rk_db_computer_set_state(eng->db, c->id, now, err)) ||
-			    (r = rk_db_usage_close(eng->db, c->id, rk_now_ms(), err)))
-				return r;
-			free(c->state);
-			c->state = rk_xstrdup(now);
-		}
-		struct rk_execution e = {0};
-		struct rk_error e2;
-		if (rk_db_execution_active(eng->db, c->id, &e, &e2) == 0) {
-			/* a lifecycle command is under way: wait for it, then look again */
-			if (!strcmp(e.state, "outcome_unknown")) {
-				r = rk_error_set(err, RK_EOUTCOME_UNKNOWN,
-						 "computer '%s' waits for a decision on execution %s (%s): check the "
-						 "provider, then `rakazo computer execution decide %s --outcome ...`",
-						 c->name, e.id, e.op, e.id);
-				rk_execution_release(&e);
-				return r;
-			}
-			struct rk_execution done = {0};
-			r = rk_worker_ensure(eng, err);
-			if (r == 0)
-				r = rk_execution_wait(eng, e.id, 300000, &done, err);
-			rk_execution_release(&e);
-			rk_execution_release(&done);
-			if (r)
-				return r;
-		} else if (!strcmp(c->state, "paused") || !strcmp(c->state, "stopped")) {
-			/* a command on a paused computer first submits a saved resume */
-			struct rk_submit s = {.op = "resume", .computer = c->id};
-			int existed;
-			if ((r = rk_execution_submit(eng, &s, &e, &existed, err)))
-				return r;
-			struct rk_execution done = {0};
-			r = rk_worker_ensure(eng, err);
-			if (r == 0)
-				r = rk_execution_wait(eng, e.id, 300000, &done, err);
-			if (r == 0 && strcmp(done.state, "succeeded") != 0)
-				r = rk_error_set(err, RK_EUNAVAILABLE, "resuming computer '%s' failed (execution %s): %s",
-						 c->name, e.id, done.error_message ? done.error_message : done.state);
-			rk_execution_release(&e);
-			rk_execution_release(&done);
-			if (r)
-				return r;
-		} else {
-			return rk_error_set(err, RK_EUNAVAILABLE, "computer '%s' is %s%s", c->name, c->state,
-					    !strcmp(c->state, "failed")
-						    ? ": resume it with `rakazo computer resume` or delete it"
-						    : "");
-		}
-		char *id = rk_xstrdup(c->id);
-		rk_computer_release(c);
-		r = rk_db_computer_get(eng->db, id, c, err);
-		free(id);
-		if (r)
-			return r;
-	}
-	if (!strcmp(c->state, "running"))
-		return 0;
-	return rk_error_set(err, RK_EUNAVAILABLE, "computer '%s' is %s", c->name, c->state);
 }

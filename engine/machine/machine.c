@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/machine/computer.h"
+#include "engine/machine/limits.h"
 #include "engine/util/buf.h"
 
 const struct rk_provider_ops *rk_engine_provider(const struct rk_computer *c, struct rk_error *err)

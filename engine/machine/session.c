@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "engine/machine/machine.h"
-#include "engine/machine/execution.h"
+#include "engine/machine/computer.h"
 #include "engine/access/secret.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
