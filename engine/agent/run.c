@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "engine/access/authz.h"
-#include "engine/machine/checkpoint.h"
+#include "engine/machine/idle.h"
 #include "engine/state/db_runs.h"
 #include "engine/machine/computer.h"
 #include "engine/util/host.h"
@@ -770,7 +770,7 @@ static int checkpoint(struct run *run, int failed, struct rk_error *err)
 	struct rk_error e = {0};
 	/* a failed run's checkpoint is best effort, and deferred on a Team
 	 * computer like a completed run's */
-	int r = rk_checkpoint_run_end(run->eng, run->c.id, run->id, failed, &e);
+	int r = rk_idle_run_end(run->eng, run->c.id, run->id, failed, &e);
 	cJSON *b = cJSON_CreateObject();
 	cJSON_AddBoolToObject(b, "ok", r == 0);
 	if (r) {

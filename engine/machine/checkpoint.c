@@ -11,8 +11,6 @@
 #include <unistd.h>
 
 #include "engine/machine/machine.h"
-#include "engine/state/db_runs.h"
-#include "engine/machine/idle.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
 #include "engine/util/json.h"
@@ -482,34 +480,6 @@ int rk_checkpoint_create(struct rk_engine *eng, const struct rk_computer *c, con
 	int r = checkpoint_locked(eng, store, c, reason ? reason : "manual", quiesce, out, err);
 	store->ops->free(store);
 	close(lk);
-	return r;
-}
-
-int rk_checkpoint_run_end(struct rk_engine *eng, const char *computer_id, const char *run_id, int failed,
-			  struct rk_error *err)
-{
-	struct rk_computer c = {0};
-	int r = rk_db_computer_get(eng->db, computer_id, &c, err);
-	if (r)
-		return failed ? 0 : r;
-	char *reason = run_id ? rk_xasprintf("%s:%s", failed ? "run-failed" : "run", run_id)
-			      : rk_xstrdup(failed ? "run-failed" : "run");
-	struct rk_error e2;
-	/* on a Team computer, deferred while another bot or a person is at work (issue 6, engine/machine/idle.h) */
-	struct rk_run_row run = {0};
-	const char *bot = NULL;
-	if (run_id && rk_db_run_get(eng->db, run_id, &run, NULL) == 0)
-		bot = run.bot_id;
-	r = rk_idle_checkpoint(eng, &c, bot, reason, failed ? &e2 : err);
-	rk_run_row_release(&run);
-	if (r > 0)
-		r = 0; /* deferred: made when the last lease or control ends */
-	if (r && failed) {
-		rk_log(RK_LOG_WARN, "checkpoint after failed run %s: %s", run_id ? run_id : "", e2.message);
-		r = 0;
-	}
-	free(reason);
-	rk_computer_release(&c);
 	return r;
 }
 

@@ -15,7 +15,7 @@
  *
  * Checkpoints run before an explicit stop and before a pause (the worker,
  * engine/machine/execution.c), on `rakazo checkpoint create`, and at the end of a
- * run (rk_checkpoint_run_end). Before a checkpoint (a copy or a marker),
+ * run (rk_idle_run_end, engine/machine/idle.h). Before a checkpoint (a copy or a marker),
  * the desktop browsers of a Private computer are closed cleanly so their
  * cookies and profile databases are on disk; a Team computer's are not
  * closed under its bots (its checkpoints are deferred instead). A restore
@@ -48,12 +48,6 @@ enum { RK_QUIESCE_NONE = 0, RK_QUIESCE = 1, RK_QUIESCE_STOPPING = 2 };
  * computers.home_revision. out may be NULL. */
 int rk_checkpoint_create(struct rk_engine *eng, const struct rk_computer *c, const char *reason, int quiesce,
 			 struct rk_workspace_checkpoint *out, struct rk_error *err);
-
-/* For runs: the checkpoint at a run's end. failed: best effort (the error is
- * logged and 0 returned); otherwise a failure is returned, and the run must
- * not be finalized as completed without its checkpoint. */
-int rk_checkpoint_run_end(struct rk_engine *eng, const char *computer_id, const char *run_id, int failed,
-			  struct rk_error *err);
 
 /* Worker hooks (engine/machine/execution.c).
  * before_lifecycle: before the provider's stop or pause; a failure keeps the

@@ -14,6 +14,7 @@
 
 #include "engine/machine/machine.h"
 #include "engine/machine/computer.h"
+#include "engine/machine/idle.h"
 #include "engine/access/secret.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
@@ -27,12 +28,6 @@
 #define HISTORY_CHUNK_MAX (256u * 1024)
 #define RELAY_POLL_MS 50      /* a holder on a shared state looks for calls left there */
 #define RELAY_WAIT_STEP_MS 10 /* a caller looks for its reply */
-
-int64_t rk_session_idle_ms(void)
-{
-	const char *idle = getenv("RAKAZO_SESSION_IDLE_MS");
-	return idle && atoll(idle) > 0 ? atoll(idle) : 30LL * 60 * 1000;
-}
 
 /* --- replies ------------------------------------------------------------- */
 
@@ -680,7 +675,7 @@ static void holder_main(void *arg, int ready_fd)
 	rk_buf_init(&h.typed);
 	rk_buf_init(&h.said);
 	h.keep_back = req->keep_back;
-	h.idle_ms = rk_session_idle_ms();
+	h.idle_ms = rk_idle_session_ms();
 	rk_db_session_touch(h.db, a->sid, getpid(), NULL);
 	eng.db = h.db;
 	eng.owner = (char *)a->owner;

@@ -71,8 +71,4 @@ int rk_unescape_c(const char *in, struct rk_buf *out, struct rk_error *err);
 /* Checks a yield in ms against the allowed range. */
 int rk_session_check_yield(int64_t yield_ms, struct rk_error *err);
 
-/* How long a session may go without a call before its holder ends it:
- * RAKAZO_SESSION_IDLE_MS, else 30 min. */
-int64_t rk_session_idle_ms(void);
-
 #endif
