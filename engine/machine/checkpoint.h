@@ -49,7 +49,8 @@ enum { RK_QUIESCE_NONE = 0, RK_QUIESCE = 1, RK_QUIESCE_STOPPING = 2 };
 int rk_checkpoint_create(struct rk_engine *eng, const struct rk_computer *c, const char *reason, int quiesce,
 			 struct rk_workspace_checkpoint *out, struct rk_error *err);
 
-/* Worker hooks (engine/machine/execution.c).
+/* The lifecycle's hooks (engine/machine/hook.h), answering the worker's
+ * provider calls in engine/machine/execution.c.
  * before_lifecycle: before the provider's stop or pause; a failure keeps the
  * machine as it is and fails the command. */
 int rk_checkpoint_before_lifecycle(struct rk_engine *eng, const struct rk_computer *c, const char *op,
@@ -88,7 +89,8 @@ int rk_checkpoint_import(struct rk_engine *eng, const struct rk_computer *c, int
 int rk_checkpoint_verify(struct rk_engine *eng, const struct rk_computer *c, const char *rev, int deep,
 			 struct rk_workspace_verify *out, struct rk_error *err);
 
-/* The computer is deleted: its revisions and the objects only they named go. */
+/* The computer is deleted (the lifecycle's "deleted" hook): its revisions
+ * and the objects only they named go. */
 int rk_checkpoint_forget(struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err);
 
 cJSON *rk_workspace_checkpoint_to_json(const struct rk_workspace_checkpoint *r, const char *latest_id);

@@ -10,7 +10,7 @@
 #include "engine/machine/machine.h"
 #include "engine/machine/computer.h"
 #include "engine/machine/idle.h"
-#include "engine/gateway/gateway.h"
+#include "engine/machine/hook.h"
 #include "engine/screen/screen.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
@@ -432,9 +432,9 @@ int rk_display_close(struct rk_engine *eng, struct rk_computer *c, int display, 
 {
 	if (display < 0 || display > DISPLAY_MAX)
 		return rk_error_set(err, RK_EINVALID, "display must be from 0 to %d", DISPLAY_MAX);
-	/* the screen gateway's clients go first; while they cannot, the slot
-	 * stays as it is for a retry */
-	int gr = rk_gateway_teardown_slot(eng, c->id, display, err);
+	/* the screen gateway's clients go first (the gateway answers the
+	 * hook); while they cannot, the slot stays as it is for a retry */
+	int gr = RK_HOOK(display_closing, err, eng, c->id, display, err);
 	if (gr)
 		return gr;
 	char *name = holder_name(c, display);

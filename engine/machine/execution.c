@@ -4,9 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/machine/machine.h"
-#include "engine/machine/checkpoint.h"
+#include "engine/machine/hook.h"
 #include "engine/machine/limits.h"
+#include "engine/machine/machine.h"
 #include "engine/machine/reservation.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
@@ -14,7 +14,6 @@
 #include "engine/util/json.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
-#include "engine/machine/worker.h"
 
 static const char *const lifecycle_ops[] = {"create", "pause", "resume", "stop", "delete", NULL};
 
@@ -494,8 +493,9 @@ int rk_execution_wait(struct rk_engine *eng, const char *id, int64_t timeout_ms,
 		if (deadline && rk_monotonic_ms() > deadline)
 			return rk_error_set(err, RK_ETIMEOUT, "execution %s did not finish in %lld ms", id,
 					    (long long)timeout_ms);
-		/* a worker that died would leave us waiting forever */
-		if ((r = rk_worker_ensure(eng, err)))
+		/* a worker that died would leave us waiting forever: the
+		 * worker's wing answers by starting one */
+		if ((r = RK_HOOK(waiting, err, eng, err)))
 			return r;
 		rk_sleep_ms(nap);
 		if (nap < 100)
@@ -538,12 +538,12 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 			r = ops->resume(&mc.m, err);
 			/* a restore or import made while it was down comes before any tool */
 			if (r == 0)
-				r = rk_checkpoint_after_resume(eng, c, ops, &mc.m, result, err);
+				r = RK_HOOK(after_resume, err, eng, c, ops, &mc.m, result, err);
 			if (r == 0)
 				*ref_out = rk_xstrdup(c->provider_ref);
 		} else {
 			struct rk_provision_result pr = {0};
-			if ((r = rk_checkpoint_before_provision(eng, c, result, err)) == 0 &&
+			if ((r = RK_HOOK(before_provision, err, eng, c, result, err)) == 0 &&
 			    (r = rk_fs_mkdirs(mc.home_dir, 0755, err)) == 0 &&
 			    (r = rk_fs_mkdirs(mc.run_dir, 0755, err)) == 0)
 				r = ops->provision(&mc.m, &pr, err);
@@ -552,7 +552,7 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 			if (r == 0 && pr.ref)
 				mc.m.ref = pr.ref;
 			/* a replacement machine gets the latest workspace before any tool runs */
-			if (r == 0 && (r = rk_checkpoint_after_provision(eng, c, ops, &mc.m, &pr, result, err)) != 0 &&
+			if (r == 0 && (r = RK_HOOK(after_provision, err, eng, c, ops, &mc.m, &pr, result, err)) != 0 &&
 			    pr.fresh && pr.ref) {
 				mc.m.ref = pr.ref;
 				ops->destroy(&mc.m, NULL);
@@ -576,7 +576,7 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 			struct rk_error e2;
 			if (rk_fs_remove_tree(mc.home_dir, &e2) != 0)
 				rk_log(RK_LOG_WARN, "delete %s: %s", c->id, e2.message);
-			if (rk_checkpoint_forget(eng, c, &e2) != 0)
+			if (RK_HOOK(deleted, &e2, eng, c, &e2) != 0)
 				rk_log(RK_LOG_WARN, "delete %s: checkpoints: %s", c->id, e2.message);
 			rk_fs_remove_tree(mc.run_dir, NULL);
 		}
@@ -625,7 +625,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 	if (!strcmp(e->op, "stop") || !strcmp(e->op, "pause")) {
 		if ((r = set_phase(eng, e, "checkpoint", 0, NULL, err)))
 			goto fail_before_call;
-		if (rk_checkpoint_before_lifecycle(eng, &c, e->op, &perr) != 0)
+		if (RK_HOOK(before_lifecycle, &perr, eng, &c, e->op, &perr) != 0)
 			goto provider_failed_before_call;
 	}
 

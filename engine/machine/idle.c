@@ -10,7 +10,7 @@
 #include "engine/machine/execution.h"
 #include "engine/util/host.h"
 #include "engine/machine/reservation.h"
-#include "engine/machine/team.h"
+#include "engine/machine/hook.h"
 #include "engine/state/db_runs.h"
 #include "engine/util/buf.h"
 #include "engine/util/json.h"
@@ -203,7 +203,7 @@ int rk_idle_scan(struct rk_engine *eng, int *pending, struct rk_error *err)
 			rk_log(RK_LOG_WARN, "idle: deferred checkpoint of %s: %s", c->id, e.message);
 		/* a stopped machine took its displays with it */
 		if (!strcmp(c->state, "stopped") || !strcmp(c->state, "failed"))
-			rk_team_screens_forget(eng, c->id, NULL);
+			RK_HOOK(computer_down, NULL, eng, c->id, NULL);
 		if (strcmp(c->state, "running") != 0 || c->pause_after < 0) {
 			drop_schedule(eng->db, c->id);
 			continue;

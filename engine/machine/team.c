@@ -11,7 +11,7 @@
 #include "engine/machine/computer.h"
 #include "engine/state/db_runs.h"
 #include "engine/machine/execution.h"
-#include "engine/gateway/gateway.h"
+#include "engine/machine/hook.h"
 #include "engine/machine/idle.h"
 #include "engine/machine/lease.h"
 #include "engine/machine/reservation.h"
@@ -939,10 +939,10 @@ int rk_team_release_control(struct rk_engine *eng, struct rk_computer *c, const 
 	if ((r = rk_db_step_done(eng->db, st, "release control", err)))
 		return r;
 	/* control capabilities made under this takeover end with it (their
-	 * forwarders would notice on their own; this makes it immediate and
-	 * shows them revoked) */
+	 * forwarders would notice on their own; the gateway, answering the
+	 * hook, makes it immediate and shows them revoked) */
 	struct rk_error ge;
-	if (rk_gateway_revoke_control(eng, c->id, bot, &ge))
+	if (RK_HOOK(control_released, &ge, eng, c->id, bot, &ge))
 		rk_log(RK_LOG_WARN, "team %s: revoking bot %s's control capabilities: %s", c->id, bot, ge.message);
 	end_waiting_run(eng, c, bot);
 	rk_idle_touch(eng, c->id);

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "engine/machine/checkpoint.h"
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
@@ -735,6 +736,7 @@ TEST(kill9_during_computer_checkpoints_restores_and_imports)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	RUN(exclusion_precision);
 	RUN(exclusion_in_snapshot_and_export);
 	RUN(marker_checkpoints);

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "engine/machine/checkpoint.h"
 #include "engine/state/db_runs.h"
 #include "engine/machine/execution.h"
@@ -372,6 +373,7 @@ TEST(reservation_blocks_leases)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	RUN(paths);
 	RUN(bot_ids);
 	RUN(run_state_and_takeover);
