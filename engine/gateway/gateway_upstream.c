@@ -170,11 +170,8 @@ int rk_upstream_of(struct rk_engine *eng, struct rk_computer *c, int display, ch
 		return -rk_err(err)->code;
 	if (!ops->display_novnc)
 		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' serves no noVNC page of its own", c->kind);
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
 	char *page = NULL;
-	int r = ops->display_novnc(&mc.m, display, &page, err);
-	rk_machine_ctx_release(&mc);
+	int r = rk_machine_display_novnc(eng, c, display, &page, err);
 	if (r)
 		return r;
 	*ws_url = rk_upstream_from_novnc(page, err);

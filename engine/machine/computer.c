@@ -99,28 +99,22 @@ int rk_computer_path(const char *path, char **out, struct rk_error *err)
 	return 0;
 }
 
-/* Resolves the provider and the path, resuming the computer when needed. */
-static int prepare(struct rk_engine *eng, struct rk_computer *c, const char *path, int need_op,
-		   const struct rk_provider_ops **ops, char **norm, struct rk_error *err)
+/* Resolves the path, resuming the computer when needed. */
+static int prepare(struct rk_engine *eng, struct rk_computer *c, const char *path, int need_op, char **norm,
+		   struct rk_error *err)
 {
 	int r = 0;
 	*norm = NULL;
 	if (path && (r = rk_computer_path(path, norm, err)))
 		return r;
-	if (!need_op) {
+	if (!need_op)
 		r = rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' cannot do that", c->kind);
-		goto fail;
+	else
+		r = rk_computer_ensure_running(eng, c, err);
+	if (r) {
+		free(*norm);
+		*norm = NULL;
 	}
-	if ((r = rk_computer_ensure_running(eng, c, err)))
-		goto fail;
-	if (!(*ops = rk_engine_provider(c, err))) {
-		r = -rk_err(err)->code;
-		goto fail;
-	}
-	return 0;
-fail:
-	free(*norm);
-	*norm = NULL;
 	return r;
 }
 
@@ -129,15 +123,11 @@ fail:
 int rk_computer_file_list(struct rk_engine *eng, struct rk_computer *c, const char *path,
 			  struct rk_file_entry **out, size_t *n, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops;
 	char *norm;
-	int r = prepare(eng, c, path ? path : "", PROVIDER_OP(c, file_list), &ops, &norm, err);
+	int r = prepare(eng, c, path ? path : "", PROVIDER_OP(c, file_list), &norm, err);
 	if (r)
 		return r;
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	r = ops->file_list(&mc.m, norm, out, n, err);
-	rk_machine_ctx_release(&mc);
+	r = rk_machine_file_list(eng, c, norm, out, n, err);
 	free(norm);
 	return r;
 }
@@ -147,19 +137,15 @@ int rk_computer_file_read(struct rk_engine *eng, struct rk_computer *c, const ch
 {
 	if (max_bytes > RK_FILE_READ_LIMIT)
 		return rk_error_set(err, RK_EINVALID, "max bytes must be at most %u", RK_FILE_READ_LIMIT);
-	const struct rk_provider_ops *ops;
 	char *norm;
-	int r = prepare(eng, c, path, PROVIDER_OP(c, file_read), &ops, &norm, err);
+	int r = prepare(eng, c, path, PROVIDER_OP(c, file_read), &norm, err);
 	if (r)
 		return r;
 	if (!norm[0]) {
 		free(norm);
 		return rk_error_set(err, RK_EINVALID, "the workspace root is a directory, not a file");
 	}
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	r = ops->file_read(&mc.m, norm, max_bytes ? max_bytes : RK_FILE_READ_DEFAULT_MAX, out, err);
-	rk_machine_ctx_release(&mc);
+	r = rk_machine_file_read(eng, c, norm, max_bytes ? max_bytes : RK_FILE_READ_DEFAULT_MAX, out, err);
 	free(norm);
 	return r;
 }
@@ -170,92 +156,69 @@ int rk_computer_file_write(struct rk_engine *eng, struct rk_computer *c, const c
 	if (len > RK_FILE_WRITE_LIMIT)
 		return rk_error_set(err, RK_ETOOLARGE, "file of %zu bytes exceeds the write limit of %u bytes", len,
 				    RK_FILE_WRITE_LIMIT);
-	const struct rk_provider_ops *ops;
 	char *norm;
-	int r = prepare(eng, c, path, PROVIDER_OP(c, file_write), &ops, &norm, err);
+	int r = prepare(eng, c, path, PROVIDER_OP(c, file_write), &norm, err);
 	if (r)
 		return r;
 	if (!norm[0] || !strcmp(norm, "/")) {
 		free(norm);
 		return rk_error_set(err, RK_EINVALID, "a file path is needed, not the root");
 	}
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	r = ops->file_write(&mc.m, norm, data, len, executable, err);
-	rk_machine_ctx_release(&mc);
+	r = rk_machine_file_write(eng, c, norm, data, len, executable, err);
 	free(norm);
 	return r;
 }
 
 int rk_computer_file_remove(struct rk_engine *eng, struct rk_computer *c, const char *path, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops;
 	char *norm;
-	int r = prepare(eng, c, path, PROVIDER_OP(c, file_remove), &ops, &norm, err);
+	int r = prepare(eng, c, path, PROVIDER_OP(c, file_remove), &norm, err);
 	if (r)
 		return r;
 	if (!norm[0] || !strcmp(norm, "/")) {
 		free(norm);
 		return rk_error_set(err, RK_EINVALID, "refusing to remove the root");
 	}
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	r = ops->file_remove(&mc.m, norm, err);
-	rk_machine_ctx_release(&mc);
+	r = rk_machine_file_remove(eng, c, norm, err);
 	free(norm);
 	return r;
 }
 
 int rk_computer_export(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops;
 	char *norm;
-	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_export), &ops, &norm, err);
+	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_export), &norm, err);
 	if (r)
 		return r;
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	r = ops->workspace_export(&mc.m, fd, err);
-	rk_machine_ctx_release(&mc);
+	r = rk_machine_workspace_export(eng, c, fd, err);
 	return r;
 }
 
 int rk_computer_import(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops;
 	char *norm;
-	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_import), &ops, &norm, err);
+	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_import), &norm, err);
 	if (r)
 		return r;
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
 	/* the import stages beside the home (util/tar.h): holding the home's
 	 * lock (shared) keeps gc and recovery from taking that staging dir for
 	 * a stale one, and a checkpoint from copying a half-merged tree */
 	int lk = rk_workspace_lock_key(eng->data_dir, c->home_key, LOCK_SH, err);
 	if (lk >= 0) {
-		r = ops->workspace_import(&mc.m, fd, err);
+		r = rk_machine_workspace_import(eng, c, fd, err);
 		close(lk);
 	} else {
 		r = lk;
 	}
-	rk_machine_ctx_release(&mc);
 	return r;
 }
 
 int rk_computer_sh(struct rk_engine *eng, const struct rk_computer *c, const char *command, int64_t timeout_ms,
 		   int *code, struct rk_buf *out, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
-	if (!ops)
-		return -rk_err(err)->code;
-	if (!ops->exec_spawn)
-		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' cannot run commands", c->kind);
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
 	struct rk_exec_request req = {.command = command};
 	struct rk_proc *p = NULL;
-	int r = ops->exec_spawn(&mc.m, &req, &p, err);
+	int r = rk_machine_exec_spawn(eng, c, &req, &p, err);
 	if (r == 0) {
 		struct rk_buf o;
 		rk_buf_init(&o);
@@ -282,7 +245,6 @@ int rk_computer_sh(struct rk_engine *eng, const struct rk_computer *c, const cha
 		p->ops->free(p);
 		rk_buf_release(&o);
 	}
-	rk_machine_ctx_release(&mc);
 	return r;
 }
 
@@ -296,16 +258,10 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 			/* the machine may have gone behind our back (a killed container,
 			 * a host reboot): then the record follows it, and a saved resume
 			 * brings it back (a replacement when it is gone) */
-			const struct rk_provider_ops *ops = rk_provider_find(c->kind);
 			enum rk_machine_state ms = RK_MACHINE_RUNNING;
-			if (ops && ops->status && c->provider_ref) {
-				struct rk_machine_ctx mc;
-				rk_machine_ctx_init(&mc, eng, c);
-				struct rk_error e2;
-				if (ops->status(&mc.m, &ms, &e2) != 0)
-					ms = RK_MACHINE_RUNNING; /* cannot tell: let the call itself say */
-				rk_machine_ctx_release(&mc);
-			}
+			struct rk_error e2;
+			if (c->provider_ref && rk_machine_status(eng, c, &ms, &e2) != 0)
+				ms = RK_MACHINE_RUNNING; /* cannot tell: let the call itself say */
 			if (ms == RK_MACHINE_RUNNING)
 				return 0;
 			const char *now = ms == RK_MACHINE_PAUSED ? "paused" : "stopped";

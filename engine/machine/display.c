@@ -447,10 +447,6 @@ int rk_display_close(struct rk_engine *eng, struct rk_computer *c, int display, 
 	if (!ops)
 		return -rk_err(err)->code;
 	if (!ops->display_stop)
-		return 0;
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	int r = ops->display_stop(&mc.m, display, err);
-	rk_machine_ctx_release(&mc);
-	return r;
+		return 0; /* nothing to stop: its displays end with the machine */
+	return rk_machine_display_stop(eng, c, display, err);
 }

@@ -1,7 +1,15 @@
 #ifndef RK_MACHINE_H
 #define RK_MACHINE_H
 /* A computer's machine: which provider serves it and the struct rk_machine
- * a provider call needs. The machine wing reaches providers through here. */
+ * a provider call needs. The machine wing reaches providers through here.
+ *
+ * The facade (rk_machine_*): one function a provider operation. Each finds
+ * c's provider (RK_EUNAVAILABLE when this rakazo does not have it),
+ * answers RK_EUNSUPPORTED itself when the provider lacks the operation (a
+ * NULL op), builds the struct rk_machine, and maps the provider's failure
+ * once: the provider always gets an error to fill, and a failure it left
+ * without a code or a message gets one naming the computer and what failed.
+ * The caller's err may be NULL. */
 
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
@@ -17,5 +25,28 @@ struct rk_machine_ctx {
 };
 void rk_machine_ctx_init(struct rk_machine_ctx *mc, struct rk_engine *eng, const struct rk_computer *c);
 void rk_machine_ctx_release(struct rk_machine_ctx *mc);
+
+/* --- the facade ------------------------------------------------------------------ */
+int rk_machine_status(struct rk_engine *eng, const struct rk_computer *c, enum rk_machine_state *out,
+		      struct rk_error *err);
+/* *out is the provider's process; its own ops (read, write, wait, free) drive it. */
+int rk_machine_exec_spawn(struct rk_engine *eng, const struct rk_computer *c, const struct rk_exec_request *req,
+			  struct rk_proc **out, struct rk_error *err);
+int rk_machine_file_list(struct rk_engine *eng, const struct rk_computer *c, const char *path,
+			 struct rk_file_entry **out, size_t *n, struct rk_error *err);
+int rk_machine_file_read(struct rk_engine *eng, const struct rk_computer *c, const char *path, size_t max_bytes,
+			 struct rk_buf *out, struct rk_error *err);
+int rk_machine_file_write(struct rk_engine *eng, const struct rk_computer *c, const char *path, const void *data,
+			  size_t len, int executable, struct rk_error *err);
+int rk_machine_file_remove(struct rk_engine *eng, const struct rk_computer *c, const char *path,
+			   struct rk_error *err);
+int rk_machine_workspace_export(struct rk_engine *eng, const struct rk_computer *c, int fd, struct rk_error *err);
+int rk_machine_workspace_import(struct rk_engine *eng, const struct rk_computer *c, int fd, struct rk_error *err);
+int rk_machine_display_start(struct rk_engine *eng, const struct rk_computer *c, int display,
+			     const struct rk_display_options *opt, struct rk_screen_transport *tr,
+			     struct rk_error *err);
+int rk_machine_display_stop(struct rk_engine *eng, const struct rk_computer *c, int display, struct rk_error *err);
+int rk_machine_display_novnc(struct rk_engine *eng, const struct rk_computer *c, int display, char **url,
+			     struct rk_error *err);
 
 #endif

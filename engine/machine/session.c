@@ -230,7 +230,6 @@ int rk_unescape_c(const char *in, struct rk_buf *out, struct rk_error *err)
 
 struct holder {
 	struct rk_db *db;
-	const struct rk_provider_ops *ops;
 	struct rk_proc *proc;
 	char *sid, *computer_id, *owner, *bot_id;
 	int tty;
@@ -644,15 +643,14 @@ static void holder_main(void *arg, int ready_fd)
 	const struct rk_session_request *req = a->req;
 	struct rk_error err;
 	struct holder h = {0};
-	struct rk_machine_ctx mc;
 	struct rk_engine eng = {0};
 	/* a fresh connection: the parent's must not be used across fork */
 	if (rk_db_open(a->data_dir, &h.db, &err) != 0)
 		goto fail;
 	eng.data_dir = (char *)a->data_dir;
-	rk_machine_ctx_init(&mc, &eng, c);
-	h.ops = rk_provider_find(c->kind);
-	if (!h.ops || !h.ops->exec_spawn) {
+	/* refused before the session's socket exists */
+	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
+	if (!ops || !ops->exec_spawn) {
 		rk_error_set(&err, RK_EUNSUPPORTED, "provider '%s' cannot run commands", c->kind);
 		goto fail;
 	}
@@ -663,7 +661,7 @@ static void holder_main(void *arg, int ready_fd)
 		goto fail;
 	struct rk_exec_request xr = {.command = req->command, .cwd = req->cwd, .env = req->env, .tty = req->tty,
 				     .rows = req->rows, .cols = req->cols};
-	if (h.ops->exec_spawn(&mc.m, &xr, &h.proc, &err) != 0)
+	if (rk_machine_exec_spawn(&eng, c, &xr, &h.proc, &err) != 0)
 		goto fail;
 	h.sid = (char *)a->sid;
 	h.computer_id = c->id;
