@@ -525,17 +525,19 @@ static int set_phase(struct rk_engine *eng, struct rk_execution *e, const char *
 }
 
 static int call_provider(struct rk_engine *eng, const struct rk_execution *e, const struct rk_computer *c,
-			 const struct rk_provider_ops *ops, char **ref_out, cJSON *result, struct rk_error *err)
+			 char **ref_out, cJSON *result, struct rk_error *err)
 {
 	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	int r = 0;
+	int r = rk_machine_open(&mc, eng, c, err);
+	if (r)
+		return r;
+	const struct rk_provider_ops *ops = mc.ops;
 	if (!strcmp(e->op, "create") || !strcmp(e->op, "resume")) {
 		enum rk_machine_state st = RK_MACHINE_GONE;
 		int use_resume = !strcmp(e->op, "resume") && c->provider_ref && ops->status && ops->resume &&
-				 ops->status(&mc.m, &st, err) == 0 && st != RK_MACHINE_GONE;
+				 rk_machine_state(&mc, &st, err) == 0 && st != RK_MACHINE_GONE;
 		if (use_resume) {
-			r = ops->resume(&mc.m, err);
+			r = rk_machine_resume(&mc, err);
 			/* a restore or import made while it was down comes before any tool */
 			if (r == 0)
 				r = RK_HOOK(after_resume, err, eng, c, ops, &mc.m, result, err);
@@ -546,7 +548,7 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 			if ((r = RK_HOOK(before_provision, err, eng, c, result, err)) == 0 &&
 			    (r = rk_fs_mkdirs(mc.home_dir, 0755, err)) == 0 &&
 			    (r = rk_fs_mkdirs(mc.run_dir, 0755, err)) == 0)
-				r = ops->provision(&mc.m, &pr, err);
+				r = rk_machine_provision(&mc, &pr, err);
 			/* the restore goes to the machine just provisioned, not the old ref
 			 * (a remote provider finds its machine by the ref alone) */
 			if (r == 0 && pr.ref)
@@ -555,7 +557,7 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 			if (r == 0 && (r = RK_HOOK(after_provision, err, eng, c, ops, &mc.m, &pr, result, err)) != 0 &&
 			    pr.fresh && pr.ref) {
 				mc.m.ref = pr.ref;
-				ops->destroy(&mc.m, NULL);
+				rk_machine_destroy(&mc, NULL);
 			}
 			if (r == 0) {
 				*ref_out = pr.ref;
@@ -567,11 +569,11 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 			}
 		}
 	} else if (!strcmp(e->op, "pause")) {
-		r = (ops->caps & RK_CAP_PAUSE) && ops->pause ? ops->pause(&mc.m, err) : ops->stop(&mc.m, err);
+		r = (ops->caps & RK_CAP_PAUSE) && ops->pause ? rk_machine_pause(&mc, err) : rk_machine_stop(&mc, err);
 	} else if (!strcmp(e->op, "stop")) {
-		r = ops->stop(&mc.m, err);
+		r = rk_machine_stop(&mc, err);
 	} else if (!strcmp(e->op, "delete")) {
-		r = c->provider_ref ? ops->destroy(&mc.m, err) : 0;
+		r = c->provider_ref ? rk_machine_destroy(&mc, err) : 0;
 		if (r == 0) {
 			struct rk_error e2;
 			if (rk_fs_remove_tree(mc.home_dir, &e2) != 0)
@@ -616,8 +618,12 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 		return r;
 	}
 
-	const struct rk_provider_ops *ops = rk_engine_provider(&c, &perr);
-	if (!ops || (ops->check && ops->check(&perr) != 0))
+	struct rk_machine_ctx mc;
+	if (rk_machine_open(&mc, eng, &c, &perr) != 0)
+		goto provider_failed_before_call;
+	int reached = rk_machine_check(&mc, &perr);
+	rk_machine_ctx_release(&mc);
+	if (reached != 0)
 		goto provider_failed_before_call;
 
 	/* A stop or pause checkpoints the workspace first; when that fails the
@@ -635,7 +641,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 	char *ref = NULL;
 	cJSON *result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "computer_id", c.id);
-	int pr = call_provider(eng, e, &c, ops, &ref, result, &perr);
+	int pr = call_provider(eng, e, &c, &ref, result, &perr);
 
 	if ((r = rk_db_begin(eng->db, err))) {
 		free(ref);

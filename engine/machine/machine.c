@@ -39,58 +39,112 @@ void rk_machine_ctx_release(struct rk_machine_ctx *mc)
 
 /* --- the facade ------------------------------------------------------------------ */
 
-/* One provider call: c's provider and machine, and the error the provider fills. */
-struct call {
-	const struct rk_computer *c;
-	const char *what; /* "list files": names the operation in messages */
-	const struct rk_provider_ops *ops;
-	struct rk_machine_ctx mc;
-	struct rk_error e;
-};
-
-static int call_begin(struct call *k, struct rk_engine *eng, const struct rk_computer *c, const char *what,
-		      struct rk_error *err)
+int rk_machine_open(struct rk_machine_ctx *mc, struct rk_engine *eng, const struct rk_computer *c,
+		    struct rk_error *err)
 {
-	k->c = c;
-	k->what = what;
-	if (!(k->ops = rk_engine_provider(c, err)))
+	memset(mc, 0, sizeof(*mc));
+	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
+	if (!ops)
 		return -rk_err(err)->code;
-	rk_machine_ctx_init(&k->mc, eng, c);
-	rk_error_clear(&k->e);
+	rk_machine_ctx_init(mc, eng, c);
+	mc->ops = ops;
+	mc->c = c;
 	return 0;
 }
 
 /* The provider has no such operation: the engine says so itself. */
-static int unsupported(struct call *k)
+static int unsupported(const struct rk_machine_ctx *mc, const char *what, struct rk_error *err)
 {
-	return rk_error_set(&k->e, RK_EUNSUPPORTED, "computer '%s': provider '%s' cannot %s", k->c->name, k->c->kind,
-			    k->what);
+	return rk_error_set(err, RK_EUNSUPPORTED, "computer '%s': provider '%s' cannot %s", mc->c->name, mc->c->kind,
+			    what);
 }
 
-/* Ends the call that returned r: the provider's error goes to err, with a
- * code and a message whatever the provider left. */
-static int call_end(struct call *k, int r, struct rk_error *err)
+/* The provider's answer r, with what it left in e, to err: a failure has
+ * a code and a message whatever the provider left. */
+static int mapped(const struct rk_machine_ctx *mc, const char *what, int r, const struct rk_error *e,
+		  struct rk_error *err)
 {
-	rk_machine_ctx_release(&k->mc);
 	if (r >= 0)
 		return r;
-	enum rk_code code = k->e.code ? k->e.code : -r > 0 && -r < RK_ECODE_COUNT ? (enum rk_code)-r : RK_EFAILED;
-	if (!k->e.message[0])
-		return rk_error_set(err, code, "computer '%s': provider '%s' could not %s", k->c->name, k->c->kind,
-				    k->what);
-	return rk_error_set(err, code, "%s", k->e.message);
+	enum rk_code code = e->code ? e->code : -r > 0 && -r < RK_ECODE_COUNT ? (enum rk_code)-r : RK_EFAILED;
+	if (!e->message[0])
+		return rk_error_set(err, code, "computer '%s': provider '%s' could not %s", mc->c->name, mc->c->kind,
+				    what);
+	return rk_error_set(err, code, "%s", e->message);
 }
 
-/* Calls op of c's provider with the machine and the arguments that follow. */
+/* Calls op of mc's provider with the machine and the arguments that follow
+ * (OP0: none); what names the operation in messages ("list files"). */
+#define OP(mc, what, err, op, ...)                                                                                 \
+	do {                                                                                                       \
+		struct rk_error e_;                                                                                \
+		rk_error_clear(&e_);                                                                               \
+		if (!(mc)->ops->op)                                                                                \
+			return unsupported(mc, what, err);                                                         \
+		return mapped(mc, what, (mc)->ops->op(&(mc)->m, __VA_ARGS__, &e_), &e_, err);                      \
+	} while (0)
+#define OP0(mc, what, err, op)                                                                                     \
+	do {                                                                                                       \
+		struct rk_error e_;                                                                                \
+		rk_error_clear(&e_);                                                                               \
+		if (!(mc)->ops->op)                                                                                \
+			return unsupported(mc, what, err);                                                         \
+		return mapped(mc, what, (mc)->ops->op(&(mc)->m, &e_), &e_, err);                                   \
+	} while (0)
+
+/* The same, on c's machine opened for this one call. */
 #define CALL(eng, c, what, err, op, ...)                                                                           \
 	do {                                                                                                       \
-		struct call k;                                                                                     \
-		int r_ = call_begin(&k, eng, c, what, err);                                                        \
+		struct rk_machine_ctx mc_;                                                                         \
+		int r_ = rk_machine_open(&mc_, eng, c, err);                                                       \
 		if (r_)                                                                                            \
 			return r_;                                                                                 \
-		r_ = k.ops->op ? k.ops->op(&k.mc.m, __VA_ARGS__, &k.e) : unsupported(&k);                          \
-		return call_end(&k, r_, err);                                                                      \
+		struct rk_error e_;                                                                                \
+		rk_error_clear(&e_);                                                                               \
+		r_ = mc_.ops->op ? mapped(&mc_, what, mc_.ops->op(&mc_.m, __VA_ARGS__, &e_), &e_, err)             \
+				 : unsupported(&mc_, what, err);                                                   \
+		rk_machine_ctx_release(&mc_);                                                                      \
+		return r_;                                                                                         \
 	} while (0)
+
+int rk_machine_check(struct rk_machine_ctx *mc, struct rk_error *err)
+{
+	if (!mc->ops->check)
+		return 0; /* nothing to check before a call */
+	struct rk_error e;
+	rk_error_clear(&e);
+	return mapped(mc, "be reached", mc->ops->check(&e), &e, err);
+}
+
+int rk_machine_provision(struct rk_machine_ctx *mc, struct rk_provision_result *out, struct rk_error *err)
+{
+	OP(mc, "provision a machine", err, provision, out);
+}
+
+int rk_machine_state(struct rk_machine_ctx *mc, enum rk_machine_state *out, struct rk_error *err)
+{
+	OP(mc, "tell the state of its machine", err, status, out);
+}
+
+int rk_machine_pause(struct rk_machine_ctx *mc, struct rk_error *err)
+{
+	OP0(mc, "pause its machine", err, pause);
+}
+
+int rk_machine_resume(struct rk_machine_ctx *mc, struct rk_error *err)
+{
+	OP0(mc, "resume its machine", err, resume);
+}
+
+int rk_machine_stop(struct rk_machine_ctx *mc, struct rk_error *err)
+{
+	OP0(mc, "stop its machine", err, stop);
+}
+
+int rk_machine_destroy(struct rk_machine_ctx *mc, struct rk_error *err)
+{
+	OP0(mc, "destroy its machine", err, destroy);
+}
 
 int rk_machine_status(struct rk_engine *eng, const struct rk_computer *c, enum rk_machine_state *out,
 		      struct rk_error *err)

@@ -18,15 +18,34 @@
 /* The provider of a computer; RK_EUNAVAILABLE when the kind is unknown here. */
 const struct rk_provider_ops *rk_engine_provider(const struct rk_computer *c, struct rk_error *err);
 
-/* A struct rk_machine for a computer, with the strings it points to. */
+/* A struct rk_machine for a computer, with the strings it points to; ops
+ * and c are set by rk_machine_open. */
 struct rk_machine_ctx {
 	struct rk_machine m;
 	char *home_dir, *run_dir;
+	const struct rk_provider_ops *ops;
+	const struct rk_computer *c;
 };
 void rk_machine_ctx_init(struct rk_machine_ctx *mc, struct rk_engine *eng, const struct rk_computer *c);
 void rk_machine_ctx_release(struct rk_machine_ctx *mc);
 
 /* --- the facade ------------------------------------------------------------------ */
+/* c's machine on its provider, for several calls on one machine: the
+ * lifecycle's, whose m.ref moves to a machine it just provisioned. c must
+ * outlive mc. RK_EUNAVAILABLE when this rakazo lacks the provider; release
+ * it with rk_machine_ctx_release. */
+int rk_machine_open(struct rk_machine_ctx *mc, struct rk_engine *eng, const struct rk_computer *c,
+		    struct rk_error *err);
+/* The provider's own reachability check (none: 0). */
+int rk_machine_check(struct rk_machine_ctx *mc, struct rk_error *err);
+int rk_machine_provision(struct rk_machine_ctx *mc, struct rk_provision_result *out, struct rk_error *err);
+int rk_machine_state(struct rk_machine_ctx *mc, enum rk_machine_state *out, struct rk_error *err);
+int rk_machine_pause(struct rk_machine_ctx *mc, struct rk_error *err);
+int rk_machine_resume(struct rk_machine_ctx *mc, struct rk_error *err);
+int rk_machine_stop(struct rk_machine_ctx *mc, struct rk_error *err);    /* idempotent */
+int rk_machine_destroy(struct rk_machine_ctx *mc, struct rk_error *err); /* idempotent */
+
+/* One call on c's machine, opened and released around it. */
 int rk_machine_status(struct rk_engine *eng, const struct rk_computer *c, enum rk_machine_state *out,
 		      struct rk_error *err);
 /* *out is the provider's process; its own ops (read, write, wait, free) drive it. */
