@@ -98,6 +98,27 @@ TEST(a_provider_failure_keeps_its_code_and_message)
 	rk_buf_release(&b);
 }
 
+TEST(one_machine_open_for_several_calls)
+{
+	struct rk_machine_ctx mc;
+	struct rk_error e;
+	REQUIRE(rk_machine_open(&mc, eng, &comp, &e) == 0);
+	CHECK(mc.ops != NULL && mc.c == &comp);
+	CHECK_EQ_INT(rk_machine_check(&mc, &e), 0);
+	enum rk_machine_state st = RK_MACHINE_GONE;
+	CHECK_EQ_INT(rk_machine_state(&mc, &st, &e), 0);
+	CHECK_EQ_INT(st, RK_MACHINE_RUNNING);
+	/* stop is idempotent: twice is fine, and the machine is down after */
+	CHECK_EQ_INT(rk_machine_stop(&mc, &e), 0);
+	CHECK_EQ_INT(rk_machine_stop(&mc, &e), 0);
+	CHECK_EQ_INT(rk_machine_state(&mc, &st, &e), 0);
+	CHECK(st != RK_MACHINE_RUNNING);
+	rk_machine_ctx_release(&mc);
+	struct rk_computer c = comp;
+	c.kind = "nope";
+	CHECK_EQ_INT(rk_machine_open(&mc, eng, &c, NULL), -RK_EUNAVAILABLE);
+}
+
 int main(void)
 {
 	rk_engine_hooks_init();
@@ -109,6 +130,7 @@ int main(void)
 	RUN(a_missing_operation_is_unsupported);
 	RUN(an_unknown_provider_is_unavailable);
 	RUN(a_provider_failure_keeps_its_code_and_message);
+	RUN(one_machine_open_for_several_calls); /* last: it stops the machine */
 	char *dir = rk_xstrdup(eng->data_dir);
 	rk_computer_release(&comp);
 	rk_engine_free(eng);
