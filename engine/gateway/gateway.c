@@ -943,12 +943,16 @@ static int vnc_socket_of(struct rk_engine *eng, struct rk_computer *c, int displ
 				    "gateway relays VNC only",
 				    display, c->name, c->kind);
 	}
+	struct rk_machine_ctx mc;
+	if ((r = rk_machine_open(&mc, eng, c, err)))
+		return r;
 	/* display_start is idempotent: it hands the running display's socket */
 	char *profile = bot ? rk_xasprintf(".browser-profiles/%s", bot)
 			    : display == 0 ? rk_xstrdup(".browser-profiles/default") : NULL;
 	struct rk_display_options dopt = {.width = 1280, .height = 800, .profile_dir = profile};
 	struct rk_screen_transport tr = {0};
-	r = rk_machine_display_start(eng, c, display, &dopt, &tr, err);
+	r = rk_machine_display_start(&mc, display, &dopt, &tr, err);
+	rk_machine_ctx_release(&mc);
 	free(profile);
 	if (r)
 		return r;

@@ -151,6 +151,8 @@ static void *relay_main(void *arg)
 	}
 	struct rk_error err;
 	struct rk_engine eng = {.data_dir = f->data_dir};
+	struct rk_machine_ctx mc;
+	int opened = rk_machine_open(&mc, &eng, &f->c, &err);
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd),
 		 /* fd 4: stdin, which a background job would otherwise see as /dev/null */
@@ -159,7 +161,7 @@ static void *relay_main(void *arg)
 		 f->port);
 	struct rk_exec_request req = {.command = cmd, .cwd = NULL};
 	struct rk_proc *p = NULL;
-	if (rk_machine_exec_spawn(&eng, &f->c, &req, &p, &err) != 0) {
+	if (opened != 0 || rk_machine_exec_spawn(&mc, &req, &p, &err) != 0) {
 		rk_log(RK_LOG_WARN, "port %d of %s: %s", f->port, f->c.id, err.message);
 		goto out;
 	}
@@ -201,6 +203,7 @@ static void *relay_main(void *arg)
 	p->ops->signal(p, SIGKILL, &err);
 	p->ops->free(p);
 out:
+	rk_machine_ctx_release(&mc);
 	close(r->fd);
 	forward_unref(f);
 	free(r);

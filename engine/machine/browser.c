@@ -501,7 +501,11 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 	 * away starts again on its profile */
 	struct rk_display_options dopt = {.width = 0, .height = 0, .profile_dir = profile_dir ? profile_dir : def};
 	struct rk_screen_transport tr = {0};
-	rc = rk_machine_display_start(eng, c, display, &dopt, &tr, err);
+	struct rk_machine_ctx mc;
+	if ((rc = rk_machine_open(&mc, eng, c, err)) == 0) {
+		rc = rk_machine_display_start(&mc, display, &dopt, &tr, err);
+		rk_machine_ctx_release(&mc);
+	}
 	if (rc && extra_screen && rk_err(err)->code != RK_EUSAGE && rk_err(err)->code != RK_EINVALID) {
 		/* as engine/machine/display.c says it: shell and files still work */
 		rk_error_prefix(err, "cannot start another screen on computer '%s'", c->name);

@@ -26,6 +26,7 @@
 
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
+#include "engine/machine/machine.h"
 #include "providers/provider.h"
 #include "engine/store/workspace.h"
 
@@ -64,15 +65,14 @@ int rk_checkpoint_before_provision(struct rk_engine *eng, const struct rk_comput
  * another ref, or a ref made by another provider kind), the computer goes
  * to `restoring` and the latest workspace is brought in before any tool
  * runs. Adds {"replacement":..., "restore":{...}} to result. */
-int rk_checkpoint_after_provision(struct rk_engine *eng, const struct rk_computer *c,
-				  const struct rk_provider_ops *ops, const struct rk_machine *m,
+int rk_checkpoint_after_provision(struct rk_engine *eng, const struct rk_computer *c, const struct rk_machine_ctx *mc,
 				  const struct rk_provision_result *pr, cJSON *result, struct rk_error *err);
 
 /* after_resume: a machine without a mount that was down when a restore or
  * an import made a new latest revision gets it now, before any tool runs
  * (the computer is `restoring` meanwhile). */
-int rk_checkpoint_after_resume(struct rk_engine *eng, const struct rk_computer *c, const struct rk_provider_ops *ops,
-			       const struct rk_machine *m, cJSON *result, struct rk_error *err);
+int rk_checkpoint_after_resume(struct rk_engine *eng, const struct rk_computer *c, const struct rk_machine_ctx *mc,
+			       cJSON *result, struct rk_error *err);
 
 /* `rakazo checkpoint restore|export|import|verify`. restore and import make
  * the revision (or archive) the computer's latest. A mounted computer's

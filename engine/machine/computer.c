@@ -99,9 +99,10 @@ int rk_computer_path(const char *path, char **out, struct rk_error *err)
 	return 0;
 }
 
-/* Resolves the path, resuming the computer when needed. */
-static int prepare(struct rk_engine *eng, struct rk_computer *c, const char *path, int need_op, char **norm,
-		   struct rk_error *err)
+/* Resolves the path and opens c's machine (*mc, for the caller to
+ * release), resuming the computer when needed. */
+static int prepare(struct rk_engine *eng, struct rk_computer *c, const char *path, int need_op,
+		   struct rk_machine_ctx *mc, char **norm, struct rk_error *err)
 {
 	int r = 0;
 	*norm = NULL;
@@ -109,8 +110,8 @@ static int prepare(struct rk_engine *eng, struct rk_computer *c, const char *pat
 		return r;
 	if (!need_op)
 		r = rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' cannot do that", c->kind);
-	else
-		r = rk_computer_ensure_running(eng, c, err);
+	else if ((r = rk_computer_ensure_running(eng, c, err)) == 0)
+		r = rk_machine_open(mc, eng, c, err);
 	if (r) {
 		free(*norm);
 		*norm = NULL;
@@ -123,11 +124,13 @@ static int prepare(struct rk_engine *eng, struct rk_computer *c, const char *pat
 int rk_computer_file_list(struct rk_engine *eng, struct rk_computer *c, const char *path,
 			  struct rk_file_entry **out, size_t *n, struct rk_error *err)
 {
+	struct rk_machine_ctx mc;
 	char *norm;
-	int r = prepare(eng, c, path ? path : "", PROVIDER_OP(c, file_list), &norm, err);
+	int r = prepare(eng, c, path ? path : "", PROVIDER_OP(c, file_list), &mc, &norm, err);
 	if (r)
 		return r;
-	r = rk_machine_file_list(eng, c, norm, out, n, err);
+	r = rk_machine_file_list(&mc, norm, out, n, err);
+	rk_machine_ctx_release(&mc);
 	free(norm);
 	return r;
 }
@@ -137,15 +140,16 @@ int rk_computer_file_read(struct rk_engine *eng, struct rk_computer *c, const ch
 {
 	if (max_bytes > RK_FILE_READ_LIMIT)
 		return rk_error_set(err, RK_EINVALID, "max bytes must be at most %u", RK_FILE_READ_LIMIT);
+	struct rk_machine_ctx mc;
 	char *norm;
-	int r = prepare(eng, c, path, PROVIDER_OP(c, file_read), &norm, err);
+	int r = prepare(eng, c, path, PROVIDER_OP(c, file_read), &mc, &norm, err);
 	if (r)
 		return r;
-	if (!norm[0]) {
-		free(norm);
-		return rk_error_set(err, RK_EINVALID, "the workspace root is a directory, not a file");
-	}
-	r = rk_machine_file_read(eng, c, norm, max_bytes ? max_bytes : RK_FILE_READ_DEFAULT_MAX, out, err);
+	if (!norm[0])
+		r = rk_error_set(err, RK_EINVALID, "the workspace root is a directory, not a file");
+	else
+		r = rk_machine_file_read(&mc, norm, max_bytes ? max_bytes : RK_FILE_READ_DEFAULT_MAX, out, err);
+	rk_machine_ctx_release(&mc);
 	free(norm);
 	return r;
 }
@@ -156,48 +160,53 @@ int rk_computer_file_write(struct rk_engine *eng, struct rk_computer *c, const c
 	if (len > RK_FILE_WRITE_LIMIT)
 		return rk_error_set(err, RK_ETOOLARGE, "file of %zu bytes exceeds the write limit of %u bytes", len,
 				    RK_FILE_WRITE_LIMIT);
+	struct rk_machine_ctx mc;
 	char *norm;
-	int r = prepare(eng, c, path, PROVIDER_OP(c, file_write), &norm, err);
+	int r = prepare(eng, c, path, PROVIDER_OP(c, file_write), &mc, &norm, err);
 	if (r)
 		return r;
-	if (!norm[0] || !strcmp(norm, "/")) {
-		free(norm);
-		return rk_error_set(err, RK_EINVALID, "a file path is needed, not the root");
-	}
-	r = rk_machine_file_write(eng, c, norm, data, len, executable, err);
+	if (!norm[0] || !strcmp(norm, "/"))
+		r = rk_error_set(err, RK_EINVALID, "a file path is needed, not the root");
+	else
+		r = rk_machine_file_write(&mc, norm, data, len, executable, err);
+	rk_machine_ctx_release(&mc);
 	free(norm);
 	return r;
 }
 
 int rk_computer_file_remove(struct rk_engine *eng, struct rk_computer *c, const char *path, struct rk_error *err)
 {
+	struct rk_machine_ctx mc;
 	char *norm;
-	int r = prepare(eng, c, path, PROVIDER_OP(c, file_remove), &norm, err);
+	int r = prepare(eng, c, path, PROVIDER_OP(c, file_remove), &mc, &norm, err);
 	if (r)
 		return r;
-	if (!norm[0] || !strcmp(norm, "/")) {
-		free(norm);
-		return rk_error_set(err, RK_EINVALID, "refusing to remove the root");
-	}
-	r = rk_machine_file_remove(eng, c, norm, err);
+	if (!norm[0] || !strcmp(norm, "/"))
+		r = rk_error_set(err, RK_EINVALID, "refusing to remove the root");
+	else
+		r = rk_machine_file_remove(&mc, norm, err);
+	rk_machine_ctx_release(&mc);
 	free(norm);
 	return r;
 }
 
 int rk_computer_export(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err)
 {
+	struct rk_machine_ctx mc;
 	char *norm;
-	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_export), &norm, err);
+	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_export), &mc, &norm, err);
 	if (r)
 		return r;
-	r = rk_machine_workspace_export(eng, c, fd, err);
+	r = rk_machine_workspace_export(&mc, fd, err);
+	rk_machine_ctx_release(&mc);
 	return r;
 }
 
 int rk_computer_import(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err)
 {
+	struct rk_machine_ctx mc;
 	char *norm;
-	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_import), &norm, err);
+	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_import), &mc, &norm, err);
 	if (r)
 		return r;
 	/* the import stages beside the home (util/tar.h): holding the home's
@@ -205,20 +214,26 @@ int rk_computer_import(struct rk_engine *eng, struct rk_computer *c, int fd, str
 	 * a stale one, and a checkpoint from copying a half-merged tree */
 	int lk = rk_workspace_lock_key(eng->data_dir, c->home_key, LOCK_SH, err);
 	if (lk >= 0) {
-		r = rk_machine_workspace_import(eng, c, fd, err);
+		r = rk_machine_workspace_import(&mc, fd, err);
 		close(lk);
 	} else {
 		r = lk;
 	}
+	rk_machine_ctx_release(&mc);
 	return r;
 }
 
 int rk_computer_sh(struct rk_engine *eng, const struct rk_computer *c, const char *command, int64_t timeout_ms,
 		   int *code, struct rk_buf *out, struct rk_error *err)
 {
+	struct rk_machine_ctx mc;
+	int r = rk_machine_open(&mc, eng, c, err);
+	if (r)
+		return r;
 	struct rk_exec_request req = {.command = command};
 	struct rk_proc *p = NULL;
-	int r = rk_machine_exec_spawn(eng, c, &req, &p, err);
+	r = rk_machine_exec_spawn(&mc, &req, &p, err);
+	rk_machine_ctx_release(&mc);
 	if (r == 0) {
 		struct rk_buf o;
 		rk_buf_init(&o);
@@ -259,9 +274,13 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 			 * a host reboot): then the record follows it, and a saved resume
 			 * brings it back (a replacement when it is gone) */
 			enum rk_machine_state ms = RK_MACHINE_RUNNING;
+			struct rk_machine_ctx mc;
 			struct rk_error e2;
-			if (c->provider_ref && rk_machine_status(eng, c, &ms, &e2) != 0)
-				ms = RK_MACHINE_RUNNING; /* cannot tell: let the call itself say */
+			if (c->provider_ref && rk_machine_open(&mc, eng, c, &e2) == 0) {
+				if (rk_machine_status(&mc, &ms, &e2) != 0)
+					ms = RK_MACHINE_RUNNING; /* cannot tell: let the call itself say */
+				rk_machine_ctx_release(&mc);
+			}
 			if (ms == RK_MACHINE_RUNNING)
 				return 0;
 			const char *now = ms == RK_MACHINE_PAUSED ? "paused" : "stopped";

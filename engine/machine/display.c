@@ -203,8 +203,7 @@ static void holder_main(void *arg, int ready_fd)
 	struct rk_error err;
 	struct rk_screen *s = NULL;
 	rk_log_open(a->data_dir);
-	rk_machine_ctx_init(&mc, &eng, a->c);
-	const struct rk_provider_ops *ops = rk_provider_find(a->c->kind);
+	const struct rk_provider_ops *ops = rk_machine_open(&mc, &eng, a->c, NULL) == 0 ? mc.ops : NULL;
 	char *name = holder_name(a->c, a->display);
 	int lsock = -1;
 	if (!ops || !(ops->caps & RK_CAP_DESKTOP) || !ops->display_start) {
@@ -217,7 +216,7 @@ static void holder_main(void *arg, int ready_fd)
 	if (!dopt.profile_dir && a->display == 0)
 		dopt.profile_dir = ".browser-profiles/default";
 	struct rk_screen_transport tr = {0};
-	if (ops->display_start(&mc.m, a->display, &dopt, &tr, &err) != 0)
+	if (rk_machine_display_start(&mc, a->display, &dopt, &tr, &err) != 0)
 		goto fail;
 	const char *transport = tr.vnc_socket ? "vnc" : "provider";
 	int r = tr.vnc_socket ? rk_screen_open_vnc(tr.vnc_socket, &s, &err)
@@ -443,10 +442,12 @@ int rk_display_close(struct rk_engine *eng, struct rk_computer *c, int display, 
 		cJSON_Delete(reply);
 	cJSON_Delete(req);
 	free(name);
-	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
-	if (!ops)
-		return -rk_err(err)->code;
-	if (!ops->display_stop)
-		return 0; /* nothing to stop: its displays end with the machine */
-	return rk_machine_display_stop(eng, c, display, err);
+	struct rk_machine_ctx mc;
+	int r = rk_machine_open(&mc, eng, c, err);
+	if (r)
+		return r;
+	/* without display_stop there is nothing to stop: its displays end with the machine */
+	r = mc.ops->display_stop ? rk_machine_display_stop(&mc, display, err) : 0;
+	rk_machine_ctx_release(&mc);
+	return r;
 }

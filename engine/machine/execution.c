@@ -535,12 +535,12 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 	if (!strcmp(e->op, "create") || !strcmp(e->op, "resume")) {
 		enum rk_machine_state st = RK_MACHINE_GONE;
 		int use_resume = !strcmp(e->op, "resume") && c->provider_ref && ops->status && ops->resume &&
-				 rk_machine_state(&mc, &st, err) == 0 && st != RK_MACHINE_GONE;
+				 rk_machine_status(&mc, &st, err) == 0 && st != RK_MACHINE_GONE;
 		if (use_resume) {
 			r = rk_machine_resume(&mc, err);
 			/* a restore or import made while it was down comes before any tool */
 			if (r == 0)
-				r = RK_HOOK(after_resume, err, eng, c, ops, &mc.m, result, err);
+				r = RK_HOOK(after_resume, err, eng, c, &mc, result, err);
 			if (r == 0)
 				*ref_out = rk_xstrdup(c->provider_ref);
 		} else {
@@ -554,7 +554,7 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 			if (r == 0 && pr.ref)
 				mc.m.ref = pr.ref;
 			/* a replacement machine gets the latest workspace before any tool runs */
-			if (r == 0 && (r = RK_HOOK(after_provision, err, eng, c, ops, &mc.m, &pr, result, err)) != 0 &&
+			if (r == 0 && (r = RK_HOOK(after_provision, err, eng, c, &mc, &pr, result, err)) != 0 &&
 			    pr.fresh && pr.ref) {
 				mc.m.ref = pr.ref;
 				rk_machine_destroy(&mc, NULL);

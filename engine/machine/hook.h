@@ -16,6 +16,7 @@
 
 #include <cJSON.h>
 
+#include "engine/machine/machine.h"
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
 #include "providers/provider.h"
@@ -27,12 +28,11 @@ struct rk_hooks {
 	int (*before_provision)(struct rk_engine *eng, const struct rk_computer *c, cJSON *result,
 				struct rk_error *err);
 	/* after a provision, before any tool: a replacement gets the latest workspace */
-	int (*after_provision)(struct rk_engine *eng, const struct rk_computer *c, const struct rk_provider_ops *ops,
-			       const struct rk_machine *m, const struct rk_provision_result *pr, cJSON *result,
-			       struct rk_error *err);
+	int (*after_provision)(struct rk_engine *eng, const struct rk_computer *c, const struct rk_machine_ctx *mc,
+			       const struct rk_provision_result *pr, cJSON *result, struct rk_error *err);
 	/* after a resume, before any tool: a revision made while it was down comes in */
-	int (*after_resume)(struct rk_engine *eng, const struct rk_computer *c, const struct rk_provider_ops *ops,
-			    const struct rk_machine *m, cJSON *result, struct rk_error *err);
+	int (*after_resume)(struct rk_engine *eng, const struct rk_computer *c, const struct rk_machine_ctx *mc,
+			    cJSON *result, struct rk_error *err);
 	/* before a stop or pause (op): a failure leaves the machine as it is */
 	int (*before_lifecycle)(struct rk_engine *eng, const struct rk_computer *c, const char *op,
 				struct rk_error *err);

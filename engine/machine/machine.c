@@ -73,8 +73,8 @@ static int mapped(const struct rk_machine_ctx *mc, const char *what, int r, cons
 	return rk_error_set(err, code, "%s", e->message);
 }
 
-/* Calls op of mc's provider with the machine and the arguments that follow
- * (OP0: none); what names the operation in messages ("list files"). */
+/* The body of a facade function: op of mc's provider on its machine with
+ * the arguments that follow (OP0: none); what names it in messages. */
 #define OP(mc, what, err, op, ...)                                                                                 \
 	do {                                                                                                       \
 		struct rk_error e_;                                                                                \
@@ -92,22 +92,7 @@ static int mapped(const struct rk_machine_ctx *mc, const char *what, int r, cons
 		return mapped(mc, what, (mc)->ops->op(&(mc)->m, &e_), &e_, err);                                   \
 	} while (0)
 
-/* The same, on c's machine opened for this one call. */
-#define CALL(eng, c, what, err, op, ...)                                                                           \
-	do {                                                                                                       \
-		struct rk_machine_ctx mc_;                                                                         \
-		int r_ = rk_machine_open(&mc_, eng, c, err);                                                       \
-		if (r_)                                                                                            \
-			return r_;                                                                                 \
-		struct rk_error e_;                                                                                \
-		rk_error_clear(&e_);                                                                               \
-		r_ = mc_.ops->op ? mapped(&mc_, what, mc_.ops->op(&mc_.m, __VA_ARGS__, &e_), &e_, err)             \
-				 : unsupported(&mc_, what, err);                                                   \
-		rk_machine_ctx_release(&mc_);                                                                      \
-		return r_;                                                                                         \
-	} while (0)
-
-int rk_machine_check(struct rk_machine_ctx *mc, struct rk_error *err)
+int rk_machine_check(const struct rk_machine_ctx *mc, struct rk_error *err)
 {
 	if (!mc->ops->check)
 		return 0; /* nothing to check before a call */
@@ -116,96 +101,87 @@ int rk_machine_check(struct rk_machine_ctx *mc, struct rk_error *err)
 	return mapped(mc, "be reached", mc->ops->check(&e), &e, err);
 }
 
-int rk_machine_provision(struct rk_machine_ctx *mc, struct rk_provision_result *out, struct rk_error *err)
+int rk_machine_provision(const struct rk_machine_ctx *mc, struct rk_provision_result *out, struct rk_error *err)
 {
 	OP(mc, "provision a machine", err, provision, out);
 }
 
-int rk_machine_state(struct rk_machine_ctx *mc, enum rk_machine_state *out, struct rk_error *err)
+int rk_machine_status(const struct rk_machine_ctx *mc, enum rk_machine_state *out, struct rk_error *err)
 {
 	OP(mc, "tell the state of its machine", err, status, out);
 }
 
-int rk_machine_pause(struct rk_machine_ctx *mc, struct rk_error *err)
+int rk_machine_pause(const struct rk_machine_ctx *mc, struct rk_error *err)
 {
 	OP0(mc, "pause its machine", err, pause);
 }
 
-int rk_machine_resume(struct rk_machine_ctx *mc, struct rk_error *err)
+int rk_machine_resume(const struct rk_machine_ctx *mc, struct rk_error *err)
 {
 	OP0(mc, "resume its machine", err, resume);
 }
 
-int rk_machine_stop(struct rk_machine_ctx *mc, struct rk_error *err)
+int rk_machine_stop(const struct rk_machine_ctx *mc, struct rk_error *err)
 {
 	OP0(mc, "stop its machine", err, stop);
 }
 
-int rk_machine_destroy(struct rk_machine_ctx *mc, struct rk_error *err)
+int rk_machine_destroy(const struct rk_machine_ctx *mc, struct rk_error *err)
 {
 	OP0(mc, "destroy its machine", err, destroy);
 }
 
-int rk_machine_status(struct rk_engine *eng, const struct rk_computer *c, enum rk_machine_state *out,
-		      struct rk_error *err)
+int rk_machine_exec_spawn(const struct rk_machine_ctx *mc, const struct rk_exec_request *req, struct rk_proc **out,
+			  struct rk_error *err)
 {
-	CALL(eng, c, "tell the state of its machine", err, status, out);
+	OP(mc, "run commands", err, exec_spawn, req, out);
 }
 
-int rk_machine_exec_spawn(struct rk_engine *eng, const struct rk_computer *c, const struct rk_exec_request *req,
-			  struct rk_proc **out, struct rk_error *err)
+int rk_machine_file_list(const struct rk_machine_ctx *mc, const char *path, struct rk_file_entry **out, size_t *n,
+			 struct rk_error *err)
 {
-	CALL(eng, c, "run commands", err, exec_spawn, req, out);
+	OP(mc, "list files", err, file_list, path, out, n);
 }
 
-int rk_machine_file_list(struct rk_engine *eng, const struct rk_computer *c, const char *path,
-			 struct rk_file_entry **out, size_t *n, struct rk_error *err)
+int rk_machine_file_read(const struct rk_machine_ctx *mc, const char *path, size_t max_bytes, struct rk_buf *out,
+			 struct rk_error *err)
 {
-	CALL(eng, c, "list files", err, file_list, path, out, n);
+	OP(mc, "read files", err, file_read, path, max_bytes, out);
 }
 
-int rk_machine_file_read(struct rk_engine *eng, const struct rk_computer *c, const char *path, size_t max_bytes,
-			 struct rk_buf *out, struct rk_error *err)
+int rk_machine_file_write(const struct rk_machine_ctx *mc, const char *path, const void *data, size_t len,
+			  int executable, struct rk_error *err)
 {
-	CALL(eng, c, "read files", err, file_read, path, max_bytes, out);
+	OP(mc, "write files", err, file_write, path, data, len, executable);
 }
 
-int rk_machine_file_write(struct rk_engine *eng, const struct rk_computer *c, const char *path, const void *data,
-			  size_t len, int executable, struct rk_error *err)
+int rk_machine_file_remove(const struct rk_machine_ctx *mc, const char *path, struct rk_error *err)
 {
-	CALL(eng, c, "write files", err, file_write, path, data, len, executable);
+	OP(mc, "remove files", err, file_remove, path);
 }
 
-int rk_machine_file_remove(struct rk_engine *eng, const struct rk_computer *c, const char *path,
-			   struct rk_error *err)
+int rk_machine_workspace_export(const struct rk_machine_ctx *mc, int fd, struct rk_error *err)
 {
-	CALL(eng, c, "remove files", err, file_remove, path);
+	OP(mc, "export its workspace", err, workspace_export, fd);
 }
 
-int rk_machine_workspace_export(struct rk_engine *eng, const struct rk_computer *c, int fd, struct rk_error *err)
+int rk_machine_workspace_import(const struct rk_machine_ctx *mc, int fd, struct rk_error *err)
 {
-	CALL(eng, c, "export its workspace", err, workspace_export, fd);
+	OP(mc, "import a workspace", err, workspace_import, fd);
 }
 
-int rk_machine_workspace_import(struct rk_engine *eng, const struct rk_computer *c, int fd, struct rk_error *err)
+int rk_machine_display_start(const struct rk_machine_ctx *mc, int display, const struct rk_display_options *opt,
+			     struct rk_screen_transport *tr, struct rk_error *err)
 {
-	CALL(eng, c, "import a workspace", err, workspace_import, fd);
+	OP(mc, "start a display", err, display_start, display, opt, tr);
 }
 
-int rk_machine_display_start(struct rk_engine *eng, const struct rk_computer *c, int display,
-			     const struct rk_display_options *opt, struct rk_screen_transport *tr,
-			     struct rk_error *err)
+int rk_machine_display_stop(const struct rk_machine_ctx *mc, int display, struct rk_error *err)
 {
-	CALL(eng, c, "start a display", err, display_start, display, opt, tr);
+	OP(mc, "stop a display", err, display_stop, display);
 }
 
-int rk_machine_display_stop(struct rk_engine *eng, const struct rk_computer *c, int display, struct rk_error *err)
+int rk_machine_display_novnc(const struct rk_machine_ctx *mc, int display, char **url, struct rk_error *err)
 {
-	CALL(eng, c, "stop a display", err, display_stop, display);
-}
-
-int rk_machine_display_novnc(struct rk_engine *eng, const struct rk_computer *c, int display, char **url,
-			     struct rk_error *err)
-{
-	CALL(eng, c, "serve a noVNC page", err, display_novnc, display, url);
+	OP(mc, "serve a noVNC page", err, display_novnc, display, url);
 }

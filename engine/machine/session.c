@@ -649,8 +649,10 @@ static void holder_main(void *arg, int ready_fd)
 		goto fail;
 	eng.data_dir = (char *)a->data_dir;
 	/* refused before the session's socket exists */
-	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
-	if (!ops || !ops->exec_spawn) {
+	struct rk_machine_ctx mc;
+	if (rk_machine_open(&mc, &eng, c, &err) != 0)
+		goto fail;
+	if (!mc.ops->exec_spawn) {
 		rk_error_set(&err, RK_EUNSUPPORTED, "provider '%s' cannot run commands", c->kind);
 		goto fail;
 	}
@@ -661,7 +663,7 @@ static void holder_main(void *arg, int ready_fd)
 		goto fail;
 	struct rk_exec_request xr = {.command = req->command, .cwd = req->cwd, .env = req->env, .tty = req->tty,
 				     .rows = req->rows, .cols = req->cols};
-	if (rk_machine_exec_spawn(&eng, c, &xr, &h.proc, &err) != 0)
+	if (rk_machine_exec_spawn(&mc, &xr, &h.proc, &err) != 0)
 		goto fail;
 	h.sid = (char *)a->sid;
 	h.computer_id = c->id;

@@ -125,11 +125,11 @@ static int count_before_provision(struct rk_engine *eng, const struct rk_compute
 	return rk_checkpoint_before_provision(eng, c, result, err);
 }
 
-static int count_after_resume(struct rk_engine *eng, const struct rk_computer *c, const struct rk_provider_ops *ops,
-			      const struct rk_machine *m, cJSON *result, struct rk_error *err)
+static int count_after_resume(struct rk_engine *eng, const struct rk_computer *c, const struct rk_machine_ctx *mc,
+			      cJSON *result, struct rk_error *err)
 {
 	resumes++;
-	return rk_checkpoint_after_resume(eng, c, ops, m, result, err);
+	return rk_checkpoint_after_resume(eng, c, mc, result, err);
 }
 
 static int count_before_lifecycle(struct rk_engine *eng, const struct rk_computer *c, const char *op,
