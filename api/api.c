@@ -14,7 +14,6 @@
 #include "engine/machine/display.h"
 #include "engine/machine/execution.h"
 #include "engine/gateway/gateway.h"
-#include "engine/gateway/port.h"
 #include "engine/machine/session.h"
 #include "engine/util/buf.h"
 #include "engine/util/id.h"
@@ -1238,7 +1237,7 @@ static int h_port(struct call *k)
 	else if (!ops->exec_spawn)
 		fail(k, RK_EUNSUPPORTED, "computer %s's provider runs no commands, so it forwards no ports", c.id);
 	else if (rk_computer_ensure_running(k->eng, &c, &err) ||
-		 rk_port_forward(k->eng, &c, (int)port, k->tok.id, k->tok.bot_id, &local, &secret, &err))
+		 rk_api_port_forward(k->eng, &c, (int)port, k->tok.id, k->tok.bot_id, &local, &secret, &err))
 		fail_err(k, &err);
 	else {
 		cJSON *o = cJSON_CreateObject();

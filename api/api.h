@@ -79,6 +79,20 @@ void rk_api_pair_link(const char *data_dir, const char *computer_id, int fd, con
  * ended; ended 0 while open). malloc'd. */
 int rk_api_usage_list(struct rk_db *db, const char *computer_id, int64_t **out, size_t *n, struct rk_error *err);
 
+/* A loopback listener in this process forwarding to port inside c (through
+ * the provider's exec and bash's /dev/tcp) for the token token_id (acting
+ * as bot_id, or NULL for a member). A connection is carried only after it
+ * sent *secret (malloc'd, hex) and a newline. The same token forwarding the
+ * same port again gets the same *local_port and a new *secret, which
+ * replaces the old one for new connections (engine/gateway/port.c). */
+int rk_api_port_forward(struct rk_engine *eng, const struct rk_computer *c, int port, const char *token_id,
+			const char *bot_id, int *local_port, char **secret, struct rk_error *err);
+/* Ends the forwards (listener closed, connections cut) whose token was
+ * revoked, whose bot lost its right to the computer, or whose computer is
+ * gone or not running. The server calls it a few times a second (it looks
+ * at the database at most every 250 ms). */
+void rk_api_port_sweep(struct rk_engine *eng);
+
 /* --- requests (api/api.c) ---------------------------------------------------------- */
 struct rk_api_request {
 	const char *method;

@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "engine/gateway/port.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
 #include "engine/util/http.h"
@@ -356,7 +355,7 @@ static void *poller_main(void *arg)
 			break;
 		if (!stop_requested) {
 			poll_streams(eng);
-			rk_port_sweep(eng);
+			rk_api_port_sweep(eng);
 		}
 	}
 	rk_engine_free(eng);

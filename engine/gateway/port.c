@@ -7,12 +7,10 @@
  * A forward belongs to the token that made it. Anything on this host can
  * connect to a loopback port, so a connection is carried only once it has
  * sent the forward's secret (shown once, in the PUT's reply) and a newline;
- * until then nothing runs in the computer. rk_port_sweep, called by the
+ * until then nothing runs in the computer. rk_api_port_sweep, called by the
  * server a few times a second, ends a forward (its listener closed, its
  * connections cut) once its token is revoked, its bot loses the right to
  * the computer, or the computer is gone or no longer running. */
-
-#include "engine/gateway/port.h"
 
 #include "api/api.h"
 
@@ -262,8 +260,8 @@ static void new_secret(char *out)
 	sodium_memzero(raw, sizeof(raw));
 }
 
-int rk_port_forward(struct rk_engine *eng, const struct rk_computer *c, int port, const char *token_id,
-		    const char *bot_id, int *local_port, char **secret, struct rk_error *err)
+int rk_api_port_forward(struct rk_engine *eng, const struct rk_computer *c, int port, const char *token_id,
+			const char *bot_id, int *local_port, char **secret, struct rk_error *err)
 {
 	*secret = NULL;
 	pthread_mutex_lock(&forwards_lock);
@@ -347,7 +345,7 @@ static const char *forward_gone(struct rk_engine *eng, const struct forward *f)
 	return why;
 }
 
-void rk_port_sweep(struct rk_engine *eng)
+void rk_api_port_sweep(struct rk_engine *eng)
 {
 	static int64_t last;
 	int64_t now = rk_monotonic_ms();
