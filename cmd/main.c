@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine/access/authz.h"
+#include "engine/agent/hooks.h"
 #include "engine/util/log.h"
 #include "cmd.h"
 #include "out.h"
@@ -311,6 +312,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--json"))
 			opt_json = 1;
 	rk_warn_set_hook(out_warning); /* the engine's warnings, on stderr */
+	rk_engine_hooks_init();        /* which module answers each engine hook */
 	char *self = strdup(argv[0]);
 	const char *base = basename(self);
 	int status;

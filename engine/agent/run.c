@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "engine/access/authz.h"
-#include "engine/machine/checkpoint.h"
+#include "engine/machine/idle.h"
 #include "engine/state/db_runs.h"
-#include "engine/machine/execution.h"
+#include "engine/machine/computer.h"
 #include "engine/util/host.h"
 #include "engine/machine/lease.h"
 #include "engine/agent/run_log.h"
@@ -579,8 +579,7 @@ static int run_calls(struct run *run, const struct rk_model_reply *reply, const 
 		int r = 0;
 		if ((*why = look(run)))
 			r = stop_error(run, *why, err);
-		else if (rk_db_lease_check(run->eng->db, run->c.id, lease_bot(&run->row), run->fence, rk_now_ms(),
-					   err)) {
+		else if (rk_lease_check(run->eng, run->c.id, lease_bot(&run->row), run->fence, err)) {
 			*why = "lease_lost";
 			r = rk_error_set(err, RK_ESTALE,
 					 "lease_lost: the execution lease of bot '%s' on computer '%s' was taken over "
@@ -771,7 +770,7 @@ static int checkpoint(struct run *run, int failed, struct rk_error *err)
 	struct rk_error e = {0};
 	/* a failed run's checkpoint is best effort, and deferred on a Team
 	 * computer like a completed run's */
-	int r = rk_checkpoint_run_end(run->eng, run->c.id, run->id, failed, &e);
+	int r = rk_idle_run_end(run->eng, run->c.id, run->id, failed, &e);
 	cJSON *b = cJSON_CreateObject();
 	cJSON_AddBoolToObject(b, "ok", r == 0);
 	if (r) {

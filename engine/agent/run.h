@@ -9,7 +9,7 @@
  * without tool calls (completed, the answer stored) or a limit, an error, a
  * cancel or an interrupt ends it (the reason stored). Each model turn is one
  * step; the row's steps, tokens and heartbeat are written after each. At
- * the end the computer's workspace is checkpointed (rk_checkpoint_run_end):
+ * the end the computer's workspace is checkpointed (rk_idle_run_end):
  * a completed run whose checkpoint fails is failed (reason "checkpoint"); a
  * failed run's checkpoint is best effort (reported as an event).
  *

@@ -943,17 +943,15 @@ static int vnc_socket_of(struct rk_engine *eng, struct rk_computer *c, int displ
 				    "gateway relays VNC only",
 				    display, c->name, c->kind);
 	}
-	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
-	if (!ops)
-		return -rk_err(err)->code;
-	/* display_start is idempotent: it hands the running display's socket */
 	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
+	if ((r = rk_machine_open(&mc, eng, c, err)))
+		return r;
+	/* display_start is idempotent: it hands the running display's socket */
 	char *profile = bot ? rk_xasprintf(".browser-profiles/%s", bot)
 			    : display == 0 ? rk_xstrdup(".browser-profiles/default") : NULL;
 	struct rk_display_options dopt = {.width = 1280, .height = 800, .profile_dir = profile};
 	struct rk_screen_transport tr = {0};
-	r = ops->display_start(&mc.m, display, &dopt, &tr, err);
+	r = rk_machine_display_start(&mc, display, &dopt, &tr, err);
 	rk_machine_ctx_release(&mc);
 	free(profile);
 	if (r)

@@ -125,13 +125,15 @@ int rk_gateway_list(struct rk_engine *eng, const struct rk_gateway_scope *scope,
 		    size_t *n, struct rk_error *err);
 void rk_gateway_caps_free(struct rk_gateway_cap *caps, size_t n);
 
-/* Before a slot is torn down or reused: revokes every capability of display
- * on computer_id and waits until their forwarders and clients are gone.
+/* Before a slot is torn down or reused (the display_closing hook,
+ * engine/machine/hook.h): revokes every capability of display on
+ * computer_id and waits until their forwarders and clients are gone.
  * Nonzero means some are still connected: keep the slot reserved and retry. */
 int rk_gateway_teardown_slot(struct rk_engine *eng, const char *computer_id, int display, struct rk_error *err);
 
-/* A person gave control of bot_id's screen back: its live control
- * capabilities are revoked and their clients dropped (view ones stay). */
+/* A person gave control of bot_id's screen back (the control_released
+ * hook): its live control capabilities are revoked and their clients
+ * dropped (view ones stay). */
 int rk_gateway_revoke_control(struct rk_engine *eng, const char *computer_id, const char *bot_id,
 			      struct rk_error *err);
 

@@ -165,15 +165,15 @@ char *rk_upstream_public(const char *ws_url)
 int rk_upstream_of(struct rk_engine *eng, struct rk_computer *c, int display, char **ws_url, struct rk_error *err)
 {
 	*ws_url = NULL;
-	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
-	if (!ops)
-		return -rk_err(err)->code;
-	if (!ops->display_novnc)
-		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' serves no noVNC page of its own", c->kind);
 	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
+	int r = rk_machine_open(&mc, eng, c, err);
+	if (r)
+		return r;
 	char *page = NULL;
-	int r = ops->display_novnc(&mc.m, display, &page, err);
+	if (!mc.ops->display_novnc)
+		r = rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' serves no noVNC page of its own", c->kind);
+	else
+		r = rk_machine_display_novnc(&mc, display, &page, err);
 	rk_machine_ctx_release(&mc);
 	if (r)
 		return r;

@@ -152,8 +152,7 @@ static void *relay_main(void *arg)
 	struct rk_error err;
 	struct rk_engine eng = {.data_dir = f->data_dir};
 	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, &eng, &f->c);
-	const struct rk_provider_ops *ops = rk_engine_provider(&f->c, &err);
+	int opened = rk_machine_open(&mc, &eng, &f->c, &err);
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd),
 		 /* fd 4: stdin, which a background job would otherwise see as /dev/null */
@@ -162,7 +161,7 @@ static void *relay_main(void *arg)
 		 f->port);
 	struct rk_exec_request req = {.command = cmd, .cwd = NULL};
 	struct rk_proc *p = NULL;
-	if (!ops || !ops->exec_spawn || ops->exec_spawn(&mc.m, &req, &p, &err) != 0) {
+	if (opened != 0 || rk_machine_exec_spawn(&mc, &req, &p, &err) != 0) {
 		rk_log(RK_LOG_WARN, "port %d of %s: %s", f->port, f->c.id, err.message);
 		goto out;
 	}

@@ -13,7 +13,6 @@
 #include "engine/machine/machine.h"
 #include "providers/provider.h"
 #include "engine/machine/browser_js.h"
-#include "engine/machine/execution.h"
 #include "engine/access/secret.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
@@ -478,7 +477,6 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 	int rc = rk_browser_supported(c, err);
 	if (rc)
 		return rc;
-	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
 	rc = rk_computer_ensure_running(eng, c, err);
 	if (rc)
 		return rc;
@@ -504,9 +502,10 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 	struct rk_display_options dopt = {.width = 0, .height = 0, .profile_dir = profile_dir ? profile_dir : def};
 	struct rk_screen_transport tr = {0};
 	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	rc = ops->display_start(&mc.m, display, &dopt, &tr, err);
-	rk_machine_ctx_release(&mc);
+	if ((rc = rk_machine_open(&mc, eng, c, err)) == 0) {
+		rc = rk_machine_display_start(&mc, display, &dopt, &tr, err);
+		rk_machine_ctx_release(&mc);
+	}
 	if (rc && extra_screen && rk_err(err)->code != RK_EUSAGE && rk_err(err)->code != RK_EINVALID) {
 		/* as engine/machine/display.c says it: shell and files still work */
 		rk_error_prefix(err, "cannot start another screen on computer '%s'", c->name);

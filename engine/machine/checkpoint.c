@@ -11,8 +11,6 @@
 #include <unistd.h>
 
 #include "engine/machine/machine.h"
-#include "engine/state/db_runs.h"
-#include "engine/machine/idle.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
 #include "engine/util/json.h"
@@ -134,20 +132,10 @@ static int lock_computer(struct rk_engine *eng, const struct rk_computer *c, str
 	return fd;
 }
 
-static const struct rk_provider_ops *provider_of(const struct rk_computer *c, struct rk_error *err)
-{
-	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
-	if (!ops)
-		rk_error_set(err, RK_EUNAVAILABLE, "computer '%s' uses provider '%s', which this rakazo does not have",
-			     c->name, c->kind);
-	return ops;
-}
-
-static enum rk_machine_state machine_state(const struct rk_provider_ops *ops, const struct rk_machine *m)
+static enum rk_machine_state machine_state(const struct rk_machine_ctx *mc)
 {
 	enum rk_machine_state st = RK_MACHINE_GONE;
-	struct rk_error e;
-	if (!m->ref || !ops->status || ops->status(m, &st, &e) != 0)
+	if (!mc->m.ref || rk_machine_status(mc, &st, NULL) != 0)
 		return RK_MACHINE_GONE;
 	return st;
 }
@@ -158,10 +146,9 @@ static enum rk_machine_state machine_state(const struct rk_provider_ops *ops, co
  * Returns 1 when it closed any and the machine keeps running (RK_QUIESCE):
  * then the caller starts display 0's browser again with reopen_browser once
  * the copy is made. */
-static int quiesce_browsers(const struct rk_computer *c, const struct rk_provider_ops *ops,
-			    const struct rk_machine *m, int quiesce)
+static int quiesce_browsers(const struct rk_computer *c, const struct rk_machine_ctx *mc, int quiesce)
 {
-	if (!quiesce || !c->desktop || !ops->exec_spawn || machine_state(ops, m) != RK_MACHINE_RUNNING)
+	if (!quiesce || !c->desktop || !mc->ops->exec_spawn || machine_state(mc) != RK_MACHINE_RUNNING)
 		return 0;
 	struct rk_buf out;
 	rk_buf_init(&out);
@@ -170,13 +157,13 @@ static int quiesce_browsers(const struct rk_computer *c, const struct rk_provide
 	int64_t t0 = rk_monotonic_ms();
 	int closed = 0;
 	char *cmd = rk_script_command("rakazo-browser-close", "workspace");
-	int rr = rk_provider_run(ops, m, cmd, 15000, 65536, &out, &st, &e);
+	int rr = rk_provider_run(mc->ops, &mc->m, cmd, 15000, 65536, &out, &st, &e);
 	free(cmd);
 	if (rr != 0) {
-		rk_log(RK_LOG_WARN, "checkpoint %s: cannot quiesce browsers: %s", m->computer_id, e.message);
+		rk_log(RK_LOG_WARN, "checkpoint %s: cannot quiesce browsers: %s", mc->m.computer_id, e.message);
 	} else if (out.data && strstr(out.data, "closed ")) {
 		closed = 1;
-		rk_log(RK_LOG_INFO, "checkpoint %s: browsers %.40s in %lld ms", m->computer_id, out.data,
+		rk_log(RK_LOG_INFO, "checkpoint %s: browsers %.40s in %lld ms", mc->m.computer_id, out.data,
 		       (long long)(rk_monotonic_ms() - t0));
 	}
 	rk_buf_release(&out);
@@ -185,15 +172,15 @@ static int quiesce_browsers(const struct rk_computer *c, const struct rk_provide
 
 /* Display 0's browser again after a quiesce (the display's start is
  * idempotent: only the closed browser comes back). */
-static void reopen_browser(const struct rk_provider_ops *ops, const struct rk_machine *m)
+static void reopen_browser(const struct rk_machine_ctx *mc)
 {
-	if (!ops->display_start)
+	if (!mc->ops->display_start)
 		return;
 	struct rk_display_options o = {.profile_dir = ".browser-profiles/default"};
 	struct rk_screen_transport tr = {0};
 	struct rk_error e;
-	if (ops->display_start(m, 0, &o, &tr, &e) != 0)
-		rk_log(RK_LOG_WARN, "checkpoint %s: cannot start the browser again: %s", m->computer_id, e.message);
+	if (rk_machine_display_start(mc, 0, &o, &tr, &e) != 0)
+		rk_log(RK_LOG_WARN, "checkpoint %s: cannot start the browser again: %s", mc->m.computer_id, e.message);
 	free(tr.vnc_socket);
 	free(tr.cdp_socket);
 }
@@ -238,12 +225,12 @@ static char *push_marker(struct rk_engine *eng, const struct rk_computer *c)
 	return rk_xasprintf("%s/home-revisions/%s/push-pending", eng->data_dir, c->home_key);
 }
 
-static int clear_workspace(const struct rk_provider_ops *ops, const struct rk_machine *m, struct rk_error *err)
+static int clear_workspace(const struct rk_machine_ctx *mc, struct rk_error *err)
 {
 	struct rk_buf out;
 	rk_buf_init(&out);
 	struct rk_exit_status st = {0};
-	int r = rk_provider_run(ops, m, CLEAR_SH, 120000, 4096, &out, &st, err);
+	int r = rk_provider_run(mc->ops, &mc->m, CLEAR_SH, 120000, 4096, &out, &st, err);
 	if (r == 0 && (!st.exited || st.code != 0))
 		r = rk_error_set(err, RK_EFAILED, "cannot empty the workspace in the machine (exit %d): %.200s", st.code,
 				 out.data ? out.data : "");
@@ -274,10 +261,10 @@ static struct rk_tar_opts import_opts(struct rk_engine *eng, const struct rk_com
  * directory. clear: the workspace is emptied first, so it ends up equal to
  * the tree (a machine that held another state). */
 static int push_workspace(struct rk_engine *eng, struct rk_workspace_store *store, const struct rk_computer *c,
-			  const struct rk_provider_ops *ops, const struct rk_machine *m, const char *rev,
-			  const char *dir, int clear, struct rk_error *err)
+			  const struct rk_machine_ctx *mc, const char *rev, const char *dir, int clear,
+			  struct rk_error *err)
 {
-	if (!ops->workspace_import)
+	if (!mc->ops->workspace_import)
 		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' cannot import a workspace", c->kind);
 	int fd = temp_file(eng, err);
 	if (fd < 0)
@@ -286,9 +273,9 @@ static int push_workspace(struct rk_engine *eng, struct rk_workspace_store *stor
 	if (r == 0 && lseek(fd, 0, SEEK_SET) != 0)
 		r = rk_error_errno(err, RK_EIO, errno, "cannot rewind the workspace archive");
 	if (r == 0 && clear)
-		r = clear_workspace(ops, m, err);
+		r = clear_workspace(mc, err);
 	if (r == 0)
-		r = ops->workspace_import(m, fd, err);
+		r = rk_machine_workspace_import(mc, fd, err);
 	close(fd);
 	return r;
 }
@@ -333,16 +320,16 @@ static int record_revision(struct rk_engine *eng, struct rk_workspace_store *sto
 static int checkpoint_locked(struct rk_engine *eng, struct rk_workspace_store *store, const struct rk_computer *c,
 			     const char *reason, int quiesce, struct rk_workspace_checkpoint *out, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops = provider_of(c, err);
-	if (!ops)
-		return -rk_err(err)->code;
 	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
+	int r = rk_machine_open(&mc, eng, c, err);
+	if (r)
+		return r;
+	const struct rk_provider_ops *ops = mc.ops;
 	int keep = c->revisions_kept < 1 ? 1 : c->revisions_kept;
 	struct rk_workspace_checkpoint rev = {0};
 	char *staging = NULL;
 	int reopen = 0;
-	int r = rk_workspace_recover(eng->data_dir, c->home_key, err);
+	r = rk_workspace_recover(eng->data_dir, c->home_key, err);
 	if (r)
 		goto out;
 	if (rk_checkpoint_home_mounted(ops)) {
@@ -354,7 +341,7 @@ static int checkpoint_locked(struct rk_engine *eng, struct rk_workspace_store *s
 		};
 		/* a marker too: it says the host dir holds the work up to now, and
 		 * Chromium keeps cookies in memory for up to 30 s before it writes them */
-		reopen = quiesce_browsers(c, ops, &mc.m, quiesce);
+		reopen = quiesce_browsers(c, &mc, quiesce);
 		r = store->ops->checkpoint(store, c->home_key, &req, &rev, err);
 	} else {
 		/* the machine holds the workspace: export it into staging first */
@@ -362,7 +349,7 @@ static int checkpoint_locked(struct rk_engine *eng, struct rk_workspace_store *s
 			r = rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' cannot export a workspace", c->kind);
 			goto out;
 		}
-		if (machine_state(ops, &mc.m) != RK_MACHINE_RUNNING) {
+		if (machine_state(&mc) != RK_MACHINE_RUNNING) {
 			r = rk_error_set(err, RK_EUNAVAILABLE,
 					 "computer '%s' is not running, so its workspace cannot be exported: resume it "
 					 "first",
@@ -373,18 +360,18 @@ static int checkpoint_locked(struct rk_engine *eng, struct rk_workspace_store *s
 		 * whose push failed): push it first, never export over it */
 		char *marker = push_marker(eng, c);
 		if (rk_fs_exists(marker) &&
-		    (r = push_workspace(eng, store, c, ops, &mc.m, NULL, NULL, 1, err)) == 0)
+		    (r = push_workspace(eng, store, c, &mc, NULL, NULL, 1, err)) == 0)
 			unlink(marker);
 		free(marker);
 		if (r)
 			goto out;
-		reopen = quiesce_browsers(c, ops, &mc.m, quiesce);
+		reopen = quiesce_browsers(c, &mc, quiesce);
 		int fd = temp_file(eng, err);
 		if (fd < 0) {
 			r = fd;
 			goto out;
 		}
-		r = ops->workspace_export(&mc.m, fd, err);
+		r = rk_machine_workspace_export(&mc, fd, err);
 		if (r == 0 && lseek(fd, 0, SEEK_SET) != 0)
 			r = rk_error_errno(err, RK_EIO, errno, "cannot rewind the export");
 		if (r == 0)
@@ -416,7 +403,7 @@ static int checkpoint_locked(struct rk_engine *eng, struct rk_workspace_store *s
 	}
 out:
 	if (reopen)
-		reopen_browser(ops, &mc.m);
+		reopen_browser(&mc);
 	if (staging) {
 		rk_fs_remove_tree(staging, NULL);
 		free(staging);
@@ -439,45 +426,16 @@ int rk_checkpoint_create(struct rk_engine *eng, const struct rk_computer *c, con
 	return r;
 }
 
-int rk_checkpoint_run_end(struct rk_engine *eng, const char *computer_id, const char *run_id, int failed,
-			  struct rk_error *err)
-{
-	struct rk_computer c = {0};
-	int r = rk_db_computer_get(eng->db, computer_id, &c, err);
-	if (r)
-		return failed ? 0 : r;
-	char *reason = run_id ? rk_xasprintf("%s:%s", failed ? "run-failed" : "run", run_id)
-			      : rk_xstrdup(failed ? "run-failed" : "run");
-	struct rk_error e2;
-	/* on a Team computer, deferred while another bot or a person is at work (issue 6, engine/machine/idle.h) */
-	struct rk_run_row run = {0};
-	const char *bot = NULL;
-	if (run_id && rk_db_run_get(eng->db, run_id, &run, NULL) == 0)
-		bot = run.bot_id;
-	r = rk_idle_checkpoint(eng, &c, bot, reason, failed ? &e2 : err);
-	rk_run_row_release(&run);
-	if (r > 0)
-		r = 0; /* deferred: made when the last lease or control ends */
-	if (r && failed) {
-		rk_log(RK_LOG_WARN, "checkpoint after failed run %s: %s", run_id ? run_id : "", e2.message);
-		r = 0;
-	}
-	free(reason);
-	rk_computer_release(&c);
-	return r;
-}
-
 int rk_checkpoint_before_lifecycle(struct rk_engine *eng, const struct rk_computer *c, const char *op,
 				   struct rk_error *err)
 {
 	if (strcmp(op, "stop") && strcmp(op, "pause"))
 		return 0;
-	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
-	if (!ops || !c->provider_ref)
-		return 0; /* never provisioned: nothing new to keep */
 	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	enum rk_machine_state st = machine_state(ops, &mc.m);
+	if (!c->provider_ref || rk_machine_open(&mc, eng, c, NULL) != 0)
+		return 0; /* never provisioned (or no provider): nothing new to keep */
+	const struct rk_provider_ops *ops = mc.ops; /* static: outlives mc */
+	enum rk_machine_state st = machine_state(&mc);
 	int mounted = rk_checkpoint_home_mounted(ops);
 	int home_there = rk_fs_exists(mc.home_dir);
 	rk_machine_ctx_release(&mc);
@@ -573,8 +531,8 @@ static void drop_browser_locks(const char *dir, int depth)
  * and the old machine's browser locks go. Another machine gets it through
  * its import; clear empties a workspace that held another state first. A
  * push marker is done with once the push succeeds. Adds "restore" to result. */
-static int bring_latest(struct rk_engine *eng, const struct rk_computer *c, const struct rk_provider_ops *ops,
-			const struct rk_machine *m, int clear, int pending, cJSON *result, struct rk_error *err)
+static int bring_latest(struct rk_engine *eng, const struct rk_computer *c, const struct rk_machine_ctx *mc,
+			int clear, int pending, cJSON *result, struct rk_error *err)
 {
 	int lk = lock_computer(eng, c, err);
 	if (lk < 0)
@@ -596,9 +554,9 @@ static int bring_latest(struct rk_engine *eng, const struct rk_computer *c, cons
 	if (pending)
 		cJSON_AddBoolToObject(o, "pending", 1);
 	int64_t t0 = rk_monotonic_ms();
-	if (rk_checkpoint_home_mounted(ops)) {
+	if (rk_checkpoint_home_mounted(mc->ops)) {
 		cJSON_AddStringToObject(o, "source", "live");
-		char *profiles = rk_path_join(m->home_dir, ".browser-profiles");
+		char *profiles = rk_path_join(mc->m.home_dir, ".browser-profiles");
 		drop_browser_locks(profiles, 0);
 		free(profiles);
 		struct rk_workspace_verify v;
@@ -612,7 +570,7 @@ static int bring_latest(struct rk_engine *eng, const struct rk_computer *c, cons
 		}
 	} else {
 		cJSON_AddStringToObject(o, "source", "store");
-		if ((r = push_workspace(eng, store, c, ops, m, latest.id, NULL, clear, err))) {
+		if ((r = push_workspace(eng, store, c, mc, latest.id, NULL, clear, err))) {
 			rk_error_prefix(err, "restoring the workspace of '%s' from %s failed", c->name, latest.id);
 			rk_db_computer_set_state(eng->db, c->id, "failed", NULL);
 			goto out;
@@ -639,8 +597,7 @@ static int push_pending(struct rk_engine *eng, const struct rk_computer *c, cons
 	return pending;
 }
 
-int rk_checkpoint_after_provision(struct rk_engine *eng, const struct rk_computer *c,
-				  const struct rk_provider_ops *ops, const struct rk_machine *m,
+int rk_checkpoint_after_provision(struct rk_engine *eng, const struct rk_computer *c, const struct rk_machine_ctx *mc,
 				  const struct rk_provision_result *pr, cJSON *result, struct rk_error *err)
 {
 	char *ref_kind = NULL;
@@ -649,19 +606,19 @@ int rk_checkpoint_after_provision(struct rk_engine *eng, const struct rk_compute
 			  (ref_kind && strcmp(ref_kind, c->kind) != 0);
 	free(ref_kind);
 	cJSON_AddBoolToObject(result, "replacement", replacement);
-	int pending = push_pending(eng, c, ops);
+	int pending = push_pending(eng, c, mc->ops);
 	if (!replacement && !pending)
 		return 0;
 	/* the same machine again holds its old state: it is emptied first */
-	return bring_latest(eng, c, ops, m, !replacement, pending, result, err);
+	return bring_latest(eng, c, mc, !replacement, pending, result, err);
 }
 
-int rk_checkpoint_after_resume(struct rk_engine *eng, const struct rk_computer *c, const struct rk_provider_ops *ops,
-			       const struct rk_machine *m, cJSON *result, struct rk_error *err)
+int rk_checkpoint_after_resume(struct rk_engine *eng, const struct rk_computer *c, const struct rk_machine_ctx *mc,
+			       cJSON *result, struct rk_error *err)
 {
-	if (!push_pending(eng, c, ops))
+	if (!push_pending(eng, c, mc->ops))
 		return 0;
-	return bring_latest(eng, c, ops, m, 1, 1, result, err);
+	return bring_latest(eng, c, mc, 1, 1, result, err);
 }
 
 /* --- restore, export, import, verify --------------------------------------------------------------- */
@@ -672,12 +629,12 @@ int rk_checkpoint_after_resume(struct rk_engine *eng, const struct rk_computer *
  * resumes, so it need not be down. */
 static int require_down(struct rk_engine *eng, const struct rk_computer *c, const char *what, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
-	if (!ops || !c->provider_ref || !rk_checkpoint_home_mounted(ops))
+	if (!c->provider_ref || !rk_checkpoint_home_mounted(rk_provider_find(c->kind)))
 		return 0;
 	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	enum rk_machine_state st = machine_state(ops, &mc.m);
+	if (rk_machine_open(&mc, eng, c, NULL) != 0)
+		return 0;
+	enum rk_machine_state st = machine_state(&mc);
 	rk_machine_ctx_release(&mc);
 	if (st == RK_MACHINE_RUNNING || st == RK_MACHINE_PAUSED)
 		return rk_error_set(err, RK_ECONFLICT,
@@ -698,23 +655,22 @@ static int require_down(struct rk_engine *eng, const struct rk_computer *c, cons
 static int install_locked(struct rk_engine *eng, struct rk_workspace_store *store, const struct rk_computer *c,
 			  const char *dir, const char *reason, struct rk_workspace_checkpoint *out, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops = provider_of(c, err);
-	if (!ops)
-		return -rk_err(err)->code;
 	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	int mounted = rk_checkpoint_home_mounted(ops);
-	enum rk_machine_state st = c->provider_ref ? machine_state(ops, &mc.m) : RK_MACHINE_GONE;
+	int r = rk_machine_open(&mc, eng, c, err);
+	if (r)
+		return r;
+	int mounted = rk_checkpoint_home_mounted(mc.ops);
+	enum rk_machine_state st = c->provider_ref ? machine_state(&mc) : RK_MACHINE_GONE;
 	char *marker = push_marker(eng, c);
-	int marked = 0, stored = 0, r = 0;
+	int marked = 0, stored = 0;
 	struct rk_workspace_checkpoint rev = {0};
 	if (!mounted && st == RK_MACHINE_RUNNING) {
-		int reopen = quiesce_browsers(c, ops, &mc.m, RK_QUIESCE);
-		if ((r = push_workspace(eng, store, c, ops, &mc.m, NULL, dir, 1, err)))
+		int reopen = quiesce_browsers(c, &mc, RK_QUIESCE);
+		if ((r = push_workspace(eng, store, c, &mc, NULL, dir, 1, err)))
 			rk_error_prefix(err, "the workspace of '%s' may be partly replaced in its machine; nothing was "
 					     "recorded, run it again", c->name);
 		if (reopen)
-			reopen_browser(ops, &mc.m);
+			reopen_browser(&mc);
 	} else if (!mounted && !rk_fs_exists(marker)) {
 		/* before the revision: a crash in between at worst pushes the latest again */
 		r = rk_fs_write_atomic(marker, "", 0, 0600, err);

@@ -15,7 +15,7 @@
  *
  * Checkpoints run before an explicit stop and before a pause (the worker,
  * engine/machine/execution.c), on `rakazo checkpoint create`, and at the end of a
- * run (rk_checkpoint_run_end). Before a checkpoint (a copy or a marker),
+ * run (rk_idle_run_end, engine/machine/idle.h). Before a checkpoint (a copy or a marker),
  * the desktop browsers of a Private computer are closed cleanly so their
  * cookies and profile databases are on disk; a Team computer's are not
  * closed under its bots (its checkpoints are deferred instead). A restore
@@ -26,6 +26,7 @@
 
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
+#include "engine/machine/machine.h"
 #include "providers/provider.h"
 #include "engine/store/workspace.h"
 
@@ -49,13 +50,8 @@ enum { RK_QUIESCE_NONE = 0, RK_QUIESCE = 1, RK_QUIESCE_STOPPING = 2 };
 int rk_checkpoint_create(struct rk_engine *eng, const struct rk_computer *c, const char *reason, int quiesce,
 			 struct rk_workspace_checkpoint *out, struct rk_error *err);
 
-/* For runs: the checkpoint at a run's end. failed: best effort (the error is
- * logged and 0 returned); otherwise a failure is returned, and the run must
- * not be finalized as completed without its checkpoint. */
-int rk_checkpoint_run_end(struct rk_engine *eng, const char *computer_id, const char *run_id, int failed,
-			  struct rk_error *err);
-
-/* Worker hooks (engine/machine/execution.c).
+/* The lifecycle's hooks (engine/machine/hook.h), answering the worker's
+ * provider calls in engine/machine/execution.c.
  * before_lifecycle: before the provider's stop or pause; a failure keeps the
  * machine as it is and fails the command. */
 int rk_checkpoint_before_lifecycle(struct rk_engine *eng, const struct rk_computer *c, const char *op,
@@ -69,15 +65,14 @@ int rk_checkpoint_before_provision(struct rk_engine *eng, const struct rk_comput
  * another ref, or a ref made by another provider kind), the computer goes
  * to `restoring` and the latest workspace is brought in before any tool
  * runs. Adds {"replacement":..., "restore":{...}} to result. */
-int rk_checkpoint_after_provision(struct rk_engine *eng, const struct rk_computer *c,
-				  const struct rk_provider_ops *ops, const struct rk_machine *m,
+int rk_checkpoint_after_provision(struct rk_engine *eng, const struct rk_computer *c, const struct rk_machine_ctx *mc,
 				  const struct rk_provision_result *pr, cJSON *result, struct rk_error *err);
 
 /* after_resume: a machine without a mount that was down when a restore or
  * an import made a new latest revision gets it now, before any tool runs
  * (the computer is `restoring` meanwhile). */
-int rk_checkpoint_after_resume(struct rk_engine *eng, const struct rk_computer *c, const struct rk_provider_ops *ops,
-			       const struct rk_machine *m, cJSON *result, struct rk_error *err);
+int rk_checkpoint_after_resume(struct rk_engine *eng, const struct rk_computer *c, const struct rk_machine_ctx *mc,
+			       cJSON *result, struct rk_error *err);
 
 /* `rakazo checkpoint restore|export|import|verify`. restore and import make
  * the revision (or archive) the computer's latest. A mounted computer's
@@ -94,7 +89,8 @@ int rk_checkpoint_import(struct rk_engine *eng, const struct rk_computer *c, int
 int rk_checkpoint_verify(struct rk_engine *eng, const struct rk_computer *c, const char *rev, int deep,
 			 struct rk_workspace_verify *out, struct rk_error *err);
 
-/* The computer is deleted: its revisions and the objects only they named go. */
+/* The computer is deleted (the lifecycle's "deleted" hook): its revisions
+ * and the objects only they named go. */
 int rk_checkpoint_forget(struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err);
 
 cJSON *rk_workspace_checkpoint_to_json(const struct rk_workspace_checkpoint *r, const char *latest_id);

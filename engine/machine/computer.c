@@ -16,11 +16,10 @@
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
 #include "engine/util/json.h"
+#include "engine/util/log.h"
 #include "engine/util/time.h"
 
-RK_NAMES_DEFINE(rk_computer_mode, RK_COMPUTER_MODE, RK_COMPUTER_MODES)
 
-RK_NAMES_DEFINE(rk_computer_state, RK_COMPUTER_STATE, RK_COMPUTER_STATES)
 
 static void add_time(cJSON *o, const char *key, int64_t ms)
 {
@@ -60,191 +59,6 @@ cJSON *rk_computer_to_json(const struct rk_computer *c)
 	add_time(o, "created_at", c->created_at);
 	add_time(o, "updated_at", c->updated_at);
 	return o;
-}
-
-/* --- resource limits ------------------------------------------------------------ */
-
-int rk_limits_parse_memory(const char *s, const char *what, int64_t *out, struct rk_error *err)
-{
-	const char *p = s;
-	uint64_t v = 0;
-	int digits = 0;
-	for (; *p >= '0' && *p <= '9'; p++, digits++)
-		v = v > (UINT64_MAX - 9) / 10 ? UINT64_MAX / 10 : v * 10 + (uint64_t)(*p - '0'); /* too big either way */
-	int shift = 0;
-	char u = (char)tolower((unsigned char)*p);
-	if (u && strchr("kmgt", u)) {
-		shift = u == 'k' ? 10 : u == 'm' ? 20 : u == 'g' ? 30 : 40;
-		p++;
-		if (tolower((unsigned char)*p) == 'i' && tolower((unsigned char)p[1]) == 'b')
-			p += 2;
-		else if (tolower((unsigned char)*p) == 'b')
-			p++;
-	} else if (u == 'b') {
-		p++;
-	}
-	if (!digits || *p)
-		return rk_error_set(err, RK_EINVALID,
-				    "%s '%s' is not a memory size: give bytes or a whole number with k, m, g or t "
-				    "(512m, 2g)",
-				    what, s);
-	if (v > (uint64_t)RK_LIMIT_MAX_MEMORY >> shift || (int64_t)(v << shift) < RK_LIMIT_MIN_MEMORY)
-		return rk_error_set(err, RK_EINVALID, "%s '%s' is out of range: from 64m to 1t", what, s);
-	*out = (int64_t)(v << shift);
-	return 0;
-}
-
-static int cpus_in_range(double v, const char *what, const char *shown, struct rk_error *err)
-{
-	if (!isfinite(v) || v < RK_LIMIT_MIN_CPUS || v > RK_LIMIT_MAX_CPUS)
-		return rk_error_set(err, RK_EINVALID, "%s %s is out of range: from 0.01 to 1024 CPUs", what, shown);
-	return 0;
-}
-
-int rk_limits_parse_cpus(const char *s, const char *what, double *out, struct rk_error *err)
-{
-	char *end = NULL;
-	errno = 0;
-	double v = isdigit((unsigned char)*s) || (*s == '.' && isdigit((unsigned char)s[1])) ? strtod(s, &end) : 0;
-	if (!end || *end || errno)
-		return rk_error_set(err, RK_EINVALID, "%s '%s' is not a number of CPUs: give a decimal number (1, 0.5)",
-				    what, s);
-	char shown[128];
-	snprintf(shown, sizeof(shown), "'%s'", s);
-	int r = cpus_in_range(v, what, shown, err);
-	if (r)
-		return r;
-	*out = v;
-	return 0;
-}
-
-static int pids_in_range(double v, const char *what, const char *shown, struct rk_error *err)
-{
-	if (v < RK_LIMIT_MIN_PIDS || v > RK_LIMIT_MAX_PIDS)
-		return rk_error_set(err, RK_EINVALID,
-				    "%s %s is out of range: from 64 to 4194304 (a desktop with a browser needs ~200)",
-				    what, shown);
-	return 0;
-}
-
-int rk_limits_parse_pids(const char *s, const char *what, int64_t *out, struct rk_error *err)
-{
-	char *end = NULL;
-	errno = 0;
-	long long v = isdigit((unsigned char)*s) ? strtoll(s, &end, 10) : 0;
-	if (!end || *end || errno)
-		return rk_error_set(err, RK_EINVALID, "%s '%s' is not a whole number of processes", what, s);
-	char shown[128];
-	snprintf(shown, sizeof(shown), "'%s'", s);
-	int r = pids_in_range((double)v, what, shown, err);
-	if (r)
-		return r;
-	*out = v;
-	return 0;
-}
-
-/* One field of "resources": absent or null is 0, a string is parsed as the
- * CLI parses it, a number is range-checked. */
-static int limit_field(const cJSON *res, const char *key, const struct rk_provider_ops *ops, unsigned cap,
-		       struct rk_limits *out, struct rk_error *err)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, key);
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	char what[64];
-	snprintf(what, sizeof(what), "create: resources.%s", key);
-	if (!(ops->caps & cap))
-		return rk_error_set(err, RK_EUNSUPPORTED,
-				    "provider '%s' cannot enforce a %s limit: leave it out (`rakazo computer providers` "
-				    "lists the limits each enforces)",
-				    ops->name, key);
-	if (cJSON_IsString(v)) {
-		if (cap == RK_CAP_LIMIT_MEMORY)
-			return rk_limits_parse_memory(v->valuestring, what, &out->memory, err);
-		if (cap == RK_CAP_LIMIT_CPUS)
-			return rk_limits_parse_cpus(v->valuestring, what, &out->cpus, err);
-		return rk_limits_parse_pids(v->valuestring, what, &out->pids, err);
-	}
-	if (!cJSON_IsNumber(v))
-		return rk_error_set(err, RK_EINVALID, "%s must be a number or a string", what);
-	double d = v->valuedouble;
-	char shown[64];
-	snprintf(shown, sizeof(shown), "%.17g", d);
-	int r;
-	if (cap == RK_CAP_LIMIT_CPUS) {
-		if ((r = cpus_in_range(d, what, shown, err)))
-			return r;
-		out->cpus = d;
-	} else if (d != floor(d)) {
-		return rk_error_set(err, RK_EINVALID, "%s must be a whole number", what);
-	} else if (cap == RK_CAP_LIMIT_PIDS) {
-		if ((r = pids_in_range(d, what, shown, err)))
-			return r;
-		out->pids = (int64_t)d;
-	} else {
-		if (d < (double)RK_LIMIT_MIN_MEMORY || d > (double)RK_LIMIT_MAX_MEMORY)
-			return rk_error_set(err, RK_EINVALID, "%s %s is out of range: from 64m to 1t", what, shown);
-		out->memory = (int64_t)d;
-	}
-	return 0;
-}
-
-int rk_limits_from_json(const cJSON *resources, const struct rk_provider_ops *ops, struct rk_limits *out,
-			struct rk_error *err)
-{
-	memset(out, 0, sizeof(*out));
-	if (resources && !cJSON_IsNull(resources)) {
-		if (!cJSON_IsObject(resources))
-			return rk_error_set(err, RK_EINVALID,
-					    "create: resources must be an object {\"memory\", \"cpus\", \"pids\"}");
-		for (const cJSON *c = resources->child; c; c = c->next)
-			if (strcmp(c->string, "memory") && strcmp(c->string, "cpus") && strcmp(c->string, "pids"))
-				return rk_error_set(err, RK_EINVALID,
-						    "create: unknown field '%s' in resources (memory, cpus, pids)", c->string);
-		int r;
-		if ((r = limit_field(resources, "memory", ops, RK_CAP_LIMIT_MEMORY, out, err)) ||
-		    (r = limit_field(resources, "cpus", ops, RK_CAP_LIMIT_CPUS, out, err)) ||
-		    (r = limit_field(resources, "pids", ops, RK_CAP_LIMIT_PIDS, out, err)))
-			return r;
-	}
-	rk_limits_defaults(ops->caps, out);
-	return 0;
-}
-
-cJSON *rk_limits_to_json(const struct rk_limits *l)
-{
-	cJSON *o = cJSON_CreateObject();
-	if (l->memory > 0)
-		cJSON_AddNumberToObject(o, "memory", (double)l->memory);
-	else
-		cJSON_AddNullToObject(o, "memory");
-	if (l->cpus > 0)
-		cJSON_AddNumberToObject(o, "cpus", l->cpus);
-	else
-		cJSON_AddNullToObject(o, "cpus");
-	if (l->pids > 0)
-		cJSON_AddNumberToObject(o, "pids", (double)l->pids);
-	else
-		cJSON_AddNullToObject(o, "pids");
-	return o;
-}
-
-void rk_computer_limits(const struct rk_computer *c, struct rk_limits *out)
-{
-	memset(out, 0, sizeof(*out));
-	const struct rk_provider_ops *ops = rk_provider_find(c->kind);
-	unsigned caps = ops ? ops->caps : 0;
-	cJSON *doc = c->resources ? cJSON_Parse(c->resources) : NULL;
-	const cJSON *v;
-	/* what was stored at create, never more than the provider enforces */
-	if ((v = cJSON_GetObjectItemCaseSensitive(doc, "memory")) && cJSON_IsNumber(v) && (caps & RK_CAP_LIMIT_MEMORY))
-		out->memory = (int64_t)v->valuedouble;
-	if ((v = cJSON_GetObjectItemCaseSensitive(doc, "cpus")) && cJSON_IsNumber(v) && (caps & RK_CAP_LIMIT_CPUS))
-		out->cpus = v->valuedouble;
-	if ((v = cJSON_GetObjectItemCaseSensitive(doc, "pids")) && cJSON_IsNumber(v) && (caps & RK_CAP_LIMIT_PIDS))
-		out->pids = (int64_t)v->valuedouble;
-	cJSON_Delete(doc);
-	rk_limits_defaults(caps, out);
 }
 
 const char *rk_file_type_name(enum rk_file_type t)
@@ -287,28 +101,23 @@ int rk_computer_path(const char *path, char **out, struct rk_error *err)
 	return 0;
 }
 
-/* Resolves the provider and the path, resuming the computer when needed. */
+/* Resolves the path and opens c's machine (*mc, for the caller to
+ * release), resuming the computer when needed. */
 static int prepare(struct rk_engine *eng, struct rk_computer *c, const char *path, int need_op,
-		   const struct rk_provider_ops **ops, char **norm, struct rk_error *err)
+		   struct rk_machine_ctx *mc, char **norm, struct rk_error *err)
 {
 	int r = 0;
 	*norm = NULL;
 	if (path && (r = rk_computer_path(path, norm, err)))
 		return r;
-	if (!need_op) {
+	if (!need_op)
 		r = rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' cannot do that", c->kind);
-		goto fail;
+	else if ((r = rk_computer_ensure_running(eng, c, err)) == 0)
+		r = rk_machine_open(mc, eng, c, err);
+	if (r) {
+		free(*norm);
+		*norm = NULL;
 	}
-	if ((r = rk_computer_ensure_running(eng, c, err)))
-		goto fail;
-	if (!(*ops = rk_engine_provider(c, err))) {
-		r = -rk_err(err)->code;
-		goto fail;
-	}
-	return 0;
-fail:
-	free(*norm);
-	*norm = NULL;
 	return r;
 }
 
@@ -317,14 +126,12 @@ fail:
 int rk_computer_file_list(struct rk_engine *eng, struct rk_computer *c, const char *path,
 			  struct rk_file_entry **out, size_t *n, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops;
+	struct rk_machine_ctx mc;
 	char *norm;
-	int r = prepare(eng, c, path ? path : "", PROVIDER_OP(c, file_list), &ops, &norm, err);
+	int r = prepare(eng, c, path ? path : "", PROVIDER_OP(c, file_list), &mc, &norm, err);
 	if (r)
 		return r;
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	r = ops->file_list(&mc.m, norm, out, n, err);
+	r = rk_machine_file_list(&mc, norm, out, n, err);
 	rk_machine_ctx_release(&mc);
 	free(norm);
 	return r;
@@ -335,18 +142,15 @@ int rk_computer_file_read(struct rk_engine *eng, struct rk_computer *c, const ch
 {
 	if (max_bytes > RK_FILE_READ_LIMIT)
 		return rk_error_set(err, RK_EINVALID, "max bytes must be at most %u", RK_FILE_READ_LIMIT);
-	const struct rk_provider_ops *ops;
+	struct rk_machine_ctx mc;
 	char *norm;
-	int r = prepare(eng, c, path, PROVIDER_OP(c, file_read), &ops, &norm, err);
+	int r = prepare(eng, c, path, PROVIDER_OP(c, file_read), &mc, &norm, err);
 	if (r)
 		return r;
-	if (!norm[0]) {
-		free(norm);
-		return rk_error_set(err, RK_EINVALID, "the workspace root is a directory, not a file");
-	}
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	r = ops->file_read(&mc.m, norm, max_bytes ? max_bytes : RK_FILE_READ_DEFAULT_MAX, out, err);
+	if (!norm[0])
+		r = rk_error_set(err, RK_EINVALID, "the workspace root is a directory, not a file");
+	else
+		r = rk_machine_file_read(&mc, norm, max_bytes ? max_bytes : RK_FILE_READ_DEFAULT_MAX, out, err);
 	rk_machine_ctx_release(&mc);
 	free(norm);
 	return r;
@@ -358,18 +162,15 @@ int rk_computer_file_write(struct rk_engine *eng, struct rk_computer *c, const c
 	if (len > RK_FILE_WRITE_LIMIT)
 		return rk_error_set(err, RK_ETOOLARGE, "file of %zu bytes exceeds the write limit of %u bytes", len,
 				    RK_FILE_WRITE_LIMIT);
-	const struct rk_provider_ops *ops;
+	struct rk_machine_ctx mc;
 	char *norm;
-	int r = prepare(eng, c, path, PROVIDER_OP(c, file_write), &ops, &norm, err);
+	int r = prepare(eng, c, path, PROVIDER_OP(c, file_write), &mc, &norm, err);
 	if (r)
 		return r;
-	if (!norm[0] || !strcmp(norm, "/")) {
-		free(norm);
-		return rk_error_set(err, RK_EINVALID, "a file path is needed, not the root");
-	}
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	r = ops->file_write(&mc.m, norm, data, len, executable, err);
+	if (!norm[0] || !strcmp(norm, "/"))
+		r = rk_error_set(err, RK_EINVALID, "a file path is needed, not the root");
+	else
+		r = rk_machine_file_write(&mc, norm, data, len, executable, err);
 	rk_machine_ctx_release(&mc);
 	free(norm);
 	return r;
@@ -377,18 +178,15 @@ int rk_computer_file_write(struct rk_engine *eng, struct rk_computer *c, const c
 
 int rk_computer_file_remove(struct rk_engine *eng, struct rk_computer *c, const char *path, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops;
+	struct rk_machine_ctx mc;
 	char *norm;
-	int r = prepare(eng, c, path, PROVIDER_OP(c, file_remove), &ops, &norm, err);
+	int r = prepare(eng, c, path, PROVIDER_OP(c, file_remove), &mc, &norm, err);
 	if (r)
 		return r;
-	if (!norm[0] || !strcmp(norm, "/")) {
-		free(norm);
-		return rk_error_set(err, RK_EINVALID, "refusing to remove the root");
-	}
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	r = ops->file_remove(&mc.m, norm, err);
+	if (!norm[0] || !strcmp(norm, "/"))
+		r = rk_error_set(err, RK_EINVALID, "refusing to remove the root");
+	else
+		r = rk_machine_file_remove(&mc, norm, err);
 	rk_machine_ctx_release(&mc);
 	free(norm);
 	return r;
@@ -396,33 +194,29 @@ int rk_computer_file_remove(struct rk_engine *eng, struct rk_computer *c, const 
 
 int rk_computer_export(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops;
+	struct rk_machine_ctx mc;
 	char *norm;
-	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_export), &ops, &norm, err);
+	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_export), &mc, &norm, err);
 	if (r)
 		return r;
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	r = ops->workspace_export(&mc.m, fd, err);
+	r = rk_machine_workspace_export(&mc, fd, err);
 	rk_machine_ctx_release(&mc);
 	return r;
 }
 
 int rk_computer_import(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops;
+	struct rk_machine_ctx mc;
 	char *norm;
-	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_import), &ops, &norm, err);
+	int r = prepare(eng, c, NULL, PROVIDER_OP(c, workspace_import), &mc, &norm, err);
 	if (r)
 		return r;
-	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
 	/* the import stages beside the home (util/tar.h): holding the home's
 	 * lock (shared) keeps gc and recovery from taking that staging dir for
 	 * a stale one, and a checkpoint from copying a half-merged tree */
 	int lk = rk_workspace_lock_key(eng->data_dir, c->home_key, LOCK_SH, err);
 	if (lk >= 0) {
-		r = ops->workspace_import(&mc.m, fd, err);
+		r = rk_machine_workspace_import(&mc, fd, err);
 		close(lk);
 	} else {
 		r = lk;
@@ -434,16 +228,14 @@ int rk_computer_import(struct rk_engine *eng, struct rk_computer *c, int fd, str
 int rk_computer_sh(struct rk_engine *eng, const struct rk_computer *c, const char *command, int64_t timeout_ms,
 		   int *code, struct rk_buf *out, struct rk_error *err)
 {
-	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
-	if (!ops)
-		return -rk_err(err)->code;
-	if (!ops->exec_spawn)
-		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' cannot run commands", c->kind);
 	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
+	int r = rk_machine_open(&mc, eng, c, err);
+	if (r)
+		return r;
 	struct rk_exec_request req = {.command = command};
 	struct rk_proc *p = NULL;
-	int r = ops->exec_spawn(&mc.m, &req, &p, err);
+	r = rk_machine_exec_spawn(&mc, &req, &p, err);
+	rk_machine_ctx_release(&mc);
 	if (r == 0) {
 		struct rk_buf o;
 		rk_buf_init(&o);
@@ -470,6 +262,85 @@ int rk_computer_sh(struct rk_engine *eng, const struct rk_computer *c, const cha
 		p->ops->free(p);
 		rk_buf_release(&o);
 	}
-	rk_machine_ctx_release(&mc);
 	return r;
+}
+
+/* --- computers that must be up ------------------------------------------------------------- */
+
+int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, struct rk_error *err)
+{
+	int r;
+	for (int round = 0; round < 3; round++) {
+		if (!strcmp(c->state, "running")) {
+			/* the machine may have gone behind our back (a killed container,
+			 * a host reboot): then the record follows it, and a saved resume
+			 * brings it back (a replacement when it is gone) */
+			enum rk_machine_state ms = RK_MACHINE_RUNNING;
+			struct rk_machine_ctx mc;
+			struct rk_error e2;
+			if (c->provider_ref && rk_machine_open(&mc, eng, c, &e2) == 0) {
+				if (rk_machine_status(&mc, &ms, &e2) != 0)
+					ms = RK_MACHINE_RUNNING; /* cannot tell: let the call itself say */
+				rk_machine_ctx_release(&mc);
+			}
+			if (ms == RK_MACHINE_RUNNING)
+				return 0;
+			const char *now = ms == RK_MACHINE_PAUSED ? "paused" : "stopped";
+			rk_log(RK_LOG_WARN, "computer %s: recorded running but its machine is %s", c->id,
+			       ms == RK_MACHINE_GONE ? "gone" : now);
+			if ((r = rk_db_computer_set_state(eng->db, c->id, now, err)) ||
+			    (r = rk_db_usage_close(eng->db, c->id, rk_now_ms(), err)))
+				return r;
+			free(c->state);
+			c->state = rk_xstrdup(now);
+		}
+		struct rk_execution e = {0};
+		struct rk_error e2;
+		if (rk_db_execution_active(eng->db, c->id, &e, &e2) == 0) {
+			/* a lifecycle command is under way: wait for it, then look again */
+			if (!strcmp(e.state, "outcome_unknown")) {
+				r = rk_error_set(err, RK_EOUTCOME_UNKNOWN,
+						 "computer '%s' waits for a decision on execution %s (%s): check the "
+						 "provider, then `rakazo computer execution decide %s --outcome ...`",
+						 c->name, e.id, e.op, e.id);
+				rk_execution_release(&e);
+				return r;
+			}
+			struct rk_execution done = {0};
+			r = rk_execution_wait(eng, e.id, 300000, &done, err);
+			rk_execution_release(&e);
+			rk_execution_release(&done);
+			if (r)
+				return r;
+		} else if (!strcmp(c->state, "paused") || !strcmp(c->state, "stopped")) {
+			/* a command on a paused computer first submits a saved resume */
+			struct rk_submit s = {.op = "resume", .computer = c->id};
+			int existed;
+			if ((r = rk_execution_submit(eng, &s, &e, &existed, err)))
+				return r;
+			struct rk_execution done = {0};
+			r = rk_execution_wait(eng, e.id, 300000, &done, err);
+			if (r == 0 && strcmp(done.state, "succeeded") != 0)
+				r = rk_error_set(err, RK_EUNAVAILABLE, "resuming computer '%s' failed (execution %s): %s",
+						 c->name, e.id, done.error_message ? done.error_message : done.state);
+			rk_execution_release(&e);
+			rk_execution_release(&done);
+			if (r)
+				return r;
+		} else {
+			return rk_error_set(err, RK_EUNAVAILABLE, "computer '%s' is %s%s", c->name, c->state,
+					    !strcmp(c->state, "failed")
+						    ? ": resume it with `rakazo computer resume` or delete it"
+						    : "");
+		}
+		char *id = rk_xstrdup(c->id);
+		rk_computer_release(c);
+		r = rk_db_computer_get(eng->db, id, c, err);
+		free(id);
+		if (r)
+			return r;
+	}
+	if (!strcmp(c->state, "running"))
+		return 0;
+	return rk_error_set(err, RK_EUNAVAILABLE, "computer '%s' is %s", c->name, c->state);
 }

@@ -6,6 +6,7 @@
 #include <cJSON.h>
 
 #include "engine/state/db.h"
+#include "engine/machine/limits.h"
 #include "engine/state/engine.h"
 #include "providers/provider.h"
 #include "engine/util/names.h"
@@ -16,32 +17,6 @@
 
 cJSON *rk_computer_to_json(const struct rk_computer *c);
 
-/* --- resource limits (struct rk_limits, providers/provider.h) --------------- */
-#define RK_LIMIT_MIN_MEMORY (64LL << 20)
-#define RK_LIMIT_MAX_MEMORY (1LL << 40)
-#define RK_LIMIT_MIN_CPUS 0.01
-#define RK_LIMIT_MAX_CPUS 1024.0
-#define RK_LIMIT_MIN_PIDS 64
-#define RK_LIMIT_MAX_PIDS 4194304
-
-/* One limit as typed (what names it in the message, e.g. "--memory"): a
- * memory size is bytes or a whole number with k, m, g or t (binary: 512m,
- * 2g, optionally followed by b or ib); CPUs a decimal number (0.5); pids a
- * whole number. Out of range or malformed is RK_EINVALID. */
-int rk_limits_parse_memory(const char *s, const char *what, int64_t *out, struct rk_error *err);
-int rk_limits_parse_cpus(const char *s, const char *what, double *out, struct rk_error *err);
-int rk_limits_parse_pids(const char *s, const char *what, int64_t *out, struct rk_error *err);
-/* The limits of a new computer on provider ops from a create body's
- * "resources" ({"memory", "cpus", "pids"}: numbers, or strings as above;
- * NULL or null asks for none): each is checked, one the provider cannot
- * enforce is RK_EUNSUPPORTED, and the others it enforces get defaults. */
-int rk_limits_from_json(const cJSON *resources, const struct rk_provider_ops *ops, struct rk_limits *out,
-			struct rk_error *err);
-/* {"memory": bytes, "cpus": n, "pids": n}, null for a limit that is 0 (none). */
-cJSON *rk_limits_to_json(const struct rk_limits *l);
-/* A computer's limits: the stored ones, or for one made before limits
- * existed, its provider's defaults. */
-void rk_computer_limits(const struct rk_computer *c, struct rk_limits *out);
 cJSON *rk_file_entry_to_json(const struct rk_file_entry *e);
 const char *rk_file_type_name(enum rk_file_type t);
 
@@ -67,25 +42,9 @@ int rk_computer_import(struct rk_engine *eng, struct rk_computer *c, int fd, str
 int rk_computer_sh(struct rk_engine *eng, const struct rk_computer *c, const char *command, int64_t timeout_ms,
 		   int *code, struct rk_buf *out, struct rk_error *err);
 
-/* A computer's state (computers.state, rk_computer.state): the name stored
- * and shown is rk_computer_state_name(); a paired machine is offline until
- * it connects. */
-#define RK_COMPUTER_STATES(X)                 \
-	X(RK_COMPUTER_STARTING, "starting")   \
-	X(RK_COMPUTER_RUNNING, "running")     \
-	X(RK_COMPUTER_PAUSED, "paused")       \
-	X(RK_COMPUTER_STOPPED, "stopped")     \
-	X(RK_COMPUTER_OFFLINE, "offline")     \
-	X(RK_COMPUTER_FAILED, "failed")       \
-	X(RK_COMPUTER_RESTORING, "restoring") \
-	X(RK_COMPUTER_DELETED, "deleted")
-RK_NAMES_ENUM(rk_computer_state, RK_COMPUTER_STATE, RK_COMPUTER_STATES);
-
-/* A computer's mode (computers.mode): private to its owner, or a team
- * computer whose screen bots and people share (engine/machine/team.h). */
-#define RK_COMPUTER_MODES(X)              \
-	X(RK_COMPUTER_PRIVATE, "private") \
-	X(RK_COMPUTER_TEAM, "team")
-RK_NAMES_ENUM(rk_computer_mode, RK_COMPUTER_MODE, RK_COMPUTER_MODES);
+/* Makes sure a computer can take work: a paused or stopped computer first gets
+ * a saved resume (submitted and waited for); a starting one is waited for. On
+ * return *c is fresh from the database. */
+int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, struct rk_error *err);
 
 #endif

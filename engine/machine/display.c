@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "engine/machine/machine.h"
-#include "engine/machine/execution.h"
+#include "engine/machine/computer.h"
 #include "engine/machine/idle.h"
-#include "engine/gateway/gateway.h"
+#include "engine/machine/hook.h"
 #include "engine/screen/screen.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
@@ -203,8 +203,7 @@ static void holder_main(void *arg, int ready_fd)
 	struct rk_error err;
 	struct rk_screen *s = NULL;
 	rk_log_open(a->data_dir);
-	rk_machine_ctx_init(&mc, &eng, a->c);
-	const struct rk_provider_ops *ops = rk_provider_find(a->c->kind);
+	const struct rk_provider_ops *ops = rk_machine_open(&mc, &eng, a->c, NULL) == 0 ? mc.ops : NULL;
 	char *name = holder_name(a->c, a->display);
 	int lsock = -1;
 	if (!ops || !(ops->caps & RK_CAP_DESKTOP) || !ops->display_start) {
@@ -217,7 +216,7 @@ static void holder_main(void *arg, int ready_fd)
 	if (!dopt.profile_dir && a->display == 0)
 		dopt.profile_dir = ".browser-profiles/default";
 	struct rk_screen_transport tr = {0};
-	if (ops->display_start(&mc.m, a->display, &dopt, &tr, &err) != 0)
+	if (rk_machine_display_start(&mc, a->display, &dopt, &tr, &err) != 0)
 		goto fail;
 	const char *transport = tr.vnc_socket ? "vnc" : "provider";
 	int r = tr.vnc_socket ? rk_screen_open_vnc(tr.vnc_socket, &s, &err)
@@ -432,9 +431,9 @@ int rk_display_close(struct rk_engine *eng, struct rk_computer *c, int display, 
 {
 	if (display < 0 || display > DISPLAY_MAX)
 		return rk_error_set(err, RK_EINVALID, "display must be from 0 to %d", DISPLAY_MAX);
-	/* the screen gateway's clients go first; while they cannot, the slot
-	 * stays as it is for a retry */
-	int gr = rk_gateway_teardown_slot(eng, c->id, display, err);
+	/* the screen gateway's clients go first (the gateway answers the
+	 * hook); while they cannot, the slot stays as it is for a retry */
+	int gr = RK_HOOK(display_closing, err, eng, c->id, display, err);
 	if (gr)
 		return gr;
 	char *name = holder_name(c, display);
@@ -443,14 +442,12 @@ int rk_display_close(struct rk_engine *eng, struct rk_computer *c, int display, 
 		cJSON_Delete(reply);
 	cJSON_Delete(req);
 	free(name);
-	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
-	if (!ops)
-		return -rk_err(err)->code;
-	if (!ops->display_stop)
-		return 0;
 	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	int r = ops->display_stop(&mc.m, display, err);
+	int r = rk_machine_open(&mc, eng, c, err);
+	if (r)
+		return r;
+	/* without display_stop there is nothing to stop: its displays end with the machine */
+	r = mc.ops->display_stop ? rk_machine_display_stop(&mc, display, err) : 0;
 	rk_machine_ctx_release(&mc);
 	return r;
 }

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/machine/hook.h"
+#include "engine/machine/limits.h"
 #include "engine/machine/machine.h"
-#include "engine/machine/checkpoint.h"
-#include "engine/machine/computer.h"
 #include "engine/machine/reservation.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
@@ -14,7 +14,6 @@
 #include "engine/util/json.h"
 #include "engine/util/log.h"
 #include "engine/util/time.h"
-#include "engine/machine/worker.h"
 
 RK_NAMES_DEFINE(rk_execution_state, RK_EXECUTION_STATE, RK_EXECUTION_STATES)
 
@@ -499,8 +498,9 @@ int rk_execution_wait(struct rk_engine *eng, const char *id, int64_t timeout_ms,
 		if (deadline && rk_monotonic_ms() > deadline)
 			return rk_error_set(err, RK_ETIMEOUT, "execution %s did not finish in %lld ms", id,
 					    (long long)timeout_ms);
-		/* a worker that died would leave us waiting forever */
-		if ((r = rk_worker_ensure(eng, err)))
+		/* a worker that died would leave us waiting forever: the
+		 * worker's wing answers by starting one */
+		if ((r = RK_HOOK(waiting, err, eng, err)))
 			return r;
 		rk_sleep_ms(nap);
 		if (nap < 100)
@@ -530,37 +530,39 @@ static int set_phase(struct rk_engine *eng, struct rk_execution *e, const char *
 }
 
 static int call_provider(struct rk_engine *eng, const struct rk_execution *e, const struct rk_computer *c,
-			 const struct rk_provider_ops *ops, char **ref_out, cJSON *result, struct rk_error *err)
+			 char **ref_out, cJSON *result, struct rk_error *err)
 {
 	struct rk_machine_ctx mc;
-	rk_machine_ctx_init(&mc, eng, c);
-	int r = 0;
+	int r = rk_machine_open(&mc, eng, c, err);
+	if (r)
+		return r;
+	const struct rk_provider_ops *ops = mc.ops;
 	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_RESUME) {
 		enum rk_machine_state st = RK_MACHINE_GONE;
-		int use_resume = rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_RESUME && c->provider_ref && ops->status &&
-				 ops->resume && ops->status(&mc.m, &st, err) == 0 && st != RK_MACHINE_GONE;
+		int use_resume = rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_RESUME && c->provider_ref && ops->status && ops->resume &&
+				 rk_machine_status(&mc, &st, err) == 0 && st != RK_MACHINE_GONE;
 		if (use_resume) {
-			r = ops->resume(&mc.m, err);
+			r = rk_machine_resume(&mc, err);
 			/* a restore or import made while it was down comes before any tool */
 			if (r == 0)
-				r = rk_checkpoint_after_resume(eng, c, ops, &mc.m, result, err);
+				r = RK_HOOK(after_resume, err, eng, c, &mc, result, err);
 			if (r == 0)
 				*ref_out = rk_xstrdup(c->provider_ref);
 		} else {
 			struct rk_provision_result pr = {0};
-			if ((r = rk_checkpoint_before_provision(eng, c, result, err)) == 0 &&
+			if ((r = RK_HOOK(before_provision, err, eng, c, result, err)) == 0 &&
 			    (r = rk_fs_mkdirs(mc.home_dir, 0755, err)) == 0 &&
 			    (r = rk_fs_mkdirs(mc.run_dir, 0755, err)) == 0)
-				r = ops->provision(&mc.m, &pr, err);
+				r = rk_machine_provision(&mc, &pr, err);
 			/* the restore goes to the machine just provisioned, not the old ref
 			 * (a remote provider finds its machine by the ref alone) */
 			if (r == 0 && pr.ref)
 				mc.m.ref = pr.ref;
 			/* a replacement machine gets the latest workspace before any tool runs */
-			if (r == 0 && (r = rk_checkpoint_after_provision(eng, c, ops, &mc.m, &pr, result, err)) != 0 &&
+			if (r == 0 && (r = RK_HOOK(after_provision, err, eng, c, &mc, &pr, result, err)) != 0 &&
 			    pr.fresh && pr.ref) {
 				mc.m.ref = pr.ref;
-				ops->destroy(&mc.m, NULL);
+				rk_machine_destroy(&mc, NULL);
 			}
 			if (r == 0) {
 				*ref_out = pr.ref;
@@ -572,16 +574,16 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 			}
 		}
 	} else if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_PAUSE) {
-		r = (ops->caps & RK_CAP_PAUSE) && ops->pause ? ops->pause(&mc.m, err) : ops->stop(&mc.m, err);
+		r = (ops->caps & RK_CAP_PAUSE) && ops->pause ? rk_machine_pause(&mc, err) : rk_machine_stop(&mc, err);
 	} else if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_STOP) {
-		r = ops->stop(&mc.m, err);
+		r = rk_machine_stop(&mc, err);
 	} else if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_DELETE) {
-		r = c->provider_ref ? ops->destroy(&mc.m, err) : 0;
+		r = c->provider_ref ? rk_machine_destroy(&mc, err) : 0;
 		if (r == 0) {
 			struct rk_error e2;
 			if (rk_fs_remove_tree(mc.home_dir, &e2) != 0)
 				rk_log(RK_LOG_WARN, "delete %s: %s", c->id, e2.message);
-			if (rk_checkpoint_forget(eng, c, &e2) != 0)
+			if (RK_HOOK(deleted, &e2, eng, c, &e2) != 0)
 				rk_log(RK_LOG_WARN, "delete %s: checkpoints: %s", c->id, e2.message);
 			rk_fs_remove_tree(mc.run_dir, NULL);
 		}
@@ -621,8 +623,12 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 		return r;
 	}
 
-	const struct rk_provider_ops *ops = rk_engine_provider(&c, &perr);
-	if (!ops || (ops->check && ops->check(&perr) != 0))
+	struct rk_machine_ctx mc;
+	if (rk_machine_open(&mc, eng, &c, &perr) != 0)
+		goto provider_failed_before_call;
+	int reached = rk_machine_check(&mc, &perr);
+	rk_machine_ctx_release(&mc);
+	if (reached != 0)
 		goto provider_failed_before_call;
 
 	/* A stop or pause checkpoints the workspace first; when that fails the
@@ -630,7 +636,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_STOP || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_PAUSE) {
 		if ((r = set_phase(eng, e, "checkpoint", 0, NULL, err)))
 			goto fail_before_call;
-		if (rk_checkpoint_before_lifecycle(eng, &c, e->op, &perr) != 0)
+		if (RK_HOOK(before_lifecycle, &perr, eng, &c, e->op, &perr) != 0)
 			goto provider_failed_before_call;
 	}
 
@@ -640,7 +646,7 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 	char *ref = NULL;
 	cJSON *result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "computer_id", c.id);
-	int pr = call_provider(eng, e, &c, ops, &ref, result, &perr);
+	int pr = call_provider(eng, e, &c, &ref, result, &perr);
 
 	if ((r = rk_db_begin(eng->db, err))) {
 		free(ref);
@@ -762,91 +768,4 @@ int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *,
 		free(ids[i]);
 	free(ids);
 	return r;
-}
-
-/* --- computers that must be up ------------------------------------------------------------- */
-
-int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, struct rk_error *err)
-{
-	int r;
-	for (int round = 0; round < 3; round++) {
-		if (rk_computer_state_of(c->state) == RK_COMPUTER_RUNNING) {
-			/* the machine may have gone behind our back (a killed container,
-			 * a host reboot): then the record follows it, and a saved resume
-			 * brings it back (a replacement when it is gone) */
-			const struct rk_provider_ops *ops = rk_provider_find(c->kind);
-			enum rk_machine_state ms = RK_MACHINE_RUNNING;
-			if (ops && ops->status && c->provider_ref) {
-				struct rk_machine_ctx mc;
-				rk_machine_ctx_init(&mc, eng, c);
-				struct rk_error e2;
-				if (ops->status(&mc.m, &ms, &e2) != 0)
-					ms = RK_MACHINE_RUNNING; /* cannot tell: let the call itself say */
-				rk_machine_ctx_release(&mc);
-			}
-			if (ms == RK_MACHINE_RUNNING)
-				return 0;
-			const char *now = ms == RK_MACHINE_PAUSED ? "paused" : "stopped";
-			rk_log(RK_LOG_WARN, "computer %s: recorded running but its machine is %s", c->id,
-			       ms == RK_MACHINE_GONE ? "gone" : now);
-			if ((r = rk_db_computer_set_state(eng->db, c->id, now, err)) ||
-			    (r = rk_db_usage_close(eng->db, c->id, rk_now_ms(), err)))
-				return r;
-			free(c->state);
-			c->state = rk_xstrdup(now);
-		}
-		struct rk_execution e = {0};
-		struct rk_error e2;
-		if (rk_db_execution_active(eng->db, c->id, &e, &e2) == 0) {
-			/* a lifecycle command is under way: wait for it, then look again */
-			if (rk_execution_state_of(e.state) == RK_EXECUTION_OUTCOME_UNKNOWN) {
-				r = rk_error_set(err, RK_EOUTCOME_UNKNOWN,
-						 "computer '%s' waits for a decision on execution %s (%s): check the "
-						 "provider, then `rakazo computer execution decide %s --outcome ...`",
-						 c->name, e.id, e.op, e.id);
-				rk_execution_release(&e);
-				return r;
-			}
-			struct rk_execution done = {0};
-			r = rk_worker_ensure(eng, err);
-			if (r == 0)
-				r = rk_execution_wait(eng, e.id, 300000, &done, err);
-			rk_execution_release(&e);
-			rk_execution_release(&done);
-			if (r)
-				return r;
-		} else if (rk_computer_state_of(c->state) == RK_COMPUTER_PAUSED ||
-			   rk_computer_state_of(c->state) == RK_COMPUTER_STOPPED) {
-			/* a command on a paused computer first submits a saved resume */
-			struct rk_submit s = {.op = "resume", .computer = c->id};
-			int existed;
-			if ((r = rk_execution_submit(eng, &s, &e, &existed, err)))
-				return r;
-			struct rk_execution done = {0};
-			r = rk_worker_ensure(eng, err);
-			if (r == 0)
-				r = rk_execution_wait(eng, e.id, 300000, &done, err);
-			if (r == 0 && rk_execution_state_of(done.state) != RK_EXECUTION_SUCCEEDED)
-				r = rk_error_set(err, RK_EUNAVAILABLE, "resuming computer '%s' failed (execution %s): %s",
-						 c->name, e.id, done.error_message ? done.error_message : done.state);
-			rk_execution_release(&e);
-			rk_execution_release(&done);
-			if (r)
-				return r;
-		} else {
-			return rk_error_set(err, RK_EUNAVAILABLE, "computer '%s' is %s%s", c->name, c->state,
-					    rk_computer_state_of(c->state) == RK_COMPUTER_FAILED
-						    ? ": resume it with `rakazo computer resume` or delete it"
-						    : "");
-		}
-		char *id = rk_xstrdup(c->id);
-		rk_computer_release(c);
-		r = rk_db_computer_get(eng->db, id, c, err);
-		free(id);
-		if (r)
-			return r;
-	}
-	if (rk_computer_state_of(c->state) == RK_COMPUTER_RUNNING)
-		return 0;
-	return rk_error_set(err, RK_EUNAVAILABLE, "computer '%s' is %s", c->name, c->state);
 }

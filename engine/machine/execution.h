@@ -52,11 +52,6 @@ int rk_execution_run(struct rk_engine *eng, struct rk_execution *e, struct rk_er
 int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *, const struct rk_execution *, void *),
 			 void *arg, struct rk_error *err);
 
-/* Makes sure a computer can take work: a paused or stopped computer first gets
- * a saved resume (submitted and waited for); a starting one is waited for. On
- * return *c is fresh from the database. */
-int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, struct rk_error *err);
-
 /* A saved command's state (lifecycle_executions.state, rk_execution.state).
  * outcome_unknown: the provider's reply was lost; the operator settles it. */
 #define RK_EXECUTION_STATES(X)                             \

@@ -7,12 +7,11 @@
 #include <string.h>
 
 #include "engine/machine/checkpoint.h"
-#include "engine/machine/computer.h"
 #include "engine/machine/execution.h"
 #include "engine/util/host.h"
 #include "engine/machine/reservation.h"
-#include "engine/machine/session.h"
-#include "engine/machine/team.h"
+#include "engine/machine/hook.h"
+#include "engine/state/db_runs.h"
 #include "engine/util/buf.h"
 #include "engine/util/json.h"
 #include "engine/util/log.h"
@@ -28,6 +27,11 @@ static int64_t env_ms(const char *name, int64_t def)
 int64_t rk_idle_scan_interval_ms(void)
 {
 	return env_ms("RAKAZO_IDLE_SCAN_MS", 1000);
+}
+
+int64_t rk_idle_session_ms(void)
+{
+	return env_ms("RAKAZO_SESSION_IDLE_MS", 30LL * 60 * 1000);
 }
 
 static void set_active(struct rk_db *db, const char *computer_id, int64_t at, int64_t due)
@@ -109,7 +113,7 @@ static char *busy_reason(struct rk_engine *eng, const struct rk_computer *c)
 		while (!why && rk_stmt_step(st) == RK_SQL_ROW) {
 			int alive = rk_host_pid_alive((const char *)rk_stmt_column_text(st, 2), rk_stmt_column_int64(st, 1));
 			if (alive < 0)
-				alive = now - rk_stmt_column_int64(st, 3) < rk_session_idle_ms();
+				alive = now - rk_stmt_column_int64(st, 3) < rk_idle_session_ms();
 			if (alive > 0)
 				why = rk_xasprintf("session %s is running", (const char *)rk_stmt_column_text(st, 0));
 		}
@@ -200,7 +204,7 @@ int rk_idle_scan(struct rk_engine *eng, int *pending, struct rk_error *err)
 		/* a stopped machine took its displays with it */
 		enum rk_computer_state state = rk_computer_state_of(c->state);
 		if (state == RK_COMPUTER_STOPPED || state == RK_COMPUTER_FAILED)
-			rk_team_screens_forget(eng, c->id, NULL);
+			RK_HOOK(computer_down, NULL, eng, c->id, NULL);
 		if (state != RK_COMPUTER_RUNNING || c->pause_after < 0) {
 			drop_schedule(eng->db, c->id);
 			continue;
@@ -317,6 +321,34 @@ int rk_idle_checkpoint(struct rk_engine *eng, const struct rk_computer *c, const
 	int r = rk_checkpoint_create(eng, c, reason, team ? RK_QUIESCE_NONE : RK_QUIESCE, NULL, err);
 	if (r == 0)
 		drop_deferred(eng->db, c->id, NULL);
+	return r;
+}
+
+int rk_idle_run_end(struct rk_engine *eng, const char *computer_id, const char *run_id, int failed,
+		    struct rk_error *err)
+{
+	struct rk_computer c = {0};
+	int r = rk_db_computer_get(eng->db, computer_id, &c, err);
+	if (r)
+		return failed ? 0 : r;
+	char *reason = run_id ? rk_xasprintf("%s:%s", failed ? "run-failed" : "run", run_id)
+			      : rk_xstrdup(failed ? "run-failed" : "run");
+	struct rk_error e2;
+	/* on a Team computer, deferred while another bot or a person is at work (issue 6) */
+	struct rk_run_row run = {0};
+	const char *bot = NULL;
+	if (run_id && rk_db_run_get(eng->db, run_id, &run, NULL) == 0)
+		bot = run.bot_id;
+	r = rk_idle_checkpoint(eng, &c, bot, reason, failed ? &e2 : err);
+	rk_run_row_release(&run);
+	if (r > 0)
+		r = 0; /* deferred: made when the last lease or control ends */
+	if (r && failed) {
+		rk_log(RK_LOG_WARN, "checkpoint after failed run %s: %s", run_id ? run_id : "", e2.message);
+		r = 0;
+	}
+	free(reason);
+	rk_computer_release(&c);
 	return r;
 }
 

@@ -29,6 +29,9 @@ int rk_idle_busy(struct rk_engine *eng, const struct rk_computer *c, char **why)
  * interrupted. *pending (may be NULL): schedules still waiting. */
 int rk_idle_scan(struct rk_engine *eng, int *pending, struct rk_error *err);
 int64_t rk_idle_scan_interval_ms(void);
+/* How long a shell session may go without a call before its holder ends it
+ * (engine/machine/session.h): RAKAZO_SESSION_IDLE_MS, else 30 min. */
+int64_t rk_idle_session_ms(void);
 /* {last_active_at, due_at, busy, why} of c, or NULL when it has no schedule. */
 cJSON *rk_idle_to_json(struct rk_engine *eng, const struct rk_computer *c);
 
@@ -37,6 +40,12 @@ cJSON *rk_idle_to_json(struct rk_engine *eng, const struct rk_computer *c);
  * (returns 1, recorded); otherwise made now (returns 0). */
 int rk_idle_checkpoint(struct rk_engine *eng, const struct rk_computer *c, const char *bot, const char *reason,
 		       struct rk_error *err);
+/* The checkpoint at a run's end (run_id may be NULL), on behalf of the
+ * run's bot as rk_idle_checkpoint. failed: best effort (the error is logged
+ * and 0 returned); otherwise a failure is returned, and the run must not be
+ * finalized as completed without its checkpoint. Deferred counts as made. */
+int rk_idle_run_end(struct rk_engine *eng, const char *computer_id, const char *run_id, int failed,
+		    struct rk_error *err);
 /* Makes c's deferred checkpoint if nothing blocks it any more: 1 made, 0 nothing to do or still blocked. */
 int rk_idle_flush_deferred(struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err);
 /* {reason, blocked_by, created_at} or NULL. */

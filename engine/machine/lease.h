@@ -16,6 +16,9 @@ int rk_lease_renew(struct rk_engine *eng, const char *computer_id, const char *b
 		   int64_t ttl_ms, struct rk_error *err);
 int rk_lease_release(struct rk_engine *eng, const char *computer_id, const char *bot_id, int64_t fence,
 		     struct rk_error *err);
+/* 0 when fence is the live token of (computer, bot) now; RK_ESTALE otherwise. */
+int rk_lease_check(struct rk_engine *eng, const char *computer_id, const char *bot_id, int64_t fence,
+		   struct rk_error *err);
 /* A write guarded by the fence (recorded in lease_writes); RK_ESTALE when superseded. */
 int rk_lease_fenced_write(struct rk_engine *eng, const char *computer_id, const char *bot_id, int64_t fence,
 			  const char *what, struct rk_error *err);

@@ -6,9 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/machine/session.h"
+#include "engine/state/db.h"
 #include "engine/util/host.h"
-#include "engine/machine/team.h"
 #include "engine/util/buf.h"
 #include "engine/util/json.h"
 #include "engine/util/log.h"
@@ -95,7 +94,7 @@ int rk_reservation_begin(struct rk_engine *eng, const struct rk_computer *c, con
 	}
 	rk_stmt_finalize(st);
 	char *holder = NULL;
-	if (rk_team_control_live(eng->db, c->id, NULL, &holder)) {
+	if (rk_db_control_live(eng->db, c->id, NULL, now, &holder)) {
 		r = rk_error_set(err, RK_ECONFLICT, "%s has control of a screen on computer '%s': release it first",
 				 holder ? holder : "a person", c->name);
 		free(holder);

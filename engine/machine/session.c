@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "engine/machine/machine.h"
-#include "engine/machine/execution.h"
+#include "engine/machine/computer.h"
+#include "engine/machine/idle.h"
 #include "engine/access/secret.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
@@ -25,18 +26,11 @@
 
 RK_NAMES_DEFINE(rk_history_kind, RK_HISTORY_KIND, RK_HISTORY_KINDS)
 
-RK_NAMES_DEFINE(rk_session_state, RK_SESSION_STATE, RK_SESSION_STATES)
 
 #define HOLD_MAX (8u * 1024 * 1024) /* unread output a holder keeps */
 #define HISTORY_CHUNK_MAX (256u * 1024)
 #define RELAY_POLL_MS 50      /* a holder on a shared state looks for calls left there */
 #define RELAY_WAIT_STEP_MS 10 /* a caller looks for its reply */
-
-int64_t rk_session_idle_ms(void)
-{
-	const char *idle = getenv("RAKAZO_SESSION_IDLE_MS");
-	return idle && atoll(idle) > 0 ? atoll(idle) : 30LL * 60 * 1000;
-}
 
 /* --- replies ------------------------------------------------------------- */
 
@@ -239,7 +233,6 @@ int rk_unescape_c(const char *in, struct rk_buf *out, struct rk_error *err)
 
 struct holder {
 	struct rk_db *db;
-	const struct rk_provider_ops *ops;
 	struct rk_proc *proc;
 	char *sid, *computer_id, *owner, *bot_id;
 	int tty;
@@ -653,15 +646,16 @@ static void holder_main(void *arg, int ready_fd)
 	const struct rk_session_request *req = a->req;
 	struct rk_error err;
 	struct holder h = {0};
-	struct rk_machine_ctx mc;
 	struct rk_engine eng = {0};
 	/* a fresh connection: the parent's must not be used across fork */
 	if (rk_db_open(a->data_dir, &h.db, &err) != 0)
 		goto fail;
 	eng.data_dir = (char *)a->data_dir;
-	rk_machine_ctx_init(&mc, &eng, c);
-	h.ops = rk_provider_find(c->kind);
-	if (!h.ops || !h.ops->exec_spawn) {
+	/* refused before the session's socket exists */
+	struct rk_machine_ctx mc;
+	if (rk_machine_open(&mc, &eng, c, &err) != 0)
+		goto fail;
+	if (!mc.ops->exec_spawn) {
 		rk_error_set(&err, RK_EUNSUPPORTED, "provider '%s' cannot run commands", c->kind);
 		goto fail;
 	}
@@ -672,7 +666,7 @@ static void holder_main(void *arg, int ready_fd)
 		goto fail;
 	struct rk_exec_request xr = {.command = req->command, .cwd = req->cwd, .env = req->env, .tty = req->tty,
 				     .rows = req->rows, .cols = req->cols};
-	if (h.ops->exec_spawn(&mc.m, &xr, &h.proc, &err) != 0)
+	if (rk_machine_exec_spawn(&mc, &xr, &h.proc, &err) != 0)
 		goto fail;
 	h.sid = (char *)a->sid;
 	h.computer_id = c->id;
@@ -684,7 +678,7 @@ static void holder_main(void *arg, int ready_fd)
 	rk_buf_init(&h.typed);
 	rk_buf_init(&h.said);
 	h.keep_back = req->keep_back;
-	h.idle_ms = rk_session_idle_ms();
+	h.idle_ms = rk_idle_session_ms();
 	rk_db_session_touch(h.db, a->sid, getpid(), NULL);
 	eng.db = h.db;
 	eng.owner = (char *)a->owner;

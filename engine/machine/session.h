@@ -72,15 +72,6 @@ int rk_unescape_c(const char *in, struct rk_buf *out, struct rk_error *err);
 /* Checks a yield in ms against the allowed range. */
 int rk_session_check_yield(int64_t yield_ms, struct rk_error *err);
 
-/* How long a session may go without a call before its holder ends it:
- * RAKAZO_SESSION_IDLE_MS, else 30 min. */
-int64_t rk_session_idle_ms(void);
-
-/* A session's state (exec_sessions.state, rk_session_row.state). */
-#define RK_SESSION_STATES(X)             \
-	X(RK_SESSION_RUNNING, "running") \
-	X(RK_SESSION_ENDED, "ended")
-RK_NAMES_ENUM(rk_session_state, RK_SESSION_STATE, RK_SESSION_STATES);
 
 /* What a terminal history entry holds (terminal_history.kind,
  * rk_history_entry.kind): the command, input, output, or how it ended. */

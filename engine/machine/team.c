@@ -11,7 +11,7 @@
 #include "engine/machine/computer.h"
 #include "engine/state/db_runs.h"
 #include "engine/machine/execution.h"
-#include "engine/gateway/gateway.h"
+#include "engine/machine/hook.h"
 #include "engine/machine/idle.h"
 #include "engine/machine/lease.h"
 #include "engine/machine/reservation.h"
@@ -163,22 +163,7 @@ int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char 
 
 int rk_team_control_live(struct rk_db *db, const char *computer_id, const char *bot_id, char **holder)
 {
-	if (holder)
-		*holder = NULL;
-	struct rk_stmt *st = rk_db_prepare(db,
-					 "SELECT holder FROM control_leases WHERE computer_id = ?1 AND (?2 IS NULL OR "
-					 "bot_id = ?2) AND expires_at > ?3 LIMIT 1",
-					 NULL);
-	if (!st)
-		return 0;
-	rk_db_bind_text(st, 1, computer_id);
-	rk_db_bind_text(st, 2, bot_id);
-	rk_stmt_bind_int64(st, 3, rk_now_ms());
-	int live = rk_stmt_step(st) == RK_SQL_ROW;
-	if (live && holder)
-		*holder = rk_db_col_text(st, 0);
-	rk_stmt_finalize(st);
-	return live;
+	return rk_db_control_live(db, computer_id, bot_id, rk_now_ms(), holder);
 }
 
 int rk_team_bot_busy(struct rk_db *db, const char *computer_id, const char *computer_name, const char *bot_id,
@@ -240,7 +225,7 @@ int rk_team_call_begin(struct rk_engine *eng, struct rk_computer *c, const char 
 	call->bot = rk_xstrdup(bot);
 	if (fence > 0) {
 		call->fence = fence;
-		r = rk_db_lease_check(eng->db, c->id, bot, fence, rk_now_ms(), err);
+		r = rk_lease_check(eng, c->id, bot, fence, err);
 	} else {
 		unsigned char rnd[6];
 		rk_random_bytes(rnd, sizeof(rnd));
@@ -272,7 +257,7 @@ int rk_team_call_check(struct rk_engine *eng, const struct rk_team_call *call, s
 	int r = rk_reservation_check(eng->db, call->computer_id, err);
 	if (r)
 		return r;
-	return rk_db_lease_check(eng->db, call->computer_id, call->bot, call->fence, rk_now_ms(), err);
+	return rk_lease_check(eng, call->computer_id, call->bot, call->fence, err);
 }
 
 void rk_team_call_end(struct rk_engine *eng, struct rk_team_call *call)
@@ -928,10 +913,10 @@ int rk_team_release_control(struct rk_engine *eng, struct rk_computer *c, const 
 	if ((r = rk_db_step_done(eng->db, st, "release control", err)))
 		return r;
 	/* control capabilities made under this takeover end with it (their
-	 * forwarders would notice on their own; this makes it immediate and
-	 * shows them revoked) */
+	 * forwarders would notice on their own; the gateway, answering the
+	 * hook, makes it immediate and shows them revoked) */
 	struct rk_error ge;
-	if (rk_gateway_revoke_control(eng, c->id, bot, &ge))
+	if (RK_HOOK(control_released, &ge, eng, c->id, bot, &ge))
 		rk_log(RK_LOG_WARN, "team %s: revoking bot %s's control capabilities: %s", c->id, bot, ge.message);
 	end_waiting_run(eng, c, bot);
 	rk_idle_touch(eng, c->id);

@@ -117,8 +117,8 @@ void rk_team_browser_end(struct rk_engine *eng, struct rk_team_browser *tb);
  * ("releasing") and a second release retries it. */
 int rk_team_screen_release(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence,
 			   struct rk_error *err);
-/* The machine's displays are gone (it stopped): every slot of the computer
- * is free again; the bots' profiles stay. */
+/* The machine's displays are gone (it stopped; the computer_down hook):
+ * every slot of the computer is free again; the bots' profiles stay. */
 int rk_team_screens_forget(struct rk_engine *eng, const char *computer_id, struct rk_error *err);
 /* [{slot, bot_id, state, generation, profile, control}] of c; owned by the caller. */
 int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSON **out, struct rk_error *err);

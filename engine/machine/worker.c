@@ -15,7 +15,8 @@
 #include "engine/machine/execution.h"
 #include "engine/util/host.h"
 #include "engine/machine/idle.h"
-#include "engine/agent/run.h"
+#include "engine/machine/hook.h"
+#include "engine/state/db_runs.h"
 #include "engine/util/buf.h"
 #include "engine/util/id.h"
 #include "engine/util/log.h"
@@ -243,13 +244,13 @@ int rk_worker_running(struct rk_engine *eng)
 	return busy;
 }
 
-/* One pass of rk_run_reap; the number of runs still live (queued, running,
- * waiting), or 0 on a database error. */
+/* One pass of the run loop's reaping (the reap_runs hook); the number of
+ * runs still live (queued, running, waiting), or 0 on a database error. */
 static int reap_runs(struct rk_engine *eng)
 {
 	struct rk_error e;
 	int marked = 0;
-	if (rk_run_reap(eng, &marked, &e) != 0) {
+	if (RK_HOOK(reap_runs, &e, eng, &marked, &e) != 0) {
 		rk_log(RK_LOG_WARN, "worker: run reap: %s", e.message);
 		return 0;
 	}
@@ -278,7 +279,12 @@ static int exe_replaced(const struct rk_engine *eng)
 
 int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, struct rk_error *err)
 {
-	int lock = take_lock(eng, opt->join, err);
+	/* a worker without the lifecycle's hooks would stop a computer without
+	 * its checkpoint: refuse to start rather than run commands half */
+	int lock = rk_hooks_check(err);
+	if (lock)
+		return lock;
+	lock = take_lock(eng, opt->join, err);
 	if (lock < 0)
 		return lock;
 	char *self = rk_id_new("wkr");

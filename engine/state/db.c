@@ -12,6 +12,10 @@
 #include "engine/util/fs.h"
 #include "engine/util/time.h"
 
+RK_NAMES_DEFINE(rk_computer_mode, RK_COMPUTER_MODE, RK_COMPUTER_MODES)
+RK_NAMES_DEFINE(rk_computer_state, RK_COMPUTER_STATE, RK_COMPUTER_STATES)
+RK_NAMES_DEFINE(rk_session_state, RK_SESSION_STATE, RK_SESSION_STATES)
+
 /* Migrations run in order, each in one transaction. Adding a table is one
  * more entry here. Never edit an entry that has shipped.
  *
@@ -1491,22 +1495,9 @@ int rk_db_lease_get(struct rk_db *db, const char *computer_id, const char *bot_i
 	return r;
 }
 
-int rk_db_lease_acquire(struct rk_db *db, const char *computer_id, const char *bot_id, const char *holder,
-			int64_t ttl_ms, int64_t now_ms, struct rk_lease *out, struct rk_error *err)
+int rk_db_lease_put(struct rk_db *db, const char *computer_id, const char *bot_id, const char *holder, int64_t fence,
+		    int64_t expires_at, int64_t now_ms, struct rk_error *err)
 {
-	struct rk_lease cur = {0};
-	struct rk_error e2;
-	int r = rk_db_lease_get(db, computer_id, bot_id, &cur, &e2);
-	if (r && e2.code != RK_ENOTFOUND)
-		return rk_error_set(err, e2.code, "%s", e2.message);
-	if (r == 0 && cur.holder && cur.expires_at > now_ms && strcmp(cur.holder, holder) != 0) {
-		r = rk_error_set(err, RK_ECONFLICT, "bot '%s' on computer '%s' is leased by '%s' until %lld", bot_id,
-				 computer_id, cur.holder, (long long)cur.expires_at);
-		rk_lease_release_record(&cur);
-		return r;
-	}
-	int64_t fence = cur.fence + 1;
-	rk_lease_release_record(&cur);
 	struct rk_stmt *st = prep(db,
 				"INSERT INTO execution_leases (computer_id, bot_id, fence, holder, expires_at, updated_at) "
 				"VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (computer_id, bot_id) DO UPDATE SET "
@@ -1519,18 +1510,9 @@ int rk_db_lease_acquire(struct rk_db *db, const char *computer_id, const char *b
 	bind_text(st, 2, bot_id);
 	rk_stmt_bind_int64(st, 3, fence);
 	bind_text(st, 4, holder);
-	rk_stmt_bind_int64(st, 5, now_ms + ttl_ms);
+	rk_stmt_bind_int64(st, 5, expires_at);
 	rk_stmt_bind_int64(st, 6, now_ms);
-	if ((r = step_done(db, st, "acquire lease", err)))
-		return r;
-	if (out) {
-		out->computer_id = rk_xstrdup(computer_id);
-		out->bot_id = rk_xstrdup(bot_id);
-		out->holder = rk_xstrdup(holder);
-		out->fence = fence;
-		out->expires_at = now_ms + ttl_ms;
-	}
-	return 0;
+	return step_done(db, st, "acquire lease", err);
 }
 
 static int lease_fenced_update(struct rk_db *db, const char *sql, const char *computer_id, const char *bot_id,
@@ -1574,22 +1556,6 @@ int rk_db_lease_drop(struct rk_db *db, const char *computer_id, const char *bot_
 				   computer_id, bot_id, fence, rk_now_ms(), 0, err);
 }
 
-int rk_db_lease_check(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
-		      int64_t now_ms, struct rk_error *err)
-{
-	struct rk_lease cur = {0};
-	int r = rk_db_lease_get(db, computer_id, bot_id, &cur, err);
-	if (r)
-		return r == -RK_ENOTFOUND ? rk_error_set(err, RK_ESTALE, "no live lease for bot '%s'", bot_id) : r;
-	int live = cur.fence == fence && cur.holder && cur.expires_at > now_ms;
-	rk_lease_release_record(&cur);
-	if (!live)
-		return rk_error_set(err, RK_ESTALE,
-				    "lease token %lld for bot '%s' on computer '%s' is stale: another holder took it",
-				    (long long)fence, bot_id, computer_id);
-	return 0;
-}
-
 int rk_db_lease_fenced_write(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
 			     const char *what, int64_t now_ms, struct rk_error *err)
 {
@@ -1614,6 +1580,26 @@ int rk_db_lease_fenced_write(struct rk_db *db, const char *computer_id, const ch
 		return rk_error_set(err, RK_ESTALE, "write refused: lease token %lld for bot '%s' is stale",
 				    (long long)fence, bot_id);
 	return 0;
+}
+
+int rk_db_control_live(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t now_ms, char **holder)
+{
+	if (holder)
+		*holder = NULL;
+	struct rk_stmt *st = prep(db,
+				"SELECT holder FROM control_leases WHERE computer_id = ?1 AND (?2 IS NULL OR "
+				"bot_id = ?2) AND expires_at > ?3 LIMIT 1",
+				NULL);
+	if (!st)
+		return 0;
+	bind_text(st, 1, computer_id);
+	bind_text(st, 2, bot_id);
+	rk_stmt_bind_int64(st, 3, now_ms);
+	int live = rk_stmt_step(st) == RK_SQL_ROW;
+	if (live && holder)
+		*holder = col_text(st, 0);
+	rk_stmt_finalize(st);
+	return live;
 }
 
 /* --- usage ---------------------------------------------------------------------------- */

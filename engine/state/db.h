@@ -10,6 +10,7 @@
 
 #include "engine/state/sql.h"
 #include "engine/util/err.h"
+#include "engine/util/names.h"
 
 /* memory_fts's text-search vector on PostgreSQL: migration 9 indexes this
  * expression and engine/state/db_memory.c searches by it (the same text, or the
@@ -62,6 +63,33 @@ int rk_db_collect(struct rk_db *db, struct rk_stmt *st, size_t size, void (*from
 		  void (*release)(void *), void **out, size_t *n, const char *what, struct rk_error *err);
 
 /* --- computers ---------------------------------------------------------- */
+/* A computer's state (computers.state, rk_computer.state): the name stored
+ * and shown is rk_computer_state_name(); a paired machine is offline until
+ * it connects. */
+#define RK_COMPUTER_STATES(X)                 \
+	X(RK_COMPUTER_STARTING, "starting")   \
+	X(RK_COMPUTER_RUNNING, "running")     \
+	X(RK_COMPUTER_PAUSED, "paused")       \
+	X(RK_COMPUTER_STOPPED, "stopped")     \
+	X(RK_COMPUTER_OFFLINE, "offline")     \
+	X(RK_COMPUTER_FAILED, "failed")       \
+	X(RK_COMPUTER_RESTORING, "restoring") \
+	X(RK_COMPUTER_DELETED, "deleted")
+RK_NAMES_ENUM(rk_computer_state, RK_COMPUTER_STATE, RK_COMPUTER_STATES);
+
+/* A computer's mode (computers.mode): private to its owner, or a team
+ * computer whose screen bots and people share (engine/machine/team.h). */
+#define RK_COMPUTER_MODES(X)              \
+	X(RK_COMPUTER_PRIVATE, "private") \
+	X(RK_COMPUTER_TEAM, "team")
+RK_NAMES_ENUM(rk_computer_mode, RK_COMPUTER_MODE, RK_COMPUTER_MODES);
+
+/* A session's state (exec_sessions.state, rk_session_row.state). */
+#define RK_SESSION_STATES(X)             \
+	X(RK_SESSION_RUNNING, "running") \
+	X(RK_SESSION_ENDED, "ended")
+RK_NAMES_ENUM(rk_session_state, RK_SESSION_STATE, RK_SESSION_STATES);
+
 struct rk_computer {
 	char *id, *name, *kind, *provider_ref, *home_key, *home_revision, *state, *mode, *owner, *options;
 	char *resources; /* the limits asked at create with defaults filled (rk_limits_to_json), or NULL */
@@ -156,25 +184,27 @@ struct rk_lease {
 	int64_t fence, expires_at;
 };
 void rk_lease_release_record(struct rk_lease *l);
-/* In the caller's transaction: takes the (computer, bot) lease for holder
- * when it is free or expired (or already holder's), bumping the fence.
- * RK_ECONFLICT names the live holder. */
-int rk_db_lease_acquire(struct rk_db *db, const char *computer_id, const char *bot_id, const char *holder,
-			int64_t ttl_ms, int64_t now_ms, struct rk_lease *out, struct rk_error *err);
+/* In the caller's transaction: writes the (computer, bot) lease as given
+ * (holder, fence, expiry), whatever it was. The rule of who may take it is
+ * rk_lease_acquire's (engine/machine/lease.c). */
+int rk_db_lease_put(struct rk_db *db, const char *computer_id, const char *bot_id, const char *holder, int64_t fence,
+		    int64_t expires_at, int64_t now_ms, struct rk_error *err);
 /* Extends or drops the lease only while fence is current and unexpired: RK_ESTALE otherwise. */
 int rk_db_lease_renew(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
 		      int64_t ttl_ms, int64_t now_ms, struct rk_error *err);
 int rk_db_lease_drop(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
 		     struct rk_error *err);
-/* 0 when fence is the live token of (computer, bot); RK_ESTALE otherwise. */
-int rk_db_lease_check(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
-		      int64_t now_ms, struct rk_error *err);
 int rk_db_lease_get(struct rk_db *db, const char *computer_id, const char *bot_id, struct rk_lease *out,
 		    struct rk_error *err);
 /* A write that carries a fence: appends to the lease's audit log only when the
  * fence is live (used by tests and by fenced state writes). */
 int rk_db_lease_fenced_write(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
 			     const char *what, int64_t now_ms, struct rk_error *err);
+
+/* 1 when a person's control lease of (computer, bot) is live at now_ms (bot
+ * NULL: of any bot), 0 otherwise or on a database error; *holder
+ * malloc'd when asked. */
+int rk_db_control_live(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t now_ms, char **holder);
 
 /* --- usage ------------------------------------------------------------------ */
 int rk_db_usage_open(struct rk_db *db, const char *computer_id, int64_t now_ms, struct rk_error *err);

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "engine/machine/computer.h"
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
@@ -246,6 +247,7 @@ static int run(void)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	if (getenv("RAKAZO_BENCH") && *getenv("RAKAZO_BENCH") && !want("browser_snapshot") && !want("browser_click"))
 		return 0;
 	struct rk_error err = {0};

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "engine/machine/checkpoint.h"
 #include "engine/machine/execution.h"
 #include "engine/store/workspace.h"
@@ -192,6 +193,7 @@ static int open_engine(const char *data)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	if (!want("checkpoint_full") && !want("checkpoint_incremental") && !want("checkpoint_marker_20mb") &&
 	    !want("checkpoint_marker_200mb"))
 		return 0;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "engine/state/engine.h"
 #include "engine/machine/execution.h"
 #include "engine/util/fs.h"
@@ -92,6 +93,7 @@ static int side_run(struct side *sd, int64_t ms)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	const char *w = getenv("RAKAZO_BENCH");
 	if (w && *w && strcmp(w, "lifecycle_cps") != 0)
 		return 0;

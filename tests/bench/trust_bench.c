@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "engine/access/approval.h"
 #include "engine/access/authz.h"
 #include "engine/state/engine.h"
@@ -278,6 +279,7 @@ static void bench_history(struct rk_actor *a)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	char tmpl[] = "/tmp/rakazo-trust-bench-XXXXXX";
 	char *d = mkdtemp(tmpl);
 	if (!d)

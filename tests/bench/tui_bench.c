@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "engine/state/db_runs.h"
 #include "engine/state/engine.h"
 #include "engine/util/buf.h"
@@ -141,6 +142,7 @@ static int cmp_double(const void *a, const void *b)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	if (!want("tui_first_draw"))
 		return 0;
 	const char *bin = getenv("RAKAZO_BIN");

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "engine/state/engine.h"
 #include "engine/machine/execution.h"
 #include "engine/util/fs.h"
@@ -190,6 +191,7 @@ static int backend(const char *name)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	const char *w = getenv("RAKAZO_BENCH");
 	if (w && *w && strncmp(w, "lifecycle_cps_", 14) != 0)
 		return 0;

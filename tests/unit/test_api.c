@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "api/api.h"
 #include "engine/state/engine.h"
 #include "engine/util/buf.h"
@@ -268,6 +269,7 @@ TEST(admit_on_headers)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	char tmpl[] = "/tmp/rk-api-XXXXXX";
 	dir = mkdtemp(tmpl);
 	setenv("RAKAZO_DATA_DIR", dir, 1);

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "engine/access/authz.h"
 #include "engine/state/engine.h"
 #include "engine/gateway/gateway.h"
@@ -225,6 +226,7 @@ TEST(upstream_refused_or_silent_is_unavailable_and_names_no_secret)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	RUN(view_filter_passes_what_a_viewer_needs_and_drops_input);
 	RUN(view_filter_refuses_unknown_messages);
 	RUN(view_filter_drops_a_key_event_split_across_reads);

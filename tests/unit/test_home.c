@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "engine/machine/checkpoint.h"
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
@@ -451,13 +452,13 @@ TEST(replacement_restores_the_workspace)
 	CHECK_EQ_STR(c.state, "running");
 	struct rk_provision_result pr = {.ref = c.provider_ref};
 	cJSON *res = cJSON_CreateObject();
-	rk_machine_ctx_init(&mc, eng, &c);
-	CHECK_EQ_INT(rk_checkpoint_after_provision(eng, &c, ops, &mc.m, &pr, res, &e), 0);
+	REQUIRE(rk_machine_open(&mc, eng, &c, &e) == 0);
+	CHECK_EQ_INT(rk_checkpoint_after_provision(eng, &c, &mc, &pr, res, &e), 0);
 	CHECK(cJSON_IsFalse(cJSON_GetObjectItem(res, "replacement")));
 	cJSON_Delete(res);
 	REQUIRE(rk_db_exec(eng->db, "UPDATE computers SET ref_kind = 'docker' WHERE name = 'rep'", &e) == 0);
 	res = cJSON_CreateObject();
-	CHECK_EQ_INT(rk_checkpoint_after_provision(eng, &c, ops, &mc.m, &pr, res, &e), 0);
+	CHECK_EQ_INT(rk_checkpoint_after_provision(eng, &c, &mc, &pr, res, &e), 0);
 	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(res, "replacement")));
 	cJSON_Delete(res);
 	rk_machine_ctx_release(&mc);
@@ -735,6 +736,7 @@ TEST(kill9_during_computer_checkpoints_restores_and_imports)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	RUN(exclusion_precision);
 	RUN(exclusion_in_snapshot_and_export);
 	RUN(marker_checkpoints);

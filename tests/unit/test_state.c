@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "engine/machine/computer.h"
 #include "engine/state/db.h"
 #include "engine/state/engine.h"
@@ -604,6 +605,7 @@ TEST(vanished_machine_is_resumed)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	setenv("RAKAZO_NO_WORKER", "1", 1);
 	RUN(migrations_idempotent);
 	RUN(unusable_data_dir);

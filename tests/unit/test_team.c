@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "engine/machine/checkpoint.h"
 #include "engine/state/db_runs.h"
 #include "engine/machine/execution.h"
@@ -217,7 +218,7 @@ static void deferred_run_end(struct rk_engine *eng, const struct rk_computer *c,
 	struct rk_error e;
 	CHECK_EQ_INT(rk_lease_acquire(eng, c->id, "b", "run-b", 60000, lb, &e), 0);
 	add_run(eng, run, c->id, "a", failed ? "failed" : "completed");
-	CHECK_EQ_INT(rk_checkpoint_run_end(eng, c->id, run, failed, &e), 0);
+	CHECK_EQ_INT(rk_idle_run_end(eng, c->id, run, failed, &e), 0);
 	cJSON *d = rk_idle_deferred_to_json(eng->db, c->id);
 	CHECK(d != NULL);
 	char *want = rk_xasprintf("%s:%s", failed ? "run-failed" : "run", run);
@@ -306,7 +307,7 @@ TEST(run_end_quiesces_private_computers_only)
 	char *cookies = NULL;
 	pid_t b = start_browser(eng, &c, &cookies);
 	add_run(eng, "rp", c.id, NULL, "completed");
-	CHECK_EQ_INT(rk_checkpoint_run_end(eng, c.id, "rp", 0, &e), 0);
+	CHECK_EQ_INT(rk_idle_run_end(eng, c.id, "rp", 0, &e), 0);
 	if (!ended(b)) {
 		CHECK(!"the browser was not closed");
 		kill(b, SIGKILL);
@@ -372,6 +373,7 @@ TEST(reservation_blocks_leases)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	RUN(paths);
 	RUN(bot_ids);
 	RUN(run_state_and_takeover);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
 #include "engine/access/approval.h"
 #include "engine/access/authz.h"
 #include "engine/state/db_runs.h"
@@ -1117,6 +1118,7 @@ TEST(runs_take_waiting_approval)
 
 int main(void)
 {
+	rk_engine_hooks_init();
 	setenv("RAKAZO_NO_WORKER", "1", 1);
 	unsetenv("RAKAZO_SPACE");
 	unsetenv("RAKAZO_JUDGE_MODEL");
