@@ -1,7 +1,8 @@
 #!/bin/sh
 # Starts the local S3-compatible server (s3rver, installed by
-# tests/s3/setup.sh) on 127.0.0.1 with a free port, storing into DIR, with
-# the bucket BUCKET (default rakazo-test) made. With OWNER_PID it also ends
+# tests/s3/setup.sh, run by tests/s3/s3rver.js so that a PUT is atomic as
+# on S3) on 127.0.0.1 with a free port, storing into DIR, with the bucket
+# BUCKET (default rakazo-test) made. With OWNER_PID it also ends
 # when that process is gone (a test killed before its cleanup). Usage:
 #   start.sh DIR [BUCKET [OWNER_PID]]
 # Prints, once it listens:
@@ -28,7 +29,7 @@ fi
 mkdir -p "$dir/data"
 log=$dir/s3rver.log
 : >"$log"
-node "$bin" -d "$dir/data" -a 127.0.0.1 -p 0 --configure-bucket "$bucket" >"$log" 2>&1 </dev/null &
+node "$here/s3rver.js" "$nd" -d "$dir/data" -a 127.0.0.1 -p 0 --configure-bucket "$bucket" >"$log" 2>&1 </dev/null &
 pid=$!
 i=0
 while [ $i -lt 300 ]; do

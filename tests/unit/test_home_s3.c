@@ -1,15 +1,18 @@
 /* engine/home_s3 (issue 14): the S3-compatible home store against a local
  * s3rver on loopback (tests/s3/start.sh): round trips, content addressing,
- * multipart, pruning, verify, kill -9 mid-checkpoint, forget and the errors
- * of a wrong setting. Skips when node or s3rver is missing, unless
+ * multipart, pruning, verify, kill -9 mid-checkpoint, a PUT of `latest` in
+ * flight or cut short, forget and the errors of a wrong setting. Skips when node or s3rver is missing, unless
  * RAKAZO_REQUIRE_DOCKER is set (CI), where that fails. */
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -606,6 +609,157 @@ TEST(kill9_mid_checkpoint_keeps_the_previous_latest)
 	s->ops->free(s);
 }
 
+/* The server's files for key (a path in the bucket): 1 once one of them
+ * (the object or a temporary beside it) holds exactly size bytes. */
+static int server_holds(const char *key, off_t size)
+{
+	char *path = rk_xasprintf("%s/data/rakazo-test/%s._S3rver_object", server_dir, key);
+	char *slash = strrchr(path, '/');
+	*slash = '\0';
+	const char *name = slash + 1;
+	int found = 0;
+	DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && !found && (de = readdir(d))) {
+		struct stat st;
+		if (strncmp(de->d_name, name, strlen(name)) || fstatat(dirfd(d), de->d_name, &st, 0) != 0)
+			continue;
+		found = st.st_size == size;
+	}
+	if (d)
+		closedir(d);
+	free(path);
+	return found;
+}
+
+/* An unsigned PUT of key on a connection of its own, with only the first
+ * part bytes of body sent: the socket, or -1. */
+static int put_begin(const char *key, const char *body, size_t part)
+{
+	int port = 0;
+	if (sscanf(endpoint, "http://127.0.0.1:%d", &port) != 1)
+		return -1;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	char *head = rk_xasprintf("PUT /rakazo-test/%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+				  "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
+				  key, port, strlen(body));
+	int ok = rk_fs_write_fd(fd, head, strlen(head)) == 0 && rk_fs_write_fd(fd, body, part) == 0;
+	free(head);
+	if (!ok) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static char *latest_id(struct rk_workspace_store *s, const char *key)
+{
+	struct rk_workspace_checkpoint r = {0};
+	struct rk_error e;
+	char *id = NULL;
+	if (s->ops->latest(s, key, &r, &e) == 0)
+		id = rk_xstrdup(r.id);
+	else
+		printf("  latest of %s: %s\n", key, e.message);
+	rk_workspace_checkpoint_release(&r);
+	return id;
+}
+
+/* Two checkpoints of home "w" under prefix: *a the older, *b the latest. */
+static struct rk_workspace_store *two_checkpoints(const char *prefix, char **a, char **b)
+{
+	struct rk_workspace_store *s = open_store(prefix);
+	char *name = rk_xasprintf("%s-src", prefix);
+	char *src = tmp_dir(name);
+	*a = *b = NULL;
+	put(src, "f", "one");
+	if (s && checkpoint(s, "w", src, 3, a) == 0) {
+		put(src, "f", "two");
+		checkpoint(s, "w", src, 3, b);
+	}
+	free(src);
+	free(name);
+	return s;
+}
+
+/* The kill test above leans on S3 replacing an object whole: a GET during
+ * a PUT of `latest` reads the previous one, and a PUT whose client is
+ * killed mid-body leaves it be. s3rver wrote into the object's own file as
+ * the body came (a GET read it empty or cut short: "the latest marker is
+ * damaged", about one run of the kill test in four under load), so
+ * tests/s3/s3rver.js gives it S3's behaviour; these two hold it to it. */
+TEST(a_put_of_latest_in_flight_leaves_readers_the_previous)
+{
+	if (!need_server())
+		return;
+	char *a, *b;
+	struct rk_workspace_store *s = two_checkpoints("inflight", &a, &b);
+	REQUIRE(s && a && b);
+	const char *key = "inflight/homes/w/latest";
+	char *line = rk_xasprintf("%s\n", a);
+	size_t part = 9;
+	/* the server has part of the new body: a reader sees b */
+	int fd = put_begin(key, line, part);
+	REQUIRE(fd >= 0);
+	for (int i = 0; i < 500 && !server_holds(key, (off_t)part); i++)
+		rk_sleep_ms(10);
+	CHECK(server_holds(key, (off_t)part));
+	char *id = latest_id(s, "w");
+	CHECK_EQ_STR(id, b);
+	free(id);
+	/* the rest comes: the PUT is answered and a reader sees a */
+	CHECK_EQ_INT(rk_fs_write_fd(fd, line + part, strlen(line) - part), 0);
+	char reply[64] = {0};
+	CHECK(read(fd, reply, sizeof(reply) - 1) > 0 && !strncmp(reply, "HTTP/1.1 200", 12));
+	close(fd);
+	id = latest_id(s, "w");
+	CHECK_EQ_STR(id, a);
+	free(id);
+	free(line);
+	free(a);
+	free(b);
+	s->ops->free(s);
+}
+
+TEST(a_put_of_latest_cut_short_keeps_the_previous)
+{
+	if (!need_server())
+		return;
+	char *a, *b;
+	struct rk_workspace_store *s = two_checkpoints("cut", &a, &b);
+	REQUIRE(s && a && b);
+	const char *key = "cut/homes/w/latest";
+	char *line = rk_xasprintf("%s\n", a);
+	size_t part = 9;
+	/* the writer is killed mid-body: b stays, whole */
+	int fd = put_begin(key, line, part);
+	REQUIRE(fd >= 0);
+	for (int i = 0; i < 500 && !server_holds(key, (off_t)part); i++)
+		rk_sleep_ms(10);
+	CHECK(server_holds(key, (off_t)part));
+	close(fd);
+	for (int i = 0; i < 500 && server_holds(key, (off_t)part); i++)
+		rk_sleep_ms(10); /* until the server dropped the cut body */
+	char *id = latest_id(s, "w");
+	CHECK_EQ_STR(id, b);
+	free(id);
+	struct rk_workspace_verify v;
+	struct rk_error e;
+	CHECK_EQ_INT(s->ops->verify(s, "w", NULL, 1, &v, &e), 0);
+	CHECK(v.ok);
+	free(line);
+	free(a);
+	free(b);
+	s->ops->free(s);
+}
+
 TEST(forget_drops_revisions_and_objects)
 {
 	if (!need_server())
@@ -739,6 +893,8 @@ int main(void)
 	RUN(list_show_and_prune);
 	RUN(verify_finds_deleted_and_corrupt_objects);
 	RUN(kill9_mid_checkpoint_keeps_the_previous_latest);
+	RUN(a_put_of_latest_in_flight_leaves_readers_the_previous);
+	RUN(a_put_of_latest_cut_short_keeps_the_previous);
 	RUN(forget_drops_revisions_and_objects);
 	RUN(bad_settings_give_clear_errors);
 	if (server_pid > 0)
