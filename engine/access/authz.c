@@ -106,7 +106,7 @@ int rk_authz_computer_place(struct rk_engine *eng, const struct rk_computer *c, 
 	struct rk_stmt *st =
 		rk_db_prepare(eng->db, "SELECT space_id, owner FROM computer_access WHERE computer_id = ?", err);
 	if (!st)
-		return -rk_err(err)->code;
+		return rk_error_pass(err);
 	rk_db_bind_text(st, 1, c->id);
 	int rc = rk_stmt_step(st);
 	if (rc == RK_SQL_ROW) {

@@ -945,7 +945,7 @@ static int vnc_socket_of(struct rk_engine *eng, struct rk_computer *c, int displ
 	}
 	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
 	if (!ops)
-		return -rk_err(err)->code;
+		return rk_error_pass(err);
 	/* display_start is idempotent: it hands the running display's socket */
 	struct rk_machine_ctx mc;
 	rk_machine_ctx_init(&mc, eng, c);
@@ -1117,7 +1117,7 @@ int rk_gateway_revoke(struct rk_engine *eng, const struct rk_gateway_scope *scop
 	if (token_or_id && !strncmp(token_or_id, "cap_", 4)) {
 		r = caps_where(eng, "id = ?", token_or_id, -1, &caps, &n, err);
 	} else {
-		if (!token_wellformed(token_or_id))
+		if (!token_or_id || !token_wellformed(token_or_id))
 			return rk_error_set(err, RK_EINVALID, "'%s' is not a screen token or capability id",
 					    token_or_id ? token_or_id : "");
 		unsigned char h[HASH_BYTES];
