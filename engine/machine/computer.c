@@ -336,7 +336,7 @@ int rk_computer_file_read(struct rk_engine *eng, struct rk_computer *c, const ch
 	int r = prepare(eng, c, path, PROVIDER_OP(c, file_read), &ops, &norm, err);
 	if (r)
 		return r;
-	if (!norm[0]) {
+	if (!norm || !norm[0]) { /* (no path: the root) */
 		free(norm);
 		return rk_error_set(err, RK_EINVALID, "the workspace root is a directory, not a file");
 	}
@@ -359,7 +359,7 @@ int rk_computer_file_write(struct rk_engine *eng, struct rk_computer *c, const c
 	int r = prepare(eng, c, path, PROVIDER_OP(c, file_write), &ops, &norm, err);
 	if (r)
 		return r;
-	if (!norm[0] || !strcmp(norm, "/")) {
+	if (!norm || !norm[0] || !strcmp(norm, "/")) {
 		free(norm);
 		return rk_error_set(err, RK_EINVALID, "a file path is needed, not the root");
 	}
@@ -378,7 +378,7 @@ int rk_computer_file_remove(struct rk_engine *eng, struct rk_computer *c, const 
 	int r = prepare(eng, c, path, PROVIDER_OP(c, file_remove), &ops, &norm, err);
 	if (r)
 		return r;
-	if (!norm[0] || !strcmp(norm, "/")) {
+	if (!norm || !norm[0] || !strcmp(norm, "/")) {
 		free(norm);
 		return rk_error_set(err, RK_EINVALID, "refusing to remove the root");
 	}
