@@ -38,7 +38,7 @@ static int run_doctor(struct cmd_ctx *ctx)
 	add_check(checks, "backend", "ok", backend);
 	free(backend);
 	free(where);
-	if ((r = cmd_engine(ctx)) != 0) {
+	if (cmd_engine(ctx) != 0) {
 		add_check(checks, "state", "fail", ctx->err.message);
 		failed = 1;
 	} else {

@@ -316,7 +316,8 @@ static cJSON *op_file(const char *op, const cJSON *req)
 			free(full);
 		}
 		closedir(d);
-		qsort(items, n, sizeof(items[0]), by_name);
+		if (n > 1) /* (fewer: nothing to sort) */
+			qsort(items, n, sizeof(items[0]), by_name);
 		o = cJSON_CreateObject();
 		cJSON *arr = cJSON_AddArrayToObject(o, "entries");
 		for (size_t i = 0; i < n; i++)

@@ -612,10 +612,12 @@ static const struct {
 
 static int run_main(struct cmd_ctx *ctx)
 {
-	const char *verb = ctx->nargs ? ctx->args[0] : NULL;
-	if (verb && (!strcmp(verb, "approve") || !strcmp(verb, "deny")) && ctx->nargs <= 2)
+	if (!ctx->nargs)
+		return run_task(ctx, 0);
+	const char *verb = ctx->args[0];
+	if ((!strcmp(verb, "approve") || !strcmp(verb, "deny")) && ctx->nargs <= 2)
 		return run_decide(ctx, !strcmp(verb, "approve"));
-	for (size_t i = 0; verb && i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		if (strcmp(verb, verbs[i].name))
 			continue;
 		ctx->args++, ctx->nargs--;
@@ -623,7 +625,7 @@ static int run_main(struct cmd_ctx *ctx)
 		ctx->args--, ctx->nargs++; /* main.c frees the array it made */
 		return r;
 	}
-	if (verb && !strcmp(verb, "start"))
+	if (!strcmp(verb, "start"))
 		return run_task(ctx, 1);
 	return run_task(ctx, 0);
 }

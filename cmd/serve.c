@@ -454,7 +454,7 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, cJSON
 {
 	char *text = cJSON_PrintUnformatted(doc);
 	size_t len = strlen(text);
-	text = realloc(text, len + 2);
+	text = rk_xrealloc(text, len + 2);
 	text[len++] = '\n';
 	struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");

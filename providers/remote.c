@@ -528,10 +528,12 @@ int rk_remote_file_write(const struct rk_remote_ops *r, void *ctx, const char *w
 			"wr=$(realpath -m -- \"$w\"); case \"$r\" in \"$wr\"/*) ;; *) rm -f %s; exit 40 ;; esac; "
 			"[ -d \"$r\" ] && { rm -f %s; exit 41; }; chmod %s %s && mv -f %s \"$r\"",
 			qa, qw, qt, qt, executable ? "700" : "600", qt, qt);
-		if (abs[0] == '/' && strncmp(abs, ws, strlen(ws)) != 0)
+		if (abs[0] == '/' && strncmp(abs, ws, strlen(ws)) != 0) {
 			/* an absolute path outside the workspace is taken as given */
-			script = (free(script), rk_xasprintf("mkdir -p \"$(dirname %s)\" && chmod %s %s && mv -f %s %s", qa,
-							     executable ? "700" : "600", qt, qt, qa));
+			free(script);
+			script = rk_xasprintf("mkdir -p \"$(dirname %s)\" && chmod %s %s && mv -f %s %s", qa,
+					      executable ? "700" : "600", qt, qt, qa);
+		}
 		struct rk_buf o;
 		rk_buf_init(&o);
 		int code = 0;

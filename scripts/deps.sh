@@ -1,5 +1,5 @@
 #!/bin/sh
-# Installs the Debian packages rakazo's build, tests and benchmarks need.
+# Installs the Debian packages rakazo's build, tests, lint and benchmarks need.
 # Idempotent: packages already present are not touched, and apt is only
 # asked when something is missing.
 set -eu
@@ -9,6 +9,8 @@ libarchive-dev libvncserver-dev libncurses-dev libsqlite3-dev libreadline-dev
 libpng-dev libzstd-dev libmicrohttpd-dev libwebsockets-dev libpq-dev"
 RUNTIME="docker.io debootstrap zstd ca-certificates curl sqlite3 bats tar procps
 postgresql python3 tmux xvfb x11vnc python3-tk xdotool imagemagick chromium nodejs"
+# make lint: scan-build (clang-tools, running clang) and cppcheck; make format
+LINT="clang clang-tools cppcheck clang-format"
 
 # npm comes with some nodejs builds; Debian's own package only when it did not
 if ! command -v npm >/dev/null 2>&1; then
@@ -16,7 +18,7 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 
 missing=""
-for p in $BUILD $RUNTIME; do
+for p in $BUILD $RUNTIME $LINT; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
 		missing="$missing $p"
 	fi

@@ -36,6 +36,13 @@ static int hex_value(char c)
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
+/* The byte two hex digits spell, or -1. */
+static int hex_byte(const char *t)
+{
+	int h = hex_value(t[0]), l = hex_value(t[1]);
+	return h < 0 || l < 0 ? -1 : h << 4 | l;
+}
+
 static int parse_hex_key(const char *s, size_t n, unsigned char key[KEY_BYTES])
 {
 	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
@@ -342,8 +349,7 @@ static size_t decoded_at(const char *t, size_t n, size_t i, const char *s, size_
 		if (c == '\\' && (el = json_escape(t + p, n - p, u, &ul)) && ul <= len - k && !memcmp(u, s + k, ul)) {
 			p += el;
 			k += ul;
-		} else if (c == '%' && p + 2 < n && hex_value(t[p + 1]) >= 0 && hex_value(t[p + 2]) >= 0 &&
-			   (unsigned char)s[k] == (hex_value(t[p + 1]) << 4 | hex_value(t[p + 2]))) {
+		} else if (c == '%' && p + 2 < n && hex_byte(t + p + 1) == (unsigned char)s[k]) {
 			p += 3;
 			k++;
 		} else if ((c == '+' && s[k] == ' ') || c == (unsigned char)s[k]) {
@@ -1088,8 +1094,7 @@ static int decoded_begins(const char *t, size_t n, size_t i, const char *s, size
 			k += ul;
 		} else if (c == '\\' && !el && n - p < 12) {
 			return 1; /* \uXXXX (or a surrogate pair) cut by the end */
-		} else if (c == '%' && p + 2 < n && hex_value(t[p + 1]) >= 0 && hex_value(t[p + 2]) >= 0 &&
-			   (unsigned char)s[k] == (hex_value(t[p + 1]) << 4 | hex_value(t[p + 2]))) {
+		} else if (c == '%' && p + 2 < n && hex_byte(t + p + 1) == (unsigned char)s[k]) {
 			p += 3;
 			k++;
 		} else if (c == '%' && p + 2 >= n &&

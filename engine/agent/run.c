@@ -296,7 +296,7 @@ static int replay_messages(struct run *run, const char *run_id, int *count, stru
 			const cJSON *c;
 			cJSON_Delete(pending);
 			pending = cJSON_CreateArray();
-			cJSON_ArrayForEach(c, calls)
+			cJSON_ArrayForEach(c, (n ? calls : NULL)) /* (n: as many as reply.calls holds) */
 			{
 				reply.calls[i].id = (char *)rk_json_string(c, "id", "");
 				reply.calls[i].name = (char *)rk_json_string(c, "name", "");
@@ -720,7 +720,6 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 				}
 				if (run->x->wake)
 					*run->x->wake = 0;
-				r = 0;
 				continue;
 			}
 			*reason = "model";
@@ -1081,8 +1080,9 @@ finish:;
 	rk_log(RK_LOG_INFO, "run %s: %s after %lld steps", run.id, state, (long long)run.steps);
 	goto out;
 
-fail_early:
-	/* it never got going: record why, so the row does not stay queued */
+fail_early:;
+	/* it never got going: record why, so the row does not stay queued
+	 * (the ';' above: a label before a declaration is C23, not C17) */
 	char *why = redacted(&run, rk_err(err)->message);
 	if (rk_db_run_finish(eng->db, run.id, "failed", NULL, why, &e2) == 0)
 		rk_db_run_set_meta(eng->db, run.id, reason, NULL, &e2);

@@ -1115,7 +1115,7 @@ int rk_gateway_revoke(struct rk_engine *eng, const struct rk_gateway_scope *scop
 	if (token_or_id && !strncmp(token_or_id, "cap_", 4)) {
 		r = caps_where(eng, "id = ?", token_or_id, -1, &caps, &n, err);
 	} else {
-		if (!token_wellformed(token_or_id))
+		if (!token_or_id || !token_wellformed(token_or_id))
 			return rk_error_set(err, RK_EINVALID, "'%s' is not a screen token or capability id",
 					    token_or_id ? token_or_id : "");
 		unsigned char h[HASH_BYTES];

@@ -113,7 +113,7 @@ static void on_event(struct rk_browser *b, const cJSON *m, const char *method)
 		/* the browser sends the page no message while its top frame has a
 		 * navigation pending: none of ours would be answered */
 		const char *frame = rk_json_string(p, "frameId", "");
-		if (b->holding && !b->nav_url && (!strcmp(frame, b->target) || (b->fill_frame && !strcmp(frame, b->fill_frame))))
+		if (b->holding && !b->nav_url && ((b->target && !strcmp(frame, b->target)) || (b->fill_frame && !strcmp(frame, b->fill_frame))))
 			b->nav_url = rk_xstrdup(rk_json_string(cJSON_GetObjectItemCaseSensitive(p, "request"), "url", "?"));
 	}
 }
@@ -495,7 +495,6 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 			return rc;
 		}
 		known_set(key, NULL);
-		rc = 0;
 	}
 	/* idempotent: a running desktop is left as it is, a browser that went
 	 * away starts again on its profile */

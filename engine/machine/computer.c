@@ -147,7 +147,7 @@ int rk_computer_file_read(struct rk_engine *eng, struct rk_computer *c, const ch
 	int r = prepare(eng, c, path, PROVIDER_OP(c, file_read), &mc, &norm, err);
 	if (r)
 		return r;
-	if (!norm[0])
+	if (!norm || !norm[0])
 		r = rk_error_set(err, RK_EINVALID, "the workspace root is a directory, not a file");
 	else
 		r = rk_machine_file_read(&mc, norm, max_bytes ? max_bytes : RK_FILE_READ_DEFAULT_MAX, out, err);
@@ -167,7 +167,7 @@ int rk_computer_file_write(struct rk_engine *eng, struct rk_computer *c, const c
 	int r = prepare(eng, c, path, PROVIDER_OP(c, file_write), &mc, &norm, err);
 	if (r)
 		return r;
-	if (!norm[0] || !strcmp(norm, "/"))
+	if (!norm || !norm[0] || !strcmp(norm, "/"))
 		r = rk_error_set(err, RK_EINVALID, "a file path is needed, not the root");
 	else
 		r = rk_machine_file_write(&mc, norm, data, len, executable, err);
@@ -183,7 +183,7 @@ int rk_computer_file_remove(struct rk_engine *eng, struct rk_computer *c, const 
 	int r = prepare(eng, c, path, PROVIDER_OP(c, file_remove), &mc, &norm, err);
 	if (r)
 		return r;
-	if (!norm[0] || !strcmp(norm, "/"))
+	if (!norm || !norm[0] || !strcmp(norm, "/"))
 		r = rk_error_set(err, RK_EINVALID, "refusing to remove the root");
 	else
 		r = rk_machine_file_remove(&mc, norm, err);

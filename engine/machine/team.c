@@ -426,7 +426,7 @@ int rk_team_screen_slot(struct rk_engine *eng, const char *computer_id, const ch
 					 "AND state = 'live'",
 					 err);
 	if (!st)
-		return -rk_err(err)->code;
+		return rk_error_pass(err);
 	rk_db_bind_text(st, 1, computer_id);
 	rk_db_bind_text(st, 2, bot_id);
 	int r = 0;

@@ -150,7 +150,7 @@ static int path_point(const cJSON *item, size_t k, const char *what, struct rk_p
 		vx = cJSON_GetObjectItemCaseSensitive(item, "x");
 		vy = cJSON_GetObjectItemCaseSensitive(item, "y");
 	}
-	if (!cJSON_IsNumber(vx) || !cJSON_IsNumber(vy) || vx->valuedouble != floor(vx->valuedouble) ||
+	if (!vx || !vy || !cJSON_IsNumber(vx) || !cJSON_IsNumber(vy) || vx->valuedouble != floor(vx->valuedouble) ||
 	    vy->valuedouble != floor(vy->valuedouble))
 		return rk_error_set(err, RK_EINVALID, "%s: path[%zu] must be [x, y] or {\"x\":..,\"y\":..} with integers",
 				    what, k);

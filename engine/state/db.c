@@ -1,3 +1,4 @@
+#define RK_DB_C /* db.h: the analyser's model of rk_db_sql_error is not for here */
 #include "engine/state/db.h"
 
 #include <errno.h>
@@ -776,7 +777,7 @@ static int migrate(struct rk_db *db, struct rk_error *err)
 			rk_db_rollback(db);
 			continue;
 		}
-		if ((r = apply_migration(db, &migrations[v - 1], err))) {
+		if (apply_migration(db, &migrations[v - 1], err)) {
 			rk_db_rollback(db);
 			return rk_error_prefix(err, "migration %d", v);
 		}

@@ -43,6 +43,9 @@ int rk_db_exec(struct rk_db *db, const char *sql, struct rk_error *err);
 struct rk_stmt *rk_db_prepare(struct rk_db *db, const char *sql, struct rk_error *err);
 int rk_db_step_done(struct rk_db *db, struct rk_stmt *st, const char *what, struct rk_error *err);
 int rk_db_sql_error(struct rk_db *db, struct rk_error *err, const char *what);
+#if defined(__clang_analyzer__) && !defined(RK_DB_C)
+#define rk_db_sql_error(...) rk_error_negative_(rk_db_sql_error(__VA_ARGS__)) /* a code < 0, as err.h says */
+#endif
 /* Binds s as text (a copy), or NULL. */
 void rk_db_bind_text(struct rk_stmt *st, int i, const char *s);
 /* Column i as a malloc'd string, or NULL. */

@@ -46,6 +46,25 @@ void rk_error_clear(struct rk_error *err);
  * every err parameter may be NULL, yet the code still travels back up the
  * call chain (return -rk_err(err)->code after a callee failed). */
 struct rk_error *rk_err(struct rk_error *err);
+/* -rk_err(err)->code: passes up the failure a callee has set in err. The
+ * same value, written so that the analyser sees a failure (below). */
+int rk_error_pass(struct rk_error *err);
+#if defined(__clang_analyzer__) && !defined(RK_ERR_C)
+/* The static analyser (make lint) reads one file at a time and cannot see
+ * err.c: tell it what err.c guarantees, that rk_error_set and rk_error_errno
+ * return a code < 0 (an unknown code becomes RK_EFAILED), so it does not
+ * follow failure paths as if they had succeeded. Compiled code is untouched. */
+static inline int rk_error_negative_(int r)
+{
+	if (r >= 0)
+		__builtin_unreachable();
+	return r;
+}
+#define rk_error_set(...) rk_error_negative_(rk_error_set(__VA_ARGS__))
+#define rk_error_errno(...) rk_error_negative_(rk_error_errno(__VA_ARGS__))
+/* (a callee that failed has set a code: the contract rk_err relies on) */
+#define rk_error_pass(err) rk_error_negative_(rk_error_pass(err))
+#endif
 
 const char *rk_code_name(enum rk_code code);   /* "not_found" */
 int rk_code_exit_status(enum rk_code code);    /* 3 */

@@ -275,7 +275,7 @@ static int get_state(struct bx *b, char **state, int *gone, struct rk_error *err
 			*gone = 1;
 			return 0;
 		}
-		return -(int)rk_err(err)->code;
+		return rk_error_pass(err);
 	}
 	*state = rk_xstrdup(rk_json_string(cJSON_GetObjectItem(doc, "box"), "state", "unknown"));
 	cJSON_Delete(doc);

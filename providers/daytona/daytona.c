@@ -351,7 +351,7 @@ static int get_state(struct dt *d, char **state, int *gone, struct rk_error *err
 			*gone = 1;
 			return 0;
 		}
-		return -rk_err(err)->code;
+		return rk_error_pass(err);
 	}
 	*state = rk_xstrdup(rk_json_string(doc, "state", "unknown"));
 	const char *tb = rk_json_string(doc, "toolboxProxyUrl", NULL);
@@ -768,7 +768,7 @@ static int dt_file_list(const struct rk_machine *m, const char *path, struct rk_
 	int rc = 0;
 	if (!doc)
 		rc = status == 404 ? rk_error_set(err, RK_ENOTFOUND, "no such directory: %s", path && *path ? path : ".")
-				   : -(int)rk_err(err)->code;
+				   : rk_error_pass(err);
 	else if (!cJSON_IsArray(doc))
 		rc = rk_error_set(err, RK_EFAILED, "daytona's file list is not an array");
 	if (rc == 0) {

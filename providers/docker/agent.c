@@ -81,7 +81,7 @@ static void say(int fd, const char *a, const char *b, const char *c)
 	}
 }
 
-static void die(const char *what)
+__attribute__((noreturn)) static void die(const char *what)
 {
 	say(2, "rakazo-agent: ", what, "\n");
 	_exit(1);
@@ -289,7 +289,9 @@ static void child(const struct request *r, int in, int out, int sync_fd)
 	_exit(e == ENOENT ? 127 : 126);
 }
 
-static void serve(int conn, const char *container_id)
+/* One connection, in the process forked for it: it ends with the connection
+ * (_exit), which frees what it holds. */
+__attribute__((noreturn)) static void serve(int conn, const char *container_id)
 {
 	struct buf in = {0}, outq = {0}, inq = {0};
 
@@ -304,7 +306,7 @@ static void serve(int conn, const char *container_id)
 	buf_add(&hello, v, 4);
 	buf_add(&hello, container_id, idlen);
 	if (send_all(conn, buf_head(&hello), buf_used(&hello)) != 0)
-		return;
+		_exit(0);
 
 	/* the first frame: a command header or a stop */
 	char type = 0;
@@ -313,36 +315,36 @@ static void serve(int conn, const char *container_id)
 	for (;;) {
 		int fr = frame_ready(&in, &type, &len);
 		if (fr < 0)
-			return;
+			_exit(0);
 		if (fr > 0)
 			break;
 		int64_t left = deadline - now_ms();
 		struct pollfd pfd = {.fd = conn, .events = POLLIN};
 		if (left <= 0)
-			return;
+			_exit(0);
 		int pr = poll(&pfd, 1, (int)left);
 		if (pr < 0 && errno == EINTR)
 			continue;
 		if (pr <= 0)
-			return;
+			_exit(0);
 		char chunk[CHUNK];
 		ssize_t n = recv(conn, chunk, sizeof(chunk), 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return;
+			_exit(0);
 		buf_add(&in, chunk, (size_t)n);
 	}
 	if (type == 'Q') {
 		/* only the listener that forked us: an orphan must not signal init */
 		if (getppid() == listener_pid)
 			kill(listener_pid, SIGTERM);
-		return;
+		_exit(0);
 	}
 	struct request req = {0};
 	if (type != 'H' || parse_header(buf_head(&in) + 5, len, &req) != 0) {
 		say(2, "rakazo-agent: ", "malformed request", "\n");
-		return;
+		_exit(0);
 	}
 	buf_consume(&in, 5 + len);
 
@@ -380,7 +382,7 @@ static void serve(int conn, const char *container_id)
 		put_u32(st, 126u << 8);
 		frame(&outq, 'X', st, 4);
 		send_all(conn, buf_head(&outq), buf_used(&outq));
-		return;
+		_exit(0);
 	}
 	if (pid == 0) {
 		close(sync[0]);
@@ -537,6 +539,7 @@ static void serve(int conn, const char *container_id)
 			infd = -1; /* the terminal is gone */
 	}
 	shutdown(conn, SHUT_WR);
+	_exit(0);
 }
 
 /* --- the listener ------------------------------------------------------------------ */

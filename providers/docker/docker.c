@@ -90,6 +90,7 @@ static enum cstate state_of(const char *status)
  * pid in the daemon's pid namespace, 0 when it is not running. */
 static int inspect(const char *id, enum cstate *st, long *pid, struct rk_error *err)
 {
+	*st = C_GONE; /* (read only on success) */
 	char *enc = rk_docker_urlencode(id);
 	char *path = rk_xasprintf("/containers/%s/json", enc);
 	struct rk_docker_resp r;
@@ -467,7 +468,8 @@ static int docker_check(struct rk_error *err)
 static int docker_image_check(char **detail, struct rk_error *err)
 {
 	const char *tag = image_tag();
-	const char *from = getenv("RAKAZO_IMAGE") && *getenv("RAKAZO_IMAGE") ? " (from RAKAZO_IMAGE)" : "";
+	const char *env = getenv("RAKAZO_IMAGE");
+	const char *from = env && *env ? " (from RAKAZO_IMAGE)" : "";
 	*detail = NULL;
 	for (const char *p = tag; *p; p++)
 		if (!isalnum((unsigned char)*p) && !strchr(":/._-@", *p))

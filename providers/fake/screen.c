@@ -333,7 +333,7 @@ static int point_of(const cJSON *a, const struct fake_screen *s, int *x, int *y,
 	const cJSON *vx = cJSON_GetObjectItem(a, "x"), *vy = cJSON_GetObjectItem(a, "y");
 	if (!vx && !vy)
 		return 0;
-	if (!cJSON_IsNumber(vx) || !cJSON_IsNumber(vy))
+	if (!vx || !vy || !cJSON_IsNumber(vx) || !cJSON_IsNumber(vy))
 		return rk_error_set(err, RK_EINVALID, "fake screen: x and y must be numbers");
 	if (vx->valueint < 0 || vy->valueint < 0 || vx->valueint >= s->width || vy->valueint >= s->height)
 		return rk_error_set(err, RK_EINVALID, "fake screen: (%d, %d) is off the %dx%d screen", vx->valueint,

@@ -68,6 +68,20 @@ TEST(err_may_be_null)
 	CHECK(rk_err(&e) == &e);
 }
 
+TEST(error_pass)
+{
+	/* What err.h tells the static analyser (make lint): rk_error_set
+	 * returns a code < 0 whatever it is given, and rk_error_pass hands on
+	 * the one a callee set, NULL err or not. */
+	CHECK_EQ_INT(rk_error_set(NULL, RK_OK, "no code"), -RK_EFAILED);
+	CHECK_EQ_INT(rk_error_set(NULL, RK_ECODE_COUNT, "past the table"), -RK_EFAILED);
+	CHECK_EQ_INT(rk_error_set(NULL, RK_ECONFLICT, "taken"), -RK_ECONFLICT);
+	CHECK_EQ_INT(rk_error_pass(NULL), -RK_ECONFLICT);
+	struct rk_error e;
+	rk_error_set(&e, RK_ENOTFOUND, "gone");
+	CHECK_EQ_INT(rk_error_pass(&e), -RK_ENOTFOUND);
+}
+
 TEST(error_table)
 {
 	CHECK_EQ_STR(rk_code_name(RK_ENOTFOUND), "not_found");
@@ -700,6 +714,7 @@ int main(void)
 {
 	RUN(path_rule);
 	RUN(err_may_be_null);
+	RUN(error_pass);
 	RUN(error_table);
 	RUN(json_strict);
 	RUN(json_strict_refusals);
