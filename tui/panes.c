@@ -9,7 +9,7 @@
 #include "engine/util/buf.h"
 #include "engine/util/time.h"
 #include "curses.h"
-#include "tui.h"
+#include "panel.h"
 
 static void ago(int64_t ms, char *out, size_t size)
 {
