@@ -1063,6 +1063,68 @@ TEST(runs_take_waiting_approval)
 	free(ic);
 }
 
+/* The one target resolver (issue 21): the grammar, id prefixes, the screen forms. */
+TEST(target_grammar_and_prefixes)
+{
+	char *comp, *bot;
+	int disp;
+	struct rk_error e;
+	REQUIRE(rk_target_parse("web", &comp, &bot, &disp, &e) == 0);
+	CHECK(!strcmp(comp, "web") && !bot && disp == -1);
+	free(comp);
+	REQUIRE(rk_target_parse("web:b1", &comp, &bot, &disp, &e) == 0);
+	CHECK(!strcmp(comp, "web") && bot && !strcmp(bot, "b1") && disp == -1);
+	free(comp);
+	free(bot);
+	REQUIRE(rk_target_parse("cmp_x:.3", &comp, &bot, &disp, &e) == 0);
+	CHECK(!strcmp(comp, "cmp_x") && !bot && disp == 3);
+	free(comp);
+	CHECK_EQ_INT(rk_target_parse("", &comp, &bot, &disp, &e), -RK_EUSAGE);
+	CHECK_EQ_INT(rk_target_parse(":b1", &comp, &bot, &disp, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_target_parse("web:", &comp, &bot, &disp, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_target_parse("web:.", &comp, &bot, &disp, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_target_parse("web:.64", &comp, &bot, &disp, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_target_parse("web:.1x", &comp, &bot, &disp, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_target_parse("web:b/1", &comp, &bot, &disp, &e), -RK_EINVALID);
+	CHECK(comp == NULL && bot == NULL);
+
+	fresh_engine();
+	add_computer("cmp_aaaa1", "one", "user:alice", "team");
+	add_computer("cmp_aaaa2", "two", "user:alice", "team");
+	add_computer("cmp_bbbb1", "three", "user:alice", "team");
+	add_computer("cmp_aaaa3", "far", "user:alice", "home");
+	struct rk_actor alice;
+	actor(&alice, "alice", "team", NULL);
+	struct rk_target t;
+	/* a unique prefix finds it; another space's computers do not count */
+	REQUIRE(rk_target_resolve(eng, &alice, "cmp_bb", "computers.use", &t, &e) == 0);
+	CHECK(!strcmp(t.computer.id, "cmp_bbbb1") && !t.bot && t.display == -1);
+	rk_target_release(&t);
+	REQUIRE(rk_target_resolve(eng, &alice, "cmp_aaaa2", NULL, &t, &e) == 0);
+	CHECK(!strcmp(t.computer.name, "two"));
+	rk_target_release(&t);
+	CHECK_EQ_INT(rk_target_resolve(eng, &alice, "cmp_aaaa3", NULL, &t, &e), -RK_ENOTFOUND);
+	/* an ambiguous prefix names the candidates */
+	CHECK_EQ_INT(rk_target_resolve(eng, &alice, "cmp_aa", NULL, &t, &e), -RK_EINVALID);
+	CHECK(strstr(e.message, "cmp_aaaa1") && strstr(e.message, "cmp_aaaa2") && !strstr(e.message, "cmp_aaaa3"));
+	CHECK(t.computer.id == NULL);
+	/* too short to be a prefix: a name that does not exist */
+	CHECK_EQ_INT(rk_target_resolve(eng, &alice, "cmp_", NULL, &t, &e), -RK_ENOTFOUND);
+	/* the screen forms, by name or by prefix */
+	REQUIRE(rk_target_resolve(eng, &alice, "three:b1", NULL, &t, &e) == 0);
+	CHECK(!strcmp(t.computer.id, "cmp_bbbb1") && t.bot && !strcmp(t.bot, "b1"));
+	rk_target_release(&t);
+	REQUIRE(rk_target_resolve(eng, &alice, "cmp_bbb:.2", NULL, &t, &e) == 0);
+	CHECK(!strcmp(t.computer.id, "cmp_bbbb1") && t.display == 2);
+	rk_target_release(&t);
+	/* what acts on a whole computer refuses a screen */
+	struct rk_computer c;
+	CHECK_EQ_INT(rk_authz_resolve(eng, &alice, "three:b1", NULL, &c, &e), -RK_EINVALID);
+	REQUIRE(rk_authz_resolve(eng, &alice, "cmp_bbbb", NULL, &c, &e) == 0);
+	rk_computer_release(&c);
+	rk_actor_release(&alice);
+}
+
 int main(void)
 {
 	setenv("RAKAZO_NO_WORKER", "1", 1);
@@ -1084,6 +1146,7 @@ int main(void)
 	RUN(approval_waits_for_a_person);
 	RUN(approval_judge);
 	RUN(authz_spaces_and_grants);
+	RUN(target_grammar_and_prefixes);
 	RUN(runs_take_waiting_approval);
 	stop_echo();
 	rk_engine_free(eng);
