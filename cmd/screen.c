@@ -39,7 +39,7 @@ static int o_no_observe;
 static int load(struct cmd_ctx *ctx, struct rk_computer *c)
 {
 	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
-	return r ? r : cmd_target(ctx, ctx->args[0], "computers.use", c);
+	return r ? r : cmd_target_screen(ctx, ctx->args[0], "computers.use", c, &o_bot, &o_display);
 }
 
 /* --bot picks the bot's screen; --display and --fence do not mix with it that way. */
