@@ -7,7 +7,6 @@
 
 #include "engine/machine/browser.h"
 #include "engine/access/authz.h"
-#include "engine/state/db.h"
 #include "engine/machine/team.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"

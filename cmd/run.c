@@ -24,7 +24,6 @@
 
 #include "engine/access/authz.h"
 #include "engine/access/approval.h"
-#include "engine/state/db_runs.h"
 #include "engine/util/log.h"
 #include "engine/agent/model.h"
 #include "engine/agent/run.h"
@@ -132,7 +131,7 @@ static int run_authorize(struct cmd_ctx *ctx, const char *ref, struct rk_error *
 	struct rk_run_row row = {0};
 	struct rk_actor a;
 	int r = cmd_engine(ctx);
-	if (r || (r = rk_db_run_get(ctx->eng->db, ref, &row, err)))
+	if (r || (r = rk_run_get(ctx->eng, ref, &row, err)))
 		return r;
 	if (row.computer_id && (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, err)) == 0) {
 		r = rk_authz_check_id(ctx->eng, &a, row.computer_id, "computers.use", err);
@@ -167,7 +166,7 @@ static int run_list(struct cmd_ctx *ctx)
 		rk_log(RK_LOG_WARN, "stale runs: %s", e.message);
 	struct rk_run_row *rows;
 	size_t n;
-	r = rk_db_run_list(ctx->eng->db, o_computer ? c.id : NULL, (size_t)o_limit, &rows, &n, &ctx->err);
+	r = rk_run_list(ctx->eng, o_computer ? c.id : NULL, (size_t)o_limit, &rows, &n, &ctx->err);
 	rk_computer_release(&c);
 	if (r)
 		return r;
@@ -212,7 +211,7 @@ static int run_show(struct cmd_ctx *ctx)
 		rk_log(RK_LOG_WARN, "stale runs: %s", e.message);
 	struct rk_run_row row = {0};
 	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
-	    (r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
+	    (r = rk_run_get(ctx->eng, ctx->args[0], &row, &ctx->err)))
 		return r;
 	cJSON *o = run_to_json(&row);
 	/* counters from its stored events */
@@ -220,7 +219,7 @@ static int run_show(struct cmd_ctx *ctx)
 	size_t n = 0;
 	int64_t after = 0, events = 0, calls = 0, errors = 0, takeovers = 0, last = 0;
 	cJSON *attachments = cJSON_AddArrayToObject(o, "attachments");
-	while ((r = rk_db_run_events_after(ctx->eng->db, row.id, after, 1000, &ev, &n, &ctx->err)) == 0 && n) {
+	while ((r = rk_run_events(ctx->eng, row.id, after, 1000, &ev, &n, &ctx->err)) == 0 && n) {
 		for (size_t i = 0; i < n; i++) {
 			events++;
 			last = ev[i].seq;
@@ -259,7 +258,7 @@ static int run_logs(struct cmd_ctx *ctx)
 		return r;
 	struct rk_run_row row = {0};
 	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
-	    (r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
+	    (r = rk_run_get(ctx->eng, ctx->args[0], &row, &ctx->err)))
 		return r;
 	char *id = rk_xstrdup(row.id);
 	rk_run_row_release(&row);
@@ -268,7 +267,7 @@ static int run_logs(struct cmd_ctx *ctx)
 	for (;;) {
 		struct rk_run_event *ev = NULL;
 		size_t n = 0;
-		if ((r = rk_db_run_events_after(ctx->eng->db, id, after, 1000, &ev, &n, &ctx->err)))
+		if ((r = rk_run_events(ctx->eng, id, after, 1000, &ev, &n, &ctx->err)))
 			break;
 		for (size_t i = 0; i < n; i++) {
 			cJSON *doc = cJSON_Parse(ev[i].data);
@@ -295,13 +294,13 @@ static int run_logs(struct cmd_ctx *ctx)
 			rk_run_reap(ctx->eng, NULL, &e);
 			next_reap = rk_monotonic_ms() + 2000;
 		}
-		if ((r = rk_db_run_get(ctx->eng->db, id, &row, &ctx->err)))
+		if ((r = rk_run_get(ctx->eng, id, &row, &ctx->err)))
 			break;
 		int ended = rk_run_state_is_final(row.state);
 		rk_run_row_release(&row);
 		if (ended) {
 			int64_t last = 0;
-			if ((r = rk_db_run_event_last(ctx->eng->db, id, &last, &ctx->err)) || last <= after)
+			if ((r = rk_run_event_last(ctx->eng, id, &last, &ctx->err)) || last <= after)
 				break;
 			continue;
 		}
@@ -315,7 +314,7 @@ static int run_logs(struct cmd_ctx *ctx)
 static int print_run(struct cmd_ctx *ctx, const char *id)
 {
 	struct rk_run_row row = {0};
-	int r = rk_db_run_get(ctx->eng->db, id, &row, &ctx->err);
+	int r = rk_run_get(ctx->eng, id, &row, &ctx->err);
 	if (r)
 		return r;
 	out_doc(run_to_json(&row));
@@ -490,7 +489,7 @@ static int run_done(struct cmd_ctx *ctx, const char *id, int r)
 	if (r == 0 && !opt_json) {
 		struct rk_run_row row = {0};
 		struct rk_error e;
-		if (rk_db_run_get(ctx->eng->db, id, &row, &e) == 0 && row.final_answer) {
+		if (rk_run_get(ctx->eng, id, &row, &e) == 0 && row.final_answer) {
 			out_text(stdout, row.final_answer, strlen(row.final_answer)); /* the model's words only */
 			fputc('\n', stdout);
 		}
@@ -506,7 +505,7 @@ static int run_done(struct cmd_ctx *ctx, const char *id, int r)
 static int print_detached(struct cmd_ctx *ctx, const char *id)
 {
 	struct rk_run_row row = {0};
-	int r = rk_db_run_get(ctx->eng->db, id, &row, &ctx->err);
+	int r = rk_run_get(ctx->eng, id, &row, &ctx->err);
 	if (r)
 		return r;
 	if (opt_json)
@@ -564,7 +563,7 @@ static int run_resume(struct cmd_ctx *ctx)
 	struct rk_run_exec x = {on_event, NULL, &cancel_flag, &wake_flag};
 	struct rk_run_row row = {0};
 	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
-	    (r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
+	    (r = rk_run_get(ctx->eng, ctx->args[0], &row, &ctx->err)))
 		return r;
 	char *id = rk_xstrdup(row.id);
 	rk_run_row_release(&row);
@@ -588,7 +587,7 @@ static int run_decide(struct cmd_ctx *ctx, int approve)
 	if (r || (r = cmd_engine(ctx)) || (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)))
 		return r;
 	struct rk_run_row row = {0};
-	if ((r = rk_db_run_get(ctx->eng->db, ctx->args[1], &row, &ctx->err)) == 0 &&
+	if ((r = rk_run_get(ctx->eng, ctx->args[1], &row, &ctx->err)) == 0 &&
 	    (r = rk_approval_decide(ctx->eng, &a, row.id, approve, o_note, &ctx->err)) == 0) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "run_id", row.id);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/state/db_runs.h"
+#include "engine/agent/run.h"
 #include "engine/util/buf.h"
 #include "engine/util/time.h"
 #include "curses.h"
