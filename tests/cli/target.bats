@@ -4,6 +4,12 @@
 # for a display (rakazo(1), TARGETS). Fake provider only.
 
 load helper
+load model
+
+teardown() {
+	stop_server
+	rk_kill_all
+}
 
 @test "target: a unique id prefix names the computer wherever a computer is taken" {
 	rk_fake web
@@ -70,4 +76,22 @@ load helper
 	expect_json_error 2 usage rk screen shot t:.1 --display 2 --json
 	# a display and a bot do not mix
 	expect_json_error 2 usage rk screen shot t:.1 --bot alpha --json
+}
+
+@test "target: a run by the 13 characters the TUI shows, or any unique prefix" {
+	rk_fake t
+	start_server run_answer.json
+	rk run --computer t "what is the answer" >/dev/null 2>&1
+	server_ok
+	local id
+	id=$(rk run list --json | rk_json 'd[0]["id"]')
+	[ "$(rk run show "${id:0:13}" --json | rk_json 'd["id"]')" = "$id" ]
+	[ "$(rk run show "${id:0:7}" --json | rk_json 'd["task"]')" = "what is the answer" ]
+	# shorter than 6 characters is never a prefix
+	expect_json_error 3 not_found rk run show "${id:0:5}" --json
+	# two runs sharing a start: invalid_argument, both named
+	rk_sql "INSERT INTO runs (id, task, state, created_at) VALUES ('${id:0:10}zzzz', 'x', 'completed', 1)"
+	run rk run show "${id:0:10}" --json
+	[ "$status" -eq 2 ]
+	[[ $output == *'"code":"invalid_argument"'* && $output == *"$id"* && $output == *"${id:0:10}zzzz"* ]]
 }
