@@ -125,8 +125,10 @@ static cJSON *run_to_json(const struct rk_run_row *r)
 }
 
 /* A run is the business of whoever may use its computer (engine/access/authz.h),
- * deleted or not: RK_EDENIED, or RK_ENOTFOUND from another space. */
-static int run_authorize(struct cmd_ctx *ctx, const char *ref, struct rk_error *err)
+ * deleted or not: RK_EDENIED, or RK_ENOTFOUND from another space. ref is an
+ * id or a unique prefix (rk_run_get); *id (may be NULL) gets the whole id,
+ * malloc'd, when allowed. */
+static int run_authorize(struct cmd_ctx *ctx, const char *ref, char **id, struct rk_error *err)
 {
 	struct rk_run_row row = {0};
 	struct rk_actor a;
@@ -137,6 +139,8 @@ static int run_authorize(struct cmd_ctx *ctx, const char *ref, struct rk_error *
 		r = rk_authz_check_id(ctx->eng, &a, row.computer_id, "computers.use", err);
 		rk_actor_release(&a);
 	}
+	if (r == 0 && id)
+		*id = rk_xstrdup(row.id);
 	rk_run_row_release(&row);
 	return r;
 }
@@ -210,7 +214,7 @@ static int run_show(struct cmd_ctx *ctx)
 	if (rk_run_reap(ctx->eng, NULL, &e))
 		rk_log(RK_LOG_WARN, "stale runs: %s", e.message);
 	struct rk_run_row row = {0};
-	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
+	if ((r = run_authorize(ctx, ctx->args[0], NULL, &ctx->err)) ||
 	    (r = rk_run_get(ctx->eng, ctx->args[0], &row, &ctx->err)))
 		return r;
 	cJSON *o = run_to_json(&row);
@@ -257,7 +261,7 @@ static int run_logs(struct cmd_ctx *ctx)
 	if (r || (r = cmd_engine(ctx)))
 		return r;
 	struct rk_run_row row = {0};
-	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
+	if ((r = run_authorize(ctx, ctx->args[0], NULL, &ctx->err)) ||
 	    (r = rk_run_get(ctx->eng, ctx->args[0], &row, &ctx->err)))
 		return r;
 	char *id = rk_xstrdup(row.id);
@@ -327,10 +331,12 @@ static int run_cancel(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "ID");
 	if (r || (r = cmd_engine(ctx)))
 		return r;
-	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
-	    (r = rk_run_cancel(ctx->eng, ctx->args[0], o_wait * 1000, &ctx->err)))
-		return r;
-	return print_run(ctx, ctx->args[0]);
+	char *id = NULL;
+	if ((r = run_authorize(ctx, ctx->args[0], &id, &ctx->err)) == 0 &&
+	    (r = rk_run_cancel(ctx->eng, id, o_wait * 1000, &ctx->err)) == 0)
+		r = print_run(ctx, id);
+	free(id);
+	return r;
 }
 
 /* The ids removed, one a line (for xargs and the like), or {"removed": [...], "dry_run": B}. */
@@ -361,16 +367,20 @@ static int run_rm(struct cmd_ctx *ctx)
 	int failed = 0;
 	for (int i = 0; i < ctx->nargs; i++) {
 		struct rk_error e;
-		if (run_authorize(ctx, ctx->args[i], &e) == 0 && rk_run_remove(ctx->eng, ctx->args[i], &e) == 0) {
-			removed[n++] = ctx->args[i];
+		char *id = NULL;
+		if (run_authorize(ctx, ctx->args[i], &id, &e) == 0 && rk_run_remove(ctx->eng, id, &e) == 0) {
+			removed[n++] = id;
 			continue;
 		}
+		free(id);
 		if (failed)
 			out_error(&ctx->err); /* the last one is main's to print */
 		ctx->err = e;
 		failed = 1;
 	}
 	print_removed(removed, n, 0);
+	for (size_t i = 0; i < n; i++)
+		free(removed[i]);
 	free(removed);
 	return failed ? -(int)ctx->err.code : 0;
 }
@@ -397,10 +407,12 @@ static int run_continue(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "ID");
 	if (r || (r = cmd_engine(ctx)))
 		return r;
-	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
-	    (r = rk_run_continue(ctx->eng, ctx->args[0], o_note, &ctx->err)))
-		return r;
-	return print_run(ctx, ctx->args[0]);
+	char *id = NULL;
+	if ((r = run_authorize(ctx, ctx->args[0], &id, &ctx->err)) == 0 &&
+	    (r = rk_run_continue(ctx->eng, id, o_note, &ctx->err)) == 0)
+		r = print_run(ctx, id);
+	free(id);
+	return r;
 }
 
 /* Progress on a terminal, or the NDJSON stream. */
@@ -562,7 +574,7 @@ static int run_resume(struct cmd_ctx *ctx)
 					   .max_tokens = o_max_tokens, .detach = o_detach};
 	struct rk_run_exec x = {on_event, NULL, &cancel_flag, &wake_flag};
 	struct rk_run_row row = {0};
-	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
+	if ((r = run_authorize(ctx, ctx->args[0], NULL, &ctx->err)) ||
 	    (r = rk_run_get(ctx->eng, ctx->args[0], &row, &ctx->err)))
 		return r;
 	char *id = rk_xstrdup(row.id);

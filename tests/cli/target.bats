@@ -94,4 +94,7 @@ teardown() {
 	run rk run show "${id:0:10}" --json
 	[ "$status" -eq 2 ]
 	[[ $output == *'"code":"invalid_argument"'* && $output == *"$id"* && $output == *"${id:0:10}zzzz"* ]]
+	# what acts on a run by prefix acts on the whole id
+	[ "$(rk run rm "${id:0:13}" --json | rk_json 'd["removed"]')" = "[\"$id\"]" ]
+	expect_json_error 3 not_found rk run show "$id" --json
 }
