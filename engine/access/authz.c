@@ -244,8 +244,8 @@ int rk_target_parse(const char *ref, char **computer, char **bot, int *display, 
 	return 0;
 }
 
-/* The one computer of a's space whose id begins with prefix: RK_ENOTFOUND
- * when none does, RK_EINVALID (listing them) when several do. */
+/* The one computer of a's space whose id begins with prefix: 1 (err left
+ * alone) when none does, RK_EINVALID (listing them) when several do. */
 static int by_prefix(struct rk_engine *eng, const struct rk_actor *a, const char *prefix, struct rk_computer *out,
 		     struct rk_error *err)
 {
@@ -272,8 +272,7 @@ static int by_prefix(struct rk_engine *eng, const struct rk_actor *a, const char
 		r = rk_error_set(err, RK_EINVALID, "'%s' is the start of %zu computers' ids: %s; give more of one", prefix,
 				 hits, names.data);
 	} else if (hits == 0) {
-		r = rk_error_set(err, RK_ENOTFOUND, "no computer '%s' in space '%s' (see `rakazo computer list`)",
-				 prefix, a->space);
+		r = 1;
 	}
 	rk_buf_release(&names);
 	return r;
@@ -288,8 +287,12 @@ static int find_computer(struct rk_engine *eng, const struct rk_actor *a, const 
 		rk_computer_release(out);
 		r = rk_error_set(err, RK_ENOTFOUND, "no computer '%s' in space '%s'", ref, a->space);
 	}
-	if (r == -RK_ENOTFOUND && strlen(ref) >= RK_TARGET_PREFIX_MIN)
-		r = by_prefix(eng, a, ref, out, err);
+	if (r == -RK_ENOTFOUND && strlen(ref) >= RK_TARGET_PREFIX_MIN) {
+		struct rk_error pe;
+		int p = by_prefix(eng, a, ref, out, &pe);
+		if (p <= 0) /* found, ambiguous or failed; 1: none, and the lookup's error stands */
+			r = p ? rk_error_set(err, pe.code, "%s", pe.message) : 0;
+	}
 	return r;
 }
 
