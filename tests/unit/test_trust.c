@@ -15,6 +15,7 @@
 #include "engine/state/db_runs.h"
 #include "engine/state/engine.h"
 #include "engine/agent/memory.h"
+#include "engine/agent/run.h"
 #include "engine/access/secret.h"
 #include "engine/agent/tools.h"
 #include "engine/util/buf.h"
@@ -1125,6 +1126,30 @@ TEST(target_grammar_and_prefixes)
 	rk_actor_release(&alice);
 }
 
+/* Runs by id prefix (issue 21): the TUI shows 13 characters of a run id. */
+TEST(run_by_prefix)
+{
+	fresh_engine();
+	struct rk_error e;
+	const char *ids[] = {"run_abcdef01", "run_abcdef02", "run_xyz001"};
+	for (int i = 0; i < 3; i++) {
+		struct rk_run_row row = {.id = (char *)ids[i], .task = "t", .state = "completed"};
+		REQUIRE(rk_db_run_insert(eng->db, &row, &e) == 0);
+	}
+	struct rk_run_row r;
+	REQUIRE(rk_run_get(eng, "run_abcdef02", &r, &e) == 0);
+	CHECK(!strcmp(r.id, "run_abcdef02"));
+	rk_run_row_release(&r);
+	REQUIRE(rk_run_get(eng, "run_xy", &r, &e) == 0);
+	CHECK(!strcmp(r.id, "run_xyz001"));
+	rk_run_row_release(&r);
+	CHECK_EQ_INT(rk_run_get(eng, "run_abc", &r, &e), -RK_EINVALID);
+	CHECK(strstr(e.message, "run_abcdef01") && strstr(e.message, "run_abcdef02") && !strstr(e.message, "xyz"));
+	CHECK_EQ_INT(rk_run_get(eng, "run_", &r, &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_run_get(eng, "run_nosuch", &r, &e), -RK_ENOTFOUND);
+	CHECK(strstr(e.message, "no run 'run_nosuch'") != NULL);
+}
+
 int main(void)
 {
 	setenv("RAKAZO_NO_WORKER", "1", 1);
@@ -1147,6 +1172,7 @@ int main(void)
 	RUN(approval_judge);
 	RUN(authz_spaces_and_grants);
 	RUN(target_grammar_and_prefixes);
+	RUN(run_by_prefix);
 	RUN(runs_take_waiting_approval);
 	stop_echo();
 	rk_engine_free(eng);
