@@ -196,6 +196,7 @@ const struct cmd_entry cmd_browser = {
 	.summary = "drive a computer's Chromium tab by element refs (DevTools, no screenshots)",
 	.description = "The tab is the one on the display's screen, so what these commands do is seen there.\n"
 		       "Refs (e12) come from `snapshot` and stay with their element while it exists.\n"
-		       "Chromium speaks DevTools on its own pipes inside the computer: no port is opened.",
+		       "Chromium speaks DevTools on its own pipes inside the computer: no port is opened.\n"
+		       "COMPUTER may name a screen: COMPUTER:BOT is --bot BOT, COMPUTER:.N is --display N.",
 	.verbs = browser_verbs,
 };

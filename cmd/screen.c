@@ -485,6 +485,7 @@ const struct cmd_entry cmd_screen = {
 	.summary = "screenshots and batched actions on a computer's desktop",
 	.description = "The first call starts the desktop (Xvfb, openbox, x11vnc on a unix socket, Chromium)\n"
 		       "and a holder that keeps one VNC connection open, so later calls only encode a PNG.\n"
-		       "Coordinates in actions are in the screenshot's space (after --max-width/--max-height).",
+		       "Coordinates in actions are in the screenshot's space (after --max-width/--max-height).\n"
+		       "COMPUTER may name a screen: COMPUTER:BOT is --bot BOT, COMPUTER:.N is --display N.",
 	.verbs = screen_verbs,
 };
