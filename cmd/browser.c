@@ -7,7 +7,6 @@
 
 #include "engine/machine/browser.h"
 #include "engine/access/authz.h"
-#include "engine/state/db.h"
 #include "engine/machine/team.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
@@ -27,21 +26,32 @@ static int o_screenshot;
 #define OPT_BOT OPT_STRING("bot", 'b', &o_bot, "BOT", "the bot's own Chromium, on its own screen and profile")
 #define OPT_FENCE OPT_INT("fence", 0, &o_fence, "TOKEN", "with --bot: act under this execution lease token", 1, INT64_MAX)
 
+/* --bot drives the bot's own screen and profile; --fence needs --bot. */
+static int screen_flags(struct cmd_ctx *ctx)
+{
+	if (o_bot && (o_display || o_profile))
+		return rk_error_set(&ctx->err, RK_EUSAGE,
+				    "--bot drives the bot's own screen and profile: leave out --display and --profile");
+	if (o_fence && !o_bot)
+		return rk_error_set(&ctx->err, RK_EUSAGE, "--fence is the token of a bot's lease: give --bot too");
+	return 0;
+}
+
 /* act: the command changes the page (refused while a person controls the bot's screen). */
 static int connect_browser(struct cmd_ctx *ctx, int nargs, const char *what, int act, struct rk_computer *c,
 			   struct rk_team_browser *tb)
 {
 	memset(tb, 0, sizeof(*tb));
 	int r = cmd_want_args(ctx, nargs, nargs, what);
-	if (r)
+	if (r || (r = screen_flags(ctx)))
 		return r;
-	if (o_bot && (o_display || o_profile))
-		return rk_error_set(&ctx->err, RK_EUSAGE,
-				    "--bot drives the bot's own screen and profile: leave out --display and --profile");
-	if (o_fence && !o_bot)
-		return rk_error_set(&ctx->err, RK_EUSAGE, "--fence is the token of a bot's lease: give --bot too");
-	if ((r = cmd_target(ctx, ctx->args[0], "computers.use", c)))
+	/* COMPUTER:BOT and COMPUTER:.N fill --bot and --display: check them again */
+	if ((r = cmd_target_screen(ctx, ctx->args[0], "computers.use", c, &o_bot, &o_display)))
 		return r;
+	if ((r = screen_flags(ctx))) {
+		rk_computer_release(c);
+		return r;
+	}
 	return rk_team_browser_begin(ctx->eng, c, o_bot, o_fence, (int)o_display, o_profile, act, tb, &ctx->err);
 }
 
@@ -186,6 +196,7 @@ const struct cmd_entry cmd_browser = {
 	.summary = "drive a computer's Chromium tab by element refs (DevTools, no screenshots)",
 	.description = "The tab is the one on the display's screen, so what these commands do is seen there.\n"
 		       "Refs (e12) come from `snapshot` and stay with their element while it exists.\n"
-		       "Chromium speaks DevTools on its own pipes inside the computer: no port is opened.",
+		       "Chromium speaks DevTools on its own pipes inside the computer: no port is opened.\n"
+		       "COMPUTER may name a screen: COMPUTER:BOT is --bot BOT, COMPUTER:.N is --display N.",
 	.verbs = browser_verbs,
 };

@@ -10,6 +10,7 @@
 
 #include "engine/access/authz.h"
 #include "engine/machine/checkpoint.h"
+#include "engine/machine/computer.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
 #include "engine/util/json.h"
@@ -289,7 +290,7 @@ static int run_verify(struct cmd_ctx *ctx)
 	if (o_all) {
 		struct rk_computer *cs;
 		size_t n;
-		if ((r = rk_db_computer_list(ctx->eng->db, &cs, &n, &ctx->err)))
+		if ((r = rk_computer_list(ctx->eng, &cs, &n, &ctx->err)))
 			return r;
 		cJSON *rows = cJSON_CreateArray();
 		for (size_t i = 0; i < n; i++) {

@@ -3,6 +3,8 @@
 /* The command table: each cmd/<name>.c exports one struct cmd_entry; main.c
  * lists them. A command either runs itself or has verbs (`computer create`). */
 
+#include <stdint.h>
+
 #include "engine/state/engine.h"
 #include "engine/util/err.h"
 #include "opt.h"
@@ -44,6 +46,12 @@ int cmd_engine(struct cmd_ctx *ctx);
  * space's computer is not_found, one without the right denied (exit 8).
  * Opens the engine; release c with rk_computer_release. */
 int cmd_target(struct cmd_ctx *ctx, const char *ref, const char *capability, struct rk_computer *c);
+/* cmd_target for a command on a screen: ref may also be COMPUTER:BOT (the
+ * bot's screen) or COMPUTER:.N (display N). *bot and *display hold the
+ * --bot and --display flags; the target's screen fills them, and a
+ * different screen named both ways is a usage error. */
+int cmd_target_screen(struct cmd_ctx *ctx, const char *ref, const char *capability, struct rk_computer *c,
+		      const char **bot, int64_t *display);
 /* 1 when the caller may use c (what lists show). */
 int cmd_may_use(struct cmd_ctx *ctx, const struct rk_computer *c);
 /* RK_EUSAGE unless min <= nargs <= max (max < 0: any). */

@@ -343,7 +343,7 @@ static int run_list(struct cmd_ctx *ctx)
 		return r;
 	struct rk_computer *cs;
 	size_t n;
-	if ((r = rk_db_computer_list(ctx->eng->db, &cs, &n, &ctx->err)))
+	if ((r = rk_computer_list(ctx->eng, &cs, &n, &ctx->err)))
 		return r;
 	cJSON *rows = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++) {
@@ -367,7 +367,7 @@ static int run_show(struct cmd_ctx *ctx)
 	cJSON *doc = rk_computer_to_json(&c);
 	struct rk_execution e = {0};
 	struct rk_error e2;
-	if (rk_db_execution_active(ctx->eng->db, c.id, &e, &e2) == 0) {
+	if (rk_computer_execution_active(ctx->eng, c.id, &e, &e2) == 0) {
 		cJSON_AddStringToObject(doc, "execution_id", e.id);
 		rk_execution_release(&e);
 	} else {
@@ -452,7 +452,7 @@ static int run_exe_list(struct cmd_ctx *ctx)
 		return r;
 	struct rk_execution *es;
 	size_t n;
-	r = rk_db_execution_list(ctx->eng->db, ctx->nargs ? c.id : NULL, &es, &n, &ctx->err);
+	r = rk_computer_executions(ctx->eng, ctx->nargs ? c.id : NULL, &es, &n, &ctx->err);
 	rk_computer_release(&c);
 	if (r)
 		return r;
@@ -462,7 +462,7 @@ static int run_exe_list(struct cmd_ctx *ctx)
 		struct rk_error e2;
 		/* without a COMPUTER: the commands of the computers the caller may use */
 		if (ctx->nargs || !es[i].computer_id ||
-		    (rk_db_computer_get(ctx->eng->db, es[i].computer_id, &ec, &e2) == 0 && cmd_may_use(ctx, &ec)))
+		    (rk_computer_get(ctx->eng, es[i].computer_id, &ec, &e2) == 0 && cmd_may_use(ctx, &ec)))
 			cJSON_AddItemToArray(rows, rk_execution_to_json(&es[i]));
 		rk_computer_release(&ec);
 		rk_execution_release(&es[i]);
@@ -509,7 +509,7 @@ static int run_exe_events(struct cmd_ctx *ctx)
 	if (!o_follow) {
 		struct rk_event *ev;
 		size_t n;
-		if ((r = rk_db_events_after(ctx->eng->db, e.id, after, &ev, &n, &ctx->err)) == 0) {
+		if ((r = rk_computer_execution_events(ctx->eng, e.id, after, &ev, &n, &ctx->err)) == 0) {
 			if (opt_json) {
 				cJSON *arr = cJSON_CreateArray();
 				for (size_t i = 0; i < n; i++)
@@ -532,7 +532,7 @@ static int run_exe_events(struct cmd_ctx *ctx)
 	while (!follow_stop) {
 		struct rk_event *ev;
 		size_t n;
-		if ((r = rk_db_events_after(ctx->eng->db, e.id, after, &ev, &n, &ctx->err)))
+		if ((r = rk_computer_execution_events(ctx->eng, e.id, after, &ev, &n, &ctx->err)))
 			break;
 		for (size_t i = 0; i < n; i++) {
 			print_event(&ev[i]);
@@ -779,7 +779,7 @@ static int run_sessions(struct cmd_ctx *ctx)
 		return r;
 	struct rk_session_row *rows;
 	size_t n;
-	r = rk_db_session_list(ctx->eng->db, c.id, &rows, &n, &ctx->err);
+	r = rk_computer_sessions(ctx->eng, c.id, &rows, &n, &ctx->err);
 	rk_computer_release(&c);
 	if (r)
 		return r;
@@ -866,7 +866,7 @@ static int run_history(struct cmd_ctx *ctx)
 	for (;;) {
 		struct rk_history_entry *h;
 		size_t n;
-		if ((r = rk_db_history_list(ctx->eng->db, id, o_session, after, (size_t)o_limit, &h, &n, &ctx->err)))
+		if ((r = rk_computer_history(ctx->eng, id, o_session, after, (size_t)o_limit, &h, &n, &ctx->err)))
 			break;
 		for (size_t i = 0; i < n; i++) {
 			after = h[i].id;
@@ -1215,7 +1215,7 @@ static int run_lease_show(struct cmd_ctx *ctx)
 	if (r)
 		return r;
 	struct rk_lease l = {0};
-	r = rk_db_lease_get(ctx->eng->db, c.id, o_bot, &l, &ctx->err);
+	r = rk_computer_lease(ctx->eng, c.id, o_bot, &l, &ctx->err);
 	if (r == 0)
 		out_doc(rk_lease_to_json(&l));
 	rk_lease_release_record(&l);

@@ -31,42 +31,32 @@ static int run_doctor(struct cmd_ctx *ctx)
 	int failed = 0;
 	/* which backend holds the state, named before it is opened: when it is
 	 * down, the check that fails says where it was looked for */
-	const char *url = rk_sql_url();
-	char *where = url ? rk_sql_url_redacted(url) : NULL;
-	char *backend = url ? rk_xasprintf("postgresql: %s (RAKAZO_DATABASE_URL)", where)
-			    : rk_xasprintf("sqlite: embedded, in the data directory (set RAKAZO_DATABASE_URL for PostgreSQL)");
+	char *backend = rk_engine_backend();
 	add_check(checks, "backend", "ok", backend);
 	free(backend);
-	free(where);
-	if (cmd_engine(ctx) != 0) {
+	if ((r = cmd_engine(ctx)) != 0) {
 		add_check(checks, "state", "fail", ctx->err.message);
 		failed = 1;
 	} else {
-		char *result = NULL;
+		struct rk_engine_health h;
 		struct rk_error e;
-		struct rk_db *db = ctx->eng->db;
-		if (rk_db_integrity_check(db, &result, &e) != 0) {
+		if (rk_engine_health(ctx->eng, &h, &e) != 0) {
 			add_check(checks, "database", "fail", e.message);
 			failed = 1;
 		} else {
-			/* what the database says, not what rk_db_open asked for: SQLite's
+			/* what the database says, not what was asked at open: SQLite's
 			 * journal mode, PostgreSQL's server version */
-			int pg = rk_db_dialect(db) == RK_DIALECT_PG;
-			char *mode = NULL;
-			if (rk_db_journal_mode(db, &mode, &e) != 0)
-				mode = rk_xasprintf("%s unknown (%s)", pg ? "server version" : "journal mode", e.message);
 			char detail[1024];
-			snprintf(detail, sizeof(detail), "%s: integrity %s, schema %d of %d, %s %s", db->path, result,
-				 rk_db_schema_version(db), rk_db_migration_count(), pg ? "server" : "journal_mode", mode);
-			int ok = !strcmp(result, "ok");
+			snprintf(detail, sizeof(detail), "%s: integrity %s, schema %d of %d, %s %s", h.path, h.integrity,
+				 h.schema, h.migrations, h.pg ? "server" : "journal_mode", h.mode);
+			int ok = !strcmp(h.integrity, "ok");
 			add_check(checks, "database", ok ? "ok" : "fail", detail);
 			failed |= !ok;
 			/* WAL lets readers run beside the worker's writes; anything else is worth a look */
-			if (!pg && strcmp(mode, "wal") != 0)
+			if (!h.pg && strcmp(h.mode, "wal") != 0)
 				add_check(checks, "journal mode", "warn", "the database is not in WAL mode: readers wait for writers");
-			free(mode);
 		}
-		free(result);
+		rk_engine_health_release(&h);
 	}
 	for (size_t i = 0; rk_providers[i]; i++) {
 		const struct rk_provider_ops *p = rk_providers[i];
@@ -93,7 +83,7 @@ static int run_doctor(struct cmd_ctx *ctx)
 	}
 	char libs[512];
 	snprintf(libs, sizeof(libs), "sqlite %s, libpq %s, libcurl %s, cJSON %s, libsodium %s, %s, libpng %s, zstd %s",
-		 rk_sql_sqlite.version(), rk_sql_pg.version(), rk_http_version(), cJSON_Version(),
+		 rk_engine_sqlite_version(), rk_engine_pg_version(), rk_http_version(), cJSON_Version(),
 		 sodium_version_string(), archive_version_string(), png_get_libpng_ver(NULL), ZSTD_versionString());
 	add_check(checks, "libraries", "ok", libs);
 

@@ -55,45 +55,6 @@ const struct cmd_entry *cmd_find(const char *name)
 	return NULL;
 }
 
-int cmd_engine(struct cmd_ctx *ctx)
-{
-	if (ctx->eng)
-		return 0;
-	return rk_engine_open(&ctx->eng, &ctx->err);
-}
-
-int cmd_target(struct cmd_ctx *ctx, const char *ref, const char *capability, struct rk_computer *c)
-{
-	struct rk_actor a;
-	int r = cmd_engine(ctx);
-	memset(c, 0, sizeof(*c));
-	if (r || (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)))
-		return r;
-	r = rk_authz_resolve(ctx->eng, &a, ref, capability, c, &ctx->err);
-	rk_actor_release(&a);
-	return r;
-}
-
-int cmd_may_use(struct cmd_ctx *ctx, const struct rk_computer *c)
-{
-	struct rk_actor a;
-	if (cmd_engine(ctx) || rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err))
-		return 0;
-	int ok = rk_authz_may_use(ctx->eng, &a, c);
-	rk_actor_release(&a);
-	return ok;
-}
-
-int cmd_want_args(struct cmd_ctx *ctx, int min, int max, const char *what)
-{
-	if (ctx->nargs < min)
-		return rk_error_set(&ctx->err, RK_EUSAGE, "missing %s", what);
-	if (max >= 0 && ctx->nargs > max)
-		return rk_error_set(&ctx->err, RK_EUSAGE, "unexpected argument '%s' (expected %s)", ctx->args[max],
-				    what);
-	return 0;
-}
-
 /* --- help --------------------------------------------------------------- */
 
 static void print_verbs(const char *prefix, const struct cmd_verb *verbs, FILE *f)

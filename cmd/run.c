@@ -24,7 +24,6 @@
 
 #include "engine/access/authz.h"
 #include "engine/access/approval.h"
-#include "engine/state/db_runs.h"
 #include "engine/util/log.h"
 #include "engine/agent/model.h"
 #include "engine/agent/run.h"
@@ -126,18 +125,22 @@ static cJSON *run_to_json(const struct rk_run_row *r)
 }
 
 /* A run is the business of whoever may use its computer (engine/access/authz.h),
- * deleted or not: RK_EDENIED, or RK_ENOTFOUND from another space. */
-static int run_authorize(struct cmd_ctx *ctx, const char *ref, struct rk_error *err)
+ * deleted or not: RK_EDENIED, or RK_ENOTFOUND from another space. ref is an
+ * id or a unique prefix (rk_run_get); *id (may be NULL) gets the whole id,
+ * malloc'd, when allowed. */
+static int run_authorize(struct cmd_ctx *ctx, const char *ref, char **id, struct rk_error *err)
 {
 	struct rk_run_row row = {0};
 	struct rk_actor a;
 	int r = cmd_engine(ctx);
-	if (r || (r = rk_db_run_get(ctx->eng->db, ref, &row, err)))
+	if (r || (r = rk_run_get(ctx->eng, ref, &row, err)))
 		return r;
 	if (row.computer_id && (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, err)) == 0) {
 		r = rk_authz_check_id(ctx->eng, &a, row.computer_id, "computers.use", err);
 		rk_actor_release(&a);
 	}
+	if (r == 0 && id)
+		*id = rk_xstrdup(row.id);
 	rk_run_row_release(&row);
 	return r;
 }
@@ -167,7 +170,7 @@ static int run_list(struct cmd_ctx *ctx)
 		rk_log(RK_LOG_WARN, "stale runs: %s", e.message);
 	struct rk_run_row *rows;
 	size_t n;
-	r = rk_db_run_list(ctx->eng->db, o_computer ? c.id : NULL, (size_t)o_limit, &rows, &n, &ctx->err);
+	r = rk_run_list(ctx->eng, o_computer ? c.id : NULL, (size_t)o_limit, &rows, &n, &ctx->err);
 	rk_computer_release(&c);
 	if (r)
 		return r;
@@ -211,8 +214,8 @@ static int run_show(struct cmd_ctx *ctx)
 	if (rk_run_reap(ctx->eng, NULL, &e))
 		rk_log(RK_LOG_WARN, "stale runs: %s", e.message);
 	struct rk_run_row row = {0};
-	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
-	    (r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
+	if ((r = run_authorize(ctx, ctx->args[0], NULL, &ctx->err)) ||
+	    (r = rk_run_get(ctx->eng, ctx->args[0], &row, &ctx->err)))
 		return r;
 	cJSON *o = run_to_json(&row);
 	/* counters from its stored events */
@@ -220,7 +223,7 @@ static int run_show(struct cmd_ctx *ctx)
 	size_t n = 0;
 	int64_t after = 0, events = 0, calls = 0, errors = 0, takeovers = 0, last = 0;
 	cJSON *attachments = cJSON_AddArrayToObject(o, "attachments");
-	while ((r = rk_db_run_events_after(ctx->eng->db, row.id, after, 1000, &ev, &n, &ctx->err)) == 0 && n) {
+	while ((r = rk_run_events(ctx->eng, row.id, after, 1000, &ev, &n, &ctx->err)) == 0 && n) {
 		for (size_t i = 0; i < n; i++) {
 			events++;
 			last = ev[i].seq;
@@ -258,8 +261,8 @@ static int run_logs(struct cmd_ctx *ctx)
 	if (r || (r = cmd_engine(ctx)))
 		return r;
 	struct rk_run_row row = {0};
-	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
-	    (r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
+	if ((r = run_authorize(ctx, ctx->args[0], NULL, &ctx->err)) ||
+	    (r = rk_run_get(ctx->eng, ctx->args[0], &row, &ctx->err)))
 		return r;
 	char *id = rk_xstrdup(row.id);
 	rk_run_row_release(&row);
@@ -268,7 +271,7 @@ static int run_logs(struct cmd_ctx *ctx)
 	for (;;) {
 		struct rk_run_event *ev = NULL;
 		size_t n = 0;
-		if ((r = rk_db_run_events_after(ctx->eng->db, id, after, 1000, &ev, &n, &ctx->err)))
+		if ((r = rk_run_events(ctx->eng, id, after, 1000, &ev, &n, &ctx->err)))
 			break;
 		for (size_t i = 0; i < n; i++) {
 			cJSON *doc = cJSON_Parse(ev[i].data);
@@ -295,13 +298,13 @@ static int run_logs(struct cmd_ctx *ctx)
 			rk_run_reap(ctx->eng, NULL, &e);
 			next_reap = rk_monotonic_ms() + 2000;
 		}
-		if ((r = rk_db_run_get(ctx->eng->db, id, &row, &ctx->err)))
+		if ((r = rk_run_get(ctx->eng, id, &row, &ctx->err)))
 			break;
 		int ended = rk_run_state_is_final(row.state);
 		rk_run_row_release(&row);
 		if (ended) {
 			int64_t last = 0;
-			if ((r = rk_db_run_event_last(ctx->eng->db, id, &last, &ctx->err)) || last <= after)
+			if ((r = rk_run_event_last(ctx->eng, id, &last, &ctx->err)) || last <= after)
 				break;
 			continue;
 		}
@@ -315,7 +318,7 @@ static int run_logs(struct cmd_ctx *ctx)
 static int print_run(struct cmd_ctx *ctx, const char *id)
 {
 	struct rk_run_row row = {0};
-	int r = rk_db_run_get(ctx->eng->db, id, &row, &ctx->err);
+	int r = rk_run_get(ctx->eng, id, &row, &ctx->err);
 	if (r)
 		return r;
 	out_doc(run_to_json(&row));
@@ -328,10 +331,12 @@ static int run_cancel(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "ID");
 	if (r || (r = cmd_engine(ctx)))
 		return r;
-	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
-	    (r = rk_run_cancel(ctx->eng, ctx->args[0], o_wait * 1000, &ctx->err)))
-		return r;
-	return print_run(ctx, ctx->args[0]);
+	char *id = NULL;
+	if ((r = run_authorize(ctx, ctx->args[0], &id, &ctx->err)) == 0 &&
+	    (r = rk_run_cancel(ctx->eng, id, o_wait * 1000, &ctx->err)) == 0)
+		r = print_run(ctx, id);
+	free(id);
+	return r;
 }
 
 /* The ids removed, one a line (for xargs and the like), or {"removed": [...], "dry_run": B}. */
@@ -362,16 +367,20 @@ static int run_rm(struct cmd_ctx *ctx)
 	int failed = 0;
 	for (int i = 0; i < ctx->nargs; i++) {
 		struct rk_error e;
-		if (run_authorize(ctx, ctx->args[i], &e) == 0 && rk_run_remove(ctx->eng, ctx->args[i], &e) == 0) {
-			removed[n++] = ctx->args[i];
+		char *id = NULL;
+		if (run_authorize(ctx, ctx->args[i], &id, &e) == 0 && rk_run_remove(ctx->eng, id, &e) == 0) {
+			removed[n++] = id;
 			continue;
 		}
+		free(id);
 		if (failed)
 			out_error(&ctx->err); /* the last one is main's to print */
 		ctx->err = e;
 		failed = 1;
 	}
 	print_removed(removed, n, 0);
+	for (size_t i = 0; i < n; i++)
+		free(removed[i]);
 	free(removed);
 	return failed ? -(int)ctx->err.code : 0;
 }
@@ -398,10 +407,12 @@ static int run_continue(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "ID");
 	if (r || (r = cmd_engine(ctx)))
 		return r;
-	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
-	    (r = rk_run_continue(ctx->eng, ctx->args[0], o_note, &ctx->err)))
-		return r;
-	return print_run(ctx, ctx->args[0]);
+	char *id = NULL;
+	if ((r = run_authorize(ctx, ctx->args[0], &id, &ctx->err)) == 0 &&
+	    (r = rk_run_continue(ctx->eng, id, o_note, &ctx->err)) == 0)
+		r = print_run(ctx, id);
+	free(id);
+	return r;
 }
 
 /* Progress on a terminal, or the NDJSON stream. */
@@ -490,7 +501,7 @@ static int run_done(struct cmd_ctx *ctx, const char *id, int r)
 	if (r == 0 && !opt_json) {
 		struct rk_run_row row = {0};
 		struct rk_error e;
-		if (rk_db_run_get(ctx->eng->db, id, &row, &e) == 0 && row.final_answer) {
+		if (rk_run_get(ctx->eng, id, &row, &e) == 0 && row.final_answer) {
 			out_text(stdout, row.final_answer, strlen(row.final_answer)); /* the model's words only */
 			fputc('\n', stdout);
 		}
@@ -506,7 +517,7 @@ static int run_done(struct cmd_ctx *ctx, const char *id, int r)
 static int print_detached(struct cmd_ctx *ctx, const char *id)
 {
 	struct rk_run_row row = {0};
-	int r = rk_db_run_get(ctx->eng->db, id, &row, &ctx->err);
+	int r = rk_run_get(ctx->eng, id, &row, &ctx->err);
 	if (r)
 		return r;
 	if (opt_json)
@@ -563,8 +574,8 @@ static int run_resume(struct cmd_ctx *ctx)
 					   .max_tokens = o_max_tokens, .detach = o_detach};
 	struct rk_run_exec x = {on_event, NULL, &cancel_flag, &wake_flag};
 	struct rk_run_row row = {0};
-	if ((r = run_authorize(ctx, ctx->args[0], &ctx->err)) ||
-	    (r = rk_db_run_get(ctx->eng->db, ctx->args[0], &row, &ctx->err)))
+	if ((r = run_authorize(ctx, ctx->args[0], NULL, &ctx->err)) ||
+	    (r = rk_run_get(ctx->eng, ctx->args[0], &row, &ctx->err)))
 		return r;
 	char *id = rk_xstrdup(row.id);
 	rk_run_row_release(&row);
@@ -588,7 +599,7 @@ static int run_decide(struct cmd_ctx *ctx, int approve)
 	if (r || (r = cmd_engine(ctx)) || (r = rk_actor_resolve(&a, ctx->eng, NULL, NULL, &ctx->err)))
 		return r;
 	struct rk_run_row row = {0};
-	if ((r = rk_db_run_get(ctx->eng->db, ctx->args[1], &row, &ctx->err)) == 0 &&
+	if ((r = rk_run_get(ctx->eng, ctx->args[1], &row, &ctx->err)) == 0 &&
 	    (r = rk_approval_decide(ctx->eng, &a, row.id, approve, o_note, &ctx->err)) == 0) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "run_id", row.id);

@@ -39,7 +39,7 @@ static int o_no_observe;
 static int load(struct cmd_ctx *ctx, struct rk_computer *c)
 {
 	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
-	return r ? r : cmd_target(ctx, ctx->args[0], "computers.use", c);
+	return r ? r : cmd_target_screen(ctx, ctx->args[0], "computers.use", c, &o_bot, &o_display);
 }
 
 /* --bot picks the bot's screen; --display and --fence do not mix with it that way. */
@@ -485,6 +485,7 @@ const struct cmd_entry cmd_screen = {
 	.summary = "screenshots and batched actions on a computer's desktop",
 	.description = "The first call starts the desktop (Xvfb, openbox, x11vnc on a unix socket, Chromium)\n"
 		       "and a holder that keeps one VNC connection open, so later calls only encode a PNG.\n"
-		       "Coordinates in actions are in the screenshot's space (after --max-width/--max-height).",
+		       "Coordinates in actions are in the screenshot's space (after --max-width/--max-height).\n"
+		       "COMPUTER may name a screen: COMPUTER:BOT is --bot BOT, COMPUTER:.N is --display N.",
 	.verbs = screen_verbs,
 };

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "engine/machine/computer.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
 #include "engine/util/http.h"
@@ -306,7 +307,7 @@ static void poll_streams(struct rk_engine *eng)
 		}
 	struct rk_execution_mark *marks = NULL;
 	size_t nm = 0;
-	int marked = rk_db_execution_marks(eng->db, &marks, &nm, &err) == 0;
+	int marked = rk_computer_execution_marks(eng, &marks, &nm, &err) == 0;
 	if (!marked)
 		rk_log(RK_LOG_WARN, "api: the event poller: %s", err.message);
 	pthread_mutex_lock(&sse_mu);

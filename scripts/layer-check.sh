@@ -28,6 +28,17 @@ if [ -n "$drv" ]; then
 	echo "$drv"
 	exit 1
 fi
+# cmd/ and tui/ are clients of the engine's services: no table access
+# (rk_db_*, rk_sql_*), and no state or workspace-store header of their own
+# (the store is local or S3: engine/machine/checkpoint.h picks it).
+pat='(^|[^_a-zA-Z0-9])rk_(db|sql)_[a-z_0-9]+|#include *"engine/(state/(db[a-z_]*|sql)\.h|store/[^"]*)"'
+cli=$(grep -nE "$pat" cmd/*.[ch] tui/*.[ch] 2>/dev/null | sed -e 's|/\*.*\*/||g' -e 's|//.*$||' |
+	grep -vE '^[^:]*:[0-9]+:[[:space:]]*/?\*' | grep -E "$pat")
+if [ -n "$cli" ]; then
+	echo "layer check failed: cmd/ and tui/ call engine services, not rk_db_/rk_sql_ or engine/state/db*.h, sql.h, engine/store/*.h:"
+	echo "$cli"
+	exit 1
+fi
 # HTTP goes through engine/util/http.h: only engine/util/http.c includes libcurl.
 crl=$(grep -lE '#include *<curl/' engine/*/*.[ch] api/*.[ch] providers/*.[ch] providers/*/*.[ch] \
 	cmd/*.[ch] tui/*.[ch] 2>/dev/null | grep -vx 'engine/util/http.c')

@@ -16,9 +16,8 @@
 #include "engine/machine/computer.h"
 #include "engine/access/approval.h"
 #include "engine/machine/session.h"
-#include "engine/state/db_runs.h"
 #include "engine/machine/display.h"
-#include "engine/store/workspace.h"
+#include "engine/machine/checkpoint.h"
 #include "engine/agent/run.h"
 #include "engine/agent/run_log.h"
 #include "engine/machine/team.h"
@@ -266,7 +265,7 @@ static int load_lists(struct feed *f, struct rk_engine *eng, struct rk_workspace
 {
 	struct rk_computer *cs = NULL;
 	size_t nc = 0;
-	int r = rk_db_computer_list(eng->db, &cs, &nc, err);
+	int r = rk_computer_list(eng, &cs, &nc, err);
 	if (r == 0)
 		r = keep_usable(eng, cs, &nc, err);
 	if (r) {
@@ -296,7 +295,7 @@ static int load_lists(struct feed *f, struct rk_engine *eng, struct rk_workspace
 
 	struct rk_run_row *rows = NULL;
 	size_t nr = 0;
-	if ((r = rk_db_run_list(eng->db, NULL, RUNS_MAX, &rows, &nr, err))) {
+	if ((r = rk_run_list(eng, NULL, RUNS_MAX, &rows, &nr, err))) {
 		computers_free(fc, nc);
 		return r;
 	}
@@ -362,7 +361,7 @@ static int load_history(struct feed *f, struct rk_engine *eng, const char *compu
 	for (;;) {
 		struct rk_history_entry *h = NULL;
 		size_t n = 0;
-		int r = rk_db_history_list(eng->db, computer, NULL, after, 1000, &h, &n, err);
+		int r = rk_computer_history(eng, computer, NULL, after, 1000, &h, &n, err);
 		if (r)
 			return r;
 		if (n == 0) {
@@ -424,7 +423,7 @@ static void load_files(struct feed *f, struct rk_engine *eng, const char *comput
 	struct feed_file *v = NULL;
 	size_t n = 0, cap = 0;
 	struct feed_lines preview = {0};
-	if (!home_key || rk_workspace_dir(eng->data_dir, home_key, &home, &e)) {
+	if (!home_key || rk_checkpoint_home_dir(eng, home_key, &home, &e)) {
 		problem = rk_xasprintf("no workspace: %s", home_key ? e.message : "the computer has no home");
 		goto publish;
 	}
@@ -546,7 +545,7 @@ static int timeline_head(struct rk_engine *eng, const char *run_id, struct feed_
 			 struct rk_error *err)
 {
 	struct rk_run_row r = {0};
-	int rc = rk_db_run_get(eng->db, run_id, &r, err);
+	int rc = rk_run_get(eng, run_id, &r, err);
 	if (rc)
 		return rc;
 	char a[40];
@@ -599,7 +598,7 @@ static int timeline_events(struct rk_engine *eng, const char *run_id, int64_t *s
 	for (;;) {
 		struct rk_run_event *ev = NULL;
 		size_t n = 0;
-		int r = rk_db_run_events_after(eng->db, run_id, *seq, 1000, &ev, &n, err);
+		int r = rk_run_events(eng, run_id, *seq, 1000, &ev, &n, err);
 		if (r)
 			return r;
 		for (size_t i = 0; i < n; i++) {
@@ -701,7 +700,7 @@ static void *data_main(void *arg)
 		wake(f);
 		return NULL;
 	}
-	store = rk_workspace_store_local_new(eng->data_dir);
+	store = rk_checkpoint_store(eng); /* local or S3, as `rakazo checkpoint` picks */
 	int64_t next_lists = 0, next_files = 0, next_timeline = 0, next_reap = 0;
 	uint64_t seen = (uint64_t)-1;
 	char *last_dir = NULL, *last_file = NULL, *last_run = NULL, *last_files_computer = NULL;
@@ -817,7 +816,7 @@ static void takeover_drop(struct rk_engine *eng, struct takeover *t)
 {
 	struct rk_error e = {0};
 	struct rk_computer c = {0};
-	if (t->computer && rk_db_computer_get(eng->db, t->computer, &c, &e) == 0) {
+	if (t->computer && rk_computer_get(eng, t->computer, &c, &e) == 0) {
 		if (rk_team_release_control(eng, &c, TAKEOVER_BOT, &e) && e.code != RK_ENOTFOUND)
 			rk_log(RK_LOG_WARN, "takeover of %s: %s", c.name, e.message);
 		rk_computer_release(&c);

@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/agent/run.h"
 #include "engine/machine/computer.h"
-#include "engine/state/db_runs.h"
 #include "engine/util/buf.h"
 #include "engine/util/time.h"
 #include "curses.h"
-#include "tui.h"
+#include "panel.h"
 
 static void ago(int64_t ms, char *out, size_t size)
 {

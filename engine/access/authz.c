@@ -117,22 +117,136 @@ int rk_authz_check(struct rk_engine *eng, const struct rk_actor *a, const char *
 	return 0;
 }
 
+/* --- targets ----------------------------------------------------------------------- */
+
+int rk_target_parse(const char *ref, char **computer, char **bot, int *display, struct rk_error *err)
+{
+	*computer = *bot = NULL;
+	*display = -1;
+	if (!ref || !*ref)
+		return rk_error_set(err, RK_EUSAGE, "name a computer");
+	const char *colon = strchr(ref, ':');
+	if (colon == ref)
+		return rk_error_set(err, RK_EINVALID, "target '%s' names no computer before ':'", ref);
+	if (!colon) {
+		*computer = rk_xstrdup(ref);
+		return 0;
+	}
+	const char *screen = colon + 1;
+	if (screen[0] == '.') {
+		char *end;
+		long n = screen[1] >= '0' && screen[1] <= '9' ? strtol(screen + 1, &end, 10) : -1;
+		if (n < 0 || *end || n > RK_TARGET_DISPLAY_MAX)
+			return rk_error_set(err, RK_EINVALID,
+					    "target '%s': a display is COMPUTER:.N with N from 0 to %d", ref,
+					    RK_TARGET_DISPLAY_MAX);
+		*display = (int)n;
+	} else if (!rk_authz_name_ok(screen)) {
+		return rk_error_set(err, RK_EINVALID, "target '%s': a bot's screen is COMPUTER:BOT, a display COMPUTER:.N",
+				    ref);
+	} else {
+		*bot = rk_xstrdup(screen);
+	}
+	*computer = rk_xstrndup(ref, (size_t)(colon - ref));
+	return 0;
+}
+
+/* The one computer of a's space whose id begins with prefix: 1 (err left
+ * alone) when none does, RK_EINVALID (listing them) when several do. */
+static int by_prefix(struct rk_engine *eng, const struct rk_actor *a, const char *prefix, struct rk_computer *out,
+		     struct rk_error *err)
+{
+	struct rk_computer *cs = NULL;
+	size_t n = 0, hits = 0, len = strlen(prefix);
+	int r = rk_db_computer_list(eng->db, &cs, &n, err);
+	if (r)
+		return r;
+	struct rk_buf names;
+	rk_buf_init(&names);
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(cs[i].id, prefix, len) && rk_authz_visible(eng, a, &cs[i])) {
+			rk_buf_printf(&names, "%s%s (%s)", hits ? ", " : "", cs[i].id, cs[i].name);
+			if (hits++ == 0) {
+				*out = cs[i];
+				continue;
+			}
+		}
+		rk_computer_release(&cs[i]);
+	}
+	free(cs);
+	if (hits > 1) {
+		rk_computer_release(out);
+		r = rk_error_set(err, RK_EINVALID, "'%s' is the start of %zu computers' ids: %s; give more of one", prefix,
+				 hits, names.data);
+	} else if (hits == 0) {
+		r = 1;
+	}
+	rk_buf_release(&names);
+	return r;
+}
+
+/* A computer by name or id, else by a unique id prefix, in a's space. */
+static int find_computer(struct rk_engine *eng, const struct rk_actor *a, const char *ref, struct rk_computer *out,
+			 struct rk_error *err)
+{
+	int r = rk_db_computer_get(eng->db, ref, out, err);
+	if (r == 0 && !rk_authz_visible(eng, a, out)) {
+		rk_computer_release(out);
+		r = rk_error_set(err, RK_ENOTFOUND, "no computer '%s' in space '%s'", ref, a->space);
+	}
+	if (r == -RK_ENOTFOUND && strlen(ref) >= RK_TARGET_PREFIX_MIN) {
+		struct rk_error pe;
+		int p = by_prefix(eng, a, ref, out, &pe);
+		if (p <= 0) /* found, ambiguous or failed; 1: none, and the lookup's error stands */
+			r = p ? rk_error_set(err, pe.code, "%s", pe.message) : 0;
+	}
+	return r;
+}
+
+int rk_target_resolve(struct rk_engine *eng, const struct rk_actor *a, const char *ref, const char *capability,
+		      struct rk_target *out, struct rk_error *err)
+{
+	char *name;
+	memset(out, 0, sizeof(*out));
+	out->display = -1;
+	int r = rk_target_parse(ref, &name, &out->bot, &out->display, err);
+	if (r == 0)
+		r = find_computer(eng, a, name, &out->computer, err);
+	if (r == 0 && capability && (r = rk_authz_check(eng, a, capability, &out->computer, err)))
+		rk_computer_release(&out->computer);
+	free(name);
+	if (r) {
+		free(out->bot);
+		memset(out, 0, sizeof(*out));
+		out->display = -1;
+	}
+	return r;
+}
+
+void rk_target_release(struct rk_target *t)
+{
+	if (!t)
+		return;
+	rk_computer_release(&t->computer);
+	free(t->bot);
+	t->bot = NULL;
+	t->display = -1;
+}
+
 int rk_authz_resolve(struct rk_engine *eng, const struct rk_actor *a, const char *ref, const char *capability,
 		      struct rk_computer *out, struct rk_error *err)
 {
+	struct rk_target t;
 	memset(out, 0, sizeof(*out));
-	if (!ref || !*ref)
-		return rk_error_set(err, RK_EUSAGE, "name a computer");
-	int r = rk_db_computer_get(eng->db, ref, out, err);
+	int r = rk_target_resolve(eng, a, ref, capability, &t, err);
 	if (r)
 		return r;
-	if (!rk_authz_visible(eng, a, out))
-		r = rk_error_set(err, RK_ENOTFOUND, "no computer '%s' in space '%s'", ref, a->space);
-	else if (capability)
-		r = rk_authz_check(eng, a, capability, out, err);
-	if (r)
-		rk_computer_release(out);
-	return r;
+	if (t.bot || t.display >= 0) {
+		rk_target_release(&t);
+		return rk_error_set(err, RK_EINVALID, "'%s' names a screen; this takes a computer (COMPUTER)", ref);
+	}
+	*out = t.computer;
+	return 0;
 }
 
 /* Decides capability on computer_id with decide (rk_authz_check or the

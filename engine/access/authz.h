@@ -60,13 +60,48 @@ int rk_authz_rights(struct rk_engine *eng, const struct rk_computer *c, cJSON **
 int rk_authz_check(struct rk_engine *eng, const struct rk_actor *a, const char *capability,
 		   const struct rk_computer *c, struct rk_error *err);
 
+/* --- targets: the one resolver ------------------------------------------------ */
+
+/* A target names a computer and, on it, maybe one screen (tmux's
+ * session:window.pane, on computers):
+ *
+ *   COMPUTER        a computer: its name, its id, or a unique prefix of its
+ *                   id of at least RK_TARGET_PREFIX_MIN characters
+ *   COMPUTER:BOT    the bot's own screen on the computer
+ *   COMPUTER:.N     display N (0..63) of the computer
+ *
+ * Computer names are letters, digits, - _ . and never hold a ':', so the
+ * first ':' splits. A prefix that fits several computers the caller can see
+ * is RK_EINVALID (exit 2), the message listing them: the caller types more
+ * of it. Every id and name `rakazo computer list` and the TUI show is one. */
+#define RK_TARGET_PREFIX_MIN 6
+#define RK_TARGET_DISPLAY_MAX 63
+
+struct rk_target {
+	struct rk_computer computer;
+	char *bot;   /* COMPUTER:BOT, or NULL */
+	int display; /* COMPUTER:.N, or -1 when none was named */
+};
+
+/* Splits ref into its parts without looking anything up: computer (malloc'd),
+ * bot (malloc'd or NULL), display (-1 when not named). RK_EUSAGE for an empty
+ * ref, RK_EINVALID for a malformed one. The only parser of a target. */
+int rk_target_parse(const char *ref, char **computer, char **bot, int *display, struct rk_error *err);
+
 /* The one resolver: every command, route, tool and panel that acts on a
- * computer turns (identity, reference) into a computer here. ref is a name,
- * an id or a unique id prefix. Another space's computer is not found
- * (RK_ENOTFOUND: it is invisible); one a may not do capability on is
- * RK_EDENIED (rk_authz_check), so nothing is done. capability NULL: found
- * only, for a caller that checks a right of its own (grant, revoke). Fills
- * out (release with rk_computer_release), left empty on failure. */
+ * computer or a screen turns (identity, reference) into a target here.
+ * Another space's computer is not found (RK_ENOTFOUND: it is invisible); one
+ * a may not do capability on is RK_EDENIED (rk_authz_check), so nothing is
+ * done. capability NULL: found only, for a caller that checks a right of
+ * its own (grant, revoke). Fills out (release with rk_target_release), left
+ * empty on failure. */
+int rk_target_resolve(struct rk_engine *eng, const struct rk_actor *a, const char *ref, const char *capability,
+		      struct rk_target *out, struct rk_error *err);
+void rk_target_release(struct rk_target *t);
+
+/* rk_target_resolve for what acts on a whole computer: a screen form
+ * (COMPUTER:BOT, COMPUTER:.N) is RK_EINVALID here. Fills out (release with
+ * rk_computer_release), left empty on failure. */
 int rk_authz_resolve(struct rk_engine *eng, const struct rk_actor *a, const char *ref, const char *capability,
 		     struct rk_computer *out, struct rk_error *err);
 /* The same check for what outlives its computer (a lifecycle command and

@@ -1450,3 +1450,52 @@ int rk_run_active(struct rk_engine *eng, const char *computer_id, const char *bo
 {
 	return bot_run_in(eng, computer_id, bot_id, 0);
 }
+
+/* --- what a client reads -------------------------------------------------------- */
+
+int rk_run_get(struct rk_engine *eng, const char *ref, struct rk_run_row *out, struct rk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	int r = rk_db_run_get(eng->db, ref, out, err);
+	if (r != -RK_ENOTFOUND || strlen(ref) < RK_RUN_PREFIX_MIN)
+		return r;
+	struct rk_run_row *rows = NULL;
+	size_t n = 0;
+	if ((r = rk_db_run_list_prefix(eng->db, ref, 10, &rows, &n, err)))
+		return r;
+	if (n == 1) {
+		*out = rows[0];
+		free(rows);
+		return 0;
+	}
+	if (n == 0) {
+		r = rk_error_set(err, RK_ENOTFOUND, "no run '%s' (see `rakazo run list`)", ref);
+	} else {
+		struct rk_buf ids;
+		rk_buf_init(&ids);
+		for (size_t i = 0; i < n; i++)
+			rk_buf_printf(&ids, "%s%s", i ? ", " : "", rows[i].id);
+		r = rk_error_set(err, RK_EINVALID, "'%s' is the start of %s%zu runs' ids: %s; give more of one", ref,
+				 n == 10 ? "at least " : "", n, ids.data);
+		rk_buf_release(&ids);
+	}
+	rk_run_rows_free(rows, n);
+	return r;
+}
+
+int rk_run_list(struct rk_engine *eng, const char *computer_id, size_t limit, struct rk_run_row **out, size_t *n,
+		struct rk_error *err)
+{
+	return rk_db_run_list(eng->db, computer_id, limit, out, n, err);
+}
+
+int rk_run_events(struct rk_engine *eng, const char *run_id, int64_t after, size_t limit, struct rk_run_event **out,
+		  size_t *n, struct rk_error *err)
+{
+	return rk_db_run_events_after(eng->db, run_id, after, limit, out, n, err);
+}
+
+int rk_run_event_last(struct rk_engine *eng, const char *run_id, int64_t *seq, struct rk_error *err)
+{
+	return rk_db_run_event_last(eng->db, run_id, seq, err);
+}

@@ -160,4 +160,21 @@ int rk_run_waiting_takeover(struct rk_engine *eng, const char *computer_id, cons
  * takeover (a takeover should be refused), 0 otherwise. */
 int rk_run_active(struct rk_engine *eng, const char *computer_id, const char *bot_id);
 
+/* --- what a client reads (cmd/, tui/, api/ never call engine/state) --------- */
+
+/* A run by its id or a unique prefix of it of at least RK_RUN_PREFIX_MIN
+ * characters (the TUI shows the first 13): RK_ENOTFOUND when none fits,
+ * RK_EINVALID, listing them, when several do. Release with rk_run_row_release. */
+#define RK_RUN_PREFIX_MIN 6
+int rk_run_get(struct rk_engine *eng, const char *ref, struct rk_run_row *out, struct rk_error *err);
+/* Newest first, at most limit (0: 100); computer_id NULL: every computer's.
+ * Free with rk_run_rows_free. */
+int rk_run_list(struct rk_engine *eng, const char *computer_id, size_t limit, struct rk_run_row **out, size_t *n,
+		struct rk_error *err);
+/* The run's stored events after seq after, at most limit (0: 1000)
+ * (rk_run_events_free), and the last seq stored (0: none). */
+int rk_run_events(struct rk_engine *eng, const char *run_id, int64_t after, size_t limit, struct rk_run_event **out,
+		  size_t *n, struct rk_error *err);
+int rk_run_event_last(struct rk_engine *eng, const char *run_id, int64_t *seq, struct rk_error *err);
+
 #endif

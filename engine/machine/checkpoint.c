@@ -31,6 +31,11 @@ struct rk_workspace_store *rk_checkpoint_store(struct rk_engine *eng)
 	return s ? s : rk_workspace_store_failed_new(&e);
 }
 
+int rk_checkpoint_home_dir(struct rk_engine *eng, const char *home_key, char **out, struct rk_error *err)
+{
+	return rk_workspace_dir(eng->data_dir, home_key, out, err);
+}
+
 /* A store without markers (S3) snapshots even with revisions_kept 1. */
 static int store_has_markers(struct rk_workspace_store *s)
 {

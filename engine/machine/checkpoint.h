@@ -34,6 +34,10 @@
  * RAKAZO_HOME_STORE=s3://BUCKET[/PREFIX] (a wrong value gives a store whose
  * operations all fail with the reason). Caller frees it with s->ops->free. */
 struct rk_workspace_store *rk_checkpoint_store(struct rk_engine *eng);
+/* The live workspace of home key on this host, DATA_DIR/homes/<key>
+ * (malloc'd): the directory a mounted provider uses, whichever store keeps
+ * its checkpoints. It may not exist yet. */
+int rk_checkpoint_home_dir(struct rk_engine *eng, const char *home_key, char **out, struct rk_error *err);
 
 /* Is the provider's workspace the host dir m->home_dir itself? (docker and
  * fake today; see the report for the capability this should become.) */

@@ -344,3 +344,57 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 		return 0;
 	return rk_error_set(err, RK_EUNAVAILABLE, "computer '%s' is %s", c->name, c->state);
 }
+
+/* --- what a client reads ------------------------------------------------------ */
+
+int rk_computer_get(struct rk_engine *eng, const char *id_or_name, struct rk_computer *out, struct rk_error *err)
+{
+	return rk_db_computer_get(eng->db, id_or_name, out, err);
+}
+
+int rk_computer_list(struct rk_engine *eng, struct rk_computer **out, size_t *n, struct rk_error *err)
+{
+	return rk_db_computer_list(eng->db, out, n, err);
+}
+
+int rk_computer_executions(struct rk_engine *eng, const char *computer_id, struct rk_execution **out, size_t *n,
+			   struct rk_error *err)
+{
+	return rk_db_execution_list(eng->db, computer_id, out, n, err);
+}
+
+int rk_computer_execution_active(struct rk_engine *eng, const char *computer_id, struct rk_execution *out,
+				 struct rk_error *err)
+{
+	return rk_db_execution_active(eng->db, computer_id, out, err);
+}
+
+int rk_computer_execution_events(struct rk_engine *eng, const char *execution_id, int64_t after,
+				 struct rk_event **out, size_t *n, struct rk_error *err)
+{
+	return rk_db_events_after(eng->db, execution_id, after, out, n, err);
+}
+
+int rk_computer_execution_marks(struct rk_engine *eng, struct rk_execution_mark **out, size_t *n,
+				struct rk_error *err)
+{
+	return rk_db_execution_marks(eng->db, out, n, err);
+}
+
+int rk_computer_sessions(struct rk_engine *eng, const char *computer_id, struct rk_session_row **out, size_t *n,
+			 struct rk_error *err)
+{
+	return rk_db_session_list(eng->db, computer_id, out, n, err);
+}
+
+int rk_computer_history(struct rk_engine *eng, const char *computer_id, const char *session_id, int64_t after,
+			size_t limit, struct rk_history_entry **out, size_t *n, struct rk_error *err)
+{
+	return rk_db_history_list(eng->db, computer_id, session_id, after, limit, out, n, err);
+}
+
+int rk_computer_lease(struct rk_engine *eng, const char *computer_id, const char *bot_id, struct rk_lease *out,
+		      struct rk_error *err)
+{
+	return rk_db_lease_get(eng->db, computer_id, bot_id, out, err);
+}

@@ -46,5 +46,33 @@ int rk_computer_sh(struct rk_engine *eng, const struct rk_computer *c, const cha
  * a saved resume (submitted and waited for); a starting one is waited for. On
  * return *c is fresh from the database. */
 int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, struct rk_error *err);
+/* --- what a client reads (cmd/, tui/, api/ never call engine/state) --------- */
+
+/* A computer by id or name, with no rights checked: for what already holds
+ * the id (a target is resolved with rk_target_resolve). */
+int rk_computer_get(struct rk_engine *eng, const char *id_or_name, struct rk_computer *out, struct rk_error *err);
+/* Every computer, oldest first; *out malloc'd, each rk_computer_release'd. */
+int rk_computer_list(struct rk_engine *eng, struct rk_computer **out, size_t *n, struct rk_error *err);
+/* The saved commands of a computer (computer_id NULL: of all), newest
+ * first, and the one unfinished, if any (RK_ENOTFOUND: none). */
+int rk_computer_executions(struct rk_engine *eng, const char *computer_id, struct rk_execution **out, size_t *n,
+			   struct rk_error *err);
+int rk_computer_execution_active(struct rk_engine *eng, const char *computer_id, struct rk_execution *out,
+				 struct rk_error *err);
+/* A saved command's events after sequence after; free with rk_events_free. */
+int rk_computer_execution_events(struct rk_engine *eng, const char *execution_id, int64_t after,
+				 struct rk_event **out, size_t *n, struct rk_error *err);
+/* Every unsettled saved command and its last event (rk_execution_marks_free). */
+int rk_computer_execution_marks(struct rk_engine *eng, struct rk_execution_mark **out, size_t *n,
+				struct rk_error *err);
+/* A computer's shell sessions, and its terminal history after entry after
+ * (session_id NULL: every session's), at most limit (0: 1000). */
+int rk_computer_sessions(struct rk_engine *eng, const char *computer_id, struct rk_session_row **out, size_t *n,
+			 struct rk_error *err);
+int rk_computer_history(struct rk_engine *eng, const char *computer_id, const char *session_id, int64_t after,
+			size_t limit, struct rk_history_entry **out, size_t *n, struct rk_error *err);
+/* The (computer, bot) lease as it stands; release with rk_lease_release_record. */
+int rk_computer_lease(struct rk_engine *eng, const char *computer_id, const char *bot_id, struct rk_lease *out,
+		      struct rk_error *err);
 
 #endif

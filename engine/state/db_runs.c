@@ -153,19 +153,10 @@ int rk_db_run_get(struct rk_db *db, const char *id, struct rk_run_row *out, stru
 	return r;
 }
 
-int rk_db_run_list(struct rk_db *db, const char *computer_id, size_t limit, struct rk_run_row **out, size_t *n,
-		   struct rk_error *err)
+/* Steps st to its end, collecting run rows; finalizes st. */
+static int collect_runs(struct rk_db *db, struct rk_stmt *st, struct rk_run_row **out, size_t *n,
+			struct rk_error *err)
 {
-	*out = NULL;
-	*n = 0;
-	struct rk_stmt *st = rk_db_prepare(db,
-				"SELECT " RUN_COLS " FROM runs WHERE ?1 IS NULL OR computer_id = ?1 "
-				"ORDER BY created_at DESC, rowid DESC LIMIT ?2",
-				err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, computer_id);
-	rk_stmt_bind_int64(st, 2, limit ? (int64_t)limit : 100);
 	size_t cap = 0;
 	int rc, r = 0;
 	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
@@ -184,6 +175,39 @@ int rk_db_run_list(struct rk_db *db, const char *computer_id, size_t limit, stru
 	}
 	rk_stmt_finalize(st);
 	return r;
+}
+
+int rk_db_run_list(struct rk_db *db, const char *computer_id, size_t limit, struct rk_run_row **out, size_t *n,
+		   struct rk_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	struct rk_stmt *st = rk_db_prepare(db,
+				"SELECT " RUN_COLS " FROM runs WHERE ?1 IS NULL OR computer_id = ?1 "
+				"ORDER BY created_at DESC, rowid DESC LIMIT ?2",
+				err);
+	if (!st)
+		return -rk_err(err)->code;
+	rk_db_bind_text(st, 1, computer_id);
+	rk_stmt_bind_int64(st, 2, limit ? (int64_t)limit : 100);
+	return collect_runs(db, st, out, n, err);
+}
+
+int rk_db_run_list_prefix(struct rk_db *db, const char *prefix, size_t limit, struct rk_run_row **out, size_t *n,
+			  struct rk_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	struct rk_stmt *st = rk_db_prepare(db,
+				"SELECT " RUN_COLS " FROM runs WHERE substr(id, 1, ?2) = ?1 "
+				"ORDER BY created_at DESC, rowid DESC LIMIT ?3",
+				err);
+	if (!st)
+		return -rk_err(err)->code;
+	rk_db_bind_text(st, 1, prefix);
+	rk_stmt_bind_int64(st, 2, (int64_t)strlen(prefix));
+	rk_stmt_bind_int64(st, 3, limit ? (int64_t)limit : 100);
+	return collect_runs(db, st, out, n, err);
 }
 
 int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int64_t worker_pid,

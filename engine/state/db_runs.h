@@ -50,6 +50,9 @@ int rk_db_run_get(struct rk_db *db, const char *id, struct rk_run_row *out, stru
 /* Newest first, at most limit (0: 100); computer_id NULL: all. *out is malloc'd. */
 int rk_db_run_list(struct rk_db *db, const char *computer_id, size_t limit, struct rk_run_row **out, size_t *n,
 		   struct rk_error *err);
+/* The runs whose id begins with prefix, newest first, at most limit (0: 100). */
+int rk_db_run_list_prefix(struct rk_db *db, const char *prefix, size_t limit, struct rk_run_row **out, size_t *n,
+			  struct rk_error *err);
 void rk_run_rows_free(struct rk_run_row *rows, size_t n);
 
 /* state: running sets started_at (once) and worker_pid; a final state sets finished_at. */

@@ -130,3 +130,52 @@ int rk_engine_spawn(struct rk_engine *eng, rk_ipc_main_fn fn, void *arg, struct 
 	}
 	return r;
 }
+
+/* --- what `rakazo doctor` reports about the state ------------------------------ */
+
+char *rk_engine_backend(void)
+{
+	const char *url = rk_sql_url();
+	if (!url)
+		return rk_xasprintf("sqlite: embedded, in the data directory (set RAKAZO_DATABASE_URL for PostgreSQL)");
+	char *where = rk_sql_url_redacted(url);
+	char *s = rk_xasprintf("postgresql: %s (RAKAZO_DATABASE_URL)", where);
+	free(where);
+	return s;
+}
+
+int rk_engine_health(struct rk_engine *eng, struct rk_engine_health *out, struct rk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	struct rk_db *db = eng->db;
+	int r = rk_db_integrity_check(db, &out->integrity, err);
+	if (r)
+		return r;
+	out->path = db->path;
+	out->pg = rk_db_dialect(db) == RK_DIALECT_PG;
+	struct rk_error e;
+	if (rk_db_journal_mode(db, &out->mode, &e) != 0)
+		out->mode = rk_xasprintf("%s unknown (%s)", out->pg ? "server version" : "journal mode", e.message);
+	out->schema = rk_db_schema_version(db);
+	out->migrations = rk_db_migration_count();
+	return 0;
+}
+
+void rk_engine_health_release(struct rk_engine_health *h)
+{
+	if (!h)
+		return;
+	free(h->integrity);
+	free(h->mode);
+	memset(h, 0, sizeof(*h));
+}
+
+const char *rk_engine_sqlite_version(void)
+{
+	return rk_sql_sqlite.version();
+}
+
+const char *rk_engine_pg_version(void)
+{
+	return rk_sql_pg.version();
+}

@@ -17,6 +17,7 @@
 #include "engine/state/engine.h"
 #include "engine/agent/memory.h"
 #include "engine/agent/model.h"
+#include "engine/agent/run.h"
 #include "engine/access/secret.h"
 #include "engine/agent/tools.h"
 #include "engine/util/buf.h"
@@ -1116,6 +1117,92 @@ TEST(runs_take_waiting_approval)
 	free(ic);
 }
 
+/* The one target resolver (issue 21): the grammar, id prefixes, the screen forms. */
+TEST(target_grammar_and_prefixes)
+{
+	char *comp, *bot;
+	int disp;
+	struct rk_error e;
+	REQUIRE(rk_target_parse("web", &comp, &bot, &disp, &e) == 0);
+	CHECK(!strcmp(comp, "web") && !bot && disp == -1);
+	free(comp);
+	REQUIRE(rk_target_parse("web:b1", &comp, &bot, &disp, &e) == 0);
+	CHECK(!strcmp(comp, "web") && bot && !strcmp(bot, "b1") && disp == -1);
+	free(comp);
+	free(bot);
+	REQUIRE(rk_target_parse("cmp_x:.3", &comp, &bot, &disp, &e) == 0);
+	CHECK(!strcmp(comp, "cmp_x") && !bot && disp == 3);
+	free(comp);
+	CHECK_EQ_INT(rk_target_parse("", &comp, &bot, &disp, &e), -RK_EUSAGE);
+	CHECK_EQ_INT(rk_target_parse(":b1", &comp, &bot, &disp, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_target_parse("web:", &comp, &bot, &disp, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_target_parse("web:.", &comp, &bot, &disp, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_target_parse("web:.64", &comp, &bot, &disp, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_target_parse("web:.1x", &comp, &bot, &disp, &e), -RK_EINVALID);
+	CHECK_EQ_INT(rk_target_parse("web:b/1", &comp, &bot, &disp, &e), -RK_EINVALID);
+	CHECK(comp == NULL && bot == NULL);
+
+	fresh_engine();
+	add_computer("cmp_aaaa1", "one", "user:alice", "team");
+	add_computer("cmp_aaaa2", "two", "user:alice", "team");
+	add_computer("cmp_bbbb1", "three", "user:alice", "team");
+	add_computer("cmp_aaaa3", "far", "user:alice", "home");
+	struct rk_actor alice;
+	actor(&alice, "alice", "team", NULL);
+	struct rk_target t;
+	/* a unique prefix finds it; another space's computers do not count */
+	REQUIRE(rk_target_resolve(eng, &alice, "cmp_bb", "computers.use", &t, &e) == 0);
+	CHECK(!strcmp(t.computer.id, "cmp_bbbb1") && !t.bot && t.display == -1);
+	rk_target_release(&t);
+	REQUIRE(rk_target_resolve(eng, &alice, "cmp_aaaa2", NULL, &t, &e) == 0);
+	CHECK(!strcmp(t.computer.name, "two"));
+	rk_target_release(&t);
+	CHECK_EQ_INT(rk_target_resolve(eng, &alice, "cmp_aaaa3", NULL, &t, &e), -RK_ENOTFOUND);
+	/* an ambiguous prefix names the candidates */
+	CHECK_EQ_INT(rk_target_resolve(eng, &alice, "cmp_aa", NULL, &t, &e), -RK_EINVALID);
+	CHECK(strstr(e.message, "cmp_aaaa1") && strstr(e.message, "cmp_aaaa2") && !strstr(e.message, "cmp_aaaa3"));
+	CHECK(t.computer.id == NULL);
+	/* too short to be a prefix: a name that does not exist */
+	CHECK_EQ_INT(rk_target_resolve(eng, &alice, "cmp_", NULL, &t, &e), -RK_ENOTFOUND);
+	/* the screen forms, by name or by prefix */
+	REQUIRE(rk_target_resolve(eng, &alice, "three:b1", NULL, &t, &e) == 0);
+	CHECK(!strcmp(t.computer.id, "cmp_bbbb1") && t.bot && !strcmp(t.bot, "b1"));
+	rk_target_release(&t);
+	REQUIRE(rk_target_resolve(eng, &alice, "cmp_bbb:.2", NULL, &t, &e) == 0);
+	CHECK(!strcmp(t.computer.id, "cmp_bbbb1") && t.display == 2);
+	rk_target_release(&t);
+	/* what acts on a whole computer refuses a screen */
+	struct rk_computer c;
+	CHECK_EQ_INT(rk_authz_resolve(eng, &alice, "three:b1", NULL, &c, &e), -RK_EINVALID);
+	REQUIRE(rk_authz_resolve(eng, &alice, "cmp_bbbb", NULL, &c, &e) == 0);
+	rk_computer_release(&c);
+	rk_actor_release(&alice);
+}
+
+/* Runs by id prefix (issue 21): the TUI shows 13 characters of a run id. */
+TEST(run_by_prefix)
+{
+	fresh_engine();
+	struct rk_error e;
+	const char *ids[] = {"run_abcdef01", "run_abcdef02", "run_xyz001"};
+	for (int i = 0; i < 3; i++) {
+		struct rk_run_row row = {.id = (char *)ids[i], .task = "t", .state = "completed"};
+		REQUIRE(rk_db_run_insert(eng->db, &row, &e) == 0);
+	}
+	struct rk_run_row r;
+	REQUIRE(rk_run_get(eng, "run_abcdef02", &r, &e) == 0);
+	CHECK(!strcmp(r.id, "run_abcdef02"));
+	rk_run_row_release(&r);
+	REQUIRE(rk_run_get(eng, "run_xy", &r, &e) == 0);
+	CHECK(!strcmp(r.id, "run_xyz001"));
+	rk_run_row_release(&r);
+	CHECK_EQ_INT(rk_run_get(eng, "run_abc", &r, &e), -RK_EINVALID);
+	CHECK(strstr(e.message, "run_abcdef01") && strstr(e.message, "run_abcdef02") && !strstr(e.message, "xyz"));
+	CHECK_EQ_INT(rk_run_get(eng, "run_", &r, &e), -RK_ENOTFOUND);
+	CHECK_EQ_INT(rk_run_get(eng, "run_nosuch", &r, &e), -RK_ENOTFOUND);
+	CHECK(strstr(e.message, "no run 'run_nosuch'") != NULL);
+}
+
 int main(void)
 {
 	rk_engine_hooks_init();
@@ -1139,6 +1226,8 @@ int main(void)
 	RUN(approval_judge);
 	RUN(approval_judge_hook);
 	RUN(authz_spaces_and_grants);
+	RUN(target_grammar_and_prefixes);
+	RUN(run_by_prefix);
 	RUN(runs_take_waiting_approval);
 	stop_echo();
 	rk_engine_free(eng);
