@@ -34,7 +34,7 @@ static int run_doctor(struct cmd_ctx *ctx)
 	char *backend = rk_engine_backend();
 	add_check(checks, "backend", "ok", backend);
 	free(backend);
-	if ((r = cmd_engine(ctx)) != 0) {
+	if (cmd_engine(ctx) != 0) {
 		add_check(checks, "state", "fail", ctx->err.message);
 		failed = 1;
 	} else {
