@@ -199,7 +199,7 @@ int rk_db_run_list_prefix(struct rk_db *db, const char *prefix, size_t limit, st
 	*out = NULL;
 	*n = 0;
 	struct rk_stmt *st = rk_db_prepare(db,
-				"SELECT " RUN_COLS " FROM runs WHERE substr(id, 1, ?2) = ?1 "
+				"SELECT " RUN_COLS " FROM runs WHERE substr(id, 1, CAST(?2 AS INTEGER)) = ?1 "
 				"ORDER BY created_at DESC, rowid DESC LIMIT ?3",
 				err);
 	if (!st)
