@@ -149,11 +149,16 @@ long rk_http_retry_after(const char *value)
 
 char *rk_http_escape(const char *s)
 {
+	return rk_http_escape_keeping(s, "");
+}
+
+char *rk_http_escape_keeping(const char *s, const char *keep)
+{
 	static const char hex[] = "0123456789ABCDEF";
 	struct rk_buf b;
 	rk_buf_init(&b);
 	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~') {
+		if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~' || (*keep && strchr(keep, *p))) {
 			rk_buf_addc(&b, (char)*p);
 		} else {
 			rk_buf_addc(&b, '%');

@@ -168,6 +168,8 @@ char *rk_http_secret(const char *env_name, const char *provider, const char *key
 
 /* Percent-encodes s for a query value (RFC 3986 unreserved kept); malloc'd. */
 char *rk_http_escape(const char *s);
+/* The same, leaving the bytes of keep as they are (docker keeps "/"). */
+char *rk_http_escape_keeping(const char *s, const char *keep);
 
 /* An absolute URL's parts as libcurl reads it (the URL a request will go
  * to), each malloc'd or NULL when absent; port is the scheme's default when

@@ -359,18 +359,5 @@ fail:
 
 char *rk_docker_urlencode(const char *s)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	struct rk_buf b;
-	rk_buf_init(&b);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
-		    *p == '_' || *p == '.' || *p == '~' || *p == '/') {
-			rk_buf_addc(&b, (char)*p);
-		} else {
-			rk_buf_addc(&b, '%');
-			rk_buf_addc(&b, hex[*p >> 4]);
-			rk_buf_addc(&b, hex[*p & 15]);
-		}
-	}
-	return rk_buf_detach(&b, NULL);
+	return rk_http_escape_keeping(s, "/");
 }
