@@ -30,7 +30,7 @@ struct call {
 	const struct rk_api_request *req;
 	struct rk_api_response *out;
 	struct rk_api_token tok; /* the caller */
-	char *p[MAX_PARAMS];     /* path parameters, in pattern order */
+	char *p[MAX_PARAMS];	 /* path parameters, in pattern order */
 	struct rk_error err;
 };
 
@@ -126,8 +126,8 @@ static char *caller_message(const struct call *k, const char *message)
 /* An error document. safe: the message may go to the caller (without the
  * server's paths, caller_message); otherwise only the log has it, under the
  * error id. */
-static int fail_with(struct call *k, int status, const char *category, enum rk_code code, const char *message,
-		     int safe, const char *execution_id)
+static int fail_with(struct call *k, int status, const char *category, enum rk_code code, const char *message, int safe,
+		     const char *execution_id)
 {
 	char *eid = rk_id_new("err");
 	if (!k->tok.id && status >= 400 && status < 500) /* anyone can cause it: a bounded number of lines */
@@ -171,18 +171,38 @@ static int fail_err(struct call *k, const struct rk_error *e)
 	const char *cat = "ComputerExecutionFailed";
 	switch (e->code) {
 	case RK_EUSAGE:
-	case RK_EINVALID: status = 400, cat = "invalid_request"; break;
-	case RK_ENOTFOUND: status = 404, cat = "not_found"; break;
+	case RK_EINVALID:
+		status = 400, cat = "invalid_request";
+		break;
+	case RK_ENOTFOUND:
+		status = 404, cat = "not_found";
+		break;
 	case RK_ECONFLICT:
-	case RK_ESTALE: status = 409, cat = "ComputerConflict"; break;
-	case RK_EDENIED: status = 403, cat = "forbidden"; break;
+	case RK_ESTALE:
+		status = 409, cat = "ComputerConflict";
+		break;
+	case RK_EDENIED:
+		status = 403, cat = "forbidden";
+		break;
 	case RK_EUNSUPPORTED:
-	case RK_EMULTISCREEN: status = 422, cat = "ComputerUnsupported"; break;
-	case RK_ETOOLARGE: status = 413, cat = "too_large"; break;
-	case RK_EOUTCOME_UNKNOWN: status = 502; break;
-	case RK_EUNAVAILABLE: status = 503, safe = 0; break;
-	case RK_ETIMEOUT: status = 504, safe = 0; break;
-	default: status = 502, safe = 0; break;
+	case RK_EMULTISCREEN:
+		status = 422, cat = "ComputerUnsupported";
+		break;
+	case RK_ETOOLARGE:
+		status = 413, cat = "too_large";
+		break;
+	case RK_EOUTCOME_UNKNOWN:
+		status = 502;
+		break;
+	case RK_EUNAVAILABLE:
+		status = 503, safe = 0;
+		break;
+	case RK_ETIMEOUT:
+		status = 504, safe = 0;
+		break;
+	default:
+		status = 502, safe = 0;
+		break;
 	}
 	return fail_with(k, status, cat, e->code, e->message, safe, NULL);
 }
@@ -244,8 +264,7 @@ static cJSON *body_object(struct call *k, int required, const char *const *allow
 }
 
 /* A member of the body with its type checked; absent and null give def. */
-static int get_int(struct call *k, const cJSON *o, const char *key, int64_t min, int64_t max, int64_t def,
-		   int64_t *out)
+static int get_int(struct call *k, const cJSON *o, const char *key, int64_t min, int64_t max, int64_t def, int64_t *out)
 {
 	struct rk_error e;
 	if (rk_json_get_int(o, key, min, max, def, out, "request", &e))
@@ -311,8 +330,9 @@ static int provider_allowed(struct call *k, const char *kind, int creating)
 {
 	enum reach r = provider_reach(k, kind);
 	if (r == REACH_HOST_FOR_BOT)
-		return fail(k, RK_EDENIED, "a bot's token never reaches provider '%s': its commands run on the server's host",
-			    kind), -1;
+		return fail(k, RK_EDENIED,
+			    "a bot's token never reaches provider '%s': its commands run on the server's host", kind),
+		       -1;
 	if (r == REACH_NOT_OFFERED) {
 		struct rk_buf names;
 		rk_buf_init(&names);
@@ -489,7 +509,7 @@ static int may_create(struct call *k)
 
 static int h_create(struct call *k)
 {
-	static const char *const allowed[] = {"commandKey", "name",   "source",    "desktop",
+	static const char *const allowed[] = {"commandKey", "name",   "source",	   "desktop",
 					      "pauseAfter", "shared", "resources", NULL};
 	if (may_create(k))
 		return 0;
@@ -525,7 +545,8 @@ static int h_create(struct call *k)
 			goto out;
 		}
 		if (tag && strcmp(tag, "Provider")) {
-			fail(k, RK_EINVALID, "source._tag must be \"Provider\" (a paired machine is made with rakazo pair)");
+			fail(k, RK_EINVALID,
+			     "source._tag must be \"Provider\" (a paired machine is made with rakazo pair)");
 			goto out;
 		}
 		const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(src, "template");
@@ -534,7 +555,8 @@ static int h_create(struct call *k)
 				fail(k, RK_EINVALID, "source.template must be a string or null");
 				goto out;
 			}
-			fail(k, RK_EUNSUPPORTED, "provider '%s' has no templates here: send \"template\": null", provider);
+			fail(k, RK_EUNSUPPORTED, "provider '%s' has no templates here: send \"template\": null",
+			     provider);
 			goto out;
 		}
 	}
@@ -589,9 +611,18 @@ static int lifecycle(struct call *k, const char *op)
 	return 0;
 }
 
-static int h_pause(struct call *k) { return lifecycle(k, "pause"); }
-static int h_resume(struct call *k) { return lifecycle(k, "resume"); }
-static int h_delete(struct call *k) { return lifecycle(k, "delete"); }
+static int h_pause(struct call *k)
+{
+	return lifecycle(k, "pause");
+}
+static int h_resume(struct call *k)
+{
+	return lifecycle(k, "resume");
+}
+static int h_delete(struct call *k)
+{
+	return lifecycle(k, "delete");
+}
 
 static int h_list(struct call *k)
 {
@@ -607,7 +638,7 @@ static int h_list(struct call *k)
 	}
 	cJSON *arr = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++) {
-		if (rk_authz_may_use(k->eng, &a, &cs[i]) && /* what the caller may use, of the server's space, */
+		if (rk_authz_may_use(k->eng, &a, &cs[i]) &&    /* what the caller may use, of the server's space, */
 		    provider_reach(k, cs[i].kind) == REACH_OK) /* on a provider offered here */
 			cJSON_AddItemToArray(arr, computer_doc(k, &cs[i]));
 		rk_computer_release(&cs[i]);
@@ -762,7 +793,8 @@ int rk_api_sse_next(struct rk_engine *eng, const char *execution_id, int64_t *af
 			cJSON *doc = rk_event_to_json(&ev[i]);
 			camelize(doc);
 			char *text = cJSON_PrintUnformatted(doc);
-			rk_buf_printf(out, "id: %lld\nevent: %s\ndata: %s\n\n", (long long)ev[i].sequence, ev[i].type, text);
+			rk_buf_printf(out, "id: %lld\nevent: %s\ndata: %s\n\n", (long long)ev[i].sequence, ev[i].type,
+				      text);
 			free(text);
 			cJSON_Delete(doc);
 			*after = ev[i].sequence;
@@ -793,7 +825,7 @@ static int reply_session(struct call *k, int status, const struct rk_session_rep
 
 static int h_session_start(struct call *k)
 {
-	static const char *const allowed[] = {"command", "cwd", "env", "tty", "rows", "cols", "yieldTimeMs",
+	static const char *const allowed[] = {"command",	"cwd", "env", "tty", "rows", "cols", "yieldTimeMs",
 					      "maxOutputBytes", NULL};
 	struct rk_computer c = {0};
 	if (work_computer(k, k->p[0], &c))
@@ -824,8 +856,14 @@ static int h_session_start(struct call *k)
 		}
 		env[nenv++] = rk_xasprintf("%s=%s", v->string, v->valuestring);
 	}
-	struct rk_session_request sr = {.command = command, .cwd = cwd, .env = env, .tty = tty, .rows = (int)rows,
-					.cols = (int)cols, .yield_ms = yield, .max_output = (size_t)maxout,
+	struct rk_session_request sr = {.command = command,
+					.cwd = cwd,
+					.env = env,
+					.tty = tty,
+					.rows = (int)rows,
+					.cols = (int)cols,
+					.yield_ms = yield,
+					.max_output = (size_t)maxout,
 					.bot_id = k->tok.bot_id};
 	struct rk_session_reply rep = {0};
 	struct rk_error err;
@@ -1073,8 +1111,9 @@ static int desktop_computer(struct call *k, struct rk_computer *c)
 		return -1;
 	}
 	if (!(ops->caps & RK_CAP_DESKTOP) || !c->desktop) {
-		fail(k, RK_EUNSUPPORTED, !c->desktop ? "computer %s was made without a desktop (create it with \"desktop\": true)"
-						     : "computer %s's provider has no desktop",
+		fail(k, RK_EUNSUPPORTED,
+		     !c->desktop ? "computer %s was made without a desktop (create it with \"desktop\": true)"
+				 : "computer %s's provider has no desktop",
 		     c->id);
 		rk_computer_release(c);
 		return -1;
@@ -1124,7 +1163,8 @@ static int h_screenshot(struct call *k)
 
 static int h_actions(struct call *k)
 {
-	static const char *const allowed[] = {"actions", "settleMs", "observe", "display", "maxWidth", "maxHeight", NULL};
+	static const char *const allowed[] = {"actions",  "settleMs",  "observe", "display",
+					      "maxWidth", "maxHeight", NULL};
 	struct rk_computer c = {0};
 	if (desktop_computer(k, &c))
 		return 0;
@@ -1416,7 +1456,8 @@ static int h_pair_connect(struct call *k)
 	const char *h = k->req->authorization;
 	if (!h || strncasecmp(h, "Machine ", 8) != 0)
 		return fail_with(k, 401, "unauthorized", RK_EDENIED,
-				 "the paired machine's connection needs Authorization: Machine SECRET (rakazo pair)", 1, NULL);
+				 "the paired machine's connection needs Authorization: Machine SECRET (rakazo pair)", 1,
+				 NULL);
 	char *id = NULL;
 	struct rk_error err;
 	if (rk_api_pair_verify(k->eng->db, h + 8, &id, &err))
@@ -1441,8 +1482,14 @@ static int h_health(struct call *k)
 
 /* --- the table ------------------------------------------------------------------------------------ */
 
-#define R(m, p, fn) {{m, p, 1, 0}, fn}
-#define F(m, p, fn) {{m, p, 1, 1}, fn}
+#define R(m, p, fn)                                                                                                    \
+	{                                                                                                              \
+		{m, p, 1, 0}, fn                                                                                       \
+	}
+#define F(m, p, fn)                                                                                                    \
+	{                                                                                                              \
+		{m, p, 1, 1}, fn                                                                                       \
+	}
 static const struct route routes[] = {
 	{{"GET", "/v1/health", 0, 0}, h_health},
 	F("POST", "/v1/computers", h_create),
@@ -1477,8 +1524,14 @@ static const struct route routes[] = {
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
-size_t rk_api_route_count(void) { return NROUTES; }
-const struct rk_api_route_info *rk_api_route(size_t i) { return i < NROUTES ? &routes[i].info : NULL; }
+size_t rk_api_route_count(void)
+{
+	return NROUTES;
+}
+const struct rk_api_route_info *rk_api_route(size_t i)
+{
+	return i < NROUTES ? &routes[i].info : NULL;
+}
 
 static int match(const char *pattern, const char *path, char **params);
 
@@ -1539,11 +1592,13 @@ static int authenticate(struct call *k)
 	const char *h = k->req->authorization;
 	if (!h || !*h)
 		return fail_with(k, 401, "unauthorized", RK_EDENIED,
-				 "this route needs an Authorization: Bearer TOKEN header (rakazo serve token create)", 1,
-				 NULL), -1;
+				 "this route needs an Authorization: Bearer TOKEN header (rakazo serve token create)",
+				 1, NULL),
+		       -1;
 	if (strncasecmp(h, "Bearer ", 7) != 0)
 		return fail_with(k, 401, "unauthorized", RK_EDENIED, "the Authorization header must be Bearer TOKEN", 1,
-				 NULL), -1;
+				 NULL),
+		       -1;
 	const char *t = h + 7;
 	while (*t == ' ')
 		t++;

@@ -44,7 +44,7 @@ struct rk_api_request {
 	void *query_ctx;
 	const char *authorization; /* the Authorization header, or NULL */
 	const char *last_event_id; /* the Last-Event-ID header, or NULL */
-	const char *upgrade;       /* the Upgrade header, or NULL */
+	const char *upgrade;	   /* the Upgrade header, or NULL */
 	const char *body;
 	size_t body_len;
 	int body_too_large; /* the transport stopped reading past RK_API_BODY_MAX */
@@ -64,7 +64,7 @@ struct rk_api_request {
 
 struct rk_api_response {
 	int status;
-	cJSON *doc;          /* owned; NULL for an event stream */
+	cJSON *doc;	     /* owned; NULL for an event stream */
 	char *sse_execution; /* an event stream of this execution, from sse_after */
 	char *upgrade_pair;  /* switch the connection to a paired machine's link for this computer */
 	char *sse_token;     /* the stream's token id: the stream ends when it is revoked */

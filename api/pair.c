@@ -187,7 +187,8 @@ void rk_api_pair_link(const char *data_dir, const char *computer_id, int fd, con
 		free(text);
 		cJSON *rep = NULL;
 		if (sent && read_line(fd, &pending, &line, CALL_TIMEOUT_MS) == 0)
-			rep = rk_json_parse_opts(line.data, line.len, RK_JSON_ANY_BYTES, "the paired machine's reply", NULL);
+			rep = rk_json_parse_opts(line.data, line.len, RK_JSON_ANY_BYTES, "the paired machine's reply",
+						 NULL);
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(rep, "id");
 		if (!rep || !cJSON_IsNumber(id) || (int64_t)id->valuedouble != seq) {
 			/* it may have happened there: say so, and never send it again */

@@ -67,7 +67,7 @@ static int run_list(struct cmd_ctx *ctx)
 		return r;
 	cJSON *arr;
 	if ((r = rk_approval_rule_list(ctx->eng, &a, &arr, &ctx->err)) == 0) {
-		static const struct out_col cols[] = {{"id", "ID"},	    {"match", "MATCH"},   {"value", "VALUE"},
+		static const struct out_col cols[] = {{"id", "ID"},	    {"match", "MATCH"},	  {"value", "VALUE"},
 						      {"effect", "EFFECT"}, {"shared", "SHARED"}, {0}};
 		out_list(arr, cols);
 	}
@@ -98,8 +98,11 @@ static int run_pending(struct cmd_ctx *ctx)
 		return r;
 	cJSON *arr;
 	if ((r = rk_approval_pending(ctx->eng, ctx->nargs ? ctx->args[0] : NULL, &arr, &ctx->err)) == 0) {
-		static const struct out_col cols[] = {{"run_id", "RUN"},	  {"tool", "TOOL"}, {"reason", "REASON"},
-						      {"created_at", "SINCE"}, {0}};
+		static const struct out_col cols[] = {{"run_id", "RUN"},
+						      {"tool", "TOOL"},
+						      {"reason", "REASON"},
+						      {"created_at", "SINCE"},
+						      {0}};
 		out_list(arr, cols);
 	}
 	return r;
@@ -117,16 +120,15 @@ const struct cmd_entry cmd_approval = {
 	.name = "approval",
 	.args = "set|list|rm|pending ...",
 	.summary = "rules for which tool calls wait for a person",
-	.description =
-		"A rule matches a tool (shell, write_file, secret_request, computers.delete ...), a\n"
-		"connector (computer, memory, http, secrets, computers) or a category (read, write,\n"
-		"shell, act, network). Tool rules beat connector rules, which beat category rules; in a\n"
-		"level require_approval beats allow; no rule means allow. shell, write_stdin and\n"
-		"computer_act are exempt from category rules: what a command or a click does cannot be\n"
-		"told from the call (a click on a purchase button is not caught), so give them tool\n"
-		"rules. Rules are yours alone unless --shared. A run whose call needs approval waits in\n"
-		"waiting_approval for `rakazo run approve|deny RUN [--note TEXT]`. With\n"
-		"RAKAZO_JUDGE_MODEL set, a judge model decides ALLOW or ASK for unruled calls that change\n"
-		"data; a judge error asks.",
+	.description = "A rule matches a tool (shell, write_file, secret_request, computers.delete ...), a\n"
+		       "connector (computer, memory, http, secrets, computers) or a category (read, write,\n"
+		       "shell, act, network). Tool rules beat connector rules, which beat category rules; in a\n"
+		       "level require_approval beats allow; no rule means allow. shell, write_stdin and\n"
+		       "computer_act are exempt from category rules: what a command or a click does cannot be\n"
+		       "told from the call (a click on a purchase button is not caught), so give them tool\n"
+		       "rules. Rules are yours alone unless --shared. A run whose call needs approval waits in\n"
+		       "waiting_approval for `rakazo run approve|deny RUN [--note TEXT]`. With\n"
+		       "RAKAZO_JUDGE_MODEL set, a judge model decides ALLOW or ASK for unruled calls that change\n"
+		       "data; a judge error asks.",
 	.verbs = approval_verbs,
 };

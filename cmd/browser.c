@@ -19,12 +19,13 @@ static const char *o_action, *o_output, *o_profile, *o_bot;
 static int o_screenshot;
 
 #define OPT_DISPLAY OPT_INT("display", 'd', &o_display, "N", "the display whose browser to drive (default 0)", 0, 63)
-#define OPT_PROFILE                                                                                          \
-	OPT_STRING("profile", 0, &o_profile, "DIR",                                                         \
-		   "the Chromium profile, relative to the workspace, if the browser must be started "        \
+#define OPT_PROFILE                                                                                                    \
+	OPT_STRING("profile", 0, &o_profile, "DIR",                                                                    \
+		   "the Chromium profile, relative to the workspace, if the browser must be started "                  \
 		   "(default .browser-profiles/default on display 0)")
 #define OPT_BOT OPT_STRING("bot", 'b', &o_bot, "BOT", "the bot's own Chromium, on its own screen and profile")
-#define OPT_FENCE OPT_INT("fence", 0, &o_fence, "TOKEN", "with --bot: act under this execution lease token", 1, INT64_MAX)
+#define OPT_FENCE                                                                                                      \
+	OPT_INT("fence", 0, &o_fence, "TOKEN", "with --bot: act under this execution lease token", 1, INT64_MAX)
 
 /* --bot drives the bot's own screen and profile; --fence needs --bot. */
 static int screen_flags(struct cmd_ctx *ctx)

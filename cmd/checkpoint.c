@@ -95,8 +95,9 @@ static int run_list(struct cmd_ctx *ctx)
 		for (size_t i = 0; i < n; i++)
 			cJSON_AddItemToArray(rows, revision_doc(&c, &revs[i], latest ? latest : ""));
 		free(latest);
-		static const struct out_col cols[] = {{"id", "CHECKPOINT"}, {"created_at", "CREATED"}, {"reason", "REASON"},
-						      {"kind", "KIND"}, {"files", "FILES"}, {"bytes", "BYTES"},
+		static const struct out_col cols[] = {{"id", "CHECKPOINT"}, {"created_at", "CREATED"},
+						      {"reason", "REASON"}, {"kind", "KIND"},
+						      {"files", "FILES"},   {"bytes", "BYTES"},
 						      {"latest", "LATEST"}, {0}};
 		out_list(rows, cols);
 	}
@@ -171,7 +172,8 @@ static int run_export(struct cmd_ctx *ctx)
 	/* `export c1 -` (a pipeline) and `export c1 FILE` name the output as -o does */
 	if (ctx->nargs == 2) {
 		if (o_output)
-			return rk_error_set(&ctx->err, RK_EUSAGE, "give the output once: as -o FILE or as FILE, not both");
+			return rk_error_set(&ctx->err, RK_EUSAGE,
+					    "give the output once: as -o FILE or as FILE, not both");
 		o_output = ctx->args[1];
 	}
 	int fd = 1, to_file = o_output && strcmp(o_output, "-");
@@ -213,10 +215,11 @@ static int run_import(struct cmd_ctx *ctx)
 	if (strcmp(ctx->args[1], "-")) {
 		fd = open(ctx->args[1], O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
-			return rk_error_errno(&ctx->err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno, "cannot open %s",
-					      ctx->args[1]);
+			return rk_error_errno(&ctx->err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno,
+					      "cannot open %s", ctx->args[1]);
 	} else if (isatty(0)) {
-		return rk_error_set(&ctx->err, RK_EUSAGE, "refusing to read an archive from a terminal: give FILE or a pipe");
+		return rk_error_set(&ctx->err, RK_EUSAGE,
+				    "refusing to read an archive from a terminal: give FILE or a pipe");
 	}
 	struct rk_workspace_checkpoint rev = {0};
 	struct rk_workspace_import_stats st = {0};
@@ -283,7 +286,8 @@ static cJSON *verify_one(struct cmd_ctx *ctx, const struct rk_computer *c, const
 
 static int run_verify(struct cmd_ctx *ctx)
 {
-	int r = o_all ? cmd_want_args(ctx, 0, 0, "no COMPUTER with --all") : cmd_want_args(ctx, 1, 2, "COMPUTER [CHECKPOINT]");
+	int r = o_all ? cmd_want_args(ctx, 0, 0, "no COMPUTER with --all")
+		      : cmd_want_args(ctx, 1, 2, "COMPUTER [CHECKPOINT]");
 	if (r || (r = cmd_engine(ctx)))
 		return r;
 	int bad = 0;
@@ -300,7 +304,7 @@ static int run_verify(struct cmd_ctx *ctx)
 		}
 		free(cs);
 		static const struct out_col cols[] = {{"name", "COMPUTER"}, {"revision", "CHECKPOINT"}, {"ok", "OK"},
-						      {"files", "FILES"}, {"problem", "PROBLEM"}, {0}};
+						      {"files", "FILES"},   {"problem", "PROBLEM"},	{0}};
 		out_list(rows, cols);
 	} else {
 		struct rk_computer c = {0};
@@ -359,11 +363,10 @@ static const struct cmd_verb checkpoint_verbs[] = {
 	{"create", "COMPUTER [--reason TEXT]", "checkpoint the workspace now", create_opts, run_create, NULL},
 	{"list", "COMPUTER", "the checkpoints kept, newest first", no_opts, run_list, NULL},
 	{"show", "COMPUTER [CHECKPOINT]", "one checkpoint (default: the latest)", show_opts, run_show, NULL},
-	{"restore", "COMPUTER [--revision ID]", "put a checkpoint back as the workspace", show_opts,
-	 run_restore, NULL},
-	{"export", "COMPUTER [FILE.tar.zst|-] [-o FILE.tar.zst|-]", "a checkpoint as tar+zstd", export_opts, run_export, NULL},
-	{"import", "COMPUTER FILE|-", "replace the workspace with an archive", no_opts, run_import,
+	{"restore", "COMPUTER [--revision ID]", "put a checkpoint back as the workspace", show_opts, run_restore, NULL},
+	{"export", "COMPUTER [FILE.tar.zst|-] [-o FILE.tar.zst|-]", "a checkpoint as tar+zstd", export_opts, run_export,
 	 NULL},
+	{"import", "COMPUTER FILE|-", "replace the workspace with an archive", no_opts, run_import, NULL},
 	{"verify", "COMPUTER [--revision ID] | --all", "check a checkpoint is whole", verify_opts, run_verify, NULL},
 	{"gc", "", "remove stored files no checkpoint names", no_opts, run_gc, NULL},
 	{0},

@@ -42,7 +42,8 @@ int cmd_target_screen(struct cmd_ctx *ctx, const char *ref, const char *capabili
 	if (r)
 		return r;
 	if (t.bot && *bot && strcmp(t.bot, *bot))
-		r = rk_error_set(&ctx->err, RK_EUSAGE, "'%s' names bot %s's screen: leave out --bot %s", ref, t.bot, *bot);
+		r = rk_error_set(&ctx->err, RK_EUSAGE, "'%s' names bot %s's screen: leave out --bot %s", ref, t.bot,
+				 *bot);
 	else if (t.display >= 0 && *display && t.display != *display)
 		r = rk_error_set(&ctx->err, RK_EUSAGE, "'%s' names display %d: leave out --display", ref, t.display);
 	if (r) {

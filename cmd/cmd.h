@@ -21,7 +21,7 @@ typedef int (*cmd_fn)(struct cmd_ctx *ctx);
 
 struct cmd_verb {
 	const char *name;
-	const char *args;    /* "COMPUTER [PATH]" */
+	const char *args; /* "COMPUTER [PATH]" */
 	const char *summary;
 	const struct rk_opt *opts;
 	cmd_fn run;
@@ -34,7 +34,7 @@ struct cmd_entry {
 	const char *summary;
 	const char *description; /* a paragraph for --help */
 	const struct rk_opt *opts;
-	cmd_fn run;                   /* NULL when the command has verbs */
+	cmd_fn run;		      /* NULL when the command has verbs */
 	const struct cmd_verb *verbs; /* NULL-name terminated */
 };
 

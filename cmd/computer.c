@@ -32,8 +32,8 @@
 #include "out.h"
 
 /* options shared by several verbs (one process runs one verb) */
-static const char *o_key, *o_provider, *o_name, *o_mode, *o_options, *o_pause_after, *o_cwd, *o_output,
-	*o_outcome, *o_bot, *o_holder, *o_session, *o_what, *o_encoding;
+static const char *o_key, *o_provider, *o_name, *o_mode, *o_options, *o_pause_after, *o_cwd, *o_output, *o_outcome,
+	*o_bot, *o_holder, *o_session, *o_what, *o_encoding;
 static int o_wait, o_no_desktop, o_tty, o_follow, o_executable, o_base64, o_team, o_private, o_org;
 static const char *o_kind, *o_memory, *o_cpus, *o_pids;
 static int64_t o_timeout = 300, o_rows = 24, o_cols = 80, o_yield = 0, o_max_output = RK_SESSION_OUTPUT_DEFAULT,
@@ -41,9 +41,11 @@ static int64_t o_timeout = 300, o_rows = 24, o_cols = 80, o_yield = 0, o_max_out
 	       o_revisions = 1, o_limit = 1000;
 static struct rk_opt_list o_env;
 
-#define OPT_KEY OPT_STRING("command-key", 'k', &o_key, "KEY", "idempotency key: the same key and body give the same execution")
+#define OPT_KEY                                                                                                        \
+	OPT_STRING("command-key", 'k', &o_key, "KEY", "idempotency key: the same key and body give the same execution")
 #define OPT_WAIT OPT_BOOL("wait", 'w', &o_wait, "wait until the command has finished")
-#define OPT_TIMEOUT OPT_INT("timeout", 0, &o_timeout, "SECONDS", "with --wait: give up after this long (default 300)", 1, 86400)
+#define OPT_TIMEOUT                                                                                                    \
+	OPT_INT("timeout", 0, &o_timeout, "SECONDS", "with --wait: give up after this long (default 300)", 1, 86400)
 
 /* --- helpers ----------------------------------------------------------------- */
 
@@ -88,7 +90,8 @@ static int record_place(struct cmd_ctx *ctx, const char *computer_id)
 	return r;
 }
 
-#define OPT_FENCE OPT_INT("fence", 0, &o_fence, "TOKEN", "with --bot: act under this execution lease token", 1, INT64_MAX)
+#define OPT_FENCE                                                                                                      \
+	OPT_INT("fence", 0, &o_fence, "TOKEN", "with --bot: act under this execution lease token", 1, INT64_MAX)
 #define OPT_FILE_BOT OPT_STRING("bot", 'b', &o_bot, "BOT", "as this bot: its lease, and its folder on a Team computer")
 
 /* A bot's call (engine/machine/team.h): checks or takes its lease, makes its Team
@@ -173,7 +176,8 @@ static int submit(struct cmd_ctx *ctx, const char *op, const char *computer, cJS
 		r = record_place(ctx, e.computer_id);
 	if (r == 0) {
 		if (!o_key && !opt_json)
-			out_progress("command key: %s (pass it again with --command-key to retry safely)", e.command_key);
+			out_progress("command key: %s (pass it again with --command-key to retry safely)",
+				     e.command_key);
 		r = show_receipt(ctx, &e, existed);
 	}
 	rk_execution_release(&e);
@@ -203,12 +207,19 @@ static int run_providers(struct cmd_ctx *ctx)
 	static const struct {
 		unsigned bit;
 		const char *name;
-	} caps[] = {{RK_CAP_DESKTOP, "desktop"},       {RK_CAP_MULTI_SCREEN, "multiScreen"}, {RK_CAP_TTY, "tty"},
-		    {RK_CAP_PAGE_BROWSER, "pageBrowser"}, {RK_CAP_SNAPSHOTS, "snapshots"},
-		    {RK_CAP_PERSISTENT_HOME, "persistentHome"}, {RK_CAP_TAKEOVER, "takeover"},
-		    {RK_CAP_VNC, "vnc"}, {RK_CAP_PAUSE, "pause"}, {RK_CAP_HOST_HOME, "hostHome"},
+	} caps[] = {{RK_CAP_DESKTOP, "desktop"},
+		    {RK_CAP_MULTI_SCREEN, "multiScreen"},
+		    {RK_CAP_TTY, "tty"},
+		    {RK_CAP_PAGE_BROWSER, "pageBrowser"},
+		    {RK_CAP_SNAPSHOTS, "snapshots"},
+		    {RK_CAP_PERSISTENT_HOME, "persistentHome"},
+		    {RK_CAP_TAKEOVER, "takeover"},
+		    {RK_CAP_VNC, "vnc"},
+		    {RK_CAP_PAUSE, "pause"},
+		    {RK_CAP_HOST_HOME, "hostHome"},
 		    {RK_CAP_HOST_EXEC, "hostExec"},
-		    {RK_CAP_LIMIT_MEMORY, "memoryLimit"}, {RK_CAP_LIMIT_CPUS, "cpusLimit"},
+		    {RK_CAP_LIMIT_MEMORY, "memoryLimit"},
+		    {RK_CAP_LIMIT_CPUS, "cpusLimit"},
 		    {RK_CAP_LIMIT_PIDS, "pidsLimit"}};
 	(void)ctx;
 	cJSON *rows = cJSON_CreateArray();
@@ -239,14 +250,18 @@ static int run_providers(struct cmd_ctx *ctx)
 		rk_buf_release(&list);
 		cJSON_AddItemToArray(rows, o);
 	}
-	static const struct out_col cols[] = {{"name", "PROVIDER"}, {"available", "AVAILABLE"}, {"caps", "CAPABILITIES"},
-					      {"summary", "SUMMARY"}, {0}};
+	static const struct out_col cols[] = {{"name", "PROVIDER"},
+					      {"available", "AVAILABLE"},
+					      {"caps", "CAPABILITIES"},
+					      {"summary", "SUMMARY"},
+					      {0}};
 	out_list(rows, cols);
 	return 0;
 }
 
 static const struct rk_opt create_opts[] = {
-	OPT_STRING("provider", 'p', &o_provider, "NAME", "provider: docker (default), e2b, daytona, box, or fake (a test double run on this host)"),
+	OPT_STRING("provider", 'p', &o_provider, "NAME",
+		   "provider: docker (default), e2b, daytona, box, or fake (a test double run on this host)"),
 	OPT_STRING("name", 'n', &o_name, "NAME", "the computer's name (letters, digits, - _ .)"),
 	OPT_STRING("mode", 0, &o_mode, "team|private", "a Team computer shared by bots, or a Private one (default)"),
 	OPT_BOOL("team", 0, &o_team, "a Team computer: bots work in bots/<bot>/, shared work in shared/"),
@@ -254,12 +269,16 @@ static const struct rk_opt create_opts[] = {
 	OPT_BOOL("no-desktop", 0, &o_no_desktop, "no graphical desktop"),
 	OPT_STRING("pause-after", 0, &o_pause_after, "SECONDS|never", "pause when idle this long (default 600)"),
 	OPT_INT("revisions", 0, &o_revisions, "N", "workspace checkpoints to keep (default 1)", 1, 1000),
-	OPT_STRING("options", 0, &o_options, "JSON", "provider options as a JSON object, e.g. '{\"network\":\"none\"}'"),
+	OPT_STRING("options", 0, &o_options, "JSON",
+		   "provider options as a JSON object, e.g. '{\"network\":\"none\"}'"),
 	OPT_STRING("memory", 0, &o_memory, "SIZE", "memory limit, e.g. 512m or 2g (docker default 4g)"),
 	OPT_STRING("cpus", 0, &o_cpus, "N", "CPU limit, e.g. 0.5 (docker default 2)"),
 	OPT_STRING("pids", 0, &o_pids, "N", "limit on processes and threads, 64 or more (docker default 1024)"),
 	OPT_BOOL("org", 0, &o_org, "owned by the organization (every member may use it), not by you"),
-	OPT_KEY, OPT_WAIT, OPT_TIMEOUT, OPT_END,
+	OPT_KEY,
+	OPT_WAIT,
+	OPT_TIMEOUT,
+	OPT_END,
 };
 
 static int run_create(struct cmd_ctx *ctx)
@@ -352,8 +371,13 @@ static int run_list(struct cmd_ctx *ctx)
 		rk_computer_release(&cs[i]);
 	}
 	free(cs);
-	static const struct out_col cols[] = {{"name", "NAME"}, {"id", "ID"}, {"provider", "PROVIDER"}, {"state", "STATE"},
-					      {"mode", "MODE"}, {"home_revision", "CHECKPOINT"}, {0}};
+	static const struct out_col cols[] = {{"name", "NAME"},
+					      {"id", "ID"},
+					      {"provider", "PROVIDER"},
+					      {"state", "STATE"},
+					      {"mode", "MODE"},
+					      {"home_revision", "CHECKPOINT"},
+					      {0}};
 	out_list(rows, cols);
 	return 0;
 }
@@ -404,10 +428,22 @@ static int lifecycle(struct cmd_ctx *ctx, const char *op)
 	return submit(ctx, op, ctx->args[0], cJSON_CreateObject());
 }
 
-static int run_pause(struct cmd_ctx *ctx) { return lifecycle(ctx, "pause"); }
-static int run_resume(struct cmd_ctx *ctx) { return lifecycle(ctx, "resume"); }
-static int run_stop(struct cmd_ctx *ctx) { return lifecycle(ctx, "stop"); }
-static int run_delete(struct cmd_ctx *ctx) { return lifecycle(ctx, "delete"); }
+static int run_pause(struct cmd_ctx *ctx)
+{
+	return lifecycle(ctx, "pause");
+}
+static int run_resume(struct cmd_ctx *ctx)
+{
+	return lifecycle(ctx, "resume");
+}
+static int run_stop(struct cmd_ctx *ctx)
+{
+	return lifecycle(ctx, "stop");
+}
+static int run_delete(struct cmd_ctx *ctx)
+{
+	return lifecycle(ctx, "delete");
+}
 
 static const struct rk_opt lifecycle_opts[] = {OPT_KEY, OPT_WAIT, OPT_TIMEOUT, OPT_END};
 
@@ -468,8 +504,9 @@ static int run_exe_list(struct cmd_ctx *ctx)
 		rk_execution_release(&es[i]);
 	}
 	free(es);
-	static const struct out_col cols[] = {{"id", "EXECUTION"}, {"op", "OP"}, {"state", "STATE"},
-					      {"computer_id", "COMPUTER"}, {"created_at", "CREATED"}, {0}};
+	static const struct out_col cols[] = {{"id", "EXECUTION"},	 {"op", "OP"},
+					      {"state", "STATE"},	 {"computer_id", "COMPUTER"},
+					      {"created_at", "CREATED"}, {0}};
 	out_list(rows, cols);
 	return 0;
 }
@@ -668,9 +705,15 @@ static int run_exec(struct cmd_ctx *ctx)
 	char *cwd = NULL;
 	if ((r = bot_begin(ctx, &c, o_cwd, &call, &cwd)))
 		goto out;
-	struct rk_session_request req = {.command = cmd.data, .cwd = cwd ? (*cwd ? cwd : NULL) : o_cwd, .env = env, .tty = o_tty,
-					 .rows = (int)o_rows, .cols = (int)o_cols, .yield_ms = o_yield,
-					 .max_output = (size_t)o_max_output, .bot_id = o_bot};
+	struct rk_session_request req = {.command = cmd.data,
+					 .cwd = cwd ? (*cwd ? cwd : NULL) : o_cwd,
+					 .env = env,
+					 .tty = o_tty,
+					 .rows = (int)o_rows,
+					 .cols = (int)o_cols,
+					 .yield_ms = o_yield,
+					 .max_output = (size_t)o_max_output,
+					 .bot_id = o_bot};
 	struct rk_session_reply rep = {0};
 	r = rk_session_start(ctx->eng, &c, &req, &rep, &ctx->err);
 	if (r == 0)
@@ -686,7 +729,8 @@ out:
 }
 
 static const struct rk_opt input_opts[] = {
-	OPT_INT("yield-ms", 'y', &o_yield, "MS", "wait this long for output (250 to 30000, default 1000)", 0, INT64_MAX),
+	OPT_INT("yield-ms", 'y', &o_yield, "MS", "wait this long for output (250 to 30000, default 1000)", 0,
+		INT64_MAX),
 	OPT_INT("max-output", 0, &o_max_output, "BYTES", "at most this much new output (default 65536)", 1,
 		64 * 1024 * 1024),
 	OPT_FILE_BOT,
@@ -801,8 +845,11 @@ static int run_sessions(struct cmd_ctx *ctx)
 		rk_session_row_release(&rows[i]);
 	}
 	free(rows);
-	static const struct out_col cols[] = {{"id", "SESSION"}, {"state", "STATE"}, {"exit_code", "EXIT"},
-					      {"command", "COMMAND"}, {0}};
+	static const struct out_col cols[] = {{"id", "SESSION"},
+					      {"state", "STATE"},
+					      {"exit_code", "EXIT"},
+					      {"command", "COMMAND"},
+					      {0}};
 	out_list(arr, cols);
 	return 0;
 }
@@ -843,7 +890,7 @@ static void history_entry_print(const struct rk_history_entry *h)
 	else if (kind == RK_HISTORY_OUTPUT || kind == RK_HISTORY_INPUT)
 		fwrite(h->data, 1, h->data_len, stdout);
 	else if (kind == RK_HISTORY_EXIT)
-		h->signal >= 0	   ? printf("[signal %lld]\n", (long long)h->signal)
+		h->signal >= 0	    ? printf("[signal %lld]\n", (long long)h->signal)
 		: h->exit_code >= 0 ? printf("[exit %lld]\n", (long long)h->exit_code)
 				    : printf("[ended]\n");
 }
@@ -919,15 +966,21 @@ static int run_file_list(struct cmd_ctx *ctx)
 	for (size_t i = 0; i < n; i++)
 		cJSON_AddItemToArray(arr, rk_file_entry_to_json(&es[i]));
 	rk_file_entries_free(es, n);
-	static const struct out_col cols[] = {{"type", "TYPE"}, {"size", "SIZE"}, {"mtime", "MODIFIED"}, {"name", "NAME"}, {0}};
+	static const struct out_col cols[] = {{"type", "TYPE"},
+					      {"size", "SIZE"},
+					      {"mtime", "MODIFIED"},
+					      {"name", "NAME"},
+					      {0}};
 	out_list(arr, cols);
 	return 0;
 }
 
 static const struct rk_opt read_opts[] = {
 	OPT_STRING("output", 'o', &o_output, "FILE", "write the bytes to FILE (- for stdout)"),
-	OPT_INT("max-bytes", 0, &o_max_bytes, "N", "refuse files larger than this (default 16 MiB)", 1, RK_FILE_READ_LIMIT),
-	OPT_STRING("encoding", 0, &o_encoding, "utf8|base64", "with --json: how content is given (default: utf8 when valid)"),
+	OPT_INT("max-bytes", 0, &o_max_bytes, "N", "refuse files larger than this (default 16 MiB)", 1,
+		RK_FILE_READ_LIMIT),
+	OPT_STRING("encoding", 0, &o_encoding, "utf8|base64",
+		   "with --json: how content is given (default: utf8 when valid)"),
 	OPT_FILE_BOT,
 	OPT_FENCE,
 	OPT_END,
@@ -968,7 +1021,8 @@ static int run_file_read(struct cmd_ctx *ctx)
 	} else if (opt_json) {
 		int utf8 = o_encoding ? !strcmp(o_encoding, "utf8") : rk_utf8_valid(data.data, data.len);
 		if (utf8 && !rk_utf8_valid(data.data, data.len)) {
-			r = rk_error_set(&ctx->err, RK_EINVALID, "%s is not valid UTF-8: use --encoding base64", ctx->args[1]);
+			r = rk_error_set(&ctx->err, RK_EINVALID, "%s is not valid UTF-8: use --encoding base64",
+					 ctx->args[1]);
 			goto out;
 		}
 		cJSON *o = cJSON_CreateObject();
@@ -980,7 +1034,8 @@ static int run_file_read(struct cmd_ctx *ctx)
 		} else {
 			size_t n = sodium_base64_encoded_len(data.len, sodium_base64_VARIANT_ORIGINAL);
 			char *b = rk_xmalloc(n);
-			sodium_bin2base64(b, n, (const unsigned char *)data.data, data.len, sodium_base64_VARIANT_ORIGINAL);
+			sodium_bin2base64(b, n, (const unsigned char *)data.data, data.len,
+					  sodium_base64_VARIANT_ORIGINAL);
 			cJSON_AddStringToObject(o, "content", b);
 			free(b);
 		}
@@ -1038,8 +1093,8 @@ static int run_file_write(struct cmd_ctx *ctx)
 	char *where = NULL;
 	if (r == 0 && (r = load_computer(ctx, ctx->args[0], &c)) == 0 &&
 	    (r = bot_begin(ctx, &c, ctx->args[1], &call, &where)) == 0)
-		r = rk_computer_file_write(ctx->eng, &c, where ? where : ctx->args[1], data.data, data.len, o_executable,
-					   &ctx->err);
+		r = rk_computer_file_write(ctx->eng, &c, where ? where : ctx->args[1], data.data, data.len,
+					   o_executable, &ctx->err);
 	rk_team_call_end(ctx->eng, &call);
 	if (r == 0 && where && strcmp(where, ctx->args[1]))
 		out_progress("wrote %s", where);
@@ -1106,7 +1161,8 @@ static int run_export(struct cmd_ctx *ctx)
 			return r;
 		fd = out.fd;
 	} else if (isatty(1)) {
-		return rk_error_set(&ctx->err, RK_EUSAGE, "refusing to write a tar stream to a terminal: use -o FILE or a pipe");
+		return rk_error_set(&ctx->err, RK_EUSAGE,
+				    "refusing to write a tar stream to a terminal: use -o FILE or a pipe");
 	}
 	struct rk_computer c = {0};
 	if ((r = load_computer(ctx, ctx->args[0], &c)) == 0)
@@ -1130,8 +1186,8 @@ static int run_import(struct cmd_ctx *ctx)
 	if (ctx->nargs == 2 && strcmp(ctx->args[1], "-")) {
 		fd = open(ctx->args[1], O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
-			return rk_error_errno(&ctx->err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno, "cannot open %s",
-					      ctx->args[1]);
+			return rk_error_errno(&ctx->err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno,
+					      "cannot open %s", ctx->args[1]);
 	}
 	struct rk_computer c = {0};
 	if ((r = load_computer(ctx, ctx->args[0], &c)) == 0)
@@ -1204,9 +1260,18 @@ static int lease_simple(struct cmd_ctx *ctx, const char *op)
 	return r;
 }
 
-static int run_lease_renew(struct cmd_ctx *ctx) { return lease_simple(ctx, "renew"); }
-static int run_lease_release(struct cmd_ctx *ctx) { return lease_simple(ctx, "release"); }
-static int run_lease_write(struct cmd_ctx *ctx) { return lease_simple(ctx, "write"); }
+static int run_lease_renew(struct cmd_ctx *ctx)
+{
+	return lease_simple(ctx, "renew");
+}
+static int run_lease_release(struct cmd_ctx *ctx)
+{
+	return lease_simple(ctx, "release");
+}
+static int run_lease_write(struct cmd_ctx *ctx)
+{
+	return lease_simple(ctx, "write");
+}
 
 static int run_lease_show(struct cmd_ctx *ctx)
 {
@@ -1283,7 +1348,8 @@ static int run_image_build(struct cmd_ctx *ctx)
 	free(script);
 	if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-		return rk_error_set(&ctx->err, code == 5 ? RK_EUNAVAILABLE : RK_EFAILED, "the image build failed (see above)");
+		return rk_error_set(&ctx->err, code == 5 ? RK_EUNAVAILABLE : RK_EFAILED,
+				    "the image build failed (see above)");
 	}
 	if (opt_json) {
 		cJSON *o = cJSON_CreateObject();
@@ -1351,8 +1417,14 @@ static int grant_or_revoke(struct cmd_ctx *ctx, int grant)
 	return r;
 }
 
-static int run_grant(struct cmd_ctx *ctx) { return grant_or_revoke(ctx, 1); }
-static int run_revoke(struct cmd_ctx *ctx) { return grant_or_revoke(ctx, 0); }
+static int run_grant(struct cmd_ctx *ctx)
+{
+	return grant_or_revoke(ctx, 1);
+}
+static int run_revoke(struct cmd_ctx *ctx)
+{
+	return grant_or_revoke(ctx, 0);
+}
 
 static int run_rights(struct cmd_ctx *ctx)
 {
@@ -1362,7 +1434,9 @@ static int run_rights(struct cmd_ctx *ctx)
 		return r;
 	cJSON *arr;
 	if ((r = rk_authz_rights(ctx->eng, &c, &arr, &ctx->err)) == 0) {
-		static const struct out_col cols[] = {{"bot", "BOT"}, {"granted_by", "GRANTED BY"}, {"created_at", "SINCE"},
+		static const struct out_col cols[] = {{"bot", "BOT"},
+						      {"granted_by", "GRANTED BY"},
+						      {"created_at", "SINCE"},
 						      {0}};
 		out_list(arr, cols);
 	}
@@ -1406,7 +1480,9 @@ static int run_job(struct cmd_ctx *ctx)
 	if ((r = rk_reservation_phase(ctx->eng, c.id, "running", &ctx->err)))
 		goto end;
 	/* a short first wait, so the session is on record at once */
-	struct rk_session_request req = {.command = cmd.data, .yield_ms = RK_SESSION_YIELD_MIN_MS, .max_output = 1 << 20};
+	struct rk_session_request req = {.command = cmd.data,
+					 .yield_ms = RK_SESSION_YIELD_MIN_MS,
+					 .max_output = 1 << 20};
 	if ((r = rk_session_start(ctx->eng, &c, &req, &rep, &ctx->err)))
 		goto end;
 	rk_buf_add(&output, rep.output, rep.output_len);
@@ -1478,18 +1554,23 @@ static const struct cmd_verb computer_verbs[] = {
 	{"list", "", "list computers", no_opts, run_list, NULL},
 	{"show", "COMPUTER", "show a computer", no_opts, run_show, NULL},
 	{"pause", "COMPUTER", "pause a computer (a saved command)", lifecycle_opts, run_pause, NULL},
-	{"resume", "COMPUTER", "resume a paused or stopped computer (a saved command)", lifecycle_opts, run_resume, NULL},
-	{"stop", "COMPUTER", "stop a computer, keeping its workspace (a saved command)", lifecycle_opts, run_stop, NULL},
+	{"resume", "COMPUTER", "resume a paused or stopped computer (a saved command)", lifecycle_opts, run_resume,
+	 NULL},
+	{"stop", "COMPUTER", "stop a computer, keeping its workspace (a saved command)", lifecycle_opts, run_stop,
+	 NULL},
 	{"delete", "COMPUTER", "delete a computer, its machine and its files (a saved command)", lifecycle_opts,
 	 run_delete, NULL},
-	{"execution", "VERB ...", "lifecycle commands: show, list, events, cancel, decide", NULL, NULL, execution_verbs},
-	{"exec", "COMPUTER [options] -- COMMAND...", "run a command with bash -lc in a session", exec_opts, run_exec, NULL},
+	{"execution", "VERB ...", "lifecycle commands: show, list, events, cancel, decide", NULL, NULL,
+	 execution_verbs},
+	{"exec", "COMPUTER [options] -- COMMAND...", "run a command with bash -lc in a session", exec_opts, run_exec,
+	 NULL},
 	{"input", "COMPUTER SESSION [CHARS]", "send stdin (C escapes: \\n, \\x03 Ctrl-C, \\x04 Ctrl-D) and read output",
 	 input_opts, run_input, NULL},
 	{"resize", "COMPUTER SESSION --rows R --cols C", "resize a session's terminal", resize_opts, run_resize, NULL},
 	{"kill", "COMPUTER SESSION", "stop a session's command and give its last output", kill_opts, run_kill, NULL},
 	{"sessions", "COMPUTER", "list shell sessions", no_opts, run_sessions, NULL},
-	{"history", "COMPUTER", "the terminal history: commands, input, output, exits", history_opts, run_history, NULL},
+	{"history", "COMPUTER", "the terminal history: commands, input, output, exits", history_opts, run_history,
+	 NULL},
 	{"file", "VERB ...", "files: list, read, write, remove", NULL, NULL, file_verbs},
 	{"export", "COMPUTER [-o FILE]", "the whole workspace as a tar stream", export_opts, run_export, NULL},
 	{"import", "COMPUTER [FILE|-]", "unpack a tar stream into the workspace", no_opts, run_import, NULL},

@@ -47,14 +47,15 @@ static int run_doctor(struct cmd_ctx *ctx)
 			/* what the database says, not what was asked at open: SQLite's
 			 * journal mode, PostgreSQL's server version */
 			char detail[1024];
-			snprintf(detail, sizeof(detail), "%s: integrity %s, schema %d of %d, %s %s", h.path, h.integrity,
-				 h.schema, h.migrations, h.pg ? "server" : "journal_mode", h.mode);
+			snprintf(detail, sizeof(detail), "%s: integrity %s, schema %d of %d, %s %s", h.path,
+				 h.integrity, h.schema, h.migrations, h.pg ? "server" : "journal_mode", h.mode);
 			int ok = !strcmp(h.integrity, "ok");
 			add_check(checks, "database", ok ? "ok" : "fail", detail);
 			failed |= !ok;
 			/* WAL lets readers run beside the worker's writes; anything else is worth a look */
 			if (!h.pg && strcmp(h.mode, "wal") != 0)
-				add_check(checks, "journal mode", "warn", "the database is not in WAL mode: readers wait for writers");
+				add_check(checks, "journal mode", "warn",
+					  "the database is not in WAL mode: readers wait for writers");
 		}
 		rk_engine_health_release(&h);
 	}
@@ -99,7 +100,10 @@ static int run_doctor(struct cmd_ctx *ctx)
 	} else {
 		printf("rakazo %s, data in %s\n", RK_VERSION, cJSON_GetObjectItem(doc, "data_dir")->valuestring);
 		cJSON_Delete(doc);
-		static const struct out_col cols[] = {{"check", "CHECK"}, {"status", "STATUS"}, {"detail", "DETAIL"}, {0}};
+		static const struct out_col cols[] = {{"check", "CHECK"},
+						      {"status", "STATUS"},
+						      {"detail", "DETAIL"},
+						      {0}};
 		out_list(checks, cols);
 	}
 	if (failed)

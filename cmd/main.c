@@ -224,8 +224,8 @@ static int run_verb(const char *prefix, const struct cmd_verb *verbs, int argc, 
 			}
 			return finish(ctx, 0);
 		}
-		return finish(ctx, rk_error_set(&ctx->err, RK_EUSAGE, "rakazo %s needs a command (see `rakazo %s --help`)",
-						prefix, prefix));
+		return finish(ctx, rk_error_set(&ctx->err, RK_EUSAGE,
+						"rakazo %s needs a command (see `rakazo %s --help`)", prefix, prefix));
 	}
 	for (size_t i = 0; verbs[i].name; i++) {
 		const struct cmd_verb *v = &verbs[i];
@@ -273,7 +273,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--json"))
 			opt_json = 1;
 	rk_warn_set_hook(out_warning); /* the engine's warnings, on stderr */
-	rk_engine_hooks_init();        /* which module answers each engine hook */
+	rk_engine_hooks_init();	       /* which module answers each engine hook */
 	char *self = strdup(argv[0]);
 	const char *base = basename(self);
 	int status;

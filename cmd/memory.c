@@ -53,9 +53,13 @@ static int run_read(struct cmd_ctx *ctx)
 	cJSON *doc;
 	if ((r = rk_memory_read(ctx->eng, &a, ctx->nargs ? ctx->args[0] : NULL, &doc, &ctx->err)) == 0) {
 		if (cJSON_IsArray(doc)) {
-			static const struct out_col cols[] = {{"path", "PATH"},	    {"scope", "SCOPE"},
-							      {"bot", "BOT"},	    {"revision", "REVISION"},
-							      {"bytes", "BYTES"},   {"updated_at", "UPDATED"}, {0}};
+			static const struct out_col cols[] = {{"path", "PATH"},
+							      {"scope", "SCOPE"},
+							      {"bot", "BOT"},
+							      {"revision", "REVISION"},
+							      {"bytes", "BYTES"},
+							      {"updated_at", "UPDATED"},
+							      {0}};
 			out_list(doc, cols);
 		} else if (out_is_json()) {
 			out_doc(doc);
@@ -84,7 +88,8 @@ static int run_write(struct cmd_ctx *ctx)
 		const char *src = ctx->nargs == 2 ? ctx->args[1] : "-";
 		r = rk_fs_read_all(!strcmp(src, "-") ? "/dev/stdin" : src, RK_MEMORY_CONTENT_MAX + 1, &b, &ctx->err);
 		if (r == -RK_ETOOLARGE)
-			r = rk_error_set(&ctx->err, RK_ETOOLARGE, "memory document exceeds %u bytes", RK_MEMORY_CONTENT_MAX);
+			r = rk_error_set(&ctx->err, RK_ETOOLARGE, "memory document exceeds %u bytes",
+					 RK_MEMORY_CONTENT_MAX);
 	}
 	if (r == 0 && memchr(b.data, 0, b.len))
 		r = rk_error_set(&ctx->err, RK_EINVALID, "memory is Markdown text: the content holds a NUL byte");
@@ -117,8 +122,11 @@ static int run_search(struct cmd_ctx *ctx)
 		if (out_is_json()) {
 			out_doc(doc);
 		} else {
-			static const struct out_col cols[] = {{"path", "PATH"},	  {"scope", "SCOPE"},
-							      {"score", "SCORE"}, {"snippet", "SNIPPET"}, {0}};
+			static const struct out_col cols[] = {{"path", "PATH"},
+							      {"scope", "SCOPE"},
+							      {"score", "SCORE"},
+							      {"snippet", "SNIPPET"},
+							      {0}};
 			out_list(cJSON_DetachItemFromObject(doc, "results"), cols);
 			cJSON_Delete(doc);
 		}
@@ -136,8 +144,11 @@ static int run_history(struct cmd_ctx *ctx)
 		return r;
 	cJSON *arr;
 	if ((r = rk_memory_history(ctx->eng, &a, ctx->args[0], &arr, &ctx->err)) == 0) {
-		static const struct out_col cols[] = {{"revision", "REVISION"}, {"bytes", "BYTES"}, {"run_id", "RUN"},
-						      {"created_at", "CREATED"},  {0}};
+		static const struct out_col cols[] = {{"revision", "REVISION"},
+						      {"bytes", "BYTES"},
+						      {"run_id", "RUN"},
+						      {"created_at", "CREATED"},
+						      {0}};
 		out_list(arr, cols);
 	}
 	rk_actor_release(&a);
@@ -156,11 +167,10 @@ const struct cmd_entry cmd_memory = {
 	.name = "memory",
 	.args = "read|write|search|history ...",
 	.summary = "the Markdown memory of you and your bots",
-	.description =
-		"Documents are keyed by space, user, scope (user, or bot with --bot) and path. You only\n"
-		"ever see your own documents in the current space; a bot sees yours and its own. Each\n"
-		"write is a new revision; --expected-revision N makes a write fail (exit 4, conflict)\n"
-		"when someone saved in between. Search ranks with SQLite FTS5 and falls back to a\n"
-		"case-insensitive substring match (score 1).",
+	.description = "Documents are keyed by space, user, scope (user, or bot with --bot) and path. You only\n"
+		       "ever see your own documents in the current space; a bot sees yours and its own. Each\n"
+		       "write is a new revision; --expected-revision N makes a write fail (exit 4, conflict)\n"
+		       "when someone saved in between. Search ranks with SQLite FTS5 and falls back to a\n"
+		       "case-insensitive substring match (score 1).",
 	.verbs = memory_verbs,
 };

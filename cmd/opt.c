@@ -99,7 +99,8 @@ int rk_opt_parse(const struct rk_opt *opts, int argc, char **argv, char ***args,
 			errno = 0;
 			long long v = strtoll(optarg, &end, 10);
 			if (errno || end == optarg || *end) {
-				r = rk_error_set(err, RK_EUSAGE, "--%s takes a whole number, not '%s'", o->name, optarg);
+				r = rk_error_set(err, RK_EUSAGE, "--%s takes a whole number, not '%s'", o->name,
+						 optarg);
 				goto out;
 			}
 			if ((o->min || o->max) && (v < o->min || v > o->max)) {

@@ -26,16 +26,31 @@ struct rk_opt {
 	char short_name;  /* 0 for none */
 	enum rk_opt_type type;
 	void *value;
-	const char *arg;  /* the argument's name in help, e.g. "KEY" */
+	const char *arg; /* the argument's name in help, e.g. "KEY" */
 	const char *help;
 	int64_t min, max; /* for RK_OPT_INT (both 0: any) */
 };
 
-#define OPT_BOOL(n, s, v, h) {n, s, RK_OPT_BOOL, v, NULL, h, 0, 0}
-#define OPT_STRING(n, s, v, a, h) {n, s, RK_OPT_STRING, v, a, h, 0, 0}
-#define OPT_INT(n, s, v, a, h, lo, hi) {n, s, RK_OPT_INT, v, a, h, lo, hi}
-#define OPT_LIST(n, s, v, a, h) {n, s, RK_OPT_LIST, v, a, h, 0, 0}
-#define OPT_END {0}
+#define OPT_BOOL(n, s, v, h)                                                                                           \
+	{                                                                                                              \
+		n, s, RK_OPT_BOOL, v, NULL, h, 0, 0                                                                    \
+	}
+#define OPT_STRING(n, s, v, a, h)                                                                                      \
+	{                                                                                                              \
+		n, s, RK_OPT_STRING, v, a, h, 0, 0                                                                     \
+	}
+#define OPT_INT(n, s, v, a, h, lo, hi)                                                                                 \
+	{                                                                                                              \
+		n, s, RK_OPT_INT, v, a, h, lo, hi                                                                      \
+	}
+#define OPT_LIST(n, s, v, a, h)                                                                                        \
+	{                                                                                                              \
+		n, s, RK_OPT_LIST, v, a, h, 0, 0                                                                       \
+	}
+#define OPT_END                                                                                                        \
+	{                                                                                                              \
+		0                                                                                                      \
+	}
 
 /* The options every command takes; set by rk_opt_parse. */
 extern int opt_json, opt_help;

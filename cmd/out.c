@@ -231,8 +231,7 @@ int out_error(const struct rk_error *err)
 		struct rk_buf m;
 		rk_buf_init(&m);
 		add_text(&m, err->message, strlen(err->message), out_is_tty(stderr));
-		fprintf(stderr, "rakazo: %s%s%s: %s\n", color ? "\033[31m" : "", code, color ? "\033[0m" : "",
-			m.data);
+		fprintf(stderr, "rakazo: %s%s%s: %s\n", color ? "\033[31m" : "", code, color ? "\033[0m" : "", m.data);
 		rk_buf_release(&m);
 	}
 	return rk_code_exit_status(err->code);

@@ -115,8 +115,8 @@ static int pair_once(struct cmd_ctx *ctx, const char *url, char **computer, char
 				 hr.failure_text ? hr.failure_text : "the request failed");
 	} else if (code != 201 || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(d, "machineSecret"))) {
 		const cJSON *e = cJSON_GetObjectItemCaseSensitive(d, "error");
-		r = rk_error_set(&ctx->err, code == 401 || code == 403 ? RK_EDENIED : RK_EFAILED, "pairing refused (%ld): %s",
-				 code, rk_json_string(e, "message", "no reason given"));
+		r = rk_error_set(&ctx->err, code == 401 || code == 403 ? RK_EDENIED : RK_EFAILED,
+				 "pairing refused (%ld): %s", code, rk_json_string(e, "message", "no reason given"));
 	} else {
 		*computer = rk_xstrdup(rk_json_string(d, "computerId", ""));
 		*secret = rk_xstrdup(rk_json_string(d, "machineSecret", ""));
@@ -305,10 +305,15 @@ static cJSON *op_file(const char *op, const cJSON *req)
 			if (lstat(full, &st) == 0) {
 				cJSON *e = cJSON_CreateObject();
 				cJSON_AddStringToObject(e, "name", de->d_name);
-				cJSON_AddStringToObject(e, "type", S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "dir"
-								   : S_ISLNK(st.st_mode) ? "link" : "other");
+				cJSON_AddStringToObject(e, "type",
+							S_ISREG(st.st_mode)   ? "file"
+							: S_ISDIR(st.st_mode) ? "dir"
+							: S_ISLNK(st.st_mode) ? "link"
+									      : "other");
 				cJSON_AddNumberToObject(e, "size", (double)st.st_size);
-				cJSON_AddNumberToObject(e, "mtime_ms", (double)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000);
+				cJSON_AddNumberToObject(e, "mtime_ms",
+							(double)st.st_mtim.tv_sec * 1000 +
+								st.st_mtim.tv_nsec / 1000000);
 				if (S_ISREG(st.st_mode) && (st.st_mode & 0100))
 					cJSON_AddBoolToObject(e, "executable", 1);
 				items[n++] = e;

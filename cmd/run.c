@@ -179,8 +179,9 @@ static int run_list(struct cmd_ctx *ctx)
 		if (o_computer || may_see(ctx, rows[i].computer_id)) /* the caller's computers' runs */
 			cJSON_AddItemToArray(arr, run_to_json(&rows[i]));
 	rk_run_rows_free(rows, n);
-	static const struct out_col cols[] = {{"id", "ID"},       {"state", "STATE"},   {"steps", "STEPS"},
-					      {"created_at", "CREATED"}, {"task", "TASK"}, {0}};
+	static const struct out_col cols[] = {{"id", "ID"},	  {"state", "STATE"},
+					      {"steps", "STEPS"}, {"created_at", "CREATED"},
+					      {"task", "TASK"},	  {0}};
 	out_list(arr, cols);
 	return 0;
 }
@@ -457,12 +458,14 @@ static int read_task(struct cmd_ctx *ctx, int first, struct rk_buf *task)
 		}
 	} else {
 		if (ctx->nargs <= first && isatty(0))
-			return rk_error_set(&ctx->err, RK_EUSAGE, "missing TASK (give it as arguments, or `-` and on stdin)");
+			return rk_error_set(&ctx->err, RK_EUSAGE,
+					    "missing TASK (give it as arguments, or `-` and on stdin)");
 		char chunk[8192];
 		size_t n;
 		while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0) {
 			if (task->len + n > TASK_MAX)
-				return rk_error_set(&ctx->err, RK_ETOOLARGE, "the task on stdin exceeds %u bytes", TASK_MAX);
+				return rk_error_set(&ctx->err, RK_ETOOLARGE, "the task on stdin exceeds %u bytes",
+						    TASK_MAX);
 			rk_buf_add(task, chunk, n);
 		}
 		while (task->len && (task->data[task->len - 1] == '\n' || task->data[task->len - 1] == '\r'))
@@ -544,9 +547,16 @@ static int run_task(struct cmd_ctx *ctx, int first)
 	mf.base_url = o_base_url;
 	mf.model = o_model;
 	mf.max_retries = (int)o_retries;
-	struct rk_run_options ro = {.computer = o_computer, .bot = o_bot, .thread = o_thread, .task = task.data,
-				    .model = &mf, .max_steps = (int)o_max_steps, .max_wall_ms = o_max_wall * 1000,
-				    .max_tokens = o_max_tokens, .trigger = o_trigger, .cancel = &cancel_flag,
+	struct rk_run_options ro = {.computer = o_computer,
+				    .bot = o_bot,
+				    .thread = o_thread,
+				    .task = task.data,
+				    .model = &mf,
+				    .max_steps = (int)o_max_steps,
+				    .max_wall_ms = o_max_wall * 1000,
+				    .max_tokens = o_max_tokens,
+				    .trigger = o_trigger,
+				    .cancel = &cancel_flag,
 				    .wake = &wake_flag};
 	char *id = NULL;
 	if (o_detach) {
@@ -570,8 +580,10 @@ static int run_resume(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "ID");
 	if (r || (r = cmd_engine(ctx)))
 		return r;
-	struct rk_run_resume_options ro = {.max_steps = (int)o_max_steps, .max_wall_ms = o_max_wall * 1000,
-					   .max_tokens = o_max_tokens, .detach = o_detach};
+	struct rk_run_resume_options ro = {.max_steps = (int)o_max_steps,
+					   .max_wall_ms = o_max_wall * 1000,
+					   .max_tokens = o_max_tokens,
+					   .detach = o_detach};
 	struct rk_run_exec x = {on_event, NULL, &cancel_flag, &wake_flag};
 	struct rk_run_row row = {0};
 	if ((r = run_authorize(ctx, ctx->args[0], NULL, &ctx->err)) ||
@@ -616,9 +628,8 @@ static const struct {
 	const char *name;
 	cmd_fn fn;
 } verbs[] = {
-	{"list", run_list},     {"show", run_show},     {"logs", run_logs},
-	{"cancel", run_cancel}, {"resume", run_resume}, {"continue", run_continue},
-	{"rm", run_rm},         {"prune", run_prune},
+	{"list", run_list},	{"show", run_show},	    {"logs", run_logs}, {"cancel", run_cancel},
+	{"resume", run_resume}, {"continue", run_continue}, {"rm", run_rm},	{"prune", run_prune},
 };
 
 static int run_main(struct cmd_ctx *ctx)
@@ -646,26 +657,25 @@ const struct cmd_entry cmd_run = {
 	.args = "[options] [start] TASK... | - | list | show ID | logs ID | cancel ID | resume ID | continue ID | "
 		"approve|deny RUN [--note TEXT] | rm ID... | prune --older-than DAYS [--dry-run]",
 	.summary = "run an agent on a computer; list, show, follow, cancel, resume, continue, approve and remove runs",
-	.description =
-		"`rakazo run TASK...` runs the agent loop here until the model answers (exit 0, the answer on\n"
-		"stdout) or the run fails: max_steps, max_wall or max_tokens (exit 1, 6 for max_wall), a model\n"
-		"endpoint that is down (exit 5, after the retries), interrupted by Ctrl-C (exit 130). `-` or no\n"
-		"TASK reads the task from stdin. With --json the run's events stream as NDJSON on stdout\n"
-		"(run.started, model.turn, tool.call, tool.result, run.checkpoint, run.finished); a failure\n"
-		"also puts one error line on stderr. `list` and `show ID` show recorded runs. The verbs count\n"
-		"only as the first argument on its own: a task whose first word is one needs `start`.\n"
-		"--detach starts the run in a process of its own and prints its id. `logs ID [--follow]\n"
-		"[--after N]` prints its stored events; `cancel ID` stops it at its next step (its shell\n"
-		"sessions killed); `resume ID` continues an interrupted run (or one failed by a limit or the\n"
-		"model) from its stored conversation; `continue ID [--note TEXT]` ends the takeover a run\n"
-		"waits in (request_takeover). A second run of the same bot on the same computer is a conflict\n"
-		"(exit 4) while the first is live.\n"
-		"A call that needs approval (`rakazo approval`) pauses the run in waiting_approval until\n"
-		"`rakazo run approve RUN` or `rakazo run deny RUN [--note TEXT]` from another terminal.\n"
-		"`rm ID...` removes ended runs (events, conversation, attachments; a live one is a conflict,\n"
-		"exit 4: cancel it first) and prints their ids; `prune --older-than DAYS [--dry-run]` does so\n"
-		"for every run that ended more than DAYS days ago. Terminal history, memory revisions and\n"
-		"approval decisions stay.",
+	.description = "`rakazo run TASK...` runs the agent loop here until the model answers (exit 0, the answer on\n"
+		       "stdout) or the run fails: max_steps, max_wall or max_tokens (exit 1, 6 for max_wall), a model\n"
+		       "endpoint that is down (exit 5, after the retries), interrupted by Ctrl-C (exit 130). `-` or no\n"
+		       "TASK reads the task from stdin. With --json the run's events stream as NDJSON on stdout\n"
+		       "(run.started, model.turn, tool.call, tool.result, run.checkpoint, run.finished); a failure\n"
+		       "also puts one error line on stderr. `list` and `show ID` show recorded runs. The verbs count\n"
+		       "only as the first argument on its own: a task whose first word is one needs `start`.\n"
+		       "--detach starts the run in a process of its own and prints its id. `logs ID [--follow]\n"
+		       "[--after N]` prints its stored events; `cancel ID` stops it at its next step (its shell\n"
+		       "sessions killed); `resume ID` continues an interrupted run (or one failed by a limit or the\n"
+		       "model) from its stored conversation; `continue ID [--note TEXT]` ends the takeover a run\n"
+		       "waits in (request_takeover). A second run of the same bot on the same computer is a conflict\n"
+		       "(exit 4) while the first is live.\n"
+		       "A call that needs approval (`rakazo approval`) pauses the run in waiting_approval until\n"
+		       "`rakazo run approve RUN` or `rakazo run deny RUN [--note TEXT]` from another terminal.\n"
+		       "`rm ID...` removes ended runs (events, conversation, attachments; a live one is a conflict,\n"
+		       "exit 4: cancel it first) and prints their ids; `prune --older-than DAYS [--dry-run]` does so\n"
+		       "for every run that ended more than DAYS days ago. Terminal history, memory revisions and\n"
+		       "approval decisions stay.",
 	.opts = run_opts,
 	.run = run_main,
 };

@@ -29,12 +29,13 @@ static int o_no_observe;
 
 #define OPT_DISPLAY OPT_INT("display", 'd', &o_display, "N", "display number (default 0)", 0, 63)
 #define OPT_BOT OPT_STRING("bot", 'b', &o_bot, "BOT", "the bot's own screen (started on its first call)")
-#define OPT_FENCE OPT_INT("fence", 0, &o_fence, "TOKEN", "with --bot: act under this execution lease token", 1, INT64_MAX)
-#define OPT_SIZE                                                                                             \
-	OPT_INT("max-width", 0, &o_max_w, "PX", "downscale the image to at most this width (aspect kept)", 0,   \
-		10000),                                                                                     \
-	OPT_INT("max-height", 0, &o_max_h, "PX", "downscale the image to at most this height", 0, 10000),       \
-	OPT_STRING("consumer", 0, &o_consumer, "NAME", "dedupe: an unchanged frame for NAME comes without image")
+#define OPT_FENCE                                                                                                      \
+	OPT_INT("fence", 0, &o_fence, "TOKEN", "with --bot: act under this execution lease token", 1, INT64_MAX)
+#define OPT_SIZE                                                                                                       \
+	OPT_INT("max-width", 0, &o_max_w, "PX", "downscale the image to at most this width (aspect kept)", 0, 10000),  \
+		OPT_INT("max-height", 0, &o_max_h, "PX", "downscale the image to at most this height", 0, 10000),      \
+		OPT_STRING("consumer", 0, &o_consumer, "NAME",                                                         \
+			   "dedupe: an unchanged frame for NAME comes without image")
 
 static int load(struct cmd_ctx *ctx, struct rk_computer *c)
 {
@@ -79,12 +80,9 @@ static int write_png(struct cmd_ctx *ctx, const unsigned char *png, size_t len, 
 }
 
 static const struct rk_opt shot_opts[] = {
-	OPT_DISPLAY,
-	OPT_BOT,
-	OPT_FENCE,
-	OPT_STRING("output", 'o', &o_output, "FILE", "write the PNG to FILE (- for stdout)"),
-	OPT_SIZE,
-	OPT_END,
+	OPT_DISPLAY, OPT_BOT,
+	OPT_FENCE,   OPT_STRING("output", 'o', &o_output, "FILE", "write the PNG to FILE (- for stdout)"),
+	OPT_SIZE,    OPT_END,
 };
 
 static int run_shot(struct cmd_ctx *ctx)
@@ -93,13 +91,15 @@ static int run_shot(struct cmd_ctx *ctx)
 	int r = load(ctx, &c);
 	if (r)
 		return r;
-	struct rk_display_observe_options oo = {.max_width = (int)o_max_w, .max_height = (int)o_max_h,
+	struct rk_display_observe_options oo = {.max_width = (int)o_max_w,
+						.max_height = (int)o_max_h,
 						.consumer = o_consumer};
 	struct rk_display_shot shot = {0};
 	if ((r = bot_or_display(ctx)) == 0)
 		r = o_bot ? rk_team_screen_observe(ctx->eng, &c, o_bot, o_fence, &oo, &shot, &ctx->err)
 			  : rk_display_observe(ctx->eng, &c, (int)o_display, &oo, &shot, &ctx->err);
-	if (r == 0 && (r = write_png(ctx, shot.png, shot.png_len, shot.meta)) == 0 && (opt_json || (o_output && strcmp(o_output, "-")))) {
+	if (r == 0 && (r = write_png(ctx, shot.png, shot.png_len, shot.meta)) == 0 &&
+	    (opt_json || (o_output && strcmp(o_output, "-")))) {
 		out_doc(shot.meta);
 		shot.meta = NULL;
 	}
@@ -112,7 +112,8 @@ static const struct rk_opt act_opts[] = {
 	OPT_DISPLAY,
 	OPT_BOT,
 	OPT_FENCE,
-	OPT_STRING("actions", 'a', &o_actions, "JSON|@FILE|-", "the batch: a JSON array of actions, or {\"actions\":[...]}"),
+	OPT_STRING("actions", 'a', &o_actions, "JSON|@FILE|-",
+		   "the batch: a JSON array of actions, or {\"actions\":[...]}"),
 	OPT_INT("settle-ms", 0, &o_settle, "MS", "quiet time that ends settling (default 300, at most 3000)", 0, 3000),
 	OPT_BOOL("no-observe", 0, &o_no_observe, "no screenshot afterwards"),
 	OPT_STRING("output", 'o', &o_output, "FILE", "write the screenshot after the batch to FILE"),
@@ -143,7 +144,8 @@ static int run_act(struct cmd_ctx *ctx)
 	if (r == 0)
 		r = load(ctx, &c);
 	if (r == 0) {
-		struct rk_display_observe_options oo = {.max_width = (int)o_max_w, .max_height = (int)o_max_h,
+		struct rk_display_observe_options oo = {.max_width = (int)o_max_w,
+							.max_height = (int)o_max_h,
 							.consumer = o_consumer};
 		struct rk_display_act_result res = {0};
 		if ((r = bot_or_display(ctx)) == 0)
@@ -151,7 +153,8 @@ static int run_act(struct cmd_ctx *ctx)
 						       o_no_observe ? 0 : -1, &oo, &res, &ctx->err)
 				  : rk_display_act(ctx->eng, &c, (int)o_display, batch.data, (int)o_settle,
 						   o_no_observe ? 0 : -1, &oo, &res, &ctx->err);
-		if (r == 0 && (r = write_png(ctx, res.png, res.png_len, NULL)) == 0 && (opt_json || !res.png || (o_output && strcmp(o_output, "-")))) {
+		if (r == 0 && (r = write_png(ctx, res.png, res.png_len, NULL)) == 0 &&
+		    (opt_json || !res.png || (o_output && strcmp(o_output, "-")))) {
 			out_doc(res.result);
 			res.result = NULL;
 		}
@@ -303,7 +306,8 @@ static int run_watch(struct cmd_ctx *ctx)
 		return r;
 	if (!isatty(1) || !isatty(0)) {
 		rk_computer_release(&c);
-		return rk_error_set(&ctx->err, RK_EUSAGE, "screen watch needs a terminal; use `screen shot` in scripts");
+		return rk_error_set(&ctx->err, RK_EUSAGE,
+				    "screen watch needs a terminal; use `screen shot` in scripts");
 	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -444,8 +448,9 @@ static int run_list(struct cmd_ctx *ctx)
 	int r = load(ctx, &c);
 	cJSON *arr = NULL;
 	if (r == 0 && (r = rk_team_screen_list(ctx->eng, &c, &arr, &ctx->err)) == 0) {
-		static const struct out_col cols[] = {{"slot", "SLOT"}, {"bot_id", "BOT"}, {"state", "STATE"},
-						      {"generation", "GENERATION"}, {"control", "CONTROL"}, {0}};
+		static const struct out_col cols[] = {{"slot", "SLOT"},	      {"bot_id", "BOT"},
+						      {"state", "STATE"},     {"generation", "GENERATION"},
+						      {"control", "CONTROL"}, {0}};
 		out_list(arr, cols);
 	}
 	rk_computer_release(&c);
@@ -453,15 +458,17 @@ static int run_list(struct cmd_ctx *ctx)
 }
 
 static const struct cmd_verb screen_verbs[] = {
-	{"shot", "COMPUTER [-o FILE|-]", "take a screenshot (PNG; --json gives its metadata)", shot_opts, run_shot, NULL},
+	{"shot", "COMPUTER [-o FILE|-]", "take a screenshot (PNG; --json gives its metadata)", shot_opts, run_shot,
+	 NULL},
 	{"act", "COMPUTER --actions JSON|@FILE|-", "run a batch of actions, settle, and take a screenshot", act_opts,
 	 run_act, NULL},
 	{"info", "COMPUTER", "the display's size and transport", info_opts, run_info, NULL},
 	{"watch", "COMPUTER [--mode auto|halfblock|kitty|sixel]",
-	 "watch the desktop live in the terminal (kitty graphics, sixel or truecolor half blocks)", watch_opts, run_watch,
-	 NULL},
+	 "watch the desktop live in the terminal (kitty graphics, sixel or truecolor half blocks)", watch_opts,
+	 run_watch, NULL},
 	{"close", "COMPUTER", "close the display: its holder and its desktop stack", info_opts, run_close, NULL},
-	{"list", "COMPUTER", "the bots' screens: slot, bot, state, generation, who has control", no_opts, run_list, NULL},
+	{"list", "COMPUTER", "the bots' screens: slot, bot, state, generation, who has control", no_opts, run_list,
+	 NULL},
 	{"release", "COMPUTER --bot BOT", "close a bot's desktop (Chromium cleanly; its profile stays)", release_opts,
 	 run_release, NULL},
 	{"takeover", "COMPUTER --bot BOT", "take exclusive control of a bot's screen (stop the bot first)",
@@ -472,8 +479,8 @@ static const struct cmd_verb screen_verbs[] = {
 	 "a revocable capability URL for the screen gateway", screen_share_opts, cmd_screen_share, NULL},
 	{"revoke", "TOKEN|ID|--all", "revoke screen capabilities (their clients are disconnected)", screen_revoke_opts,
 	 cmd_screen_revoke, NULL},
-	{"shares", "[--all]", "the live screen capabilities (never their tokens)", screen_shares_opts, cmd_screen_shares,
-	 NULL},
+	{"shares", "[--all]", "the live screen capabilities (never their tokens)", screen_shares_opts,
+	 cmd_screen_shares, NULL},
 	{"gateway", "[--listen HOST:PORT]", "one WebSocket port relaying RFB (noVNC) for every shared screen",
 	 screen_gateway_opts, cmd_screen_gateway, NULL},
 	{0},

@@ -68,7 +68,8 @@ int cmd_screen_share(struct cmd_ctx *ctx)
 		} else {
 			char t[40];
 			printf("%s\n", url);
-			fprintf(stderr, "%s capability %s on display %d%s%s%s of %s, until %s (revoke: rakazo screen revoke %s)\n",
+			fprintf(stderr,
+				"%s capability %s on display %d%s%s%s of %s, until %s (revoke: rakazo screen revoke %s)\n",
 				rk_gateway_policy_name(cap.policy), cap.id, cap.display, cap.bot_id ? " (bot " : "",
 				cap.bot_id ? cap.bot_id : "", cap.bot_id ? ")" : "", c.name,
 				rk_iso8601(cap.expires_at, t, sizeof(t)), cap.id);
@@ -114,11 +115,13 @@ const struct rk_opt screen_revoke_opts[] = {
 
 int cmd_screen_revoke(struct cmd_ctx *ctx)
 {
-	int r = cmd_want_args(ctx, g_all ? 0 : 1, g_all ? 0 : 1, g_all ? "nothing with --all" : "TOKEN or capability id");
+	int r = cmd_want_args(ctx, g_all ? 0 : 1, g_all ? 0 : 1,
+			      g_all ? "nothing with --all" : "TOKEN or capability id");
 	if (r)
 		return r;
 	if (g_computer && !g_all)
-		return rk_error_set(&ctx->err, RK_EUSAGE, "--computer goes with --all: a token or id names its computer");
+		return rk_error_set(&ctx->err, RK_EUSAGE,
+				    "--computer goes with --all: a token or id names its computer");
 	struct rk_gateway_scope sc;
 	struct rk_actor a;
 	struct rk_computer c;
@@ -162,9 +165,12 @@ int cmd_screen_shares(struct cmd_ctx *ctx)
 	for (size_t i = 0; i < n; i++)
 		cJSON_AddItemToArray(rows, rk_gateway_cap_to_json(&caps[i], now));
 	rk_gateway_caps_free(caps, n);
-	static const struct out_col cols[] = {{"id", "ID"},         {"computer_id", "COMPUTER"},
-					      {"display", "DISPLAY"}, {"policy", "POLICY"},
-					      {"expires_at", "EXPIRES"}, {"state", "STATE"},
+	static const struct out_col cols[] = {{"id", "ID"},
+					      {"computer_id", "COMPUTER"},
+					      {"display", "DISPLAY"},
+					      {"policy", "POLICY"},
+					      {"expires_at", "EXPIRES"},
+					      {"state", "STATE"},
 					      {0}};
 	out_list(rows, cols);
 	return 0;
@@ -173,7 +179,8 @@ int cmd_screen_shares(struct cmd_ctx *ctx)
 const struct rk_opt screen_gateway_opts[] = {
 	OPT_STRING("listen", 'l', &g_listen, "HOST:PORT", "where to listen (default 127.0.0.1:6080; port 0 picks one)"),
 	OPT_STRING("web", 0, &g_web, "DIR", "also serve the files in DIR over HTTP (a noVNC checkout)"),
-	OPT_BOOL("public", 0, &g_public, "let --listen be an address other machines reach (plain HTTP: put TLS in front)"),
+	OPT_BOOL("public", 0, &g_public,
+		 "let --listen be an address other machines reach (plain HTTP: put TLS in front)"),
 	OPT_END,
 };
 

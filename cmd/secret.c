@@ -83,7 +83,8 @@ static int read_value(struct cmd_ctx *ctx, const char *name, char **buf, size_t 
 		fputc('\n', stderr);
 		if (prompt_signal) {
 			sodium_free(v); /* zeroes what was typed */
-			return rk_error_set(&ctx->err, RK_EINTERRUPTED, "interrupted at the prompt: nothing was stored");
+			return rk_error_set(&ctx->err, RK_EINTERRUPTED,
+					    "interrupted at the prompt: nothing was stored");
 		}
 	} else {
 		ssize_t k;
@@ -152,8 +153,12 @@ static int run_list(struct cmd_ctx *ctx)
 		return r;
 	cJSON *arr;
 	if ((r = rk_secret_list(ctx->eng, &a, &arr, &ctx->err)) == 0) {
-		static const struct out_col cols[] = {{"name", "NAME"},   {"bot", "BOT"},     {"origin", "ORIGIN"},
-						      {"auth", "AUTH"},   {"state", "STATE"}, {"updated_at", "UPDATED"},
+		static const struct out_col cols[] = {{"name", "NAME"},
+						      {"bot", "BOT"},
+						      {"origin", "ORIGIN"},
+						      {"auth", "AUTH"},
+						      {"state", "STATE"},
+						      {"updated_at", "UPDATED"},
 						      {0}};
 		out_list(arr, cols);
 	}
@@ -189,12 +194,11 @@ const struct cmd_entry cmd_secret = {
 	.name = "secret",
 	.args = "set|list|rm ...",
 	.summary = "secrets a bot may use without seeing them",
-	.description =
-		"A bot asks for a secret with its request_secret tool; a person stores the value here.\n"
-		"The bot then calls secret_request, which sends one HTTP request to the secret's origin\n"
-		"(same scheme, host and port; no userinfo, no fragment) with the auth added, and removes\n"
-		"the value (raw, base64, base64url, hex, percent-encoded) from the response. Values are\n"
-		"sealed with XChaCha20-Poly1305 under DATA_DIR/master.key (or RAKAZO_MASTER_KEY, 64 hex\n"
-		"digits), bound to the user, space, bot and name; they are never printed.",
+	.description = "A bot asks for a secret with its request_secret tool; a person stores the value here.\n"
+		       "The bot then calls secret_request, which sends one HTTP request to the secret's origin\n"
+		       "(same scheme, host and port; no userinfo, no fragment) with the auth added, and removes\n"
+		       "the value (raw, base64, base64url, hex, percent-encoded) from the response. Values are\n"
+		       "sealed with XChaCha20-Poly1305 under DATA_DIR/master.key (or RAKAZO_MASTER_KEY, 64 hex\n"
+		       "digits), bound to the user, space, bot and name; they are never printed.",
 	.verbs = secret_verbs,
 };

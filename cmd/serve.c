@@ -43,10 +43,14 @@ static const char *o_listen = "127.0.0.1:7380", *o_token_file, *o_url_file, *o_b
 static int o_public;
 
 static const struct rk_opt serve_opts[] = {
-	OPT_STRING("listen", 'l', &o_listen, "ADDR:PORT", "where to listen, a loopback address (default 127.0.0.1:7380; port 0 picks one)"),
-	OPT_BOOL("public", 0, &o_public, "let --listen be an address other machines reach (plain HTTP: put TLS in front)"),
-	OPT_STRING("providers", 0, &o_providers, "LIST", "the providers the API offers, e.g. docker,e2b (default: those available here, never fake)"),
-	OPT_STRING("token-file", 0, &o_token_file, "FILE", "a token for clients: made (mode 0600) when FILE is missing, checked when it exists"),
+	OPT_STRING("listen", 'l', &o_listen, "ADDR:PORT",
+		   "where to listen, a loopback address (default 127.0.0.1:7380; port 0 picks one)"),
+	OPT_BOOL("public", 0, &o_public,
+		 "let --listen be an address other machines reach (plain HTTP: put TLS in front)"),
+	OPT_STRING("providers", 0, &o_providers, "LIST",
+		   "the providers the API offers, e.g. docker,e2b (default: those available here, never fake)"),
+	OPT_STRING("token-file", 0, &o_token_file, "FILE",
+		   "a token for clients: made (mode 0600) when FILE is missing, checked when it exists"),
 	OPT_STRING("url-file", 0, &o_url_file, "FILE", "write the base URL here once listening"),
 	OPT_STRING("bot", 'b', &o_bot, "BOT", "with token create: the token acts as this bot"),
 	OPT_END,
@@ -62,8 +66,14 @@ static pthread_key_t engine_key;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 static volatile sig_atomic_t stop_requested;
 
-static void engine_free_cb(void *p) { rk_engine_free(p); }
-static void engine_key_init(void) { pthread_key_create(&engine_key, engine_free_cb); }
+static void engine_free_cb(void *p)
+{
+	rk_engine_free(p);
+}
+static void engine_key_init(void)
+{
+	pthread_key_create(&engine_key, engine_free_cb);
+}
 
 static struct rk_engine *thread_engine(struct rk_error *err)
 {
@@ -105,9 +115,9 @@ struct req_state {
 
 struct peer {
 	LIST_ENTRY(peer) link;
-	int fd; /* a dup of the connection's socket: shutdown(2) through it cuts the
+	int fd;				 /* a dup of the connection's socket: shutdown(2) through it cuts the
 		 * connection, and the number cannot be reused under us */
-	uint32_t addr; /* IPv4, network order */
+	uint32_t addr;			 /* IPv4, network order */
 	char addr_text[INET_ADDRSTRLEN]; /* the same, for the log */
 	int64_t since;
 	int trusted, cut;
@@ -135,12 +145,12 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 	pthread_mutex_lock(&peers_mu);
 	struct peer *p;
 	LIST_FOREACH(p, &peers, link)
-		if (!p->trusted && !p->cut) {
-			live++;
-			same += p->addr == a;
-			if (!oldest || p->since <= oldest->since)
-				oldest = p;
-		}
+	if (!p->trusted && !p->cut) {
+		live++;
+		same += p->addr == a;
+		if (!oldest || p->since <= oldest->since)
+			oldest = p;
+	}
 	int ok = same < PEER_STRANGERS;
 	if (ok && live >= STRANGERS && oldest)
 		cut(oldest);
@@ -209,13 +219,14 @@ static void cut_strangers(void)
 	pthread_mutex_lock(&peers_mu);
 	struct peer *p;
 	LIST_FOREACH(p, &peers, link)
-		if (!p->trusted && !p->cut && now - p->since > HEADERS_MS) {
-			cut(p);
-			n++;
-		}
+	if (!p->trusted && !p->cut && now - p->since > HEADERS_MS) {
+		cut(p);
+		n++;
+	}
 	pthread_mutex_unlock(&peers_mu);
 	if (n)
-		rk_log(RK_LOG_INFO, "serve: cut %zu connection(s) that showed no token within %d s", n, HEADERS_MS / 1000);
+		rk_log(RK_LOG_INFO, "serve: cut %zu connection(s) that showed no token within %d s", n,
+		       HEADERS_MS / 1000);
 	rk_log_refusals_flush();
 }
 
@@ -291,10 +302,10 @@ static void poll_streams(struct rk_engine *eng)
 	pthread_mutex_lock(&sse_mu);
 	struct sse *s;
 	LIST_FOREACH(s, &streams, link)
-		if (s->token && !among(tokens, ntok, s->token)) {
-			tokens = rk_xrealloc(tokens, (ntok + 1) * sizeof(*tokens));
-			tokens[ntok++] = rk_xstrdup(s->token);
-		}
+	if (s->token && !among(tokens, ntok, s->token)) {
+		tokens = rk_xrealloc(tokens, (ntok + 1) * sizeof(*tokens));
+		tokens[ntok++] = rk_xstrdup(s->token);
+	}
 	int any = !LIST_EMPTY(&streams);
 	pthread_mutex_unlock(&sse_mu);
 	if (!any)
@@ -311,7 +322,8 @@ static void poll_streams(struct rk_engine *eng)
 	if (!marked)
 		rk_log(RK_LOG_WARN, "api: the event poller: %s", err.message);
 	pthread_mutex_lock(&sse_mu);
-	LIST_FOREACH(s, &streams, link) {
+	LIST_FOREACH(s, &streams, link)
+	{
 		if (s->token && among(revoked, nrev, s->token)) {
 			s->revoked = 1;
 			sse_wake(s);
@@ -350,7 +362,7 @@ static void *poller_main(void *arg)
 		struct sse *s;
 		if (stop_requested)
 			LIST_FOREACH(s, &streams, link)
-				sse_wake(s);
+		sse_wake(s);
 		pthread_mutex_unlock(&sse_mu);
 		if (quit)
 			break;
@@ -373,7 +385,8 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 		s->wake = 0;
 		pthread_mutex_unlock(&sse_mu);
 		if (revoked) {
-			rk_log(RK_LOG_INFO, "api: event stream of %s ended: its token %s was revoked", s->execution, s->token);
+			rk_log(RK_LOG_INFO, "api: event stream of %s ended: its token %s was revoked", s->execution,
+			       s->token);
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		}
 		if (s->done || stop_requested)
@@ -552,7 +565,9 @@ static void broker_child(int fd)
 		rk_buf_addc(&line, c);
 	cJSON *h = cJSON_Parse(line.data);
 	const cJSON *bl = cJSON_GetObjectItemCaseSensitive(h, "body_len");
-	size_t blen = cJSON_IsNumber(bl) && bl->valuedouble >= 0 && bl->valuedouble <= RK_API_BODY_MAX ? (size_t)bl->valuedouble : 0;
+	size_t blen = cJSON_IsNumber(bl) && bl->valuedouble >= 0 && bl->valuedouble <= RK_API_BODY_MAX
+			      ? (size_t)bl->valuedouble
+			      : 0;
 	rk_buf_grow(&body, blen + 1);
 	struct rk_engine *eng = NULL;
 	struct rk_error err;
@@ -598,7 +613,10 @@ static void broker_main(int sock)
 		char byte;
 		struct iovec iov = {&byte, 1};
 		char ctl[CMSG_SPACE(sizeof(int))];
-		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+		struct msghdr msg = {.msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = ctl,
+				     .msg_controllen = sizeof(ctl)};
 		ssize_t n = recvmsg(sock, &msg, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -670,7 +688,10 @@ static cJSON *brokered(struct MHD_Connection *conn, const char *url, const char 
 		struct iovec iov = {&byte, 1};
 		char ctl[CMSG_SPACE(sizeof(int))];
 		memset(ctl, 0, sizeof(ctl));
-		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+		struct msghdr msg = {.msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = ctl,
+				     .msg_controllen = sizeof(ctl)};
 		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
@@ -811,7 +832,8 @@ static enum MHD_Result answer(struct MHD_Connection *conn, const char *url, cons
 	} else if (out.sse_execution) {
 		struct sse *s = sse_new(out.sse_execution, out.sse_token, out.sse_after);
 		out.sse_execution = out.sse_token = NULL;
-		struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, s, sse_free);
+		struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, s,
+									      sse_free);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
 		r = MHD_queue_response(conn, 200, resp);
@@ -976,7 +998,8 @@ static int token_file(struct cmd_ctx *ctx)
 	int r;
 	if (access(o_token_file, F_OK) == 0) {
 		if ((r = rk_fs_read_all(o_token_file, 4096, &b, &ctx->err)) == 0) {
-			while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r' || b.data[b.len - 1] == ' '))
+			while (b.len &&
+			       (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r' || b.data[b.len - 1] == ' '))
 				b.data[--b.len] = '\0';
 			struct rk_api_token t = {0};
 			if ((r = rk_api_token_verify(ctx->eng->db, b.data, &t, &ctx->err)))
@@ -1028,13 +1051,15 @@ static int run_server(struct cmd_ctx *ctx)
 	act.sa_handler = on_signal;
 	sigaction(SIGINT, &act, NULL);
 	sigaction(SIGTERM, &act, NULL);
-	struct MHD_Daemon *d = MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_UPGRADE, 0,
-		on_accept, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120, MHD_OPTION_CONNECTION_LIMIT, SLOTS,
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT, PEER_SLOTS, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_BYTES,
-		MHD_OPTION_THREAD_STACK_SIZE, STACK_BYTES, MHD_OPTION_END);
+	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+							MHD_USE_POLL | MHD_ALLOW_UPGRADE,
+						0, on_accept, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
+						(struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+						MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+						MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
+						MHD_OPTION_CONNECTION_LIMIT, SLOTS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+						PEER_SLOTS, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_BYTES,
+						MHD_OPTION_THREAD_STACK_SIZE, STACK_BYTES, MHD_OPTION_END);
 	if (!d) {
 		r = rk_error_errno(&ctx->err, errno == EADDRINUSE ? RK_ECONFLICT : RK_EUNAVAILABLE, errno,
 				   "cannot listen on %s", o_listen);
@@ -1092,7 +1117,8 @@ static int run_token(struct cmd_ctx *ctx)
 {
 	int r;
 	if (ctx->nargs < 2)
-		return rk_error_set(&ctx->err, RK_EUSAGE, "rakazo serve token needs create NAME, list or revoke ID|NAME");
+		return rk_error_set(&ctx->err, RK_EUSAGE,
+				    "rakazo serve token needs create NAME, list or revoke ID|NAME");
 	const char *verb = ctx->args[1];
 	if ((r = cmd_engine(ctx)))
 		return r;
@@ -1129,8 +1155,9 @@ static int run_token(struct cmd_ctx *ctx)
 			rk_api_token_release(&ts[i]);
 		}
 		free(ts);
-		static const struct out_col cols[] = {{"id", "TOKEN"},      {"name", "NAME"},         {"bot_id", "BOT"},
-						      {"created_at", "CREATED"}, {"revoked_at", "REVOKED"}, {0}};
+		static const struct out_col cols[] = {{"id", "TOKEN"},		 {"name", "NAME"},
+						      {"bot_id", "BOT"},	 {"created_at", "CREATED"},
+						      {"revoked_at", "REVOKED"}, {0}};
 		out_list(rows, cols);
 		return 0;
 	}

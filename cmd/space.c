@@ -24,8 +24,10 @@ static int run_list(struct cmd_ctx *ctx)
 		return r;
 	cJSON *arr;
 	if ((r = rk_space_list(ctx->eng, &arr, &ctx->err)) == 0) {
-		static const struct out_col cols[] = {{"id", "SPACE"},		 {"computers", "COMPUTERS"},
-						      {"created_by", "CREATED BY"}, {"description", "DESCRIPTION"},
+		static const struct out_col cols[] = {{"id", "SPACE"},
+						      {"computers", "COMPUTERS"},
+						      {"created_by", "CREATED BY"},
+						      {"description", "DESCRIPTION"},
 						      {0}};
 		out_list(arr, cols);
 	}
@@ -62,11 +64,10 @@ const struct cmd_entry cmd_space = {
 	.name = "space",
 	.args = "list|create ...",
 	.summary = "the spaces computers, memory, secrets and rules live in",
-	.description =
-		"A space is a separate room: computers, memory, secrets and approval rules of one space\n"
-		"are invisible from another. Work in a space by naming it (RAKAZO_SPACE, or --space where\n"
-		"a command has it); `space create` records one on purpose, and `space list` shows those\n"
-		"and every space a computer lives in. A model creates a space only through the\n"
-		"create_space tool, which always waits for a person's approval.",
+	.description = "A space is a separate room: computers, memory, secrets and approval rules of one space\n"
+		       "are invisible from another. Work in a space by naming it (RAKAZO_SPACE, or --space where\n"
+		       "a command has it); `space create` records one on purpose, and `space list` shows those\n"
+		       "and every space a computer lives in. A model creates a space only through the\n"
+		       "create_space tool, which always waits for a person's approval.",
 	.verbs = space_verbs,
 };

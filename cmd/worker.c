@@ -35,8 +35,10 @@ static int run_worker(struct cmd_ctx *ctx)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	struct rk_worker_options opt = {
-		.idle_exit_ms = idle_exit * 1000, .once = once, .stop = &stop_requested, .join = join};
+	struct rk_worker_options opt = {.idle_exit_ms = idle_exit * 1000,
+					.once = once,
+					.stop = &stop_requested,
+					.join = join};
 	out_progress("rakazo worker: running commands for %s (Ctrl-C stops it)", ctx->eng->data_dir);
 	r = rk_worker_run(ctx->eng, &opt, &ctx->err);
 	if (r == 0 && stop_requested)

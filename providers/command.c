@@ -22,7 +22,8 @@ int rk_provider_run(const struct rk_provider_ops *ops, const struct rk_machine *
 	while (!eof && rc == 0) {
 		int64_t left = deadline - rk_monotonic_ms();
 		if (left <= 0) {
-			rc = rk_error_set(err, RK_ETIMEOUT, "a command did not end within %lld ms", (long long)timeout_ms);
+			rc = rk_error_set(err, RK_ETIMEOUT, "a command did not end within %lld ms",
+					  (long long)timeout_ms);
 			break;
 		}
 		struct pollfd pfd = {.fd = p->ops->poll_fd(p), .events = POLLIN};

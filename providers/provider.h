@@ -14,22 +14,22 @@
 
 /* Capabilities are data, not kind checks in the engine. */
 enum rk_cap {
-	RK_CAP_DESKTOP = 1u << 0,         /* observe/act on a graphical display */
-	RK_CAP_MULTI_SCREEN = 1u << 1,    /* more than one display at a time */
-	RK_CAP_TTY = 1u << 2,             /* exec with a PTY */
-	RK_CAP_PAGE_BROWSER = 1u << 3,    /* DevTools page browser */
+	RK_CAP_DESKTOP = 1u << 0,      /* observe/act on a graphical display */
+	RK_CAP_MULTI_SCREEN = 1u << 1, /* more than one display at a time */
+	RK_CAP_TTY = 1u << 2,	       /* exec with a PTY */
+	RK_CAP_PAGE_BROWSER = 1u << 3, /* DevTools page browser */
 	RK_CAP_SNAPSHOTS = 1u << 4,
 	RK_CAP_PERSISTENT_HOME = 1u << 5, /* the workspace survives stop */
-	RK_CAP_TAKEOVER = 1u << 6,        /* a person can take control of a screen */
-	RK_CAP_VNC = 1u << 7,             /* display_start hands a VNC transport */
-	RK_CAP_PAUSE = 1u << 8,           /* pause/resume keep memory */
-	RK_CAP_HOST_HOME = 1u << 9,       /* the workspace is m->home_dir on this host (no export/import) */
-	RK_CAP_HOST_EXEC = 1u << 10,      /* commands run on this host as this user: a test double, for the
+	RK_CAP_TAKEOVER = 1u << 6,	  /* a person can take control of a screen */
+	RK_CAP_VNC = 1u << 7,		  /* display_start hands a VNC transport */
+	RK_CAP_PAUSE = 1u << 8,		  /* pause/resume keep memory */
+	RK_CAP_HOST_HOME = 1u << 9,	  /* the workspace is m->home_dir on this host (no export/import) */
+	RK_CAP_HOST_EXEC = 1u << 10,	  /* commands run on this host as this user: a test double, for the
 					   * operator alone (never offered by `rakazo serve` unless named) */
-	RK_CAP_LIMIT_MEMORY = 1u << 11,   /* enforces rk_limits.memory */
-	RK_CAP_LIMIT_CPUS = 1u << 12,     /* enforces rk_limits.cpus */
-	RK_CAP_LIMIT_PIDS = 1u << 13,     /* enforces rk_limits.pids */
-	RK_CAP_DIALS_IN = 1u << 14,       /* the machine joins the server itself (rakazo pair): the server never
+	RK_CAP_LIMIT_MEMORY = 1u << 11,	  /* enforces rk_limits.memory */
+	RK_CAP_LIMIT_CPUS = 1u << 12,	  /* enforces rk_limits.cpus */
+	RK_CAP_LIMIT_PIDS = 1u << 13,	  /* enforces rk_limits.pids */
+	RK_CAP_DIALS_IN = 1u << 14,	  /* the machine joins the server itself (rakazo pair): the server never
 					   * makes, pauses or stops it, and it is offline until it connects */
 };
 
@@ -39,8 +39,8 @@ enum rk_cap {
  * does not enforce stays 0 and means none. */
 struct rk_limits {
 	int64_t memory; /* bytes; swap is not added on top */
-	double cpus;    /* CPUs' worth of time, e.g. 0.5 */
-	int64_t pids;   /* processes and threads at once */
+	double cpus;	/* CPUs' worth of time, e.g. 0.5 */
+	int64_t pids;	/* processes and threads at once */
 };
 
 /* The defaults, for a desktop with Chromium: 4 GiB holds Xvfb, x11vnc and
@@ -59,9 +59,9 @@ struct rk_machine {
 	const char *computer_id;
 	const char *home_key;
 	const char *data_dir;
-	const char *home_dir;     /* host copy of the workspace: DATA_DIR/homes/<home-key> */
-	const char *run_dir;      /* host dir for sockets and state: DATA_DIR/run/<computer-id> */
-	const char *ref;          /* opaque provider ref from the last provision, or NULL */
+	const char *home_dir;	  /* host copy of the workspace: DATA_DIR/homes/<home-key> */
+	const char *run_dir;	  /* host dir for sockets and state: DATA_DIR/run/<computer-id> */
+	const char *ref;	  /* opaque provider ref from the last provision, or NULL */
 	const char *options_json; /* provider options given at create ({"network":"none",...}), or NULL */
 	struct rk_limits limits;  /* see struct rk_limits; all 0 when the provider enforces none */
 };
@@ -82,11 +82,11 @@ enum rk_machine_state {
 /* --- execution ------------------------------------------------------- */
 
 struct rk_exec_request {
-	const char *command;     /* run as `bash -lc COMMAND` */
-	const char *cwd;         /* NULL: the workspace; relative: inside it; absolute: as given */
-	const char *const *env;  /* "K=V" strings, NULL-terminated, or NULL */
-	int tty;                 /* with a PTY: stdout and stderr merged */
-	int rows, cols;          /* PTY size when tty (defaults 24x80) */
+	const char *command;	/* run as `bash -lc COMMAND` */
+	const char *cwd;	/* NULL: the workspace; relative: inside it; absolute: as given */
+	const char *const *env; /* "K=V" strings, NULL-terminated, or NULL */
+	int tty;		/* with a PTY: stdout and stderr merged */
+	int rows, cols;		/* PTY size when tty (defaults 24x80) */
 };
 
 struct rk_exit_status {
@@ -134,7 +134,7 @@ void rk_file_entries_free(struct rk_file_entry *entries, size_t n);
 /* --- desktop ----------------------------------------------------------- */
 
 struct rk_display_options {
-	int width, height;       /* 0: 1280x800 */
+	int width, height;	 /* 0: 1280x800 */
 	const char *profile_dir; /* Chromium profile, relative to the workspace; NULL: no browser */
 };
 
@@ -173,7 +173,7 @@ struct rk_provider_ops {
 	int (*status)(const struct rk_machine *m, enum rk_machine_state *out, struct rk_error *err);
 	int (*pause)(const struct rk_machine *m, struct rk_error *err);
 	int (*resume)(const struct rk_machine *m, struct rk_error *err);
-	int (*stop)(const struct rk_machine *m, struct rk_error *err);    /* idempotent */
+	int (*stop)(const struct rk_machine *m, struct rk_error *err);	  /* idempotent */
 	int (*destroy)(const struct rk_machine *m, struct rk_error *err); /* idempotent */
 
 	/* Execution: starts `bash -lc` and hands back the running command. */
@@ -186,8 +186,8 @@ struct rk_provider_ops {
 			 struct rk_error *err);
 	int (*file_read)(const struct rk_machine *m, const char *path, size_t max_bytes, struct rk_buf *out,
 			 struct rk_error *err);
-	int (*file_write)(const struct rk_machine *m, const char *path, const void *data, size_t len,
-			  int executable, struct rk_error *err);
+	int (*file_write)(const struct rk_machine *m, const char *path, const void *data, size_t len, int executable,
+			  struct rk_error *err);
 	int (*file_remove)(const struct rk_machine *m, const char *path, struct rk_error *err);
 	/* The whole workspace as a tar stream written to fd / read from fd. */
 	int (*workspace_export)(const struct rk_machine *m, int fd, struct rk_error *err);

@@ -443,17 +443,16 @@ static int run_checked(const struct rk_remote_ops *r, void *ctx, const char *scr
 	return r->run(ctx, script, out, code, err);
 }
 
-static const char list_py[] =
-	"import os,sys,json,stat\n"
-	"d=sys.argv[1]\n"
-	"if not os.path.isdir(d):raise SystemExit(45 if os.path.lexists(d) else 44)\n"
-	"out=[]\n"
-	"for n in sorted(os.listdir(d)):\n"
-	" s=os.lstat(os.path.join(d,n))\n"
-	" t=\"d\" if stat.S_ISDIR(s.st_mode) else \"f\" if stat.S_ISREG(s.st_mode) else "
-	"\"l\" if stat.S_ISLNK(s.st_mode) else \"o\"\n"
-	" out.append([n,t,s.st_size,int(s.st_mtime*1000),1 if s.st_mode&0o111 else 0])\n"
-	"print(json.dumps(out))\n";
+static const char list_py[] = "import os,sys,json,stat\n"
+			      "d=sys.argv[1]\n"
+			      "if not os.path.isdir(d):raise SystemExit(45 if os.path.lexists(d) else 44)\n"
+			      "out=[]\n"
+			      "for n in sorted(os.listdir(d)):\n"
+			      " s=os.lstat(os.path.join(d,n))\n"
+			      " t=\"d\" if stat.S_ISDIR(s.st_mode) else \"f\" if stat.S_ISREG(s.st_mode) else "
+			      "\"l\" if stat.S_ISLNK(s.st_mode) else \"o\"\n"
+			      " out.append([n,t,s.st_size,int(s.st_mtime*1000),1 if s.st_mode&0o111 else 0])\n"
+			      "print(json.dumps(out))\n";
 
 int rk_remote_file_list(const struct rk_remote_ops *r, void *ctx, const char *ws, const char *path,
 			struct rk_file_entry **out, size_t *n, struct rk_error *err)
@@ -486,10 +485,14 @@ int rk_remote_file_list(const struct rk_remote_ops *r, void *ctx, const char *ws
 				continue;
 			es[i].name = rk_xstrdup(nm->valuestring);
 			char k = t->valuestring[0];
-			es[i].type = k == 'd' ? RK_FILE_DIR : k == 'f' ? RK_FILE_REGULAR : k == 'l' ? RK_FILE_LINK : RK_FILE_OTHER;
+			es[i].type = k == 'd'	? RK_FILE_DIR
+				     : k == 'f' ? RK_FILE_REGULAR
+				     : k == 'l' ? RK_FILE_LINK
+						: RK_FILE_OTHER;
 			es[i].size = (uint64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(e, 2));
 			es[i].mtime_ms = (int64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(e, 3));
-			es[i].executable = es[i].type == RK_FILE_REGULAR && cJSON_GetNumberValue(cJSON_GetArrayItem(e, 4)) > 0;
+			es[i].executable = es[i].type == RK_FILE_REGULAR &&
+					   cJSON_GetNumberValue(cJSON_GetArrayItem(e, 4)) > 0;
 			i++;
 		}
 		*out = es;
@@ -585,9 +588,22 @@ int rk_remote_file_remove(const struct rk_remote_ops *r, void *ctx, const char *
  * browser's caches and locks (the reference's rule, as the e2b provider;
  * the same names elsewhere travel). */
 static const char *const profile_skips[] = {
-	"Cache", "Code Cache", "GPUCache", "GrShaderCache", "ShaderCache", "DawnGraphiteCache", "DawnWebGPUCache",
-	"Crashpad", "BrowserMetrics", "DevToolsActivePort", "SingletonCookie", "SingletonLock", "SingletonSocket",
-	".parentlock", "lock", NULL,
+	"Cache",
+	"Code Cache",
+	"GPUCache",
+	"GrShaderCache",
+	"ShaderCache",
+	"DawnGraphiteCache",
+	"DawnWebGPUCache",
+	"Crashpad",
+	"BrowserMetrics",
+	"DevToolsActivePort",
+	"SingletonCookie",
+	"SingletonLock",
+	"SingletonSocket",
+	".parentlock",
+	"lock",
+	NULL,
 };
 
 /* Names without a "./" prefix (the engine's path rule refuses "."), no
@@ -649,14 +665,15 @@ int rk_remote_import(const struct rk_remote_ops *r, void *ctx, const char *ws, i
 		rc = r->upload(ctx, tmp, data.data, data.len, err);
 	if (rc == 0) {
 		char *qw = rk_remote_shq(ws), *qt = rk_remote_shq(tmp);
-		char *script = rk_xasprintf("mkdir -p %s && tar -C %s --no-same-owner -xf %s; s=$?; rm -f %s; exit $s", qw,
-					    qw, qt, qt);
+		char *script = rk_xasprintf("mkdir -p %s && tar -C %s --no-same-owner -xf %s; s=$?; rm -f %s; exit $s",
+					    qw, qw, qt, qt);
 		struct rk_buf o;
 		rk_buf_init(&o);
 		int code = 0;
 		rc = r->run(ctx, script, &o, &code, err);
 		if (rc == 0 && code != 0)
-			rc = rk_error_set(err, RK_EFAILED, "cannot unpack the workspace in the machine: %.200s", o.data);
+			rc = rk_error_set(err, RK_EFAILED, "cannot unpack the workspace in the machine: %.200s",
+					  o.data);
 		rk_buf_release(&o);
 		free(script);
 		free(qw);
@@ -672,15 +689,14 @@ int rk_remote_import(const struct rk_remote_ops *r, void *ctx, const char *ws, i
 
 /* Pid files hold "PID STARTTIME" (field 22 of /proc/PID/stat): /tmp outlives
  * a sandbox stop, so a pid alone may name another process after the next start. */
-#define STARTED_FN \
+#define STARTED_FN                                                                                                     \
 	"started() { s=$(cat /proc/$1/stat 2>/dev/null) || return 1; s=${s##*) }; set -- $s; echo \"${20}\"; }\n"
 
 char *rk_remote_screen_start_script(int index, int width, int height)
 {
 	int n = index + 1, view = 6080 + 2 * index, control = 6081 + 2 * index;
 	return rk_xasprintf(
-		"d=/tmp/rakazo/display-%d; mkdir -p $d; export DISPLAY=:%d\n"
-		STARTED_FN
+		"d=/tmp/rakazo/display-%d; mkdir -p $d; export DISPLAY=:%d\n" STARTED_FN
 		"alive() { [ -f $d/$1.pid ] && read -r p t <$d/$1.pid && [ -n \"$t\" ] && "
 		"[ \"$(started $p)\" = \"$t\" ]; }\n"
 		"spawn() { n=$1; shift; alive $n && return 0; setsid \"$@\" >$d/$n.log 2>&1 </dev/null & "
@@ -698,7 +714,8 @@ char *rk_remote_screen_start_script(int index, int width, int height)
 char *rk_remote_screen_stop_script(int index)
 {
 	int n = index + 1;
-	return rk_xasprintf(STARTED_FN "d=/tmp/rakazo/display-%d; for p in control view wm xvfb; do "
+	return rk_xasprintf(STARTED_FN
+			    "d=/tmp/rakazo/display-%d; for p in control view wm xvfb; do "
 			    "[ -f $d/$p.pid ] && read -r q t <$d/$p.pid && [ \"$(started $q)\" = \"$t\" ] && "
 			    "kill $q 2>/dev/null; rm -f $d/$p.pid; done; true",
 			    n);
@@ -755,9 +772,12 @@ char *rk_remote_act_script(const char *display, const char *action_json, struct 
 	int ok = 1;
 	if (strcmp(kind, "move") == 0) {
 		add_point(&b, a);
-	} else if (strcmp(kind, "click") == 0 || strcmp(kind, "double_click") == 0 || strcmp(kind, "right_click") == 0) {
+	} else if (strcmp(kind, "click") == 0 || strcmp(kind, "double_click") == 0 ||
+		   strcmp(kind, "right_click") == 0) {
 		add_point(&b, a);
-		int count = strcmp(kind, "double_click") == 0 ? 2 : (int)cJSON_GetNumberValue(cJSON_GetObjectItem(a, "count"));
+		int count = strcmp(kind, "double_click") == 0
+				    ? 2
+				    : (int)cJSON_GetNumberValue(cJSON_GetObjectItem(a, "count"));
 		if (count < 1)
 			count = 1;
 		rk_buf_printf(&b, " click --repeat %d %d", count, strcmp(kind, "right_click") == 0 ? 3 : xbutton(a));
@@ -770,7 +790,8 @@ char *rk_remote_act_script(const char *display, const char *action_json, struct 
 		for (const cJSON *p = path ? path->child : NULL; p; p = p->next, i++) {
 			const cJSON *px = cJSON_IsArray(p) ? cJSON_GetArrayItem(p, 0) : cJSON_GetObjectItem(p, "x");
 			const cJSON *py = cJSON_IsArray(p) ? cJSON_GetArrayItem(p, 1) : cJSON_GetObjectItem(p, "y");
-			rk_buf_printf(&b, " mousemove %d %d", (int)cJSON_GetNumberValue(px), (int)cJSON_GetNumberValue(py));
+			rk_buf_printf(&b, " mousemove %d %d", (int)cJSON_GetNumberValue(px),
+				      (int)cJSON_GetNumberValue(py));
 			if (i == 0)
 				rk_buf_printf(&b, " mousedown %d", xbutton(a));
 		}
@@ -789,7 +810,10 @@ char *rk_remote_act_script(const char *display, const char *action_json, struct 
 		free(q);
 	} else if (strcmp(kind, "key") == 0 || strcmp(kind, "key_down") == 0 || strcmp(kind, "key_up") == 0) {
 		char *q = rk_remote_shq(rk_json_string(a, "keys", ""));
-		rk_buf_printf(&b, " %s -- %s", strcmp(kind, "key") == 0 ? "key" : strcmp(kind, "key_down") == 0 ? "keydown" : "keyup",
+		rk_buf_printf(&b, " %s -- %s",
+			      strcmp(kind, "key") == 0	      ? "key"
+			      : strcmp(kind, "key_down") == 0 ? "keydown"
+							      : "keyup",
 			      q);
 		free(q);
 	} else if (strcmp(kind, "wait") == 0) {

@@ -8,13 +8,13 @@
 
 /* The text of each script, read at build time from the image's recipe (the
  * Makefile makes this object depend on the files), NUL-terminated. */
-#define SCRIPT_TEXT(sym, file)                                                   \
-	__asm__(".section .rodata\n"                                             \
-		".global " #sym "\n"                                             \
-		".type " #sym ", @object\n" #sym ":\n"                           \
-		".incbin \"image/rootfs/usr/local/bin/" file "\"\n"              \
-		".byte 0\n"                                                      \
-		".size " #sym ", . - " #sym "\n"                                 \
+#define SCRIPT_TEXT(sym, file)                                                                                         \
+	__asm__(".section .rodata\n"                                                                                   \
+		".global " #sym "\n"                                                                                   \
+		".type " #sym ", @object\n" #sym ":\n"                                                                 \
+		".incbin \"image/rootfs/usr/local/bin/" file "\"\n"                                                    \
+		".byte 0\n"                                                                                            \
+		".size " #sym ", . - " #sym "\n"                                                                       \
 		".previous\n")
 SCRIPT_TEXT(rk_script_browser_close, "rakazo-browser-close");
 extern const char rk_script_browser_close[];

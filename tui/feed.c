@@ -93,7 +93,8 @@ static void lines_add_stream(struct feed_lines *l, int *partial, const char *dat
 					i++;
 			} else if (i + 1 < len && data[i + 1] == ']') {
 				i += 2;
-				while (i < len && data[i] != '\a' && !(data[i] == '\033' && i + 1 < len && data[i + 1] == '\\'))
+				while (i < len && data[i] != '\a' &&
+				       !(data[i] == '\033' && i + 1 < len && data[i + 1] == '\\'))
 					i++;
 				if (i < len && data[i] == '\033')
 					i++;
@@ -285,7 +286,8 @@ static int load_lists(struct feed *f, struct rk_engine *eng, struct rk_workspace
 		struct rk_workspace_checkpoint rev = {0};
 		struct rk_error e2 = {0};
 		if (fc[i].home_key && store->ops->latest(store, fc[i].home_key, &rev, &e2) == 0) {
-			fc[i].checkpoint = rk_xasprintf("%s", rev.reason ? rev.reason : rk_workspace_kind_name(rev.kind));
+			fc[i].checkpoint = rk_xasprintf("%s",
+							rev.reason ? rev.reason : rk_workspace_kind_name(rev.kind));
 			fc[i].checkpoint_at = rev.created_at;
 			rk_workspace_checkpoint_release(&rev);
 		}
@@ -308,9 +310,10 @@ static int load_lists(struct feed *f, struct rk_engine *eng, struct rk_workspace
 			j++;
 		if (j == nc)
 			continue; /* a run on a computer the person may not use */
-		fr[kept++] = (struct feed_run){w->id,	      w->computer_id, w->task,	       w->model,
-					       w->state,      w->error,	      w->steps,	       w->input_tokens,
-					       w->output_tokens, w->created_at, w->started_at, w->finished_at};
+		fr[kept++] = (struct feed_run){w->id,	      w->computer_id,  w->task,
+					       w->model,      w->state,	       w->error,
+					       w->steps,      w->input_tokens, w->output_tokens,
+					       w->created_at, w->started_at,   w->finished_at};
 		w->id = w->computer_id = w->task = w->model = w->state = w->error = NULL;
 	}
 	rk_run_rows_free(rows, nr);
@@ -474,7 +477,8 @@ static void load_files(struct feed *f, struct rk_engine *eng, const char *comput
 		} else {
 			char *buf = rk_xmalloc(PREVIEW_MAX);
 			ssize_t got = 0, k;
-			while (got < PREVIEW_MAX && (k = rk_fs_read_fd(pfd, buf + got, (size_t)(PREVIEW_MAX - got))) > 0)
+			while (got < PREVIEW_MAX &&
+			       (k = rk_fs_read_fd(pfd, buf + got, (size_t)(PREVIEW_MAX - got))) > 0)
 				got += k;
 			close(pfd);
 			if (got > 0 && memchr(buf, '\0', (size_t)got)) {
@@ -483,7 +487,8 @@ static void load_files(struct feed *f, struct rk_engine *eng, const char *comput
 				int partial = 0;
 				lines_add_stream(&preview, &partial, buf, (size_t)(got < 0 ? 0 : got));
 				if (st.st_size > got)
-					note = rk_xasprintf("the first %lld of %lld bytes", (long long)got, (long long)st.st_size);
+					note = rk_xasprintf("the first %lld of %lld bytes", (long long)got,
+							    (long long)st.st_size);
 				else if (got == 0)
 					note = rk_xstrdup("empty file");
 			}
@@ -644,8 +649,7 @@ static void load_timeline(struct feed *f, struct rk_engine *eng, const char *run
 	size_t had = fresh ? 0 : f->timeline.n - f->timeline_head; /* only this thread changes them */
 	pthread_mutex_unlock(&f->mu);
 	int live = 0;
-	if (timeline_head(eng, run, &head, &live, &e) ||
-	    timeline_events(eng, run, &seq, had, &add, &th, &nth, &e))
+	if (timeline_head(eng, run, &head, &live, &e) || timeline_events(eng, run, &seq, had, &add, &th, &nth, &e))
 		lines_addf(&head, "%s: %s", rk_code_name(e.code), e.message);
 	pthread_mutex_lock(&f->mu);
 	if (fresh) {
@@ -706,8 +710,12 @@ static void *data_main(void *arg)
 	char *last_dir = NULL, *last_file = NULL, *last_run = NULL, *last_files_computer = NULL;
 	pthread_mutex_lock(&f->mu);
 	while (!f->stop) {
-		struct data_req q = {rk_xstrdup(f->want_computer), rk_xstrdup(f->want_run), rk_xstrdup(f->want_dir),
-				     rk_xstrdup(f->want_file), f->views, f->poke};
+		struct data_req q = {rk_xstrdup(f->want_computer),
+				     rk_xstrdup(f->want_run),
+				     rk_xstrdup(f->want_dir),
+				     rk_xstrdup(f->want_file),
+				     f->views,
+				     f->poke};
 		pthread_mutex_unlock(&f->mu);
 		int64_t now = rk_monotonic_ms();
 		seen = q.poke;
@@ -905,13 +913,16 @@ static void *screen_main(void *arg)
 		} else if (rk_computer_state_of(c.state) != RK_COMPUTER_RUNNING) {
 			/* observing would resume it: the screen waits for the computer instead */
 			takeover_sync(f, eng, &t, NULL, 0);
-			screen_status(f, want, rk_xasprintf("%s is %s: its screen shows while it runs", c.name, c.state));
+			screen_status(f, want,
+				      rk_xasprintf("%s is %s: its screen shows while it runs", c.name, c.state));
 			wait_ms = 1000;
 		} else if (!c.desktop) {
 			screen_status(f, want, rk_xasprintf("%s has no desktop", c.name));
 			wait_ms = 1000;
 		} else {
-			struct rk_display_observe_options oo = {.max_width = cols, .max_height = rows * 2, .consumer = f->consumer};
+			struct rk_display_observe_options oo = {.max_width = cols,
+								.max_height = rows * 2,
+								.consumer = f->consumer};
 			int held = takeover_sync(f, eng, &t, &c, takeover);
 			for (size_t i = 0; i < ninput && held; i++) {
 				struct rk_display_act_result res = {0};
@@ -919,7 +930,8 @@ static void *screen_main(void *arg)
 				if (rk_display_act(eng, &c, 0, batch, 0, 0, &oo, &res, &e)) {
 					pthread_mutex_lock(&f->mu);
 					free(f->takeover_error);
-					f->takeover_error = rk_xasprintf("input: %s: %s", rk_code_name(e.code), e.message);
+					f->takeover_error = rk_xasprintf("input: %s: %s", rk_code_name(e.code),
+									 e.message);
 					pthread_mutex_unlock(&f->mu);
 				}
 				free(batch);
@@ -935,14 +947,17 @@ static void *screen_main(void *arg)
 				unsigned char *rgb = NULL;
 				int w = 0, h = 0;
 				if (tui_png_decode(shot.png, shot.png_len, &rgb, &w, &h) == 0) {
-					const char *hash = cJSON_GetStringValue(cJSON_GetObjectItem(shot.meta, "frame_hash"));
+					const char *hash = cJSON_GetStringValue(
+						cJSON_GetObjectItem(shot.meta, "frame_hash"));
 					pthread_mutex_lock(&f->mu);
 					free(f->screen_rgb);
 					f->screen_rgb = rgb;
 					f->screen_w = w;
 					f->screen_h = h;
-					f->screen_full_w = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(shot.meta, "screen_width"));
-					f->screen_full_h = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(shot.meta, "screen_height"));
+					f->screen_full_w = (int)cJSON_GetNumberValue(
+						cJSON_GetObjectItem(shot.meta, "screen_width"));
+					f->screen_full_h = (int)cJSON_GetNumberValue(
+						cJSON_GetObjectItem(shot.meta, "screen_height"));
 					snprintf(f->screen_hash, sizeof(f->screen_hash), "%.16s", hash ? hash : "");
 					f->screen_frames++;
 					set_str(&f->screen_computer, c.id);
@@ -1001,8 +1016,9 @@ static int transfer_run(struct rk_engine *eng, const struct transfer *x, char **
 	struct rk_buf data;
 	rk_buf_init(&data);
 	if (rk_computer_state_of(c.state) != RK_COMPUTER_RUNNING) {
-		r = rk_error_set(e, RK_EUNAVAILABLE, "%s is %s: uploads and downloads need it running (the preview does not)",
-				 c.name, c.state);
+		r = rk_error_set(e, RK_EUNAVAILABLE,
+				 "%s is %s: uploads and downloads need it running (the preview does not)", c.name,
+				 c.state);
 	} else if (x->upload) {
 		if ((r = rk_fs_read_all(x->local, RK_FILE_WRITE_LIMIT, &data, e)) == 0 &&
 		    (r = rk_computer_file_write(eng, &c, x->remote, data.data, data.len, 0, e)) == 0)
@@ -1029,7 +1045,8 @@ static void *transfer_main(void *arg)
 	if (r == 0)
 		r = transfer_run(eng, x, &msg, &e);
 	if (r)
-		msg = rk_xasprintf("%s failed: %s: %s", x->upload ? "upload" : "download", rk_code_name(e.code), e.message);
+		msg = rk_xasprintf("%s failed: %s: %s", x->upload ? "upload" : "download", rk_code_name(e.code),
+				   e.message);
 	rk_engine_free(eng);
 	free(x->computer);
 	free(x->remote);

@@ -17,9 +17,9 @@
 struct feed_computer {
 	char *id, *name, *kind, *state, *home_key;
 	int desktop;
-	int screens;            /* live now (rk_team_screen_count) */
-	char *checkpoint;       /* the latest revision: "rev-... (reason)", or NULL */
-	int64_t checkpoint_at;  /* ms, 0: none */
+	int screens;	       /* live now (rk_team_screen_count) */
+	char *checkpoint;      /* the latest revision: "rev-... (reason)", or NULL */
+	int64_t checkpoint_at; /* ms, 0: none */
 };
 
 struct feed_run {
@@ -40,7 +40,7 @@ void feed_lines_clear(struct feed_lines *l);
 struct feed_thumb {
 	unsigned char *rgb; /* packed RGB, w x h */
 	int w, h;
-	size_t line;        /* its first line, counted from the first event line */
+	size_t line; /* its first line, counted from the first event line */
 };
 
 struct feed_file {
@@ -61,28 +61,28 @@ struct feed {
 	int stop;
 	pthread_t data_thread, screen_thread;
 	int threads;
-	int screen_done;     /* the screen thread has ended */
+	int screen_done; /* the screen thread has ended */
 
 	/* requests, written by the UI */
-	char *want_computer; /* id */
-	char *want_run;      /* id */
-	char *want_dir;      /* workspace-relative directory, "" the root */
-	char *want_file;     /* workspace-relative file to preview, or NULL */
-	unsigned views;      /* enum feed_view bits: what is visible */
+	char *want_computer;	      /* id */
+	char *want_run;		      /* id */
+	char *want_dir;		      /* workspace-relative directory, "" the root */
+	char *want_file;	      /* workspace-relative file to preview, or NULL */
+	unsigned views;		      /* enum feed_view bits: what is visible */
 	int screen_cols, screen_rows; /* the screen pane's cells */
-	uint64_t poke;       /* bumped on every request change */
+	uint64_t poke;		      /* bumped on every request change */
 
 	/* results, written by the threads */
-	int loaded;          /* the first full load is in */
-	char *error;         /* the last engine error, or NULL */
+	int loaded;  /* the first full load is in */
+	char *error; /* the last engine error, or NULL */
 	struct feed_computer *computers;
 	size_t ncomputers;
 	struct feed_run *runs;
 	size_t nruns;
 	char *timeline_run;
 	struct feed_lines timeline; /* the run's row, then one line per event */
-	size_t timeline_head;       /* how many lines the row takes */
-	int64_t timeline_seq;       /* the last event in it */
+	size_t timeline_head;	    /* how many lines the row takes */
+	int64_t timeline_seq;	    /* the last event in it */
 	struct feed_thumb *thumbs;  /* pictures among the event lines, in order */
 	size_t nthumbs;
 	char *history_computer;
@@ -93,10 +93,10 @@ struct feed {
 	char *files_computer, *files_dir;
 	struct feed_file *files;
 	size_t nfiles;
-	char *files_error;   /* the workspace could not be read */
+	char *files_error; /* the workspace could not be read */
 	char *preview_path;
 	struct feed_lines preview;
-	char *preview_note;  /* "binary file", "first 64 KiB" ... or NULL */
+	char *preview_note; /* "binary file", "first 64 KiB" ... or NULL */
 	uint64_t files_ver;
 
 	/* the screen */
@@ -111,13 +111,13 @@ struct feed {
 	/* takeover: the control lease and the input waiting to go out */
 	int takeover_want, takeover_held;
 	char *takeover_error;
-	char **input;        /* action batches (JSON), in order */
+	char **input; /* action batches (JSON), in order */
 	size_t ninput;
 
 	/* a download or an upload, one at a time, on a thread of its own */
 	pthread_t transfer_thread;
 	int transfer_started, transfer_busy;
-	char *transfer_msg;  /* its outcome, for the footer, or NULL */
+	char *transfer_msg; /* its outcome, for the footer, or NULL */
 
 	const char *data_dir; /* borrowed from the UI's engine */
 	char *consumer;

@@ -152,21 +152,39 @@ int tui_list_key(struct tui *t, struct pane *p, enum action a, int n, int rows)
 {
 	int page = rows > 1 ? rows - 1 : 1;
 	switch (a) {
-	case ACT_UP: p->sel--; break;
-	case ACT_DOWN: p->sel++; break;
-	case ACT_PAGE_UP: p->sel -= page; break;
-	case ACT_PAGE_DOWN: p->sel += page; break;
-	case ACT_TOP: p->sel = 0; break;
-	case ACT_BOTTOM: p->sel = n - 1; break;
-	case ACT_WHEEL_UP: p->sel -= 3; break;
-	case ACT_WHEEL_DOWN: p->sel += 3; break;
+	case ACT_UP:
+		p->sel--;
+		break;
+	case ACT_DOWN:
+		p->sel++;
+		break;
+	case ACT_PAGE_UP:
+		p->sel -= page;
+		break;
+	case ACT_PAGE_DOWN:
+		p->sel += page;
+		break;
+	case ACT_TOP:
+		p->sel = 0;
+		break;
+	case ACT_BOTTOM:
+		p->sel = n - 1;
+		break;
+	case ACT_WHEEL_UP:
+		p->sel -= 3;
+		break;
+	case ACT_WHEEL_DOWN:
+		p->sel += 3;
+		break;
 	case ACT_CLICK:
 		/* rows start below the pane's title and its column heading */
 		if (t->mouse_y >= p->r.y + 2)
 			p->sel = p->top + (t->mouse_y - p->r.y - 2);
 		break;
-	case ACT_SEARCH_NEXT: return 0; /* the pane's own */
-	default: return 0;
+	case ACT_SEARCH_NEXT:
+		return 0; /* the pane's own */
+	default:
+		return 0;
 	}
 	tui_list_clamp(p, n, rows);
 	return KEY_HANDLED | KEY_REDRAW;
@@ -176,15 +194,39 @@ int tui_text_key(struct tui *t, struct pane *p, enum action a, const struct feed
 {
 	int n = (int)l->n, page = rows > 1 ? rows - 1 : 1, max = n - rows > 0 ? n - rows : 0;
 	switch (a) {
-	case ACT_UP: (*top)--; p->follow = 0; break;
-	case ACT_DOWN: (*top)++; break;
-	case ACT_PAGE_UP: *top -= page; p->follow = 0; break;
-	case ACT_PAGE_DOWN: *top += page; break;
-	case ACT_WHEEL_UP: *top -= 3; p->follow = 0; break;
-	case ACT_WHEEL_DOWN: *top += 3; break;
-	case ACT_TOP: *top = 0; p->follow = 0; break;
-	case ACT_BOTTOM: *top = max; p->follow = 1; break;
-	case ACT_FOLLOW: *top = max; p->follow = 1; break;
+	case ACT_UP:
+		(*top)--;
+		p->follow = 0;
+		break;
+	case ACT_DOWN:
+		(*top)++;
+		break;
+	case ACT_PAGE_UP:
+		*top -= page;
+		p->follow = 0;
+		break;
+	case ACT_PAGE_DOWN:
+		*top += page;
+		break;
+	case ACT_WHEEL_UP:
+		*top -= 3;
+		p->follow = 0;
+		break;
+	case ACT_WHEEL_DOWN:
+		*top += 3;
+		break;
+	case ACT_TOP:
+		*top = 0;
+		p->follow = 0;
+		break;
+	case ACT_BOTTOM:
+		*top = max;
+		p->follow = 1;
+		break;
+	case ACT_FOLLOW:
+		*top = max;
+		p->follow = 1;
+		break;
 	case ACT_SEARCH_NEXT:
 		for (int i = 1; i <= n; i++) {
 			int k = (*top + i) % (n ? n : 1);
@@ -197,7 +239,8 @@ int tui_text_key(struct tui *t, struct pane *p, enum action a, const struct feed
 		}
 		tui_set_message(t, "no match for \"%s\"", t->search);
 		return KEY_HANDLED | KEY_REDRAW;
-	default: return 0;
+	default:
+		return 0;
 	}
 	if (*top > max)
 		*top = max;
@@ -272,8 +315,8 @@ void tui_sync(struct tui *t)
 {
 	struct feed *f = &t->feed;
 	unsigned views = 0;
-	static const unsigned bits[PANE_COUNT] = {0, 0, FEED_VIEW_TIMELINE, FEED_VIEW_HISTORY, FEED_VIEW_FILES,
-						  FEED_VIEW_SCREEN};
+	static const unsigned bits[PANE_COUNT] =
+		{0, 0, FEED_VIEW_TIMELINE, FEED_VIEW_HISTORY, FEED_VIEW_FILES, FEED_VIEW_SCREEN};
 	for (int i = 0; i < PANE_COUNT; i++)
 		if (t->panes[i].r.h)
 			views |= bits[i];

@@ -19,13 +19,35 @@ enum pane_id { PANE_COMPUTERS, PANE_RUNS, PANE_TIMELINE, PANE_HISTORY, PANE_FILE
 /* What a key does; the key table maps keys to these. */
 enum action {
 	ACT_NONE,
-	ACT_UP, ACT_DOWN, ACT_PAGE_UP, ACT_PAGE_DOWN, ACT_TOP, ACT_BOTTOM,
-	ACT_LEFT, ACT_RIGHT, ACT_OPEN,
-	ACT_NEXT_PANE, ACT_PREV_PANE,
-	ACT_PANE_1, ACT_PANE_2, ACT_PANE_3, ACT_PANE_4, ACT_PANE_5, ACT_PANE_6,
-	ACT_SEARCH, ACT_SEARCH_NEXT, ACT_HELP, ACT_QUIT, ACT_REDRAW,
-	ACT_TAKEOVER, ACT_FOLLOW, ACT_DOWNLOAD, ACT_UPLOAD,
-	ACT_CLICK, ACT_WHEEL_UP, ACT_WHEEL_DOWN, /* the mouse, at tui.mouse_y/x */
+	ACT_UP,
+	ACT_DOWN,
+	ACT_PAGE_UP,
+	ACT_PAGE_DOWN,
+	ACT_TOP,
+	ACT_BOTTOM,
+	ACT_LEFT,
+	ACT_RIGHT,
+	ACT_OPEN,
+	ACT_NEXT_PANE,
+	ACT_PREV_PANE,
+	ACT_PANE_1,
+	ACT_PANE_2,
+	ACT_PANE_3,
+	ACT_PANE_4,
+	ACT_PANE_5,
+	ACT_PANE_6,
+	ACT_SEARCH,
+	ACT_SEARCH_NEXT,
+	ACT_HELP,
+	ACT_QUIT,
+	ACT_REDRAW,
+	ACT_TAKEOVER,
+	ACT_FOLLOW,
+	ACT_DOWNLOAD,
+	ACT_UPLOAD,
+	ACT_CLICK,
+	ACT_WHEEL_UP,
+	ACT_WHEEL_DOWN, /* the mouse, at tui.mouse_y/x */
 };
 
 /* A key op's answer. */
@@ -41,7 +63,7 @@ struct pane;
 struct panel_ops {
 	void (*draw)(struct tui *t, struct pane *p, int focused); /* into stdscr, inside p->r; feed locked */
 	int (*key)(struct tui *t, struct pane *p, enum action a); /* feed locked */
-	void (*resize)(struct tui *t, struct pane *p);            /* p->r changed */
+	void (*resize)(struct tui *t, struct pane *p);		  /* p->r changed */
 	void (*focus)(struct tui *t, struct pane *p, int on);
 };
 
@@ -49,20 +71,20 @@ struct pane {
 	enum pane_id id;
 	const char *title;
 	const struct panel_ops *ops;
-	struct rect r;     /* including its title row; h == 0: hidden */
-	int sel, top;      /* selection and first row shown (lists); first line shown (text) */
-	int follow;        /* text: stay at the end as lines arrive */
-	int sub;           /* files: 1 while the preview has the keys */
-	int ptop;          /* files: the preview's first line */
+	struct rect r; /* including its title row; h == 0: hidden */
+	int sel, top;  /* selection and first row shown (lists); first line shown (text) */
+	int follow;    /* text: stay at the end as lines arrive */
+	int sub;       /* files: 1 while the preview has the keys */
+	int ptop;      /* files: the preview's first line */
 };
 
 struct key_binding {
-	int keys[4];        /* curses key codes or characters; 0 ends */
-	const char *label;  /* as the footer and help show it */
+	int keys[4];	   /* curses key codes or characters; 0 ends */
+	const char *label; /* as the footer and help show it */
 	const char *help;
-	unsigned panes;     /* PANE_BIT mask; PANES_ALL for global keys */
+	unsigned panes; /* PANE_BIT mask; PANES_ALL for global keys */
 	enum action action;
-	const char *hint;   /* the footer's word for it, NULL: only in the help */
+	const char *hint; /* the footer's word for it, NULL: only in the help */
 };
 extern const struct key_binding tui_keys[];
 
@@ -70,8 +92,8 @@ extern const struct key_binding tui_keys[];
  * update over cells curses keeps blank (tui.c). */
 #define TUI_PICS_MAX 64
 struct tui_pic {
-	struct rect r;              /* the cells it covers */
-	const unsigned char *rgb;   /* packed RGB, w x h; the feed's (valid while it is locked) */
+	struct rect r;		  /* the cells it covers */
+	const unsigned char *rgb; /* packed RGB, w x h; the feed's (valid while it is locked) */
 	int w, h;
 };
 
@@ -79,22 +101,22 @@ struct tui {
 	struct feed feed;
 	struct pane panes[PANE_COUNT];
 	enum pane_id focus;
-	enum pane_id detail;   /* the right-hand pane in the two-column layout */
-	int single;            /* one pane at a time (a small terminal) */
-	int color;             /* colours (a terminal that has them, NO_COLOR unset) */
-	int help;              /* the help screen is up */
-	int takeover;          /* the screen pane sends keys and the mouse to the computer */
-	int prompt;            /* the footer is a prompt: PROMPT_SEARCH, PROMPT_UPLOAD, or 0 */
-	char entry[1024];      /* what is typed at the prompt */
+	enum pane_id detail; /* the right-hand pane in the two-column layout */
+	int single;	     /* one pane at a time (a small terminal) */
+	int color;	     /* colours (a terminal that has them, NO_COLOR unset) */
+	int help;	     /* the help screen is up */
+	int takeover;	     /* the screen pane sends keys and the mouse to the computer */
+	int prompt;	     /* the footer is a prompt: PROMPT_SEARCH, PROMPT_UPLOAD, or 0 */
+	char entry[1024];    /* what is typed at the prompt */
 	size_t entry_len;
-	char search[1024];     /* the last search */
+	char search[1024]; /* the last search */
 	int mouse_y, mouse_x, mouse_button;
-	char *message;         /* a one-off footer message, or NULL */
+	char *message;			   /* a one-off footer message, or NULL */
 	struct tui_pic pics[TUI_PICS_MAX]; /* this frame's pictures */
 	int npics;
-	struct rect drawn[TUI_PICS_MAX];   /* where the last frame's were */
+	struct rect drawn[TUI_PICS_MAX]; /* where the last frame's were */
 	int ndrawn;
-	struct rect screen_img; /* where the screen pane's picture is (cells) */
+	struct rect screen_img;		/* where the screen pane's picture is (cells) */
 	int screen_img_w, screen_img_h; /* its size in pixels */
 };
 

@@ -197,8 +197,8 @@ static void computers_draw(struct tui *t, struct pane *p, int focused)
 		char head[64], rest[256], when[32];
 		snprintf(head, sizeof(head), " %-16.16s", c->name);
 		ago(c->checkpoint_at, when, sizeof(when));
-		snprintf(rest, sizeof(rest), "%-9.9s %-8d %s%s%s", c->kind, c->screens, when,
-			 c->checkpoint ? " " : "", c->checkpoint ? c->checkpoint : "");
+		snprintf(rest, sizeof(rest), "%-9.9s %-8d %s%s%s", c->kind, c->screens, when, c->checkpoint ? " " : "",
+			 c->checkpoint ? c->checkpoint : "");
 		list_row(t, p, y, sel, focused, head, 17, c->state, rest);
 	}
 }
@@ -367,9 +367,11 @@ static void history_draw(struct tui *t, struct pane *p, int focused)
 		tui_put(p->r.y + 2, p->r.x + 1, p->r.w - 1, "loading...");
 		return;
 	}
-	tui_title(t, p, focused, "%s  %zu lines  %s", c->name, f->history.n, p->follow ? "live tail" : "scrollback (G follows)");
+	tui_title(t, p, focused, "%s  %zu lines  %s", c->name, f->history.n,
+		  p->follow ? "live tail" : "scrollback (G follows)");
 	if (f->history.n == 0) {
-		tui_put(p->r.y + 2, p->r.x + 1, p->r.w - 1, "no terminal history yet: rakazo computer exec NAME -- COMMAND");
+		tui_put(p->r.y + 2, p->r.x + 1, p->r.w - 1,
+			"no terminal history yet: rakazo computer exec NAME -- COMMAND");
 		return;
 	}
 	tui_text_draw(t, &f->history, &p->top, p->follow, p->r.y + 1, p->r.x + 1, p->r.h - 1, p->r.w - 1);
@@ -481,7 +483,10 @@ static void files_draw(struct tui *t, struct pane *p, int focused)
 				snprintf(size, sizeof(size), "%lldK", (long long)(e->size / 1024));
 			else
 				snprintf(size, sizeof(size), "%lldM", (long long)(e->size >> 20));
-			snprintf(line, sizeof(line), " %s%s", e->name, e->type == 'd' ? "/" : e->type == 'l' ? "@" : "");
+			snprintf(line, sizeof(line), " %s%s", e->name,
+				 e->type == 'd'	  ? "/"
+				 : e->type == 'l' ? "@"
+						  : "");
 			int nw = lr.w - 8;
 			tui_put(y, lr.x, nw, line);
 			tui_put(y, lr.x + lr.w - 7, 7, size);

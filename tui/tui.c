@@ -26,22 +26,42 @@
 const struct key_binding tui_keys[] = {
 	{{'j', KEY_DOWN}, "j/↓", "down", PANES_ALL, ACT_DOWN, "down"},
 	{{'k', KEY_UP}, "k/↑", "up", PANES_ALL, ACT_UP, "up"},
-	{{'h', KEY_LEFT, KEY_BACKSPACE, 127}, "h/←", "left: the parent directory, the list, the left column", PANES_ALL,
-	 ACT_LEFT, "left"},
+	{{'h', KEY_LEFT, KEY_BACKSPACE, 127},
+	 "h/←",
+	 "left: the parent directory, the list, the left column",
+	 PANES_ALL,
+	 ACT_LEFT,
+	 "left"},
 	{{'l', KEY_RIGHT}, "l/→", "right: into a directory or a file, the right column", PANES_ALL, ACT_RIGHT, "right"},
 	{{KEY_NPAGE, ' ', 4}, "PgDn", "a page down (also Space, Ctrl-D)", PANES_ALL, ACT_PAGE_DOWN, NULL},
 	{{KEY_PPAGE, 21}, "PgUp", "a page up (also Ctrl-U)", PANES_ALL, ACT_PAGE_UP, NULL},
 	{{'g', KEY_HOME}, "g", "the first line", PANES_ALL, ACT_TOP, NULL},
 	{{'G', KEY_END}, "G", "the last line (the history follows its tail again)", PANES_ALL, ACT_BOTTOM, NULL},
-	{{'\n', '\r', KEY_ENTER}, "Enter", "open: a computer's history, a run's timeline, a directory or a file",
-	 PANES_LISTS, ACT_OPEN, "open"},
+	{{'\n', '\r', KEY_ENTER},
+	 "Enter",
+	 "open: a computer's history, a run's timeline, a directory or a file",
+	 PANES_LISTS,
+	 ACT_OPEN,
+	 "open"},
 	{{'f'}, "f", "follow the tail", PANE_BIT(PANE_HISTORY) | PANE_BIT(PANE_TIMELINE), ACT_FOLLOW, "follow"},
-	{{'d'}, "d", "download the file into the current directory (a running computer)", PANE_BIT(PANE_FILES),
-	 ACT_DOWNLOAD, "download"},
-	{{'u'}, "u", "upload a local file into this directory (a running computer)", PANE_BIT(PANE_FILES), ACT_UPLOAD,
+	{{'d'},
+	 "d",
+	 "download the file into the current directory (a running computer)",
+	 PANE_BIT(PANE_FILES),
+	 ACT_DOWNLOAD,
+	 "download"},
+	{{'u'},
+	 "u",
+	 "upload a local file into this directory (a running computer)",
+	 PANE_BIT(PANE_FILES),
+	 ACT_UPLOAD,
 	 "upload"},
-	{{'t'}, "t", "takeover: keys and clicks go to the computer (Ctrl-] gives them back)", PANE_BIT(PANE_SCREEN),
-	 ACT_TAKEOVER, "takeover"},
+	{{'t'},
+	 "t",
+	 "takeover: keys and clicks go to the computer (Ctrl-] gives them back)",
+	 PANE_BIT(PANE_SCREEN),
+	 ACT_TAKEOVER,
+	 "takeover"},
 	{{'\t'}, "Tab", "the next pane", PANES_ALL, ACT_NEXT_PANE, "pane"},
 	{{KEY_BTAB}, "S-Tab", "the previous pane", PANES_ALL, ACT_PREV_PANE, NULL},
 	{{'1'}, "1", "computers", PANES_ALL, ACT_PANE_1, NULL},
@@ -130,7 +150,8 @@ static void draw_footer(struct tui *t)
 	tui_fill(y, 0, COLS);
 	char line[1100];
 	if (t->prompt) {
-		snprintf(line, sizeof(line), "%s%s", t->prompt == PROMPT_SEARCH ? "/" : "upload local file: ", t->entry);
+		snprintf(line, sizeof(line), "%s%s",
+			 t->prompt == PROMPT_SEARCH ? "/" : "upload local file: ", t->entry);
 		tui_put(y, 0, COLS, line);
 		tui_attr_off(t, C_FOOTER);
 		curs_set(1);
@@ -180,8 +201,8 @@ static void draw_help(struct tui *t)
 			size_t off = 0;
 			for (int p = 0; p < PANE_COUNT; p++)
 				if (k->panes & PANE_BIT(p))
-					off += (size_t)snprintf(where + off, sizeof(where) - off, "%s%s", off ? ", " : " (",
-								pane_names[p]);
+					off += (size_t)snprintf(where + off, sizeof(where) - off, "%s%s",
+								off ? ", " : " (", pane_names[p]);
 			snprintf(where + off, sizeof(where) - off, ")");
 		}
 		char row[400];
@@ -305,12 +326,26 @@ static int dispatch(struct tui *t, enum action a)
 	struct pane *p = &t->panes[t->focus];
 	int r = 0;
 	switch (a) {
-	case ACT_QUIT: return KEY_QUIT;
-	case ACT_HELP: t->help = 1; return KEY_REDRAW;
-	case ACT_REDRAW: clearok(curscr, TRUE); return KEY_REDRAW;
-	case ACT_NEXT_PANE: tui_focus(t, (t->focus + 1) % PANE_COUNT); return KEY_REDRAW;
-	case ACT_PREV_PANE: tui_focus(t, (t->focus + PANE_COUNT - 1) % PANE_COUNT); return KEY_REDRAW;
-	case ACT_PANE_1: case ACT_PANE_2: case ACT_PANE_3: case ACT_PANE_4: case ACT_PANE_5: case ACT_PANE_6:
+	case ACT_QUIT:
+		return KEY_QUIT;
+	case ACT_HELP:
+		t->help = 1;
+		return KEY_REDRAW;
+	case ACT_REDRAW:
+		clearok(curscr, TRUE);
+		return KEY_REDRAW;
+	case ACT_NEXT_PANE:
+		tui_focus(t, (t->focus + 1) % PANE_COUNT);
+		return KEY_REDRAW;
+	case ACT_PREV_PANE:
+		tui_focus(t, (t->focus + PANE_COUNT - 1) % PANE_COUNT);
+		return KEY_REDRAW;
+	case ACT_PANE_1:
+	case ACT_PANE_2:
+	case ACT_PANE_3:
+	case ACT_PANE_4:
+	case ACT_PANE_5:
+	case ACT_PANE_6:
 		tui_focus(t, (enum pane_id)(a - ACT_PANE_1));
 		return KEY_REDRAW;
 	case ACT_SEARCH:
@@ -318,7 +353,8 @@ static int dispatch(struct tui *t, enum action a)
 		t->entry[0] = 0;
 		t->entry_len = 0;
 		return KEY_REDRAW;
-	default: break;
+	default:
+		break;
 	}
 	r = p->ops->key ? p->ops->key(t, p, a) : 0;
 	if (r)
@@ -344,10 +380,10 @@ static void takeover_key(struct tui *t, int is_key, wint_t ch)
 	static const struct {
 		int key;
 		const char *name;
-	} named[] = {{KEY_UP, "Up"},	      {KEY_DOWN, "Down"},	{KEY_LEFT, "Left"},    {KEY_RIGHT, "Right"},
-		     {KEY_HOME, "Home"},      {KEY_END, "End"},		{KEY_PPAGE, "Page_Up"}, {KEY_NPAGE, "Page_Down"},
-		     {KEY_DC, "Delete"},      {KEY_IC, "Insert"},	{KEY_BACKSPACE, "BackSpace"},
-		     {KEY_ENTER, "Return"},   {KEY_BTAB, "shift+Tab"}};
+	} named[] = {{KEY_UP, "Up"},	     {KEY_DOWN, "Down"}, {KEY_LEFT, "Left"},	       {KEY_RIGHT, "Right"},
+		     {KEY_HOME, "Home"},     {KEY_END, "End"},	 {KEY_PPAGE, "Page_Up"},       {KEY_NPAGE, "Page_Down"},
+		     {KEY_DC, "Delete"},     {KEY_IC, "Insert"}, {KEY_BACKSPACE, "BackSpace"}, {KEY_ENTER, "Return"},
+		     {KEY_BTAB, "shift+Tab"}};
 	char json[128];
 	json[0] = 0;
 	if (is_key) {
@@ -394,13 +430,16 @@ static int takeover_mouse(struct tui *t, const MEVENT *ev)
 	if (!(ev->bstate & (BUTTON1_PRESSED | BUTTON2_PRESSED | BUTTON3_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED)))
 		return 1; /* a release or a motion: the press made the click */
 	char json[160];
-	const char *button = (ev->bstate & BUTTON3_PRESSED) ? "right" : (ev->bstate & BUTTON2_PRESSED) ? "middle" : "left";
+	const char *button = (ev->bstate & BUTTON3_PRESSED)   ? "right"
+			     : (ev->bstate & BUTTON2_PRESSED) ? "middle"
+							      : "left";
 	if (ev->bstate & BUTTON4_PRESSED)
 		snprintf(json, sizeof(json), "{\"action\":\"scroll\",\"x\":%d,\"y\":%d,\"dy\":-3}", x, y);
 	else if (ev->bstate & BUTTON5_PRESSED)
 		snprintf(json, sizeof(json), "{\"action\":\"scroll\",\"x\":%d,\"y\":%d,\"dy\":3}", x, y);
 	else
-		snprintf(json, sizeof(json), "{\"action\":\"click\",\"x\":%d,\"y\":%d,\"button\":\"%s\"}", x, y, button);
+		snprintf(json, sizeof(json), "{\"action\":\"click\",\"x\":%d,\"y\":%d,\"button\":\"%s\"}", x, y,
+			 button);
 	feed_input(&t->feed, json);
 	return 1;
 }
@@ -556,7 +595,7 @@ int rk_tui_run(const struct rk_tui_options *opt, struct rk_error *err)
 	if (!isatty(0) || !isatty(1))
 		return rk_error_set(err, RK_EUSAGE, "rakazo tui needs a terminal on stdin and stdout");
 	struct tui *t = rk_xcalloc(1, sizeof(*t));
-	static const struct panel_ops *const ops[PANE_COUNT] = {&tui_computers_ops, &tui_runs_ops, &tui_timeline_ops,
+	static const struct panel_ops *const ops[PANE_COUNT] = {&tui_computers_ops, &tui_runs_ops,  &tui_timeline_ops,
 								&tui_history_ops,   &tui_files_ops, &tui_screen_ops};
 	for (int i = 0; i < PANE_COUNT; i++) {
 		t->panes[i].id = (enum pane_id)i;

@@ -11,8 +11,8 @@
 #include "feed.h"
 
 struct rk_tui_options {
-	const char *computer;   /* select this computer (id or name) at start, or NULL */
-	int exit_after_draw;    /* quit after the first full draw (the benchmark) */
+	const char *computer; /* select this computer (id or name) at start, or NULL */
+	int exit_after_draw;  /* quit after the first full draw (the benchmark) */
 };
 
 /* Runs the dashboard on the terminal until the person quits. 0, or a

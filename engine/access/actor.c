@@ -54,13 +54,16 @@ int rk_actor_resolve(struct rk_actor *a, struct rk_engine *eng, const char *spac
 	if (!(bot && *bot) && o && !strncmp(o, "bot:", 4))
 		bot = o + 4; /* RAKAZO_OWNER=bot:NAME: a bot acts */
 	a->bot = bot && *bot ? rk_xstrdup(bot) : NULL;
-	const char *bad = !rk_authz_name_ok(a->user) ? "user" : !rk_authz_name_ok(a->space) ? "space"
-							   : a->bot && !rk_authz_name_ok(a->bot) ? "bot"
-												 : NULL;
+	const char *bad = !rk_authz_name_ok(a->user)		? "user"
+			  : !rk_authz_name_ok(a->space)		? "space"
+			  : a->bot && !rk_authz_name_ok(a->bot) ? "bot"
+								: NULL;
 	if (bad) {
 		int r = rk_error_set(err, RK_EINVALID,
 				     "%s name '%s' is not valid: use 1 to 128 letters, digits and . _ @ + -", bad,
-				     !strcmp(bad, "user") ? a->user : !strcmp(bad, "space") ? a->space : a->bot);
+				     !strcmp(bad, "user")    ? a->user
+				     : !strcmp(bad, "space") ? a->space
+							     : a->bot);
 		rk_actor_release(a);
 		return r;
 	}

@@ -99,22 +99,24 @@ int rk_approval_rule_add(struct rk_engine *eng, const struct rk_actor *a, const 
 {
 	*id = NULL;
 	if (!effect || (strcmp(effect, "allow") != 0 && strcmp(effect, "require_approval") != 0))
-		return rk_error_set(err, RK_EUSAGE, "--effect is allow or require_approval, not '%s'", effect ? effect : "");
+		return rk_error_set(err, RK_EUSAGE, "--effect is allow or require_approval, not '%s'",
+				    effect ? effect : "");
 	if (!match || (strcmp(match, "tool") != 0 && strcmp(match, "connector") != 0 && strcmp(match, "category") != 0))
-		return rk_error_set(err, RK_EUSAGE, "--match is tool, connector or category, not '%s'", match ? match : "");
+		return rk_error_set(err, RK_EUSAGE, "--match is tool, connector or category, not '%s'",
+				    match ? match : "");
 	if (!value_ok(value))
-		return rk_error_set(err, RK_EUSAGE,
-				    "--value '%s' is not valid: 1 to 128 letters, digits and _ - . :", value ? value : "");
+		return rk_error_set(err, RK_EUSAGE, "--value '%s' is not valid: 1 to 128 letters, digits and _ - . :",
+				    value ? value : "");
 	if (a->bot)
 		return rk_error_set(err, RK_EDENIED, "a bot cannot set approval rules");
 	char *nid = rk_id_new("apr");
 	struct rk_approval_rule_row row = {.id = nid,
-					    .space_id = a->space,
-					    .user_id = shared ? SHARED_USER : a->user,
-					    .effect = effect,
-					    .match = match,
-					    .value = value,
-					    .created_at = rk_now_ms()};
+					   .space_id = a->space,
+					   .user_id = shared ? SHARED_USER : a->user,
+					   .effect = effect,
+					   .match = match,
+					   .value = value,
+					   .created_at = rk_now_ms()};
 	int r = rk_db_approval_rule_insert(eng->db, &row, err);
 	if (r == -RK_ECONFLICT)
 		r = rk_error_set(err, RK_ECONFLICT, "that rule exists already (%s %s=%s)", effect, match, value);
@@ -137,7 +139,8 @@ int rk_approval_rule_remove(struct rk_engine *eng, const struct rk_actor *a, con
 		return rk_error_set(err, RK_EDENIED, "a bot cannot remove approval rules");
 	int r = rk_db_approval_rule_delete(eng->db, id, a->space, a->user, err);
 	if (r == 0)
-		r = rk_error_set(err, RK_ENOTFOUND, "no rule '%s' of %s in space '%s'", id ? id : "", a->user, a->space);
+		r = rk_error_set(err, RK_ENOTFOUND, "no rule '%s' of %s in space '%s'", id ? id : "", a->user,
+				 a->space);
 	return r < 0 ? r : 0;
 }
 
@@ -218,8 +221,8 @@ int rk_approval_evaluate(struct rk_engine *eng, const struct rk_actor *a, const 
 		if (found) {
 			d->ask = ask;
 			snprintf(d->source, sizeof(d->source), "rule");
-			snprintf(d->reason, sizeof(d->reason), "rule %s: %s %s=%s", id, ask ? "require_approval" : "allow",
-				 levels[i].match, levels[i].value);
+			snprintf(d->reason, sizeof(d->reason), "rule %s: %s %s=%s", id,
+				 ask ? "require_approval" : "allow", levels[i].match, levels[i].value);
 			return 0;
 		}
 	}
@@ -364,7 +367,7 @@ int rk_approval_decide(struct rk_engine *eng, const struct rk_actor *a, const ch
 		return r;
 	if (owner && strcmp(owner, a->user) != 0) {
 		r = rk_error_set(err, RK_EDENIED, "run %s is %s's: only they can approve or deny its calls", run_id,
-				     owner);
+				 owner);
 		free(owner);
 		return r;
 	}

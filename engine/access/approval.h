@@ -51,7 +51,7 @@
 #include "engine/util/names.h"
 
 struct rk_approval_decision {
-	int ask;          /* 1: a person must approve the call */
+	int ask;	  /* 1: a person must approve the call */
 	char source[16];  /* "policy", "rule", "judge", "webhook" or "default" */
 	char reason[256]; /* why, for the person and the model */
 };
@@ -101,9 +101,9 @@ int rk_approval_decide(struct rk_engine *eng, const struct rk_actor *a, const ch
 int rk_approval_pending(struct rk_engine *eng, const char *run_id, cJSON **out, struct rk_error *err);
 
 /* An approval request's state (approvals.state). */
-#define RK_APPROVAL_STATES(X)               \
-	X(RK_APPROVAL_PENDING, "pending")   \
-	X(RK_APPROVAL_APPROVED, "approved") \
+#define RK_APPROVAL_STATES(X)                                                                                          \
+	X(RK_APPROVAL_PENDING, "pending")                                                                              \
+	X(RK_APPROVAL_APPROVED, "approved")                                                                            \
 	X(RK_APPROVAL_DENIED, "denied")
 RK_NAMES_ENUM(rk_approval_state, RK_APPROVAL_STATE, RK_APPROVAL_STATES);
 

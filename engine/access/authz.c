@@ -90,9 +90,10 @@ static int rules_decide(struct rk_engine *eng, const struct rk_actor *a, const c
 			r = rk_error_set(err, RK_EDENIED, "bot '%s' may not %s computer '%s': only its owner may",
 					 a->bot, cap + strlen("computers."), c->name);
 		else if ((r = has_grant(eng, c->id, a->bot, &yes, err)) == 0 && !yes)
-			r = rk_error_set(err, RK_EDENIED,
-					 "bot '%s' has no right to use computer '%s': `rakazo computer grant %s --bot %s`",
-					 a->bot, c->name, c->name, a->bot);
+			r = rk_error_set(
+				err, RK_EDENIED,
+				"bot '%s' has no right to use computer '%s': `rakazo computer grant %s --bot %s`",
+				a->bot, c->name, c->name, a->bot);
 	} else if (!person_may_manage(a, owner)) {
 		r = rk_error_set(err, RK_EDENIED, "computer '%s' belongs to %s, not to %s", c->name, owner, a->user);
 	}
@@ -101,8 +102,8 @@ static int rules_decide(struct rk_engine *eng, const struct rk_actor *a, const c
 	return r;
 }
 
-int rk_authz_check(struct rk_engine *eng, const struct rk_actor *a, const char *capability,
-		   const struct rk_computer *c, struct rk_error *err)
+int rk_authz_check(struct rk_engine *eng, const struct rk_actor *a, const char *capability, const struct rk_computer *c,
+		   struct rk_error *err)
 {
 	int r = rules_decide(eng, a, capability, c, err);
 	if (r)
@@ -142,8 +143,8 @@ int rk_target_parse(const char *ref, char **computer, char **bot, int *display, 
 					    RK_TARGET_DISPLAY_MAX);
 		*display = (int)n;
 	} else if (!rk_authz_name_ok(screen)) {
-		return rk_error_set(err, RK_EINVALID, "target '%s': a bot's screen is COMPUTER:BOT, a display COMPUTER:.N",
-				    ref);
+		return rk_error_set(err, RK_EINVALID,
+				    "target '%s': a bot's screen is COMPUTER:BOT, a display COMPUTER:.N", ref);
 	} else {
 		*bot = rk_xstrdup(screen);
 	}
@@ -176,8 +177,8 @@ static int by_prefix(struct rk_engine *eng, const struct rk_actor *a, const char
 	free(cs);
 	if (hits > 1) {
 		rk_computer_release(out);
-		r = rk_error_set(err, RK_EINVALID, "'%s' is the start of %zu computers' ids: %s; give more of one", prefix,
-				 hits, names.data);
+		r = rk_error_set(err, RK_EINVALID, "'%s' is the start of %zu computers' ids: %s; give more of one",
+				 prefix, hits, names.data);
 	} else if (hits == 0) {
 		r = 1;
 	}
@@ -234,7 +235,7 @@ void rk_target_release(struct rk_target *t)
 }
 
 int rk_authz_resolve(struct rk_engine *eng, const struct rk_actor *a, const char *ref, const char *capability,
-		      struct rk_computer *out, struct rk_error *err)
+		     struct rk_computer *out, struct rk_error *err)
 {
 	struct rk_target t;
 	memset(out, 0, sizeof(*out));
@@ -268,8 +269,8 @@ static int decide_id(struct rk_engine *eng, const struct rk_actor *a, const char
 	return r;
 }
 
-int rk_authz_check_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id,
-		      const char *capability, struct rk_error *err)
+int rk_authz_check_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id, const char *capability,
+		      struct rk_error *err)
 {
 	return decide_id(eng, a, computer_id, capability, rk_authz_check, err);
 }

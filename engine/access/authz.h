@@ -33,7 +33,6 @@
 #include "engine/util/err.h"
 
 
-
 /* --- computers ------------------------------------------------------------ */
 
 /* Records a new computer's space and owner ("user:NAME" or "org"). */
@@ -57,8 +56,8 @@ int rk_authz_rights(struct rk_engine *eng, const struct rk_computer *c, cJSON **
  * computers.create); RK_EDENIED with the reason otherwise. The approval
  * decider only allows or denies here (nobody waits on a command line):
  * require_approval on a capability denies it outside a run. */
-int rk_authz_check(struct rk_engine *eng, const struct rk_actor *a, const char *capability,
-		   const struct rk_computer *c, struct rk_error *err);
+int rk_authz_check(struct rk_engine *eng, const struct rk_actor *a, const char *capability, const struct rk_computer *c,
+		   struct rk_error *err);
 
 /* --- targets: the one resolver ------------------------------------------------ */
 
@@ -107,8 +106,8 @@ int rk_authz_resolve(struct rk_engine *eng, const struct rk_actor *a, const char
 /* The same check for what outlives its computer (a lifecycle command and
  * its events): computer_id may be deleted, and then the space and owner it
  * was recorded with decide. */
-int rk_authz_check_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id,
-		      const char *capability, struct rk_error *err);
+int rk_authz_check_id(struct rk_engine *eng, const struct rk_actor *a, const char *computer_id, const char *capability,
+		      struct rk_error *err);
 /* 1 when a may use c by the ownership and grant rules (no approval asked):
  * what a list of computers shows a. */
 int rk_authz_may_use(struct rk_engine *eng, const struct rk_actor *a, const struct rk_computer *c);

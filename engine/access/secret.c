@@ -33,7 +33,10 @@ RK_NAMES_DEFINE(rk_secret_auth, RK_SECRET_AUTH, RK_SECRET_AUTHS)
 
 static int hex_value(char c)
 {
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
 }
 
 /* The byte two hex digits spell, or -1. */
@@ -115,8 +118,7 @@ static int master_key(struct rk_engine *eng, unsigned char key[KEY_BYTES], struc
 }
 
 /* user, space, bot and name, each length-prefixed, after a version tag. */
-static void associated_data(struct rk_buf *ad, const char *user, const char *space, const char *bot,
-			    const char *name)
+static void associated_data(struct rk_buf *ad, const char *user, const char *space, const char *bot, const char *name)
 {
 	rk_buf_adds(ad, "rakazo-secret-v1");
 	const char *parts[] = {user, space, bot, name};
@@ -264,8 +266,8 @@ static void redact_exact(struct rk_buf *b, const char *needle, size_t m, int ci)
 	struct rk_buf out = RK_BUF_INIT;
 	size_t at = 0;
 	const char *hit;
-	while (at + m <= b->len &&
-	       (hit = ci ? find_ci(b->data + at, b->len - at, needle, m) : memmem(b->data + at, b->len - at, needle, m))) {
+	while (at + m <= b->len && (hit = ci ? find_ci(b->data + at, b->len - at, needle, m)
+					     : memmem(b->data + at, b->len - at, needle, m))) {
 		size_t i = (size_t)(hit - b->data);
 		out_span(&out, b, &at, i, i + m);
 	}
@@ -440,7 +442,8 @@ static void redact_one(struct rk_buf *b, const char *s, size_t len)
 	/* whole base64 forms, longest first, so a longer one is not cut up by a
 	 * shorter one inside it */
 	static const int whole[] = {sodium_base64_VARIANT_ORIGINAL, sodium_base64_VARIANT_URLSAFE,
-				    sodium_base64_VARIANT_ORIGINAL_NO_PADDING, sodium_base64_VARIANT_URLSAFE_NO_PADDING};
+				    sodium_base64_VARIANT_ORIGINAL_NO_PADDING,
+				    sodium_base64_VARIANT_URLSAFE_NO_PADDING};
 	for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++) {
 		char *f = base64_variant(s, len, whole[i]);
 		redact_exact(b, f, strlen(f), 0);
@@ -510,7 +513,7 @@ static size_t key_shape(const char *s, size_t n, size_t i)
 	static const struct {
 		const char *prefix;
 		size_t min;
-	} shapes[] = {{"sk-", 16}, {"ghp_", 20}, {"gho_", 20}, {"ghs_", 20}, {"ghu_", 20}, {"github_pat_", 20},
+	} shapes[] = {{"sk-", 16},   {"ghp_", 20},  {"gho_", 20},  {"ghs_", 20},   {"ghu_", 20}, {"github_pat_", 20},
 		      {"xoxb-", 10}, {"xoxp-", 10}, {"xoxa-", 10}, {"glpat-", 16}, {"AKIA", 16}};
 	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
 		size_t pl = strlen(shapes[k].prefix);
@@ -528,8 +531,8 @@ static size_t key_shape(const char *s, size_t n, size_t i)
 void rk_secret_redact_patterns(struct rk_buf *b)
 {
 	static const char *const secretish[] = {"key", "token", "secret", "passw", "credential", NULL};
-	static const char *const options[] = {"--password", "--passwd", "--token", "--api-key", "--apikey",
-					      "--secret", "--access-key", "--client-secret", NULL};
+	static const char *const options[] = {"--password", "--passwd",	    "--token",	       "--api-key", "--apikey",
+					      "--secret",   "--access-key", "--client-secret", NULL};
 	const char *s = b->data;
 	size_t n = b->len;
 	struct rk_buf out = RK_BUF_INIT;
@@ -562,7 +565,8 @@ void rk_secret_redact_patterns(struct rk_buf *b)
 		} else if (c == '-' && i + 2 < n && s[i + 1] == '-') {
 			for (size_t k = 0; options[k]; k++) {
 				size_t ol = strlen(options[k]);
-				if (!prefix_ci(s, n, i, options[k]) || (i + ol < n && ident_char((unsigned char)s[i + ol])))
+				if (!prefix_ci(s, n, i, options[k]) ||
+				    (i + ol < n && ident_char((unsigned char)s[i + ol])))
 					continue;
 				size_t j = i + ol;
 				if (j < n && s[j] == '=')
@@ -647,8 +651,8 @@ int rk_secret_set(struct rk_engine *eng, const struct rk_actor *a, const char *n
 	associated_data(&ad, a->user, a->space, bot, name);
 	unsigned char *ct = rk_xmalloc(len + TAG_BYTES);
 	unsigned long long ctlen = 0;
-	crypto_aead_xchacha20poly1305_ietf_encrypt(ct, &ctlen, value, len, (const unsigned char *)ad.data, ad.len,
-						   NULL, nonce, key);
+	crypto_aead_xchacha20poly1305_ietf_encrypt(ct, &ctlen, value, len, (const unsigned char *)ad.data, ad.len, NULL,
+						   nonce, key);
 	sodium_memzero(key, sizeof(key));
 	rk_buf_release(&ad);
 	char *id = rk_id_new("sec");
@@ -730,7 +734,8 @@ static int load_sealed(struct rk_engine *eng, const struct rk_actor *a, const ch
 		s->param = row.auth_param;
 		row.bot_id = row.origin = row.auth = row.auth_param = NULL;
 		if (row.nonce_len != NONCE_BYTES || row.ciphertext_len < TAG_BYTES) {
-			r = rk_error_set(err, RK_ECORRUPT, "secret '%s' is damaged in the database: set it again", name);
+			r = rk_error_set(err, RK_ECORRUPT, "secret '%s' is damaged in the database: set it again",
+					 name);
 		} else {
 			memcpy(s->nonce, row.nonce, NONCE_BYTES);
 			s->ctlen = row.ciphertext_len;
@@ -800,8 +805,8 @@ int rk_secret_reveal(struct rk_engine *eng, const struct rk_actor *a, const char
 	return r;
 }
 
-int rk_secret_reveal_for_origin(struct rk_engine *eng, const struct rk_actor *a, const char *name,
-				const char *origin, char **value, size_t *len, char **kind, struct rk_error *err)
+int rk_secret_reveal_for_origin(struct rk_engine *eng, const struct rk_actor *a, const char *name, const char *origin,
+				char **value, size_t *len, char **kind, struct rk_error *err)
 {
 	*value = NULL;
 	*len = 0;
@@ -816,7 +821,9 @@ int rk_secret_reveal_for_origin(struct rk_engine *eng, const struct rk_actor *a,
 	/* the value is opened only once the origin is the stored one */
 	if (rk_secret_origin(origin, 1, &want, &e2) != 0 || strcmp(want, s.origin) != 0)
 		r = rk_error_set(err, RK_EDENIED, "secret '%s' is for %s, and the page is %s: refused", name, s.origin,
-				 want ? want : origin && *origin && strcmp(origin, "null") ? origin : "of no web origin");
+				 want					       ? want
+				 : origin && *origin && strcmp(origin, "null") ? origin
+									       : "of no web origin");
 	else
 		r = open_sealed(eng, a, name, &s, value, len, err);
 	if (r == 0 && kind)
@@ -938,7 +945,8 @@ struct rk_secret_redactor *rk_secret_redactor_new(struct rk_engine *eng, const s
 		if (s.ct && unseal(key, &owner, row->name, &s, &v, &len, &e) == 0)
 			values_add(&r->v, &r->n, v, len);
 		else
-			rk_log(RK_LOG_WARN, "secret '%s' in space '%s' cannot be read to redact it", row->name, row->space_id);
+			rk_log(RK_LOG_WARN, "secret '%s' in space '%s' cannot be read to redact it", row->name,
+			       row->space_id);
 		rk_secret_value_free(v, len);
 	}
 	rk_secret_rows_free(rows, nrows);
@@ -1097,8 +1105,7 @@ static int decoded_begins(const char *t, size_t n, size_t i, const char *s, size
 		} else if (c == '%' && p + 2 < n && hex_byte(t + p + 1) == (unsigned char)s[k]) {
 			p += 3;
 			k++;
-		} else if (c == '%' && p + 2 >= n &&
-			   (p + 1 == n || hex_value(t[p + 1]) == (unsigned char)s[k] >> 4)) {
+		} else if (c == '%' && p + 2 >= n && (p + 1 == n || hex_value(t[p + 1]) == (unsigned char)s[k] >> 4)) {
 			return 1; /* %X cut by the end */
 		} else if ((c == '+' && s[k] == ' ') || c == (unsigned char)s[k]) {
 			p++;
@@ -1126,7 +1133,8 @@ static size_t hold_one(const char *t, size_t n, size_t limit, const char *s, siz
 	if ((j = tail_begins(t, n, limit, hex, 2 * len, 1)) > best)
 		best = j;
 	free_form(hex);
-	static const int cores[] = {sodium_base64_VARIANT_ORIGINAL_NO_PADDING, sodium_base64_VARIANT_URLSAFE_NO_PADDING};
+	static const int cores[] = {sodium_base64_VARIANT_ORIGINAL_NO_PADDING,
+				    sodium_base64_VARIANT_URLSAFE_NO_PADDING};
 	for (size_t v = 0; v < 2; v++)
 		for (size_t k = 0; k < 3; k++) {
 			size_t start = (8 * k + 5) / 6, end = 8 * (k + len) / 6;
@@ -1175,7 +1183,8 @@ static size_t begins(const struct rk_secret_redactor *r, const char *t, size_t n
 
 /* Whether t[0..cut) and t[cut..n), each redacted on its own, give whole
  * (t redacted whole): no value is cut in two there. */
-static int cut_keeps(const struct rk_secret_redactor *r, const char *t, size_t n, size_t cut, const struct rk_buf *whole)
+static int cut_keeps(const struct rk_secret_redactor *r, const char *t, size_t n, size_t cut,
+		     const struct rk_buf *whole)
 {
 	struct rk_buf a, b;
 	rk_buf_init(&a);
@@ -1273,9 +1282,10 @@ int rk_secret_request(struct rk_engine *eng, const struct rk_actor *a, const cha
 				 a->bot ? " --bot " : "", a->bot ? a->bot : "");
 	cJSON_AddStringToObject(o, "command", cmd);
 	free(cmd);
-	cJSON_AddStringToObject(o, "note", same ? "the secret is set: use secret_request with its name"
-						: "a person has to set the value; you never see it. Use secret_request "
-						  "once it is set");
+	cJSON_AddStringToObject(o, "note",
+				same ? "the secret is set: use secret_request with its name"
+				     : "a person has to set the value; you never see it. Use secret_request "
+				       "once it is set");
 	*out = o;
 out:
 	free(origin);
@@ -1302,8 +1312,8 @@ static int header_forbidden(const char *name, const struct sealed *s)
 {
 	/* accept-encoding and te: the response is asked for as identity (and
 	 * decoded when it comes encoded all the same) so it can be redacted */
-	static const char *const never[] = {"host",	   "content-length",	  "transfer-encoding", "connection",
-					    "cookie",	   "proxy-authorization", "accept-encoding",   "te",
+	static const char *const never[] = {"host",   "content-length",	     "transfer-encoding", "connection",
+					    "cookie", "proxy-authorization", "accept-encoding",	  "te",
 					    NULL};
 	for (size_t i = 0; never[i]; i++)
 		if (!strcasecmp(name, never[i]))
@@ -1368,7 +1378,8 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 	for (size_t i = 0; methods[i]; i++)
 		known |= !strcmp(methods[i], method);
 	if (!known)
-		return rk_error_set(err, RK_EINVALID, "secret_request: method must be GET, POST, PUT, PATCH, DELETE or HEAD");
+		return rk_error_set(err, RK_EINVALID,
+				    "secret_request: method must be GET, POST, PUT, PATCH, DELETE or HEAD");
 	if (req->headers && !cJSON_IsObject(req->headers))
 		return rk_error_set(err, RK_EINVALID, "secret_request: headers must be an object of strings");
 	char *origin = NULL;
@@ -1383,7 +1394,8 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 	if (strcmp(origin, s.origin) != 0) {
 		r = rk_error_set(err, RK_EDENIED, "secret_request: secret '%s' may only go to %s, not to %s", req->name,
 				 s.origin, origin);
-		rk_log(RK_LOG_WARN, "secret %s: refused a request to %s (its origin is %s)", req->name, origin, s.origin);
+		rk_log(RK_LOG_WARN, "secret %s: refused a request to %s (its origin is %s)", req->name, origin,
+		       s.origin);
 		free(origin);
 		sealed_release(&s);
 		return r;
@@ -1396,7 +1408,8 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 	cJSON_ArrayForEach(h, req->headers)
 	{
 		if (!cJSON_IsString(h) || !token_ok(h->string) || strpbrk(h->valuestring, "\r\n")) {
-			r = rk_error_set(err, RK_EINVALID, "secret_request: header '%s' is not a valid header", h->string);
+			r = rk_error_set(err, RK_EINVALID, "secret_request: header '%s' is not a valid header",
+					 h->string);
 			break;
 		}
 		if (header_forbidden(h->string, &s)) {
@@ -1415,7 +1428,8 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 	if (r || (r = open_sealed(eng, a, req->name, &s, &value, &vlen, err)))
 		goto out;
 	if (memchr(value, '\r', vlen) || memchr(value, '\n', vlen) || strlen(value) != vlen) {
-		r = rk_error_set(err, RK_EINVALID, "secret '%s' holds a line break or NUL: it cannot be sent", req->name);
+		r = rk_error_set(err, RK_EINVALID, "secret '%s' holds a line break or NUL: it cannot be sent",
+				 req->name);
 		goto out;
 	}
 	if (rk_secret_auth_of(s.kind) == RK_SECRET_QUERY) {

@@ -115,8 +115,8 @@ void rk_secret_value_free(char *value, size_t len);
  * *kind (malloc'd, when asked): its auth kind (bearer, basic, header,
  * query). The page browser's fill_secret types it into a field
  * (engine/machine/browser.h). */
-int rk_secret_reveal_for_origin(struct rk_engine *eng, const struct rk_actor *a, const char *name,
-				const char *origin, char **value, size_t *len, char **kind, struct rk_error *err);
+int rk_secret_reveal_for_origin(struct rk_engine *eng, const struct rk_actor *a, const char *name, const char *origin,
+				char **value, size_t *len, char **kind, struct rk_error *err);
 
 /* The request_secret tool: records that the bot needs secret name. *out:
  * {name, origin, auth, state: requested|available, command}. */
@@ -125,8 +125,8 @@ int rk_secret_request(struct rk_engine *eng, const struct rk_actor *a, const cha
 
 struct rk_secret_http {
 	const char *name, *url, *method; /* method NULL: GET */
-	const cJSON *headers;            /* object of strings, or NULL */
-	const char *body;                /* or NULL */
+	const cJSON *headers;		 /* object of strings, or NULL */
+	const char *body;		 /* or NULL */
 };
 /* The secret_request tool. *out: {status, headers {lowercase name: value},
  * body (UTF-8 text) | body_base64, truncated}, already redacted. */
@@ -135,10 +135,10 @@ int rk_secret_send(struct rk_engine *eng, const struct rk_actor *a, const struct
 
 /* How a secret is sent (secrets.auth, the kind of rk_secret_auth_parse):
  * a bearer token, a header, basic auth or a query parameter. */
-#define RK_SECRET_AUTHS(X)            \
-	X(RK_SECRET_BEARER, "bearer") \
-	X(RK_SECRET_HEADER, "header") \
-	X(RK_SECRET_BASIC, "basic")   \
+#define RK_SECRET_AUTHS(X)                                                                                             \
+	X(RK_SECRET_BEARER, "bearer")                                                                                  \
+	X(RK_SECRET_HEADER, "header")                                                                                  \
+	X(RK_SECRET_BASIC, "basic")                                                                                    \
 	X(RK_SECRET_QUERY, "query")
 RK_NAMES_ENUM(rk_secret_auth, RK_SECRET_AUTH, RK_SECRET_AUTHS);
 

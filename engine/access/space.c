@@ -13,7 +13,8 @@ int rk_space_create(struct rk_engine *eng, const struct rk_actor *a, const char 
 		    const char *run_id, struct rk_error *err)
 {
 	if (!rk_authz_name_ok(name))
-		return rk_error_set(err, RK_EINVALID, "space name '%s' is not valid: use 1 to 128 letters, digits and . _ @ + -",
+		return rk_error_set(err, RK_EINVALID,
+				    "space name '%s' is not valid: use 1 to 128 letters, digits and . _ @ + -",
 				    name ? name : "");
 	if (!strcmp(name, RK_SPACE_DEFAULT))
 		return rk_error_set(err, RK_ECONFLICT, "space '%s' always exists", name);

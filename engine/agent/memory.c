@@ -35,8 +35,7 @@ static int check_path(const char *path, char **norm, struct rk_error *err)
 	return 0;
 }
 
-int rk_memory_read(struct rk_engine *eng, const struct rk_actor *a, const char *path, cJSON **out,
-		   struct rk_error *err)
+int rk_memory_read(struct rk_engine *eng, const struct rk_actor *a, const char *path, cJSON **out, struct rk_error *err)
 {
 	char *norm = NULL;
 	int r;

@@ -58,8 +58,7 @@ static int normalize_base_url(const char *in, const char *from, char **out, stru
 	return 0;
 }
 
-static int read_config_file(const char *path, int must_exist, cJSON **model_obj, cJSON **doc_out,
-			    struct rk_error *err)
+static int read_config_file(const char *path, int must_exist, cJSON **model_obj, cJSON **doc_out, struct rk_error *err)
 {
 	struct rk_buf b = RK_BUF_INIT;
 	struct rk_error e;
@@ -203,8 +202,7 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 		if (stat(cfg->config_path, &st) == 0 && (st.st_mode & 077))
 			rk_log(RK_LOG_WARN, "model: %s holds an API key and others can read it; chmod 600 it",
 			       cfg->config_path);
-	}
-	else if (host_is(cfg->base_url, "openrouter.ai") && env("OPENROUTER_API_KEY"))
+	} else if (host_is(cfg->base_url, "openrouter.ai") && env("OPENROUTER_API_KEY"))
 		key = env("OPENROUTER_API_KEY"), cfg->key_source = "OPENROUTER_API_KEY";
 	else if (env("OPENAI_API_KEY"))
 		key = env("OPENAI_API_KEY"), cfg->key_source = "OPENAI_API_KEY";
@@ -340,8 +338,8 @@ struct rk_model_message *rk_model_add_reply(struct rk_model_conversation *c, con
 	return m;
 }
 
-int rk_model_message_add_image(struct rk_model_conversation *c, struct rk_model_message *m, const void *png,
-			       size_t len, const char *frame_hash, const char *label)
+int rk_model_message_add_image(struct rk_model_conversation *c, struct rk_model_message *m, const void *png, size_t len,
+			       const char *frame_hash, const char *label)
 {
 	struct rk_model_part *p = new_part(m);
 	p->is_frame = 1;
@@ -445,10 +443,14 @@ static int has_image(const struct rk_model_message *m)
 static const char *role_name(enum rk_model_role r)
 {
 	switch (r) {
-	case RK_MODEL_SYSTEM: return "system";
-	case RK_MODEL_USER: return "user";
-	case RK_MODEL_ASSISTANT: return "assistant";
-	case RK_MODEL_TOOL: return "tool";
+	case RK_MODEL_SYSTEM:
+		return "system";
+	case RK_MODEL_USER:
+		return "user";
+	case RK_MODEL_ASSISTANT:
+		return "assistant";
+	case RK_MODEL_TOOL:
+		return "tool";
 	}
 	return "user";
 }
@@ -858,14 +860,16 @@ static enum outcome attempt(const struct rk_model_config *cfg, const char *url, 
 			rk_error_set(err, RK_EINTERRUPTED, "the model call was interrupted");
 			goto out;
 		case RK_HTTP_FAIL_TOO_LARGE:
-			rk_error_set(err, RK_ETOOLARGE, "the model endpoint's reply exceeds %u MiB", REPLY_MAX_BYTES >> 20);
+			rk_error_set(err, RK_ETOOLARGE, "the model endpoint's reply exceeds %u MiB",
+				     REPLY_MAX_BYTES >> 20);
 			goto out;
 		case RK_HTTP_FAIL_TIMEOUT:
 			if (r.connected) {
-				rk_error_set(err, RK_ETIMEOUT,
-					     "the model endpoint %s did not answer within %lld ms; a slower model needs a "
-					     "longer timeout (timeout_s in the config file)",
-					     cfg->base_url, (long long)cfg->timeout_ms);
+				rk_error_set(
+					err, RK_ETIMEOUT,
+					"the model endpoint %s did not answer within %lld ms; a slower model needs a "
+					"longer timeout (timeout_s in the config file)",
+					cfg->base_url, (long long)cfg->timeout_ms);
 				goto out;
 			}
 			/* the connection itself timed out */
@@ -885,8 +889,7 @@ static enum outcome attempt(const struct rk_model_config *cfg, const char *url, 
 			     r.failure_text ? r.failure_text : rk_err(err)->message);
 		goto out;
 	}
-	rk_log(RK_LOG_INFO, "model: POST %s: HTTP %ld, %zu bytes in %lld ms", url, status, r.body.len,
-	       (long long)took);
+	rk_log(RK_LOG_INFO, "model: POST %s: HTTP %ld, %zu bytes in %lld ms", url, status, r.body.len, (long long)took);
 	if (status >= 200 && status < 300) {
 		o = parse_reply(r.body.data, r.body.len, reply, err) == 0 ? DONE : FAIL;
 		goto out;
@@ -896,12 +899,13 @@ static enum outcome attempt(const struct rk_model_config *cfg, const char *url, 
 	rk_buf_init(&m);
 	server_message(r.body.data, r.body.len, &m);
 	if (status == 429 || status == 408 || status >= 500) {
-		rk_error_set(err, RK_EUNAVAILABLE, "the model endpoint %s answered HTTP %ld: %s", cfg->base_url,
-			     status, m.data);
+		rk_error_set(err, RK_EUNAVAILABLE, "the model endpoint %s answered HTTP %ld: %s", cfg->base_url, status,
+			     m.data);
 		o = RETRY;
 	} else if (status == 401 || status == 403) {
-		rk_error_set(err, RK_EDENIED, "the model endpoint refused the request (HTTP %ld): %s; check the API key%s%s",
-			     status, m.data, cfg->key_source ? " from " : " (none is set: RAKAZO_API_KEY)",
+		rk_error_set(err, RK_EDENIED,
+			     "the model endpoint refused the request (HTTP %ld): %s; check the API key%s%s", status,
+			     m.data, cfg->key_source ? " from " : " (none is set: RAKAZO_API_KEY)",
 			     cfg->key_source ? cfg->key_source : "");
 	} else if (status == 413) {
 		rk_error_set(err, RK_ETOOLARGE, "the model endpoint says the request is too large (HTTP 413): %s",

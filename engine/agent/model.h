@@ -58,26 +58,29 @@ struct rk_model_reply;
 struct rk_model_flags {
 	const char *base_url, *model, *api_key;
 	const char *config_path;
-	int64_t timeout_ms;  /* 0: not set */
-	int max_retries;     /* -1: not set */
-	int max_tokens;      /* 0: not set */
-	int keep_images;     /* 0: not set */
+	int64_t timeout_ms; /* 0: not set */
+	int max_retries;    /* -1: not set */
+	int max_tokens;	    /* 0: not set */
+	int keep_images;    /* 0: not set */
 };
-#define RK_MODEL_FLAGS_INIT {NULL, NULL, NULL, NULL, 0, -1, 0, 0}
+#define RK_MODEL_FLAGS_INIT                                                                                            \
+	{                                                                                                              \
+		NULL, NULL, NULL, NULL, 0, -1, 0, 0                                                                    \
+	}
 
 struct rk_model_config {
-	char *base_url;            /* no trailing "/" */
+	char *base_url; /* no trailing "/" */
 	char *model;
-	char *api_key;             /* NULL: no Authorization header; never log it */
-	const char *key_source;    /* "--api-key", "RAKAZO_API_KEY", "config file", "OPENAI_API_KEY" ... or NULL */
-	char *config_path;         /* the file consulted (it may not exist) */
-	int64_t timeout_ms;        /* whole request, per attempt */
+	char *api_key;		/* NULL: no Authorization header; never log it */
+	const char *key_source; /* "--api-key", "RAKAZO_API_KEY", "config file", "OPENAI_API_KEY" ... or NULL */
+	char *config_path;	/* the file consulted (it may not exist) */
+	int64_t timeout_ms;	/* whole request, per attempt */
 	int64_t connect_timeout_ms;
-	int max_retries;           /* retries after the first attempt */
-	int64_t backoff_ms;        /* first backoff; doubles each retry (tests make it small) */
+	int max_retries;    /* retries after the first attempt */
+	int64_t backoff_ms; /* first backoff; doubles each retry (tests make it small) */
 	int64_t retry_after_cap_ms;
-	int max_tokens;            /* 0: not sent */
-	int keep_images;           /* for rk_model_prune_images by the caller */
+	int max_tokens;	 /* 0: not sent */
+	int keep_images; /* for rk_model_prune_images by the caller */
 	/* Optional: set to non-zero (a signal handler may) to stop a call or
 	 * its backoff; the call returns RK_EINTERRUPTED. */
 	volatile sig_atomic_t *cancel;
@@ -99,20 +102,20 @@ enum rk_model_part_kind { RK_MODEL_TEXT, RK_MODEL_IMAGE };
 
 struct rk_model_part {
 	enum rk_model_part_kind kind;
-	char *text;               /* TEXT: the text; IMAGE: NULL */
+	char *text; /* TEXT: the text; IMAGE: NULL */
 	/* IMAGE, and a TEXT part that stands for one (pruned or unchanged): */
-	int is_frame;             /* this part is (or was) a screenshot */
-	int pruned;               /* the bytes were dropped by rk_model_prune_images */
-	char *label;              /* metadata naming the frame ("frame 12, 1280x800 ...") */
-	char frame_hash[65];      /* "" when the caller gave none */
-	unsigned char *png;       /* IMAGE only */
+	int is_frame;	     /* this part is (or was) a screenshot */
+	int pruned;	     /* the bytes were dropped by rk_model_prune_images */
+	char *label;	     /* metadata naming the frame ("frame 12, 1280x800 ...") */
+	char frame_hash[65]; /* "" when the caller gave none */
+	unsigned char *png;  /* IMAGE only */
 	size_t png_len;
 };
 
 struct rk_model_tool_call {
 	char *id;
 	char *name;
-	char *arguments;          /* the raw JSON text the model sent; see rk_model_tool_call_args */
+	char *arguments; /* the raw JSON text the model sent; see rk_model_tool_call_args */
 };
 
 struct rk_model_message {
@@ -121,13 +124,13 @@ struct rk_model_message {
 	size_t nparts;
 	struct rk_model_tool_call *calls; /* ASSISTANT */
 	size_t ncalls;
-	char *tool_call_id;               /* TOOL */
+	char *tool_call_id; /* TOOL */
 };
 
 struct rk_model_conversation {
-	struct rk_model_message **msgs;   /* pointers stay valid as messages are added */
+	struct rk_model_message **msgs; /* pointers stay valid as messages are added */
 	size_t n, cap;
-	char last_frame_hash[65];         /* the hash of the last frame whose bytes were added */
+	char last_frame_hash[65]; /* the hash of the last frame whose bytes were added */
 };
 
 struct rk_model_conversation *rk_model_conversation_new(void);
@@ -149,8 +152,8 @@ void rk_model_message_add_text(struct rk_model_message *m, const char *text);
  * sha256); label names it for the model. When frame_hash equals the last
  * frame added to c, no bytes are added: a text part says the screen is
  * unchanged. Returns 1 when the image was added, 0 for an unchanged frame. */
-int rk_model_message_add_image(struct rk_model_conversation *c, struct rk_model_message *m, const void *png,
-			       size_t len, const char *frame_hash, const char *label);
+int rk_model_message_add_image(struct rk_model_conversation *c, struct rk_model_message *m, const void *png, size_t len,
+			       const char *frame_hash, const char *label);
 /* Drops the bytes of every screenshot but the last keep_last (<= 0: the
  * default, 2), turning each into a text part that names the frame. Returns
  * how many were pruned now. */
@@ -163,17 +166,17 @@ int rk_model_image_count(const struct rk_model_conversation *c);
 struct rk_model_tool {
 	const char *name;
 	const char *description;
-	const cJSON *parameters;  /* a JSON-schema object; NULL: {"type":"object","properties":{}} */
+	const cJSON *parameters; /* a JSON-schema object; NULL: {"type":"object","properties":{}} */
 };
 
 struct rk_model_reply {
-	char *text;               /* NULL when the model sent none */
+	char *text; /* NULL when the model sent none */
 	struct rk_model_tool_call *calls;
 	size_t ncalls;
-	char *finish_reason;      /* "stop", "tool_calls", "length" ...; NULL when absent */
+	char *finish_reason;			  /* "stop", "tool_calls", "length" ...; NULL when absent */
 	int64_t prompt_tokens, completion_tokens; /* -1 when the server did not say */
-	int attempts;             /* HTTP requests it took (1 when no retry) */
-	int http_status;          /* of the last attempt; 0 when none was answered */
+	int attempts;				  /* HTTP requests it took (1 when no retry) */
+	int http_status;			  /* of the last attempt; 0 when none was answered */
 };
 void rk_model_reply_release(struct rk_model_reply *r);
 

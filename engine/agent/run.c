@@ -57,7 +57,8 @@ static void build_tools(void)
 {
 	for (int desktop = 0; desktop < 3; desktop++) {
 		size_t n;
-		const struct rk_model_tool *base = desktop == 2 ? rk_tools_with_browser(&n) : rk_tools_definitions(desktop, &n);
+		const struct rk_model_tool *base = desktop == 2 ? rk_tools_with_browser(&n)
+								: rk_tools_definitions(desktop, &n);
 		all_tools[desktop] = rk_xcalloc(n + 1, sizeof(struct rk_model_tool));
 		memcpy(all_tools[desktop], base, n * sizeof(*base));
 		all_ntools[desktop] = n;
@@ -95,14 +96,14 @@ struct run {
 	struct rk_model_config cfg;
 	int max_steps;
 	int64_t max_wall_ms, max_tokens;
-	const char *system_prompt;   /* borrowed from opts */
-	cJSON *opts;                 /* the row's options */
-	int64_t steps, in_tok, out_tok;    /* the row's totals */
+	const char *system_prompt;	    /* borrowed from opts */
+	cJSON *opts;			    /* the row's options */
+	int64_t steps, in_tok, out_tok;	    /* the row's totals */
 	int64_t attempt_steps, attempt_tok; /* this attempt's */
 	int64_t seq, msg_seq;
 	int64_t fence;
-	int64_t last_beat;           /* monotonic ms of the last heartbeat */
-	char **sessions;             /* shell sessions the run left running */
+	int64_t last_beat; /* monotonic ms of the last heartbeat */
+	char **sessions;   /* shell sessions the run left running */
 	size_t nsessions;
 	struct rk_model_conversation *conv;
 	struct rk_secret_redactor *red; /* the user's secrets, read again each step */
@@ -115,8 +116,9 @@ static struct rk_secret_redactor *run_redactor(struct rk_engine *eng, const char
 {
 	struct rk_actor a = {0};
 	struct rk_error e;
-	struct rk_secret_redactor *red =
-		rk_secret_redactor_new(eng, rk_actor_resolve(&a, eng, NULL, bot_id, &e) == 0 ? &a : NULL);
+	struct rk_secret_redactor *red = rk_secret_redactor_new(eng, rk_actor_resolve(&a, eng, NULL, bot_id, &e) == 0
+									     ? &a
+									     : NULL);
 	rk_actor_release(&a);
 	return red;
 }
@@ -154,8 +156,8 @@ static const char *lease_bot(const struct rk_run_row *row)
 /* Event seq of type with the members of body (consumed; may be NULL),
  * redacted with red and stored; a failed store is logged. The event is
  * returned for the stream. */
-static cJSON *event_store(struct rk_engine *eng, const struct rk_secret_redactor *red, const char *run_id,
-			  int64_t seq, const char *type, cJSON *body)
+static cJSON *event_store(struct rk_engine *eng, const struct rk_secret_redactor *red, const char *run_id, int64_t seq,
+			  const char *type, cJSON *body)
 {
 	cJSON *ev = cJSON_CreateObject();
 	char when[32];
@@ -198,8 +200,7 @@ static void store_msg(struct run *run, cJSON *m)
 	cJSON_Delete(m);
 	struct rk_error e;
 	if (rk_db_run_message_append(run->eng->db, run->id, ++run->msg_seq, text, &e))
-		rk_log(RK_LOG_WARN, "run %s: message %lld not stored: %s", run->id, (long long)run->msg_seq,
-		       e.message);
+		rk_log(RK_LOG_WARN, "run %s: message %lld not stored: %s", run->id, (long long)run->msg_seq, e.message);
 	free(text);
 }
 
@@ -478,11 +479,12 @@ static void kill_sessions(struct run *run)
  * something out (write_file, attach_file, open_path, launch_app): what and
  * its size, or its error. Read-only tools leave none; shell and write_stdin
  * are recorded by their session (engine/machine/session.c). */
-static void record_history(struct run *run, const char *name, const char *args_json,
-			   const struct rk_tool_result *res)
+static void record_history(struct run *run, const char *name, const char *args_json, const struct rk_tool_result *res)
 {
-	static const char *const recorded[][2] = {
-		{"write_file", "path"}, {"attach_file", "path"}, {"open_path", "path"}, {"launch_app", "application"}};
+	static const char *const recorded[][2] = {{"write_file", "path"},
+						  {"attach_file", "path"},
+						  {"open_path", "path"},
+						  {"launch_app", "application"}};
 	const char *key = NULL;
 	for (size_t i = 0; i < sizeof(recorded) / sizeof(recorded[0]); i++)
 		if (!strcmp(name, recorded[i][0]))
@@ -570,8 +572,12 @@ static int wait_takeover(struct run *run, const char *reason, char **note, const
  * or a negative code with *why set when the run must stop. */
 static int run_calls(struct run *run, const struct rk_model_reply *reply, const char **why, struct rk_error *err)
 {
-	struct rk_tools_ctx tctx = {.eng = run->eng, .computer = &run->c, .bot_id = run->row.bot_id, .fence = run->fence,
-				    .run_id = run->id, .cancel = run->x->cancel,
+	struct rk_tools_ctx tctx = {.eng = run->eng,
+				    .computer = &run->c,
+				    .bot_id = run->row.bot_id,
+				    .fence = run->fence,
+				    .run_id = run->id,
+				    .cancel = run->x->cancel,
 				    .webhook = !strcmp(rk_json_string(run->opts, "trigger", "person"), "webhook")};
 	for (size_t i = 0; i < reply->ncalls; i++) {
 		const struct rk_model_tool_call *call = &reply->calls[i];
@@ -618,7 +624,8 @@ static int run_calls(struct run *run, const struct rk_model_reply *reply, const 
 					     NULL);
 				for (size_t k = i + 1; k < reply->ncalls; k++)
 					add_tool_msg(run, reply->calls[k].id ? reply->calls[k].id : "",
-						     "{\"error\":{\"code\":\"interrupted\",\"message\":\"not run\"}}", NULL);
+						     "{\"error\":{\"code\":\"interrupted\",\"message\":\"not run\"}}",
+						     NULL);
 				return r;
 			}
 			cJSON *doc = cJSON_CreateObject();
@@ -881,9 +888,15 @@ int rk_run_create(struct rk_engine *eng, const struct rk_run_options *opt, char 
 	cJSON *oj = options_json(opt);
 	char *options = cJSON_PrintUnformatted(oj);
 	cJSON_Delete(oj);
-	struct rk_run_row row = {.id = id, .bot_id = (char *)opt->bot, .thread_id = (char *)opt->thread,
-				 .computer_id = c.id, .task = (char *)opt->task, .model = cfg.model,
-				 .state = "queued", .options = options, .lease_bot = (char *)bot,
+	struct rk_run_row row = {.id = id,
+				 .bot_id = (char *)opt->bot,
+				 .thread_id = (char *)opt->thread,
+				 .computer_id = c.id,
+				 .task = (char *)opt->task,
+				 .model = cfg.model,
+				 .state = "queued",
+				 .options = options,
+				 .lease_bot = (char *)bot,
 				 .lease_fence = l.fence};
 	r = rk_db_run_insert(eng->db, &row, err);
 	free(options);
@@ -1049,10 +1062,10 @@ finish:;
 		free(answer);
 		answer = NULL;
 	}
-	const char *state = r == 0 ? "completed"
+	const char *state = r == 0				     ? "completed"
 			    : reason && !strcmp(reason, "cancelled") ? "cancelled"
-			    : rk_err(err)->code == RK_EINTERRUPTED ? "interrupted"
-						     : "failed";
+			    : rk_err(err)->code == RK_EINTERRUPTED   ? "interrupted"
+								     : "failed";
 	char *stored_answer = redacted(&run, answer), *stored_error = r ? redacted(&run, rk_err(err)->message) : NULL;
 	if (rk_db_run_finish(eng->db, run.id, state, stored_answer, stored_error, &e2))
 		rk_log(RK_LOG_ERROR, "run %s: cannot record its end (%s): %s", run.id, state, e2.message);
@@ -1171,8 +1184,8 @@ static int resumable(const struct rk_run_row *row)
 		return 1;
 	if (rk_run_state_of(row->state) != RK_RUN_FAILED || !row->reason)
 		return 0;
-	static const char *const ok[] = {"max_steps", "max_wall", "max_tokens", "model", "lease_lost", "computer",
-					 NULL};
+	static const char *const ok[] = {"max_steps",  "max_wall", "max_tokens", "model",
+					 "lease_lost", "computer", NULL};
 	for (size_t i = 0; ok[i]; i++)
 		if (!strcmp(row->reason, ok[i]))
 			return 1;
@@ -1212,7 +1225,8 @@ int rk_run_resume(struct rk_engine *eng, const char *run_id, const struct rk_run
 		struct rk_run_row now = {0};
 		r = rk_db_run_get(eng->db, run_id, &now, err);
 		if (r == 0 && strcmp(now.state, row.state))
-			r = rk_error_set(err, RK_ECONFLICT, "run %s changed meanwhile: it is %s now", run_id, now.state);
+			r = rk_error_set(err, RK_ECONFLICT, "run %s changed meanwhile: it is %s now", run_id,
+					 now.state);
 		if (r == 0)
 			r = rk_db_run_set_state(eng->db, run_id, "queued", -1, err);
 		if (r == 0)
@@ -1322,8 +1336,7 @@ int rk_run_remove(struct rk_engine *eng, const char *run_id, struct rk_error *er
 	return r ? r : remove_one(eng, run_id, err);
 }
 
-int rk_run_prune(struct rk_engine *eng, int64_t before_ms, int dry_run, char ***ids, size_t *n,
-		 struct rk_error *err)
+int rk_run_prune(struct rk_engine *eng, int64_t before_ms, int dry_run, char ***ids, size_t *n, struct rk_error *err)
 {
 	*ids = NULL;
 	*n = 0;

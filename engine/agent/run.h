@@ -70,16 +70,16 @@
 typedef void (*rk_run_event_fn)(const cJSON *event, void *cb_ctx);
 
 struct rk_run_options {
-	const char *computer;  /* id or name; NULL: the only computer there is */
-	const char *bot;       /* bot id, or NULL */
-	const char *thread;    /* thread id, or NULL */
-	const char *task;      /* required */
+	const char *computer;		    /* id or name; NULL: the only computer there is */
+	const char *bot;		    /* bot id, or NULL */
+	const char *thread;		    /* thread id, or NULL */
+	const char *task;		    /* required */
 	const struct rk_model_flags *model; /* NULL: environment and config file only */
-	int max_steps;         /* model turns; 0: RK_RUN_MAX_STEPS_DEFAULT */
-	int64_t max_wall_ms;   /* 0: no limit */
-	int64_t max_tokens;    /* input + output tokens per attempt; 0: no limit */
-	const char *system_prompt; /* NULL: the built-in one */
-	const char *trigger;   /* who started it: "person" (NULL) or "webhook" (the stricter approval gate) */
+	int max_steps;			    /* model turns; 0: RK_RUN_MAX_STEPS_DEFAULT */
+	int64_t max_wall_ms;		    /* 0: no limit */
+	int64_t max_tokens;		    /* input + output tokens per attempt; 0: no limit */
+	const char *system_prompt;	    /* NULL: the built-in one */
+	const char *trigger;	       /* who started it: "person" (NULL) or "webhook" (the stricter approval gate) */
 	volatile sig_atomic_t *cancel; /* non-zero (e.g. from SIGINT): the run ends interrupted */
 	volatile sig_atomic_t *wake;   /* non-zero: stop waiting (a model call, a backoff) and look at the
 					* row (rk_run_cancel signals the run's process with SIGUSR1 for it);
@@ -88,7 +88,7 @@ struct rk_run_options {
 
 /* How a created run is run in this process. */
 struct rk_run_exec {
-	rk_run_event_fn cb;            /* may be NULL */
+	rk_run_event_fn cb; /* may be NULL */
 	void *cb_ctx;
 	volatile sig_atomic_t *cancel; /* as in rk_run_options */
 	volatile sig_atomic_t *wake;
@@ -116,7 +116,7 @@ int rk_run_detach(struct rk_engine *eng, const char *run_id, struct rk_error *er
 struct rk_run_resume_options {
 	int max_steps;
 	int64_t max_wall_ms, max_tokens;
-	int detach;            /* run it in a detached process instead of here */
+	int detach; /* run it in a detached process instead of here */
 };
 /* Continues an interrupted run, or one failed by max_steps, max_wall,
  * max_tokens, the model or a lost lease: RK_ECONFLICT for any other state
@@ -144,8 +144,7 @@ int rk_run_remove(struct rk_engine *eng, const char *run_id, struct rk_error *er
 /* The ids of ended runs that finished before before_ms (see
  * rk_db_run_ended_before), removed unless dry_run. *ids is malloc'd, each id
  * too: with an error it holds those removed before it. */
-int rk_run_prune(struct rk_engine *eng, int64_t before_ms, int dry_run, char ***ids, size_t *n,
-		 struct rk_error *err);
+int rk_run_prune(struct rk_engine *eng, int64_t before_ms, int dry_run, char ***ids, size_t *n, struct rk_error *err);
 
 /* Marks stale or orphaned live runs interrupted (see above); *marked (may
  * be NULL) counts them. */

@@ -23,7 +23,8 @@ char *rk_run_event_line(const cJSON *ev, int compact)
 		/* "2026-12-03T07:47:45.123Z": the time of day is enough beside its run */
 		rk_buf_printf(&b, "%.8s %s", strlen(when) >= 19 ? when + 11 : when, type);
 	else
-		rk_buf_printf(&b, "%4lld %s %-20s", cJSON_IsNumber(seq) ? (long long)seq->valuedouble : 0LL, when, type);
+		rk_buf_printf(&b, "%4lld %s %-20s", cJSON_IsNumber(seq) ? (long long)seq->valuedouble : 0LL, when,
+			      type);
 	if (!strcmp(type, "tool.call")) {
 		char *a = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(ev, "arguments"));
 		rk_buf_printf(&b, " %s %.200s", rk_json_string(ev, "name", ""), a ? a : "");
@@ -34,7 +35,8 @@ char *rk_run_event_line(const cJSON *ev, int compact)
 			rk_buf_printf(&b, " %s error: %.200s", rk_json_string(ev, "name", ""),
 				      cJSON_IsString(e) ? e->valuestring : rk_json_string(e, "message", ""));
 		else
-			rk_buf_printf(&b, " %s %.200s", rk_json_string(ev, "name", ""), rk_json_string(ev, "output", ""));
+			rk_buf_printf(&b, " %s %.200s", rk_json_string(ev, "name", ""),
+				      rk_json_string(ev, "output", ""));
 	} else if (!strcmp(type, "model.turn")) {
 		const char *text = rk_json_string(ev, "text", NULL);
 		const cJSON *st = cJSON_GetObjectItemCaseSensitive(ev, "step");
@@ -55,7 +57,8 @@ char *rk_run_event_line(const cJSON *ev, int compact)
 	} else if (!strcmp(type, "run.interrupted")) {
 		rk_buf_printf(&b, " %s", rk_json_string(ev, "error", ""));
 	} else if (!strcmp(type, "run.started")) {
-		rk_buf_printf(&b, " on %s with %s", rk_json_string(ev, "computer", ""), rk_json_string(ev, "model", ""));
+		rk_buf_printf(&b, " on %s with %s", rk_json_string(ev, "computer", ""),
+			      rk_json_string(ev, "model", ""));
 	}
 	return rk_buf_detach(&b, NULL);
 }
@@ -86,8 +89,8 @@ static char *frame_path(const char *data_dir, const char *run_id, const char *fr
 	return rk_xasprintf("%s/runs/%s/frames/%s.png", data_dir, run_id, frame_hash);
 }
 
-int rk_run_frame_keep(const char *data_dir, const char *run_id, const char *frame_hash, const void *png,
-		      size_t len, struct rk_error *err)
+int rk_run_frame_keep(const char *data_dir, const char *run_id, const char *frame_hash, const void *png, size_t len,
+		      struct rk_error *err)
 {
 	char *path = frame_path(data_dir, run_id, frame_hash), *dir = frame_path(data_dir, run_id, NULL);
 	unsigned char *rgb = NULL, *small = NULL;
@@ -133,7 +136,8 @@ int rk_run_frame_load(const char *data_dir, const char *run_id, const char *fram
 	}
 	unsigned char *full = NULL;
 	int fw, fh, tw, th;
-	if ((r = rk_fs_read_all(path, 4u << 20, &png, err)) || (r = rk_picture_png_decode(png.data, png.len, &full, &fw, &fh, err)))
+	if ((r = rk_fs_read_all(path, 4u << 20, &png, err)) ||
+	    (r = rk_picture_png_decode(png.data, png.len, &full, &fw, &fh, err)))
 		goto out;
 	rk_picture_fit(fw, fh, max_w, max_h, &tw, &th);
 	if (tw == fw && th == fh) {

@@ -26,8 +26,8 @@ char *rk_run_event_line(const cJSON *ev, int compact);
 
 /* Keeps the picture of png (a frame the run's tool result carried) under
  * frame_hash (hex). 0 also when it is already kept. */
-int rk_run_frame_keep(const char *data_dir, const char *run_id, const char *frame_hash, const void *png,
-		      size_t len, struct rk_error *err);
+int rk_run_frame_keep(const char *data_dir, const char *run_id, const char *frame_hash, const void *png, size_t len,
+		      struct rk_error *err);
 
 /* The kept picture of frame_hash as packed RGB (malloc'd into *rgb), scaled
  * down to fit max_w x max_h (0: as kept). RK_ENOTFOUND when there is none. */

@@ -63,8 +63,9 @@ static const struct tool_def defs[] = {
 	 "\"submit\":{\"type\":\"boolean\"},\"dx\":{\"type\":\"integer\"},\"dy\":{\"type\":\"integer\"},"
 	 "\"name\":{\"type\":\"string\"},\"part\":{\"type\":\"string\",\"enum\":[\"username\",\"password\"]}},"
 	 "\"required\":[\"action\"],\"additionalProperties\":false}"},
-	{"computer_observe", "Take a screenshot of the computer's screen. The result names the frame and carries the "
-			     "image; an unchanged screen is said to be unchanged, without a new image.",
+	{"computer_observe",
+	 "Take a screenshot of the computer's screen. The result names the frame and carries the "
+	 "image; an unchanged screen is said to be unchanged, without a new image.",
 	 "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}"},
 	{"computer_act",
 	 "Run a batch of 1 to 24 mouse and keyboard actions in order, then take a screenshot. Coordinates are pixels "
@@ -348,8 +349,9 @@ static int t_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_res
 	char *batch = cJSON_PrintUnformatted(args);
 	struct rk_display_observe_options oo = {.max_width = ctx->max_width, .max_height = ctx->max_height};
 	struct rk_display_act_result res = {0};
-	r = ctx->bot_id ? rk_team_screen_act(ctx->eng, ctx->computer, ctx->bot_id, ctx->fence, batch, -1, -1, &oo, &res, e)
-			: rk_display_act(ctx->eng, ctx->computer, ctx->display, batch, -1, -1, &oo, &res, e);
+	r = ctx->bot_id
+		    ? rk_team_screen_act(ctx->eng, ctx->computer, ctx->bot_id, ctx->fence, batch, -1, -1, &oo, &res, e)
+		    : rk_display_act(ctx->eng, ctx->computer, ctx->display, batch, -1, -1, &oo, &res, e);
 	free(batch);
 	if (r)
 		return r;
@@ -393,9 +395,15 @@ static int t_shell(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_r
 	    ((r = rk_team_layout(ctx->eng, ctx->computer, ctx->bot_id, e)) ||
 	     (r = rk_team_path(ctx->computer, ctx->bot_id, cwd, &bot_cwd, e))))
 		return r;
-	struct rk_session_request req = {.command = command, .cwd = bot_cwd ? bot_cwd : cwd, .tty = tty, .rows = 24,
-					 .cols = 80, .yield_ms = yield, .max_output = RK_TOOL_SHELL_OUTPUT,
-					 .bot_id = ctx->bot_id, .keep_back = 1};
+	struct rk_session_request req = {.command = command,
+					 .cwd = bot_cwd ? bot_cwd : cwd,
+					 .tty = tty,
+					 .rows = 24,
+					 .cols = 80,
+					 .yield_ms = yield,
+					 .max_output = RK_TOOL_SHELL_OUTPUT,
+					 .bot_id = ctx->bot_id,
+					 .keep_back = 1};
 	struct rk_session_reply rep = {0};
 	r = rk_session_start(ctx->eng, ctx->computer, &req, &rep, e);
 	free(bot_cwd);
@@ -704,9 +712,9 @@ static int t_launch_app(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_t
 	size_t n = strlen(app);
 	if (n == 0 || n > 64 || app[0] == '-' || app[0] == '.' ||
 	    strspn(app, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != n)
-		return rk_error_set(e, RK_EINVALID,
-				    "launch_app: application must be a program name (letters, digits, . _ + -), not '%s'",
-				    app);
+		return rk_error_set(
+			e, RK_EINVALID,
+			"launch_app: application must be a program name (letters, digits, . _ + -), not '%s'", app);
 	if (uri && uri[0] == '-')
 		return rk_error_set(e, RK_EINVALID, "launch_app: uri must not start with '-'");
 	if ((r = need_desktop(ctx, e)))
@@ -742,11 +750,11 @@ static int t_launch_app(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_t
 static const char *attach_mime(const char *path)
 {
 	static const char *const types[][2] = {
-		{"txt", "text/plain"},	     {"log", "text/plain"},	  {"md", "text/markdown"},
-		{"csv", "text/csv"},	     {"json", "application/json"}, {"html", "text/html"},
-		{"htm", "text/html"},	     {"xml", "application/xml"},   {"pdf", "application/pdf"},
-		{"png", "image/png"},	     {"jpg", "image/jpeg"},	  {"jpeg", "image/jpeg"},
-		{"gif", "image/gif"},	     {"webp", "image/webp"},	  {"svg", "image/svg+xml"},
+		{"txt", "text/plain"}, {"log", "text/plain"},	     {"md", "text/markdown"},
+		{"csv", "text/csv"},   {"json", "application/json"}, {"html", "text/html"},
+		{"htm", "text/html"},  {"xml", "application/xml"},   {"pdf", "application/pdf"},
+		{"png", "image/png"},  {"jpg", "image/jpeg"},	     {"jpeg", "image/jpeg"},
+		{"gif", "image/gif"},  {"webp", "image/webp"},	     {"svg", "image/svg+xml"},
 	};
 	const char *slash = strrchr(path, '/');
 	const char *dot = strrchr(slash ? slash + 1 : path, '.');
@@ -950,7 +958,8 @@ static int t_navigate(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_too
 		return r;
 	struct rk_team_browser tb;
 	cJSON *res = NULL;
-	if ((r = browser_begin(ctx, 1, &tb, e)) == 0 && (r = rk_browser_navigate(tb.browser, url, (int)timeout, &res, e)) == 0) {
+	if ((r = browser_begin(ctx, 1, &tb, e)) == 0 &&
+	    (r = rk_browser_navigate(tb.browser, url, (int)timeout, &res, e)) == 0) {
 		rk_team_browser_stamp(&tb, res);
 		set_text(out, res);
 	}
@@ -979,8 +988,7 @@ static int t_snapshot(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_too
 	return r;
 }
 
-static int t_browser_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out,
-			 struct rk_error *e)
+static int t_browser_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_result *out, struct rk_error *e)
 {
 	int r = rk_browser_action_check(args, e); /* before the computer is touched */
 	if (r)
@@ -989,7 +997,8 @@ static int t_browser_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_
 	struct rk_actor who = {0};
 	cJSON *res = NULL;
 	/* fill_secret types the bot's (or its person's) secret (engine/access/secret.h) */
-	if ((r = rk_actor_resolve(&who, ctx->eng, NULL, ctx->bot_id, e)) == 0 && (r = browser_begin(ctx, 1, &tb, e)) == 0) {
+	if ((r = rk_actor_resolve(&who, ctx->eng, NULL, ctx->bot_id, e)) == 0 &&
+	    (r = browser_begin(ctx, 1, &tb, e)) == 0) {
 		struct rk_browser_secrets sec = {.eng = ctx->eng, .actor = &who};
 		if ((r = rk_browser_act(tb.browser, args, &sec, &res, e)) == 0) {
 			rk_team_browser_stamp(&tb, res);
@@ -1011,8 +1020,8 @@ static const struct {
 	int on_computer;
 } trust_dispatch[] = {
 	{"request_secret", t_request_secret, 0}, {"secret_request", t_secret_request, 0},
-	{"memory_read", t_memory_read, 0},       {"memory_write", t_memory_write, 0},
-	{"memory_search", t_memory_search, 0},   {"create_space", t_create_space, 0},
+	{"memory_read", t_memory_read, 0},	 {"memory_write", t_memory_write, 0},
+	{"memory_search", t_memory_search, 0},	 {"create_space", t_create_space, 0},
 	{"attach_file", t_attach_file, 1},
 };
 
@@ -1045,10 +1054,12 @@ static const struct {
 	const char *name;
 	tool_fn fn;
 } dispatch[] = {
-	{"browser_navigate", t_navigate}, {"browser_snapshot", t_snapshot}, {"browser_act", t_browser_act},
-	{"computer_observe", t_observe}, {"computer_act", t_act}, {"shell", t_shell},    {"write_stdin", t_stdin},
-	{"read_file", t_read},           {"write_file", t_write}, {"list_files", t_list},
-	{"open_path", t_open_path},      {"launch_app", t_launch_app},
+	{"browser_navigate", t_navigate}, {"browser_snapshot", t_snapshot},
+	{"browser_act", t_browser_act},	  {"computer_observe", t_observe},
+	{"computer_act", t_act},	  {"shell", t_shell},
+	{"write_stdin", t_stdin},	  {"read_file", t_read},
+	{"write_file", t_write},	  {"list_files", t_list},
+	{"open_path", t_open_path},	  {"launch_app", t_launch_app},
 };
 
 int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_json, struct rk_tool_result *out)
@@ -1065,11 +1076,12 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 		if (!strcmp(trust_dispatch[i].name, name))
 			tfn = trust_dispatch[i].fn, on_computer = trust_dispatch[i].on_computer;
 	if (!fn && !tfn) {
-		rk_error_set(&e, RK_ENOTFOUND, "unknown tool '%s'; the tools are computer_observe, computer_act, "
-					       "open_path, launch_app, shell, write_stdin, read_file, write_file, "
-					       "list_files, attach_file, request_secret, secret_request, memory_read, "
-					       "memory_write, memory_search, create_space and (with a page "
-					       "browser) browser_navigate, browser_snapshot and browser_act",
+		rk_error_set(&e, RK_ENOTFOUND,
+			     "unknown tool '%s'; the tools are computer_observe, computer_act, "
+			     "open_path, launch_app, shell, write_stdin, read_file, write_file, "
+			     "list_files, attach_file, request_secret, secret_request, memory_read, "
+			     "memory_write, memory_search, create_space and (with a page "
+			     "browser) browser_navigate, browser_snapshot and browser_act",
 			     name ? name : "");
 		fail(out, &e);
 		finish_text(out, NULL);

@@ -47,30 +47,30 @@
 #include "providers/provider.h"
 #include "engine/agent/model.h"
 
-#define RK_TOOL_RESULT_MAX 12000    /* chars of a result's text given to the model */
-#define RK_TOOL_READ_MAX 250000     /* read_file's ceiling */
-#define RK_TOOL_SHELL_OUTPUT 8000   /* bytes of new output per shell/write_stdin reply */
+#define RK_TOOL_RESULT_MAX 12000  /* chars of a result's text given to the model */
+#define RK_TOOL_READ_MAX 250000	  /* read_file's ceiling */
+#define RK_TOOL_SHELL_OUTPUT 8000 /* bytes of new output per shell/write_stdin reply */
 
 struct rk_tools_ctx {
 	struct rk_engine *eng;
-	struct rk_computer *computer; /* borrowed; refreshed by the tools as they resume it */
-	const char *bot_id;           /* may be NULL */
-	int display;                  /* 0 */
-	int max_width, max_height;    /* screenshot size for the model; 0: full size */
-	int64_t fence;                /* the caller's (computer, bot) lease fence; 0: calls take the lease */
-	const char *run_id;           /* the run making the calls, or NULL (then an approval cannot be waited for) */
+	struct rk_computer *computer;  /* borrowed; refreshed by the tools as they resume it */
+	const char *bot_id;	       /* may be NULL */
+	int display;		       /* 0 */
+	int max_width, max_height;     /* screenshot size for the model; 0: full size */
+	int64_t fence;		       /* the caller's (computer, bot) lease fence; 0: calls take the lease */
+	const char *run_id;	       /* the run making the calls, or NULL (then an approval cannot be waited for) */
 	volatile sig_atomic_t *cancel; /* may be NULL; stops a wait for approval */
-	int webhook;                  /* the run was started by a webhook: the stricter approval gate */
+	int webhook;		       /* the run was started by a webhook: the stricter approval gate */
 };
 
 struct rk_tool_result {
-	char *text;            /* JSON text for the model, at most RK_TOOL_RESULT_MAX chars (+ "…"); malloc'd */
-	int is_error;          /* text is {"error":{"code","message"}} */
-	char error_code[32];   /* the stable code when is_error */
-	unsigned char *png;    /* observe/act: the screenshot, malloc'd; NULL otherwise */
+	char *text;	     /* JSON text for the model, at most RK_TOOL_RESULT_MAX chars (+ "…"); malloc'd */
+	int is_error;	     /* text is {"error":{"code","message"}} */
+	char error_code[32]; /* the stable code when is_error */
+	unsigned char *png;  /* observe/act: the screenshot, malloc'd; NULL otherwise */
 	size_t png_len;
-	char frame_hash[65];   /* "" when there is no frame */
-	char *label;           /* names the frame for the model ("1280x800 frame abc..."); malloc'd or NULL */
+	char frame_hash[65]; /* "" when there is no frame */
+	char *label;	     /* names the frame for the model ("1280x800 frame abc..."); malloc'd or NULL */
 };
 void rk_tool_result_release(struct rk_tool_result *r);
 

@@ -192,9 +192,9 @@ static struct rk_stmt *prep(struct rk_engine *eng, const char *sql, struct rk_er
 	return st;
 }
 
-#define CAP_COLS                                                                                            \
-	"id, token_hash, computer_id, display, bot_id, generation, policy, socket_path, vnc_socket, vnc_dev, " \
-	"vnc_ino, vnc_ctime_ns, created_at, expires_at, coalesce(revoked_at, 0), revoke_reason, created_by, "   \
+#define CAP_COLS                                                                                                       \
+	"id, token_hash, computer_id, display, bot_id, generation, policy, socket_path, vnc_socket, vnc_dev, "         \
+	"vnc_ino, vnc_ctime_ns, created_at, expires_at, coalesce(revoked_at, 0), revoke_reason, created_by, "          \
 	"maker_user, maker_space, maker_bot, maker_token"
 
 /* Reads a row of CAP_COLS; the stored hash goes to hash when given. */
@@ -232,15 +232,15 @@ static void cap_from_row(struct rk_stmt *st, struct rk_gateway_cap *cap, int64_t
 	cap->maker_token = rk_db_col_text(st, 20);
 }
 
-static int cap_insert(struct rk_engine *eng, const struct rk_gateway_cap *cap, const char *hash_hex_s,
-		      int64_t ctime_ns, struct rk_error *err)
+static int cap_insert(struct rk_engine *eng, const struct rk_gateway_cap *cap, const char *hash_hex_s, int64_t ctime_ns,
+		      struct rk_error *err)
 {
 	struct rk_stmt *st = prep(eng,
-				"INSERT INTO screen_capabilities (id, token_hash, computer_id, display, bot_id, "
-				"generation, policy, socket_path, vnc_socket, vnc_dev, vnc_ino, vnc_ctime_ns, "
-				"created_at, expires_at, created_by, maker_user, maker_space, maker_bot, maker_token) "
-				"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-				err);
+				  "INSERT INTO screen_capabilities (id, token_hash, computer_id, display, bot_id, "
+				  "generation, policy, socket_path, vnc_socket, vnc_dev, vnc_ino, vnc_ctime_ns, "
+				  "created_at, expires_at, created_by, maker_user, maker_space, maker_bot, maker_token) "
+				  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, cap->id, -1);
@@ -334,9 +334,9 @@ static int caps_where(struct rk_engine *eng, const char *where, const char *arg,
 static int cap_mark_revoked(struct rk_engine *eng, const char *id, const char *reason, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(eng,
-				"UPDATE screen_capabilities SET revoked_at = ?, revoke_reason = ? "
-				"WHERE id = ? AND revoked_at IS NULL",
-				err);
+				  "UPDATE screen_capabilities SET revoked_at = ?, revoke_reason = ? "
+				  "WHERE id = ? AND revoked_at IS NULL",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_stmt_bind_int64(st, 1, rk_now_ms());
@@ -396,11 +396,13 @@ int rk_gateway_bot_slot(struct rk_engine *eng, const struct rk_computer *c, cons
 	int r = rk_team_bot_check(bot_id, err);
 	if (r)
 		return r;
-	if ((r = rk_team_screen_slot(eng, c->id, bot_id, display, generation, err)) && rk_err(err)->code == RK_ENOTFOUND)
-		rk_error_set(err, RK_ENOTFOUND,
-			     "bot '%s' has no live screen on computer '%s': it starts with the bot's first graphical call "
-			     "(`rakazo screen shot %s --bot %s`)",
-			     bot_id, c->name, c->name, bot_id);
+	if ((r = rk_team_screen_slot(eng, c->id, bot_id, display, generation, err)) &&
+	    rk_err(err)->code == RK_ENOTFOUND)
+		rk_error_set(
+			err, RK_ENOTFOUND,
+			"bot '%s' has no live screen on computer '%s': it starts with the bot's first graphical call "
+			"(`rakazo screen shot %s --bot %s`)",
+			bot_id, c->name, c->name, bot_id);
 	return r;
 }
 
@@ -433,8 +435,8 @@ int rk_gateway_control_held(struct rk_engine *eng, const struct rk_gateway_cap *
 		r = rk_error_set(err, RK_EDENIED,
 				 "%s does not hold control of the screen of bot '%s' on computer '%s': take it first "
 				 "(`rakazo screen takeover %s --bot %s`)",
-				 cap->created_by && *cap->created_by ? cap->created_by : "the sharer", cap->bot_id, name,
-				 name, cap->bot_id);
+				 cap->created_by && *cap->created_by ? cap->created_by : "the sharer", cap->bot_id,
+				 name, name, cap->bot_id);
 	free(holder);
 	rk_computer_release(&c);
 	return r;
@@ -454,10 +456,11 @@ static int control_live_fresh(const char *data_dir, const struct rk_gateway_cap 
 	struct rk_stmt *st = NULL;
 	if (rc == RK_SQL_OK) {
 		rk_db_busy_timeout(db, 1000);
-		rc = rk_stmt_prepare_v2(db,
-					"SELECT 1 FROM control_leases WHERE computer_id = ? AND bot_id = ? AND holder = ? "
-					"AND expires_at > ?",
-					-1, &st, NULL);
+		rc = rk_stmt_prepare_v2(
+			db,
+			"SELECT 1 FROM control_leases WHERE computer_id = ? AND bot_id = ? AND holder = ? "
+			"AND expires_at > ?",
+			-1, &st, NULL);
 	}
 	if (rc == RK_SQL_OK) {
 		rk_stmt_bind_text(st, 1, cap->computer_id, -1);
@@ -656,7 +659,13 @@ static void refuse_rfb(int client, const char *reason, int64_t deadline)
 	if (rk_fs_write_fd(client, "RFB 003.008\n", 12) != 0 || read_exact(client, v, 12, deadline) != 0)
 		return;
 	size_t n = strlen(reason);
-	unsigned char hdr[8] = {0, 0, 0, 0, (unsigned char)(n >> 24), (unsigned char)(n >> 16), (unsigned char)(n >> 8),
+	unsigned char hdr[8] = {0,
+				0,
+				0,
+				0,
+				(unsigned char)(n >> 24),
+				(unsigned char)(n >> 16),
+				(unsigned char)(n >> 8),
 				(unsigned char)n};
 	int old = memcmp(v, "RFB 003.003", 11) == 0;
 	/* 3.7 and 3.8: one zero byte of type count; 3.3: a zero u32 */
@@ -724,8 +733,10 @@ static int listen_unix(const char *path, struct rk_error *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof(sa.sun_path))
-		return rk_error_set(err, RK_EINVALID, "capability socket path %s is too long for a unix socket: use a "
-				    "shorter RAKAZO_DATA_DIR", path);
+		return rk_error_set(err, RK_EINVALID,
+				    "capability socket path %s is too long for a unix socket: use a "
+				    "shorter RAKAZO_DATA_DIR",
+				    path);
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -947,8 +958,9 @@ static int vnc_socket_of(struct rk_engine *eng, struct rk_computer *c, int displ
 	if ((r = rk_machine_open(&mc, eng, c, err)))
 		return r;
 	/* display_start is idempotent: it hands the running display's socket */
-	char *profile = bot ? rk_xasprintf(".browser-profiles/%s", bot)
-			    : display == 0 ? rk_xstrdup(".browser-profiles/default") : NULL;
+	char *profile = bot	       ? rk_xasprintf(".browser-profiles/%s", bot)
+			: display == 0 ? rk_xstrdup(".browser-profiles/default")
+				       : NULL;
 	struct rk_display_options dopt = {.width = 1280, .height = 800, .profile_dir = profile};
 	struct rk_screen_transport tr = {0};
 	r = rk_machine_display_start(&mc, display, &dopt, &tr, err);
@@ -1029,8 +1041,8 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 	cap->expires_at = cap->created_at + ttl * 1000;
 	free(dir);
 	if (bot && !bot_slot_same(eng, cap)) {
-		r = rk_error_set(err, RK_ECONFLICT, "the screen of bot '%s' changed while it was being shared: try again",
-				 bot);
+		r = rk_error_set(err, RK_ECONFLICT,
+				 "the screen of bot '%s' changed while it was being shared: try again", bot);
 		goto fail;
 	}
 	if (cap->policy == RK_GATEWAY_CONTROL && (r = rk_gateway_control_held(eng, cap, err)))
@@ -1047,8 +1059,11 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 		goto fail;
 	}
 	char *run_dir = rk_xasprintf("%s/run/%s", eng->data_dir, c->id);
-	struct forwarder_args fa = {
-		.data_dir = eng->data_dir, .cap = cap, .slot = slot, .upstream = upstream, .run_dir = run_dir};
+	struct forwarder_args fa = {.data_dir = eng->data_dir,
+				    .cap = cap,
+				    .slot = slot,
+				    .upstream = upstream,
+				    .run_dir = run_dir};
 	r = rk_engine_spawn(eng, forwarder_main, &fa, err);
 	rk_free_secret(&upstream); /* the forwarder has its own copy */
 	free(run_dir);
@@ -1058,8 +1073,8 @@ int rk_gateway_share(struct rk_engine *eng, struct rk_computer *c, const struct 
 		rk_free_secret(&t);
 		goto fail;
 	}
-	rk_log(RK_LOG_INFO, "gateway: %s capability %s on %s display %d until %lld", rk_gateway_policy_name(cap->policy),
-	       cap->id, c->id, display, (long long)cap->expires_at);
+	rk_log(RK_LOG_INFO, "gateway: %s capability %s on %s display %d until %lld",
+	       rk_gateway_policy_name(cap->policy), cap->id, c->id, display, (long long)cap->expires_at);
 	*token = t;
 	return 0;
 fail:
@@ -1159,8 +1174,7 @@ int rk_gateway_teardown_slot(struct rk_engine *eng, const char *computer_id, int
 	return first;
 }
 
-int rk_gateway_revoke_control(struct rk_engine *eng, const char *computer_id, const char *bot_id,
-			       struct rk_error *err)
+int rk_gateway_revoke_control(struct rk_engine *eng, const char *computer_id, const char *bot_id, struct rk_error *err)
 {
 	struct rk_gateway_cap *caps = NULL;
 	size_t n = 0, keep = 0;
@@ -1187,8 +1201,10 @@ int rk_gateway_revoke_control(struct rk_engine *eng, const char *computer_id, co
 static int maker_check(struct rk_engine *eng, const struct rk_gateway_cap *cap, struct rk_error *err)
 {
 	if (!cap->maker.user || !cap->maker.space)
-		return rk_error_set(err, RK_EDENIED, "capability %s has no recorded maker (it was made by an older "
-				    "rakazo): share again", cap->id);
+		return rk_error_set(err, RK_EDENIED,
+				    "capability %s has no recorded maker (it was made by an older "
+				    "rakazo): share again",
+				    cap->id);
 	if (cap->maker_token) {
 		int live = rk_api_token_live(eng->db, cap->maker_token, err);
 		if (live < 0)
@@ -1279,12 +1295,16 @@ int rk_gateway_authorize(struct rk_engine *eng, const char *token, struct rk_gat
 		r = rk_error_set(err, RK_ESTALE, "capability %s has expired", out->id);
 	else if ((r = maker_check(eng, out, err)) != 0)
 		/* who lost the right, and why, is the sharer's business, not the viewer's */
-		r = r == -RK_EDENIED ? rk_error_set(err, RK_ESTALE, "capability %s was revoked: whoever shared it may "
-						    "no longer use its computer", out->id)
+		r = r == -RK_EDENIED ? rk_error_set(err, RK_ESTALE,
+						    "capability %s was revoked: whoever shared it may "
+						    "no longer use its computer",
+						    out->id)
 				     : r;
 	else if (!cap_slot_same(out, &slot) || (out->bot_id && !bot_slot_same(eng, out)))
-		r = rk_error_set(err, RK_ESTALE, "capability %s was for a screen that is gone (its slot was released "
-				 "or reused)", out->id);
+		r = rk_error_set(err, RK_ESTALE,
+				 "capability %s was for a screen that is gone (its slot was released "
+				 "or reused)",
+				 out->id);
 	else if (out->policy == RK_GATEWAY_CONTROL && (r = rk_gateway_control_held(eng, out, err)) != 0)
 		/* a busy bot is the conflict (409); control not held, the capability's end (403) */
 		r = rk_err(err)->code == RK_ECONFLICT ? r : rk_error_set(err, RK_ESTALE, "%s", rk_err(err)->message);

@@ -41,10 +41,10 @@ enum rk_gateway_policy { RK_GATEWAY_VIEW, RK_GATEWAY_CONTROL };
 #define RK_GATEWAY_MAX_TTL_S (30LL * 24 * 3600)
 
 struct rk_gateway_cap {
-	char *id;          /* "cap_..." */
+	char *id; /* "cap_..." */
 	char *computer_id;
 	int display;
-	char *bot_id;      /* NULL for a --display share */
+	char *bot_id; /* NULL for a --display share */
 	int64_t generation;
 	enum rk_gateway_policy policy;
 	char *socket_path; /* the capability's own forwarder socket */
@@ -52,7 +52,7 @@ struct rk_gateway_cap {
 	int64_t vnc_dev, vnc_ino;
 	int64_t created_at, expires_at, revoked_at; /* ms; revoked_at 0 when live */
 	char *revoke_reason;
-	char *created_by;  /* the person who shared it (eng->owner) */
+	char *created_by;      /* the person who shared it (eng->owner) */
 	struct rk_actor maker; /* the actor it was shared as; user NULL for a row made before makers were kept */
 	char *maker_token;     /* the API token it was made through, or NULL */
 };
@@ -84,12 +84,12 @@ int rk_gateway_bot_slot(struct rk_engine *eng, const struct rk_computer *c, cons
 int rk_gateway_control_held(struct rk_engine *eng, const struct rk_gateway_cap *cap, struct rk_error *err);
 
 struct rk_gateway_share_options {
-	int display;            /* used when bot_id is NULL */
-	const char *bot_id;     /* resolved by rk_gateway_bot_slot */
+	int display;	    /* used when bot_id is NULL */
+	const char *bot_id; /* resolved by rk_gateway_bot_slot */
 	enum rk_gateway_policy policy;
-	int64_t ttl_s;          /* 0: RK_GATEWAY_DEFAULT_TTL_S */
+	int64_t ttl_s;		      /* 0: RK_GATEWAY_DEFAULT_TTL_S */
 	const struct rk_actor *maker; /* who shares: the caller's resolved actor (required) */
-	const char *api_token;  /* the API token id it is made through, or NULL */
+	const char *api_token;	      /* the API token id it is made through, or NULL */
 };
 
 /* Makes a capability on c's display (starting the display as needed) and
@@ -134,8 +134,7 @@ int rk_gateway_teardown_slot(struct rk_engine *eng, const char *computer_id, int
 /* A person gave control of bot_id's screen back (the control_released
  * hook): its live control capabilities are revoked and their clients
  * dropped (view ones stay). */
-int rk_gateway_revoke_control(struct rk_engine *eng, const char *computer_id, const char *bot_id,
-			      struct rk_error *err);
+int rk_gateway_revoke_control(struct rk_engine *eng, const char *computer_id, const char *bot_id, struct rk_error *err);
 
 /* What the gateway does with a presented token: RK_EDENIED ("401") for a
  * malformed or unknown one, RK_ESTALE ("403") for a revoked, expired, or
@@ -162,7 +161,7 @@ int rk_gateway_connect(const struct rk_gateway_cap *cap, struct rk_error *err);
 struct rk_gateway_server_options {
 	const char *listen;  /* "HOST:PORT"; NULL: RK_GATEWAY_DEFAULT_LISTEN; port 0 picks one */
 	const char *web_dir; /* serve these files (noVNC's) over HTTP, or NULL */
-	int public_ok;       /* listen may be outside 127.0.0.0/8 (--public) */
+	int public_ok;	     /* listen may be outside 127.0.0.0/8 (--public) */
 	/* Called once listening with the bound "HOST:PORT". */
 	void (*on_listening)(const char *address, void *arg);
 	void *arg;

@@ -38,7 +38,7 @@ struct conn {
 	struct lws *raw;      /* the forwarder connection, or NULL */
 	struct rk_buf to_ws;  /* LWS_PRE headroom, then forwarder bytes for the browser */
 	struct rk_buf to_raw; /* LWS_PRE headroom, then browser bytes for the forwarder */
-	size_t sent;          /* bytes of to_ws already sent */
+	size_t sent;	      /* bytes of to_ws already sent */
 	int closing;
 	int inited;
 };
@@ -101,8 +101,11 @@ static int on_established(struct lws *wsi, struct conn *c)
 		rk_gateway_cap_release(&cap);
 		return -1;
 	}
-	lws_adopt_desc_t d = {.vh = s->vh, .type = LWS_ADOPT_SOCKET, .vh_prot_name = "rk-forwarder",
-			      .parent = wsi, .opaque = c};
+	lws_adopt_desc_t d = {.vh = s->vh,
+			      .type = LWS_ADOPT_SOCKET,
+			      .vh_prot_name = "rk-forwarder",
+			      .parent = wsi,
+			      .opaque = c};
 	d.fd.sockfd = fd;
 	c->raw = lws_adopt_descriptor_vhost_via_info(&d);
 	rk_log(RK_LOG_INFO, "gateway: %s connection on capability %s", rk_gateway_policy_name(cap.policy), cap.id);

@@ -97,7 +97,10 @@ bad:
 
 static int hexval(char c)
 {
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
 }
 
 /* The value of name in a query string, percent-decoded (malloc'd), or NULL. */
@@ -187,14 +190,14 @@ int rk_upstream_of(struct rk_engine *eng, struct rk_computer *c, int display, ch
 enum { UP_CONNECTING, UP_OPEN, UP_FAILED };
 
 struct rk_upstream {
-	int fd;               /* the caller's end of the socket pair */
-	int bridge_fd;        /* ours, until lws adopts it */
+	int fd;	       /* the caller's end of the socket pair */
+	int bridge_fd; /* ours, until lws adopts it */
 	struct lws_context *ctx;
-	struct lws *ws;       /* the upstream WebSocket */
+	struct lws *ws;	      /* the upstream WebSocket */
 	struct lws *raw;      /* our end, once adopted */
 	struct rk_buf to_ws;  /* LWS_PRE, then the caller's bytes for upstream */
 	struct rk_buf to_raw; /* LWS_PRE, then upstream payloads for the caller */
-	size_t sent;          /* bytes of to_ws already sent */
+	size_t sent;	      /* bytes of to_ws already sent */
 	int state;
 	int close_ws, close_raw; /* the other side ended: close once what it sent is passed */
 	unsigned http_status;
@@ -318,7 +321,8 @@ static int open_failed(struct rk_upstream *u, const char *pub, int timed_out, in
 				    "the desktop's websockify endpoint %s answered HTTP %u, not a WebSocket: is the "
 				    "desktop running?",
 				    pub, u->http_status);
-	return rk_error_set(err, RK_EUNAVAILABLE, "cannot reach the desktop's websockify endpoint %s (%s): is the "
+	return rk_error_set(err, RK_EUNAVAILABLE,
+			    "cannot reach the desktop's websockify endpoint %s (%s): is the "
 			    "desktop running?",
 			    pub, *u->why ? u->why : "connection failed");
 }

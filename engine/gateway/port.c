@@ -37,15 +37,15 @@
 
 #define SECRET_BYTES 32
 #define SECRET_WAIT_MS 10000 /* for a connection to show the secret */
-#define PENDING_MAX 16       /* connections of one forward still to show it */
-#define TICK_MS 250          /* how often relays and listeners look for the end */
+#define PENDING_MAX 16	     /* connections of one forward still to show it */
+#define TICK_MS 250	     /* how often relays and listeners look for the end */
 #define SWEEP_MS 250
 
 struct forward {
 	struct forward *next;
-	int refs;    /* the list, the listener's thread, each relay; under forwards_lock */
-	int ended;   /* under forwards_lock */
-	int pending; /* connections yet to show the secret; under forwards_lock */
+	int refs;			   /* the list, the listener's thread, each relay; under forwards_lock */
+	int ended;			   /* under forwards_lock */
+	int pending;			   /* connections yet to show the secret; under forwards_lock */
 	char secret[2 * SECRET_BYTES + 1]; /* the latest PUT's; under forwards_lock */
 	char *data_dir, *token_id, *bot_id;
 	struct rk_computer c; /* the strings a machine needs */
@@ -60,7 +60,10 @@ struct relay {
 static pthread_mutex_t forwards_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct forward *forwards;
 
-static char *dup_or_null(const char *s) { return s ? rk_xstrdup(s) : NULL; }
+static char *dup_or_null(const char *s)
+{
+	return s ? rk_xstrdup(s) : NULL;
+}
 
 static void forward_free(struct forward *f)
 {
@@ -340,10 +343,10 @@ static const char *forward_gone(struct rk_engine *eng, const struct forward *f)
 	}
 	struct rk_computer c = {0};
 	int r = rk_db_computer_get(eng->db, f->c.id, &c, &err);
-	const char *why = r && err.code == RK_ENOTFOUND	      ? "the computer was deleted"
+	const char *why = r && err.code == RK_ENOTFOUND ? "the computer was deleted"
 			  : !r && c.state && rk_computer_state_of(c.state) != RK_COMPUTER_RUNNING
 				  ? "the computer is no longer running"
-									  : NULL;
+				  : NULL;
 	rk_computer_release(&c);
 	return why;
 }

@@ -31,9 +31,9 @@ struct rk_browser {
 	int64_t next_id;
 	char *session; /* the page's flat session */
 	char *target;
-	int loads;     /* Page.loadEventFired seen on our session */
-	int detached;  /* our page went away (closed, crashed) */
-	int gone;      /* the bridge closed: Chromium went away */
+	int loads;    /* Page.loadEventFired seen on our session */
+	int detached; /* our page went away (closed, crashed) */
+	int gone;     /* the bridge closed: Chromium went away */
 	/* rakazo's isolated world in the page's top document: the uniqueId of
 	 * its execution context (a context id can name another context after
 	 * a cross-process navigation; a uniqueId never does), or NULL */
@@ -113,8 +113,10 @@ static void on_event(struct rk_browser *b, const cJSON *m, const char *method)
 		/* the browser sends the page no message while its top frame has a
 		 * navigation pending: none of ours would be answered */
 		const char *frame = rk_json_string(p, "frameId", "");
-		if (b->holding && !b->nav_url && ((b->target && !strcmp(frame, b->target)) || (b->fill_frame && !strcmp(frame, b->fill_frame))))
-			b->nav_url = rk_xstrdup(rk_json_string(cJSON_GetObjectItemCaseSensitive(p, "request"), "url", "?"));
+		if (b->holding && !b->nav_url &&
+		    ((b->target && !strcmp(frame, b->target)) || (b->fill_frame && !strcmp(frame, b->fill_frame))))
+			b->nav_url = rk_xstrdup(
+				rk_json_string(cJSON_GetObjectItemCaseSensitive(p, "request"), "url", "?"));
 	}
 }
 
@@ -187,7 +189,8 @@ static int await_reply(struct rk_browser *b, int64_t id, const char *method, int
 		}
 		const cJSON *e = cJSON_GetObjectItemCaseSensitive(m, "error");
 		if (e) {
-			rc = rk_error_set(err, RK_EFAILED, "browser: %s: %s", method, rk_json_string(e, "message", "failed"));
+			rc = rk_error_set(err, RK_EFAILED, "browser: %s: %s", method,
+					  rk_json_string(e, "message", "failed"));
 		} else if (result) {
 			*result = cJSON_DetachItemFromObjectCaseSensitive(m, "result");
 			if (!*result)
@@ -201,8 +204,8 @@ static int await_reply(struct rk_browser *b, int64_t id, const char *method, int
 /* Calls method (params consumed; NULL: {}) on the page session (or the
  * browser when session is 0) and waits for its reply: 0 with *result
  * (caller frees; may be NULL when not wanted). */
-static int call_ex(struct rk_browser *b, const char *method, cJSON *params, int on_page, int timeout_ms,
-		   cJSON **result, struct rk_error *err)
+static int call_ex(struct rk_browser *b, const char *method, cJSON *params, int on_page, int timeout_ms, cJSON **result,
+		   struct rk_error *err)
 {
 	if (result)
 		*result = NULL;
@@ -242,13 +245,15 @@ static int ensure_world(struct rk_browser *b, struct rk_error *err)
 		cJSON_AddStringToObject(p, "frameId", b->target);
 		cJSON_AddStringToObject(p, "worldName", WORLD_NAME);
 		if ((rc = call(b, "Page.createIsolatedWorld", p, &res, err)) == 0) {
-			b->world_id = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(res, "executionContextId"));
+			b->world_id = (int)cJSON_GetNumberValue(
+				cJSON_GetObjectItemCaseSensitive(res, "executionContextId"));
 			/* its executionContextCreated, if it did not come before the reply */
 			int64_t until = rk_monotonic_ms() + CALL_TIMEOUT_MS;
 			while (rc == 0 && !b->world) {
 				cJSON *m = NULL;
 				if ((rc = read_msg(b, until, &m, err)) == -RK_ETIMEOUT)
-					rc = rk_error_set(err, RK_ETIMEOUT, "the browser did not make its isolated world");
+					rc = rk_error_set(err, RK_ETIMEOUT,
+							  "the browser did not make its isolated world");
 				const char *ev = rk_json_string(m, "method", NULL);
 				if (ev)
 					on_event(b, m, ev);
@@ -307,7 +312,8 @@ static int run_in(struct rk_browser *b, const char *world, const char *fn, const
  * (its document went: in the same renderer, or with it). */
 static int world_gone(const struct rk_error *e)
 {
-	return strstr(e->message, "uniqueContextId not found") || strstr(e->message, "Cannot find context with specified id");
+	return strstr(e->message, "uniqueContextId not found") ||
+	       strstr(e->message, "Cannot find context with specified id");
 }
 
 /* Runs fn applied to the JSON args in rakazo's world of the page and
@@ -558,7 +564,8 @@ int rk_browser_navigate(struct rk_browser *b, const char *url, int timeout_ms, c
 	if (!url || !*url)
 		return rk_error_set(err, RK_EINVALID, "browser_navigate: url is required");
 	if (!url_allowed(url))
-		return rk_error_set(err, RK_EINVALID, "browser_navigate: url must start with http://, https://, file:// or about:");
+		return rk_error_set(err, RK_EINVALID,
+				    "browser_navigate: url must start with http://, https://, file:// or about:");
 	if (timeout_ms <= 0)
 		timeout_ms = RK_BROWSER_NAVIGATE_TIMEOUT_MS;
 	if (timeout_ms > RK_BROWSER_TIMEOUT_MAX_MS)
@@ -596,8 +603,8 @@ int rk_browser_navigate(struct rk_browser *b, const char *url, int timeout_ms, c
 		cJSON_Delete(m);
 	}
 	if (b->detached)
-		return rk_error_set(err, RK_EUNAVAILABLE, "browser_navigate: the tab closed or crashed while loading %s",
-				    url);
+		return rk_error_set(err, RK_EUNAVAILABLE,
+				    "browser_navigate: the tab closed or crashed while loading %s", url);
 	cJSON *st = page_state(b, err);
 	if (!st)
 		return -(int)rk_err(err)->code;
@@ -632,7 +639,8 @@ int rk_browser_snapshot(struct rk_browser *b, int screenshot, cJSON **out, unsig
 			struct rk_buf raw;
 			rk_buf_init(&raw);
 			if (rk_base64_decode(rk_json_string(res, "data", ""), &raw) != 0 || raw.len == 0) {
-				rc = rk_error_set(err, RK_EFAILED, "browser_snapshot: the screenshot is not base64 PNG");
+				rc = rk_error_set(err, RK_EFAILED,
+						  "browser_snapshot: the screenshot is not base64 PNG");
 				rk_buf_release(&raw);
 			} else {
 				*png = (unsigned char *)rk_buf_detach(&raw, png_len);
@@ -651,8 +659,7 @@ int rk_browser_snapshot(struct rk_browser *b, int screenshot, cJSON **out, unsig
 /* --- act ---------------------------------------------------------------------- */
 
 enum act_kind { ACT_CLICK, ACT_TYPE, ACT_SELECT, ACT_PRESS, ACT_HOVER, ACT_SCROLL, ACT_FILL_SECRET };
-static const char *const act_names[] = {"click", "type",   "select",      "press",
-					"hover", "scroll", "fill_secret", NULL};
+static const char *const act_names[] = {"click", "type", "select", "press", "hover", "scroll", "fill_secret", NULL};
 
 static int act_kind(const cJSON *a, struct rk_error *err)
 {
@@ -678,11 +685,20 @@ struct key_def {
 	const char *text;
 };
 static const struct key_def keys[] = {
-	{"Enter", "Enter", 13, "\r"},      {"Tab", "Tab", 9, NULL},           {"Escape", "Escape", 27, NULL},
-	{"Backspace", "Backspace", 8, NULL}, {"Delete", "Delete", 46, NULL},  {"ArrowUp", "ArrowUp", 38, NULL},
-	{"ArrowDown", "ArrowDown", 40, NULL}, {"ArrowLeft", "ArrowLeft", 37, NULL},
-	{"ArrowRight", "ArrowRight", 39, NULL}, {"Home", "Home", 36, NULL},   {"End", "End", 35, NULL},
-	{"PageUp", "PageUp", 33, NULL},    {"PageDown", "PageDown", 34, NULL}, {"Space", "Space", 32, " "},
+	{"Enter", "Enter", 13, "\r"},
+	{"Tab", "Tab", 9, NULL},
+	{"Escape", "Escape", 27, NULL},
+	{"Backspace", "Backspace", 8, NULL},
+	{"Delete", "Delete", 46, NULL},
+	{"ArrowUp", "ArrowUp", 38, NULL},
+	{"ArrowDown", "ArrowDown", 40, NULL},
+	{"ArrowLeft", "ArrowLeft", 37, NULL},
+	{"ArrowRight", "ArrowRight", 39, NULL},
+	{"Home", "Home", 36, NULL},
+	{"End", "End", 35, NULL},
+	{"PageUp", "PageUp", 33, NULL},
+	{"PageDown", "PageDown", 34, NULL},
+	{"Space", "Space", 32, " "},
 	{NULL, NULL, 0, NULL},
 };
 
@@ -706,7 +722,8 @@ static int parse_key(const char *combo, int *mods, struct key_def *out, char *on
 		else if (!strcasecmp(last, "meta") || !strcasecmp(last, "super"))
 			*mods |= 4;
 		else
-			return rk_error_set(err, RK_EINVALID, "browser_act: unknown modifier '%s' in '%s'", last, combo);
+			return rk_error_set(err, RK_EINVALID, "browser_act: unknown modifier '%s' in '%s'", last,
+					    combo);
 		last = plus + 1;
 	}
 	for (size_t i = 0; keys[i].name; i++) {
@@ -743,7 +760,8 @@ int rk_browser_action_check(const cJSON *a, struct rk_error *err)
 	if (rc)
 		return rc;
 	if (ref && (strlen(ref) < 2 || ref[0] != 'e' || strspn(ref + 1, "0123456789") != strlen(ref + 1)))
-		return rk_error_set(err, RK_EINVALID, "browser_act: ref '%s' is not a snapshot ref (like \"e12\")", ref);
+		return rk_error_set(err, RK_EINVALID, "browser_act: ref '%s' is not a snapshot ref (like \"e12\")",
+				    ref);
 	if (k == ACT_TYPE && (rc = rk_json_get_string(a, "text", 1, &s, "browser_act", err)))
 		return rc;
 	if (k == ACT_SELECT && (rc = rk_json_get_string(a, "value", 1, &s, "browser_act", err)))
@@ -795,7 +813,8 @@ static int point_of(struct rk_browser *b, const char *ref, double *x, double *y,
 	else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "disabled")))
 		rc = rk_error_set(err, RK_ECONFLICT, "browser_act: %s is disabled", ref);
 	else {
-		const cJSON *jx = cJSON_GetObjectItemCaseSensitive(v, "x"), *jy = cJSON_GetObjectItemCaseSensitive(v, "y");
+		const cJSON *jx = cJSON_GetObjectItemCaseSensitive(v, "x"),
+			    *jy = cJSON_GetObjectItemCaseSensitive(v, "y");
 		if (!cJSON_IsNumber(jx) || !cJSON_IsNumber(jy))
 			rc = rk_error_set(err, RK_EFAILED, "browser_act: no position for %s", ref);
 		else
@@ -823,8 +842,7 @@ static int mouse(struct rk_browser *b, const char *type, double x, double y, int
 	return call(b, "Input.dispatchMouseEvent", p, NULL, err);
 }
 
-static int key_event(struct rk_browser *b, const char *type, const struct key_def *k, int mods,
-		     struct rk_error *err)
+static int key_event(struct rk_browser *b, const char *type, const struct key_def *k, int mods, struct rk_error *err)
 {
 	cJSON *p = cJSON_CreateObject();
 	cJSON_AddStringToObject(p, "type", type);
@@ -1003,7 +1021,8 @@ static int field_frame(struct rk_browser *b, const char *world, const char *arg,
 			if (id)
 				*frame = rk_xstrdup(id);
 			else
-				rc = rk_error_set(err, RK_EFAILED, "browser_act: the browser names no frame for %s", ref);
+				rc = rk_error_set(err, RK_EFAILED, "browser_act: the browser names no frame for %s",
+						  ref);
 		}
 		p = cJSON_CreateObject();
 		cJSON_AddStringToObject(p, "objectId", obj);
@@ -1027,25 +1046,28 @@ static int still_there(struct rk_browser *b, const char *world, const char *arg,
 	rk_error_clear(&e2);
 	int rc = frame_facts(b, frame, name, &o, &l, err);
 	if (rc == 0 && (!o || strcmp(o, origin) != 0 || strcmp(l, loader) != 0))
-		rc = rk_error_set(err, RK_EDENIED, "browser_act: the page navigated (to %s) before secret '%s' was typed: refused",
+		rc = rk_error_set(err, RK_EDENIED,
+				  "browser_act: the page navigated (to %s) before secret '%s' was typed: refused",
 				  o ? o : "another page", name);
 	if (rc == 0 && (rc = run_in(b, world, RK_BROWSER_JS_FOCUSED, arg, CALL_TIMEOUT_MS, &v, NULL, &e2)) != 0) {
 		if (world_gone(&e2)) /* our world went with its document */
-			rc = rk_error_set(err, RK_EDENIED, "browser_act: the page navigated before secret '%s' was typed: refused",
+			rc = rk_error_set(err, RK_EDENIED,
+					  "browser_act: the page navigated before secret '%s' was typed: refused",
 					  name);
 		else if (err)
 			*err = e2;
 	}
 	if (rc == 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone")))
-		rc = rk_error_set(err, RK_EDENIED, "browser_act: %s left the page before secret '%s' was typed: refused", ref,
-				  name);
+		rc = rk_error_set(err, RK_EDENIED,
+				  "browser_act: %s left the page before secret '%s' was typed: refused", ref, name);
 	else if (rc == 0 && cJSON_GetObjectItemCaseSensitive(v, "frame"))
 		rc = rk_error_set(err, RK_EDENIED,
 				  "browser_act: the focus moved to a frame of another origin (%s) before secret '%s' was "
 				  "typed: refused",
 				  rk_json_string(v, "frame", "?"), name);
 	else if (rc == 0 && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")))
-		rc = rk_error_set(err, RK_EDENIED, "browser_act: the focus moved off %s (to %s) before secret '%s' was typed: refused",
+		rc = rk_error_set(err, RK_EDENIED,
+				  "browser_act: the focus moved off %s (to %s) before secret '%s' was typed: refused",
 				  ref, rk_json_string(v, "elsewhere", "?"), name);
 	cJSON_Delete(v);
 	free(o);
@@ -1089,7 +1111,8 @@ static int fill_secret(struct rk_browser *b, const cJSON *a, const struct rk_bro
 	const char *ref = rk_json_string(a, "ref", ""), *name = rk_json_string(a, "name", "");
 	const char *part = rk_json_string(a, "part", NULL);
 	if (!sec || !sec->eng || !sec->actor)
-		return rk_error_set(err, RK_EUNSUPPORTED, "browser_act: fill_secret needs a person's or a bot's secrets here");
+		return rk_error_set(err, RK_EUNSUPPORTED,
+				    "browser_act: fill_secret needs a person's or a bot's secrets here");
 	char *arg = rk_xasprintf("\"%s\"", ref), *world = NULL, *frame = NULL, *origin = NULL, *loader = NULL;
 	char *kind = NULL;
 	cJSON *v = NULL;
@@ -1100,8 +1123,8 @@ static int fill_secret(struct rk_browser *b, const cJSON *a, const struct rk_bro
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "gone")))
 			rc = ref_error(ref, err);
 		else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")))
-			rc = rk_error_set(err, RK_ECONFLICT, "browser_act: %s is not a text field that can take the focus",
-					  ref);
+			rc = rk_error_set(err, RK_ECONFLICT,
+					  "browser_act: %s is not a text field that can take the focus", ref);
 	}
 	if (rc)
 		goto out;
@@ -1113,7 +1136,8 @@ static int fill_secret(struct rk_browser *b, const cJSON *a, const struct rk_bro
 	if ((rc = frame_facts(b, frame, name, &origin, &loader, err)) != 0)
 		goto out;
 	if (!origin) {
-		rc = rk_error_set(err, RK_EDENIED, "browser_act: the field's frame went away: secret '%s' refused", name);
+		rc = rk_error_set(err, RK_EDENIED, "browser_act: the field's frame went away: secret '%s' refused",
+				  name);
 		goto out;
 	}
 	/* the value is decrypted only for that origin */
@@ -1133,11 +1157,12 @@ static int fill_secret(struct rk_browser *b, const cJSON *a, const struct rk_bro
 		else
 			tlen -= (size_t)(colon + 1 - text), text = colon + 1;
 	} else if (part) {
-		rc = rk_error_set(err, RK_EINVALID, "browser_act: secret '%s' is not a login (user:password): leave out part",
-				  name);
+		rc = rk_error_set(err, RK_EINVALID,
+				  "browser_act: secret '%s' is not a login (user:password): leave out part", name);
 	}
 	if (rc == 0 && memchr(text, '\0', tlen))
-		rc = rk_error_set(err, RK_EINVALID, "browser_act: secret '%s' holds a NUL byte and cannot be typed", name);
+		rc = rk_error_set(err, RK_EINVALID, "browser_act: secret '%s' holds a NUL byte and cannot be typed",
+				  name);
 	if (rc == 0 && (rc = still_there(b, world, arg, ref, frame, origin, loader, name, err)) == 0)
 		rc = insert_text(b, text, tlen, err);
 out:
@@ -1172,7 +1197,8 @@ int rk_browser_act(struct rk_browser *b, const cJSON *a, const struct rk_browser
 		rc = fill_secret(b, a, sec, &secret, &secret_len, err);
 		break;
 	case ACT_CLICK:
-		if ((rc = point_of(b, ref, &x, &y, err)) == 0 && (rc = mouse(b, "mouseMoved", x, y, 0, 0, 0, err)) == 0 &&
+		if ((rc = point_of(b, ref, &x, &y, err)) == 0 &&
+		    (rc = mouse(b, "mouseMoved", x, y, 0, 0, 0, err)) == 0 &&
 		    (rc = mouse(b, "mousePressed", x, y, 1, 0, 0, err)) == 0)
 			rc = mouse(b, "mouseReleased", x, y, 1, 0, 0, err);
 		break;
@@ -1194,8 +1220,8 @@ int rk_browser_act(struct rk_browser *b, const cJSON *a, const struct rk_browser
 			break;
 		}
 		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok"))) {
-			rc = rk_error_set(err, RK_ECONFLICT, "browser_act: %s cannot take the focus, so it cannot be typed into",
-					  ref);
+			rc = rk_error_set(err, RK_ECONFLICT,
+					  "browser_act: %s cannot take the focus, so it cannot be typed into", ref);
 			break;
 		}
 		cJSON *p = cJSON_CreateObject();
@@ -1274,7 +1300,8 @@ int rk_browser_act(struct rk_browser *b, const cJSON *a, const struct rk_browser
 	if (rc)
 		return rc;
 	if (!st)
-		return rk_err(err)->code ? -(int)rk_err(err)->code : rk_error_set(err, RK_EFAILED, "browser_act: no page state");
+		return rk_err(err)->code ? -(int)rk_err(err)->code
+					 : rk_error_set(err, RK_EFAILED, "browser_act: no page state");
 	cJSON_AddStringToObject(st, "action", act_names[k]);
 	if (ref)
 		cJSON_AddStringToObject(st, "ref", ref);

@@ -50,8 +50,8 @@ static int store_has_markers(struct rk_workspace_store *s)
  * or a negative code when the store cannot tell (down, misconfigured):
  * then nothing may act as if the home had never been checkpointed, or a
  * replacement would start empty and an export would give the live tree. */
-static int latest_revision(struct rk_workspace_store *store, const struct rk_computer *c, struct rk_workspace_checkpoint *out,
-			   struct rk_error *err)
+static int latest_revision(struct rk_workspace_store *store, const struct rk_computer *c,
+			   struct rk_workspace_checkpoint *out, struct rk_error *err)
 {
 	struct rk_error e;
 	int r = store->ops->latest(store, c->home_key, out, &e);
@@ -59,8 +59,8 @@ static int latest_revision(struct rk_workspace_store *store, const struct rk_com
 		return 0;
 	if (r == -RK_ENOTFOUND)
 		return 1;
-	return rk_error_set(err, e.code, "cannot read the latest revision of '%s' from the %s home store: %s",
-			    c->name, store->ops->name, e.message);
+	return rk_error_set(err, e.code, "cannot read the latest revision of '%s' from the %s home store: %s", c->name,
+			    store->ops->name, e.message);
 }
 
 int rk_checkpoint_home_mounted(const struct rk_provider_ops *ops)
@@ -95,9 +95,10 @@ cJSON *rk_workspace_checkpoint_to_json(const struct rk_workspace_checkpoint *r, 
 		cJSON_AddNumberToObject(o, "skipped", (double)r->skipped);
 		if (r->skipped > 0) {
 			cJSON *w = cJSON_AddArrayToObject(o, "warnings");
-			char *msg = rk_xasprintf("left out %lld special file%s (FIFOs, sockets and devices are never kept)%s%s",
-						 (long long)r->skipped, r->skipped == 1 ? "" : "s",
-						 r->skipped_names ? ": " : "", r->skipped_names ? r->skipped_names : "");
+			char *msg = rk_xasprintf(
+				"left out %lld special file%s (FIFOs, sockets and devices are never kept)%s%s",
+				(long long)r->skipped, r->skipped == 1 ? "" : "s", r->skipped_names ? ": " : "",
+				r->skipped_names ? r->skipped_names : "");
 			cJSON_AddItemToArray(w, cJSON_CreateString(msg));
 			free(msg);
 		}
@@ -217,9 +218,9 @@ static int temp_file(struct rk_engine *eng, struct rk_error *err)
 
 /* Empties the workspace (the command's cwd) so an import leaves exactly the
  * archive's tree; refuses to run anywhere near the root. */
-#define CLEAR_SH                                                        \
-	"case \"$PWD\" in /|/home|/root|'') exit 3;; esac\n"                 \
-	"find . -mindepth 1 -maxdepth 1 -exec rm -rf -- {} + || exit 4\n" \
+#define CLEAR_SH                                                                                                       \
+	"case \"$PWD\" in /|/home|/root|'') exit 3;; esac\n"                                                           \
+	"find . -mindepth 1 -maxdepth 1 -exec rm -rf -- {} + || exit 4\n"                                              \
 	"exit 0\n"
 
 /* DATA_DIR/home-revisions/<key>/push-pending: the latest revision was
@@ -237,8 +238,8 @@ static int clear_workspace(const struct rk_machine_ctx *mc, struct rk_error *err
 	struct rk_exit_status st = {0};
 	int r = rk_provider_run(mc->ops, &mc->m, CLEAR_SH, 120000, 4096, &out, &st, err);
 	if (r == 0 && (!st.exited || st.code != 0))
-		r = rk_error_set(err, RK_EFAILED, "cannot empty the workspace in the machine (exit %d): %.200s", st.code,
-				 out.data ? out.data : "");
+		r = rk_error_set(err, RK_EFAILED, "cannot empty the workspace in the machine (exit %d): %.200s",
+				 st.code, out.data ? out.data : "");
 	rk_buf_release(&out);
 	return r;
 }
@@ -274,7 +275,8 @@ static int push_workspace(struct rk_engine *eng, struct rk_workspace_store *stor
 	int fd = temp_file(eng, err);
 	if (fd < 0)
 		return fd;
-	int r = dir ? rk_workspace_export_dir(dir, fd, 0, err) : store->ops->export_tar(store, c->home_key, rev, fd, 0, err);
+	int r = dir ? rk_workspace_export_dir(dir, fd, 0, err)
+		    : store->ops->export_tar(store, c->home_key, rev, fd, 0, err);
 	if (r == 0 && lseek(fd, 0, SEEK_SET) != 0)
 		r = rk_error_errno(err, RK_EIO, errno, "cannot rewind the workspace archive");
 	if (r == 0 && clear)
@@ -364,8 +366,7 @@ static int checkpoint_locked(struct rk_engine *eng, struct rk_workspace_store *s
 		/* a restore or import the machine has not received yet (a resume
 		 * whose push failed): push it first, never export over it */
 		char *marker = push_marker(eng, c);
-		if (rk_fs_exists(marker) &&
-		    (r = push_workspace(eng, store, c, &mc, NULL, NULL, 1, err)) == 0)
+		if (rk_fs_exists(marker) && (r = push_workspace(eng, store, c, &mc, NULL, NULL, 1, err)) == 0)
 			unlink(marker);
 		free(marker);
 		if (r)
@@ -389,8 +390,10 @@ static int checkpoint_locked(struct rk_engine *eng, struct rk_workspace_store *s
 		if (r == 0)
 			r = rk_workspace_import_tar(fd, staging, &o, &ist, err);
 		close(fd);
-		struct rk_workspace_checkpoint_req req = {
-			.src_dir = staging, .reason = reason, .kind = RK_WORKSPACE_SNAPSHOT, .keep = keep};
+		struct rk_workspace_checkpoint_req req = {.src_dir = staging,
+							  .reason = reason,
+							  .kind = RK_WORKSPACE_SNAPSHOT,
+							  .keep = keep};
 		if (r == 0)
 			r = store->ops->checkpoint(store, c->home_key, &req, &rev, err);
 		if (r == 0)
@@ -438,7 +441,7 @@ int rk_checkpoint_before_lifecycle(struct rk_engine *eng, const struct rk_comput
 		return 0;
 	struct rk_machine_ctx mc;
 	if (!c->provider_ref || rk_machine_open(&mc, eng, c, NULL) != 0)
-		return 0; /* never provisioned (or no provider): nothing new to keep */
+		return 0;			    /* never provisioned (or no provider): nothing new to keep */
 	const struct rk_provider_ops *ops = mc.ops; /* static: outlives mc */
 	enum rk_machine_state st = machine_state(&mc);
 	int mounted = rk_checkpoint_home_mounted(ops);
@@ -487,8 +490,8 @@ int rk_checkpoint_before_provision(struct rk_engine *eng, const struct rk_comput
 			if (lk >= 0)
 				close(lk);
 			if (r)
-				rk_error_prefix(err, "the home of '%s' is missing and rebuilding it from %s failed", c->name,
-						latest.id);
+				rk_error_prefix(err, "the home of '%s' is missing and rebuilding it from %s failed",
+						c->name, latest.id);
 			cJSON_AddBoolToObject(o, "restored", r == 0);
 		} else {
 			/* revisions_kept = 1 on a mounted home keeps no copy: say so, start empty */
@@ -536,8 +539,8 @@ static void drop_browser_locks(const char *dir, int depth)
  * and the old machine's browser locks go. Another machine gets it through
  * its import; clear empties a workspace that held another state first. A
  * push marker is done with once the push succeeds. Adds "restore" to result. */
-static int bring_latest(struct rk_engine *eng, const struct rk_computer *c, const struct rk_machine_ctx *mc,
-			int clear, int pending, cJSON *result, struct rk_error *err)
+static int bring_latest(struct rk_engine *eng, const struct rk_computer *c, const struct rk_machine_ctx *mc, int clear,
+			int pending, cJSON *result, struct rk_error *err)
 {
 	int lk = lock_computer(eng, c, err);
 	if (lk < 0)
@@ -658,7 +661,8 @@ static int require_down(struct rk_engine *eng, const struct rk_computer *c, cons
  * fails half way says so). Caller holds the computer's lock; dir is gone
  * on success. */
 static int install_locked(struct rk_engine *eng, struct rk_workspace_store *store, const struct rk_computer *c,
-			  const char *dir, const char *reason, struct rk_workspace_checkpoint *out, struct rk_error *err)
+			  const char *dir, const char *reason, struct rk_workspace_checkpoint *out,
+			  struct rk_error *err)
 {
 	struct rk_machine_ctx mc;
 	int r = rk_machine_open(&mc, eng, c, err);
@@ -672,8 +676,10 @@ static int install_locked(struct rk_engine *eng, struct rk_workspace_store *stor
 	if (!mounted && st == RK_MACHINE_RUNNING) {
 		int reopen = quiesce_browsers(c, &mc, RK_QUIESCE);
 		if ((r = push_workspace(eng, store, c, &mc, NULL, dir, 1, err)))
-			rk_error_prefix(err, "the workspace of '%s' may be partly replaced in its machine; nothing was "
-					     "recorded, run it again", c->name);
+			rk_error_prefix(err,
+					"the workspace of '%s' may be partly replaced in its machine; nothing was "
+					"recorded, run it again",
+					c->name);
 		if (reopen)
 			reopen_browser(&mc);
 	} else if (!mounted && !rk_fs_exists(marker)) {
@@ -774,8 +780,9 @@ int rk_checkpoint_export(struct rk_engine *eng, const struct rk_computer *c, con
 	return r;
 }
 
-int rk_checkpoint_import(struct rk_engine *eng, const struct rk_computer *c, int fd, struct rk_workspace_checkpoint *out,
-			 struct rk_workspace_import_stats *stats, struct rk_error *err)
+int rk_checkpoint_import(struct rk_engine *eng, const struct rk_computer *c, int fd,
+			 struct rk_workspace_checkpoint *out, struct rk_workspace_import_stats *stats,
+			 struct rk_error *err)
 {
 	int r = require_down(eng, c, "import", err);
 	if (r)

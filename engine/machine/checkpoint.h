@@ -88,8 +88,9 @@ int rk_checkpoint_restore(struct rk_engine *eng, const struct rk_computer *c, co
 			  struct rk_workspace_checkpoint *out, struct rk_error *err);
 int rk_checkpoint_export(struct rk_engine *eng, const struct rk_computer *c, const char *rev, int fd, int zstd,
 			 struct rk_error *err);
-int rk_checkpoint_import(struct rk_engine *eng, const struct rk_computer *c, int fd, struct rk_workspace_checkpoint *out,
-			 struct rk_workspace_import_stats *stats, struct rk_error *err);
+int rk_checkpoint_import(struct rk_engine *eng, const struct rk_computer *c, int fd,
+			 struct rk_workspace_checkpoint *out, struct rk_workspace_import_stats *stats,
+			 struct rk_error *err);
 int rk_checkpoint_verify(struct rk_engine *eng, const struct rk_computer *c, const char *rev, int deep,
 			 struct rk_workspace_verify *out, struct rk_error *err);
 

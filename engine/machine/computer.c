@@ -20,7 +20,6 @@
 #include "engine/util/time.h"
 
 
-
 static void add_time(cJSON *o, const char *key, int64_t ms)
 {
 	char buf[40];
@@ -64,10 +63,14 @@ cJSON *rk_computer_to_json(const struct rk_computer *c)
 const char *rk_file_type_name(enum rk_file_type t)
 {
 	switch (t) {
-	case RK_FILE_REGULAR: return "file";
-	case RK_FILE_DIR: return "dir";
-	case RK_FILE_LINK: return "link";
-	default: return "other";
+	case RK_FILE_REGULAR:
+		return "file";
+	case RK_FILE_DIR:
+		return "dir";
+	case RK_FILE_LINK:
+		return "link";
+	default:
+		return "other";
 	}
 }
 
@@ -123,8 +126,8 @@ static int prepare(struct rk_engine *eng, struct rk_computer *c, const char *pat
 
 #define PROVIDER_OP(c, op) (rk_provider_find((c)->kind) && rk_provider_find((c)->kind)->op)
 
-int rk_computer_file_list(struct rk_engine *eng, struct rk_computer *c, const char *path,
-			  struct rk_file_entry **out, size_t *n, struct rk_error *err)
+int rk_computer_file_list(struct rk_engine *eng, struct rk_computer *c, const char *path, struct rk_file_entry **out,
+			  size_t *n, struct rk_error *err)
 {
 	struct rk_machine_ctx mc;
 	char *norm;
@@ -156,8 +159,8 @@ int rk_computer_file_read(struct rk_engine *eng, struct rk_computer *c, const ch
 	return r;
 }
 
-int rk_computer_file_write(struct rk_engine *eng, struct rk_computer *c, const char *path, const void *data,
-			   size_t len, int executable, struct rk_error *err)
+int rk_computer_file_write(struct rk_engine *eng, struct rk_computer *c, const char *path, const void *data, size_t len,
+			   int executable, struct rk_error *err)
 {
 	if (len > RK_FILE_WRITE_LIMIT)
 		return rk_error_set(err, RK_ETOOLARGE, "file of %zu bytes exceeds the write limit of %u bytes", len,
@@ -244,8 +247,8 @@ int rk_computer_sh(struct rk_engine *eng, const struct rk_computer *c, const cha
 		while (!eof && r == 0) {
 			if (rk_monotonic_ms() > deadline) {
 				p->ops->signal(p, 9, NULL);
-				r = rk_error_set(err, RK_ETIMEOUT, "a command in computer '%s' took over %lld ms", c->name,
-						 (long long)timeout_ms);
+				r = rk_error_set(err, RK_ETIMEOUT, "a command in computer '%s' took over %lld ms",
+						 c->name, (long long)timeout_ms);
 				break;
 			}
 			struct pollfd pfd = {.fd = p->ops->poll_fd(p), .events = POLLIN};
@@ -321,8 +324,9 @@ int rk_computer_ensure_running(struct rk_engine *eng, struct rk_computer *c, str
 			struct rk_execution done = {0};
 			r = rk_execution_wait(eng, e.id, 300000, &done, err);
 			if (r == 0 && strcmp(done.state, "succeeded") != 0)
-				r = rk_error_set(err, RK_EUNAVAILABLE, "resuming computer '%s' failed (execution %s): %s",
-						 c->name, e.id, done.error_message ? done.error_message : done.state);
+				r = rk_error_set(err, RK_EUNAVAILABLE,
+						 "resuming computer '%s' failed (execution %s): %s", c->name, e.id,
+						 done.error_message ? done.error_message : done.state);
 			rk_execution_release(&e);
 			rk_execution_release(&done);
 			if (r)
@@ -369,14 +373,13 @@ int rk_computer_execution_active(struct rk_engine *eng, const char *computer_id,
 	return rk_db_execution_active(eng->db, computer_id, out, err);
 }
 
-int rk_computer_execution_events(struct rk_engine *eng, const char *execution_id, int64_t after,
-				 struct rk_event **out, size_t *n, struct rk_error *err)
+int rk_computer_execution_events(struct rk_engine *eng, const char *execution_id, int64_t after, struct rk_event **out,
+				 size_t *n, struct rk_error *err)
 {
 	return rk_db_events_after(eng->db, execution_id, after, out, n, err);
 }
 
-int rk_computer_execution_marks(struct rk_engine *eng, struct rk_execution_mark **out, size_t *n,
-				struct rk_error *err)
+int rk_computer_execution_marks(struct rk_engine *eng, struct rk_execution_mark **out, size_t *n, struct rk_error *err)
 {
 	return rk_db_execution_marks(eng->db, out, n, err);
 }

@@ -24,12 +24,12 @@ const char *rk_file_type_name(enum rk_file_type t);
  * are inside the workspace, absolute ones are the machine's own. malloc'd. */
 int rk_computer_path(const char *path, char **out, struct rk_error *err);
 
-int rk_computer_file_list(struct rk_engine *eng, struct rk_computer *c, const char *path,
-			  struct rk_file_entry **out, size_t *n, struct rk_error *err);
+int rk_computer_file_list(struct rk_engine *eng, struct rk_computer *c, const char *path, struct rk_file_entry **out,
+			  size_t *n, struct rk_error *err);
 int rk_computer_file_read(struct rk_engine *eng, struct rk_computer *c, const char *path, size_t max_bytes,
 			  struct rk_buf *out, struct rk_error *err);
-int rk_computer_file_write(struct rk_engine *eng, struct rk_computer *c, const char *path, const void *data,
-			   size_t len, int executable, struct rk_error *err);
+int rk_computer_file_write(struct rk_engine *eng, struct rk_computer *c, const char *path, const void *data, size_t len,
+			   int executable, struct rk_error *err);
 int rk_computer_file_remove(struct rk_engine *eng, struct rk_computer *c, const char *path, struct rk_error *err);
 int rk_computer_export(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err);
 int rk_computer_import(struct rk_engine *eng, struct rk_computer *c, int fd, struct rk_error *err);
@@ -60,11 +60,10 @@ int rk_computer_executions(struct rk_engine *eng, const char *computer_id, struc
 int rk_computer_execution_active(struct rk_engine *eng, const char *computer_id, struct rk_execution *out,
 				 struct rk_error *err);
 /* A saved command's events after sequence after; free with rk_events_free. */
-int rk_computer_execution_events(struct rk_engine *eng, const char *execution_id, int64_t after,
-				 struct rk_event **out, size_t *n, struct rk_error *err);
+int rk_computer_execution_events(struct rk_engine *eng, const char *execution_id, int64_t after, struct rk_event **out,
+				 size_t *n, struct rk_error *err);
 /* Every unsettled saved command and its last event (rk_execution_marks_free). */
-int rk_computer_execution_marks(struct rk_engine *eng, struct rk_execution_mark **out, size_t *n,
-				struct rk_error *err);
+int rk_computer_execution_marks(struct rk_engine *eng, struct rk_execution_mark **out, size_t *n, struct rk_error *err);
 /* A computer's shell sessions, and its terminal history after entry after
  * (session_id NULL: every session's), at most limit (0: 1000). */
 int rk_computer_sessions(struct rk_engine *eng, const char *computer_id, struct rk_session_row **out, size_t *n,

@@ -279,9 +279,8 @@ fail:
 
 /* --- the caller's side ------------------------------------------------------- */
 
-static int call(struct rk_engine *eng, struct rk_computer *c, int display,
-		const struct rk_display_observe_options *opt, cJSON *req, int64_t timeout_ms, cJSON **reply,
-		struct rk_error *err)
+static int call(struct rk_engine *eng, struct rk_computer *c, int display, const struct rk_display_observe_options *opt,
+		cJSON *req, int64_t timeout_ms, cJSON **reply, struct rk_error *err)
 {
 	if (display < 0 || display > DISPLAY_MAX)
 		return rk_error_set(err, RK_EINVALID, "display must be from 0 to %d", DISPLAY_MAX);
@@ -302,7 +301,9 @@ static int call(struct rk_engine *eng, struct rk_computer *c, int display,
 		}
 		if (r != -RK_ENOTFOUND)
 			break;
-		struct display_args a = {.data_dir = eng->data_dir, .c = c, .display = display,
+		struct display_args a = {.data_dir = eng->data_dir,
+					 .c = c,
+					 .display = display,
 					 .profile_dir = opt ? opt->profile_dir : NULL};
 		r = rk_engine_spawn(eng, holder_main, &a, err);
 		if (r == -RK_ECONFLICT) /* another caller started it first */
@@ -365,8 +366,7 @@ static int take_png(cJSON *reply, unsigned char **png, size_t *len, struct rk_er
 }
 
 int rk_display_observe(struct rk_engine *eng, struct rk_computer *c, int display,
-		       const struct rk_display_observe_options *opt, struct rk_display_shot *out,
-		       struct rk_error *err)
+		       const struct rk_display_observe_options *opt, struct rk_display_shot *out, struct rk_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	cJSON *req = observe_request("observe", opt), *reply = NULL;
@@ -384,9 +384,9 @@ int rk_display_observe(struct rk_engine *eng, struct rk_computer *c, int display
 	return r;
 }
 
-int rk_display_act(struct rk_engine *eng, struct rk_computer *c, int display, const char *batch_json,
-		   int settle_ms, int observe, const struct rk_display_observe_options *opt,
-		   struct rk_display_act_result *out, struct rk_error *err)
+int rk_display_act(struct rk_engine *eng, struct rk_computer *c, int display, const char *batch_json, int settle_ms,
+		   int observe, const struct rk_display_observe_options *opt, struct rk_display_act_result *out,
+		   struct rk_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	/* check the whole batch here first: a bad one never reaches the screen */

@@ -14,7 +14,7 @@
 #include "engine/state/engine.h"
 
 struct rk_display_shot {
-	cJSON *meta;        /* rk_observation_to_json's document; owned */
+	cJSON *meta;	    /* rk_observation_to_json's document; owned */
 	unsigned char *png; /* malloc'd, NULL when unchanged */
 	size_t png_len;
 };
@@ -22,7 +22,7 @@ void rk_display_shot_release(struct rk_display_shot *s);
 
 struct rk_display_observe_options {
 	int max_width, max_height; /* 0: full size */
-	const char *consumer;      /* dedupe key, or NULL */
+	const char *consumer;	   /* dedupe key, or NULL */
 	/* When this call starts the display: Chromium's profile, relative to the
 	 * workspace (NULL: .browser-profiles/default on display 0, none on
 	 * others), and whether a display that cannot be started is
@@ -34,8 +34,7 @@ struct rk_display_observe_options {
 
 /* Observes display N of c (resuming c and starting the display as needed). */
 int rk_display_observe(struct rk_engine *eng, struct rk_computer *c, int display,
-		       const struct rk_display_observe_options *opt, struct rk_display_shot *out,
-		       struct rk_error *err);
+		       const struct rk_display_observe_options *opt, struct rk_display_shot *out, struct rk_error *err);
 
 struct rk_display_act_result {
 	cJSON *result; /* {completed, settled, observation|null}; owned */
@@ -47,9 +46,9 @@ void rk_display_act_result_release(struct rk_display_act_result *r);
 /* Runs a batch (strict JSON, the screen engine's schema). settle_ms and
  * observe < 0 leave them to the batch. Coordinates are in the image that
  * opt's sizes give. A bad batch is RK_EINVALID and nothing runs. */
-int rk_display_act(struct rk_engine *eng, struct rk_computer *c, int display, const char *batch_json,
-		   int settle_ms, int observe, const struct rk_display_observe_options *opt,
-		   struct rk_display_act_result *out, struct rk_error *err);
+int rk_display_act(struct rk_engine *eng, struct rk_computer *c, int display, const char *batch_json, int settle_ms,
+		   int observe, const struct rk_display_observe_options *opt, struct rk_display_act_result *out,
+		   struct rk_error *err);
 /* {display, width, height, transport, holder_pid}; owned by the caller. */
 int rk_display_info(struct rk_engine *eng, struct rk_computer *c, int display, cJSON **out, struct rk_error *err);
 /* Ends the holder and stops the desktop stack of display N. */

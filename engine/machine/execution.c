@@ -110,8 +110,8 @@ static int validate_create_body(const cJSON *body, struct rk_error *err)
 {
 	if (!cJSON_IsObject(body))
 		return rk_error_set(err, RK_EINVALID, "create: the body must be a JSON object");
-	static const char *const known[] = {"name", "provider", "desktop", "pause_after", "mode", "options",
-					    "revisions", "resources", NULL};
+	static const char *const known[] = {"name",    "provider",  "desktop",	 "pause_after", "mode",
+					    "options", "revisions", "resources", NULL};
 	for (const cJSON *c = body->child; c; c = c->next) {
 		size_t i;
 		for (i = 0; known[i] && strcmp(known[i], c->string); i++)
@@ -128,8 +128,8 @@ static int validate_create_body(const cJSON *body, struct rk_error *err)
 	if (!*name || strlen(name) > 64)
 		return rk_error_set(err, RK_EINVALID, "create: name must be 1 to 64 characters");
 	for (const char *p = name; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		      *p == '-' || *p == '_' || *p == '.'))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+		      *p == '_' || *p == '.'))
 			return rk_error_set(err, RK_EINVALID,
 					    "create: name '%s' may only hold letters, digits, '-', '_' and '.'", name);
 	if (!rk_provider_find(provider)) {
@@ -206,8 +206,8 @@ static int insert_computer(struct rk_engine *eng, const char *id, const cJSON *b
 	return r;
 }
 
-int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, struct rk_execution *out,
-			int *existed, struct rk_error *err)
+int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, struct rk_execution *out, int *existed,
+			struct rk_error *err)
 {
 	if (!valid_op(req->op))
 		return rk_error_set(err, RK_EINVALID, "unknown lifecycle command '%s'", req->op ? req->op : "");
@@ -414,8 +414,7 @@ fail:
 }
 
 /* What a successful provider call means for the computer, in the caller's transaction. */
-static int apply_success(struct rk_engine *eng, const struct rk_execution *e, const char *ref,
-			 struct rk_error *err)
+static int apply_success(struct rk_engine *eng, const struct rk_execution *e, const char *ref, struct rk_error *err)
 {
 	const char *id = e->computer_id;
 	int64_t now = rk_now_ms();
@@ -453,8 +452,8 @@ int rk_execution_decide(struct rk_engine *eng, const char *id, const char *outco
 	if ((r = rk_db_execution_get(eng->db, id, &e, err)))
 		goto fail;
 	if (rk_execution_state_of(e.state) != RK_EXECUTION_OUTCOME_UNKNOWN) {
-		r = rk_error_set(err, RK_ECONFLICT, "execution %s is %s; only outcome_unknown executions take a decision",
-				 e.id, e.state);
+		r = rk_error_set(err, RK_ECONFLICT,
+				 "execution %s is %s; only outcome_unknown executions take a decision", e.id, e.state);
 		goto fail;
 	}
 	if (decided == RK_EXECUTION_SUCCEEDED) {
@@ -539,8 +538,8 @@ static int call_provider(struct rk_engine *eng, const struct rk_execution *e, co
 	const struct rk_provider_ops *ops = mc.ops;
 	if (rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_CREATE || rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_RESUME) {
 		enum rk_machine_state st = RK_MACHINE_GONE;
-		int use_resume = rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_RESUME && c->provider_ref && ops->status && ops->resume &&
-				 rk_machine_status(&mc, &st, err) == 0 && st != RK_MACHINE_GONE;
+		int use_resume = rk_lifecycle_op_of(e->op) == RK_LIFECYCLE_RESUME && c->provider_ref && ops->status &&
+				 ops->resume && rk_machine_status(&mc, &st, err) == 0 && st != RK_MACHINE_GONE;
 		if (use_resume) {
 			r = rk_machine_resume(&mc, err);
 			/* a restore or import made while it was down comes before any tool */
@@ -730,8 +729,7 @@ int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *,
 			break;
 		struct rk_execution e = {0};
 		if (rk_db_execution_get(eng->db, ids[i], &e, NULL) == 0 &&
-		    rk_execution_state_of(e.state) == RK_EXECUTION_RUNNING &&
-		    !(alive && alive(eng, &e, arg))) {
+		    rk_execution_state_of(e.state) == RK_EXECUTION_RUNNING && !(alive && alive(eng, &e, arg))) {
 			rk_log(RK_LOG_WARN, "execution %s: its worker %s (pid %lld) is gone", e.id,
 			       e.worker_id ? e.worker_id : "-", (long long)e.worker_pid);
 			if (e.provider_call_at) {
@@ -741,8 +739,9 @@ int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *,
 				    rk_lifecycle_op_of(e.op) == RK_LIFECYCLE_DELETE)
 					rk_db_computer_set_state(eng->db, e.computer_id, "failed", NULL);
 				cJSON *d = cJSON_CreateObject();
-				cJSON_AddStringToObject(d, "message",
-							"the worker stopped during the provider call; its result is unknown");
+				cJSON_AddStringToObject(
+					d, "message",
+					"the worker stopped during the provider call; its result is unknown");
 				cJSON_AddStringToObject(d, "hint",
 							"check the provider, then run `rakazo computer execution decide "
 							"ID --outcome succeeded|failed`");
@@ -756,7 +755,8 @@ int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *,
 				free(e.worker_id);
 				e.worker_id = NULL;
 				rk_db_execution_update(eng->db, &e, NULL);
-				append_event(eng, e.id, "requeued", msg_data("reason", "the worker stopped before the provider call"), NULL);
+				append_event(eng, e.id, "requeued",
+					     msg_data("reason", "the worker stopped before the provider call"), NULL);
 			}
 		}
 		rk_execution_release(&e);

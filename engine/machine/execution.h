@@ -13,11 +13,11 @@
 #include "engine/util/names.h"
 
 struct rk_submit {
-	const char *op;          /* create | pause | resume | stop | delete */
-	const char *computer;    /* id or name; NULL for create */
-	const cJSON *body;       /* create: {name, provider, desktop, pause_after, mode, options} */
+	const char *op;		 /* create | pause | resume | stop | delete */
+	const char *computer;	 /* id or name; NULL for create */
+	const cJSON *body;	 /* create: {name, provider, desktop, pause_after, mode, options} */
 	const char *command_key; /* NULL: one is generated */
-	const char *key_scope;   /* whose key it is; NULL: the engine's owner (a token, a user) */
+	const char *key_scope;	 /* whose key it is; NULL: the engine's owner (a token, a user) */
 };
 
 /* Records the command (or finds the one saved under the same key). *existed
@@ -26,8 +26,8 @@ struct rk_submit {
  * command of the computer has not finished (the message names it). A key
  * is looked up only in its scope: another identity's same key is another
  * command. */
-int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, struct rk_execution *out,
-			int *existed, struct rk_error *err);
+int rk_execution_submit(struct rk_engine *eng, const struct rk_submit *req, struct rk_execution *out, int *existed,
+			struct rk_error *err);
 int rk_execution_get(struct rk_engine *eng, const char *id, struct rk_execution *out, struct rk_error *err);
 /* Cancels a pending command at once; a running one stops before its provider call. */
 int rk_execution_cancel(struct rk_engine *eng, const char *id, struct rk_execution *out, struct rk_error *err);
@@ -54,21 +54,21 @@ int rk_execution_recover(struct rk_engine *eng, int (*alive)(struct rk_engine *,
 
 /* A saved command's state (lifecycle_executions.state, rk_execution.state).
  * outcome_unknown: the provider's reply was lost; the operator settles it. */
-#define RK_EXECUTION_STATES(X)                             \
-	X(RK_EXECUTION_PENDING, "pending")                 \
-	X(RK_EXECUTION_RUNNING, "running")                 \
-	X(RK_EXECUTION_SUCCEEDED, "succeeded")             \
-	X(RK_EXECUTION_FAILED, "failed")                   \
-	X(RK_EXECUTION_CANCELLED, "cancelled")             \
+#define RK_EXECUTION_STATES(X)                                                                                         \
+	X(RK_EXECUTION_PENDING, "pending")                                                                             \
+	X(RK_EXECUTION_RUNNING, "running")                                                                             \
+	X(RK_EXECUTION_SUCCEEDED, "succeeded")                                                                         \
+	X(RK_EXECUTION_FAILED, "failed")                                                                               \
+	X(RK_EXECUTION_CANCELLED, "cancelled")                                                                         \
 	X(RK_EXECUTION_OUTCOME_UNKNOWN, "outcome_unknown")
 RK_NAMES_ENUM(rk_execution_state, RK_EXECUTION_STATE, RK_EXECUTION_STATES);
 
 /* What a saved command does (lifecycle_executions.op, rk_execution.op). */
-#define RK_LIFECYCLE_OPS(X)              \
-	X(RK_LIFECYCLE_CREATE, "create") \
-	X(RK_LIFECYCLE_PAUSE, "pause")   \
-	X(RK_LIFECYCLE_RESUME, "resume") \
-	X(RK_LIFECYCLE_STOP, "stop")     \
+#define RK_LIFECYCLE_OPS(X)                                                                                            \
+	X(RK_LIFECYCLE_CREATE, "create")                                                                               \
+	X(RK_LIFECYCLE_PAUSE, "pause")                                                                                 \
+	X(RK_LIFECYCLE_RESUME, "resume")                                                                               \
+	X(RK_LIFECYCLE_STOP, "stop")                                                                                   \
 	X(RK_LIFECYCLE_DELETE, "delete")
 RK_NAMES_ENUM(rk_lifecycle_op, RK_LIFECYCLE_OP, RK_LIFECYCLE_OPS);
 

@@ -5,22 +5,22 @@
 static struct rk_hooks table;
 
 /* Every field, for the registration and the check: one line an event. */
-#define EACH_HOOK(X)                                                                                               \
-	X(before_provision)                                                                                        \
-	X(after_provision)                                                                                         \
-	X(after_resume)                                                                                            \
-	X(before_lifecycle)                                                                                        \
-	X(deleted)                                                                                                 \
-	X(waiting)                                                                                                 \
-	X(computer_down)                                                                                           \
-	X(display_closing)                                                                                         \
-	X(control_released)                                                                                        \
+#define EACH_HOOK(X)                                                                                                   \
+	X(before_provision)                                                                                            \
+	X(after_provision)                                                                                             \
+	X(after_resume)                                                                                                \
+	X(before_lifecycle)                                                                                            \
+	X(deleted)                                                                                                     \
+	X(waiting)                                                                                                     \
+	X(computer_down)                                                                                               \
+	X(display_closing)                                                                                             \
+	X(control_released)                                                                                            \
 	X(reap_runs)
 
 void rk_hooks_register(const struct rk_hooks *h)
 {
-#define TAKE(f)                                                                                                    \
-	if (h->f)                                                                                                  \
+#define TAKE(f)                                                                                                        \
+	if (h->f)                                                                                                      \
 		table.f = h->f;
 	EACH_HOOK(TAKE)
 #undef TAKE
@@ -33,8 +33,8 @@ const struct rk_hooks *rk_hooks(void)
 
 int rk_hooks_check(struct rk_error *err)
 {
-#define CHECK_SET(f)                                                                                               \
-	if (!table.f)                                                                                              \
+#define CHECK_SET(f)                                                                                                   \
+	if (!table.f)                                                                                                  \
 		return rk_hook_unset(#f, err);
 	EACH_HOOK(CHECK_SET)
 #undef CHECK_SET

@@ -36,11 +36,12 @@ int64_t rk_idle_session_ms(void)
 
 static void set_active(struct rk_db *db, const char *computer_id, int64_t at, int64_t due)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-					 "INSERT INTO idle_schedules (computer_id, last_active_at, due_at, updated_at) VALUES "
-					 "(?1, ?2, ?3, ?4) ON CONFLICT (computer_id) DO UPDATE SET last_active_at = "
-					 "max(idle_schedules.last_active_at, ?2), due_at = ?3, updated_at = ?4",
-					 NULL);
+	struct rk_stmt *st =
+		rk_db_prepare(db,
+			      "INSERT INTO idle_schedules (computer_id, last_active_at, due_at, updated_at) VALUES "
+			      "(?1, ?2, ?3, ?4) ON CONFLICT (computer_id) DO UPDATE SET last_active_at = "
+			      "max(idle_schedules.last_active_at, ?2), due_at = ?3, updated_at = ?4",
+			      NULL);
 	if (!st)
 		return;
 	rk_db_bind_text(st, 1, computer_id);
@@ -78,14 +79,18 @@ static char *busy_reason(struct rk_engine *eng, const struct rk_computer *c)
 		return rk_xstrdup(e.message);
 	static const char *const checks[][2] = {
 		{"SELECT 'bot ' || bot_id || ' holds its execution lease' FROM execution_leases WHERE computer_id = ?1 "
-		 "AND holder IS NOT NULL AND expires_at > ?2 LIMIT 1", NULL},
+		 "AND holder IS NOT NULL AND expires_at > ?2 LIMIT 1",
+		 NULL},
 		{"SELECT holder || ' has control of bot ' || bot_id || '''s screen' FROM control_leases WHERE computer_id = "
-		 "?1 AND expires_at > ?2 LIMIT 1", NULL},
+		 "?1 AND expires_at > ?2 LIMIT 1",
+		 NULL},
 		{"SELECT 'run ' || r.id || ' is ' || r.state FROM runs r WHERE r.computer_id = ?1 AND (r.state IN "
 		 "('queued','running') OR (r.state = 'waiting_takeover' AND EXISTS (SELECT 1 FROM control_leases k WHERE "
-		 "k.computer_id = ?1 AND k.bot_id = r.bot_id AND k.expires_at > ?2))) LIMIT 1", NULL},
+		 "k.computer_id = ?1 AND k.bot_id = r.bot_id AND k.expires_at > ?2))) LIMIT 1",
+		 NULL},
 		{"SELECT 'lifecycle command ' || id || ' (' || op || ') is ' || state FROM lifecycle_executions WHERE "
-		 "computer_id = ?1 AND state IN ('pending','running','outcome_unknown') AND ?2 = ?2 LIMIT 1", NULL},
+		 "computer_id = ?1 AND state IN ('pending','running','outcome_unknown') AND ?2 = ?2 LIMIT 1",
+		 NULL},
 	};
 	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
 		struct rk_stmt *st = rk_db_prepare(eng->db, checks[i][0], NULL);
@@ -104,14 +109,15 @@ static char *busy_reason(struct rk_engine *eng, const struct rk_computer *c)
 	 * host, whose pid means nothing here, while it could still be alive:
 	 * a holder ends its session after the session idle limit without a call */
 	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT id, holder_pid, holder_host, last_used_at FROM exec_sessions WHERE "
-					 "computer_id = ? AND state = 'running' AND command_ended_at IS NULL",
-					 NULL);
+					   "SELECT id, holder_pid, holder_host, last_used_at FROM exec_sessions WHERE "
+					   "computer_id = ? AND state = 'running' AND command_ended_at IS NULL",
+					   NULL);
 	char *why = NULL;
 	if (st) {
 		rk_db_bind_text(st, 1, c->id);
 		while (!why && rk_stmt_step(st) == RK_SQL_ROW) {
-			int alive = rk_host_pid_alive((const char *)rk_stmt_column_text(st, 2), rk_stmt_column_int64(st, 1));
+			int alive = rk_host_pid_alive((const char *)rk_stmt_column_text(st, 2),
+						      rk_stmt_column_int64(st, 1));
 			if (alive < 0)
 				alive = now - rk_stmt_column_int64(st, 3) < rk_idle_session_ms();
 			if (alive > 0)
@@ -174,8 +180,8 @@ static void suspend(struct rk_engine *eng, const struct rk_computer *c, int64_t 
 	int existed = 0;
 	if (rk_execution_submit(eng, &req, &e, &existed, &err) == 0) {
 		if (!existed)
-			rk_log(RK_LOG_INFO, "idle: computer %s idle since %lld: pausing it (%s)", c->id,
-			       (long long)due, e.id);
+			rk_log(RK_LOG_INFO, "idle: computer %s idle since %lld: pausing it (%s)", c->id, (long long)due,
+			       e.id);
 		rk_execution_release(&e);
 	} else {
 		rk_log(RK_LOG_WARN, "idle: cannot pause computer %s: %s", c->id, err.message);
@@ -231,7 +237,8 @@ int rk_idle_scan(struct rk_engine *eng, int *pending, struct rk_error *err)
 cJSON *rk_idle_to_json(struct rk_engine *eng, const struct rk_computer *c)
 {
 	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT last_active_at, due_at FROM idle_schedules WHERE computer_id = ?", NULL);
+					   "SELECT last_active_at, due_at FROM idle_schedules WHERE computer_id = ?",
+					   NULL);
 	if (!st)
 		return NULL;
 	rk_db_bind_text(st, 1, c->id);
@@ -300,11 +307,12 @@ int rk_idle_checkpoint(struct rk_engine *eng, const struct rk_computer *c, const
 	int team = rk_computer_mode_of(c->mode) == RK_COMPUTER_TEAM;
 	char *why = team ? blocker(eng, c, bot) : NULL;
 	if (why) {
-		struct rk_stmt *st = rk_db_prepare(eng->db,
-						 "INSERT INTO deferred_checkpoints (computer_id, reason, blocked_by, created_at) "
-						 "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (computer_id) DO UPDATE SET reason = ?2, "
-						 "blocked_by = ?3",
-						 err);
+		struct rk_stmt *st =
+			rk_db_prepare(eng->db,
+				      "INSERT INTO deferred_checkpoints (computer_id, reason, blocked_by, created_at) "
+				      "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (computer_id) DO UPDATE SET reason = ?2, "
+				      "blocked_by = ?3",
+				      err);
 		int r = st ? 0 : -rk_err(err)->code;
 		if (st) {
 			rk_db_bind_text(st, 1, c->id);
@@ -354,7 +362,8 @@ int rk_idle_run_end(struct rk_engine *eng, const char *computer_id, const char *
 
 int rk_idle_flush_deferred(struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT reason FROM deferred_checkpoints WHERE computer_id = ?", err);
+	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT reason FROM deferred_checkpoints WHERE computer_id = ?",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, c->id);
@@ -374,7 +383,7 @@ int rk_idle_flush_deferred(struct rk_engine *eng, const struct rk_computer *c, s
 			r = 1;
 		}
 	} else if (!why && (rk_computer_state_of(c->state) == RK_COMPUTER_PAUSED ||
-			     rk_computer_state_of(c->state) == RK_COMPUTER_STOPPED)) {
+			    rk_computer_state_of(c->state) == RK_COMPUTER_STOPPED)) {
 		/* the pause or stop checkpointed the workspace already */
 		drop_deferred(eng->db, c->id, NULL);
 	}
@@ -385,9 +394,8 @@ int rk_idle_flush_deferred(struct rk_engine *eng, const struct rk_computer *c, s
 
 cJSON *rk_idle_deferred_to_json(struct rk_db *db, const char *computer_id)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-					 "SELECT reason, blocked_by, created_at FROM deferred_checkpoints WHERE computer_id = ?",
-					 NULL);
+	struct rk_stmt *st = rk_db_prepare(
+		db, "SELECT reason, blocked_by, created_at FROM deferred_checkpoints WHERE computer_id = ?", NULL);
 	if (!st)
 		return NULL;
 	rk_db_bind_text(st, 1, computer_id);

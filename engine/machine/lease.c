@@ -80,8 +80,8 @@ static int in_txn(struct rk_engine *eng, int r, struct rk_error *err)
 	return r;
 }
 
-int rk_lease_renew(struct rk_engine *eng, const char *computer_id, const char *bot_id, int64_t fence,
-		   int64_t ttl_ms, struct rk_error *err)
+int rk_lease_renew(struct rk_engine *eng, const char *computer_id, const char *bot_id, int64_t fence, int64_t ttl_ms,
+		   struct rk_error *err)
 {
 	int r = rk_db_begin(eng->db, err);
 	if (r)
@@ -104,8 +104,7 @@ int rk_lease_fenced_write(struct rk_engine *eng, const char *computer_id, const 
 	int r = rk_db_begin(eng->db, err);
 	if (r)
 		return r;
-	return in_txn(eng, rk_db_lease_fenced_write(eng->db, computer_id, bot_id, fence, what, rk_now_ms(), err),
-		      err);
+	return in_txn(eng, rk_db_lease_fenced_write(eng->db, computer_id, bot_id, fence, what, rk_now_ms(), err), err);
 }
 
 cJSON *rk_lease_to_json(const struct rk_lease *l)

@@ -12,8 +12,8 @@
 
 int rk_lease_acquire(struct rk_engine *eng, const char *computer_id, const char *bot_id, const char *holder,
 		     int64_t ttl_ms, struct rk_lease *out, struct rk_error *err);
-int rk_lease_renew(struct rk_engine *eng, const char *computer_id, const char *bot_id, int64_t fence,
-		   int64_t ttl_ms, struct rk_error *err);
+int rk_lease_renew(struct rk_engine *eng, const char *computer_id, const char *bot_id, int64_t fence, int64_t ttl_ms,
+		   struct rk_error *err);
 int rk_lease_release(struct rk_engine *eng, const char *computer_id, const char *bot_id, int64_t fence,
 		     struct rk_error *err);
 /* 0 when fence is the live token of (computer, bot) now; RK_ESTALE otherwise. */

@@ -15,7 +15,8 @@ int rk_limits_parse_memory(const char *s, const char *what, int64_t *out, struct
 	uint64_t v = 0;
 	int digits = 0;
 	for (; *p >= '0' && *p <= '9'; p++, digits++)
-		v = v > (UINT64_MAX - 9) / 10 ? UINT64_MAX / 10 : v * 10 + (uint64_t)(*p - '0'); /* too big either way */
+		v = v > (UINT64_MAX - 9) / 10 ? UINT64_MAX / 10
+					      : v * 10 + (uint64_t)(*p - '0'); /* too big either way */
 	int shift = 0;
 	char u = (char)tolower((unsigned char)*p);
 	if (u && strchr("kmgt", u)) {
@@ -145,7 +146,8 @@ int rk_limits_from_json(const cJSON *resources, const struct rk_provider_ops *op
 		for (const cJSON *c = resources->child; c; c = c->next)
 			if (strcmp(c->string, "memory") && strcmp(c->string, "cpus") && strcmp(c->string, "pids"))
 				return rk_error_set(err, RK_EINVALID,
-						    "create: unknown field '%s' in resources (memory, cpus, pids)", c->string);
+						    "create: unknown field '%s' in resources (memory, cpus, pids)",
+						    c->string);
 		int r;
 		if ((r = limit_field(resources, "memory", ops, RK_CAP_LIMIT_MEMORY, out, err)) ||
 		    (r = limit_field(resources, "cpus", ops, RK_CAP_LIMIT_CPUS, out, err)) ||

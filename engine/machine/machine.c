@@ -39,8 +39,7 @@ void rk_machine_ctx_release(struct rk_machine_ctx *mc)
 
 /* --- the facade ------------------------------------------------------------------ */
 
-int rk_machine_open(struct rk_machine_ctx *mc, struct rk_engine *eng, const struct rk_computer *c,
-		    struct rk_error *err)
+int rk_machine_open(struct rk_machine_ctx *mc, struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err)
 {
 	memset(mc, 0, sizeof(*mc));
 	const struct rk_provider_ops *ops = rk_engine_provider(c, err);
@@ -66,7 +65,7 @@ static int mapped(const struct rk_machine_ctx *mc, const char *what, int r, cons
 {
 	if (r >= 0)
 		return r;
-	enum rk_code code = e->code ? e->code : -r > 0 && -r < RK_ECODE_COUNT ? (enum rk_code)-r : RK_EFAILED;
+	enum rk_code code = e->code ? e->code : -r > 0 && -r < RK_ECODE_COUNT ? (enum rk_code) - r : RK_EFAILED;
 	if (!e->message[0])
 		return rk_error_set(err, code, "computer '%s': provider '%s' could not %s", mc->c->name, mc->c->kind,
 				    what);
@@ -75,21 +74,21 @@ static int mapped(const struct rk_machine_ctx *mc, const char *what, int r, cons
 
 /* The body of a facade function: op of mc's provider on its machine with
  * the arguments that follow (OP0: none); what names it in messages. */
-#define OP(mc, what, err, op, ...)                                                                                 \
-	do {                                                                                                       \
-		struct rk_error e_;                                                                                \
-		rk_error_clear(&e_);                                                                               \
-		if (!(mc)->ops->op)                                                                                \
-			return unsupported(mc, what, err);                                                         \
-		return mapped(mc, what, (mc)->ops->op(&(mc)->m, __VA_ARGS__, &e_), &e_, err);                      \
+#define OP(mc, what, err, op, ...)                                                                                     \
+	do {                                                                                                           \
+		struct rk_error e_;                                                                                    \
+		rk_error_clear(&e_);                                                                                   \
+		if (!(mc)->ops->op)                                                                                    \
+			return unsupported(mc, what, err);                                                             \
+		return mapped(mc, what, (mc)->ops->op(&(mc)->m, __VA_ARGS__, &e_), &e_, err);                          \
 	} while (0)
-#define OP0(mc, what, err, op)                                                                                     \
-	do {                                                                                                       \
-		struct rk_error e_;                                                                                \
-		rk_error_clear(&e_);                                                                               \
-		if (!(mc)->ops->op)                                                                                \
-			return unsupported(mc, what, err);                                                         \
-		return mapped(mc, what, (mc)->ops->op(&(mc)->m, &e_), &e_, err);                                   \
+#define OP0(mc, what, err, op)                                                                                         \
+	do {                                                                                                           \
+		struct rk_error e_;                                                                                    \
+		rk_error_clear(&e_);                                                                                   \
+		if (!(mc)->ops->op)                                                                                    \
+			return unsupported(mc, what, err);                                                             \
+		return mapped(mc, what, (mc)->ops->op(&(mc)->m, &e_), &e_, err);                                       \
 	} while (0)
 
 int rk_machine_check(const struct rk_machine_ctx *mc, struct rk_error *err)

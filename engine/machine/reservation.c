@@ -26,9 +26,8 @@ static int64_t silent_ms(void)
 
 int rk_reservation_check(struct rk_db *db, const char *computer_id, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-					 "SELECT kind, phase, state, owner FROM computer_reservations WHERE computer_id = ?",
-					 err);
+	struct rk_stmt *st = rk_db_prepare(
+		db, "SELECT kind, phase, state, owner FROM computer_reservations WHERE computer_id = ?", err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
@@ -37,13 +36,12 @@ int rk_reservation_check(struct rk_db *db, const char *computer_id, struct rk_er
 	if (rc == RK_SQL_ROW) {
 		const char *state = (const char *)rk_stmt_column_text(st, 2);
 		int interrupted = rk_reservation_state_of(state) == RK_RESERVATION_INTERRUPTED;
-		r = rk_error_set(err, RK_ECONFLICT,
-				 "computer %s is reserved by %s's %s job (phase %s%s)%s", computer_id,
-				 (const char *)rk_stmt_column_text(st, 3), (const char *)rk_stmt_column_text(st, 0),
-				 (const char *)rk_stmt_column_text(st, 1), interrupted ? ", interrupted" : "",
-				 interrupted
-					 ? ": once its job has stopped, its owner frees it with `rakazo computer release`"
-					 : "");
+		r = rk_error_set(
+			err, RK_ECONFLICT, "computer %s is reserved by %s's %s job (phase %s%s)%s", computer_id,
+			(const char *)rk_stmt_column_text(st, 3), (const char *)rk_stmt_column_text(st, 0),
+			(const char *)rk_stmt_column_text(st, 1), interrupted ? ", interrupted" : "",
+			interrupted ? ": once its job has stopped, its owner frees it with `rakazo computer release`"
+				    : "");
 	} else if (rc != RK_SQL_DONE) {
 		r = rk_db_sql_error(db, err, "reservation");
 	}
@@ -55,9 +53,9 @@ static int record_phase(struct rk_db *db, const char *computer_id, const char *k
 			struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db,
-					 "INSERT INTO reservation_phases (computer_id, kind, phase, created_at) VALUES "
-					 "(?, ?, ?, ?)",
-					 err);
+					   "INSERT INTO reservation_phases (computer_id, kind, phase, created_at) VALUES "
+					   "(?, ?, ?, ?)",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
@@ -78,17 +76,20 @@ int rk_reservation_begin(struct rk_engine *eng, const struct rk_computer *c, con
 	if ((r = rk_reservation_check(eng->db, c->id, err)))
 		goto fail;
 	int64_t now = rk_now_ms();
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT bot_id, holder FROM execution_leases WHERE computer_id = ? AND holder IS NOT "
-					 "NULL AND expires_at > ? LIMIT 1",
-					 err);
+	struct rk_stmt *st =
+		rk_db_prepare(eng->db,
+			      "SELECT bot_id, holder FROM execution_leases WHERE computer_id = ? AND holder IS NOT "
+			      "NULL AND expires_at > ? LIMIT 1",
+			      err);
 	if (!st)
 		goto fail_code;
 	rk_db_bind_text(st, 1, c->id);
 	rk_stmt_bind_int64(st, 2, now);
 	if (rk_stmt_step(st) == RK_SQL_ROW) {
-		r = rk_error_set(err, RK_ECONFLICT, "bot '%s' holds a live execution lease on computer '%s' (%s): stop it first",
-				 (const char *)rk_stmt_column_text(st, 0), c->name, (const char *)rk_stmt_column_text(st, 1));
+		r = rk_error_set(err, RK_ECONFLICT,
+				 "bot '%s' holds a live execution lease on computer '%s' (%s): stop it first",
+				 (const char *)rk_stmt_column_text(st, 0), c->name,
+				 (const char *)rk_stmt_column_text(st, 1));
 		rk_stmt_finalize(st);
 		goto fail;
 	}
@@ -112,8 +113,8 @@ int rk_reservation_begin(struct rk_engine *eng, const struct rk_computer *c, con
 	rk_stmt_bind_int64(st, 4, getpid());
 	rk_stmt_bind_int64(st, 5, now);
 	rk_stmt_bind_int64(st, 6, now);
-	if ((r = rk_db_step_done(eng->db, st, "reserve", err)) || (r = record_phase(eng->db, c->id, kind, "reserved", err)) ||
-	    (r = rk_db_commit(eng->db, err)))
+	if ((r = rk_db_step_done(eng->db, st, "reserve", err)) ||
+	    (r = record_phase(eng->db, c->id, kind, "reserved", err)) || (r = rk_db_commit(eng->db, err)))
 		goto fail;
 	rk_log(RK_LOG_INFO, "reservation %s: %s job by %s (pid %d)", c->id, kind, eng->owner, (int)getpid());
 	return 0;
@@ -179,9 +180,9 @@ int rk_reservation_operation(struct rk_engine *eng, const char *computer_id, con
 int rk_reservation_heartbeat(struct rk_engine *eng, const char *computer_id, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "UPDATE computer_reservations SET heartbeat_at = ? WHERE computer_id = ? AND "
-					 "worker_pid = ? AND state = 'active'",
-					 err);
+					   "UPDATE computer_reservations SET heartbeat_at = ? WHERE computer_id = ? AND "
+					   "worker_pid = ? AND state = 'active'",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_stmt_bind_int64(st, 1, rk_now_ms());
@@ -195,10 +196,11 @@ int rk_reservation_heartbeat(struct rk_engine *eng, const char *computer_id, str
 
 int rk_reservation_end(struct rk_engine *eng, const char *computer_id, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "DELETE FROM computer_reservations WHERE computer_id = ? AND worker_pid = ? AND "
-					 "state = 'active'",
-					 err);
+	struct rk_stmt
+		*st = rk_db_prepare(eng->db,
+				    "DELETE FROM computer_reservations WHERE computer_id = ? AND worker_pid = ? AND "
+				    "state = 'active'",
+				    err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
@@ -211,10 +213,11 @@ int rk_reservation_end(struct rk_engine *eng, const char *computer_id, struct rk
 
 int rk_reservation_scan(struct rk_engine *eng, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "UPDATE computer_reservations SET state = 'interrupted' WHERE state = 'active' AND "
-					 "heartbeat_at < ? RETURNING computer_id, kind, phase",
-					 err);
+	struct rk_stmt
+		*st = rk_db_prepare(eng->db,
+				    "UPDATE computer_reservations SET state = 'interrupted' WHERE state = 'active' AND "
+				    "heartbeat_at < ? RETURNING computer_id, kind, phase",
+				    err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_stmt_bind_int64(st, 1, rk_now_ms() - silent_ms());
@@ -234,10 +237,11 @@ static int pid_alive(int64_t pid)
 
 int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT owner, worker_pid, operation, state, kind FROM computer_reservations WHERE "
-					 "computer_id = ?",
-					 err);
+	struct rk_stmt
+		*st = rk_db_prepare(eng->db,
+				    "SELECT owner, worker_pid, operation, state, kind FROM computer_reservations WHERE "
+				    "computer_id = ?",
+				    err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, c->id);
@@ -269,10 +273,11 @@ int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, s
 			int running = rk_session_state_of(s.state) == RK_SESSION_RUNNING && pid_alive(s.holder_pid);
 			rk_session_row_release(&s);
 			if (running) {
-				r = rk_error_set(err, RK_ECONFLICT,
-						 "the job's command (session %s) still runs in computer '%s': end it with "
-						 "`rakazo computer kill %s %s` first",
-						 operation, c->name, c->name, operation);
+				r = rk_error_set(
+					err, RK_ECONFLICT,
+					"the job's command (session %s) still runs in computer '%s': end it with "
+					"`rakazo computer kill %s %s` first",
+					operation, c->name, c->name, operation);
 				goto out;
 			}
 		}
@@ -294,10 +299,11 @@ out:
 
 cJSON *rk_reservation_to_json(struct rk_db *db, const char *computer_id)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-					 "SELECT kind, owner, worker_pid, operation, phase, state, heartbeat_at, created_at "
-					 "FROM computer_reservations WHERE computer_id = ?",
-					 NULL);
+	struct rk_stmt
+		*st = rk_db_prepare(db,
+				    "SELECT kind, owner, worker_pid, operation, phase, state, heartbeat_at, created_at "
+				    "FROM computer_reservations WHERE computer_id = ?",
+				    NULL);
 	if (!st)
 		return NULL;
 	rk_db_bind_text(st, 1, computer_id);

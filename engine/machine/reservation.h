@@ -45,14 +45,14 @@ cJSON *rk_reservation_to_json(struct rk_db *db, const char *computer_id);
 
 /* A reservation's state (computer_reservations.state): interrupted once its
  * job went silent; only its owner's release frees it then. */
-#define RK_RESERVATION_STATES(X)                     \
-	X(RK_RESERVATION_ACTIVE, "active")           \
+#define RK_RESERVATION_STATES(X)                                                                                       \
+	X(RK_RESERVATION_ACTIVE, "active")                                                                             \
 	X(RK_RESERVATION_INTERRUPTED, "interrupted")
 RK_NAMES_ENUM(rk_reservation_state, RK_RESERVATION_STATE, RK_RESERVATION_STATES);
 
 /* The job a reservation is for (computer_reservations.kind). */
-#define RK_RESERVATION_KINDS(X)                \
-	X(RK_RESERVATION_UPDATE, "update")     \
+#define RK_RESERVATION_KINDS(X)                                                                                        \
+	X(RK_RESERVATION_UPDATE, "update")                                                                             \
 	X(RK_RESERVATION_RECOVERY, "recovery")
 RK_NAMES_ENUM(rk_reservation_kind, RK_RESERVATION_KIND, RK_RESERVATION_KINDS);
 

@@ -48,8 +48,8 @@ static const char *signal_name(int signo)
 	static const struct {
 		int n;
 		const char *name;
-	} names[] = {{SIGHUP, "SIGHUP"}, {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
-		     {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"}, {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
+	} names[] = {{SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},	 {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+		     {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},	 {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
 		     {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"}, {SIGPIPE, "SIGPIPE"},
 		     {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -91,7 +91,11 @@ static char *utf8_sanitize(const unsigned char *s, size_t n, size_t *out_len)
 	size_t i = 0;
 	while (i < n) {
 		unsigned char c = s[i];
-		size_t need = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
+		size_t need = c < 0x80		   ? 0
+			      : (c & 0xE0) == 0xC0 ? 1
+			      : (c & 0xF0) == 0xE0 ? 2
+			      : (c & 0xF8) == 0xF0 ? 3
+						   : 9;
 		int ok = need != 9 && i + need < n + (need ? 0 : 1);
 		if (ok && need) {
 			if (i + need >= n + 1)
@@ -100,11 +104,13 @@ static char *utf8_sanitize(const unsigned char *s, size_t n, size_t *out_len)
 				if (i + k >= n || (s[i + k] & 0xC0) != 0x80)
 					ok = 0;
 			if (ok) {
-				uint32_t cp = need == 1 ? (uint32_t)(c & 0x1F) : need == 2 ? (uint32_t)(c & 0x0F) : (uint32_t)(c & 0x07);
+				uint32_t cp = need == 1	  ? (uint32_t)(c & 0x1F)
+					      : need == 2 ? (uint32_t)(c & 0x0F)
+							  : (uint32_t)(c & 0x07);
 				for (size_t k = 1; k <= need; k++)
 					cp = (cp << 6) | (s[i + k] & 0x3F);
-				if ((need == 1 && cp < 0x80) || (need == 2 && cp < 0x800) || (need == 3 && cp < 0x10000) ||
-				    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+				if ((need == 1 && cp < 0x80) || (need == 2 && cp < 0x800) ||
+				    (need == 3 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
 					ok = 0;
 			}
 		}
@@ -174,21 +180,44 @@ int rk_unescape_c(const char *in, struct rk_buf *out, struct rk_error *err)
 		}
 		p++;
 		switch (*p) {
-		case 'n': rk_buf_addc(out, '\n'); break;
-		case 't': rk_buf_addc(out, '\t'); break;
-		case 'r': rk_buf_addc(out, '\r'); break;
-		case 'a': rk_buf_addc(out, '\a'); break;
-		case 'b': rk_buf_addc(out, '\b'); break;
-		case 'e': rk_buf_addc(out, 0x1b); break;
-		case 'f': rk_buf_addc(out, '\f'); break;
-		case 'v': rk_buf_addc(out, '\v'); break;
-		case '\\': rk_buf_addc(out, '\\'); break;
-		case '"': rk_buf_addc(out, '"'); break;
-		case '\'': rk_buf_addc(out, '\''); break;
+		case 'n':
+			rk_buf_addc(out, '\n');
+			break;
+		case 't':
+			rk_buf_addc(out, '\t');
+			break;
+		case 'r':
+			rk_buf_addc(out, '\r');
+			break;
+		case 'a':
+			rk_buf_addc(out, '\a');
+			break;
+		case 'b':
+			rk_buf_addc(out, '\b');
+			break;
+		case 'e':
+			rk_buf_addc(out, 0x1b);
+			break;
+		case 'f':
+			rk_buf_addc(out, '\f');
+			break;
+		case 'v':
+			rk_buf_addc(out, '\v');
+			break;
+		case '\\':
+			rk_buf_addc(out, '\\');
+			break;
+		case '"':
+			rk_buf_addc(out, '"');
+			break;
+		case '\'':
+			rk_buf_addc(out, '\'');
+			break;
 		case 'x': {
 			int h1 = hexval(p[1]), h2 = h1 >= 0 ? hexval(p[2]) : -1;
 			if (h1 < 0)
-				return rk_error_set(err, RK_EINVALID, "bad escape \\x at byte %zu: two hex digits expected",
+				return rk_error_set(err, RK_EINVALID,
+						    "bad escape \\x at byte %zu: two hex digits expected",
 						    (size_t)(p - in));
 			if (h2 >= 0) {
 				rk_buf_addc(out, (char)(h1 * 16 + h2));
@@ -204,7 +233,8 @@ int rk_unescape_c(const char *in, struct rk_buf *out, struct rk_error *err)
 			for (int k = 1; k <= 4; k++) {
 				int h = hexval(p[k]);
 				if (h < 0)
-					return rk_error_set(err, RK_EINVALID, "bad escape \\u at byte %zu: four hex digits expected",
+					return rk_error_set(err, RK_EINVALID,
+							    "bad escape \\u at byte %zu: four hex digits expected",
 							    (size_t)(p - in));
 				cp = cp * 16 + (uint32_t)h;
 			}
@@ -212,7 +242,14 @@ int rk_unescape_c(const char *in, struct rk_buf *out, struct rk_error *err)
 			p += 4;
 			break;
 		}
-		case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4':
+		case '5':
+		case '6':
+		case '7': {
 			int v = 0, k = 0;
 			while (k < 3 && p[k] >= '0' && p[k] <= '7')
 				v = v * 8 + (p[k++] - '0');
@@ -237,19 +274,19 @@ struct holder {
 	char *sid, *computer_id, *owner, *bot_id;
 	int tty;
 	struct rk_buf pending; /* output not yet handed out */
-	int dropped;           /* pending lost its head to HOLD_MAX */
+	int dropped;	       /* pending lost its head to HOLD_MAX */
 	int eof;
 	int ended;
 	int end_recorded; /* the exit is in the database */
 	struct rk_exit_status status;
 	int64_t idle_ms;
-	struct rk_engine *eng;  /* the holder's own (its db), for redaction */
-	struct rk_actor actor;  /* whose secrets are redacted; user NULL: patterns only */
-	struct rk_buf typed;    /* input since the last line end, not yet in history */
-	struct rk_buf said;     /* output handed out, not yet in history: it could begin a secret */
-	int keep_back;          /* a model reads the replies (rk_session_request) */
-	cJSON *relayed;         /* a call through the state: its reply, kept instead of written */
-	int relay;              /* the state is shared (PostgreSQL): answer calls left there */
+	struct rk_engine *eng; /* the holder's own (its db), for redaction */
+	struct rk_actor actor; /* whose secrets are redacted; user NULL: patterns only */
+	struct rk_buf typed;   /* input since the last line end, not yet in history */
+	struct rk_buf said;    /* output handed out, not yet in history: it could begin a secret */
+	int keep_back;	       /* a model reads the replies (rk_session_request) */
+	cJSON *relayed;	       /* a call through the state: its reply, kept instead of written */
+	int relay;	       /* the state is shared (PostgreSQL): answer calls left there */
 };
 
 /* A reply goes to the caller's socket, or (client < 0) is kept for a call
@@ -421,7 +458,8 @@ static void holder_reply(struct holder *h, int client, size_t max_output, const 
 		/* for a model, the tail that could begin a secret waits for the next
 		 * read, so a value split between two reads reaches it whole (and so
 		 * redacted) */
-		size_t held = h->keep_back && !h->ended ? rk_secret_redactor_hold(red, h->pending.data, h->pending.len) : 0;
+		size_t held = h->keep_back && !h->ended ? rk_secret_redactor_hold(red, h->pending.data, h->pending.len)
+							: 0;
 		size_t give = h->pending.len - held;
 		size_t take = give, skip = 0;
 		int truncated = h->dropped;
@@ -552,7 +590,8 @@ static void holder_serve(struct holder *h, int client, cJSON *req_in)
 static int holder_relay(struct holder *h)
 {
 	struct rk_stmt *st = rk_db_prepare(
-		h->db, "SELECT id, request FROM session_calls WHERE session_id = ?1 AND reply IS NULL ORDER BY created_at",
+		h->db,
+		"SELECT id, request FROM session_calls WHERE session_id = ?1 AND reply IS NULL ORDER BY created_at",
 		NULL);
 	if (!st)
 		return 0;
@@ -664,8 +703,12 @@ static void holder_main(void *arg, int ready_fd)
 	free(name);
 	if (lsock < 0)
 		goto fail;
-	struct rk_exec_request xr = {.command = req->command, .cwd = req->cwd, .env = req->env, .tty = req->tty,
-				     .rows = req->rows, .cols = req->cols};
+	struct rk_exec_request xr = {.command = req->command,
+				     .cwd = req->cwd,
+				     .env = req->env,
+				     .tty = req->tty,
+				     .rows = req->rows,
+				     .cols = req->cols};
 	if (rk_machine_exec_spawn(&mc, &xr, &h.proc, &err) != 0)
 		goto fail;
 	h.sid = (char *)a->sid;
@@ -740,7 +783,8 @@ static int relay_call(struct rk_engine *eng, const char *sid, const cJSON *req, 
 	char *id = rk_id_new("scall");
 	char *text = cJSON_PrintUnformatted(req);
 	struct rk_stmt *st = rk_db_prepare(
-		eng->db, "INSERT INTO session_calls (id, session_id, request, created_at) VALUES (?1, ?2, ?3, ?4)", err);
+		eng->db, "INSERT INTO session_calls (id, session_id, request, created_at) VALUES (?1, ?2, ?3, ?4)",
+		err);
 	int r = st ? 0 : -rk_err(err)->code;
 	if (st) {
 		rk_db_bind_text(st, 1, id);
@@ -769,11 +813,13 @@ static int relay_call(struct rk_engine *eng, const char *sid, const cJSON *req, 
 			st = rk_db_prepare(eng->db, "DELETE FROM session_calls WHERE id = ?1 AND reply IS NULL", err);
 			if (st) {
 				rk_db_bind_text(st, 1, id);
-				if (rk_db_step_done(eng->db, st, "withdraw a session call", err) == 0 && rk_db_changes(eng->db) > 0)
-					r = rk_error_set(err, RK_EOUTCOME_UNKNOWN,
-							 "session %s: no holder answered through the state in %lld ms (its host "
-							 "may be down); any input may not have been delivered", sid,
-							 (long long)timeout_ms);
+				if (rk_db_step_done(eng->db, st, "withdraw a session call", err) == 0 &&
+				    rk_db_changes(eng->db) > 0)
+					r = rk_error_set(
+						err, RK_EOUTCOME_UNKNOWN,
+						"session %s: no holder answered through the state in %lld ms (its host "
+						"may be down); any input may not have been delivered",
+						sid, (long long)timeout_ms);
 			}
 			gave_up = 1;
 			continue;
@@ -828,14 +874,17 @@ static int session_call(struct rk_engine *eng, const char *sid, const char *op, 
 		/* the input may have reached the command: never send it again */
 		r = rk_error_set(err, RK_EOUTCOME_UNKNOWN,
 				 "session %s: the reply was lost; its input may have been delivered (read with empty "
-				 "input to see)", sid);
+				 "input to see)",
+				 sid);
 	cJSON_Delete(req);
 	if (r)
 		return r;
 	if (out)
 		r = reply_from_json(sid, reply, out, err);
 	else if (cJSON_GetObjectItemCaseSensitive(reply, "error"))
-		r = rk_error_set(err, rk_code_from_name(rk_json_string(cJSON_GetObjectItemCaseSensitive(reply, "error"), "code", "failed")),
+		r = rk_error_set(err,
+				 rk_code_from_name(rk_json_string(cJSON_GetObjectItemCaseSensitive(reply, "error"),
+								  "code", "failed")),
 				 "session %s: %s", sid,
 				 rk_json_string(cJSON_GetObjectItemCaseSensitive(reply, "error"), "message", "failed"));
 	cJSON_Delete(reply);
@@ -876,7 +925,8 @@ int rk_session_start(struct rk_engine *eng, struct rk_computer *c, const struct 
 	if (!ops)
 		return -rk_err(err)->code;
 	if (req->tty && !(ops->caps & RK_CAP_TTY))
-		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' gives no terminal: run without --tty", c->kind);
+		return rk_error_set(err, RK_EUNSUPPORTED, "provider '%s' gives no terminal: run without --tty",
+				    c->kind);
 
 	char *sid = rk_id_new("cse");
 	/* the sessions list shows the command as history does: redacted */
@@ -887,8 +937,12 @@ int rk_session_start(struct rk_engine *eng, struct rk_computer *c, const struct 
 	rk_buf_adds(&shown, req->command);
 	rk_secret_redact_history(eng, rk_actor_resolve(&a, eng, NULL, req->bot_id, &e) == 0 ? &a : NULL, &shown);
 	rk_actor_release(&a);
-	struct rk_session_row row = {.id = sid, .computer_id = c->id, .owner = eng->owner,
-				     .command = shown.data, .tty = req->tty, .created_at = rk_now_ms()};
+	struct rk_session_row row = {.id = sid,
+				     .computer_id = c->id,
+				     .owner = eng->owner,
+				     .command = shown.data,
+				     .tty = req->tty,
+				     .created_at = rk_now_ms()};
 	r = rk_db_session_insert(eng->db, &row, err);
 	sodium_memzero(shown.data, shown.len);
 	rk_buf_release(&shown);

@@ -39,14 +39,14 @@ struct rk_session_request {
 };
 
 struct rk_session_reply {
-	char *session;  /* NULL once the command has ended */
+	char *session; /* NULL once the command has ended */
 	int running;
-	int exited;     /* exit_code is valid */
+	int exited; /* exit_code is valid */
 	int exit_code;
-	int signo;      /* > 0 when a signal ended it */
-	int lost;       /* the computer went away mid-command */
-	int truncated;  /* only the tail of the new output is here */
-	char *output;   /* UTF-8 (invalid bytes replaced), malloc'd */
+	int signo;     /* > 0 when a signal ended it */
+	int lost;      /* the computer went away mid-command */
+	int truncated; /* only the tail of the new output is here */
+	char *output;  /* UTF-8 (invalid bytes replaced), malloc'd */
 	size_t output_len;
 };
 void rk_session_reply_release(struct rk_session_reply *r);
@@ -75,10 +75,10 @@ int rk_session_check_yield(int64_t yield_ms, struct rk_error *err);
 
 /* What a terminal history entry holds (terminal_history.kind,
  * rk_history_entry.kind): the command, input, output, or how it ended. */
-#define RK_HISTORY_KINDS(X)              \
-	X(RK_HISTORY_COMMAND, "command") \
-	X(RK_HISTORY_INPUT, "input")     \
-	X(RK_HISTORY_OUTPUT, "output")   \
+#define RK_HISTORY_KINDS(X)                                                                                            \
+	X(RK_HISTORY_COMMAND, "command")                                                                               \
+	X(RK_HISTORY_INPUT, "input")                                                                                   \
+	X(RK_HISTORY_OUTPUT, "output")                                                                                 \
 	X(RK_HISTORY_EXIT, "exit")
 RK_NAMES_ENUM(rk_history_kind, RK_HISTORY_KIND, RK_HISTORY_KINDS);
 

@@ -43,8 +43,8 @@ int rk_team_bot_check(const char *bot, struct rk_error *err)
 	for (const char *p = bot; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
 		      *p == '_' || *p == '.'))
-			return rk_error_set(err, RK_EINVALID, "bot id '%s' may only hold letters, digits, '-', '_' and '.'",
-					    bot);
+			return rk_error_set(err, RK_EINVALID,
+					    "bot id '%s' may only hold letters, digits, '-', '_' and '.'", bot);
 	return 0;
 }
 
@@ -98,9 +98,8 @@ int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot
 	int r = rk_team_bot_check(bot, err);
 	if (r || (r = rk_computer_ensure_running(eng, c, err)))
 		return r;
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT 1 FROM team_bots WHERE computer_id = ? AND bot_id = ? AND layout_ref IS ?",
-					 err);
+	struct rk_stmt *st = rk_db_prepare(
+		eng->db, "SELECT 1 FROM team_bots WHERE computer_id = ? AND bot_id = ? AND layout_ref IS ?", err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, c->id);
@@ -135,18 +134,19 @@ int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot
 
 /* --- runs and control --------------------------------------------------------------------- */
 
-int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char *bot_id, char **state,
-			  char **run_id, struct rk_error *err)
+int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char *bot_id, char **state, char **run_id,
+			  struct rk_error *err)
 {
 	*state = NULL;
 	if (run_id)
 		*run_id = NULL;
-	struct rk_stmt *st = rk_db_prepare(db,
-					 "SELECT state, id FROM runs WHERE computer_id = ? AND coalesce(lease_bot, bot_id, "
-					 "'default') = ? AND state IN "
-					 "('queued','running','waiting_takeover') ORDER BY CASE state WHEN 'running' THEN 0 "
-					 "WHEN 'queued' THEN 1 ELSE 2 END, created_at DESC LIMIT 1",
-					 err);
+	struct rk_stmt
+		*st = rk_db_prepare(db,
+				    "SELECT state, id FROM runs WHERE computer_id = ? AND coalesce(lease_bot, bot_id, "
+				    "'default') = ? AND state IN "
+				    "('queued','running','waiting_takeover') ORDER BY CASE state WHEN 'running' THEN 0 "
+				    "WHEN 'queued' THEN 1 ELSE 2 END, created_at DESC LIMIT 1",
+				    err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
@@ -184,16 +184,18 @@ int rk_team_bot_busy(struct rk_db *db, const char *computer_id, const char *comp
 		return 0;
 	}
 	if (state) {
-		r = rk_error_set(err, RK_ECONFLICT, "Stop the bot first: bot '%s' has an active run %s (%s) on computer '%s'",
-				 bot_id, run, state, computer_name);
+		r = rk_error_set(err, RK_ECONFLICT,
+				 "Stop the bot first: bot '%s' has an active run %s (%s) on computer '%s'", bot_id, run,
+				 state, computer_name);
 	} else {
 		struct rk_lease l = {0};
 		struct rk_error e2;
 		if (rk_db_lease_get(db, computer_id, bot_id, &l, &e2) == 0 && l.holder && l.expires_at > rk_now_ms())
-			r = rk_error_set(err, RK_ECONFLICT,
-					 "Stop the bot first: bot '%s' holds a live execution lease on computer '%s' (%s, "
-					 "fence %lld)",
-					 bot_id, computer_name, l.holder, (long long)l.fence);
+			r = rk_error_set(
+				err, RK_ECONFLICT,
+				"Stop the bot first: bot '%s' holds a live execution lease on computer '%s' (%s, "
+				"fence %lld)",
+				bot_id, computer_name, l.holder, (long long)l.fence);
 		rk_lease_release_record(&l);
 	}
 	free(state);
@@ -213,10 +215,11 @@ int rk_team_call_begin(struct rk_engine *eng, struct rk_computer *c, const char 
 	if (use == RK_TEAM_USE_ACT) {
 		char *holder = NULL;
 		if (rk_team_control_live(eng->db, c->id, bot, &holder)) {
-			r = rk_error_set(err, RK_ECONFLICT,
-					 "%s has control of the screen of bot '%s' on computer '%s': the bot's screen actions "
-					 "wait until `rakazo screen release-control %s --bot %s`",
-					 holder ? holder : "a person", bot, c->name, c->name, bot);
+			r = rk_error_set(
+				err, RK_ECONFLICT,
+				"%s has control of the screen of bot '%s' on computer '%s': the bot's screen actions "
+				"wait until `rakazo screen release-control %s --bot %s`",
+				holder ? holder : "a person", bot, c->name, c->name, bot);
 			free(holder);
 			return r;
 		}
@@ -237,7 +240,8 @@ int rk_team_call_begin(struct rk_engine *eng, struct rk_computer *c, const char 
 			call->fence = l.fence;
 			call->own = 1;
 		} else if (rk_err(err)->code == RK_ECONFLICT) {
-			rk_error_prefix(err, "bot '%s' is busy with another task (pass its --fence to act under its lease)",
+			rk_error_prefix(err,
+					"bot '%s' is busy with another task (pass its --fence to act under its lease)",
 					bot);
 		}
 		rk_lease_release_record(&l);
@@ -310,9 +314,9 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 	if (r)
 		return r;
 	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT slot, state, generation FROM display_slots WHERE computer_id = ? AND "
-					 "bot_id = ?",
-					 err);
+					   "SELECT slot, state, generation FROM display_slots WHERE computer_id = ? AND "
+					   "bot_id = ?",
+					   err);
 	if (!st)
 		goto fail;
 	rk_db_bind_text(st, 1, c->id);
@@ -324,16 +328,18 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 		rk_stmt_finalize(st);
 		rk_db_rollback(eng->db);
 		if (releasing)
-			return rk_error_set(err, RK_ECONFLICT,
-					    "the screen of bot '%s' on computer '%s' is still being released: run `rakazo screen "
-					    "release %s --bot %s` again",
-					    bot, c->name, c->name, bot);
+			return rk_error_set(
+				err, RK_ECONFLICT,
+				"the screen of bot '%s' on computer '%s' is still being released: run `rakazo screen "
+				"release %s --bot %s` again",
+				bot, c->name, c->name, bot);
 		return 0;
 	}
 	rk_stmt_finalize(st);
 	/* the slots in use, lowest first */
 	st = rk_db_prepare(eng->db,
-			   "SELECT slot FROM display_slots WHERE computer_id = ? AND bot_id IS NOT NULL ORDER BY slot", err);
+			   "SELECT slot FROM display_slots WHERE computer_id = ? AND bot_id IS NOT NULL ORDER BY slot",
+			   err);
 	if (!st)
 		goto fail;
 	rk_db_bind_text(st, 1, c->id);
@@ -347,10 +353,11 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 	int64_t limit = screen_limit();
 	if (!multi_screen(c) && used >= 1) {
 		rk_db_rollback(eng->db);
-		return rk_error_set(err, RK_EMULTISCREEN,
-				    "computer '%s' (provider %s) has one screen and another bot holds it: graphical tools "
-				    "wait; shell and file tools keep working",
-				    c->name, c->kind);
+		return rk_error_set(
+			err, RK_EMULTISCREEN,
+			"computer '%s' (provider %s) has one screen and another bot holds it: graphical tools "
+			"wait; shell and file tools keep working",
+			c->name, c->kind);
 	}
 	if ((limit && used >= limit) || next > SLOT_MAX) {
 		rk_db_rollback(eng->db);
@@ -360,11 +367,12 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 				    c->name, bot, (long long)(limit ? limit : SLOT_MAX));
 	}
 	char *profile = rk_xasprintf(".browser-profiles/%s", bot);
-	st = rk_db_prepare(eng->db,
-			   "INSERT INTO display_slots (computer_id, slot, bot_id, state, generation, profile, updated_at) "
-			   "VALUES (?1, ?2, ?3, 'starting', 1, ?4, ?5) ON CONFLICT (computer_id, slot) DO UPDATE SET "
-			   "bot_id = ?3, state = 'starting', generation = display_slots.generation + 1, profile = ?4, updated_at = ?5",
-			   err);
+	st = rk_db_prepare(
+		eng->db,
+		"INSERT INTO display_slots (computer_id, slot, bot_id, state, generation, profile, updated_at) "
+		"VALUES (?1, ?2, ?3, 'starting', 1, ?4, ?5) ON CONFLICT (computer_id, slot) DO UPDATE SET "
+		"bot_id = ?3, state = 'starting', generation = display_slots.generation + 1, profile = ?4, updated_at = ?5",
+		err);
 	if (!st) {
 		free(profile);
 		goto fail;
@@ -421,10 +429,11 @@ static void slot_set_state(struct rk_engine *eng, const char *computer_id, const
 int rk_team_screen_slot(struct rk_engine *eng, const char *computer_id, const char *bot_id, int *slot,
 			int64_t *generation, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT slot, generation FROM display_slots WHERE computer_id = ? AND bot_id = ? "
-					 "AND state = 'live'",
-					 err);
+	struct rk_stmt
+		*st = rk_db_prepare(eng->db,
+				    "SELECT slot, generation FROM display_slots WHERE computer_id = ? AND bot_id = ? "
+				    "AND state = 'live'",
+				    err);
 	if (!st)
 		return rk_error_pass(err);
 	rk_db_bind_text(st, 1, computer_id);
@@ -434,20 +443,22 @@ int rk_team_screen_slot(struct rk_engine *eng, const char *computer_id, const ch
 		*slot = rk_stmt_column_int(st, 0);
 		*generation = rk_stmt_column_int64(st, 1);
 	} else {
-		r = rk_error_set(err, RK_ENOTFOUND, "bot '%s' has no live screen on computer '%s'", bot_id, computer_id);
+		r = rk_error_set(err, RK_ENOTFOUND, "bot '%s' has no live screen on computer '%s'", bot_id,
+				 computer_id);
 	}
 	rk_stmt_finalize(st);
 	return r;
 }
 
-int rk_team_slot_tenant(struct rk_engine *eng, const char *computer_id, int slot, char **bot_id,
-			int64_t *generation, struct rk_error *err)
+int rk_team_slot_tenant(struct rk_engine *eng, const char *computer_id, int slot, char **bot_id, int64_t *generation,
+			struct rk_error *err)
 {
 	*bot_id = NULL;
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT bot_id, generation FROM display_slots WHERE computer_id = ? AND slot = ? "
-					 "AND bot_id IS NOT NULL",
-					 err);
+	struct rk_stmt
+		*st = rk_db_prepare(eng->db,
+				    "SELECT bot_id, generation FROM display_slots WHERE computer_id = ? AND slot = ? "
+				    "AND bot_id IS NOT NULL",
+				    err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
@@ -518,9 +529,8 @@ static int act_recheck(struct rk_engine *eng, const struct rk_computer *c, const
  * the slot (claimed and started as needed), and the result stamped with
  * bot_id, slot and generation. */
 static int screen_call(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence,
-		       const char *batch_json, int settle_ms, int observe,
-		       const struct rk_display_observe_options *opt, struct rk_display_shot *shot,
-		       struct rk_display_act_result *res, struct rk_error *err)
+		       const char *batch_json, int settle_ms, int observe, const struct rk_display_observe_options *opt,
+		       struct rk_display_shot *shot, struct rk_display_act_result *res, struct rk_error *err)
 {
 	struct rk_team_call call;
 	int r = rk_team_call_begin(eng, c, bot, fence, batch_json ? RK_TEAM_USE_ACT : RK_TEAM_USE_VIEW, &call, err);
@@ -560,9 +570,8 @@ int rk_team_screen_observe(struct rk_engine *eng, struct rk_computer *c, const c
 }
 
 int rk_team_screen_act(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence,
-		       const char *batch_json, int settle_ms, int observe,
-		       const struct rk_display_observe_options *opt, struct rk_display_act_result *out,
-		       struct rk_error *err)
+		       const char *batch_json, int settle_ms, int observe, const struct rk_display_observe_options *opt,
+		       struct rk_display_act_result *out, struct rk_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	if (!batch_json)
@@ -580,8 +589,7 @@ int rk_team_browser_begin(struct rk_engine *eng, struct rk_computer *c, const ch
 	}
 	/* before a slot is claimed for a browser that cannot be there */
 	int r = rk_browser_supported(c, err);
-	if (r || (r = rk_team_call_begin(eng, c, bot, fence, act ? RK_TEAM_USE_ACT : RK_TEAM_USE_VIEW, &tb->call,
-					 err)))
+	if (r || (r = rk_team_call_begin(eng, c, bot, fence, act ? RK_TEAM_USE_ACT : RK_TEAM_USE_VIEW, &tb->call, err)))
 		return r;
 	struct slot s = {0};
 	struct rk_display_observe_options o = {0};
@@ -653,9 +661,8 @@ int rk_team_screen_release(struct rk_engine *eng, struct rk_computer *c, const c
 	struct slot s = {0};
 	if ((r = rk_db_begin(eng->db, err)))
 		goto out;
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT slot, generation FROM display_slots WHERE computer_id = ? AND bot_id = ?",
-					 err);
+	struct rk_stmt *st = rk_db_prepare(
+		eng->db, "SELECT slot, generation FROM display_slots WHERE computer_id = ? AND bot_id = ?", err);
 	if (!st) {
 		r = -rk_err(err)->code;
 		rk_db_rollback(eng->db);
@@ -683,8 +690,9 @@ int rk_team_screen_release(struct rk_engine *eng, struct rk_computer *c, const c
 	if ((r = rk_computer_ensure_running(eng, c, err)) == 0 && (r = close_browser(eng, c, bot, s.slot, err)) == 0)
 		r = rk_display_close(eng, c, s.slot, err);
 	if (r) {
-		rk_error_prefix(err, "screen teardown of bot '%s' failed; slot %d stays reserved: run `rakazo screen "
-				     "release %s --bot %s` again",
+		rk_error_prefix(err,
+				"screen teardown of bot '%s' failed; slot %d stays reserved: run `rakazo screen "
+				"release %s --bot %s` again",
 				bot, s.slot, c->name, bot);
 		goto out;
 	}
@@ -697,10 +705,11 @@ out:
 
 int rk_team_screens_forget(struct rk_engine *eng, const char *computer_id, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "UPDATE display_slots SET bot_id = NULL, profile = NULL, state = 'free', updated_at = ?2 "
-					 "WHERE computer_id = ?1 AND bot_id IS NOT NULL",
-					 err);
+	struct rk_stmt *st =
+		rk_db_prepare(eng->db,
+			      "UPDATE display_slots SET bot_id = NULL, profile = NULL, state = 'free', updated_at = ?2 "
+			      "WHERE computer_id = ?1 AND bot_id IS NOT NULL",
+			      err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
@@ -714,9 +723,9 @@ int rk_team_screens_forget(struct rk_engine *eng, const char *computer_id, struc
 int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSON **out, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(eng->db,
-					 "SELECT slot, bot_id, state, generation, profile FROM display_slots WHERE "
-					 "computer_id = ? AND bot_id IS NOT NULL ORDER BY slot",
-					 err);
+					   "SELECT slot, bot_id, state, generation, profile FROM display_slots WHERE "
+					   "computer_id = ? AND bot_id IS NOT NULL ORDER BY slot",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, c->id);
@@ -745,8 +754,8 @@ int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSO
 int rk_team_screen_count(struct rk_db *db, const struct rk_computer *c)
 {
 	int bots = 0;
-	struct rk_stmt *st = rk_db_prepare(db, "SELECT count(*) FROM display_slots WHERE computer_id = ? AND bot_id IS NOT NULL",
-					 NULL);
+	struct rk_stmt *st = rk_db_prepare(
+		db, "SELECT count(*) FROM display_slots WHERE computer_id = ? AND bot_id IS NOT NULL", NULL);
 	if (st) {
 		rk_db_bind_text(st, 1, c->id);
 		if (rk_stmt_step(st) == RK_SQL_ROW)
@@ -807,7 +816,8 @@ int rk_team_takeover(struct rk_engine *eng, struct rk_computer *c, const char *b
 	int extend = 0;
 	if (rk_team_control_live(eng->db, c->id, bot, &holder)) {
 		if (strcmp(holder, eng->owner) != 0) {
-			r = rk_error_set(err, RK_ECONFLICT, "%s already has control of the screen of bot '%s'", holder, bot);
+			r = rk_error_set(err, RK_ECONFLICT, "%s already has control of the screen of bot '%s'", holder,
+					 bot);
 			goto fail;
 		}
 		extend = 1;
@@ -897,15 +907,17 @@ int rk_team_release_control(struct rk_engine *eng, struct rk_computer *c, const 
 		return r;
 	char *holder = NULL;
 	if (!rk_team_control_live(eng->db, c->id, bot, &holder))
-		return rk_error_set(err, RK_ENOTFOUND, "nobody has control of the screen of bot '%s' on computer '%s'", bot,
-				    c->name);
+		return rk_error_set(err, RK_ENOTFOUND, "nobody has control of the screen of bot '%s' on computer '%s'",
+				    bot, c->name);
 	if (strcmp(holder, eng->owner) != 0) {
-		r = rk_error_set(err, RK_EDENIED, "%s has control of the screen of bot '%s', not %s", holder, bot, eng->owner);
+		r = rk_error_set(err, RK_EDENIED, "%s has control of the screen of bot '%s', not %s", holder, bot,
+				 eng->owner);
 		free(holder);
 		return r;
 	}
 	free(holder);
-	struct rk_stmt *st = rk_db_prepare(eng->db, "DELETE FROM control_leases WHERE computer_id = ? AND bot_id = ?", err);
+	struct rk_stmt *st = rk_db_prepare(eng->db, "DELETE FROM control_leases WHERE computer_id = ? AND bot_id = ?",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, c->id);

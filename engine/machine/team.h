@@ -52,9 +52,9 @@ int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot
 
 /* A bot's call: the lease it carries, taken or checked by begin. */
 enum rk_team_use {
-	RK_TEAM_USE_WORK,   /* shell and files */
-	RK_TEAM_USE_VIEW,   /* screenshots */
-	RK_TEAM_USE_ACT,    /* screen actions: refused while a person has control */
+	RK_TEAM_USE_WORK, /* shell and files */
+	RK_TEAM_USE_VIEW, /* screenshots */
+	RK_TEAM_USE_ACT,  /* screen actions: refused while a person has control */
 };
 struct rk_team_call {
 	char *computer_id, *bot, *holder;
@@ -82,16 +82,15 @@ int rk_team_screen_slot(struct rk_engine *eng, const char *computer_id, const ch
 /* The bot on display slot of computer_id (1, *bot_id malloc'd, with the
  * slot's generation), or 0 when no bot has it: a --display share of a bot's
  * slot is a share of that bot's screen. */
-int rk_team_slot_tenant(struct rk_engine *eng, const char *computer_id, int slot, char **bot_id,
-			int64_t *generation, struct rk_error *err);
+int rk_team_slot_tenant(struct rk_engine *eng, const char *computer_id, int slot, char **bot_id, int64_t *generation,
+			struct rk_error *err);
 
 int rk_team_screen_observe(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence,
 			   const struct rk_display_observe_options *opt, struct rk_display_shot *out,
 			   struct rk_error *err);
 int rk_team_screen_act(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence,
-		       const char *batch_json, int settle_ms, int observe,
-		       const struct rk_display_observe_options *opt, struct rk_display_act_result *out,
-		       struct rk_error *err);
+		       const char *batch_json, int settle_ms, int observe, const struct rk_display_observe_options *opt,
+		       struct rk_display_act_result *out, struct rk_error *err);
 /* A page-browser call (engine/machine/browser.h). With a bot: the bot's own
  * Chromium on its own screen and profile (.browser-profiles/<bot>), under
  * the same lease, slot claim and takeover checks as its screen calls (act:
@@ -102,8 +101,8 @@ int rk_team_screen_act(struct rk_engine *eng, struct rk_computer *c, const char 
 struct rk_browser;
 struct rk_team_browser {
 	struct rk_browser *browser; /* connected */
-	int display;                /* the display it is on (a bot's slot) */
-	int64_t generation;         /* the bot's slot generation; 0 without a bot */
+	int display;		    /* the display it is on (a bot's slot) */
+	int64_t generation;	    /* the bot's slot generation; 0 without a bot */
 	struct rk_team_call call;   /* the bot's call; zero without a bot */
 };
 int rk_team_browser_begin(struct rk_engine *eng, struct rk_computer *c, const char *bot, int64_t fence, int display,
@@ -158,14 +157,14 @@ int rk_team_bot_busy(struct rk_db *db, const char *computer_id, const char *comp
  * (active), else "waiting_takeover", else NULL (*state malloc'd); *run_id
  * too when asked. Reads the runs table itself until engine/agent/run.h has its
  * own function for this (then this one is swapped for it). */
-int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char *bot_id, char **state,
-			  char **run_id, struct rk_error *err);
+int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char *bot_id, char **state, char **run_id,
+			  struct rk_error *err);
 
 /* A bot slot's state on a team computer (display_slots.state). */
-#define RK_SLOT_STATES(X)                 \
-	X(RK_SLOT_FREE, "free")           \
-	X(RK_SLOT_STARTING, "starting")   \
-	X(RK_SLOT_LIVE, "live")           \
+#define RK_SLOT_STATES(X)                                                                                              \
+	X(RK_SLOT_FREE, "free")                                                                                        \
+	X(RK_SLOT_STARTING, "starting")                                                                                \
+	X(RK_SLOT_LIVE, "live")                                                                                        \
 	X(RK_SLOT_RELEASING, "releasing")
 RK_NAMES_ENUM(rk_slot_state, RK_SLOT_STATE, RK_SLOT_STATES);
 

@@ -92,8 +92,8 @@ static int execution_worker_alive(struct rk_engine *eng, const struct rk_executi
 		return 1;
 	if (!e->worker_id) /* claimed before workers registered: by a worker on this host */
 		return rk_host_pid_alive(NULL, e->worker_pid) == 1;
-	struct rk_stmt *st =
-		rk_db_prepare(eng->db, "SELECT host_key, pid, heartbeat_at FROM workers WHERE id = ?1", NULL);
+	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT host_key, pid, heartbeat_at FROM workers WHERE id = ?1",
+					   NULL);
 	if (!st)
 		return 1; /* cannot tell: leave it */
 	rk_db_bind_text(st, 1, e->worker_id);
@@ -152,7 +152,8 @@ static void *heartbeat_main(void *arg)
 		if (db) {
 			int r = worker_heartbeat(db, hb->id, &e);
 			if (r == 0) {
-				rk_log(RK_LOG_ERROR, "worker %s was taken for dead by another worker; stopping", hb->id);
+				rk_log(RK_LOG_ERROR, "worker %s was taken for dead by another worker; stopping",
+				       hb->id);
 				_exit(75);
 			}
 			if (r < 0) {
@@ -353,8 +354,8 @@ int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, st
 			heartbeat_stop(&hb);
 			worker_forget(eng->db, self);
 			close(lock);
-			execl(eng->self_exe, "rakazo", "worker", "--idle-exit", secs, opt->join ? "--join" : (char *)NULL,
-			      (char *)NULL);
+			execl(eng->self_exe, "rakazo", "worker", "--idle-exit", secs,
+			      opt->join ? "--join" : (char *)NULL, (char *)NULL);
 			rk_log(RK_LOG_ERROR, "worker: cannot start %s: %s", eng->self_exe, strerror(errno));
 			return rk_error_set(err, RK_EFAILED, "cannot restart on the replaced binary %s", eng->self_exe);
 		}
@@ -362,7 +363,8 @@ int rk_worker_run(struct rk_engine *eng, const struct rk_worker_options *opt, st
 			next_exe_check = rk_monotonic_ms() + EXE_CHECK_MS;
 		/* a saved idle schedule keeps the worker: it is the one that pauses the
 		 * computer; so does a live run: it is the one that notices its end */
-		if (opt->idle_exit_ms && !schedules && !live_runs && rk_monotonic_ms() - idle_since > opt->idle_exit_ms) {
+		if (opt->idle_exit_ms && !schedules && !live_runs &&
+		    rk_monotonic_ms() - idle_since > opt->idle_exit_ms) {
 			/* a command submitted while we decided to leave would wait for
 			 * nobody: drop the lock, then look once more */
 			close(lock);

@@ -15,9 +15,9 @@
 
 struct rk_worker_options {
 	int64_t idle_exit_ms; /* exit after this long with nothing to do; 0 = never */
-	int once;             /* run what is pending, then return */
+	int once;	      /* run what is pending, then return */
 	volatile int *stop;   /* set by a signal handler to stop between commands */
-	int join;             /* share the data directory with other --join workers */
+	int join;	      /* share the data directory with other --join workers */
 };
 
 /* RK_ECONFLICT when another worker holds the lock. */

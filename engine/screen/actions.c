@@ -145,17 +145,16 @@ static int path_point(const cJSON *item, size_t k, const char *what, struct rk_p
 	} else if (cJSON_IsObject(item)) {
 		for (const cJSON *c = item->child; c; c = c->next)
 			if (strcmp(c->string, "x") != 0 && strcmp(c->string, "y") != 0)
-				return rk_error_set(err, RK_EINVALID, "%s: path[%zu] has unknown field \"%s\"", what,
-						    k, c->string);
+				return rk_error_set(err, RK_EINVALID, "%s: path[%zu] has unknown field \"%s\"", what, k,
+						    c->string);
 		vx = cJSON_GetObjectItemCaseSensitive(item, "x");
 		vy = cJSON_GetObjectItemCaseSensitive(item, "y");
 	}
 	if (!vx || !vy || !cJSON_IsNumber(vx) || !cJSON_IsNumber(vy) || vx->valuedouble != floor(vx->valuedouble) ||
 	    vy->valuedouble != floor(vy->valuedouble))
-		return rk_error_set(err, RK_EINVALID, "%s: path[%zu] must be [x, y] or {\"x\":..,\"y\":..} with integers",
-				    what, k);
-	if (vx->valuedouble < 0 || vx->valuedouble > COORD_MAX || vy->valuedouble < 0 ||
-	    vy->valuedouble > COORD_MAX)
+		return rk_error_set(err, RK_EINVALID,
+				    "%s: path[%zu] must be [x, y] or {\"x\":..,\"y\":..} with integers", what, k);
+	if (vx->valuedouble < 0 || vx->valuedouble > COORD_MAX || vy->valuedouble < 0 || vy->valuedouble > COORD_MAX)
 		return rk_error_set(err, RK_EINVALID, "%s: path[%zu] coordinates must be from 0 to %d", what, k,
 				    COORD_MAX);
 	p->x = (int)vx->valuedouble;
@@ -375,9 +374,10 @@ int rk_action_batch_from_json(const cJSON *doc, struct rk_action_batch *out, str
 		for (const cJSON *c = doc->child; c; c = c->next)
 			if (strcmp(c->string, "actions") != 0 && strcmp(c->string, "settle_ms") != 0 &&
 			    strcmp(c->string, "observe") != 0)
-				return rk_error_set(err, RK_EINVALID,
-						    "actions: unknown field \"%s\" (expected actions, settle_ms, observe)",
-						    c->string);
+				return rk_error_set(
+					err, RK_EINVALID,
+					"actions: unknown field \"%s\" (expected actions, settle_ms, observe)",
+					c->string);
 		list = cJSON_GetObjectItemCaseSensitive(doc, "actions");
 		if (!list)
 			return rk_error_set(err, RK_EINVALID, "actions: \"actions\" is required");
@@ -427,8 +427,8 @@ static int check_point(const struct rk_point *p, const char *what, const char *l
 {
 	if (p->x < 0 || p->y < 0 || p->x >= w || p->y >= h)
 		return rk_error_set(err, RK_EINVALID,
-				    "%s: %s (%d, %d) is off the screen (the screenshot is %dx%d: x 0..%d, y 0..%d)", what,
-				    label, p->x, p->y, w, h, w - 1, h - 1);
+				    "%s: %s (%d, %d) is off the screen (the screenshot is %dx%d: x 0..%d, y 0..%d)",
+				    what, label, p->x, p->y, w, h, w - 1, h - 1);
 	return 0;
 }
 

@@ -60,17 +60,17 @@ struct rk_point {
 
 struct rk_action {
 	enum rk_action_kind kind;
-	int has_point;          /* at is given (move: always) */
+	int has_point; /* at is given (move: always) */
 	struct rk_point at;
-	enum rk_button button;  /* click, double_click, down, up, drag */
-	int count;              /* click: 1..3 (double_click: 2) */
-	struct rk_point *path;  /* drag: malloc'd */
+	enum rk_button button; /* click, double_click, down, up, drag */
+	int count;	       /* click: 1..3 (double_click: 2) */
+	struct rk_point *path; /* drag: malloc'd */
 	size_t path_len;
-	int dx, dy;             /* scroll, in wheel notches; dy > 0 is down */
-	char *text;             /* type: malloc'd UTF-8 */
-	char *keys_spec;        /* key, key_down, key_up: malloc'd, as given */
+	int dx, dy;	 /* scroll, in wheel notches; dy > 0 is down */
+	char *text;	 /* type: malloc'd UTF-8 */
+	char *keys_spec; /* key, key_down, key_up: malloc'd, as given */
 	struct rk_key_combo keys;
-	int ms;                 /* wait */
+	int ms; /* wait */
 };
 
 struct rk_action_batch {

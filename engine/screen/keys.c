@@ -24,6 +24,8 @@ struct key_name {
 };
 
 /* Names people and models use, then X keysym names. Matched ignoring case. */
+/* A table laid out by family, several names a line: not reformatted. */
+// clang-format off
 static const struct key_name key_names[] = {
 	/* modifiers */
 	{"ctrl", XK_Control_L}, {"control", XK_Control_L}, {"ctl", XK_Control_L},
@@ -73,6 +75,7 @@ static const struct key_name key_names[] = {
 	{"xf86audioplay", 0x1008ff14}, {"xf86audionext", 0x1008ff17}, {"xf86audioprev", 0x1008ff16},
 	{"xf86back", 0x1008ff26}, {"xf86forward", 0x1008ff27}, {"xf86refresh", 0x1008ff29},
 };
+// clang-format on
 
 int rk_utf8_next(const char *s, size_t len, uint32_t *cp)
 {
@@ -228,10 +231,11 @@ int rk_keys_parse(const char *spec, struct rk_key_combo *out, struct rk_error *e
 			return rk_error_set(err, RK_EINVALID, "key combo \"%s\" has an empty key name", spec);
 		uint32_t ks = keysym_from_name(a, (size_t)(b - a));
 		if (!ks)
-			return rk_error_set(err, RK_EINVALID,
-					    "unknown key \"%.*s\" in \"%s\" (use names like Return, Escape, Tab, "
-					    "BackSpace, ctrl, shift, alt, super, F1-F35, Page_Up, Left, or one character)",
-					    (int)(b - a), a, spec);
+			return rk_error_set(
+				err, RK_EINVALID,
+				"unknown key \"%.*s\" in \"%s\" (use names like Return, Escape, Tab, "
+				"BackSpace, ctrl, shift, alt, super, F1-F35, Page_Up, Left, or one character)",
+				(int)(b - a), a, spec);
 		if (out->n == RK_KEYS_MAX)
 			return rk_error_set(err, RK_EINVALID, "key combo \"%s\" has more than %d keys", spec,
 					    RK_KEYS_MAX);

@@ -96,7 +96,7 @@ static void hpass(const unsigned char *row, int bpp, const struct axis *ax, int 
 }
 
 void rk_picture_scale(const unsigned char *src, int sw, int sh, int bpp, size_t stride, unsigned char *dst, int dw,
-		    int dh)
+		      int dh)
 {
 	if (dw == sw && dh == sh) {
 		for (int y = 0; y < sh; y++) {

@@ -20,7 +20,7 @@ void rk_picture_fit(int w, int h, int max_w, int max_h, int *out_w, int *out_h);
  * RGB of dw x dh (dw <= sw, dh <= sh). Each output pixel is the average of
  * the source area it covers; a same-size call is a plain conversion. */
 void rk_picture_scale(const unsigned char *src, int sw, int sh, int bpp, size_t stride, unsigned char *dst, int dw,
-		    int dh);
+		      int dh);
 
 /* Appends the PNG of rgb (w x h, packed RGB) to out. */
 int rk_picture_png_encode(const unsigned char *rgb, int w, int h, struct rk_buf *out, struct rk_error *err);

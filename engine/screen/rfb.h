@@ -15,10 +15,10 @@
 
 struct rk_rfb_filter {
 	uint8_t hdr[20];  /* the message's fixed header, as far as read */
-	size_t hlen;      /* bytes of hdr read */
-	uint64_t body;    /* bytes of the current message still to come after hdr */
-	int pass;         /* the current message goes through (else dropped) */
-	int in_message;   /* hdr is complete and body is being streamed */
+	size_t hlen;	  /* bytes of hdr read */
+	uint64_t body;	  /* bytes of the current message still to come after hdr */
+	int pass;	  /* the current message goes through (else dropped) */
+	int in_message;	  /* hdr is complete and body is being streamed */
 	uint64_t dropped; /* input messages dropped so far */
 };
 void rk_rfb_filter_init(struct rk_rfb_filter *f);

@@ -23,18 +23,18 @@
 #include "engine/util/time.h"
 
 /* Every wait is bounded. */
-#define OPEN_WAIT_MS 5000      /* connect + first full frame */
-#define LOCK_WAIT_MS 5000      /* the framebuffer lock (the reader holds it per message) */
-#define SETTLE_EXTRA_MS 2000   /* a screen that never goes quiet settles after settle_ms + this */
+#define OPEN_WAIT_MS 5000    /* connect + first full frame */
+#define LOCK_WAIT_MS 5000    /* the framebuffer lock (the reader holds it per message) */
+#define SETTLE_EXTRA_MS 2000 /* a screen that never goes quiet settles after settle_ms + this */
 /* x11vnc is slow to pass input on for about a second after a client
  * connects (a click showed after ~500 ms, then ~120 ms; typed characters
  * were lost): the first act on a fresh connection waits that out */
 #define VNC_INPUT_WARMUP_MS 1200
-#define VNC_TIMEOUT_S 5        /* libvncclient connect and read timeouts */
-#define CONSUMERS_MAX 64       /* dedupe memory: the most recent consumers */
-#define DRAG_STEP_PX 24        /* a drag moves in steps of about this many pixels */
-#define DRAG_STEPS_MAX 12      /* per path segment */
-#define DRAG_STEP_SLEEP_MS 4   /* between drag steps, so applications see motion */
+#define VNC_TIMEOUT_S 5	     /* libvncclient connect and read timeouts */
+#define CONSUMERS_MAX 64     /* dedupe memory: the most recent consumers */
+#define DRAG_STEP_PX 24	     /* a drag moves in steps of about this many pixels */
+#define DRAG_STEPS_MAX 12    /* per path segment */
+#define DRAG_STEP_SLEEP_MS 4 /* between drag steps, so applications see motion */
 /* Between the clicks of a double click: sent back to back, the second was
  * lost about 1 time in 6 (Tk under openbox, with x11vnc's own injection
  * and with rakazo-input alike); well inside any double-click time. */
@@ -50,7 +50,7 @@
 enum screen_kind { SCREEN_VNC, SCREEN_PROVIDER };
 
 /* VNC button mask bits: buttons 1-3, wheel up/down/left/right (4-7). */
-#define BTN_MASK(b) (1 << ((b) - 1))
+#define BTN_MASK(b) (1 << ((b)-1))
 #define WHEEL_UP (1 << 3)
 #define WHEEL_DOWN (1 << 4)
 #define XK_SHIFT_L 0xffe1
@@ -76,14 +76,14 @@ struct rk_screen {
 	int thread_started;
 	int stop;
 	int dead;
-	uint64_t gen;           /* bumps with every updated rectangle: the damage counter */
-	uint64_t frames;        /* finished framebuffer updates */
-	uint64_t covered;       /* pixels updated since the framebuffer was made */
+	uint64_t gen;		/* bumps with every updated rectangle: the damage counter */
+	uint64_t frames;	/* finished framebuffer updates */
+	uint64_t covered;	/* pixels updated since the framebuffer was made */
 	int64_t last_update_ms; /* monotonic */
-	int64_t last_input_ms;  /* monotonic */
+	int64_t last_input_ms;	/* monotonic */
 	int64_t input_ready_ms; /* monotonic: x11vnc passes input on promptly from here */
-	int keymap_kept;        /* the display's own input helper maps keysyms in batches */
-	int buttons;            /* VNC button mask held now */
+	int keymap_kept;	/* the display's own input helper maps keysyms in batches */
+	int buttons;		/* VNC button mask held now */
 
 	/* provider */
 	const struct rk_provider_ops *ops;
@@ -566,8 +566,7 @@ static int grab_vnc(struct rk_screen *s, int max_w, int max_h, int *cur, struct 
 	return 0;
 }
 
-static int grab_provider(struct rk_screen *s, int max_w, int max_h, int *cur, char **title,
-			 struct rk_error *err)
+static int grab_provider(struct rk_screen *s, int max_w, int max_h, int *cur, char **title, struct rk_error *err)
 {
 	struct rk_frame f;
 	memset(&f, 0, sizeof(f));
@@ -879,8 +878,7 @@ static int vnc_type(struct rk_screen *s, const char *text, struct rk_error *err)
 	return 0;
 }
 
-static int vnc_run(struct rk_screen *s, const struct rk_action *a, int iw, int ih, int sw, int sh,
-		   struct rk_error *err)
+static int vnc_run(struct rk_screen *s, const struct rk_action *a, int iw, int ih, int sw, int sh, struct rk_error *err)
 {
 	int x, y, mask, rc = 0;
 	current_pointer(s, &x, &y, &mask);
@@ -917,7 +915,8 @@ static int vnc_run(struct rk_screen *s, const struct rk_action *a, int iw, int i
 		if ((rc = vnc_pointer(s, px, py, mask | bit, err)) < 0)
 			return rc;
 		for (size_t i = 1; i < a->path_len && rc == 0; i++) {
-			int nx = rk_coord_to_screen(a->path[i].x, iw, sw), ny = rk_coord_to_screen(a->path[i].y, ih, sh);
+			int nx = rk_coord_to_screen(a->path[i].x, iw, sw),
+			    ny = rk_coord_to_screen(a->path[i].y, ih, sh);
 			double dist = hypot(nx - px, ny - py);
 			int steps = (int)ceil(dist / DRAG_STEP_PX);
 			if (steps < 1)
@@ -1000,8 +999,7 @@ static int provider_run(struct rk_screen *s, const struct rk_action *a, int iw, 
 	return rc;
 }
 
-static int run_one(struct rk_screen *s, const struct rk_action *a, int iw, int ih, int sw, int sh,
-		   struct rk_error *err)
+static int run_one(struct rk_screen *s, const struct rk_action *a, int iw, int ih, int sw, int sh, struct rk_error *err)
 {
 	return s->kind == SCREEN_VNC ? vnc_run(s, a, iw, ih, sw, sh, err) : provider_run(s, a, iw, ih, sw, sh, err);
 }
@@ -1080,8 +1078,9 @@ int rk_screen_act(struct rk_screen *s, const struct rk_action_batch *batch, cons
 		opt = &defaults;
 	if (!batch)
 		return rk_error_set(err, RK_EINVALID, "actions: no batch given");
-	int settle_ms = opt->settle_ms >= 0 ? opt->settle_ms : batch->settle_ms >= 0 ? batch->settle_ms
-										    : RK_SETTLE_MS_DEFAULT;
+	int settle_ms = opt->settle_ms >= 0	? opt->settle_ms
+			: batch->settle_ms >= 0 ? batch->settle_ms
+						: RK_SETTLE_MS_DEFAULT;
 	if (settle_ms > RK_SETTLE_MS_MAX)
 		settle_ms = RK_SETTLE_MS_MAX;
 	int observe = opt->observe >= 0 ? opt->observe : batch->observe >= 0 ? batch->observe : 1;

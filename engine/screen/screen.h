@@ -30,26 +30,26 @@ struct rk_screen;
 
 struct rk_observe_options {
 	int max_width, max_height; /* 0: no limit; the image is downscaled to fit, aspect kept */
-	const char *consumer;      /* dedupe key (a run, a tool call chain); NULL: always send the PNG */
+	const char *consumer;	   /* dedupe key (a run, a tool call chain); NULL: always send the PNG */
 };
 
 struct rk_observation {
-	uint64_t frame_id;      /* monotonic per screen, one for each observation */
+	uint64_t frame_id;	/* monotonic per screen, one for each observation */
 	int64_t captured_at_ms; /* wall clock */
-	const char *mime_type;  /* "image/png" (static) */
-	int width, height;      /* the image */
+	const char *mime_type;	/* "image/png" (static) */
+	int width, height;	/* the image */
 	int screen_width, screen_height;
-	double scale;           /* width / screen_width (1.0: not scaled) */
+	double scale; /* width / screen_width (1.0: not scaled) */
 	int has_cursor;
 	int cursor_x, cursor_y; /* in image coordinates */
-	char *window_id;        /* malloc'd or NULL: not known (see rk_screen_set_window_probe) */
-	char *window_title;     /* malloc'd or NULL */
-	char frame_hash[65];    /* BLAKE2b-256 (libsodium crypto_generichash, no key), in hex, of the image's
+	char *window_id;	/* malloc'd or NULL: not known (see rk_screen_set_window_probe) */
+	char *window_title;	/* malloc'd or NULL */
+	char frame_hash[65];	/* BLAKE2b-256 (libsodium crypto_generichash, no key), in hex, of the image's
 				 * packed RGB pixels (width*height*3 bytes, rows top down): the pixels the
 				 * PNG carries, so hashlib.blake2b(rgb, digest_size=32) of the decoded PNG
 				 * gives it back */
-	int unchanged;          /* the consumer already has this frame: png is NULL */
-	unsigned char *png;     /* malloc'd PNG, or NULL when unchanged */
+	int unchanged;		/* the consumer already has this frame: png is NULL */
+	unsigned char *png;	/* malloc'd PNG, or NULL when unchanged */
 	size_t png_len;
 };
 
@@ -61,13 +61,19 @@ struct rk_act_options {
 	 * screen), so pass the options of the screenshot the caller looked at. */
 	struct rk_observe_options observe_opt;
 };
-#define RK_ACT_OPTIONS_INIT {-1, -1, {0, 0, NULL}}
+#define RK_ACT_OPTIONS_INIT                                                                                            \
+	{                                                                                                              \
+		-1, -1,                                                                                                \
+		{                                                                                                      \
+			0, 0, NULL                                                                                     \
+		}                                                                                                      \
+	}
 #define RK_SETTLE_MS_DEFAULT 300
 
 struct rk_act_result {
 	size_t completed; /* actions that ran to the end (also set on failure) */
-	int settled;      /* 1: the screen was quiet for settle_ms; 0: it kept changing (bounded) */
-	int observed;     /* obs is filled */
+	int settled;	  /* 1: the screen was quiet for settle_ms; 0: it kept changing (bounded) */
+	int observed;	  /* obs is filled */
 	struct rk_observation obs;
 };
 

@@ -29,6 +29,8 @@ struct migration {
 	const char *pg;
 };
 
+/* Each migration is SQL laid out as the table it makes: not reformatted. */
+// clang-format off
 static const struct migration migrations[] = {
 	/* 1: the core */
 	{"CREATE TABLE computers ("
@@ -495,6 +497,7 @@ static const struct migration migrations[] = {
 	 "ALTER TABLE screen_capabilities ADD COLUMN maker_token TEXT;",
 	 NULL},
 };
+// clang-format on
 
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -646,8 +649,8 @@ char *rk_db_col_text(struct rk_stmt *st, int i)
 	return col_text(st, i);
 }
 
-int rk_db_json_rows(struct rk_db *db, struct rk_stmt *st, const struct rk_db_json_col *cols, const char *what, cJSON **out,
-		  struct rk_error *err)
+int rk_db_json_rows(struct rk_db *db, struct rk_stmt *st, const struct rk_db_json_col *cols, const char *what,
+		    cJSON **out, struct rk_error *err)
 {
 	cJSON *arr = cJSON_CreateArray();
 	int rc;
@@ -663,7 +666,8 @@ int rk_db_json_rows(struct rk_db *db, struct rk_stmt *st, const struct rk_db_jso
 			else if (cols[i].type == 'b')
 				cJSON_AddBoolToObject(o, cols[i].key, rk_stmt_column_int(st, i) != 0);
 			else if (cols[i].type == 't')
-				cJSON_AddStringToObject(o, cols[i].key, rk_iso8601(rk_stmt_column_int64(st, i), t, sizeof(t)));
+				cJSON_AddStringToObject(o, cols[i].key,
+							rk_iso8601(rk_stmt_column_int64(st, i), t, sizeof(t)));
 			else
 				cJSON_AddStringToObject(o, cols[i].key, (const char *)rk_stmt_column_text(st, i));
 		}
@@ -703,8 +707,8 @@ int rk_db_schema_version(struct rk_db *db)
 static char *pg_ddl(const struct migration *m)
 {
 	static const char *const skip[] = {"PRAGMA", "UPDATE sqlite_master", "CREATE VIRTUAL TABLE", NULL};
-	static const char *const from[] = {"INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER PRIMARY KEY", "INTEGER", "BLOB",
-					   NULL};
+	static const char *const from[] = {"INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER PRIMARY KEY", "INTEGER",
+					   "BLOB", NULL};
 	static const char *const to[] = {"BIGSERIAL PRIMARY KEY", "BIGSERIAL PRIMARY KEY", "BIGINT", "BYTEA"};
 	struct rk_buf b;
 	rk_buf_init(&b);
@@ -750,13 +754,14 @@ static int migrate(struct rk_db *db, struct rk_error *err)
 {
 	/* in the write lock: two processes opening a new database at once */
 	int r = rk_db_begin(db, err);
-	if (r || (r = rk_db_exec(db,
-				 rk_db_dialect(db) == RK_DIALECT_PG
-					 ? "CREATE TABLE IF NOT EXISTS schema_migrations ("
-					   " version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)"
-					 : "CREATE TABLE IF NOT EXISTS schema_migrations ("
-					   " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
-				 err)) ||
+	if (r ||
+	    (r = rk_db_exec(db,
+			    rk_db_dialect(db) == RK_DIALECT_PG
+				    ? "CREATE TABLE IF NOT EXISTS schema_migrations ("
+				      " version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)"
+				    : "CREATE TABLE IF NOT EXISTS schema_migrations ("
+				      " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+			    err)) ||
 	    (r = rk_db_commit(db, err))) {
 		rk_db_rollback(db);
 		return r;
@@ -838,10 +843,9 @@ int rk_db_open(const char *data_dir, struct rk_db **out, struct rk_error *err)
 		goto fail;
 	}
 	rk_db_busy_timeout(db, 15000);
-	if (rk_db_dialect(db) == RK_DIALECT_SQLITE &&
-	    ((r = rk_db_exec(db, "PRAGMA journal_mode=WAL", err)) ||
-	     (r = rk_db_exec(db, "PRAGMA synchronous=NORMAL", err)) ||
-	     (r = rk_db_exec(db, "PRAGMA foreign_keys=ON", err))))
+	if (rk_db_dialect(db) == RK_DIALECT_SQLITE && ((r = rk_db_exec(db, "PRAGMA journal_mode=WAL", err)) ||
+						       (r = rk_db_exec(db, "PRAGMA synchronous=NORMAL", err)) ||
+						       (r = rk_db_exec(db, "PRAGMA foreign_keys=ON", err))))
 		goto fail;
 	if ((r = migrate(db, err)))
 		goto fail;
@@ -911,8 +915,8 @@ void rk_computer_release(struct rk_computer *c)
 	memset(c, 0, sizeof(*c));
 }
 
-#define COMPUTER_COLS                                                                               \
-	"id, name, kind, provider_ref, home_key, home_revision, state, mode, owner, options, desktop, " \
+#define COMPUTER_COLS                                                                                                  \
+	"id, name, kind, provider_ref, home_key, home_revision, state, mode, owner, options, desktop, "                \
 	"pause_after, revisions_kept, created_at, updated_at, resources"
 
 static void computer_from_row(struct rk_stmt *st, struct rk_computer *c)
@@ -938,9 +942,8 @@ static void computer_from_row(struct rk_stmt *st, struct rk_computer *c)
 int rk_db_computer_insert(struct rk_db *db, const struct rk_computer *c, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"INSERT INTO computers (" COMPUTER_COLS
-				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-				err);
+				  "INSERT INTO computers (" COMPUTER_COLS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, c->id);
@@ -974,9 +977,9 @@ int rk_db_computer_insert(struct rk_db *db, const struct rk_computer *c, struct 
 int rk_db_computer_get(struct rk_db *db, const char *id_or_name, struct rk_computer *out, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"SELECT " COMPUTER_COLS " FROM computers WHERE (id = ?1 OR name = ?1) "
-				"AND deleted_at IS NULL ORDER BY id = ?1 DESC LIMIT 1",
-				err);
+				  "SELECT " COMPUTER_COLS " FROM computers WHERE (id = ?1 OR name = ?1) "
+				  "AND deleted_at IS NULL ORDER BY id = ?1 DESC LIMIT 1",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, id_or_name);
@@ -1005,12 +1008,13 @@ static void computer_release_any(void *p)
 int rk_db_computer_list(struct rk_db *db, struct rk_computer **out, size_t *n, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"SELECT " COMPUTER_COLS
-				" FROM computers WHERE deleted_at IS NULL ORDER BY created_at, id",
-				err);
+				  "SELECT " COMPUTER_COLS
+				  " FROM computers WHERE deleted_at IS NULL ORDER BY created_at, id",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
-	return collect_rows(db, st, sizeof(struct rk_computer), computer_row, computer_release_any, (void **)out, n, "list computers", err);
+	return collect_rows(db, st, sizeof(struct rk_computer), computer_row, computer_release_any, (void **)out, n,
+			    "list computers", err);
 }
 
 static int update_computer_text(struct rk_db *db, const char *sql, const char *id, const char *value,
@@ -1027,14 +1031,13 @@ static int update_computer_text(struct rk_db *db, const char *sql, const char *i
 
 int rk_db_computer_set_state(struct rk_db *db, const char *id, const char *state, struct rk_error *err)
 {
-	return update_computer_text(db, "UPDATE computers SET state = ?, updated_at = ? WHERE id = ?", id, state,
-				    err);
+	return update_computer_text(db, "UPDATE computers SET state = ?, updated_at = ? WHERE id = ?", id, state, err);
 }
 
 int rk_db_computer_set_ref(struct rk_db *db, const char *id, const char *ref, struct rk_error *err)
 {
-	return update_computer_text(db, "UPDATE computers SET provider_ref = ?, updated_at = ? WHERE id = ?", id,
-				    ref, err);
+	return update_computer_text(db, "UPDATE computers SET provider_ref = ?, updated_at = ? WHERE id = ?", id, ref,
+				    err);
 }
 
 int rk_db_computer_set_home_revision(struct rk_db *db, const char *id, const char *revision, struct rk_error *err)
@@ -1073,13 +1076,14 @@ int rk_db_computer_ref_kind(struct rk_db *db, const char *id, char **out, struct
 
 int rk_db_home_revision_record(struct rk_db *db, const struct rk_workspace_checkpoint_row *h, struct rk_error *err)
 {
-	struct rk_stmt *st = prep(db,
-				"INSERT INTO home_revisions(id, home_key, reason, bytes, files, checksum, "
-				"created_at, kind, computer_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO "
-				"UPDATE SET home_key = excluded.home_key, reason = excluded.reason, bytes = excluded.bytes, "
-				"files = excluded.files, checksum = excluded.checksum, created_at = excluded.created_at, "
-				"kind = excluded.kind, computer_id = excluded.computer_id",
-				err);
+	struct rk_stmt
+		*st = prep(db,
+			   "INSERT INTO home_revisions(id, home_key, reason, bytes, files, checksum, "
+			   "created_at, kind, computer_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO "
+			   "UPDATE SET home_key = excluded.home_key, reason = excluded.reason, bytes = excluded.bytes, "
+			   "files = excluded.files, checksum = excluded.checksum, created_at = excluded.created_at, "
+			   "kind = excluded.kind, computer_id = excluded.computer_id",
+			   err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, h->id);
@@ -1146,9 +1150,9 @@ void rk_execution_release(struct rk_execution *e)
 	memset(e, 0, sizeof(*e));
 }
 
-#define EXECUTION_COLS                                                                              \
-	"id, computer_id, op, command_key, body, body_hash, state, phase, error_code, error_message, " \
-	"result, created_at, started_at, finished_at, provider_call_at, cancel_requested, worker_pid, worker_id, " \
+#define EXECUTION_COLS                                                                                                 \
+	"id, computer_id, op, command_key, body, body_hash, state, phase, error_code, error_message, "                 \
+	"result, created_at, started_at, finished_at, provider_call_at, cancel_requested, worker_pid, worker_id, "     \
 	"key_scope"
 
 static void execution_from_row(struct rk_stmt *st, struct rk_execution *e)
@@ -1185,9 +1189,9 @@ static void bind_time(struct rk_stmt *st, int i, int64_t t)
 int rk_db_execution_insert(struct rk_db *db, const struct rk_execution *e, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"INSERT INTO lifecycle_executions (" EXECUTION_COLS
-				") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-				err);
+				  "INSERT INTO lifecycle_executions (" EXECUTION_COLS
+				  ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, e->id);
@@ -1242,8 +1246,8 @@ static int execution_query_one(struct rk_db *db, const char *sql, const char *ar
 
 int rk_db_execution_get(struct rk_db *db, const char *id, struct rk_execution *out, struct rk_error *err)
 {
-	return execution_query_one(db, "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE id = ?", id, NULL, out,
-				   "no execution '%s'", err);
+	return execution_query_one(db, "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE id = ?", id, NULL,
+				   out, "no execution '%s'", err);
 }
 
 int rk_db_execution_by_key(struct rk_db *db, const char *scope, const char *key, struct rk_execution *out,
@@ -1255,8 +1259,7 @@ int rk_db_execution_by_key(struct rk_db *db, const char *scope, const char *key,
 				   scope ? scope : "", key, out, "no execution with command key '%s'", err);
 }
 
-int rk_db_execution_active(struct rk_db *db, const char *computer_id, struct rk_execution *out,
-			   struct rk_error *err)
+int rk_db_execution_active(struct rk_db *db, const char *computer_id, struct rk_execution *out, struct rk_error *err)
 {
 	return execution_query_one(db,
 				   "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE computer_id = ? "
@@ -1285,11 +1288,12 @@ int rk_db_execution_claim(struct rk_db *db, int64_t worker_pid, const char *work
 
 int rk_db_execution_update(struct rk_db *db, const struct rk_execution *e, struct rk_error *err)
 {
-	struct rk_stmt *st = prep(db,
-				"UPDATE lifecycle_executions SET state = ?, phase = ?, error_code = ?, "
-				"error_message = ?, result = ?, started_at = ?, finished_at = ?, "
-				"provider_call_at = ?, cancel_requested = ?, worker_pid = ?, worker_id = ? WHERE id = ?",
-				err);
+	struct rk_stmt
+		*st = prep(db,
+			   "UPDATE lifecycle_executions SET state = ?, phase = ?, error_code = ?, "
+			   "error_message = ?, result = ?, started_at = ?, finished_at = ?, "
+			   "provider_call_at = ?, cancel_requested = ?, worker_pid = ?, worker_id = ? WHERE id = ?",
+			   err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, e->state);
@@ -1329,7 +1333,7 @@ static void free_any(void *p)
 int rk_db_execution_running_ids(struct rk_db *db, char ***ids, size_t *n, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db, "SELECT id FROM lifecycle_executions WHERE state = 'running' ORDER BY created_at",
-				err);
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	return collect_rows(db, st, sizeof(char *), id_row, free_any, (void **)ids, n, "list running executions", err);
@@ -1350,13 +1354,14 @@ static void mark_release(void *p)
 int rk_db_execution_marks(struct rk_db *db, struct rk_execution_mark **out, size_t *n, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"SELECT e.id, coalesce((SELECT max(v.sequence) FROM execution_events v WHERE "
-				"v.execution_id = e.id), 0) FROM lifecycle_executions e WHERE e.state IN "
-				"('pending','running')",
-				err);
+				  "SELECT e.id, coalesce((SELECT max(v.sequence) FROM execution_events v WHERE "
+				  "v.execution_id = e.id), 0) FROM lifecycle_executions e WHERE e.state IN "
+				  "('pending','running')",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
-	return collect_rows(db, st, sizeof(**out), mark_row, mark_release, (void **)out, n, "list execution marks", err);
+	return collect_rows(db, st, sizeof(**out), mark_row, mark_release, (void **)out, n, "list execution marks",
+			    err);
 }
 
 void rk_execution_marks_free(struct rk_execution_mark *m, size_t n)
@@ -1380,19 +1385,20 @@ int rk_db_execution_list(struct rk_db *db, const char *computer_id, struct rk_ex
 			 struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE ?1 IS NULL OR "
-				"computer_id = ?1 ORDER BY created_at, id",
-				err);
+				  "SELECT " EXECUTION_COLS " FROM lifecycle_executions WHERE ?1 IS NULL OR "
+				  "computer_id = ?1 ORDER BY created_at, id",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
-	return collect_rows(db, st, sizeof(struct rk_execution), execution_row, execution_release_any, (void **)out, n, "list executions", err);
+	return collect_rows(db, st, sizeof(struct rk_execution), execution_row, execution_release_any, (void **)out, n,
+			    "list executions", err);
 }
 
 int rk_db_execution_count_pending(struct rk_db *db, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db, "SELECT count(*) FROM lifecycle_executions WHERE state IN ('pending','running')",
-				err);
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	int n = 0;
@@ -1406,10 +1412,10 @@ int rk_db_event_append(struct rk_db *db, const char *execution_id, const char *t
 		       struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"INSERT INTO execution_events (execution_id, sequence, type, data, created_at) "
-				"SELECT ?1, coalesce(max(sequence), 0) + 1, ?2, ?3, ?4 FROM execution_events "
-				"WHERE execution_id = ?1",
-				err);
+				  "INSERT INTO execution_events (execution_id, sequence, type, data, created_at) "
+				  "SELECT ?1, coalesce(max(sequence), 0) + 1, ?2, ?3, ?4 FROM execution_events "
+				  "WHERE execution_id = ?1",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, execution_id);
@@ -1442,18 +1448,19 @@ static void event_row(struct rk_stmt *st, void *p)
 	ev->created_at = rk_stmt_column_int64(st, 3);
 }
 
-int rk_db_events_after(struct rk_db *db, const char *execution_id, int64_t after, struct rk_event **out,
-		       size_t *n, struct rk_error *err)
+int rk_db_events_after(struct rk_db *db, const char *execution_id, int64_t after, struct rk_event **out, size_t *n,
+		       struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"SELECT sequence, type, data, created_at FROM execution_events WHERE "
-				"execution_id = ? AND sequence > ? ORDER BY sequence",
-				err);
+				  "SELECT sequence, type, data, created_at FROM execution_events WHERE "
+				  "execution_id = ? AND sequence > ? ORDER BY sequence",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, execution_id);
 	rk_stmt_bind_int64(st, 2, after);
-	return collect_rows(db, st, sizeof(struct rk_event), event_row, event_release_one, (void **)out, n, "list events", err);
+	return collect_rows(db, st, sizeof(struct rk_event), event_row, event_release_one, (void **)out, n,
+			    "list events", err);
 }
 
 /* --- leases ------------------------------------------------------------------------ */
@@ -1472,9 +1479,9 @@ int rk_db_lease_get(struct rk_db *db, const char *computer_id, const char *bot_i
 		    struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"SELECT computer_id, bot_id, holder, fence, expires_at FROM execution_leases "
-				"WHERE computer_id = ? AND bot_id = ?",
-				err);
+				  "SELECT computer_id, bot_id, holder, fence, expires_at FROM execution_leases "
+				  "WHERE computer_id = ? AND bot_id = ?",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
@@ -1499,12 +1506,13 @@ int rk_db_lease_get(struct rk_db *db, const char *computer_id, const char *bot_i
 int rk_db_lease_put(struct rk_db *db, const char *computer_id, const char *bot_id, const char *holder, int64_t fence,
 		    int64_t expires_at, int64_t now_ms, struct rk_error *err)
 {
-	struct rk_stmt *st = prep(db,
-				"INSERT INTO execution_leases (computer_id, bot_id, fence, holder, expires_at, updated_at) "
-				"VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (computer_id, bot_id) DO UPDATE SET "
-				"fence = excluded.fence, holder = excluded.holder, expires_at = excluded.expires_at, "
-				"updated_at = excluded.updated_at",
-				err);
+	struct rk_stmt
+		*st = prep(db,
+			   "INSERT INTO execution_leases (computer_id, bot_id, fence, holder, expires_at, updated_at) "
+			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (computer_id, bot_id) DO UPDATE SET "
+			   "fence = excluded.fence, holder = excluded.holder, expires_at = excluded.expires_at, "
+			   "updated_at = excluded.updated_at",
+			   err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
@@ -1537,8 +1545,8 @@ static int lease_fenced_update(struct rk_db *db, const char *sql, const char *co
 	return 0;
 }
 
-int rk_db_lease_renew(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
-		      int64_t ttl_ms, int64_t now_ms, struct rk_error *err)
+int rk_db_lease_renew(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence, int64_t ttl_ms,
+		      int64_t now_ms, struct rk_error *err)
 {
 	return lease_fenced_update(db,
 				   "UPDATE execution_leases SET expires_at = ?4 + ?5, updated_at = ?4 WHERE "
@@ -1547,8 +1555,7 @@ int rk_db_lease_renew(struct rk_db *db, const char *computer_id, const char *bot
 				   computer_id, bot_id, fence, now_ms, ttl_ms, err);
 }
 
-int rk_db_lease_drop(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
-		     struct rk_error *err)
+int rk_db_lease_drop(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence, struct rk_error *err)
 {
 	return lease_fenced_update(db,
 				   "UPDATE execution_leases SET holder = NULL, expires_at = NULL, updated_at = ?4 "
@@ -1562,11 +1569,11 @@ int rk_db_lease_fenced_write(struct rk_db *db, const char *computer_id, const ch
 {
 	/* the fence check and the write are one statement, so no stale holder can slip in between */
 	struct rk_stmt *st = prep(db,
-				"INSERT INTO lease_writes (computer_id, bot_id, fence, what, created_at) "
-				"SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM execution_leases WHERE "
-				"computer_id = ?1 AND bot_id = ?2 AND fence = ?3 AND holder IS NOT NULL AND "
-				"expires_at > ?5)",
-				err);
+				  "INSERT INTO lease_writes (computer_id, bot_id, fence, what, created_at) "
+				  "SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM execution_leases WHERE "
+				  "computer_id = ?1 AND bot_id = ?2 AND fence = ?3 AND holder IS NOT NULL AND "
+				  "expires_at > ?5)",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
@@ -1588,9 +1595,9 @@ int rk_db_control_live(struct rk_db *db, const char *computer_id, const char *bo
 	if (holder)
 		*holder = NULL;
 	struct rk_stmt *st = prep(db,
-				"SELECT holder FROM control_leases WHERE computer_id = ?1 AND (?2 IS NULL OR "
-				"bot_id = ?2) AND expires_at > ?3 LIMIT 1",
-				NULL);
+				  "SELECT holder FROM control_leases WHERE computer_id = ?1 AND (?2 IS NULL OR "
+				  "bot_id = ?2) AND expires_at > ?3 LIMIT 1",
+				  NULL);
 	if (!st)
 		return 0;
 	bind_text(st, 1, computer_id);
@@ -1608,9 +1615,9 @@ int rk_db_control_live(struct rk_db *db, const char *computer_id, const char *bo
 int rk_db_usage_open(struct rk_db *db, const char *computer_id, int64_t now_ms, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"INSERT INTO usage_records (computer_id, started_at) SELECT ?1, ?2 WHERE NOT EXISTS "
-				"(SELECT 1 FROM usage_records WHERE computer_id = ?1 AND ended_at IS NULL)",
-				err);
+				  "INSERT INTO usage_records (computer_id, started_at) SELECT ?1, ?2 WHERE NOT EXISTS "
+				  "(SELECT 1 FROM usage_records WHERE computer_id = ?1 AND ended_at IS NULL)",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
@@ -1620,8 +1627,9 @@ int rk_db_usage_open(struct rk_db *db, const char *computer_id, int64_t now_ms, 
 
 int rk_db_usage_close(struct rk_db *db, const char *computer_id, int64_t now_ms, struct rk_error *err)
 {
-	struct rk_stmt *st = prep(db, "UPDATE usage_records SET ended_at = ?2 WHERE computer_id = ?1 AND ended_at IS NULL",
-				err);
+	struct rk_stmt *st = prep(db,
+				  "UPDATE usage_records SET ended_at = ?2 WHERE computer_id = ?1 AND ended_at IS NULL",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
@@ -1646,9 +1654,9 @@ void rk_session_row_release(struct rk_session_row *s)
 int rk_db_session_insert(struct rk_db *db, const struct rk_session_row *s, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"INSERT INTO exec_sessions (id, computer_id, owner, command, tty, state, holder_pid, "
-				"created_at, last_used_at) VALUES (?,?,?,?,?,'running',?,?,?)",
-				err);
+				  "INSERT INTO exec_sessions (id, computer_id, owner, command, tty, state, holder_pid, "
+				  "created_at, last_used_at) VALUES (?,?,?,?,?,'running',?,?,?)",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, s->id);
@@ -1662,7 +1670,8 @@ int rk_db_session_insert(struct rk_db *db, const struct rk_session_row *s, struc
 	return step_done(db, st, "insert session", err);
 }
 
-#define SESSION_COLS "id, computer_id, owner, command, state, tty, holder_pid, exit_code, signal, created_at, last_used_at"
+#define SESSION_COLS                                                                                                   \
+	"id, computer_id, owner, command, state, tty, holder_pid, exit_code, signal, created_at, last_used_at"
 
 static void session_from_row(struct rk_stmt *st, struct rk_session_row *s)
 {
@@ -1700,9 +1709,9 @@ int rk_db_session_get(struct rk_db *db, const char *id, struct rk_session_row *o
 int rk_db_session_touch(struct rk_db *db, const char *id, int64_t holder_pid, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"UPDATE exec_sessions SET last_used_at = ?2, holder_pid = coalesce(?3, holder_pid), "
-				"holder_host = CASE WHEN ?3 IS NULL THEN holder_host ELSE ?4 END WHERE id = ?1",
-				err);
+				  "UPDATE exec_sessions SET last_used_at = ?2, holder_pid = coalesce(?3, holder_pid), "
+				  "holder_host = CASE WHEN ?3 IS NULL THEN holder_host ELSE ?4 END WHERE id = ?1",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, id);
@@ -1715,9 +1724,9 @@ int rk_db_session_touch(struct rk_db *db, const char *id, int64_t holder_pid, st
 int rk_db_session_end(struct rk_db *db, const char *id, int64_t exit_code, int64_t signal, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"UPDATE exec_sessions SET state = 'ended', exit_code = ?2, signal = ?3, "
-				"last_used_at = ?4 WHERE id = ?1",
-				err);
+				  "UPDATE exec_sessions SET state = 'ended', exit_code = ?2, signal = ?3, "
+				  "last_used_at = ?4 WHERE id = ?1",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, id);
@@ -1757,12 +1766,14 @@ int rk_db_session_list(struct rk_db *db, const char *computer_id, struct rk_sess
 		       struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"SELECT " SESSION_COLS " FROM exec_sessions WHERE computer_id = ? ORDER BY created_at, id",
-				err);
+				  "SELECT " SESSION_COLS
+				  " FROM exec_sessions WHERE computer_id = ? ORDER BY created_at, id",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
-	return collect_rows(db, st, sizeof(struct rk_session_row), session_row, session_release_any, (void **)out, n, "list sessions", err);
+	return collect_rows(db, st, sizeof(struct rk_session_row), session_row, session_release_any, (void **)out, n,
+			    "list sessions", err);
 }
 
 int rk_db_history_append(struct rk_db *db, const char *computer_id, const char *session_id, const char *bot_id,
@@ -1770,9 +1781,9 @@ int rk_db_history_append(struct rk_db *db, const char *computer_id, const char *
 			 struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"INSERT INTO terminal_history (computer_id, session_id, bot_id, kind, data, exit_code, "
-				"signal, created_at) VALUES (?,?,?,?,?,?,?,?)",
-				err);
+				  "INSERT INTO terminal_history (computer_id, session_id, bot_id, kind, data, exit_code, "
+				  "signal, created_at) VALUES (?,?,?,?,?,?,?,?)",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
@@ -1830,19 +1841,20 @@ static void history_row(struct rk_stmt *st, void *p)
 	h->created_at = rk_stmt_column_int64(st, 7);
 }
 
-int rk_db_history_list(struct rk_db *db, const char *computer_id, const char *session_id, int64_t after,
-		       size_t limit, struct rk_history_entry **out, size_t *n, struct rk_error *err)
+int rk_db_history_list(struct rk_db *db, const char *computer_id, const char *session_id, int64_t after, size_t limit,
+		       struct rk_history_entry **out, size_t *n, struct rk_error *err)
 {
 	struct rk_stmt *st = prep(db,
-				"SELECT id, session_id, bot_id, kind, data, exit_code, signal, created_at FROM "
-				"terminal_history WHERE computer_id = ?1 AND (?2 IS NULL OR session_id = ?2) AND "
-				"id > ?3 ORDER BY id LIMIT ?4",
-				err);
+				  "SELECT id, session_id, bot_id, kind, data, exit_code, signal, created_at FROM "
+				  "terminal_history WHERE computer_id = ?1 AND (?2 IS NULL OR session_id = ?2) AND "
+				  "id > ?3 ORDER BY id LIMIT ?4",
+				  err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_text(st, 1, computer_id);
 	bind_text(st, 2, session_id);
 	rk_stmt_bind_int64(st, 3, after);
 	rk_stmt_bind_int64(st, 4, limit ? (int64_t)limit : 1000);
-	return collect_rows(db, st, sizeof(struct rk_history_entry), history_row, history_release_one, (void **)out, n, "list history", err);
+	return collect_rows(db, st, sizeof(struct rk_history_entry), history_row, history_release_one, (void **)out, n,
+			    "list history", err);
 }

@@ -69,27 +69,27 @@ int rk_db_collect(struct rk_db *db, struct rk_stmt *st, size_t size, void (*from
 /* A computer's state (computers.state, rk_computer.state): the name stored
  * and shown is rk_computer_state_name(); a paired machine is offline until
  * it connects. */
-#define RK_COMPUTER_STATES(X)                 \
-	X(RK_COMPUTER_STARTING, "starting")   \
-	X(RK_COMPUTER_RUNNING, "running")     \
-	X(RK_COMPUTER_PAUSED, "paused")       \
-	X(RK_COMPUTER_STOPPED, "stopped")     \
-	X(RK_COMPUTER_OFFLINE, "offline")     \
-	X(RK_COMPUTER_FAILED, "failed")       \
-	X(RK_COMPUTER_RESTORING, "restoring") \
+#define RK_COMPUTER_STATES(X)                                                                                          \
+	X(RK_COMPUTER_STARTING, "starting")                                                                            \
+	X(RK_COMPUTER_RUNNING, "running")                                                                              \
+	X(RK_COMPUTER_PAUSED, "paused")                                                                                \
+	X(RK_COMPUTER_STOPPED, "stopped")                                                                              \
+	X(RK_COMPUTER_OFFLINE, "offline")                                                                              \
+	X(RK_COMPUTER_FAILED, "failed")                                                                                \
+	X(RK_COMPUTER_RESTORING, "restoring")                                                                          \
 	X(RK_COMPUTER_DELETED, "deleted")
 RK_NAMES_ENUM(rk_computer_state, RK_COMPUTER_STATE, RK_COMPUTER_STATES);
 
 /* A computer's mode (computers.mode): private to its owner, or a team
  * computer whose screen bots and people share (engine/machine/team.h). */
-#define RK_COMPUTER_MODES(X)              \
-	X(RK_COMPUTER_PRIVATE, "private") \
+#define RK_COMPUTER_MODES(X)                                                                                           \
+	X(RK_COMPUTER_PRIVATE, "private")                                                                              \
 	X(RK_COMPUTER_TEAM, "team")
 RK_NAMES_ENUM(rk_computer_mode, RK_COMPUTER_MODE, RK_COMPUTER_MODES);
 
 /* A session's state (exec_sessions.state, rk_session_row.state). */
-#define RK_SESSION_STATES(X)             \
-	X(RK_SESSION_RUNNING, "running") \
+#define RK_SESSION_STATES(X)                                                                                           \
+	X(RK_SESSION_RUNNING, "running")                                                                               \
 	X(RK_SESSION_ENDED, "ended")
 RK_NAMES_ENUM(rk_session_state, RK_SESSION_STATE, RK_SESSION_STATES);
 
@@ -144,8 +144,7 @@ int rk_db_execution_get(struct rk_db *db, const char *id, struct rk_execution *o
 int rk_db_execution_by_key(struct rk_db *db, const char *scope, const char *key, struct rk_execution *out,
 			   struct rk_error *err);
 /* The unfinished (pending, running or outcome_unknown) execution of a computer, if any. */
-int rk_db_execution_active(struct rk_db *db, const char *computer_id, struct rk_execution *out,
-			   struct rk_error *err);
+int rk_db_execution_active(struct rk_db *db, const char *computer_id, struct rk_execution *out, struct rk_error *err);
 /* The oldest pending execution, marked running by the worker (worker_pid,
  * worker_id); RK_ENOTFOUND when none. Run it inside rk_db_begin: that
  * transaction is what keeps two workers from claiming one command. */
@@ -177,8 +176,8 @@ struct rk_event {
 /* Appends an event with the next sequence (1, 2, ...); data is JSON or NULL. */
 int rk_db_event_append(struct rk_db *db, const char *execution_id, const char *type, const char *data,
 		       struct rk_error *err);
-int rk_db_events_after(struct rk_db *db, const char *execution_id, int64_t after, struct rk_event **out,
-		       size_t *n, struct rk_error *err);
+int rk_db_events_after(struct rk_db *db, const char *execution_id, int64_t after, struct rk_event **out, size_t *n,
+		       struct rk_error *err);
 void rk_events_free(struct rk_event *ev, size_t n);
 
 /* --- fenced leases ------------------------------------------------------------ */
@@ -193,8 +192,8 @@ void rk_lease_release_record(struct rk_lease *l);
 int rk_db_lease_put(struct rk_db *db, const char *computer_id, const char *bot_id, const char *holder, int64_t fence,
 		    int64_t expires_at, int64_t now_ms, struct rk_error *err);
 /* Extends or drops the lease only while fence is current and unexpired: RK_ESTALE otherwise. */
-int rk_db_lease_renew(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
-		      int64_t ttl_ms, int64_t now_ms, struct rk_error *err);
+int rk_db_lease_renew(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence, int64_t ttl_ms,
+		      int64_t now_ms, struct rk_error *err);
 int rk_db_lease_drop(struct rk_db *db, const char *computer_id, const char *bot_id, int64_t fence,
 		     struct rk_error *err);
 int rk_db_lease_get(struct rk_db *db, const char *computer_id, const char *bot_id, struct rk_lease *out,
@@ -242,8 +241,8 @@ int rk_db_history_append(struct rk_db *db, const char *computer_id, const char *
 			 const char *kind, const void *data, size_t len, int64_t exit_code, int64_t signal,
 			 struct rk_error *err);
 /* Entries after id `after` (0: from the start), oldest first, at most limit (0: 1000). */
-int rk_db_history_list(struct rk_db *db, const char *computer_id, const char *session_id, int64_t after,
-		       size_t limit, struct rk_history_entry **out, size_t *n, struct rk_error *err);
+int rk_db_history_list(struct rk_db *db, const char *computer_id, const char *session_id, int64_t after, size_t limit,
+		       struct rk_history_entry **out, size_t *n, struct rk_error *err);
 void rk_history_free(struct rk_history_entry *h, size_t n);
 
 #endif

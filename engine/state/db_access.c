@@ -14,8 +14,8 @@ static void bind_texts(struct rk_stmt *st, int first, const char *const *v, int 
 	for (int i = 0; i < n; i++)
 		rk_db_bind_text(st, first + i, v[i]);
 }
-#define BIND_TEXTS(st, first, ...)                                                               \
-	bind_texts(st, first, (const char *const[]){__VA_ARGS__},                                   \
+#define BIND_TEXTS(st, first, ...)                                                                                     \
+	bind_texts(st, first, (const char *const[]){__VA_ARGS__},                                                      \
 		   (int)(sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)))
 
 /* --- spaces ------------------------------------------------------------- */
@@ -24,9 +24,9 @@ int rk_db_space_insert(struct rk_db *db, const char *id, const char *description
 		       const char *run_id, int64_t created_at, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db,
-					 "INSERT INTO spaces (id, description, created_by, run_id, created_at) "
-					 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-					 err);
+					   "INSERT INTO spaces (id, description, created_by, run_id, created_at) "
+					   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	BIND_TEXTS(st, 1, id, description, created_by, run_id);
@@ -48,8 +48,12 @@ int rk_db_space_list(struct rk_db *db, cJSON **out, struct rk_error *err)
 		err);
 	if (!st)
 		return -rk_err(err)->code;
-	static const struct rk_db_json_col cols[] = {{"id", 's'},     {"description", 's'}, {"created_by", 's'},
-						     {"run_id", 's'}, {"created_at", 't'},  {"computers", 'i'},
+	static const struct rk_db_json_col cols[] = {{"id", 's'},
+						     {"description", 's'},
+						     {"created_by", 's'},
+						     {"run_id", 's'},
+						     {"created_at", 't'},
+						     {"computers", 'i'},
 						     {0}};
 	return rk_db_json_rows(db, st, cols, "list spaces", out, err);
 }
@@ -60,9 +64,9 @@ int rk_db_computer_access_insert(struct rk_db *db, const char *computer_id, cons
 				 struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db,
-					 "INSERT INTO computer_access (computer_id, space_id, owner) VALUES (?, ?, ?) "
-					 "ON CONFLICT (computer_id) DO NOTHING",
-					 err);
+					   "INSERT INTO computer_access (computer_id, space_id, owner) VALUES (?, ?, ?) "
+					   "ON CONFLICT (computer_id) DO NOTHING",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	BIND_TEXTS(st, 1, computer_id, space, owner);
@@ -73,8 +77,8 @@ int rk_db_computer_access_get(struct rk_db *db, const char *computer_id, char **
 			      struct rk_error *err)
 {
 	*space = *owner = NULL;
-	struct rk_stmt *st =
-		rk_db_prepare(db, "SELECT space_id, owner FROM computer_access WHERE computer_id = ?", err);
+	struct rk_stmt *st = rk_db_prepare(db, "SELECT space_id, owner FROM computer_access WHERE computer_id = ?",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
@@ -96,9 +100,9 @@ int rk_db_computer_access_get(struct rk_db *db, const char *computer_id, char **
 int rk_db_approval_rule_insert(struct rk_db *db, const struct rk_approval_rule_row *r, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db,
-					 "INSERT INTO approval_rules (id, space_id, user_id, effect, match, value, "
-					 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-					 err);
+					   "INSERT INTO approval_rules (id, space_id, user_id, effect, match, value, "
+					   "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	BIND_TEXTS(st, 1, r->id, r->space_id, r->user_id, r->effect, r->match, r->value);
@@ -106,21 +110,24 @@ int rk_db_approval_rule_insert(struct rk_db *db, const struct rk_approval_rule_r
 	return rk_db_step_done(db, st, "add the rule", err);
 }
 
-int rk_db_approval_rule_list(struct rk_db *db, const char *space, const char *user, cJSON **out,
-			     struct rk_error *err)
+int rk_db_approval_rule_list(struct rk_db *db, const char *space, const char *user, cJSON **out, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db,
-					 "SELECT id, effect, match, value, user_id = '" SHARED_USER "', space_id, created_at "
-					 "FROM approval_rules WHERE space_id = ? AND user_id IN (?, '" SHARED_USER "') "
-					 "ORDER BY CASE match WHEN 'tool' THEN 0 WHEN 'connector' THEN 1 ELSE 2 END, "
-					 "value, effect",
-					 err);
+					   "SELECT id, effect, match, value, user_id = '" SHARED_USER
+					   "', space_id, created_at "
+					   "FROM approval_rules WHERE space_id = ? AND user_id IN (?, '" SHARED_USER
+					   "') "
+					   "ORDER BY CASE match WHEN 'tool' THEN 0 WHEN 'connector' THEN 1 ELSE 2 END, "
+					   "value, effect",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, space);
 	rk_db_bind_text(st, 2, user);
-	static const struct rk_db_json_col cols[] = {{"id", 's'},	    {"effect", 's'}, {"match", 's'},	  {"value", 's'},
-						   {"shared", 'b'}, {"space", 's'},  {"created_at", 't'}, {0}};
+	static const struct rk_db_json_col cols[] = {{"id", 's'},	  {"effect", 's'},
+						     {"match", 's'},	  {"value", 's'},
+						     {"shared", 'b'},	  {"space", 's'},
+						     {"created_at", 't'}, {0}};
 	return rk_db_json_rows(db, st, cols, "list rules", out, err);
 }
 
@@ -142,10 +149,10 @@ int rk_db_approval_rule_find(struct rk_db *db, const char *space, const char *us
 {
 	*id = *effect = NULL;
 	struct rk_stmt *st = rk_db_prepare(db,
-					 "SELECT id, effect FROM approval_rules WHERE space_id = ? AND "
-					 "user_id IN (?, '" SHARED_USER "') AND match = ? AND value = ? "
-					 "ORDER BY effect = 'require_approval' DESC, created_at LIMIT 1",
-					 err);
+					   "SELECT id, effect FROM approval_rules WHERE space_id = ? AND "
+					   "user_id IN (?, '" SHARED_USER "') AND match = ? AND value = ? "
+					   "ORDER BY effect = 'require_approval' DESC, created_at LIMIT 1",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	BIND_TEXTS(st, 1, space, user, match, value);
@@ -165,10 +172,11 @@ int rk_db_approval_rule_find(struct rk_db *db, const char *space, const char *us
 
 int rk_db_approval_insert(struct rk_db *db, const struct rk_approval_row *r, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-					 "INSERT INTO approvals (id, run_id, tool, arguments, reason, created_at, user_id) "
-					 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-					 err);
+	struct rk_stmt
+		*st = rk_db_prepare(db,
+				    "INSERT INTO approvals (id, run_id, tool, arguments, reason, created_at, user_id) "
+				    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+				    err);
 	if (!st)
 		return -rk_err(err)->code;
 	BIND_TEXTS(st, 1, r->id, r->run_id, r->tool, r->arguments, r->reason);
@@ -200,8 +208,8 @@ int rk_db_approval_get(struct rk_db *db, const char *id, struct rk_approval_deci
 int rk_db_approval_pending_user(struct rk_db *db, const char *run_id, char **user_id, struct rk_error *err)
 {
 	*user_id = NULL;
-	struct rk_stmt *st =
-		rk_db_prepare(db, "SELECT user_id FROM approvals WHERE run_id = ? AND state = 'pending'", err);
+	struct rk_stmt *st = rk_db_prepare(db, "SELECT user_id FROM approvals WHERE run_id = ? AND state = 'pending'",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, run_id);
@@ -214,9 +222,9 @@ int rk_db_approval_decide(struct rk_db *db, const char *run_id, const char *stat
 			  const char *decided_by, int64_t decided_at, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db,
-					 "UPDATE approvals SET state = ?, note = ?, decided_by = ?, decided_at = ? "
-					 "WHERE run_id = ? AND state = 'pending'",
-					 err);
+					   "UPDATE approvals SET state = ?, note = ?, decided_by = ?, decided_at = ? "
+					   "WHERE run_id = ? AND state = 'pending'",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	BIND_TEXTS(st, 1, state, note, decided_by);
@@ -229,19 +237,19 @@ int rk_db_approval_decide(struct rk_db *db, const char *run_id, const char *stat
 int rk_db_approval_pending(struct rk_db *db, const char *run_id, cJSON **out, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db,
-					 "SELECT id, run_id, tool, arguments, reason, created_at FROM approvals "
-					 "WHERE state = 'pending' AND (?1 IS NULL OR run_id = ?1) ORDER BY created_at",
-					 err);
+					   "SELECT id, run_id, tool, arguments, reason, created_at FROM approvals "
+					   "WHERE state = 'pending' AND (?1 IS NULL OR run_id = ?1) ORDER BY created_at",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, run_id);
-	static const struct rk_db_json_col cols[] = {{"id", 's'},	       {"run_id", 's'}, {"tool", 's'}, {"arguments", 's'},
-						   {"reason", 's'},    {"created_at", 't'}, {0}};
+	static const struct rk_db_json_col cols[] =
+		{{"id", 's'}, {"run_id", 's'}, {"tool", 's'}, {"arguments", 's'}, {"reason", 's'}, {"created_at", 't'},
+		 {0}};
 	return rk_db_json_rows(db, st, cols, "list approvals", out, err);
 }
 
-int rk_db_run_swap_state(struct rk_db *db, const char *run_id, const char *from, const char *to,
-			 struct rk_error *err)
+int rk_db_run_swap_state(struct rk_db *db, const char *run_id, const char *from, const char *to, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db, "UPDATE runs SET state = ? WHERE id = ? AND state = ?", err);
 	if (!st)
@@ -321,9 +329,9 @@ int rk_db_secret_list(struct rk_db *db, const char *user, const char *space, cJS
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, user);
 	rk_db_bind_text(st, 2, space);
-	static const struct rk_db_json_col cols[] = {{"name", 's'},	  {"bot", 's'},	       {"origin", 's'},
-						   {"auth", 's'},	  {"state", 's'},      {"created_at", 't'},
-						   {"updated_at", 't'}, {"reason", 's'},     {0}};
+	static const struct rk_db_json_col cols[] = {{"name", 's'},	  {"bot", 's'},	   {"origin", 's'},
+						     {"auth", 's'},	  {"state", 's'},  {"created_at", 't'},
+						     {"updated_at", 't'}, {"reason", 's'}, {0}};
 	return rk_db_json_rows(db, st, cols, "list secrets", out, err);
 }
 
@@ -344,10 +352,10 @@ int rk_db_secret_find(struct rk_db *db, const char *user, const char *space, con
 {
 	memset(out, 0, sizeof(*out));
 	struct rk_stmt *st = rk_db_prepare(db,
-					 "SELECT bot_id, origin, auth, auth_param, nonce, ciphertext FROM secrets "
-					 "WHERE user_id = ? AND space_id = ? AND name = ? AND bot_id IN (?, '') "
-					 "ORDER BY bot_id = '' LIMIT 1",
-					 err);
+					   "SELECT bot_id, origin, auth, auth_param, nonce, ciphertext FROM secrets "
+					   "WHERE user_id = ? AND space_id = ? AND name = ? AND bot_id IN (?, '') "
+					   "ORDER BY bot_id = '' LIMIT 1",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	BIND_TEXTS(st, 1, user, space, name, bot);
@@ -388,8 +396,8 @@ int rk_db_secret_list_user(struct rk_db *db, const char *user, struct rk_secret_
 {
 	*out = NULL;
 	*n = 0;
-	struct rk_stmt *st =
-		rk_db_prepare(db, "SELECT space_id, bot_id, name, nonce, ciphertext FROM secrets WHERE user_id = ?", err);
+	struct rk_stmt *st = rk_db_prepare(
+		db, "SELECT space_id, bot_id, name, nonce, ciphertext FROM secrets WHERE user_id = ?", err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, user);
@@ -399,10 +407,11 @@ int rk_db_secret_list_user(struct rk_db *db, const char *user, struct rk_secret_
 
 int rk_db_secret_request_insert(struct rk_db *db, const struct rk_secret_request_row *r, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-					 "INSERT INTO secret_requests (id, run_id, user_id, space_id, bot_id, name, "
-					 "origin, auth, auth_param, reason, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-					 err);
+	struct rk_stmt
+		*st = rk_db_prepare(db,
+				    "INSERT INTO secret_requests (id, run_id, user_id, space_id, bot_id, name, "
+				    "origin, auth, auth_param, reason, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+				    err);
 	if (!st)
 		return -rk_err(err)->code;
 	BIND_TEXTS(st, 1, r->id, r->run_id, r->user_id, r->space_id, r->bot_id, r->name, r->origin, r->auth,

@@ -44,8 +44,7 @@ struct rk_approval_rule_row {
 int rk_db_approval_rule_insert(struct rk_db *db, const struct rk_approval_rule_row *r, struct rk_error *err);
 /* The rules of user and the shared ones in space, tool rules first:
  * [{id, effect, match, value, shared, space, created_at}]. */
-int rk_db_approval_rule_list(struct rk_db *db, const char *space, const char *user, cJSON **out,
-			     struct rk_error *err);
+int rk_db_approval_rule_list(struct rk_db *db, const char *space, const char *user, cJSON **out, struct rk_error *err);
 /* Deletes rule id of user (or a shared one) in space: the rows deleted (0 or 1). */
 int rk_db_approval_rule_delete(struct rk_db *db, const char *id, const char *space, const char *user,
 			       struct rk_error *err);
@@ -77,8 +76,7 @@ int rk_db_approval_decide(struct rk_db *db, const char *run_id, const char *stat
  * [{id, run_id, tool, arguments, reason, created_at}]. */
 int rk_db_approval_pending(struct rk_db *db, const char *run_id, cJSON **out, struct rk_error *err);
 /* The run's state from to (runs table), only while it is from. */
-int rk_db_run_swap_state(struct rk_db *db, const char *run_id, const char *from, const char *to,
-			 struct rk_error *err);
+int rk_db_run_swap_state(struct rk_db *db, const char *run_id, const char *from, const char *to, struct rk_error *err);
 
 /* --- secrets -------------------------------------------------------------- */
 

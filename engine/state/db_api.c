@@ -46,8 +46,8 @@ static int valid_label(const char *s, size_t max)
 	return 1;
 }
 
-int rk_api_token_create(struct rk_db *db, const char *name, const char *bot_id, char **secret,
-			struct rk_api_token *out, struct rk_error *err)
+int rk_api_token_create(struct rk_db *db, const char *name, const char *bot_id, char **secret, struct rk_api_token *out,
+			struct rk_error *err)
 {
 	if (!valid_label(name, 64))
 		return rk_error_set(err, RK_EINVALID, "a token name is 1 to 64 letters, digits, '-', '_' or '.'");
@@ -60,10 +60,10 @@ int rk_api_token_create(struct rk_db *db, const char *name, const char *bot_id, 
 	rk_sha256_hex(hexs, 64, hash);
 	char *id = rk_id_new("tok");
 	struct rk_stmt *st = rk_db_prepare(db,
-				"INSERT INTO api_tokens (id, name, secret_hash, bot_id, created_at) "
-				"SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT EXISTS "
-				"(SELECT 1 FROM api_tokens WHERE name = ?2 AND revoked_at IS NULL)",
-				err);
+					   "INSERT INTO api_tokens (id, name, secret_hash, bot_id, created_at) "
+					   "SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT EXISTS "
+					   "(SELECT 1 FROM api_tokens WHERE name = ?2 AND revoked_at IS NULL)",
+					   err);
 	if (!st) {
 		free(id);
 		return -rk_err(err)->code;
@@ -91,8 +91,14 @@ int rk_api_token_create(struct rk_db *db, const char *name, const char *bot_id, 
 	return 0;
 }
 
-static void token_row(struct rk_stmt *st, void *t) { token_from_row(st, t); }
-static void token_free(void *t) { rk_api_token_release(t); }
+static void token_row(struct rk_stmt *st, void *t)
+{
+	token_from_row(st, t);
+}
+static void token_free(void *t)
+{
+	rk_api_token_release(t);
+}
 
 int rk_api_token_list(struct rk_db *db, struct rk_api_token **out, size_t *n, struct rk_error *err)
 {
@@ -102,8 +108,8 @@ int rk_api_token_list(struct rk_db *db, struct rk_api_token **out, size_t *n, st
 	return rk_db_collect(db, st, sizeof(**out), token_row, token_free, (void **)out, n, "list tokens", err);
 }
 
-static int token_get(struct rk_db *db, const char *sql, const char *key, struct rk_api_token *out,
-		     char **hash, struct rk_error *err)
+static int token_get(struct rk_db *db, const char *sql, const char *key, struct rk_api_token *out, char **hash,
+		     struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db, sql, err);
 	if (!st)
@@ -168,9 +174,8 @@ int rk_api_token_verify(struct rk_db *db, const char *secret, struct rk_api_toke
 	char *id = rk_xstrndup(secret, (size_t)(dot - secret));
 	char *hash = NULL;
 	struct rk_error e2;
-	int r = token_get(db,
-			  "SELECT " TOKEN_COLS ", secret_hash FROM api_tokens WHERE id = ?1 AND revoked_at IS NULL", id,
-			  out, &hash, &e2);
+	int r = token_get(db, "SELECT " TOKEN_COLS ", secret_hash FROM api_tokens WHERE id = ?1 AND revoked_at IS NULL",
+			  id, out, &hash, &e2);
 	free(id);
 	if (r) {
 		static const char zeros[65] = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -250,9 +255,9 @@ int rk_api_right_put(struct rk_db *db, const char *computer_id, const char *bot_
 	if (!valid_label(bot_id, 64))
 		return rk_error_set(err, RK_EINVALID, "a bot id is 1 to 64 letters, digits, '-', '_' or '.'");
 	struct rk_stmt *st = rk_db_prepare(db,
-				"INSERT INTO computer_rights (computer_id, bot_id, granted_by, created_at) "
-				"VALUES (?1, ?2, ?3, ?4) ON CONFLICT (computer_id, bot_id) DO NOTHING",
-				err);
+					   "INSERT INTO computer_rights (computer_id, bot_id, granted_by, created_at) "
+					   "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (computer_id, bot_id) DO NOTHING",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, computer_id, -1);
@@ -267,9 +272,9 @@ int rk_api_right_get(struct rk_db *db, const char *computer_id, const char *bot_
 		     struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db,
-				"SELECT computer_id, bot_id, granted_by, created_at FROM computer_rights "
-				"WHERE computer_id = ?1 AND bot_id = ?2",
-				err);
+					   "SELECT computer_id, bot_id, granted_by, created_at FROM computer_rights "
+					   "WHERE computer_id = ?1 AND bot_id = ?2",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, computer_id, -1);
@@ -289,7 +294,8 @@ int rk_api_right_get(struct rk_db *db, const char *computer_id, const char *bot_
 
 int rk_api_right_delete(struct rk_db *db, const char *computer_id, const char *bot_id, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db, "DELETE FROM computer_rights WHERE computer_id = ?1 AND bot_id = ?2", err);
+	struct rk_stmt *st = rk_db_prepare(db, "DELETE FROM computer_rights WHERE computer_id = ?1 AND bot_id = ?2",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, computer_id, -1);
@@ -300,16 +306,22 @@ int rk_api_right_delete(struct rk_db *db, const char *computer_id, const char *b
 	return r;
 }
 
-static void right_row(struct rk_stmt *st, void *r) { right_from_row(st, r); }
-static void right_free(void *r) { rk_api_right_release(r); }
+static void right_row(struct rk_stmt *st, void *r)
+{
+	right_from_row(st, r);
+}
+static void right_free(void *r)
+{
+	rk_api_right_release(r);
+}
 
 int rk_api_right_list(struct rk_db *db, const char *computer_id, struct rk_api_right **out, size_t *n,
 		      struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db,
-				"SELECT computer_id, bot_id, granted_by, created_at FROM computer_rights "
-				"WHERE computer_id = ?1 ORDER BY created_at, bot_id",
-				err);
+					   "SELECT computer_id, bot_id, granted_by, created_at FROM computer_rights "
+					   "WHERE computer_id = ?1 ORDER BY created_at, bot_id",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, computer_id, -1);
@@ -318,10 +330,11 @@ int rk_api_right_list(struct rk_db *db, const char *computer_id, struct rk_api_r
 
 int rk_api_usage_list(struct rk_db *db, const char *computer_id, int64_t **out, size_t *n, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-				"SELECT started_at, coalesce(ended_at, 0) FROM usage_records WHERE computer_id = ?1 "
-				"ORDER BY id",
-				err);
+	struct rk_stmt *st =
+		rk_db_prepare(db,
+			      "SELECT started_at, coalesce(ended_at, 0) FROM usage_records WHERE computer_id = ?1 "
+			      "ORDER BY id",
+			      err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_stmt_bind_text(st, 1, computer_id, -1);
@@ -361,12 +374,24 @@ int rk_api_pair_create(struct rk_db *db, const char *name, const char *owner, ch
 	rk_sha256_hex(hexs, 64, hash);
 	char *id = rk_id_new("cmp");
 	int64_t now = rk_now_ms();
-	struct rk_computer c = {.id = id, .name = (char *)name, .kind = "paired", .provider_ref = id, .home_key = id,
-				.state = "offline", .mode = "private", .owner = (char *)owner, .desktop = 0,
-				.pause_after = -1, .revisions_kept = 1, .created_at = now, .updated_at = now};
+	struct rk_computer c = {.id = id,
+				.name = (char *)name,
+				.kind = "paired",
+				.provider_ref = id,
+				.home_key = id,
+				.state = "offline",
+				.mode = "private",
+				.owner = (char *)owner,
+				.desktop = 0,
+				.pause_after = -1,
+				.revisions_kept = 1,
+				.created_at = now,
+				.updated_at = now};
 	int r = rk_db_begin(db, err);
 	if (r == 0 && (r = rk_db_computer_insert(db, &c, err)) == 0) {
-		struct rk_stmt *st = rk_db_prepare(db, "INSERT INTO paired_machines (computer_id, secret_hash, created_at) VALUES (?1, ?2, ?3)", err);
+		struct rk_stmt *st = rk_db_prepare(
+			db, "INSERT INTO paired_machines (computer_id, secret_hash, created_at) VALUES (?1, ?2, ?3)",
+			err);
 		if (!st) {
 			r = -rk_err(err)->code;
 		} else {
@@ -419,7 +444,8 @@ int rk_api_pair_verify(struct rk_db *db, const char *secret, char **computer_id,
 
 int rk_api_pair_reset(struct rk_db *db, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db, "UPDATE computers SET state = 'offline' WHERE kind = 'paired' AND state = 'running'", err);
+	struct rk_stmt *st = rk_db_prepare(
+		db, "UPDATE computers SET state = 'offline' WHERE kind = 'paired' AND state = 'running'", err);
 	if (!st)
 		return -(int)rk_err(err)->code;
 	return rk_db_step_done(db, st, "reset paired machines", err);

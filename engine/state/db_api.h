@@ -14,13 +14,13 @@
 
 /* --- tokens (engine/state/db_api.c) ----------------------------------------------------- */
 struct rk_api_token {
-	char *id, *name, *bot_id; /* bot_id NULL: a member's token */
+	char *id, *name, *bot_id;		      /* bot_id NULL: a member's token */
 	int64_t created_at, last_used_at, revoked_at; /* 0: never */
 };
 void rk_api_token_release(struct rk_api_token *t);
 /* Makes a token; *secret (malloc'd) is the bearer text, shown once. */
-int rk_api_token_create(struct rk_db *db, const char *name, const char *bot_id, char **secret,
-			struct rk_api_token *out, struct rk_error *err);
+int rk_api_token_create(struct rk_db *db, const char *name, const char *bot_id, char **secret, struct rk_api_token *out,
+			struct rk_error *err);
 int rk_api_token_list(struct rk_db *db, struct rk_api_token **out, size_t *n, struct rk_error *err);
 /* By id or name; RK_ENOTFOUND when none is live. */
 int rk_api_token_revoke(struct rk_db *db, const char *id_or_name, struct rk_api_token *out, struct rk_error *err);

@@ -35,10 +35,12 @@ int rk_db_memory_read(struct rk_db *db, const struct rk_memory_reader *rd, const
 	bind_reader(st, rd);
 	if (path)
 		rk_db_bind_text(st, 4, path);
-	static const struct rk_db_json_col one[] = {{"path", 's'},    {"scope", 's'},   {"bot", 's'}, {"revision", 'i'},
-						  {"content", 's'}, {"updated_at", 't'}, {0}};
-	static const struct rk_db_json_col list[] = {{"path", 's'},  {"scope", 's'},	{"bot", 's'}, {"revision", 'i'},
-						   {"bytes", 'i'}, {"updated_at", 't'}, {0}};
+	static const struct rk_db_json_col one[] =
+		{{"path", 's'},	   {"scope", 's'},	{"bot", 's'}, {"revision", 'i'},
+		 {"content", 's'}, {"updated_at", 't'}, {0}};
+	static const struct rk_db_json_col list[] =
+		{{"path", 's'},	 {"scope", 's'},      {"bot", 's'}, {"revision", 'i'},
+		 {"bytes", 'i'}, {"updated_at", 't'}, {0}};
 	return rk_db_json_rows(db, st, path ? one : list, "read memory", out, err);
 }
 
@@ -56,9 +58,9 @@ int rk_db_memory_revision(struct rk_db *db, const struct rk_memory_key *k, int64
 {
 	*revision = 0;
 	struct rk_stmt *st = rk_db_prepare(db,
-					 "SELECT id, revision FROM memory_documents WHERE space_id = ? AND user_id = ? "
-					 "AND scope = ? AND bot_id = ? AND path = ?",
-					 err);
+					   "SELECT id, revision FROM memory_documents WHERE space_id = ? AND user_id = ? "
+					   "AND scope = ? AND bot_id = ? AND path = ?",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	bind_key(st, k);
@@ -191,7 +193,8 @@ int rk_db_memory_search(struct rk_db *db, const struct rk_memory_reader *rd, con
 		"FROM memory_fts JOIN memory_documents d ON d.id = memory_fts.rowid "
 		"WHERE memory_fts MATCH ?4 AND " FILTER " ORDER BY bm25(memory_fts), d.path LIMIT ?5",
 		"SELECT d.path, d.scope, d.bot_id, d.revision, d.content, f.rank FROM ("
-		"SELECT rowid, ts_rank(" RK_MEMORY_PG_TSV ", q) AS rank FROM memory_fts, plainto_tsquery('simple', ?4) q "
+		"SELECT rowid, ts_rank(" RK_MEMORY_PG_TSV
+		", q) AS rank FROM memory_fts, plainto_tsquery('simple', ?4) q "
 		"WHERE " RK_MEMORY_PG_TSV " @@ q) f JOIN memory_documents d ON d.id = f.rowid "
 		"WHERE " FILTER " ORDER BY f.rank DESC, d.path LIMIT ?5",
 	};
@@ -230,7 +233,9 @@ int rk_db_memory_history(struct rk_db *db, const struct rk_memory_reader *rd, co
 		return -rk_err(err)->code;
 	bind_reader(st, rd);
 	rk_db_bind_text(st, 4, path);
-	static const struct rk_db_json_col cols[] = {{"path", 's'},  {"scope", 's'},  {"bot", 's'},	{"revision", 'i'},
-						   {"bytes", 'i'}, {"run_id", 's'}, {"created_at", 't'}, {0}};
+	static const struct rk_db_json_col cols[] = {{"path", 's'},	  {"scope", 's'},
+						     {"bot", 's'},	  {"revision", 'i'},
+						     {"bytes", 'i'},	  {"run_id", 's'},
+						     {"created_at", 't'}, {0}};
 	return rk_db_json_rows(db, st, cols, "read memory history", out, err);
 }

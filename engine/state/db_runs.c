@@ -44,9 +44,9 @@ static int step_one(struct rk_db *db, struct rk_stmt *st, const char *id, const 
 	return r;
 }
 
-#define RUN_COLS                                                                                              \
-	"id, bot_id, thread_id, computer_id, task, model, state, final_answer, error, steps, input_tokens, "  \
-	"output_tokens, worker_pid, heartbeat_at, created_at, started_at, finished_at, reason, options, "     \
+#define RUN_COLS                                                                                                       \
+	"id, bot_id, thread_id, computer_id, task, model, state, final_answer, error, steps, input_tokens, "           \
+	"output_tokens, worker_pid, heartbeat_at, created_at, started_at, finished_at, reason, options, "              \
 	"cancel_requested, lease_bot, lease_fence, takeover_reason, takeover_note, attempts, worker_host"
 
 static void run_from_row(struct rk_stmt *st, struct rk_run_row *r)
@@ -112,11 +112,12 @@ int rk_db_run_insert(struct rk_db *db, const struct rk_run_row *r, struct rk_err
 {
 	if (!r->id || !r->task || !rk_run_state_valid(r->state))
 		return rk_error_set(err, RK_EINVALID, "a run needs an id, a task and a valid state");
-	struct rk_stmt *st = rk_db_prepare(db,
-				"INSERT INTO runs (id, bot_id, thread_id, computer_id, task, model, state, created_at, "
-				"options, heartbeat_at, lease_bot, lease_fence) "
-				"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8, ?10, ?11)",
-				err);
+	struct rk_stmt *st =
+		rk_db_prepare(db,
+			      "INSERT INTO runs (id, bot_id, thread_id, computer_id, task, model, state, created_at, "
+			      "options, heartbeat_at, lease_bot, lease_fence) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8, ?10, ?11)",
+			      err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, r->id);
@@ -154,8 +155,7 @@ int rk_db_run_get(struct rk_db *db, const char *id, struct rk_run_row *out, stru
 }
 
 /* Steps st to its end, collecting run rows; finalizes st. */
-static int collect_runs(struct rk_db *db, struct rk_stmt *st, struct rk_run_row **out, size_t *n,
-			struct rk_error *err)
+static int collect_runs(struct rk_db *db, struct rk_stmt *st, struct rk_run_row **out, size_t *n, struct rk_error *err)
 {
 	size_t cap = 0;
 	int rc, r = 0;
@@ -183,9 +183,9 @@ int rk_db_run_list(struct rk_db *db, const char *computer_id, size_t limit, stru
 	*out = NULL;
 	*n = 0;
 	struct rk_stmt *st = rk_db_prepare(db,
-				"SELECT " RUN_COLS " FROM runs WHERE ?1 IS NULL OR computer_id = ?1 "
-				"ORDER BY created_at DESC, rowid DESC LIMIT ?2",
-				err);
+					   "SELECT " RUN_COLS " FROM runs WHERE ?1 IS NULL OR computer_id = ?1 "
+					   "ORDER BY created_at DESC, rowid DESC LIMIT ?2",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, computer_id);
@@ -199,9 +199,10 @@ int rk_db_run_list_prefix(struct rk_db *db, const char *prefix, size_t limit, st
 	*out = NULL;
 	*n = 0;
 	struct rk_stmt *st = rk_db_prepare(db,
-				"SELECT " RUN_COLS " FROM runs WHERE substr(id, 1, CAST(?2 AS INTEGER)) = ?1 "
-				"ORDER BY created_at DESC, rowid DESC LIMIT ?3",
-				err);
+					   "SELECT " RUN_COLS
+					   " FROM runs WHERE substr(id, 1, CAST(?2 AS INTEGER)) = ?1 "
+					   "ORDER BY created_at DESC, rowid DESC LIMIT ?3",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, prefix);
@@ -210,17 +211,17 @@ int rk_db_run_list_prefix(struct rk_db *db, const char *prefix, size_t limit, st
 	return collect_runs(db, st, out, n, err);
 }
 
-int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int64_t worker_pid,
-			struct rk_error *err)
+int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int64_t worker_pid, struct rk_error *err)
 {
 	if (!rk_run_state_valid(state))
 		return rk_error_set(err, RK_EINVALID, "no run state '%s'", state ? state : "");
-	struct rk_stmt *st = rk_db_prepare(db,
-				"UPDATE runs SET state = ?2, worker_pid = coalesce(?3, worker_pid), heartbeat_at = ?4, "
-				"worker_host = CASE WHEN ?3 IS NULL THEN worker_host ELSE ?6 END, "
-				"started_at = CASE WHEN ?2 = 'running' THEN coalesce(started_at, ?4) ELSE started_at END, "
-				"finished_at = CASE WHEN ?5 <> 0 THEN ?4 ELSE finished_at END WHERE id = ?1",
-				err);
+	struct rk_stmt *st = rk_db_prepare(
+		db,
+		"UPDATE runs SET state = ?2, worker_pid = coalesce(?3, worker_pid), heartbeat_at = ?4, "
+		"worker_host = CASE WHEN ?3 IS NULL THEN worker_host ELSE ?6 END, "
+		"started_at = CASE WHEN ?2 = 'running' THEN coalesce(started_at, ?4) ELSE started_at END, "
+		"finished_at = CASE WHEN ?5 <> 0 THEN ?4 ELSE finished_at END WHERE id = ?1",
+		err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
@@ -232,13 +233,14 @@ int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int
 	return step_one(db, st, id, "set run state", err);
 }
 
-int rk_db_run_progress(struct rk_db *db, const char *id, int64_t steps, int64_t input_tokens,
-		       int64_t output_tokens, struct rk_error *err)
+int rk_db_run_progress(struct rk_db *db, const char *id, int64_t steps, int64_t input_tokens, int64_t output_tokens,
+		       struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-				"UPDATE runs SET steps = ?2, input_tokens = ?3, output_tokens = ?4, heartbeat_at = ?5 "
-				"WHERE id = ?1",
-				err);
+	struct rk_stmt *st =
+		rk_db_prepare(db,
+			      "UPDATE runs SET steps = ?2, input_tokens = ?3, output_tokens = ?4, heartbeat_at = ?5 "
+			      "WHERE id = ?1",
+			      err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
@@ -259,15 +261,16 @@ int rk_db_run_heartbeat(struct rk_db *db, const char *id, struct rk_error *err)
 	return step_one(db, st, id, "run heartbeat", err);
 }
 
-int rk_db_run_finish(struct rk_db *db, const char *id, const char *state, const char *final_answer,
-		     const char *error, struct rk_error *err)
+int rk_db_run_finish(struct rk_db *db, const char *id, const char *state, const char *final_answer, const char *error,
+		     struct rk_error *err)
 {
 	if (!rk_run_state_is_final(state))
 		return rk_error_set(err, RK_EINVALID, "'%s' is not a final run state", state ? state : "");
-	struct rk_stmt *st = rk_db_prepare(db,
-				"UPDATE runs SET state = ?2, final_answer = ?3, error = ?4, heartbeat_at = ?5, "
-				"finished_at = ?5 WHERE id = ?1",
-				err);
+	struct rk_stmt
+		*st = rk_db_prepare(db,
+				    "UPDATE runs SET state = ?2, final_answer = ?3, error = ?4, heartbeat_at = ?5, "
+				    "finished_at = ?5 WHERE id = ?1",
+				    err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
@@ -278,13 +281,13 @@ int rk_db_run_finish(struct rk_db *db, const char *id, const char *state, const 
 	return step_one(db, st, id, "finish run", err);
 }
 
-int rk_db_run_set_meta(struct rk_db *db, const char *id, const char *reason, const char *options,
-		       struct rk_error *err)
+int rk_db_run_set_meta(struct rk_db *db, const char *id, const char *reason, const char *options, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-				"UPDATE runs SET reason = coalesce(?2, reason), options = coalesce(?3, options) "
-				"WHERE id = ?1",
-				err);
+	struct rk_stmt
+		*st = rk_db_prepare(db,
+				    "UPDATE runs SET reason = coalesce(?2, reason), options = coalesce(?3, options) "
+				    "WHERE id = ?1",
+				    err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
@@ -296,13 +299,14 @@ int rk_db_run_set_meta(struct rk_db *db, const char *id, const char *reason, con
 int rk_db_run_begin_attempt(struct rk_db *db, const char *id, int64_t worker_pid, const char *lease_bot,
 			    int64_t lease_fence, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-				"UPDATE runs SET state = 'running', worker_pid = ?2, worker_host = ?6, lease_bot = ?3, "
-				"lease_fence = ?4, "
-				"attempts = attempts + 1, heartbeat_at = ?5, started_at = coalesce(started_at, ?5), "
-				"finished_at = NULL, reason = NULL, error = NULL, final_answer = NULL, "
-				"takeover_reason = NULL, takeover_note = NULL WHERE id = ?1",
-				err);
+	struct rk_stmt *st =
+		rk_db_prepare(db,
+			      "UPDATE runs SET state = 'running', worker_pid = ?2, worker_host = ?6, lease_bot = ?3, "
+			      "lease_fence = ?4, "
+			      "attempts = attempts + 1, heartbeat_at = ?5, started_at = coalesce(started_at, ?5), "
+			      "finished_at = NULL, reason = NULL, error = NULL, final_answer = NULL, "
+			      "takeover_reason = NULL, takeover_note = NULL WHERE id = ?1",
+			      err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
@@ -325,10 +329,11 @@ int rk_db_run_request_cancel(struct rk_db *db, const char *id, struct rk_error *
 
 int rk_db_run_wait_takeover(struct rk_db *db, const char *id, const char *reason, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-				"UPDATE runs SET state = 'waiting_takeover', takeover_reason = ?2, takeover_note = NULL, "
-				"heartbeat_at = ?3 WHERE id = ?1",
-				err);
+	struct rk_stmt *st =
+		rk_db_prepare(db,
+			      "UPDATE runs SET state = 'waiting_takeover', takeover_reason = ?2, takeover_note = NULL, "
+			      "heartbeat_at = ?3 WHERE id = ?1",
+			      err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
@@ -340,9 +345,9 @@ int rk_db_run_wait_takeover(struct rk_db *db, const char *id, const char *reason
 int rk_db_run_end_takeover(struct rk_db *db, const char *id, const char *note, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db,
-				"UPDATE runs SET state = 'running', takeover_note = ?2 "
-				"WHERE id = ?1 AND state = 'waiting_takeover'",
-				err);
+					   "UPDATE runs SET state = 'running', takeover_note = ?2 "
+					   "WHERE id = ?1 AND state = 'waiting_takeover'",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
@@ -354,11 +359,12 @@ int rk_db_run_end_takeover(struct rk_db *db, const char *id, const char *note, s
 int rk_db_run_mark_interrupted(struct rk_db *db, const char *id, int64_t heartbeat_at, const char *reason,
 			       const char *error, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-				"UPDATE runs SET state = 'interrupted', reason = ?3, error = ?4, finished_at = ?5 "
-				"WHERE id = ?1 AND state IN ('queued','running','waiting_takeover') "
-				"AND coalesce(heartbeat_at, -1) = ?2",
-				err);
+	struct rk_stmt
+		*st = rk_db_prepare(db,
+				    "UPDATE runs SET state = 'interrupted', reason = ?3, error = ?4, finished_at = ?5 "
+				    "WHERE id = ?1 AND state IN ('queued','running','waiting_takeover') "
+				    "AND coalesce(heartbeat_at, -1) = ?2",
+				    err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
@@ -375,9 +381,10 @@ int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, st
 	*out = NULL;
 	*n = 0;
 	struct rk_stmt *st = rk_db_prepare(db,
-				"SELECT " RUN_COLS " FROM runs WHERE state IN ('queued','running','waiting_takeover') "
-				"ORDER BY created_at, rowid",
-				err);
+					   "SELECT " RUN_COLS
+					   " FROM runs WHERE state IN ('queued','running','waiting_takeover') "
+					   "ORDER BY created_at, rowid",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	size_t cap = 0;
@@ -437,10 +444,11 @@ int rk_db_run_ended_before(struct rk_db *db, int64_t before_ms, char ***ids, siz
 {
 	*ids = NULL;
 	*n = 0;
-	struct rk_stmt *st = rk_db_prepare(db,
-				"SELECT id FROM runs WHERE state IN ('completed','failed','interrupted','cancelled') "
-				"AND coalesce(finished_at, created_at) < ?1 ORDER BY coalesce(finished_at, created_at), id",
-				err);
+	struct rk_stmt *st = rk_db_prepare(
+		db,
+		"SELECT id FROM runs WHERE state IN ('completed','failed','interrupted','cancelled') "
+		"AND coalesce(finished_at, created_at) < ?1 ORDER BY coalesce(finished_at, created_at), id",
+		err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_stmt_bind_int64(st, 1, before_ms);
@@ -477,9 +485,8 @@ void rk_run_events_free(struct rk_run_event *ev, size_t n)
 int rk_db_run_event_append(struct rk_db *db, const char *run_id, int64_t seq, const char *type, const char *data,
 			   struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-				"INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-				err);
+	struct rk_stmt *st = rk_db_prepare(
+		db, "INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5)", err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, run_id);
@@ -505,15 +512,16 @@ int rk_db_run_event_last(struct rk_db *db, const char *run_id, int64_t *seq, str
 	return r;
 }
 
-int rk_db_run_events_after(struct rk_db *db, const char *run_id, int64_t after, size_t limit,
-			   struct rk_run_event **out, size_t *n, struct rk_error *err)
+int rk_db_run_events_after(struct rk_db *db, const char *run_id, int64_t after, size_t limit, struct rk_run_event **out,
+			   size_t *n, struct rk_error *err)
 {
 	*out = NULL;
 	*n = 0;
-	struct rk_stmt *st = rk_db_prepare(db,
-				"SELECT seq, type, data, created_at FROM run_events WHERE run_id = ?1 AND seq > ?2 "
-				"ORDER BY seq LIMIT ?3",
-				err);
+	struct rk_stmt
+		*st = rk_db_prepare(db,
+				    "SELECT seq, type, data, created_at FROM run_events WHERE run_id = ?1 AND seq > ?2 "
+				    "ORDER BY seq LIMIT ?3",
+				    err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, run_id);
@@ -542,8 +550,7 @@ int rk_db_run_events_after(struct rk_db *db, const char *run_id, int64_t after, 
 	return r;
 }
 
-int rk_db_run_message_append(struct rk_db *db, const char *run_id, int64_t seq, const char *data,
-			     struct rk_error *err)
+int rk_db_run_message_append(struct rk_db *db, const char *run_id, int64_t seq, const char *data, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db, "INSERT INTO run_messages (run_id, seq, data) VALUES (?1, ?2, ?3)", err);
 	if (!st)
@@ -587,12 +594,13 @@ int rk_db_run_thread_previous(struct rk_db *db, const char *thread_id, const cha
 			      char **prev, struct rk_error *err)
 {
 	*prev = NULL;
-	struct rk_stmt *st = rk_db_prepare(db,
-					 "SELECT id FROM runs WHERE thread_id = ?1 AND coalesce(bot_id, '') = coalesce(?2, '') "
-					 "AND id != ?3 AND state IN ('completed','failed','cancelled','interrupted') "
-					 "AND rowid < (SELECT rowid FROM runs WHERE id = ?3) "
-					 "ORDER BY rowid DESC LIMIT 1",
-					 err);
+	struct rk_stmt *st =
+		rk_db_prepare(db,
+			      "SELECT id FROM runs WHERE thread_id = ?1 AND coalesce(bot_id, '') = coalesce(?2, '') "
+			      "AND id != ?3 AND state IN ('completed','failed','cancelled','interrupted') "
+			      "AND rowid < (SELECT rowid FROM runs WHERE id = ?3) "
+			      "ORDER BY rowid DESC LIMIT 1",
+			      err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, thread_id);

@@ -14,14 +14,14 @@
 
 /* A run's state; the name of each (rk_run_state_name) is what the runs
  * table stores and JSON shows. waiting_approval: engine/access/approval.h. */
-#define RK_RUN_STATES(X)                               \
-	X(RK_RUN_QUEUED, "queued")                     \
-	X(RK_RUN_RUNNING, "running")                   \
-	X(RK_RUN_WAITING_TAKEOVER, "waiting_takeover") \
-	X(RK_RUN_WAITING_APPROVAL, "waiting_approval") \
-	X(RK_RUN_COMPLETED, "completed")               \
-	X(RK_RUN_FAILED, "failed")                     \
-	X(RK_RUN_INTERRUPTED, "interrupted")           \
+#define RK_RUN_STATES(X)                                                                                               \
+	X(RK_RUN_QUEUED, "queued")                                                                                     \
+	X(RK_RUN_RUNNING, "running")                                                                                   \
+	X(RK_RUN_WAITING_TAKEOVER, "waiting_takeover")                                                                 \
+	X(RK_RUN_WAITING_APPROVAL, "waiting_approval")                                                                 \
+	X(RK_RUN_COMPLETED, "completed")                                                                               \
+	X(RK_RUN_FAILED, "failed")                                                                                     \
+	X(RK_RUN_INTERRUPTED, "interrupted")                                                                           \
 	X(RK_RUN_CANCELLED, "cancelled")
 RK_NAMES_ENUM(rk_run_state, RK_RUN_STATE, RK_RUN_STATES);
 /* queued, running, waiting_takeover, waiting_approval (engine/access/approval.h), completed, failed, interrupted, cancelled */
@@ -32,14 +32,14 @@ struct rk_run_row {
 	char *id, *bot_id, *thread_id, *computer_id, *task, *model, *state, *final_answer, *error;
 	int64_t steps, input_tokens, output_tokens;
 	int64_t worker_pid, heartbeat_at, created_at, started_at, finished_at; /* -1: none */
-	char *reason;          /* why it ended (max_steps, model, cancelled, stale ...), or NULL */
-	char *options;         /* JSON: the limits and model flags it was started with */
+	char *reason;  /* why it ended (max_steps, model, cancelled, stale ...), or NULL */
+	char *options; /* JSON: the limits and model flags it was started with */
 	int64_t cancel_requested;
-	char *lease_bot;       /* the bot key of its execution lease */
-	int64_t lease_fence;   /* -1: it holds none */
+	char *lease_bot;     /* the bot key of its execution lease */
+	int64_t lease_fence; /* -1: it holds none */
 	char *takeover_reason, *takeover_note;
-	int64_t attempts;      /* times a process ran it (1 + resumes) */
-	char *worker_host;     /* the host key worker_pid belongs to (engine/util/host.h), or NULL */
+	int64_t attempts;  /* times a process ran it (1 + resumes) */
+	char *worker_host; /* the host key worker_pid belongs to (engine/util/host.h), or NULL */
 };
 void rk_run_row_release(struct rk_run_row *r);
 
@@ -56,18 +56,16 @@ int rk_db_run_list_prefix(struct rk_db *db, const char *prefix, size_t limit, st
 void rk_run_rows_free(struct rk_run_row *rows, size_t n);
 
 /* state: running sets started_at (once) and worker_pid; a final state sets finished_at. */
-int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int64_t worker_pid,
-			struct rk_error *err);
+int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int64_t worker_pid, struct rk_error *err);
 /* Steps and token totals, and the heartbeat (now). */
-int rk_db_run_progress(struct rk_db *db, const char *id, int64_t steps, int64_t input_tokens,
-		       int64_t output_tokens, struct rk_error *err);
+int rk_db_run_progress(struct rk_db *db, const char *id, int64_t steps, int64_t input_tokens, int64_t output_tokens,
+		       struct rk_error *err);
 int rk_db_run_heartbeat(struct rk_db *db, const char *id, struct rk_error *err);
 /* Ends the run: state (final), and the answer or the error (either may be NULL). */
-int rk_db_run_finish(struct rk_db *db, const char *id, const char *state, const char *final_answer,
-		     const char *error, struct rk_error *err);
+int rk_db_run_finish(struct rk_db *db, const char *id, const char *state, const char *final_answer, const char *error,
+		     struct rk_error *err);
 /* Sets the reason and options columns (either may be NULL: unchanged). */
-int rk_db_run_set_meta(struct rk_db *db, const char *id, const char *reason, const char *options,
-		       struct rk_error *err);
+int rk_db_run_set_meta(struct rk_db *db, const char *id, const char *reason, const char *options, struct rk_error *err);
 
 /* A process takes the run: state running, worker_pid, attempts + 1, the
  * lease it holds, the end fields cleared. */
@@ -107,12 +105,11 @@ int rk_db_run_event_append(struct rk_db *db, const char *run_id, int64_t seq, co
 /* The highest seq stored for run_id (0: none). */
 int rk_db_run_event_last(struct rk_db *db, const char *run_id, int64_t *seq, struct rk_error *err);
 /* Events with seq > after, in order, at most limit (0: 1000). */
-int rk_db_run_events_after(struct rk_db *db, const char *run_id, int64_t after, size_t limit,
-			   struct rk_run_event **out, size_t *n, struct rk_error *err);
+int rk_db_run_events_after(struct rk_db *db, const char *run_id, int64_t after, size_t limit, struct rk_run_event **out,
+			   size_t *n, struct rk_error *err);
 
 /* --- the conversation, one JSON message per seq (no image bytes) --- */
-int rk_db_run_message_append(struct rk_db *db, const char *run_id, int64_t seq, const char *data,
-			     struct rk_error *err);
+int rk_db_run_message_append(struct rk_db *db, const char *run_id, int64_t seq, const char *data, struct rk_error *err);
 /* The messages in order, as one JSON array text (malloc'd). */
 int rk_db_run_messages(struct rk_db *db, const char *run_id, char **json_array, struct rk_error *err);
 /* The latest ended run (completed, failed, cancelled, interrupted) of

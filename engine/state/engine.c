@@ -60,7 +60,7 @@ static void private_modes(const char *data_dir)
 		const char *name; /* under DATA_DIR; "" is DATA_DIR itself */
 		mode_t mode;
 	} want[] = {
-		{"", 0700},	     {"rakazo.db", 0600}, {"rakazo.db-wal", 0600}, {"rakazo.db-shm", 0600},
+		{"", 0700},	      {"rakazo.db", 0600}, {"rakazo.db-wal", 0600},  {"rakazo.db-shm", 0600},
 		{"master.key", 0600}, {"log", 0700},	   {"log/rakazo.log", 0600},
 	};
 	struct rk_buf fixed;

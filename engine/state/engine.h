@@ -10,7 +10,7 @@
 struct rk_engine {
 	char *data_dir;
 	struct rk_db *db;
-	char *owner;   /* who acts: RAKAZO_OWNER, else "user:<login>" */
+	char *owner;	/* who acts: RAKAZO_OWNER, else "user:<login>" */
 	char *self_exe; /* path of the rakazo binary, for spawning the worker and holders */
 };
 
@@ -31,10 +31,10 @@ int rk_engine_spawn(struct rk_engine *eng, rk_ipc_main_fn fn, void *arg, struct 
  * (RAKAZO_DATABASE_URL)", the URL without its password, or "sqlite: ...". */
 char *rk_engine_backend(void);
 struct rk_engine_health {
-	const char *path;  /* the database's (eng->db's) */
-	int pg;            /* PostgreSQL, else SQLite */
-	char *integrity;   /* "ok" when sound */
-	char *mode;        /* SQLite's journal mode, PostgreSQL's server version, or "... unknown (why)" */
+	const char *path;	/* the database's (eng->db's) */
+	int pg;			/* PostgreSQL, else SQLite */
+	char *integrity;	/* "ok" when sound */
+	char *mode;		/* SQLite's journal mode, PostgreSQL's server version, or "... unknown (why)" */
 	int schema, migrations; /* the schema version, of how many */
 };
 /* What the database says of itself (not what was asked at open). An error

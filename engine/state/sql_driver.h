@@ -14,7 +14,7 @@
 enum rk_sql_rc {
 	RK_SQL_OK = 0,
 	RK_SQL_ERROR = 1,
-	RK_SQL_BUSY = 5,    /* locked by another writer, or the server is not reachable */
+	RK_SQL_BUSY = 5, /* locked by another writer, or the server is not reachable */
 	RK_SQL_LOCKED = 6,
 	RK_SQL_READONLY = 8,
 	RK_SQL_IOERR = 10,

@@ -58,8 +58,17 @@ struct pg_stmt {
 #define C(db) ((struct pg_conn *)(db)->conn)
 #define P(st) ((struct pg_stmt *)(st))
 
-enum { INT8OID = 20, BOOLOID = 16, INT2OID = 21, INT4OID = 23, FLOAT4OID = 700, FLOAT8OID = 701,
-       NUMERICOID = 1700, BYTEAOID = 17, OIDOID = 26 };
+enum {
+	INT8OID = 20,
+	BOOLOID = 16,
+	INT2OID = 21,
+	INT4OID = 23,
+	FLOAT4OID = 700,
+	FLOAT8OID = 701,
+	NUMERICOID = 1700,
+	BYTEAOID = 17,
+	OIDOID = 26
+};
 
 static void quiet(void *arg, const char *message)
 {
@@ -463,7 +472,8 @@ static const void *blob(struct pg_stmt *st, int i, size_t *len)
 		return PQgetvalue(st->res, st->row, i);
 	}
 	if (!st->blobs[i])
-		st->blobs[i] = PQunescapeBytea((const unsigned char *)PQgetvalue(st->res, st->row, i), &st->blob_len[i]);
+		st->blobs[i] = PQunescapeBytea((const unsigned char *)PQgetvalue(st->res, st->row, i),
+					       &st->blob_len[i]);
 	*len = st->blob_len[i];
 	return st->blobs[i];
 }

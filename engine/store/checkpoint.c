@@ -30,11 +30,20 @@ const char *rk_workspace_kind_name(enum rk_workspace_kind k)
 
 /* --- exclusions ------------------------------------------------------------- */
 
-static const char *const cache_dirs[] = {"Cache", "Code Cache", "GPUCache", "GrShaderCache", "ShaderCache",
-					 "DawnGraphiteCache", "DawnWebGPUCache", "Crashpad", "CacheStorage",
-					 "component_crx_cache", "optimization_guide_model_store", NULL};
-static const char *const lock_names[] = {"SingletonCookie", "SingletonLock", "SingletonSocket", "lockfile", "lock",
-					 ".parentlock", "DevToolsActivePort", "BrowserMetrics", NULL};
+static const char *const cache_dirs[] = {"Cache",
+					 "Code Cache",
+					 "GPUCache",
+					 "GrShaderCache",
+					 "ShaderCache",
+					 "DawnGraphiteCache",
+					 "DawnWebGPUCache",
+					 "Crashpad",
+					 "CacheStorage",
+					 "component_crx_cache",
+					 "optimization_guide_model_store",
+					 NULL};
+static const char *const lock_names[] = {"SingletonCookie", "SingletonLock",	  "SingletonSocket", "lockfile", "lock",
+					 ".parentlock",	    "DevToolsActivePort", "BrowserMetrics",  NULL};
 
 static int seg_is(const char *seg, size_t len, const char *const *names)
 {

@@ -12,16 +12,16 @@
 enum rk_workspace_kind { RK_WORKSPACE_MARKER, RK_WORKSPACE_SNAPSHOT };
 
 struct rk_workspace_checkpoint {
-	char *id;            /* "rev-<ms>-<hex>", sortable by time */
-	int64_t created_at;  /* ms */
-	char *reason;        /* stop, pause, manual, run, import, restore ... */
+	char *id;	    /* "rev-<ms>-<hex>", sortable by time */
+	int64_t created_at; /* ms */
+	char *reason;	    /* stop, pause, manual, run, import, restore ... */
 	enum rk_workspace_kind kind;
-	int64_t bytes, files; /* -1 for a marker (not counted: that would cost time) */
-	char *checksum;      /* sha256 of the manifest; NULL for a marker */
-	int64_t ms;          /* how long the checkpoint took */
+	int64_t bytes, files;	/* -1 for a marker (not counted: that would cost time) */
+	char *checksum;		/* sha256 of the manifest; NULL for a marker */
+	int64_t ms;		/* how long the checkpoint took */
 	int64_t reused, hashed; /* files whose hash was reused / computed */
-	int64_t skipped;     /* FIFOs, sockets, devices left out (never kept) */
-	char *skipped_names; /* the first of them, "a (a FIFO), ..."; only from a checkpoint just made; malloc'd */
+	int64_t skipped;	/* FIFOs, sockets, devices left out (never kept) */
+	char *skipped_names;	/* the first of them, "a (a FIFO), ..."; only from a checkpoint just made; malloc'd */
 };
 void rk_workspace_checkpoint_release(struct rk_workspace_checkpoint *r);
 void rk_workspace_checkpoints_free(struct rk_workspace_checkpoint *r, size_t n);

@@ -139,7 +139,6 @@ out:
 /* --- manifests ----------------------------------------------------------------- */
 
 
-
 void rk_manifest_take_meta(struct rk_manifest *m, struct rk_workspace_checkpoint *out)
 {
 	*out = m->meta;
@@ -192,8 +191,8 @@ void rk_manifest_add_entry(struct rk_buf *b, char type, const struct stat *st, i
 			   const char *path)
 {
 	rk_buf_printf(b, "%c\t%o\t%u\t%u\t%lld\t%lld\t%llu\t%lld\t", type, (unsigned)(st->st_mode & 07777),
-		      (unsigned)st->st_uid, (unsigned)st->st_gid, (long long)rk_workspace_ns_of(&st->st_mtim), (long long)size,
-		      (unsigned long long)st->st_ino, (long long)rk_workspace_ns_of(&st->st_ctim));
+		      (unsigned)st->st_uid, (unsigned)st->st_gid, (long long)rk_workspace_ns_of(&st->st_mtim),
+		      (long long)size, (unsigned long long)st->st_ino, (long long)rk_workspace_ns_of(&st->st_ctim));
 	if (type == 'l')
 		add_escaped(b, ref);
 	else
@@ -234,16 +233,22 @@ int rk_workspace_meta_from_json(const char *text, size_t len, struct rk_workspac
 	memset(r, 0, sizeof(*r));
 	r->id = rk_xstrdup(id);
 	r->reason = rk_xstrdup(rk_json_string(o, "reason", ""));
-	r->kind = !strcmp(rk_json_string(o, "kind", "snapshot"), "marker") ? RK_WORKSPACE_MARKER : RK_WORKSPACE_SNAPSHOT;
+	r->kind = !strcmp(rk_json_string(o, "kind", "snapshot"), "marker") ? RK_WORKSPACE_MARKER
+									   : RK_WORKSPACE_SNAPSHOT;
 	const cJSON *v;
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "created_at")) && cJSON_IsNumber(v))
 		r->created_at = (int64_t)v->valuedouble;
-	r->bytes = (v = cJSON_GetObjectItemCaseSensitive(o, "bytes")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
-	r->files = (v = cJSON_GetObjectItemCaseSensitive(o, "files")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
+	r->bytes = (v = cJSON_GetObjectItemCaseSensitive(o, "bytes")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble
+											   : -1;
+	r->files = (v = cJSON_GetObjectItemCaseSensitive(o, "files")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble
+											   : -1;
 	r->ms = (v = cJSON_GetObjectItemCaseSensitive(o, "ms")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
-	r->reused = (v = cJSON_GetObjectItemCaseSensitive(o, "reused")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
-	r->hashed = (v = cJSON_GetObjectItemCaseSensitive(o, "hashed")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
-	r->skipped = (v = cJSON_GetObjectItemCaseSensitive(o, "skipped")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+	r->reused = (v = cJSON_GetObjectItemCaseSensitive(o, "reused")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble
+											     : 0;
+	r->hashed = (v = cJSON_GetObjectItemCaseSensitive(o, "hashed")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble
+											     : 0;
+	r->skipped = (v = cJSON_GetObjectItemCaseSensitive(o, "skipped")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble
+											       : 0;
 	r->checksum = rk_xstrdup(rk_json_string(o, "checksum", NULL));
 	cJSON_Delete(o);
 	return 0;
@@ -397,7 +402,7 @@ void rk_hset_add(struct rk_hset *h, const char *hex)
 {
 	if (!h->k || (h->n + 1) * 2 > h->mask + 1) {
 		size_t size = h->k ? (h->mask + 1) * 2 : 1024;
-		char (*old)[65] = h->k;
+		char(*old)[65] = h->k;
 		size_t oldsize = h->k ? h->mask + 1 : 0;
 		h->k = rk_xcalloc(size, 65);
 		h->mask = size - 1;
@@ -494,8 +499,9 @@ int rk_workspace_walk_dir(struct rk_workspace_walk *w, int dfd, struct rk_buf *r
 			const struct rk_mentry *p = rk_path_table_get(&w->prev, rel->data);
 			char hex[65];
 			int64_t size = st.st_size;
-			if (p && p->type == 'f' && p->size == st.st_size && p->mtime_ns == rk_workspace_ns_of(&st.st_mtim) &&
-			    p->ino == (uint64_t)st.st_ino && p->ctime_ns == rk_workspace_ns_of(&st.st_ctim)) {
+			if (p && p->type == 'f' && p->size == st.st_size &&
+			    p->mtime_ns == rk_workspace_ns_of(&st.st_mtim) && p->ino == (uint64_t)st.st_ino &&
+			    p->ctime_ns == rk_workspace_ns_of(&st.st_ctim)) {
 				/* the previous manifest is the latest, so its objects are
 				 * kept (prune and gc only drop unnamed ones): no stat needed */
 				memcpy(hex, p->ref, 65);
@@ -517,8 +523,7 @@ int rk_workspace_walk_dir(struct rk_workspace_walk *w, int dfd, struct rk_buf *r
 			rk_manifest_add_entry(&w->body, 'f', &st, size, hex, rel->data);
 			w->files++;
 			w->bytes += size;
-		}
-		else {
+		} else {
 			/* sockets, fifos, devices: runtime state, never kept (and
 			 * never opened); counted so the checkpoint says so */
 			w->skipped++;
@@ -599,8 +604,8 @@ static int materialize_file(int dfd, const char *name, const struct rk_mentry *e
 }
 
 /* Builds the tree of m under dir (an empty dir). */
-int rk_workspace_materialize(const struct rk_manifest *m, const char *dir, rk_workspace_open_object_fn open_object, void *ctx,
-			struct rk_error *err)
+int rk_workspace_materialize(const struct rk_manifest *m, const char *dir, rk_workspace_open_object_fn open_object,
+			     void *ctx, struct rk_error *err)
 {
 	int as_root = geteuid() == 0;
 	int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -30,7 +30,7 @@ struct rk_mentry {
 	unsigned mode, uid, gid;
 	int64_t mtime_ns, size, ctime_ns;
 	uint64_t ino;
-	char *ref;  /* hash (f), target (l), "-" (d); points into the manifest text */
+	char *ref; /* hash (f), target (l), "-" (d); points into the manifest text */
 	char *path;
 };
 
@@ -101,9 +101,9 @@ struct rk_workspace_walk {
 	struct rk_buf body;
 	struct rk_path_table prev;
 	int64_t files, bytes, reused, hashed;
-	int64_t skipped;           /* FIFOs, sockets, devices left out */
+	int64_t skipped;	     /* FIFOs, sockets, devices left out */
 	struct rk_buf skipped_names; /* the first of them, "a (a FIFO), b (a socket)" */
-	unsigned char *io; /* RK_WORKSPACE_IOBUF bytes for store */
+	unsigned char *io;	     /* RK_WORKSPACE_IOBUF bytes for store */
 	int (*store)(struct rk_workspace_walk *w, int fd, char hex[65], int64_t *size);
 	struct rk_error *err;
 };
@@ -115,11 +115,11 @@ int rk_workspace_walk_dir(struct rk_workspace_walk *w, int dfd, struct rk_buf *r
  * or a negative rk_code with err filled. */
 typedef int (*rk_workspace_open_object_fn)(void *ctx, const struct rk_mentry *e, struct rk_error *err);
 /* Builds the tree of m under dir (an empty dir) and flushes it. */
-int rk_workspace_materialize(const struct rk_manifest *m, const char *dir, rk_workspace_open_object_fn open_object, void *ctx,
-			struct rk_error *err);
+int rk_workspace_materialize(const struct rk_manifest *m, const char *dir, rk_workspace_open_object_fn open_object,
+			     void *ctx, struct rk_error *err);
 /* Streams m as a pax tar to fd (zstd-compressed when zstd). */
 int rk_workspace_export_manifest(const struct rk_manifest *m, int fd, int zstd, rk_workspace_open_object_fn open_object,
-			    void *ctx, struct rk_error *err);
+				 void *ctx, struct rk_error *err);
 
 /* Staging beside dest (dest's dir/.NAME.staging-XXXXXX, malloc'd); the swap
  * that makes it dest (two renames, old dest removed); and the recovery that

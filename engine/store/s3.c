@@ -49,9 +49,9 @@
 
 #define MULTIPART_MIN (16LL << 20) /* files this big go up in parts */
 #define PART_SIZE (8LL << 20)
-#define HEADER_RANGE 4096           /* a revision's header line fits in this */
-#define LIST_PAGES_FIRST 20         /* a first checkpoint lists up to this many pages of objects */
-#define UPLOAD_THREADS 4            /* small files go up this many at a time */
+#define HEADER_RANGE 4096	    /* a revision's header line fits in this */
+#define LIST_PAGES_FIRST 20	    /* a first checkpoint lists up to this many pages of objects */
+#define UPLOAD_THREADS 4	    /* small files go up this many at a time */
 #define UPLOAD_INFLIGHT (64u << 20) /* at most this much file content waits for them */
 
 struct s3 {
@@ -69,8 +69,8 @@ static const char empty_sha[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934
 
 struct s3_req {
 	const char *method;
-	char *key;           /* the object key below the prefix ("objects/..."); NULL: the bucket */
-	const char *query;   /* already canonical: sorted, escaped, "name=" for flags */
+	char *key;	   /* the object key below the prefix ("objects/..."); NULL: the bucket */
+	const char *query; /* already canonical: sorted, escaped, "name=" for flags */
 	const void *body;
 	size_t len;
 	const char *range;
@@ -117,8 +117,8 @@ static char *xml_text(const char *xml, size_t len, const char *tag, const char *
 		*from = b + strlen(close);
 	struct rk_buf out;
 	rk_buf_init(&out);
-	static const char *const ent[][2] = {{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""},
-					      {"&apos;", "'"}, {"&#34;", "\""}, {"&#39;", "'"}};
+	static const char *const ent[][2] = {{"&amp;", "&"},  {"&lt;", "<"},   {"&gt;", ">"}, {"&quot;", "\""},
+					     {"&apos;", "'"}, {"&#34;", "\""}, {"&#39;", "'"}};
 	for (const char *p = a; p < b;) {
 		size_t k = 0;
 		if (*p == '&')
@@ -212,9 +212,11 @@ static int s3_do(struct s3 *s, const struct s3_req *q, struct rk_http_response *
 	if (r && resp->status >= 400) {
 		char *code = xml_text(resp->body.data, resp->body.len, "Code", NULL);
 		char *msg = xml_text(resp->body.data, resp->body.len, "Message", NULL);
-		const char *hint = resp->status == 403 ? ": check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the bucket's policy"
-				   : code && !strcmp(code, "NoSuchBucket") ? ": create the bucket or fix RAKAZO_HOME_STORE"
-									     : "";
+		const char *hint = resp->status == 403
+					   ? ": check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the bucket's policy"
+				   : code && !strcmp(code, "NoSuchBucket")
+					   ? ": create the bucket or fix RAKAZO_HOME_STORE"
+					   : "";
 		if (code || resp->status != 404)
 			rk_error_set(err, rk_http_status_code(resp->status), "%s: %s%s%s (HTTP %ld)%s", what,
 				     code ? code : "error", msg ? ": " : "", msg ? msg : "", resp->status, hint);
@@ -427,7 +429,8 @@ static int manifest_load(struct s3 *s, const char *key, const char *rev, int wan
 	memset(m, 0, sizeof(*m));
 	rk_buf_init(&m->text);
 	if (!rk_workspace_valid_rev(rev))
-		return rk_error_set(err, RK_ENOTFOUND, "no checkpoint '%s' (see `rakazo checkpoint list`)", rev ? rev : "");
+		return rk_error_set(err, RK_ENOTFOUND, "no checkpoint '%s' (see `rakazo checkpoint list`)",
+				    rev ? rev : "");
 	char *k = rev_key(key, rev);
 	char range[40];
 	snprintf(range, sizeof(range), "bytes=0-%d", HEADER_RANGE - 1);
@@ -469,7 +472,8 @@ static int rev_ids(struct s3 *s, const char *key, struct listing *l, struct rk_e
 	return r;
 }
 
-static int list_revs(struct s3 *s, const char *key, struct rk_workspace_checkpoint **out, size_t *n, struct rk_error *err)
+static int list_revs(struct s3 *s, const char *key, struct rk_workspace_checkpoint **out, size_t *n,
+		     struct rk_error *err)
 {
 	*out = NULL;
 	*n = 0;
@@ -634,7 +638,8 @@ static int fetch_object(struct s3 *s, const char *hex, int64_t size, int fd, str
 	crypto_hash_sha256_final(&k.h, d);
 	sodium_bin2hex(got, sizeof(got), d, sizeof(d));
 	if (strcmp(got, hex) || (size >= 0 && k.n != size))
-		return rk_error_set(err, RK_ECORRUPT, "object %.12s is damaged: its content does not match its name", hex);
+		return rk_error_set(err, RK_ECORRUPT, "object %.12s is damaged: its content does not match its name",
+				    hex);
 	return 0;
 }
 
@@ -756,7 +761,7 @@ struct uploader {
 	pthread_mutex_t mu;
 	pthread_cond_t work, room;
 	struct upload *head, *tail;
-	size_t waiting;  /* bytes queued or being sent */
+	size_t waiting; /* bytes queued or being sent */
 	int stop, failed, nth;
 	pthread_t th[UPLOAD_THREADS];
 	struct rk_error err; /* the first failure */
@@ -878,9 +883,9 @@ static int uploader_finish(struct uploader *u, struct rk_error *err)
 struct s3_walk {
 	struct rk_workspace_walk base; /* first: store gets &base */
 	struct s3 *s;
-	struct rk_hset known;     /* objects known to be in the bucket, or on their way */
+	struct rk_hset known; /* objects known to be in the bucket, or on their way */
 	struct uploader up;
-	int listed;               /* known holds every object there */
+	int listed; /* known holds every object there */
 	int64_t uploaded;
 };
 
@@ -930,7 +935,8 @@ static int multipart(struct s3_walk *w, int fd, const char *hex, int64_t total, 
 			got += (size_t)n;
 		}
 		if (got != want) {
-			r = rk_error_set(err, RK_ECONFLICT, "a %lld-byte file shrank while it was uploaded: checkpoint again",
+			r = rk_error_set(err, RK_ECONFLICT,
+					 "a %lld-byte file shrank while it was uploaded: checkpoint again",
 					 (long long)total);
 			break;
 		}
@@ -940,7 +946,8 @@ static int multipart(struct s3_walk *w, int fd, const char *hex, int64_t total, 
 		r = s3_do(s, &pq, &resp, err);
 		free(query);
 		if (r == 0 && !resp.etag)
-			r = rk_error_set(err, RK_EFAILED, "s3 PUT %s%s part %d: the reply has no ETag", s->prefix, key, no);
+			r = rk_error_set(err, RK_EFAILED, "s3 PUT %s%s part %d: the reply has no ETag", s->prefix, key,
+					 no);
 		if (r == 0)
 			rk_buf_printf(&done, "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag></Part>", no, resp.etag);
 		rk_http_response_release(&resp);
@@ -954,7 +961,8 @@ static int multipart(struct s3_walk *w, int fd, const char *hex, int64_t total, 
 		crypto_hash_sha256_final(&h, d);
 		sodium_bin2hex(got, sizeof(got), d, sizeof(d));
 		if (strcmp(got, hex))
-			r = rk_error_set(err, RK_ECONFLICT, "a %lld-byte file changed while it was uploaded: checkpoint again",
+			r = rk_error_set(err, RK_ECONFLICT,
+					 "a %lld-byte file changed while it was uploaded: checkpoint again",
 					 (long long)total);
 	}
 	if (r == 0) {
@@ -1046,8 +1054,9 @@ static int s3_store_file(struct rk_workspace_walk *base, int fd, char hex[65], i
 	return r < 0 ? r : 0;
 }
 
-static int s3_checkpoint(struct rk_workspace_store *base, const char *key, const struct rk_workspace_checkpoint_req *req,
-			 struct rk_workspace_checkpoint *out, struct rk_error *err)
+static int s3_checkpoint(struct rk_workspace_store *base, const char *key,
+			 const struct rk_workspace_checkpoint_req *req, struct rk_workspace_checkpoint *out,
+			 struct rk_error *err)
 {
 	struct s3 *s = (struct s3 *)base;
 	int64_t t0 = rk_monotonic_ms();
@@ -1185,8 +1194,8 @@ static int s3_describe(struct rk_workspace_store *base, struct rk_workspace_desc
 	return 0;
 }
 
-static int s3_show(struct rk_workspace_store *base, const char *key, const char *rev, struct rk_workspace_checkpoint *out,
-		   struct rk_error *err)
+static int s3_show(struct rk_workspace_store *base, const char *key, const char *rev,
+		   struct rk_workspace_checkpoint *out, struct rk_error *err)
 {
 	struct s3 *s = (struct s3 *)base;
 	char *id = NULL;
@@ -1529,7 +1538,8 @@ static int valid_prefix(const char *p, size_t n)
 struct rk_workspace_store *rk_workspace_store_s3_new(const char *url, const char *data_dir, struct rk_error *err)
 {
 	if (!url || strncmp(url, "s3://", 5)) {
-		rk_error_set(err, RK_EINVALID, "RAKAZO_HOME_STORE '%s' is not s3://BUCKET[/PREFIX] (unset it for the local store)",
+		rk_error_set(err, RK_EINVALID,
+			     "RAKAZO_HOME_STORE '%s' is not s3://BUCKET[/PREFIX] (unset it for the local store)",
 			     url ? url : "");
 		return NULL;
 	}
@@ -1537,7 +1547,8 @@ struct rk_workspace_store *rk_workspace_store_s3_new(const char *url, const char
 	size_t bn = strcspn(b, "/");
 	if (!valid_bucket(b, bn)) {
 		rk_error_set(err, RK_EINVALID,
-			     "RAKAZO_HOME_STORE '%s': '%.*s' is not a bucket name (3 to 63 of a-z 0-9 . -)", url, (int)bn, b);
+			     "RAKAZO_HOME_STORE '%s': '%.*s' is not a bucket name (3 to 63 of a-z 0-9 . -)", url,
+			     (int)bn, b);
 		return NULL;
 	}
 	const char *p = b + bn;
@@ -1547,23 +1558,26 @@ struct rk_workspace_store *rk_workspace_store_s3_new(const char *url, const char
 	while (pn && p[pn - 1] == '/')
 		pn--;
 	if (pn && !valid_prefix(p, pn)) {
-		rk_error_set(err, RK_EINVALID,
-			     "RAKAZO_HOME_STORE '%s': the prefix holds an empty, '.' or '..' segment or a control character",
-			     url);
+		rk_error_set(
+			err, RK_EINVALID,
+			"RAKAZO_HOME_STORE '%s': the prefix holds an empty, '.' or '..' segment or a control character",
+			url);
 		return NULL;
 	}
 	const char *id = env("AWS_ACCESS_KEY_ID"), *secret = env("AWS_SECRET_ACCESS_KEY");
 	if (!id || !secret) {
-		rk_error_set(err, RK_EINVALID,
-			     "the S3 workspace store needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment");
+		rk_error_set(
+			err, RK_EINVALID,
+			"the S3 workspace store needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment");
 		return NULL;
 	}
 	if (strchr(id, ':')) {
 		rk_error_set(err, RK_EINVALID, "AWS_ACCESS_KEY_ID holds a ':', which no access key id has");
 		return NULL;
 	}
-	const char *region = env("AWS_REGION") ? env("AWS_REGION") : env("AWS_DEFAULT_REGION") ? env("AWS_DEFAULT_REGION")
-											: "us-east-1";
+	const char *region = env("AWS_REGION")		 ? env("AWS_REGION")
+			     : env("AWS_DEFAULT_REGION") ? env("AWS_DEFAULT_REGION")
+							 : "us-east-1";
 	for (const char *c = region; *c; c++)
 		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-')) {
 			rk_error_set(err, RK_EINVALID, "AWS_REGION '%s' is not a region name", region);
@@ -1630,7 +1644,8 @@ static int failed_describe(struct rk_workspace_store *b, struct rk_workspace_des
 	(void)o;
 	return fail_with(b, e);
 }
-static int failed_rev(struct rk_workspace_store *b, const char *k, struct rk_workspace_checkpoint *o, struct rk_error *e)
+static int failed_rev(struct rk_workspace_store *b, const char *k, struct rk_workspace_checkpoint *o,
+		      struct rk_error *e)
 {
 	(void)k, (void)o;
 	return fail_with(b, e);
@@ -1666,8 +1681,8 @@ static int failed_export(struct rk_workspace_store *b, const char *k, const char
 	(void)k, (void)r, (void)fd, (void)z;
 	return fail_with(b, e);
 }
-static int failed_verify(struct rk_workspace_store *b, const char *k, const char *r, int d, struct rk_workspace_verify *o,
-			 struct rk_error *e)
+static int failed_verify(struct rk_workspace_store *b, const char *k, const char *r, int d,
+			 struct rk_workspace_verify *o, struct rk_error *e)
 {
 	(void)k, (void)r, (void)d;
 	memset(o, 0, sizeof(*o));

@@ -208,9 +208,11 @@ static int manifest_load(struct local *s, const char *key, const char *rev, int 
 	memset(m, 0, sizeof(*m));
 	rk_buf_init(&m->text);
 	if (!rk_workspace_valid_rev(rev))
-		return rk_error_set(err, RK_ENOTFOUND, "no checkpoint '%s' (see `rakazo checkpoint list`)", rev ? rev : "");
+		return rk_error_set(err, RK_ENOTFOUND, "no checkpoint '%s' (see `rakazo checkpoint list`)",
+				    rev ? rev : "");
 	char *p = rev_path(s, key, rev);
-	int r = want_entries < 0 ? read_first_line(p, &m->text, err) : rk_fs_read_all(p, RK_WORKSPACE_MANIFEST_MAX, &m->text, err);
+	int r = want_entries < 0 ? read_first_line(p, &m->text, err)
+				 : rk_fs_read_all(p, RK_WORKSPACE_MANIFEST_MAX, &m->text, err);
 	if (r == -RK_ENOTFOUND)
 		r = rk_error_set(err, RK_ENOTFOUND, "no checkpoint '%s' of workspace %s", rev, key);
 	free(p);
@@ -596,8 +598,8 @@ static int local_latest(struct rk_workspace_store *base, const char *key, struct
 	return 0;
 }
 
-static int local_show(struct rk_workspace_store *base, const char *key, const char *rev, struct rk_workspace_checkpoint *out,
-		      struct rk_error *err)
+static int local_show(struct rk_workspace_store *base, const char *key, const char *rev,
+		      struct rk_workspace_checkpoint *out, struct rk_error *err)
 {
 	struct local *s = (struct local *)base;
 	int r = rk_workspace_check_key(key, err);
@@ -627,8 +629,9 @@ static int local_list(struct rk_workspace_store *base, const char *key, struct r
 	return r;
 }
 
-static int local_checkpoint(struct rk_workspace_store *base, const char *key, const struct rk_workspace_checkpoint_req *req,
-			    struct rk_workspace_checkpoint *out, struct rk_error *err)
+static int local_checkpoint(struct rk_workspace_store *base, const char *key,
+			    const struct rk_workspace_checkpoint_req *req, struct rk_workspace_checkpoint *out,
+			    struct rk_error *err)
 {
 	struct local *s = (struct local *)base;
 	int r = rk_workspace_check_key(key, err);
@@ -788,7 +791,8 @@ static int local_restore(struct rk_workspace_store *base, const char *key, const
 			goto out;
 		}
 	} else {
-		if ((r = rk_workspace_staging_for(dest, &staging, err)) || (r = rk_workspace_materialize(&m, staging, local_open_object, s, err)) ||
+		if ((r = rk_workspace_staging_for(dest, &staging, err)) ||
+		    (r = rk_workspace_materialize(&m, staging, local_open_object, s, err)) ||
 		    (r = rk_workspace_swap_dir(dest, staging, err)))
 			goto out;
 		free(staging);
@@ -864,7 +868,8 @@ static int local_verify(struct rk_workspace_store *base, const char *key, const 
 		char *home = rk_xasprintf("%s/%s", s->homes, key);
 		struct stat st;
 		if (stat(home, &st) != 0 || !S_ISDIR(st.st_mode))
-			snprintf(out->problem, sizeof(out->problem), "marker %s: the live workspace %s is missing", id, home);
+			snprintf(out->problem, sizeof(out->problem), "marker %s: the live workspace %s is missing", id,
+				 home);
 		else
 			out->ok = 1;
 		free(home);
@@ -1098,8 +1103,8 @@ int rk_workspace_export_dir(const char *dir, int fd, int zstd, struct rk_error *
 {
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
-		return rk_error_errno(err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno, "cannot open the workspace %s",
-				      dir);
+		return rk_error_errno(err, errno == ENOENT ? RK_ENOTFOUND : RK_EIO, errno,
+				      "cannot open the workspace %s", dir);
 	struct archive *a = tar_writer(fd, zstd, err);
 	if (!a) {
 		close(dfd);
@@ -1115,7 +1120,7 @@ int rk_workspace_export_dir(const char *dir, int fd, int zstd, struct rk_error *
 }
 
 int rk_workspace_export_manifest(const struct rk_manifest *m, int fd, int zstd, rk_workspace_open_object_fn open_object,
-			    void *ctx, struct rk_error *err)
+				 void *ctx, struct rk_error *err)
 {
 	int r = 0;
 	struct archive *a = tar_writer(fd, zstd, err);
@@ -1196,8 +1201,8 @@ static int skip_excluded(const char *rel)
 	return rk_workspace_excluded(rel);
 }
 
-int rk_workspace_import_tar(int fd, const char *dir, const struct rk_tar_opts *opt, struct rk_workspace_import_stats *stats,
-		       struct rk_error *err)
+int rk_workspace_import_tar(int fd, const char *dir, const struct rk_tar_opts *opt,
+			    struct rk_workspace_import_stats *stats, struct rk_error *err)
 {
 	struct rk_tar_opts o = RK_TAR_OPTS_INIT;
 	if (opt)

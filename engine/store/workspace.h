@@ -39,14 +39,14 @@
 /* Store capabilities (describe). */
 enum rk_workspace_cap {
 	RK_WORKSPACE_REVISIONS = 1u << 0, /* keeps more than the latest revision */
-	RK_WORKSPACE_MARKERS = 1u << 1,   /* can checkpoint a live home by marker alone */
+	RK_WORKSPACE_MARKERS = 1u << 1,	  /* can checkpoint a live home by marker alone */
 };
 
 struct rk_workspace_checkpoint_req {
 	const char *src_dir; /* the workspace to record */
 	const char *reason;
 	enum rk_workspace_kind kind;
-	int keep;            /* revisions to keep after this one (>= 1) */
+	int keep; /* revisions to keep after this one (>= 1) */
 };
 
 struct rk_workspace_verify {
@@ -60,9 +60,9 @@ struct rk_workspace_gc_stats {
 };
 
 struct rk_workspace_desc {
-	const char *name;  /* "local" */
-	unsigned caps;     /* enum rk_workspace_cap */
-	char *location;    /* malloc'd: DATA_DIR for the local store */
+	const char *name; /* "local" */
+	unsigned caps;	  /* enum rk_workspace_cap */
+	char *location;	  /* malloc'd: DATA_DIR for the local store */
 };
 
 struct rk_workspace_store;
@@ -71,7 +71,8 @@ struct rk_workspace_store_ops {
 	const char *name;
 	int (*describe)(struct rk_workspace_store *s, struct rk_workspace_desc *out, struct rk_error *err);
 	/* The latest revision of key; RK_ENOTFOUND when it has none. */
-	int (*latest)(struct rk_workspace_store *s, const char *key, struct rk_workspace_checkpoint *out, struct rk_error *err);
+	int (*latest)(struct rk_workspace_store *s, const char *key, struct rk_workspace_checkpoint *out,
+		      struct rk_error *err);
 	/* Records req->src_dir as a new latest revision and prunes to req->keep. */
 	int (*checkpoint)(struct rk_workspace_store *s, const char *key, const struct rk_workspace_checkpoint_req *req,
 			  struct rk_workspace_checkpoint *out, struct rk_error *err);
@@ -92,8 +93,8 @@ struct rk_workspace_store_ops {
 	/* Checks rev (NULL: latest): metadata and manifest checksum, every
 	 * object present with its size; deep re-hashes every object. A marker
 	 * verifies when its metadata reads and the live home exists. */
-	int (*verify)(struct rk_workspace_store *s, const char *key, const char *rev, int deep, struct rk_workspace_verify *out,
-		      struct rk_error *err);
+	int (*verify)(struct rk_workspace_store *s, const char *key, const char *rev, int deep,
+		      struct rk_workspace_verify *out, struct rk_error *err);
 	/* Removes objects no manifest names, and stale staging left by crashes. */
 	int (*gc)(struct rk_workspace_store *s, struct rk_workspace_gc_stats *out, struct rk_error *err);
 	/* Drops every revision of key (the computer is deleted). */
@@ -122,11 +123,11 @@ struct rk_workspace_store *rk_workspace_store_s3_new(const char *url, const char
 /* Counters of the requests an S3 store sent (tests and benchmarks);
  * -RK_EINVALID when s is not an S3 store. */
 struct rk_workspace_s3_stats {
-	int64_t object_puts;       /* single-request object uploads */
+	int64_t object_puts;	   /* single-request object uploads */
 	int64_t multipart_uploads; /* objects uploaded in parts */
-	int64_t parts;             /* their part uploads */
-	int64_t bytes_uploaded;    /* object bytes sent */
-	int64_t other_puts;        /* manifests and `latest` */
+	int64_t parts;		   /* their part uploads */
+	int64_t bytes_uploaded;	   /* object bytes sent */
+	int64_t other_puts;	   /* manifests and `latest` */
 	int64_t heads, gets, lists, deletes, posts;
 };
 int rk_workspace_s3_stats(struct rk_workspace_store *s, struct rk_workspace_s3_stats *out);
@@ -158,8 +159,8 @@ struct rk_workspace_import_stats {
 	int64_t files, bytes, skipped;
 	int64_t special; /* FIFOs, sockets, devices left out (opt->skip_special) */
 };
-int rk_workspace_import_tar(int fd, const char *dir, const struct rk_tar_opts *opt, struct rk_workspace_import_stats *stats,
-		       struct rk_error *err);
+int rk_workspace_import_tar(int fd, const char *dir, const struct rk_tar_opts *opt,
+			    struct rk_workspace_import_stats *stats, struct rk_error *err);
 /* A directory as a pax tar on fd (excluded browser files left out);
  * zstd compresses it. */
 int rk_workspace_export_dir(const char *dir, int fd, int zstd, struct rk_error *err);

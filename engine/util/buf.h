@@ -13,7 +13,10 @@ struct rk_buf {
 	size_t cap;
 };
 
-#define RK_BUF_INIT {0}
+#define RK_BUF_INIT                                                                                                    \
+	{                                                                                                              \
+		0                                                                                                      \
+	}
 
 void rk_buf_init(struct rk_buf *b);
 void rk_buf_release(struct rk_buf *b);
@@ -33,7 +36,7 @@ char *rk_buf_detach(struct rk_buf *b, size_t *len);
 void *rk_xmalloc(size_t n);
 void *rk_xcalloc(size_t n, size_t size);
 void *rk_xrealloc(void *p, size_t n);
-char *rk_xstrdup(const char *s);            /* NULL stays NULL */
+char *rk_xstrdup(const char *s); /* NULL stays NULL */
 char *rk_xstrndup(const char *s, size_t n);
 char *rk_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Zeroes the secret string *s (tokens, keys, URLs that carry one), frees

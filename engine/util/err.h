@@ -8,21 +8,21 @@
 
 enum rk_code {
 	RK_OK = 0,
-	RK_EFAILED,          /* failed: something went wrong; the message says what */
-	RK_EUSAGE,           /* usage: bad flags or arguments */
-	RK_EINVALID,         /* invalid_argument: a value is malformed or out of range */
-	RK_ENOTFOUND,        /* not_found */
-	RK_ECONFLICT,        /* conflict: another command holds it, or the key was reused */
+	RK_EFAILED,	     /* failed: something went wrong; the message says what */
+	RK_EUSAGE,	     /* usage: bad flags or arguments */
+	RK_EINVALID,	     /* invalid_argument: a value is malformed or out of range */
+	RK_ENOTFOUND,	     /* not_found */
+	RK_ECONFLICT,	     /* conflict: another command holds it, or the key was reused */
 	RK_EUNAVAILABLE,     /* unavailable: a provider, daemon or socket is not reachable */
-	RK_ETIMEOUT,         /* timeout */
+	RK_ETIMEOUT,	     /* timeout */
 	RK_EOUTCOME_UNKNOWN, /* outcome_unknown: a reply was lost; check before retrying */
-	RK_EDENIED,          /* denied: approval or rights */
+	RK_EDENIED,	     /* denied: approval or rights */
 	RK_EINTERRUPTED,     /* interrupted */
 	RK_EUNSUPPORTED,     /* unsupported: this provider cannot do that */
-	RK_ETOOLARGE,        /* too_large: over a size limit */
-	RK_EIO,              /* io: a local file or disk operation failed */
-	RK_ECORRUPT,         /* corrupt: stored data failed a check */
-	RK_ESTALE,           /* stale_lease: a fencing token was superseded */
+	RK_ETOOLARGE,	     /* too_large: over a size limit */
+	RK_EIO,		     /* io: a local file or disk operation failed */
+	RK_ECORRUPT,	     /* corrupt: stored data failed a check */
+	RK_ESTALE,	     /* stale_lease: a fencing token was superseded */
 	RK_EMULTISCREEN,     /* MULTI_SCREEN_UNAVAILABLE */
 	RK_ECODE_COUNT
 };
@@ -34,8 +34,7 @@ struct rk_error {
 
 /* Fills err (which may be NULL) and returns -code. The message is a format
  * string of ours; untrusted text goes in through %s only. */
-int rk_error_set(struct rk_error *err, enum rk_code code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+int rk_error_set(struct rk_error *err, enum rk_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Like rk_error_set, with ": strerror(errno_value)" appended. */
 int rk_error_errno(struct rk_error *err, enum rk_code code, int errno_value, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -66,8 +65,8 @@ static inline int rk_error_negative_(int r)
 #define rk_error_pass(err) rk_error_negative_(rk_error_pass(err))
 #endif
 
-const char *rk_code_name(enum rk_code code);   /* "not_found" */
-int rk_code_exit_status(enum rk_code code);    /* 3 */
+const char *rk_code_name(enum rk_code code); /* "not_found" */
+int rk_code_exit_status(enum rk_code code);  /* 3 */
 /* Code from its stable name; RK_EFAILED when unknown. */
 enum rk_code rk_code_from_name(const char *name);
 

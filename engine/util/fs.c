@@ -17,7 +17,7 @@ int rk_fs_mkdirs(const char *path, mode_t mode, struct rk_error *err)
 {
 	char *p = rk_xstrdup(path);
 	int rc = 0;
-	for (char *s = p + 1; ; s++) {
+	for (char *s = p + 1;; s++) {
 		if (*s == '/' || *s == '\0') {
 			char c = *s;
 			*s = '\0';
@@ -248,8 +248,7 @@ char *rk_path_join(const char *dir, const char *name)
 	return rk_xasprintf("%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
 }
 
-int rk_fs_parent_beneath(const char *root, const char *rel, int create_dirs, const char **leaf,
-			 struct rk_error *err)
+int rk_fs_parent_beneath(const char *root, const char *rel, int create_dirs, const char **leaf, struct rk_error *err)
 {
 	int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
@@ -262,7 +261,8 @@ int rk_fs_parent_beneath(const char *root, const char *rel, int create_dirs, con
 			break;
 		char *seg = rk_xstrndup(p, (size_t)(slash - p));
 		if (create_dirs && mkdirat(dfd, seg, 0755) != 0 && errno != EEXIST) {
-			int r = rk_error_errno(err, RK_EIO, errno, "cannot create directory %.*s", (int)(slash - rel), rel);
+			int r = rk_error_errno(err, RK_EIO, errno, "cannot create directory %.*s", (int)(slash - rel),
+					       rel);
 			free(seg);
 			close(dfd);
 			return r;
@@ -273,8 +273,11 @@ int rk_fs_parent_beneath(const char *root, const char *rel, int create_dirs, con
 		close(dfd);
 		if (next < 0) {
 			if (e == ELOOP || e == ENOTDIR)
-				return rk_error_set(err, RK_EINVALID, "path escapes the computer workspace through a link or file: %s", rel);
-			return rk_error_errno(err, e == ENOENT ? RK_ENOTFOUND : RK_EIO, e, "no such file or directory: %s", rel);
+				return rk_error_set(err, RK_EINVALID,
+						    "path escapes the computer workspace through a link or file: %s",
+						    rel);
+			return rk_error_errno(err, e == ENOENT ? RK_ENOTFOUND : RK_EIO, e,
+					      "no such file or directory: %s", rel);
 		}
 		dfd = next;
 		p = slash + 1;
@@ -283,8 +286,7 @@ int rk_fs_parent_beneath(const char *root, const char *rel, int create_dirs, con
 	return dfd;
 }
 
-int rk_fs_open_beneath(const char *root, const char *rel, int flags, mode_t mode, int create_dirs,
-		       struct rk_error *err)
+int rk_fs_open_beneath(const char *root, const char *rel, int flags, mode_t mode, int create_dirs, struct rk_error *err)
 {
 	if (!rel[0])
 		return open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -321,8 +323,9 @@ int rk_fs_open_socket(const char *path, const char *what, struct rk_error *err)
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
 		int link = fd >= 0 && S_ISLNK(st.st_mode);
 		rc = rk_error_set(err, RK_EUNAVAILABLE, "no %s at %s (%s)", what, path,
-				  link ? "it is a symbolic link, which is never followed"
-				       : fd < 0 ? "is the display started?" : "it is not a socket");
+				  link	   ? "it is a symbolic link, which is never followed"
+				  : fd < 0 ? "is the display started?"
+					   : "it is not a socket");
 		if (fd >= 0)
 			close(fd);
 	} else {
@@ -358,22 +361,30 @@ int rk_fs_connect_socket(const char *path, const char *what, struct rk_error *er
 const char *rk_fs_kind(mode_t mode)
 {
 	switch (mode & S_IFMT) {
-	case S_IFREG: return "a regular file";
-	case S_IFDIR: return "a directory";
-	case S_IFLNK: return "a symbolic link";
-	case S_IFIFO: return "a FIFO";
-	case S_IFSOCK: return "a socket";
-	case S_IFCHR: return "a character device";
-	case S_IFBLK: return "a block device";
-	default: return "a special file";
+	case S_IFREG:
+		return "a regular file";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFLNK:
+		return "a symbolic link";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	default:
+		return "a special file";
 	}
 }
 
 static int not_regular(struct rk_error *err, const char *shown, mode_t mode)
 {
 	if (S_ISLNK(mode))
-		return rk_error_set(err, RK_EINVALID, "%s is not a regular file: it is a symbolic link, which is never followed",
-				    shown);
+		return rk_error_set(err, RK_EINVALID,
+				    "%s is not a regular file: it is a symbolic link, which is never followed", shown);
 	return rk_error_set(err, RK_EINVALID, "%s is not a regular file: it is %s", shown, rk_fs_kind(mode));
 }
 

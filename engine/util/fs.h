@@ -61,8 +61,7 @@ int rk_fs_open_socket(const char *path, const char *what, struct rk_error *err);
 int rk_fs_connect_socket(const char *path, const char *what, struct rk_error *err);
 /* The fd of rel's parent directory beneath root and rel's last segment
  * (*leaf points into rel). */
-int rk_fs_parent_beneath(const char *root, const char *rel, int create_dirs, const char **leaf,
-			 struct rk_error *err);
+int rk_fs_parent_beneath(const char *root, const char *rel, int create_dirs, const char **leaf, struct rk_error *err);
 
 /* What a node of this mode is, for messages: "a FIFO", "a socket", "a
  * character device", "a block device", "a symbolic link", "a directory",

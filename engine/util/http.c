@@ -274,8 +274,8 @@ struct attempt {
 	CURL *curl;
 	size_t limit;
 	int too_large;
-	int aborted;   /* on_data, body_read or cancel asked to stop */
-	int streamed;  /* on_data got bytes */
+	int aborted;  /* on_data, body_read or cancel asked to stop */
+	int streamed; /* on_data got bytes */
 	char retry_after[64];
 };
 
@@ -432,10 +432,10 @@ static void free_headers(struct curl_slist *hdrs)
 }
 
 enum outcome {
-	OUT_DONE,     /* a reply: look at the status */
-	OUT_UNSENT,   /* no connection: nothing reached the server */
-	OUT_LOST,     /* the request went out and the reply was lost */
-	OUT_FATAL,    /* err is filled; stop */
+	OUT_DONE,   /* a reply: look at the status */
+	OUT_UNSENT, /* no connection: nothing reached the server */
+	OUT_LOST,   /* the request went out and the reply was lost */
+	OUT_FATAL,  /* err is filled; stop */
 };
 
 static enum outcome attempt_once(struct attempt *a, const char *what, int *timed_out, struct rk_error *err)
@@ -486,7 +486,9 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(curl, CURLOPT_SOCKOPTFUNCTION, on_socket);
 	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
-			 (long)(req->timeout_ms > 0 ? req->timeout_ms : req->timeout_ms < 0 ? 0 : 30000));
+			 (long)(req->timeout_ms > 0   ? req->timeout_ms
+				: req->timeout_ms < 0 ? 0
+						      : 30000));
 	if (req->cancel) {
 		curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
 		curl_easy_setopt(curl, CURLOPT_XFERINFODATA, a);
@@ -548,8 +550,7 @@ static enum outcome attempt_once(struct attempt *a, const char *what, int *timed
 		cached = curl;
 		cached_pid = getpid();
 		pthread_setspecific(curl_key, curl);
-	}
-	else
+	} else
 		curl_easy_cleanup(curl);
 	a->curl = NULL;
 	a->resp->status = status;
@@ -630,7 +631,9 @@ int rk_http_do(const struct rk_http_request *req, struct rk_http_response *resp,
 	int rc = 0;
 	resp->attempts = 0;
 	for (int n = 1;; n++) {
-		struct attempt a = {.req = req, .resp = resp, .limit = req->max_response ? req->max_response : 64u << 20};
+		struct attempt a = {.req = req,
+				    .resp = resp,
+				    .limit = req->max_response ? req->max_response : 64u << 20};
 		int timed_out = 0;
 		rk_buf_reset(&resp->body);
 		resp->status = 0;

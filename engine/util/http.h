@@ -41,8 +41,8 @@
 
 /* How the reply body is asked for and decoded. */
 enum rk_http_encoding {
-	RK_HTTP_ENCODING_ANY,      /* offer every encoding libcurl decodes and decode it (the default) */
-	RK_HTTP_ENCODING_NONE,     /* no Accept-Encoding and no decoding: the body as sent */
+	RK_HTTP_ENCODING_ANY,  /* offer every encoding libcurl decodes and decode it (the default) */
+	RK_HTTP_ENCODING_NONE, /* no Accept-Encoding and no decoding: the body as sent */
 	/* ask for identity, decode gzip, deflate, br or zstd when it comes so all
 	 * the same, and fail any other encoding (RK_HTTP_FAIL_ENCODING): for a
 	 * body that must be read as meant (redaction) */
@@ -52,31 +52,31 @@ enum rk_http_encoding {
 /* Why the final attempt got no whole reply (resp->failure), for callers that
  * word their own errors. */
 enum rk_http_failure {
-	RK_HTTP_FAIL_NONE,      /* a reply arrived */
-	RK_HTTP_FAIL_CONNECT,   /* no connection: refused, or a name did not resolve */
-	RK_HTTP_FAIL_TIMEOUT,   /* the attempt's time ran out (resp->connected says if it got that far) */
-	RK_HTTP_FAIL_NETWORK,   /* the connection broke: an empty or cut reply, a send, receive or TLS error */
-	RK_HTTP_FAIL_ENCODING,  /* the body came in an encoding that cannot be decoded */
+	RK_HTTP_FAIL_NONE,	/* a reply arrived */
+	RK_HTTP_FAIL_CONNECT,	/* no connection: refused, or a name did not resolve */
+	RK_HTTP_FAIL_TIMEOUT,	/* the attempt's time ran out (resp->connected says if it got that far) */
+	RK_HTTP_FAIL_NETWORK,	/* the connection broke: an empty or cut reply, a send, receive or TLS error */
+	RK_HTTP_FAIL_ENCODING,	/* the body came in an encoding that cannot be decoded */
 	RK_HTTP_FAIL_TOO_LARGE, /* the body passed max_response */
-	RK_HTTP_FAIL_STOPPED,   /* on_data, body_read or cancel stopped the transfer */
-	RK_HTTP_FAIL_URL,       /* a malformed URL or a scheme other than http and https */
+	RK_HTTP_FAIL_STOPPED,	/* on_data, body_read or cancel stopped the transfer */
+	RK_HTTP_FAIL_URL,	/* a malformed URL or a scheme other than http and https */
 	RK_HTTP_FAIL_OTHER,
 };
 
 struct rk_http_request {
-	const char *method;          /* "GET", "POST", "PUT", "DELETE" ... */
+	const char *method; /* "GET", "POST", "PUT", "DELETE" ... */
 	const char *url;
-	const char *const *headers;  /* "Name: value", NULL-terminated, or NULL */
-	const char *content_type;    /* for the body; NULL: application/json when a body is given; a
+	const char *const *headers; /* "Name: value", NULL-terminated, or NULL */
+	const char *content_type;   /* for the body; NULL: application/json when a body is given; a
 				      * Content-Type (or Expect) in headers replaces ours */
-	const void *body;            /* NULL: none */
+	const void *body;	    /* NULL: none */
 	size_t body_len;
-	int timeout_ms;              /* the whole attempt; 0: 30000; < 0: none (streams) */
-	int connect_timeout_ms;      /* 0: 5000 */
-	int mutating;                /* changes state and is not safe to repeat blindly */
-	int max_attempts;            /* 0: 4 */
-	size_t max_response;         /* 0: 64 MiB; more is RK_ETOOLARGE */
-	const char *what;            /* names the call in errors ("e2b create sandbox"); NULL: the method and path */
+	int timeout_ms;		/* the whole attempt; 0: 30000; < 0: none (streams) */
+	int connect_timeout_ms; /* 0: 5000 */
+	int mutating;		/* changes state and is not safe to repeat blindly */
+	int max_attempts;	/* 0: 4 */
+	size_t max_response;	/* 0: 64 MiB; more is RK_ETOOLARGE */
+	const char *what;	/* names the call in errors ("e2b create sandbox"); NULL: the method and path */
 	/* Streaming: when set, body bytes go here as they arrive instead of into
 	 * resp->body, once the status is known to be 2xx. A non-zero return
 	 * aborts the transfer (RK_EINTERRUPTED). Streamed calls are never
@@ -94,7 +94,7 @@ struct rk_http_request {
 	/* HTTP over this AF_UNIX socket (the docker daemon's); the URL's host
 	 * is then only a name. NULL: TCP. */
 	const char *unix_socket;
-	const char *user_agent;      /* NULL: no User-Agent header (one in headers wins) */
+	const char *user_agent; /* NULL: no User-Agent header (one in headers wins) */
 	enum rk_http_encoding encoding;
 	/* Every reply is the caller's to judge: 0 whatever the status (no
 	 * status is retried), a negative code only when no reply came. */
@@ -123,16 +123,16 @@ struct rk_http_request {
 #define RK_HTTP_ONCE .max_attempts = 1, .any_status = 1, .no_reuse = 1
 
 struct rk_http_response {
-	long status;         /* the final attempt's HTTP status (0: none) */
-	struct rk_buf body;  /* the final reply's body (also for errors) */
-	char *content_type;  /* malloc'd or NULL */
-	char *etag;          /* the ETag header, malloc'd or NULL */
-	long long content_length; /* the Content-Length header; -1: none */
-	int attempts;        /* how many requests were sent */
+	long status;		      /* the final attempt's HTTP status (0: none) */
+	struct rk_buf body;	      /* the final reply's body (also for errors) */
+	char *content_type;	      /* malloc'd or NULL */
+	char *etag;		      /* the ETag header, malloc'd or NULL */
+	long long content_length;     /* the Content-Length header; -1: none */
+	int attempts;		      /* how many requests were sent */
 	enum rk_http_failure failure; /* the final attempt's; RK_HTTP_FAIL_NONE after a reply */
 	const char *failure_text;     /* libcurl's words for it (static), NULL after a reply */
-	int connected;       /* the final attempt made its connection (or got a status) */
-	int truncated;       /* req->truncate cut the body */
+	int connected;		      /* the final attempt made its connection (or got a status) */
+	int truncated;		      /* req->truncate cut the body */
 };
 
 void rk_http_response_init(struct rk_http_response *r);

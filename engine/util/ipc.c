@@ -132,8 +132,8 @@ int rk_ipc_call(const char *name, const cJSON *req, int64_t timeout_ms, cJSON **
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.uid != getuid()) {
 		close(fd);
 		return rk_error_set(err, RK_EDENIED,
-				    "%s is held by uid %d, not by this user's rakazo: refusing to send it anything", name,
-				    (int)cred.uid);
+				    "%s is held by uid %d, not by this user's rakazo: refusing to send it anything",
+				    name, (int)cred.uid);
 	}
 	int r = 0;
 	struct rk_buf b;

@@ -62,8 +62,8 @@ static void put_utf8(struct rk_buf *b, unsigned cp)
 	else if (cp < 0x800)
 		u[0] = (char)(0xC0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
 	else if (cp < 0x10000)
-		u[0] = (char)(0xE0 | cp >> 12), u[1] = (char)(0x80 | (cp >> 6 & 0x3F)), u[2] = (char)(0x80 | (cp & 0x3F)),
-		n = 3;
+		u[0] = (char)(0xE0 | cp >> 12), u[1] = (char)(0x80 | (cp >> 6 & 0x3F)),
+		u[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
 	else
 		u[0] = (char)(0xF0 | cp >> 18), u[1] = (char)(0x80 | (cp >> 12 & 0x3F)),
 		u[2] = (char)(0x80 | (cp >> 6 & 0x3F)), u[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
@@ -107,19 +107,20 @@ static int scan_string(struct scan *x, struct rk_buf *out)
 			x->i += 5;
 			if (cp == 0)
 				return rk_error_set(x->err, RK_EINVALID,
-						    "%s: string contains a NUL character (\\u0000) at offset %zu", x->what,
-						    at);
+						    "%s: string contains a NUL character (\\u0000) at offset %zu",
+						    x->what, at);
 			if (cp >= 0xD800 && cp < 0xDC00) {
 				if (x->n - x->i < 6 || x->s[x->i] != '\\' || x->s[x->i + 1] != 'u' ||
 				    hex4(x, x->i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
 					return rk_error_set(x->err, RK_EINVALID,
-							    "%s: string has a lone UTF-16 surrogate at offset %zu", x->what,
-							    at);
+							    "%s: string has a lone UTF-16 surrogate at offset %zu",
+							    x->what, at);
 				x->i += 6;
 				cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
 			} else if (cp >= 0xDC00 && cp < 0xE000) {
 				return rk_error_set(x->err, RK_EINVALID,
-						    "%s: string has a lone UTF-16 surrogate at offset %zu", x->what, at);
+						    "%s: string has a lone UTF-16 surrogate at offset %zu", x->what,
+						    at);
 			}
 			if (out)
 				put_utf8(out, cp);
@@ -299,7 +300,10 @@ static int scan_value(struct scan *x, int depth)
 
 cJSON *rk_json_parse_opts(const char *text, size_t len, int flags, const char *what, struct rk_error *err)
 {
-	struct scan x = {.s = (const unsigned char *)text, .n = text ? len : 0, .flags = flags, .what = what,
+	struct scan x = {.s = (const unsigned char *)text,
+			 .n = text ? len : 0,
+			 .flags = flags,
+			 .what = what,
 			 .err = err};
 	if (scan_value(&x, 0))
 		return NULL;

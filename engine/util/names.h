@@ -22,18 +22,21 @@
 #define RK_NAMES_VALUE_(value, name) value,
 #define RK_NAMES_ENTRY_(value, name) [value] = name,
 
-#define RK_NAMES_ENUM(type, PREFIX, LIST)                                     \
-	enum type { PREFIX##_UNKNOWN, LIST(RK_NAMES_VALUE_) PREFIX##_COUNT }; \
-	const char *type##_name(enum type v);                                 \
+#define RK_NAMES_ENUM(type, PREFIX, LIST)                                                                              \
+	enum type { PREFIX##_UNKNOWN, LIST(RK_NAMES_VALUE_) PREFIX##_COUNT };                                          \
+	const char *type##_name(enum type v);                                                                          \
 	enum type type##_of(const char *name)
 
-#define RK_NAMES_DEFINE(type, PREFIX, LIST)                                                                   \
-	static const char *const type##_names_[PREFIX##_COUNT] = {[PREFIX##_UNKNOWN] = "unknown",             \
-								  LIST(RK_NAMES_ENTRY_)};                     \
-	const char *type##_name(enum type v) { return rk_names_name(type##_names_, PREFIX##_COUNT, (int)v); } \
-	enum type type##_of(const char *name)                                                                 \
-	{                                                                                                     \
-		return (enum type)rk_names_find(type##_names_, PREFIX##_COUNT, name);                         \
+#define RK_NAMES_DEFINE(type, PREFIX, LIST)                                                                            \
+	static const char *const type##_names_[PREFIX##_COUNT] = {[PREFIX##_UNKNOWN] = "unknown",                      \
+								  LIST(RK_NAMES_ENTRY_)};                              \
+	const char *type##_name(enum type v)                                                                           \
+	{                                                                                                              \
+		return rk_names_name(type##_names_, PREFIX##_COUNT, (int)v);                                           \
+	}                                                                                                              \
+	enum type type##_of(const char *name)                                                                          \
+	{                                                                                                              \
+		return (enum type)rk_names_find(type##_names_, PREFIX##_COUNT, name);                                  \
 	}
 
 /* The value whose name is s: its index in names[0..count), or 0 (UNKNOWN)

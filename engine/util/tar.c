@@ -186,10 +186,20 @@ static int64_t env_number(const char *name, int64_t dflt)
 	if (n <= 0)
 		return dflt;
 	switch (*end) {
-	case 'k': case 'K': n <<= 10; break;
-	case 'm': case 'M': n <<= 20; break;
-	case 'g': case 'G': n <<= 30; break;
-	default: break;
+	case 'k':
+	case 'K':
+		n <<= 10;
+		break;
+	case 'm':
+	case 'M':
+		n <<= 20;
+		break;
+	case 'g':
+	case 'G':
+		n <<= 30;
+		break;
+	default:
+		break;
 	}
 	return n;
 }
@@ -292,8 +302,8 @@ static int links_stay_inside(const char *root, const struct rk_buf *links, struc
 		else if (errno == ENOSYS)
 			break; /* an old kernel: the lexical check alone */
 		else if (errno == EXDEV)
-			r = rk_error_set(err, RK_EINVALID, "the archive holds a chain of symlinks that leaves the workspace: %s",
-					 rel);
+			r = rk_error_set(err, RK_EINVALID,
+					 "the archive holds a chain of symlinks that leaves the workspace: %s", rel);
 	}
 	close(rfd);
 	return r;
@@ -301,9 +311,10 @@ static int links_stay_inside(const char *root, const struct rk_buf *links, struc
 
 static int too_many_bytes(struct rk_error *err, int64_t max)
 {
-	return rk_error_set(err, RK_ETOOLARGE,
-			    "the archive holds more than the import limit of %lld bytes (set RAKAZO_IMPORT_LIMIT to raise it)",
-			    (long long)max);
+	return rk_error_set(
+		err, RK_ETOOLARGE,
+		"the archive holds more than the import limit of %lld bytes (set RAKAZO_IMPORT_LIMIT to raise it)",
+		(long long)max);
 }
 
 int rk_tar_unpack(int fd, const char *dir, const struct rk_tar_opts *opt, struct rk_tar_stats *stats,
@@ -372,10 +383,11 @@ int rk_tar_unpack(int fd, const char *dir, const struct rk_tar_opts *opt, struct
 		if (hl) {
 			char *target = NULL;
 			if (member_name(hl, &target, NULL) != 0 || !target[0] || !hardlink_ok(root, target)) {
-				r = rk_error_set(err, RK_EINVALID,
-						 "the archive holds a hard link that leaves the workspace: %s -> %s (a hard "
-						 "link must name a file the archive holds before it)",
-						 rel, hl);
+				r = rk_error_set(
+					err, RK_EINVALID,
+					"the archive holds a hard link that leaves the workspace: %s -> %s (a hard "
+					"link must name a file the archive holds before it)",
+					rel, hl);
 				free(target);
 				goto done;
 			}
@@ -387,8 +399,9 @@ int rk_tar_unpack(int fd, const char *dir, const struct rk_tar_opts *opt, struct
 		} else if (type == AE_IFLNK) {
 			const char *t = archive_entry_symlink(e);
 			if (!link_inside(rel, t)) {
-				r = rk_error_set(err, RK_EINVALID, "the archive holds a symlink that leaves the workspace: %s -> %s",
-						 rel, t ? t : "");
+				r = rk_error_set(err, RK_EINVALID,
+						 "the archive holds a symlink that leaves the workspace: %s -> %s", rel,
+						 t ? t : "");
 				goto done;
 			}
 			rk_buf_add(&links, rel, strlen(rel) + 1);
@@ -439,7 +452,8 @@ int rk_tar_unpack(int fd, const char *dir, const struct rk_tar_opts *opt, struct
 			}
 		}
 		if (size > 0 && rc != ARCHIVE_EOF) {
-			r = rk_error_set(err, RK_EINVALID, "truncated archive at %s: %s", rel, archive_error_string(in));
+			r = rk_error_set(err, RK_EINVALID, "truncated archive at %s: %s", rel,
+					 archive_error_string(in));
 			goto done;
 		}
 		if (archive_write_finish_entry(out) != ARCHIVE_OK) {
@@ -513,8 +527,8 @@ static int merge_each(int sfd, int dfd, const char *rel, merge_fn fn, struct rk_
 		if (fstatat(dirfd(d), de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0)
 			r = rk_error_errno(err, RK_EIO, errno, "cannot stat the staged %s", child);
 		else
-			r = fn(dirfd(d), dfd, de->d_name, &s, &t, fstatat(dfd, de->d_name, &t, AT_SYMLINK_NOFOLLOW) == 0,
-			       child, err);
+			r = fn(dirfd(d), dfd, de->d_name, &s, &t,
+			       fstatat(dfd, de->d_name, &t, AT_SYMLINK_NOFOLLOW) == 0, child, err);
 		free(child);
 	}
 	closedir(d);
@@ -603,7 +617,8 @@ int rk_tar_repack(int in, int out, const char *tmpdir, const struct rk_tar_opts 
 {
 	char *tmpl = rk_xasprintf("%s/rakazo-import-XXXXXX", tmpdir ? tmpdir : "/tmp");
 	if (!mkdtemp(tmpl)) {
-		int r = rk_error_errno(err, RK_EIO, errno, "cannot make a scratch directory in %s", tmpdir ? tmpdir : "/tmp");
+		int r = rk_error_errno(err, RK_EIO, errno, "cannot make a scratch directory in %s",
+				       tmpdir ? tmpdir : "/tmp");
 		free(tmpl);
 		return r;
 	}

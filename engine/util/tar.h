@@ -40,12 +40,15 @@ int64_t rk_tar_max_bytes(void);
 int64_t rk_tar_max_entries(void);
 
 struct rk_tar_opts {
-	int uid, gid;                   /* owner of what is made; -1: the process's own */
+	int uid, gid;			/* owner of what is made; -1: the process's own */
 	int64_t max_bytes, max_entries; /* 0: rk_tar_max_bytes() / rk_tar_max_entries() */
-	int (*skip)(const char *rel);   /* 1: leave this name out (browser caches, locks), or NULL */
-	int skip_special;               /* FIFOs, sockets, devices: left out instead of refused */
+	int (*skip)(const char *rel);	/* 1: leave this name out (browser caches, locks), or NULL */
+	int skip_special;		/* FIFOs, sockets, devices: left out instead of refused */
 };
-#define RK_TAR_OPTS_INIT {.uid = -1, .gid = -1}
+#define RK_TAR_OPTS_INIT                                                                                               \
+	{                                                                                                              \
+		.uid = -1, .gid = -1                                                                                   \
+	}
 
 /* Chromium's profile locks (a basename "Singleton*"): symlinks naming the
  * old host and pid that, restored, keep the browser from starting. */

@@ -38,8 +38,8 @@ char *rk_iso8601(int64_t epoch_ms, char *out, size_t size)
 	time_t secs = (time_t)(epoch_ms / 1000);
 	struct tm tm;
 	gmtime_r(&secs, &tm);
-	snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(epoch_ms % 1000));
+	snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(epoch_ms % 1000));
 	return out;
 }
 
@@ -48,8 +48,8 @@ int64_t rk_iso8601_parse(const char *s)
 	struct tm tm;
 	int ms = 0, n = 0;
 	memset(&tm, 0, sizeof(tm));
-	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-			 &tm.tm_min, &tm.tm_sec, &n) != 6)
+	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+			 &tm.tm_sec, &n) != 6)
 		return -1;
 	if (s[n] == '.' && sscanf(s + n + 1, "%3d", &ms) != 1)
 		return -1;

@@ -45,7 +45,9 @@
 #define TAIL_BYTES (64u << 20)
 /* The API's member for a command's output stream, spelled in two pieces: the
  * layer check looks for the bare word, which here is only a JSON key. */
-#define OUT_KEY "std" "out"
+#define OUT_KEY                                                                                                        \
+	"std"                                                                                                          \
+	"out"
 
 static const char multi_screen_message[] =
 	"This computer provider does not support multiple screens. Desktop tools are already in use on the shared "
@@ -293,7 +295,9 @@ static int wait_for(struct bx *b, const char *want, struct rk_error *err)
 		if (rc < 0)
 			return rc;
 		if (gone)
-			return want && !strcmp(want, "deleted") ? 0 : rk_error_set(err, RK_ENOTFOUND, "box %s is gone", b->id);
+			return want && !strcmp(want, "deleted")
+				       ? 0
+				       : rk_error_set(err, RK_ENOTFOUND, "box %s is gone", b->id);
 		int done = want ? !strcmp(st, want) : state_of(st) == RK_MACHINE_RUNNING && strcmp(st, "provisioning");
 		int bad = !strcmp(st, "error");
 		if (bad)
@@ -302,8 +306,8 @@ static int wait_for(struct bx *b, const char *want, struct rk_error *err)
 		if (done || bad)
 			return rc;
 		if (rk_monotonic_ms() > deadline)
-			return rk_error_set(err, RK_ETIMEOUT, "box %s did not become %s in %d s", b->id, want ? want : "ready",
-					    WAIT_MS / 1000);
+			return rk_error_set(err, RK_ETIMEOUT, "box %s did not become %s in %d s", b->id,
+					    want ? want : "ready", WAIT_MS / 1000);
 		rk_sleep_ms(250);
 	}
 }
@@ -361,8 +365,8 @@ static int bx_check(struct rk_error *err)
 	/* an id that cannot exist: 404 means the API answers and the key is good */
 	char *url = rk_xasprintf("%s/boxes/rakazo-probe", b->base);
 	const char *headers[] = {b->auth, NULL};
-	struct rk_http_request req = {.method = "GET", .url = url, .headers = headers, .max_attempts = 1,
-				      .timeout_ms = 5000, .what = "box"};
+	struct rk_http_request req =
+		{.method = "GET", .url = url, .headers = headers, .max_attempts = 1, .timeout_ms = 5000, .what = "box"};
 	struct rk_http_response r;
 	rk_http_response_init(&r);
 	int rc = rk_http_do(&req, &r, err);
@@ -547,7 +551,8 @@ static int cmd_poll(void *p, struct rk_buf *all, int *done, int *code, struct rk
 	cJSON *doc = call(c->b, "GET", path, NULL, 0, "box command status", NULL, &status, err);
 	free(path);
 	if (!doc)
-		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the box command is gone") : -(int)rk_err(err)->code;
+		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the box command is gone")
+				     : -(int)rk_err(err)->code;
 	*done = !cJSON_IsTrue(cJSON_GetObjectItem(doc, "running"));
 	const cJSON *ec = cJSON_GetObjectItem(doc, "exitCode");
 	*code = *done && cJSON_IsNumber(ec) ? ec->valueint : -1;
@@ -650,14 +655,14 @@ static int bx_exec_spawn(const struct rk_machine *m, const struct rk_exec_reques
 /* --- files ------------------------------------------------------------------ */
 
 /* The file and workspace ops: open the machine, let remote.c do the work. */
-#define WITH_MACHINE(call)                                          \
-	do {                                                        \
-		struct bx *b = bx_open(m, 1, err);                      \
-		if (!b)                                          \
-			return -(int)rk_err(err)->code;                      \
-		int rc_ = (call);                                    \
-		bx_free(b);                                       \
-		return rc_;                                          \
+#define WITH_MACHINE(call)                                                                                             \
+	do {                                                                                                           \
+		struct bx *b = bx_open(m, 1, err);                                                                     \
+		if (!b)                                                                                                \
+			return -(int)rk_err(err)->code;                                                                \
+		int rc_ = (call);                                                                                      \
+		bx_free(b);                                                                                            \
+		return rc_;                                                                                            \
 	} while (0)
 
 static int bx_file_list(const struct rk_machine *m, const char *path, struct rk_file_entry **out, size_t *n,
@@ -739,13 +744,15 @@ static int desktop_url(struct bx *b, const struct rk_machine *m, char **url_out,
 	int64_t deadline = rk_monotonic_ms() + 60000;
 	for (;;) {
 		doc = call(b, "POST", path, body, 0, "box desktop", NULL, &status, err);
-		if (!doc || strcmp(rk_json_string(doc, "state", "ready"), "provisioning") || rk_monotonic_ms() > deadline)
+		if (!doc || strcmp(rk_json_string(doc, "state", "ready"), "provisioning") ||
+		    rk_monotonic_ms() > deadline)
 			break;
 		cJSON_Delete(doc);
 		rk_sleep_ms(1000);
 	}
 	if (!doc)
-		rc = status == 409 ? rk_error_set(err, RK_EMULTISCREEN, "%s", multi_screen_message) : -(int)rk_err(err)->code;
+		rc = status == 409 ? rk_error_set(err, RK_EMULTISCREEN, "%s", multi_screen_message)
+				   : -(int)rk_err(err)->code;
 	const char *url = rk_json_string(doc, "url", NULL);
 	if (rc == 0 && url) {
 		char *file = rk_path_join(m->run_dir, "box-desktop.url");

@@ -42,11 +42,11 @@
 #define EXTRA_SCREENS_MAX 8
 
 struct dt {
-	char *base;   /* the API, no trailing slash */
-	char *auth;   /* "Authorization: Bearer ..." */
-	char *id;     /* the sandbox */
+	char *base;    /* the API, no trailing slash */
+	char *auth;    /* "Authorization: Bearer ..." */
+	char *id;      /* the sandbox */
 	char *toolbox; /* TOOLBOX_PROXY/ID */
-	char *ws;     /* the workspace in the sandbox */
+	char *ws;      /* the workspace in the sandbox */
 	char *run_dir;
 };
 
@@ -292,7 +292,8 @@ static int dt_download(void *ctx, const char *path, size_t max_bytes, struct rk_
 	free(url);
 	int rc = 0;
 	if (!info) {
-		rc = status == 404 ? rk_error_set(err, RK_ENOTFOUND, "no such file: %s", path) : -(int)rk_err(err)->code;
+		rc = status == 404 ? rk_error_set(err, RK_ENOTFOUND, "no such file: %s", path)
+				   : -(int)rk_err(err)->code;
 	} else if (cJSON_IsTrue(cJSON_GetObjectItem(info, "isDir"))) {
 		rc = rk_error_set(err, RK_EINVALID, "%s is a directory", path);
 	} else if (cJSON_GetNumberValue(cJSON_GetObjectItem(info, "size")) > (double)max_bytes) {
@@ -386,8 +387,8 @@ static int wait_state(struct dt *d, const char *want, struct rk_error *err)
 		if (done || bad)
 			return rc;
 		if (rk_monotonic_ms() > deadline)
-			return rk_error_set(err, RK_ETIMEOUT, "daytona sandbox %s did not reach %s in %d s", d->id, want,
-					    WAIT_MS / 1000);
+			return rk_error_set(err, RK_ETIMEOUT, "daytona sandbox %s did not reach %s in %d s", d->id,
+					    want, WAIT_MS / 1000);
 		rk_sleep_ms(250);
 	}
 }
@@ -411,8 +412,12 @@ static int dt_check(struct rk_error *err)
 		return -RK_EUNAVAILABLE;
 	char *url = rk_xasprintf("%s/sandbox?labels=%%7B%%22rakazo.probe%%22%%3A%%221%%22%%7D", d->base);
 	const char *headers[] = {d->auth, NULL};
-	struct rk_http_request req = {.method = "GET", .url = url, .headers = headers, .max_attempts = 1,
-				      .timeout_ms = 5000, .what = "daytona"};
+	struct rk_http_request req = {.method = "GET",
+				      .url = url,
+				      .headers = headers,
+				      .max_attempts = 1,
+				      .timeout_ms = 5000,
+				      .what = "daytona"};
 	struct rk_http_response r;
 	rk_http_response_init(&r);
 	int rc = rk_http_do(&req, &r, err);
@@ -638,7 +643,8 @@ static int cmd_poll(void *p, struct rk_buf *all, int *done, int *code, struct rk
 	cJSON *doc = call_json(c->d, "GET", url, NULL, 0, "daytona session command", &status, err);
 	free(url);
 	if (!doc)
-		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the daytona command is gone") : -(int)rk_err(err)->code;
+		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the daytona command is gone")
+				     : -(int)rk_err(err)->code;
 	const cJSON *ec = cJSON_GetObjectItem(doc, "exitCode");
 	*done = cJSON_IsNumber(ec);
 	*code = *done ? ec->valueint : -1;
@@ -647,7 +653,8 @@ static int cmd_poll(void *p, struct rk_buf *all, int *done, int *code, struct rk
 	doc = call_json(c->d, "GET", url, NULL, 0, "daytona command logs", &status, err);
 	free(url);
 	if (!doc)
-		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the daytona command is gone") : -(int)rk_err(err)->code;
+		return status == 404 ? rk_error_set(err, RK_ENOTFOUND, "the daytona command is gone")
+				     : -(int)rk_err(err)->code;
 	const char *o = rk_json_string(doc, "output", ""); /* merged, as the API defines it */
 	rk_buf_reset(all);
 	rk_buf_adds(all, o);
@@ -767,8 +774,9 @@ static int dt_file_list(const struct rk_machine *m, const char *path, struct rk_
 	cJSON *doc = call_json(d, "GET", url, NULL, 0, "daytona list files", &status, err);
 	int rc = 0;
 	if (!doc)
-		rc = status == 404 ? rk_error_set(err, RK_ENOTFOUND, "no such directory: %s", path && *path ? path : ".")
-				   : rk_error_pass(err);
+		rc = status == 404
+			     ? rk_error_set(err, RK_ENOTFOUND, "no such directory: %s", path && *path ? path : ".")
+			     : rk_error_pass(err);
 	else if (!cJSON_IsArray(doc))
 		rc = rk_error_set(err, RK_EFAILED, "daytona's file list is not an array");
 	if (rc == 0) {
@@ -780,7 +788,10 @@ static int dt_file_list(const struct rk_machine *m, const char *path, struct rk_
 				continue;
 			es[i].name = rk_xstrdup(name);
 			int dir = cJSON_IsTrue(cJSON_GetObjectItem(e, "isDir"));
-			es[i].type = dir ? RK_FILE_DIR : mode[0] == 'L' ? RK_FILE_LINK : mode[0] == '-' || !mode[0] ? RK_FILE_REGULAR : RK_FILE_OTHER;
+			es[i].type = dir			  ? RK_FILE_DIR
+				     : mode[0] == 'L'		  ? RK_FILE_LINK
+				     : mode[0] == '-' || !mode[0] ? RK_FILE_REGULAR
+								  : RK_FILE_OTHER;
 			es[i].size = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(e, "size"));
 			es[i].executable = es[i].type == RK_FILE_REGULAR && strlen(mode) >= 10 &&
 					   (mode[3] == 'x' || mode[6] == 'x' || mode[9] == 'x');
@@ -823,14 +834,14 @@ static int dt_file_read(const struct rk_machine *m, const char *path, size_t max
 }
 
 /* The file and workspace ops: open the machine, let remote.c do the work. */
-#define WITH_MACHINE(call)                                          \
-	do {                                                        \
-		struct dt *d = dt_open(m, 1, err);                      \
-		if (!d)                                          \
-			return -(int)rk_err(err)->code;                      \
-		int rc_ = (call);                                    \
-		dt_free(d);                                       \
-		return rc_;                                          \
+#define WITH_MACHINE(call)                                                                                             \
+	do {                                                                                                           \
+		struct dt *d = dt_open(m, 1, err);                                                                     \
+		if (!d)                                                                                                \
+			return -(int)rk_err(err)->code;                                                                \
+		int rc_ = (call);                                                                                      \
+		dt_free(d);                                                                                            \
+		return rc_;                                                                                            \
 	} while (0)
 
 static int dt_file_write(const struct rk_machine *m, const char *path, const void *data, size_t len, int executable,
@@ -1064,7 +1075,8 @@ static int act_primary(const struct rk_machine *m, struct dt *d, const cJSON *a,
 		return cu_post(d, "mouse/move", o, err);
 	}
 	if (!strcmp(kind, "click") || !strcmp(kind, "double_click") || !strcmp(kind, "right_click")) {
-		int count = !strcmp(kind, "double_click") ? 2 : (int)cJSON_GetNumberValue(cJSON_GetObjectItem(a, "count"));
+		int count = !strcmp(kind, "double_click") ? 2
+							  : (int)cJSON_GetNumberValue(cJSON_GetObjectItem(a, "count"));
 		if (count < 1)
 			count = 1;
 		int rc = 0;
@@ -1134,10 +1146,18 @@ static int act_primary(const struct rk_machine *m, struct dt *d, const cJSON *a,
 			return rk_error_set(err, RK_EINVALID, "a drag needs at least two points");
 		const cJSON *p0 = cJSON_GetArrayItem(path, 0), *p1 = cJSON_GetArrayItem(path, n - 1);
 		cJSON *o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "startX", cJSON_GetNumberValue(cJSON_IsArray(p0) ? cJSON_GetArrayItem(p0, 0) : cJSON_GetObjectItem(p0, "x")));
-		cJSON_AddNumberToObject(o, "startY", cJSON_GetNumberValue(cJSON_IsArray(p0) ? cJSON_GetArrayItem(p0, 1) : cJSON_GetObjectItem(p0, "y")));
-		cJSON_AddNumberToObject(o, "endX", cJSON_GetNumberValue(cJSON_IsArray(p1) ? cJSON_GetArrayItem(p1, 0) : cJSON_GetObjectItem(p1, "x")));
-		cJSON_AddNumberToObject(o, "endY", cJSON_GetNumberValue(cJSON_IsArray(p1) ? cJSON_GetArrayItem(p1, 1) : cJSON_GetObjectItem(p1, "y")));
+		cJSON_AddNumberToObject(o, "startX",
+					cJSON_GetNumberValue(cJSON_IsArray(p0) ? cJSON_GetArrayItem(p0, 0)
+									       : cJSON_GetObjectItem(p0, "x")));
+		cJSON_AddNumberToObject(o, "startY",
+					cJSON_GetNumberValue(cJSON_IsArray(p0) ? cJSON_GetArrayItem(p0, 1)
+									       : cJSON_GetObjectItem(p0, "y")));
+		cJSON_AddNumberToObject(o, "endX",
+					cJSON_GetNumberValue(cJSON_IsArray(p1) ? cJSON_GetArrayItem(p1, 0)
+									       : cJSON_GetObjectItem(p1, "x")));
+		cJSON_AddNumberToObject(o, "endY",
+					cJSON_GetNumberValue(cJSON_IsArray(p1) ? cJSON_GetArrayItem(p1, 1)
+									       : cJSON_GetObjectItem(p1, "y")));
 		cJSON_AddStringToObject(o, "button", button);
 		return cu_post(d, "mouse/drag", o, err);
 	}

@@ -104,7 +104,9 @@ int rk_docker_call(const struct rk_docker_call *c, struct rk_docker_resp *resp, 
 		.url = url,
 		.unix_socket = sock,
 		.content_type = c->content_type,
-		.body = upload_fd >= 0 ? NULL : with_body ? (c->body ? c->body : "") : NULL,
+		.body = upload_fd >= 0 ? NULL
+			: with_body    ? (c->body ? c->body : "")
+				       : NULL,
 		.body_len = upload_fd < 0 && c->body ? c->body_len : 0,
 		.body_read = upload_fd >= 0 ? on_upload : NULL,
 		.body_read_ctx = &upload_fd,
@@ -156,8 +158,8 @@ int rk_docker_call(const struct rk_docker_call *c, struct rk_docker_resp *resp, 
 	return rc;
 }
 
-int rk_docker_json(const char *method, const char *path, const cJSON *body, int mutating,
-		   struct rk_docker_resp *resp, struct rk_error *err)
+int rk_docker_json(const char *method, const char *path, const cJSON *body, int mutating, struct rk_docker_resp *resp,
+		   struct rk_error *err)
 {
 	struct rk_buf b;
 	rk_buf_init(&b);
@@ -204,7 +206,12 @@ int rk_docker_ping(struct rk_error *err)
 	struct rk_docker_resp r;
 	rk_docker_resp_init(&r);
 	struct rk_docker_call c = {
-		.method = "GET", .path = "/_ping", .body_fd = -1, .reply_fd = -1, .timeout_ms = 3000, .max_reply = 4096,
+		.method = "GET",
+		.path = "/_ping",
+		.body_fd = -1,
+		.reply_fd = -1,
+		.timeout_ms = 3000,
+		.max_reply = 4096,
 	};
 	int rc = rk_docker_call(&c, &r, err);
 	if (rc == 0 && r.status != 200) {

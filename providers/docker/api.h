@@ -21,23 +21,23 @@
 #define RK_DOCKER_TIMEOUT_MS 30000L
 
 struct rk_docker_call {
-	const char *method;       /* "GET", "POST", "PUT", "DELETE", "HEAD" */
-	const char *path;         /* below /v1.41, with the query: "/containers/json?all=1" */
+	const char *method;	  /* "GET", "POST", "PUT", "DELETE", "HEAD" */
+	const char *path;	  /* below /v1.41, with the query: "/containers/json?all=1" */
 	const char *content_type; /* default "application/json" when there is a body */
-	const void *body;         /* or NULL */
+	const void *body;	  /* or NULL */
 	size_t body_len;
-	int body_fd;              /* >= 0: stream the body from this fd (chunked); else body */
-	long timeout_ms;          /* 0: RK_DOCKER_TIMEOUT_MS */
+	int body_fd;	 /* >= 0: stream the body from this fd (chunked); else body */
+	long timeout_ms; /* 0: RK_DOCKER_TIMEOUT_MS */
 	/* The call changes state: a reply lost after the request may have gone
 	 * out is RK_EOUTCOME_UNKNOWN instead of RK_ETIMEOUT / RK_EUNAVAILABLE. */
 	int mutating;
-	size_t max_reply;         /* 0: no limit; else a longer reply is RK_ETOOLARGE */
-	int reply_fd;             /* >= 0: write a 2xx reply body to this fd instead of resp->body */
+	size_t max_reply; /* 0: no limit; else a longer reply is RK_ETOOLARGE */
+	int reply_fd;	  /* >= 0: write a 2xx reply body to this fd instead of resp->body */
 };
 
 struct rk_docker_resp {
-	long status;          /* HTTP status; 0 when there was no reply */
-	struct rk_buf body;   /* the reply body (an error reply's too) */
+	long status;	    /* HTTP status; 0 when there was no reply */
+	struct rk_buf body; /* the reply body (an error reply's too) */
 };
 
 void rk_docker_resp_init(struct rk_docker_resp *r);
@@ -53,8 +53,8 @@ int rk_docker_socket_path(const char **out, struct rk_error *err);
 int rk_docker_call(const struct rk_docker_call *c, struct rk_docker_resp *resp, struct rk_error *err);
 
 /* JSON convenience: body may be NULL; the reply stays in resp->body. */
-int rk_docker_json(const char *method, const char *path, const cJSON *body, int mutating,
-		   struct rk_docker_resp *resp, struct rk_error *err);
+int rk_docker_json(const char *method, const char *path, const cJSON *body, int mutating, struct rk_docker_resp *resp,
+		   struct rk_error *err);
 
 /* The daemon's error text from an error reply ({"message": ...}), or a
  * generic one; points into resp or a literal. */

@@ -58,9 +58,9 @@
 #define SHM_SIZE (512LL * 1024 * 1024)
 #define RUN_TIMEOUT_MS 30000
 #define STOP_GRACE_S 5
-#define DOCKER_CAPS                                                                                            \
-	(RK_CAP_DESKTOP | RK_CAP_MULTI_SCREEN | RK_CAP_TTY | RK_CAP_PERSISTENT_HOME | RK_CAP_TAKEOVER | RK_CAP_VNC | \
-	 RK_CAP_PAUSE | RK_CAP_SNAPSHOTS | RK_CAP_HOST_HOME | RK_CAP_PAGE_BROWSER | RK_CAP_LIMIT_MEMORY |          \
+#define DOCKER_CAPS                                                                                                    \
+	(RK_CAP_DESKTOP | RK_CAP_MULTI_SCREEN | RK_CAP_TTY | RK_CAP_PERSISTENT_HOME | RK_CAP_TAKEOVER | RK_CAP_VNC |   \
+	 RK_CAP_PAUSE | RK_CAP_SNAPSHOTS | RK_CAP_HOST_HOME | RK_CAP_PAGE_BROWSER | RK_CAP_LIMIT_MEMORY |              \
 	 RK_CAP_LIMIT_CPUS | RK_CAP_LIMIT_PIDS)
 
 static const char *image_tag(void)
@@ -326,8 +326,10 @@ static void harden_mounts(const struct rk_machine *m, const char *container)
 			struct statfs sf; /* statfs, not statvfs: no /proc/mounts reading in glibc */
 			if (statfs(targets[i], &sf) != 0)
 				_exit(101 + 2 * i);
-			unsigned long keep = (sf.f_flags & ST_RDONLY ? MS_RDONLY : 0) | (sf.f_flags & ST_NOEXEC ? MS_NOEXEC : 0);
-			if (mount(NULL, targets[i], NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | keep, NULL) != 0)
+			unsigned long keep = (sf.f_flags & ST_RDONLY ? MS_RDONLY : 0) |
+					     (sf.f_flags & ST_NOEXEC ? MS_NOEXEC : 0);
+			if (mount(NULL, targets[i], NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | keep, NULL) !=
+			    0)
 				_exit(102 + 2 * i);
 		}
 		_exit(0);
@@ -338,7 +340,9 @@ static void harden_mounts(const struct rk_machine *m, const char *container)
 		;
 	if (child < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
 		rk_log(RK_LOG_WARN, "docker: cannot remount the workspace of %.12s nosuid,nodev (step %d)", container,
-		       child < 0 ? -1 : WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws));
+		       child < 0       ? -1
+		       : WIFEXITED(ws) ? WEXITSTATUS(ws)
+				       : 128 + WTERMSIG(ws));
 }
 
 /* After every start: the workspace root is the computer user's (a restore
@@ -402,7 +406,8 @@ static int create_container(const struct rk_machine *m, const char *network, cha
 	rk_docker_resp_init(&r);
 	rc = rk_docker_json("POST", path, body, 1, &r, err);
 	if (rc == 0) {
-		cJSON *doc = r.status == 201 ? rk_json_parse(r.body.data, r.body.len, "docker create reply", err) : NULL;
+		cJSON *doc = r.status == 201 ? rk_json_parse(r.body.data, r.body.len, "docker create reply", err)
+					     : NULL;
 		const char *cid = rk_json_string(doc, "Id", NULL);
 		if (cid) {
 			*id = rk_xstrdup(cid);
@@ -416,8 +421,8 @@ static int create_container(const struct rk_machine *m, const char *network, cha
 					  "remove it (%s)",
 					  m->computer_id, rk_docker_message(&r));
 		} else {
-			rc = rk_error_set(err, RK_EFAILED, "docker cannot create the computer (HTTP %ld): %s",
-					  r.status, rk_docker_message(&r));
+			rc = rk_error_set(err, RK_EFAILED, "docker cannot create the computer (HTTP %ld): %s", r.status,
+					  rk_docker_message(&r));
 		}
 		cJSON_Delete(doc);
 	}
@@ -454,7 +459,8 @@ static int network_option(const char *options_json, const char **network, struct
 		else if (strcmp(n, "host") == 0)
 			*network = "host";
 		else
-			rc = rk_error_set(err, RK_EINVALID, "docker provider options: network must be none, bridge or host");
+			rc = rk_error_set(err, RK_EINVALID,
+					  "docker provider options: network must be none, bridge or host");
 	}
 	cJSON_Delete(doc);
 	return rc;
@@ -473,7 +479,8 @@ static int docker_image_check(char **detail, struct rk_error *err)
 	*detail = NULL;
 	for (const char *p = tag; *p; p++)
 		if (!isalnum((unsigned char)*p) && !strchr(":/._-@", *p))
-			return rk_error_set(err, RK_EINVALID, "computer image name %s%s is not a valid image name", tag, from);
+			return rk_error_set(err, RK_EINVALID, "computer image name %s%s is not a valid image name", tag,
+					    from);
 	char *path = rk_xasprintf("/images/%s/json", tag);
 	struct rk_docker_resp r;
 	rk_docker_resp_init(&r);
@@ -670,8 +677,8 @@ static int docker_destroy(const struct rk_machine *m, struct rk_error *err)
 	rc = rk_docker_json("DELETE", path, NULL, 1, &r, err);
 	/* 409 "removal already in progress" ends the same way */
 	if (rc == 0 && !(r.status == 204 || r.status == 200 || r.status == 404 || r.status == 409))
-		rc = rk_error_set(err, RK_EFAILED, "docker cannot remove container %.12s (HTTP %ld): %s", id,
-				  r.status, rk_docker_message(&r));
+		rc = rk_error_set(err, RK_EFAILED, "docker cannot remove container %.12s (HTTP %ld): %s", id, r.status,
+				  rk_docker_message(&r));
 	rk_docker_resp_release(&r);
 	free(path);
 	free(enc);
@@ -707,7 +714,7 @@ struct dproc {
 	int sent_signo;
 	char *exec_id;
 	char *container;
-	char *pid_path;    /* host paths of the wrapper's files, or NULL */
+	char *pid_path; /* host paths of the wrapper's files, or NULL */
 	char *status_path;
 	struct rk_buf raw; /* bytes not yet demultiplexed */
 };
@@ -742,8 +749,8 @@ static int exec_create(const char *container, const cJSON *cmd, int tty, const c
 		if (id)
 			*exec_id = rk_xstrdup(id);
 		else if (r.status == 404)
-			rc = rk_error_set(err, RK_ENOTFOUND, "the computer's container %.12s is gone: provision it again",
-					  container);
+			rc = rk_error_set(err, RK_ENOTFOUND,
+					  "the computer's container %.12s is gone: provision it again", container);
 		else if (r.status == 409)
 			rc = rk_error_set(err, RK_ECONFLICT, "the computer is not running (%s): resume it first",
 					  rk_docker_message(&r));
@@ -765,7 +772,11 @@ static int exec_resize(const char *exec_id, int rows, int cols, struct rk_error 
 	struct rk_docker_resp r;
 	rk_docker_resp_init(&r);
 	struct rk_docker_call c = {
-		.method = "POST", .path = path, .body_fd = -1, .reply_fd = -1, .timeout_ms = 10000,
+		.method = "POST",
+		.path = path,
+		.body_fd = -1,
+		.reply_fd = -1,
+		.timeout_ms = 10000,
 	};
 	int rc = rk_docker_call(&c, &r, err);
 	if (rc == 0 && r.status != 200 && r.status != 201)
@@ -946,7 +957,8 @@ static int dproc_signal(struct rk_proc *base, int signo, struct rk_error *err)
 	long pid = 0;
 	/* the wrapper writes its pid first thing; give it a moment after spawn */
 	for (int i = 0; i < 200; i++) {
-		if (read_small_file(p->pid_path, pidtext, sizeof(pidtext)) == 0 && (pid = strtol(pidtext, NULL, 10)) > 1)
+		if (read_small_file(p->pid_path, pidtext, sizeof(pidtext)) == 0 &&
+		    (pid = strtol(pidtext, NULL, 10)) > 1)
 			break;
 		if (p->eof)
 			return 0;
@@ -1183,7 +1195,7 @@ static char *container_path(const char *path)
  * to reach it only means the docker exec path above runs instead. */
 #define AGENT_VERSION 1
 #define AGENT_SOCK "agent.sock"
-#define AGENT_HELLO_MS 1000   /* a paused container never says hello: fall back */
+#define AGENT_HELLO_MS 1000 /* a paused container never says hello: fall back */
 #define AGENT_START_MS 3000
 #define AGENT_MAX_FRAME (16u << 20)
 #define AGENT_CHUNK 65536
@@ -1313,8 +1325,8 @@ static enum agent_answer agent_connect(const char *run_dir, const char *containe
 		if (len >= 4 && len - 4 < sizeof(id) && recv_exact(fd, id, len - 4, deadline) == 0) {
 			id[len - 4] = '\0';
 			if (strcmp(id, container) != 0)
-				rk_log(RK_LOG_WARN, "docker: the agent in %s serves container %.12s, not %.12s", run_dir,
-				       id, container);
+				rk_log(RK_LOG_WARN, "docker: the agent in %s serves container %.12s, not %.12s",
+				       run_dir, id, container);
 			else
 				a = version == AGENT_VERSION ? AGENT_OK : AGENT_OLD;
 		}
@@ -1448,8 +1460,13 @@ static int agent_start(const char *container, struct rk_error *err)
 		char *start = rk_xasprintf("/exec/%s/start", exec_id);
 		static const char detach[] = "{\"Detach\":true,\"Tty\":false}";
 		struct rk_docker_call c = {
-			.method = "POST", .path = start, .body = detach, .body_len = sizeof(detach) - 1,
-			.body_fd = -1, .reply_fd = -1, .mutating = 1,
+			.method = "POST",
+			.path = start,
+			.body = detach,
+			.body_len = sizeof(detach) - 1,
+			.body_fd = -1,
+			.reply_fd = -1,
+			.mutating = 1,
 		};
 		rc = rk_docker_call(&c, &r, err);
 		if (rc == 0 && r.status != 200 && r.status != 204)
@@ -1485,7 +1502,8 @@ static void agent_ensure(const struct rk_machine *m, const char *container)
 	}
 	char *src = agent_binary();
 	if (!src) {
-		rk_log(RK_LOG_INFO, "docker: no rakazo-agent next to rakazo (or RAKAZO_AGENT): commands use docker exec");
+		rk_log(RK_LOG_INFO,
+		       "docker: no rakazo-agent next to rakazo (or RAKAZO_AGENT): commands use docker exec");
 		return;
 	}
 	struct rk_error err;
@@ -1520,11 +1538,11 @@ struct aproc {
 	struct rk_proc base;
 	int fd;
 	int tty;
-	int eof;          /* the exit record came, or the connection ended */
-	int exited;       /* the exit record came: wstatus is real */
+	int eof;    /* the exit record came, or the connection ended */
+	int exited; /* the exit record came: wstatus is real */
 	int stdin_closed;
-	int broken;       /* a frame went out half: nothing more can be sent */
-	int ended;        /* a send found the agent's side closed */
+	int broken; /* a frame went out half: nothing more can be sent */
+	int ended;  /* a send found the agent's side closed */
 	uint32_t wstatus;
 	struct rk_buf raw; /* bytes not yet parsed into frames */
 };
@@ -1606,7 +1624,8 @@ static int aproc_pump(struct aproc *p, struct rk_buf *out, struct rk_error *err)
 			const unsigned char *f = (const unsigned char *)p->raw.data + off;
 			uint32_t len = get_u32(f + 1);
 			if (len > AGENT_MAX_FRAME) {
-				rk_log(RK_LOG_WARN, "docker: the exec agent sent a %u-byte frame: connection dropped", len);
+				rk_log(RK_LOG_WARN, "docker: the exec agent sent a %u-byte frame: connection dropped",
+				       len);
 				closed = 1;
 				break;
 			}
@@ -1723,8 +1742,9 @@ static int aproc_wait(struct rk_proc *base, struct rk_exit_status *st, struct rk
 		int64_t left = deadline - rk_monotonic_ms();
 		if (left <= 0) {
 			rk_buf_release(&sink);
-			return rk_error_set(err, RK_ETIMEOUT, "the command is still running: read its output to the end "
-							      "before waiting");
+			return rk_error_set(err, RK_ETIMEOUT,
+					    "the command is still running: read its output to the end "
+					    "before waiting");
 		}
 		struct pollfd pfd = {.fd = p->fd, .events = POLLIN};
 		poll(&pfd, 1, (int)left);
@@ -1866,7 +1886,7 @@ static int resolve_elsewhere(int e)
 static void fill_entry(struct rk_file_entry *e, const char *name, const struct stat *st)
 {
 	e->name = rk_xstrdup(name);
-	e->type = S_ISREG(st->st_mode)   ? RK_FILE_REGULAR
+	e->type = S_ISREG(st->st_mode)	 ? RK_FILE_REGULAR
 		  : S_ISDIR(st->st_mode) ? RK_FILE_DIR
 		  : S_ISLNK(st->st_mode) ? RK_FILE_LINK
 					 : RK_FILE_OTHER;
@@ -1895,7 +1915,7 @@ static int list_host(const struct rk_machine *m, const char *rel, const char *sh
 	if (fd < 0) {
 		if (resolve_elsewhere(e))
 			return 0;
-		*rc = e == ENOENT ? rk_error_set(err, RK_ENOTFOUND, "computer directory not found: %s", shown)
+		*rc = e == ENOENT    ? rk_error_set(err, RK_ENOTFOUND, "computer directory not found: %s", shown)
 		      : e == ENOTDIR ? rk_error_set(err, RK_EINVALID, "computer path is not a directory: %s", shown)
 				     : rk_error_errno(err, RK_EIO, e, "cannot list %s", shown);
 		return 1;
@@ -1938,9 +1958,8 @@ static int list_host(const struct rk_machine *m, const char *rel, const char *sh
 static int list_container(const char *container, const char *cpath, struct rk_file_entry **out, size_t *n,
 			  struct rk_error *err)
 {
-	static const char script[] =
-		"cd -- \"$1\" 2>/dev/null || { [ -e \"$1\" ] && exit 45; exit 44; }; "
-		"exec find . -mindepth 1 -maxdepth 1 -printf '%y %s %T@ %m %P\\0'";
+	static const char script[] = "cd -- \"$1\" 2>/dev/null || { [ -e \"$1\" ] && exit 45; exit 44; }; "
+				     "exec find . -mindepth 1 -maxdepth 1 -printf '%y %s %T@ %m %P\\0'";
 	const char *args[] = {cpath, NULL};
 	struct rk_buf o, e;
 	rk_buf_init(&o);
@@ -1971,7 +1990,7 @@ static int list_container(const char *container, const char *cpath, struct rk_fi
 				v = rk_xrealloc(v, (cap *= 2) * sizeof(*v));
 			struct rk_file_entry *fe = &v[len++];
 			fe->name = rk_xstrdup(rec + used);
-			fe->type = type == 'f' ? RK_FILE_REGULAR
+			fe->type = type == 'f'	 ? RK_FILE_REGULAR
 				   : type == 'd' ? RK_FILE_DIR
 				   : type == 'l' ? RK_FILE_LINK
 						 : RK_FILE_OTHER;
@@ -2162,7 +2181,8 @@ static int write_host(const struct rk_machine *m, const char *rel, const char *s
 			if (errno == ELOOP || errno == ENOTDIR) {
 				struct stat st;
 				/* a symlinked dir: the container resolves it */
-				if (errno == ELOOP || (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))) {
+				if (errno == ELOOP ||
+				    (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))) {
 					handled = 0;
 					goto out;
 				}
@@ -2303,8 +2323,8 @@ out:
 	return rc;
 }
 
-static int docker_file_write(const struct rk_machine *m, const char *path, const void *data, size_t len,
-			     int executable, struct rk_error *err)
+static int docker_file_write(const struct rk_machine *m, const char *path, const void *data, size_t len, int executable,
+			     struct rk_error *err)
 {
 	char *rel = workspace_rel(path);
 	int rc = 0;
@@ -2371,8 +2391,9 @@ static int remove_host(const struct rk_machine *m, const char *rel, const char *
 	if (pfd < 0) {
 		if (resolve_elsewhere(e))
 			return 0;
-		*rc = e == ENOENT || e == ENOTDIR ? rk_error_set(err, RK_ENOTFOUND, "computer file not found: %s", shown)
-						  : rk_error_errno(err, RK_EIO, e, "cannot remove %s", shown);
+		*rc = e == ENOENT || e == ENOTDIR
+			      ? rk_error_set(err, RK_ENOTFOUND, "computer file not found: %s", shown)
+			      : rk_error_errno(err, RK_EIO, e, "cannot remove %s", shown);
 		return 1;
 	}
 	struct stat st;
@@ -2464,7 +2485,8 @@ static int docker_workspace_import(const struct rk_machine *m, int fd, struct rk
 	}
 	struct rk_tar_opts o = {.uid = USER_UID, .gid = USER_UID, .skip = rk_tar_skip_singleton};
 	if ((rc = rk_tar_repack(fd, clean, m->data_dir, &o, err)) != 0 ||
-	    (lseek(clean, 0, SEEK_SET) != 0 && (rc = rk_error_errno(err, RK_EIO, errno, "cannot rewind the archive")))) {
+	    (lseek(clean, 0, SEEK_SET) != 0 &&
+	     (rc = rk_error_errno(err, RK_EIO, errno, "cannot rewind the archive")))) {
 		close(clean);
 		free(id);
 		return rc;

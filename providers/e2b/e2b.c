@@ -61,7 +61,7 @@
 
 struct conf {
 	char *key;
-	char *api_url;     /* no trailing slash */
+	char *api_url; /* no trailing slash */
 	char *domain;
 	char *sandbox_url; /* envd for every sandbox, or NULL */
 	char *template_id;
@@ -135,8 +135,14 @@ static int api(const struct conf *c, const char *method, const char *path, const
 	const char *hdrs[] = {auth, "Accept: application/json", "User-Agent: rakazo/" RK_VERSION, NULL};
 	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
 	struct rk_http_request q = {
-		.method = method, .url = url, .headers = hdrs, .body = text, .body_len = text ? strlen(text) : 0,
-		.mutating = mutating, .what = what, .timeout_ms = 60000,
+		.method = method,
+		.url = url,
+		.headers = hdrs,
+		.body = text,
+		.body_len = text ? strlen(text) : 0,
+		.mutating = mutating,
+		.what = what,
+		.timeout_ms = 60000,
 	};
 	struct rk_http_response r;
 	rk_http_response_init(&r);
@@ -161,9 +167,9 @@ static int api(const struct conf *c, const char *method, const char *path, const
 
 struct sandbox {
 	char *id;
-	char *token;    /* envd access token, or NULL when the sandbox has none */
-	char *domain;   /* the sandbox's domain, or NULL for the configured one */
-	int stopped;    /* we stopped (not paused) it */
+	char *token;  /* envd access token, or NULL when the sandbox has none */
+	char *domain; /* the sandbox's domain, or NULL for the configured one */
+	int stopped;  /* we stopped (not paused) it */
 	int64_t touched_ms;
 };
 
@@ -274,8 +280,7 @@ static int remote_state(const struct conf *c, const char *id, char **state, stru
 
 /* POST /v2/sandboxes/{id}/connect: resumes a paused sandbox, refreshes its
  * timeout and hands back the envd token. */
-static int sandbox_connect(const struct conf *c, const struct rk_machine *m, struct sandbox *s,
-			   struct rk_error *err)
+static int sandbox_connect(const struct conf *c, const struct rk_machine *m, struct sandbox *s, struct rk_error *err)
 {
 	char *enc = rk_http_escape(s->id);
 	char *path = rk_xasprintf("/v2/sandboxes/%s/connect", enc);
@@ -366,7 +371,7 @@ static int sandbox_of(const struct conf *c, const struct rk_machine *m, struct s
 /* --- envd --------------------------------------------------------------------------- */
 
 struct envd {
-	char *base;  /* envd base URL */
+	char *base; /* envd base URL */
 	char *id, *token;
 	char *hdr_token, *hdr_id;
 	const char *headers[7];
@@ -392,8 +397,9 @@ static void envd_init_at(struct envd *e, const char *base, const char *id, const
 
 static void envd_init(struct envd *e, const struct conf *c, const struct sandbox *s)
 {
-	char *base = c->sandbox_url ? rk_xstrdup(c->sandbox_url)
-				    : rk_xasprintf("https://%d-%s.%s", ENVD_PORT, s->id, s->domain ? s->domain : c->domain);
+	char *base = c->sandbox_url
+			     ? rk_xstrdup(c->sandbox_url)
+			     : rk_xasprintf("https://%d-%s.%s", ENVD_PORT, s->id, s->domain ? s->domain : c->domain);
 	envd_init_at(e, base, s->id, s->token);
 	free(base);
 }
@@ -416,8 +422,15 @@ static int rpc(const struct envd *e, const char *method, const cJSON *req, int m
 	char *text = cJSON_PrintUnformatted(req);
 	char *what = rk_xasprintf("e2b envd %s", method);
 	struct rk_http_request q = {
-		.method = "POST", .url = url, .headers = e->headers, .content_type = "application/json",
-		.body = text, .body_len = strlen(text), .mutating = mutating, .what = what, .timeout_ms = 60000,
+		.method = "POST",
+		.url = url,
+		.headers = e->headers,
+		.content_type = "application/json",
+		.body = text,
+		.body_len = strlen(text),
+		.mutating = mutating,
+		.what = what,
+		.timeout_ms = 60000,
 	};
 	struct rk_http_response r;
 	rk_http_response_init(&r);
@@ -470,21 +483,28 @@ static const struct {
 	const char *name;
 	int signo;
 } signal_names[] = {
-	{"hangup", SIGHUP},   {"interrupt", SIGINT},    {"quit", SIGQUIT},   {"aborted", SIGABRT},
-	{"killed", SIGKILL},  {"broken pipe", SIGPIPE}, {"alarm clock", SIGALRM}, {"terminated", SIGTERM},
-	{"user defined signal 1", SIGUSR1}, {"user defined signal 2", SIGUSR2},
+	{"hangup", SIGHUP},
+	{"interrupt", SIGINT},
+	{"quit", SIGQUIT},
+	{"aborted", SIGABRT},
+	{"killed", SIGKILL},
+	{"broken pipe", SIGPIPE},
+	{"alarm clock", SIGALRM},
+	{"terminated", SIGTERM},
+	{"user defined signal 1", SIGUSR1},
+	{"user defined signal 2", SIGUSR2},
 };
 
 struct eproc {
 	struct rk_proc base;
 	struct envd e;
 	int tty;
-	int split;             /* stderr kept apart (for our own commands) */
-	char *request;         /* the enveloped StartRequest */
+	int split;     /* stderr kept apart (for our own commands) */
+	char *request; /* the enveloped StartRequest */
 	size_t request_len;
 	pthread_t thread;
 	int thread_started;
-	int wake[2];           /* the thread writes a byte when there is news */
+	int wake[2]; /* the thread writes a byte when there is news */
 	volatile int cancel;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -519,7 +539,7 @@ static void on_message(struct eproc *p, int flags, const char *text, size_t len)
 		if (cJSON_IsObject(e) && !p->ended) {
 			const char *code = rk_json_string(e, "code", "unknown");
 			const char *msg = rk_json_string(e, "message", "");
-			enum rk_code rc = !strcmp(code, "not_found")	     ? RK_ENOTFOUND
+			enum rk_code rc = !strcmp(code, "not_found")	      ? RK_ENOTFOUND
 					  : !strcmp(code, "invalid_argument") ? RK_EINVALID
 					  : !strcmp(code, "permission_denied") || !strcmp(code, "unauthenticated")
 						  ? RK_EDENIED
@@ -596,9 +616,18 @@ static void *stream_main(void *arg)
 	struct eproc *p = arg;
 	char *url = rk_xasprintf("%s/process.Process/Start", p->e.base);
 	struct rk_http_request q = {
-		.method = "POST", .url = url, .headers = p->e.headers, .content_type = "application/connect+json",
-		.body = p->request, .body_len = p->request_len, .mutating = 1, .timeout_ms = -1,
-		.what = "e2b envd process.Process/Start", .on_data = on_stream, .on_data_ctx = p, .cancel = &p->cancel,
+		.method = "POST",
+		.url = url,
+		.headers = p->e.headers,
+		.content_type = "application/connect+json",
+		.body = p->request,
+		.body_len = p->request_len,
+		.mutating = 1,
+		.timeout_ms = -1,
+		.what = "e2b envd process.Process/Start",
+		.on_data = on_stream,
+		.on_data_ctx = p,
+		.cancel = &p->cancel,
 	};
 	struct rk_http_response r;
 	struct rk_error e;
@@ -643,8 +672,8 @@ static void eproc_destroy(struct eproc *p)
 }
 
 /* Starts `cmd args...` in the sandbox behind envd e and waits for its pid. */
-static int eproc_start_at(const struct envd *e, const char *const *argv, const struct rk_exec_request *req,
-			  int split, struct eproc **out, struct rk_error *err)
+static int eproc_start_at(const struct envd *e, const char *const *argv, const struct rk_exec_request *req, int split,
+			  struct eproc **out, struct rk_error *err)
 {
 	struct eproc *p = rk_xcalloc(1, sizeof(*p));
 	p->base.ops = &eproc_ops;
@@ -676,7 +705,9 @@ static int eproc_start_at(const struct envd *e, const char *const *argv, const s
 		free(k);
 	}
 	const char *cwd = req && req->cwd ? req->cwd : "";
-	char *cwd_full = cwd[0] == '/' ? rk_xstrdup(cwd) : *cwd ? rk_xasprintf("%s/%s", WORKSPACE, cwd) : rk_xstrdup(WORKSPACE);
+	char *cwd_full = cwd[0] == '/' ? rk_xstrdup(cwd)
+			 : *cwd	       ? rk_xasprintf("%s/%s", WORKSPACE, cwd)
+				       : rk_xstrdup(WORKSPACE);
 	cJSON_AddStringToObject(proc, "cwd", cwd_full);
 	free(cwd_full);
 	if (p->tty) {
@@ -948,8 +979,13 @@ static int e2b_check(struct rk_error *err)
 	char *url = rk_xasprintf("%s/v2/sandboxes?limit=1", c.api_url);
 	char *auth = rk_xasprintf("X-API-Key: %s", c.key);
 	const char *hdrs[] = {auth, "User-Agent: rakazo/" RK_VERSION, NULL};
-	struct rk_http_request q = {.method = "GET", .url = url, .headers = hdrs, .timeout_ms = 3000,
-				    .connect_timeout_ms = 2000, .max_attempts = 1, .what = "e2b"};
+	struct rk_http_request q = {.method = "GET",
+				    .url = url,
+				    .headers = hdrs,
+				    .timeout_ms = 3000,
+				    .connect_timeout_ms = 2000,
+				    .max_attempts = 1,
+				    .what = "e2b"};
 	struct rk_http_response r;
 	rk_http_response_init(&r);
 	rc = rk_http_do(&q, &r, err);
@@ -1360,10 +1396,10 @@ static int e2b_file_list(const struct rk_machine *m, const char *path, struct rk
 			const cJSON *mode = cJSON_GetObjectItemCaseSensitive(it, "mode");
 			const char *link = rk_json_string(it, "symlinkTarget", NULL);
 			es[i].name = rk_xstrdup(name);
-			es[i].type = link                                      ? RK_FILE_LINK
+			es[i].type = link				    ? RK_FILE_LINK
 				     : !strcmp(type, "FILE_TYPE_DIRECTORY") ? RK_FILE_DIR
-				     : !strcmp(type, "FILE_TYPE_FILE")      ? RK_FILE_REGULAR
-									     : RK_FILE_OTHER;
+				     : !strcmp(type, "FILE_TYPE_FILE")	    ? RK_FILE_REGULAR
+									    : RK_FILE_OTHER;
 			es[i].size = cJSON_IsString(size)   ? strtoull(size->valuestring, NULL, 10)
 				     : cJSON_IsNumber(size) ? (uint64_t)size->valuedouble
 							    : 0;
@@ -1402,8 +1438,12 @@ static int e2b_file_read(const struct rk_machine *m, const char *path, size_t ma
 		return rc;
 	char *p = sandbox_path(path);
 	char *url = files_url(&e, p);
-	struct rk_http_request q = {.method = "GET", .url = url, .headers = e.headers, .timeout_ms = 300000,
-				    .max_response = max_bytes ? max_bytes : 1, .what = "e2b read file"};
+	struct rk_http_request q = {.method = "GET",
+				    .url = url,
+				    .headers = e.headers,
+				    .timeout_ms = 300000,
+				    .max_response = max_bytes ? max_bytes : 1,
+				    .what = "e2b read file"};
 	struct rk_http_response r;
 	rk_http_response_init(&r);
 	rc = rk_http_do(&q, &r, err);
@@ -1438,8 +1478,13 @@ static int upload(const struct envd *e, const char *p, const void *data, size_t 
 	char *ct = rk_xasprintf("multipart/form-data; boundary=%s", boundary);
 	char *url = files_url(e, p);
 	/* a repeated upload leaves the same file: safe to retry */
-	struct rk_http_request q = {.method = "POST", .url = url, .headers = e->headers, .content_type = ct,
-				    .body = body.data, .body_len = body.len, .timeout_ms = 300000,
+	struct rk_http_request q = {.method = "POST",
+				    .url = url,
+				    .headers = e->headers,
+				    .content_type = ct,
+				    .body = body.data,
+				    .body_len = body.len,
+				    .timeout_ms = 300000,
 				    .what = "e2b write file"};
 	struct rk_http_response r;
 	rk_http_response_init(&r);
@@ -1451,8 +1496,8 @@ static int upload(const struct envd *e, const char *p, const void *data, size_t 
 	return rc;
 }
 
-static int e2b_file_write(const struct rk_machine *m, const char *path, const void *data, size_t len,
-			  int executable, struct rk_error *err)
+static int e2b_file_write(const struct rk_machine *m, const char *path, const void *data, size_t len, int executable,
+			  struct rk_error *err)
 {
 	struct conf c;
 	struct sandbox s = {0};
@@ -1501,9 +1546,22 @@ static int e2b_file_remove(const struct rk_machine *m, const char *path, struct 
 /* What an export leaves out: browser caches and locks under .browser-profiles
  * (the reference's rule; the same names elsewhere are kept). */
 static const char *const profile_skips[] = {
-	"Cache", "Code Cache", "GPUCache", "GrShaderCache", "ShaderCache", "DawnGraphiteCache", "DawnWebGPUCache",
-	"Crashpad", "BrowserMetrics", "DevToolsActivePort", "SingletonCookie", "SingletonLock", "SingletonSocket",
-	".parentlock", "lock", NULL,
+	"Cache",
+	"Code Cache",
+	"GPUCache",
+	"GrShaderCache",
+	"ShaderCache",
+	"DawnGraphiteCache",
+	"DawnWebGPUCache",
+	"Crashpad",
+	"BrowserMetrics",
+	"DevToolsActivePort",
+	"SingletonCookie",
+	"SingletonLock",
+	"SingletonSocket",
+	".parentlock",
+	"lock",
+	NULL,
 };
 
 static int e2b_workspace_export(const struct rk_machine *m, int fd, struct rk_error *err)
@@ -1647,51 +1705,61 @@ static int e2b_display_start(const struct rk_machine *m, int display, const stru
 	sodium_bin2base64(pw, sizeof(pw), rnd, sizeof(rnd), sodium_base64_VARIANT_URLSAFE_NO_PADDING);
 	struct rk_buf sc;
 	rk_buf_init(&sc);
-	rk_buf_printf(&sc,
-		      "R=/tmp/rakazo/screen-%d; mkdir -p $R; export DISPLAY=:%d\n"
-		      "up() { xdpyinfo -display :%d >/dev/null 2>&1; }\n"
-		      "if ! up; then\n"
-		      "  setsid -f Xvfb :%d -ac -screen 0 %dx%dx24 -retro -dpi 96 -nolisten tcp -nolisten unix >$R/xvfb.log 2>&1 </dev/null\n"
-		      "  i=0; until up; do i=$((i+1)); [ $i -gt 200 ] && { cat $R/xvfb.log >&2; echo 'Xvfb did not start' >&2; exit 1; }; sleep 0.05; done\n"
-		      "fi\n",
-		      display, xd, xd, xd, w, h);
+	rk_buf_printf(
+		&sc,
+		"R=/tmp/rakazo/screen-%d; mkdir -p $R; export DISPLAY=:%d\n"
+		"up() { xdpyinfo -display :%d >/dev/null 2>&1; }\n"
+		"if ! up; then\n"
+		"  setsid -f Xvfb :%d -ac -screen 0 %dx%dx24 -retro -dpi 96 -nolisten tcp -nolisten unix >$R/xvfb.log 2>&1 </dev/null\n"
+		"  i=0; until up; do i=$((i+1)); [ $i -gt 200 ] && { cat $R/xvfb.log >&2; echo 'Xvfb did not start' >&2; exit 1; }; sleep 0.05; done\n"
+		"fi\n",
+		display, xd, xd, xd, w, h);
 	if (display == 0)
-		rk_buf_adds(&sc, "if ! pgrep -x xfce4-session >/dev/null && ! pgrep -x openbox >/dev/null; then\n"
-				 "  if command -v startxfce4 >/dev/null; then setsid -f startxfce4 >$R/session.log 2>&1 </dev/null\n"
-				 "  elif command -v openbox >/dev/null; then HOME=/tmp setsid -f openbox >$R/session.log 2>&1 </dev/null; fi\n"
-				 "fi\n");
+		rk_buf_adds(
+			&sc,
+			"if ! pgrep -x xfce4-session >/dev/null && ! pgrep -x openbox >/dev/null; then\n"
+			"  if command -v startxfce4 >/dev/null; then setsid -f startxfce4 >$R/session.log 2>&1 </dev/null\n"
+			"  elif command -v openbox >/dev/null; then HOME=/tmp setsid -f openbox >$R/session.log 2>&1 </dev/null; fi\n"
+			"fi\n");
 	else
-		rk_buf_adds(&sc, "pgrep -f \"openbox --config-file $R/\" >/dev/null || { command -v openbox >/dev/null && "
-				 "touch $R/openbox.xml && HOME=/tmp setsid -f openbox --config-file $R/openbox.xml >$R/session.log 2>&1 </dev/null; }\n");
+		rk_buf_adds(
+			&sc,
+			"pgrep -f \"openbox --config-file $R/\" >/dev/null || { command -v openbox >/dev/null && "
+			"touch $R/openbox.xml && HOME=/tmp setsid -f openbox --config-file $R/openbox.xml >$R/session.log 2>&1 </dev/null; }\n");
 	/* the live view: a password-protected viewer and a control stream.
 	 * Ports go through variables so that no pgrep pattern can match this
 	 * script's own command line. */
-	rk_buf_printf(&sc,
-		      "VV=%d VC=%d WV=%d WC=%d\n"
-		      "if command -v x11vnc >/dev/null; then\n"
-		      "  if ! [ -s $R/view-password ]; then printf '%%s' '%s' >$R/view-password; chmod 600 $R/view-password; fi\n"
-		      "  x11vnc -storepasswd \"$(cat $R/view-password)\" $R/passwd >/dev/null 2>&1\n"
-		      "  pgrep -f \"rfbport $VV \" >/dev/null || x11vnc -bg -display $DISPLAY -forever -wait 50 -shared -viewonly -rfbport $VV -rfbauth $R/passwd -o $R/x11vnc-view.log >/dev/null 2>&1\n"
-		      "  pgrep -f \"rfbport $VC \" >/dev/null || x11vnc -bg -display $DISPLAY -forever -wait 50 -shared -rfbport $VC -rfbauth $R/passwd -o $R/x11vnc-control.log >/dev/null 2>&1\n"
-		      "fi\n"
-		      "if [ -x /opt/noVNC/utils/novnc_proxy ]; then\n"
-		      "  pgrep -f \"listen $WV\\b\" >/dev/null || (cd /opt/noVNC/utils && setsid -f ./novnc_proxy --vnc localhost:$VV --listen $WV --web /opt/noVNC >$R/novnc-view.log 2>&1 </dev/null)\n"
-		      "  pgrep -f \"listen $WC\\b\" >/dev/null || (cd /opt/noVNC/utils && setsid -f ./novnc_proxy --vnc localhost:$VC --listen $WC --web /opt/noVNC >$R/novnc-control.log 2>&1 </dev/null)\n"
-		      "fi\n"
-		      "cat $R/view-password\n",
-		      vnc_view, vnc_ctl, web_view, web_ctl, pw);
+	rk_buf_printf(
+		&sc,
+		"VV=%d VC=%d WV=%d WC=%d\n"
+		"if command -v x11vnc >/dev/null; then\n"
+		"  if ! [ -s $R/view-password ]; then printf '%%s' '%s' >$R/view-password; chmod 600 $R/view-password; fi\n"
+		"  x11vnc -storepasswd \"$(cat $R/view-password)\" $R/passwd >/dev/null 2>&1\n"
+		"  pgrep -f \"rfbport $VV \" >/dev/null || x11vnc -bg -display $DISPLAY -forever -wait 50 -shared -viewonly -rfbport $VV -rfbauth $R/passwd -o $R/x11vnc-view.log >/dev/null 2>&1\n"
+		"  pgrep -f \"rfbport $VC \" >/dev/null || x11vnc -bg -display $DISPLAY -forever -wait 50 -shared -rfbport $VC -rfbauth $R/passwd -o $R/x11vnc-control.log >/dev/null 2>&1\n"
+		"fi\n"
+		"if [ -x /opt/noVNC/utils/novnc_proxy ]; then\n"
+		"  pgrep -f \"listen $WV\\b\" >/dev/null || (cd /opt/noVNC/utils && setsid -f ./novnc_proxy --vnc localhost:$VV --listen $WV --web /opt/noVNC >$R/novnc-view.log 2>&1 </dev/null)\n"
+		"  pgrep -f \"listen $WC\\b\" >/dev/null || (cd /opt/noVNC/utils && setsid -f ./novnc_proxy --vnc localhost:$VC --listen $WC --web /opt/noVNC >$R/novnc-control.log 2>&1 </dev/null)\n"
+		"fi\n"
+		"cat $R/view-password\n",
+		vnc_view, vnc_ctl, web_view, web_ctl, pw);
 	if (display == 0 && opt && opt->profile_dir) {
-		rk_buf_adds(&sc, "B=user-data-dir; if ! pgrep -f \"$B=" WORKSPACE "/\" >/dev/null; then\n"
-				 "  for b in google-chrome chromium chromium-browser; do command -v $b >/dev/null || continue\n"
-				 "    setsid -f $b --no-sandbox --user-data-dir=");
+		rk_buf_adds(
+			&sc,
+			"B=user-data-dir; if ! pgrep -f \"$B=" WORKSPACE "/\" >/dev/null; then\n"
+			"  for b in google-chrome chromium chromium-browser; do command -v $b >/dev/null || continue\n"
+			"    setsid -f $b --no-sandbox --user-data-dir=");
 		struct rk_buf prof;
 		rk_buf_init(&prof);
 		rk_buf_printf(&prof, "%s/%s", WORKSPACE, opt->profile_dir);
 		sq(&sc, prof.data);
 		rk_buf_release(&prof);
-		rk_buf_printf(&sc, " --no-first-run --no-default-browser-check --window-size=%d,%d >$R/browser.log 2>&1 </dev/null; break\n"
-				   "  done\nfi\n",
-			      w, h);
+		rk_buf_printf(
+			&sc,
+			" --no-first-run --no-default-browser-check --window-size=%d,%d >$R/browser.log 2>&1 </dev/null; break\n"
+			"  done\nfi\n",
+			w, h);
 	}
 	struct rk_buf o;
 	rk_buf_init(&o);
@@ -1699,9 +1767,11 @@ static int e2b_display_start(const struct rk_machine *m, int display, const stru
 	if (rc == 0) {
 		while (o.len && (o.data[o.len - 1] == '\n' || o.data[o.len - 1] == '\r'))
 			o.data[--o.len] = '\0';
-		char *url = rk_xasprintf("https://%d-%s.%s/vnc.html?autoconnect=true&resize=scale&view_only=true&password=%s",
-					 web_view, s.id, s.domain ? s.domain : c.domain, o.data);
-		char *name = display == 0 ? rk_xstrdup("e2b-live-view-url") : rk_xasprintf("e2b-live-view-url-%d", display);
+		char *url = rk_xasprintf(
+			"https://%d-%s.%s/vnc.html?autoconnect=true&resize=scale&view_only=true&password=%s", web_view,
+			s.id, s.domain ? s.domain : c.domain, o.data);
+		char *name = display == 0 ? rk_xstrdup("e2b-live-view-url")
+					  : rk_xasprintf("e2b-live-view-url-%d", display);
 		char *p = state_path(m, name);
 		struct rk_error e2;
 		if (rk_fs_write_atomic(p, url, strlen(url), 0600, &e2) != 0)
@@ -1739,11 +1809,12 @@ static int e2b_display_stop(const struct rk_machine *m, int display, struct rk_e
 		int xd = x_display(display);
 		int ports[4] = {5900 + 2 * display, 5901 + 2 * display, 6080 + 2 * display, 6081 + 2 * display};
 		/* "[5]900": the patterns cannot match this script itself */
-		char *sc = rk_xasprintf("pkill -f 'rfbport [%d]%03d ' ; pkill -f 'rfbport [%d]%03d ' ; pkill -f 'listen [%d]%03d' ; "
-					"pkill -f 'listen [%d]%03d' ; pkill -f '[o]penbox --config-file /tmp/rakazo/screen-%d/' ; pkill -f '^[X]vfb :%d ' ; "
-					"rm -f /tmp/.X%d-lock; exit 0",
-					ports[0] / 1000, ports[0] % 1000, ports[1] / 1000, ports[1] % 1000, ports[2] / 1000,
-					ports[2] % 1000, ports[3] / 1000, ports[3] % 1000, display, xd, xd);
+		char *sc = rk_xasprintf(
+			"pkill -f 'rfbport [%d]%03d ' ; pkill -f 'rfbport [%d]%03d ' ; pkill -f 'listen [%d]%03d' ; "
+			"pkill -f 'listen [%d]%03d' ; pkill -f '[o]penbox --config-file /tmp/rakazo/screen-%d/' ; pkill -f '^[X]vfb :%d ' ; "
+			"rm -f /tmp/.X%d-lock; exit 0",
+			ports[0] / 1000, ports[0] % 1000, ports[1] / 1000, ports[1] % 1000, ports[2] / 1000,
+			ports[2] % 1000, ports[3] / 1000, ports[3] % 1000, display, xd, xd);
 		rc = run_ok(&c, &s, sc, "stopping the screen", NULL, err);
 		free(sc);
 	}
@@ -1840,8 +1911,12 @@ static int e2b_capture(const struct rk_machine *m, int display, struct rk_frame 
 	rk_buf_init(&png);
 	if (rc == 0) {
 		char *url = files_url(&e, shot);
-		struct rk_http_request q = {.method = "GET", .url = url, .headers = e.headers, .timeout_ms = 60000,
-					    .max_response = 64u << 20, .what = "e2b read screenshot"};
+		struct rk_http_request q = {.method = "GET",
+					    .url = url,
+					    .headers = e.headers,
+					    .timeout_ms = 60000,
+					    .max_response = 64u << 20,
+					    .what = "e2b read screenshot"};
 		struct rk_http_response r;
 		rk_http_response_init(&r);
 		rc = rk_http_do(&q, &r, err);
@@ -1876,14 +1951,38 @@ static int e2b_capture(const struct rk_machine *m, int display, struct rk_frame 
 static const char *xkey(const char *k)
 {
 	static const char *const map[][2] = {
-		{"alt", "Alt_L"},	 {"backspace", "BackSpace"}, {"cmd", "Super_L"},	{"command", "Super_L"},
-		{"control", "Control_L"}, {"ctrl", "Control_L"},     {"del", "Delete"},	{"delete", "Delete"},
-		{"down", "Down"},	 {"end", "End"},		{"enter", "Return"},	{"return", "Return"},
-		{"esc", "Escape"},	 {"escape", "Escape"},	{"home", "Home"},	{"insert", "Insert"},
-		{"left", "Left"},	 {"meta", "Meta_L"},	{"pagedown", "Page_Down"}, {"page_down", "Page_Down"},
-		{"pageup", "Page_Up"},	 {"page_up", "Page_Up"},	{"right", "Right"},	{"shift", "Shift_L"},
-		{"space", "space"},	 {"super", "Super_L"},	{"tab", "Tab"},	{"up", "Up"},
-		{"win", "Super_L"},	 {"windows", "Super_L"},	{"option", "Alt_L"},	{"plus", "plus"},
+		{"alt", "Alt_L"},
+		{"backspace", "BackSpace"},
+		{"cmd", "Super_L"},
+		{"command", "Super_L"},
+		{"control", "Control_L"},
+		{"ctrl", "Control_L"},
+		{"del", "Delete"},
+		{"delete", "Delete"},
+		{"down", "Down"},
+		{"end", "End"},
+		{"enter", "Return"},
+		{"return", "Return"},
+		{"esc", "Escape"},
+		{"escape", "Escape"},
+		{"home", "Home"},
+		{"insert", "Insert"},
+		{"left", "Left"},
+		{"meta", "Meta_L"},
+		{"pagedown", "Page_Down"},
+		{"page_down", "Page_Down"},
+		{"pageup", "Page_Up"},
+		{"page_up", "Page_Up"},
+		{"right", "Right"},
+		{"shift", "Shift_L"},
+		{"space", "space"},
+		{"super", "Super_L"},
+		{"tab", "Tab"},
+		{"up", "Up"},
+		{"win", "Super_L"},
+		{"windows", "Super_L"},
+		{"option", "Alt_L"},
+		{"plus", "plus"},
 	};
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (strcasecmp(k, map[i][0]) == 0)
@@ -1974,8 +2073,10 @@ static int e2b_act(const struct rk_machine *m, int display, const char *action_j
 			rc = rk_error_set(err, RK_EINVALID, "e2b act: drag needs a path");
 		rk_buf_printf(&sc, "xdotool mouseup %s\n", xbutton(a));
 	} else if (!strcmp(kind, "scroll")) {
-		const cJSON *dx = cJSON_GetObjectItemCaseSensitive(a, "dx"), *dy = cJSON_GetObjectItemCaseSensitive(a, "dy");
-		int vx = cJSON_IsNumber(dx) ? (int)dx->valuedouble : 0, vy = cJSON_IsNumber(dy) ? (int)dy->valuedouble : 0;
+		const cJSON *dx = cJSON_GetObjectItemCaseSensitive(a, "dx"),
+			    *dy = cJSON_GetObjectItemCaseSensitive(a, "dy");
+		int vx = cJSON_IsNumber(dx) ? (int)dx->valuedouble : 0,
+		    vy = cJSON_IsNumber(dy) ? (int)dy->valuedouble : 0;
 		if (vy)
 			rk_buf_printf(&sc, "xdotool click --repeat %d %d\n", vy > 0 ? vy : -vy, vy > 0 ? 5 : 4);
 		if (vx)
@@ -1996,7 +2097,9 @@ static int e2b_act(const struct rk_machine *m, int display, const char *action_j
 			i += n;
 		}
 	} else if (!strcmp(kind, "key") || !strcmp(kind, "key_down") || !strcmp(kind, "key_up")) {
-		rk_buf_adds(&sc, !strcmp(kind, "key") ? "xdotool key -- " : !strcmp(kind, "key_down") ? "xdotool keydown -- " : "xdotool keyup -- ");
+		rk_buf_adds(&sc, !strcmp(kind, "key")	     ? "xdotool key -- "
+				 : !strcmp(kind, "key_down") ? "xdotool keydown -- "
+							     : "xdotool keyup -- ");
 		rc = keys_arg(&sc, rk_json_string(a, "keys", ""), err);
 		rk_buf_addc(&sc, '\n');
 	} else if (!strcmp(kind, "wait")) {

@@ -457,8 +457,7 @@ static int workspace_rel(const char *path, const char **rel, struct rk_error *er
 		*rel = path[n] ? path + n + 1 : "";
 		return 0;
 	}
-	return rk_error_set(err, RK_EINVALID, "%s is outside the fake computer's workspace (%s)", path,
-			    WORKSPACE_ABS);
+	return rk_error_set(err, RK_EINVALID, "%s is outside the fake computer's workspace (%s)", path, WORKSPACE_ABS);
 }
 
 static int cmp_entries(const void *a, const void *b)
@@ -497,7 +496,7 @@ static int fake_file_list(const struct rk_machine *m, const char *path, struct r
 		struct rk_file_entry *e = &arr[count++];
 		memset(e, 0, sizeof(*e));
 		e->name = rk_xstrdup(de->d_name);
-		e->type = S_ISREG(st.st_mode) ? RK_FILE_REGULAR
+		e->type = S_ISREG(st.st_mode)	? RK_FILE_REGULAR
 			  : S_ISDIR(st.st_mode) ? RK_FILE_DIR
 			  : S_ISLNK(st.st_mode) ? RK_FILE_LINK
 						: RK_FILE_OTHER;
@@ -545,8 +544,8 @@ static int fake_file_read(const struct rk_machine *m, const char *path, size_t m
 	return 0;
 }
 
-static int fake_file_write(const struct rk_machine *m, const char *path, const void *data, size_t len,
-			   int executable, struct rk_error *err)
+static int fake_file_write(const struct rk_machine *m, const char *path, const void *data, size_t len, int executable,
+			   struct rk_error *err)
 {
 	const char *rel;
 	int r = workspace_rel(path, &rel, err);

@@ -43,7 +43,8 @@ static cJSON *call(const struct rk_machine *m, cJSON *req, struct rk_error *err)
 		return NULL;
 	const cJSON *e = cJSON_GetObjectItemCaseSensitive(rep, "error");
 	if (e) {
-		const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "code"), *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "code"),
+			    *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
 		rk_error_set(err, rk_code_from_name(cJSON_IsString(c) ? c->valuestring : "failed"), "%s",
 			     cJSON_IsString(msg) ? msg->valuestring : "the paired machine refused the call");
 		cJSON_Delete(rep);
@@ -87,7 +88,10 @@ static cJSON *proc_op(struct paired_proc *pp, const char *name)
 	return o;
 }
 
-static int proc_poll_fd(struct rk_proc *p) { return ((struct paired_proc *)p)->tick; }
+static int proc_poll_fd(struct rk_proc *p)
+{
+	return ((struct paired_proc *)p)->tick;
+}
 
 static int proc_read(struct rk_proc *p, struct rk_buf *out, int *eof, struct rk_error *err)
 {
@@ -156,7 +160,8 @@ static int proc_wait(struct rk_proc *p, struct rk_exit_status *st, struct rk_err
 		if (!rep) {
 			pp->st = (struct rk_exit_status){.exited = 1, .lost = 1};
 		} else {
-			const cJSON *c = cJSON_GetObjectItemCaseSensitive(rep, "code"), *s = cJSON_GetObjectItemCaseSensitive(rep, "signo");
+			const cJSON *c = cJSON_GetObjectItemCaseSensitive(rep, "code"),
+				    *s = cJSON_GetObjectItemCaseSensitive(rep, "signo");
 			pp->st.exited = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "exited"));
 			pp->st.code = cJSON_IsNumber(c) ? c->valueint : 0;
 			pp->st.signo = cJSON_IsNumber(s) ? s->valueint : 0;
@@ -197,7 +202,8 @@ static int exec_spawn(const struct rk_machine *m, const struct rk_exec_request *
 		      struct rk_error *err)
 {
 	if (req->tty)
-		return rk_error_set(err, RK_EUNSUPPORTED, "a paired machine's commands have no terminal: run without tty");
+		return rk_error_set(err, RK_EUNSUPPORTED,
+				    "a paired machine's commands have no terminal: run without tty");
 	cJSON *o = op("spawn", NULL);
 	cJSON_AddStringToObject(o, "command", req->command);
 	if (req->cwd)
@@ -242,12 +248,16 @@ static int file_list(const struct rk_machine *m, const char *path, struct rk_fil
 	if (!es)
 		abort();
 	for (const cJSON *e = arr ? arr->child : NULL; e; e = e->next, i++) {
-		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name"), *t = cJSON_GetObjectItemCaseSensitive(e, "type");
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name"),
+			    *t = cJSON_GetObjectItemCaseSensitive(e, "type");
 		const char *type = cJSON_IsString(t) ? t->valuestring : "other";
 		es[i].name = strdup(cJSON_IsString(nm) ? nm->valuestring : "?");
-		es[i].type = !strcmp(type, "file") ? RK_FILE_REGULAR : !strcmp(type, "dir") ? RK_FILE_DIR
-							: !strcmp(type, "link") ? RK_FILE_LINK : RK_FILE_OTHER;
-		const cJSON *sz = cJSON_GetObjectItemCaseSensitive(e, "size"), *mt = cJSON_GetObjectItemCaseSensitive(e, "mtime_ms");
+		es[i].type = !strcmp(type, "file")   ? RK_FILE_REGULAR
+			     : !strcmp(type, "dir")  ? RK_FILE_DIR
+			     : !strcmp(type, "link") ? RK_FILE_LINK
+						     : RK_FILE_OTHER;
+		const cJSON *sz = cJSON_GetObjectItemCaseSensitive(e, "size"),
+			    *mt = cJSON_GetObjectItemCaseSensitive(e, "mtime_ms");
 		es[i].size = cJSON_IsNumber(sz) ? (uint64_t)sz->valuedouble : 0;
 		es[i].mtime_ms = cJSON_IsNumber(mt) ? (int64_t)mt->valuedouble : 0;
 		es[i].executable = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "executable"));
@@ -291,7 +301,10 @@ static int file_remove(const struct rk_machine *m, const char *path, struct rk_e
 }
 
 /* Forgetting a paired machine leaves the machine itself alone. */
-static int destroy(const struct rk_machine *m, struct rk_error *err) { return 0; }
+static int destroy(const struct rk_machine *m, struct rk_error *err)
+{
+	return 0;
+}
 
 const struct rk_provider_ops rk_provider_paired = {
 	.name = "paired",
