@@ -153,7 +153,7 @@ CPPCHECK_FLAGS := -q -j$(LINT_JOBS) --std=c11 --enable=warning,portability --inl
 	-I. -D_GNU_SOURCE $(if $(QUEUE_H),--include=$(QUEUE_H)) --suppress=missingIncludeSystem \
 	--template='{file}:{line}:{column}: {severity}: {message} [{id}]'
 
-lint:
+lint: format-check
 	cppcheck $(CPPCHECK_FLAGS) $(filter %.c,$(TREE_SRC))
 	rm -rf $(LINT_BUILD)
 	scan-build --status-bugs -o $(LINT_BUILD)/scan $(MAKE) -s -j$(LINT_JOBS) BUILD=$(LINT_BUILD) \
