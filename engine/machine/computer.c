@@ -20,15 +20,6 @@
 #include "engine/util/time.h"
 
 
-static void add_time(cJSON *o, const char *key, int64_t ms)
-{
-	char buf[40];
-	if (ms)
-		cJSON_AddStringToObject(o, key, rk_iso8601(ms, buf, sizeof(buf)));
-	else
-		cJSON_AddNullToObject(o, key);
-}
-
 cJSON *rk_computer_to_json(const struct rk_computer *c)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -55,8 +46,8 @@ cJSON *rk_computer_to_json(const struct rk_computer *c)
 	struct rk_limits lim;
 	rk_computer_limits(c, &lim);
 	cJSON_AddItemToObject(o, "resources", rk_limits_to_json(&lim));
-	add_time(o, "created_at", c->created_at);
-	add_time(o, "updated_at", c->updated_at);
+	rk_json_add_time(o, "created_at", c->created_at);
+	rk_json_add_time(o, "updated_at", c->updated_at);
 	return o;
 }
 
@@ -80,7 +71,7 @@ cJSON *rk_file_entry_to_json(const struct rk_file_entry *e)
 	cJSON_AddStringToObject(o, "name", e->name);
 	cJSON_AddStringToObject(o, "type", rk_file_type_name(e->type));
 	cJSON_AddNumberToObject(o, "size", (double)e->size);
-	add_time(o, "mtime", e->mtime_ms);
+	rk_json_add_time(o, "mtime", e->mtime_ms);
 	if (e->executable)
 		cJSON_AddBoolToObject(o, "executable", 1);
 	return o;

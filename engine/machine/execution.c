@@ -37,14 +37,6 @@ static int valid_op(const char *op)
 
 /* --- JSON ---------------------------------------------------------------- */
 
-static void add_time(cJSON *o, const char *key, int64_t ms)
-{
-	char buf[40];
-	if (ms)
-		cJSON_AddStringToObject(o, key, rk_iso8601(ms, buf, sizeof(buf)));
-	else
-		cJSON_AddNullToObject(o, key);
-}
 
 cJSON *rk_execution_to_json(const struct rk_execution *e)
 {
@@ -68,9 +60,9 @@ cJSON *rk_execution_to_json(const struct rk_execution *e)
 	else
 		cJSON_AddNullToObject(o, "result");
 	cJSON_AddBoolToObject(o, "cancel_requested", e->cancel_requested != 0);
-	add_time(o, "created_at", e->created_at);
-	add_time(o, "started_at", e->started_at);
-	add_time(o, "finished_at", e->finished_at);
+	rk_json_add_time(o, "created_at", e->created_at);
+	rk_json_add_time(o, "started_at", e->started_at);
+	rk_json_add_time(o, "finished_at", e->finished_at);
 	return o;
 }
 
@@ -84,7 +76,7 @@ cJSON *rk_event_to_json(const struct rk_event *ev)
 		cJSON_AddItemToObject(o, "data", data);
 	else
 		cJSON_AddNullToObject(o, "data");
-	add_time(o, "created_at", ev->created_at);
+	rk_json_add_time(o, "created_at", ev->created_at);
 	return o;
 }
 

@@ -9,6 +9,7 @@
 
 #include "engine/util/buf.h"
 #include "engine/util/id.h"
+#include "engine/util/json.h"
 #include "engine/util/time.h"
 
 /* --- tokens ------------------------------------------------------------------------ */
@@ -205,14 +206,6 @@ int rk_api_token_verify(struct rk_db *db, const char *secret, struct rk_api_toke
 	return 0;
 }
 
-static void add_time(cJSON *o, const char *key, int64_t ms)
-{
-	char buf[40];
-	if (ms)
-		cJSON_AddStringToObject(o, key, rk_iso8601(ms, buf, sizeof(buf)));
-	else
-		cJSON_AddNullToObject(o, key);
-}
 
 cJSON *rk_api_token_to_json(const struct rk_api_token *t)
 {
@@ -223,9 +216,9 @@ cJSON *rk_api_token_to_json(const struct rk_api_token *t)
 		cJSON_AddStringToObject(o, "bot_id", t->bot_id);
 	else
 		cJSON_AddNullToObject(o, "bot_id");
-	add_time(o, "created_at", t->created_at);
-	add_time(o, "last_used_at", t->last_used_at);
-	add_time(o, "revoked_at", t->revoked_at);
+	rk_json_add_time(o, "created_at", t->created_at);
+	rk_json_add_time(o, "last_used_at", t->last_used_at);
+	rk_json_add_time(o, "revoked_at", t->revoked_at);
 	return o;
 }
 

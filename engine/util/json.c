@@ -1,4 +1,5 @@
 #include "engine/util/json.h"
+#include "engine/util/time.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -385,6 +386,13 @@ void rk_json_print(struct rk_buf *b, const cJSON *doc)
 cJSON *rk_json_add_str_or_null(cJSON *obj, const char *key, const char *s)
 {
 	return s ? cJSON_AddStringToObject(obj, key, s) : cJSON_AddNullToObject(obj, key);
+}
+
+cJSON *rk_json_add_time(cJSON *obj, const char *key, int64_t ms)
+{
+	char buf[40];
+	return ms ? cJSON_AddStringToObject(obj, key, rk_iso8601(ms, buf, sizeof(buf)))
+		  : cJSON_AddNullToObject(obj, key);
 }
 
 static int cmp_items(const void *a, const void *b)

@@ -33,6 +33,8 @@ int rk_json_get_string(const cJSON *obj, const char *key, int required, const ch
 void rk_json_print(struct rk_buf *b, const cJSON *doc);
 /* Adds s, or null when s is NULL. */
 cJSON *rk_json_add_str_or_null(cJSON *obj, const char *key, const char *s);
+/* Adds the time ms (epoch milliseconds) as ISO 8601 UTC, or null when ms is 0. */
+cJSON *rk_json_add_time(cJSON *obj, const char *key, int64_t ms);
 /* Canonical text (sorted keys, no whitespace) for comparing bodies; malloc'd. */
 char *rk_json_canonical(const cJSON *doc);
 
