@@ -82,10 +82,7 @@ static int run_rm(struct cmd_ctx *ctx)
 	if (r || (r = actor(ctx, &a)))
 		return r;
 	if ((r = rk_approval_rule_remove(ctx->eng, &a, ctx->args[0], &ctx->err)) == 0) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "id", ctx->args[0]);
-		cJSON_AddBoolToObject(o, "removed", 1);
-		out_doc(o);
+		out_removed("id", ctx->args[0]);
 	}
 	rk_actor_release(&a);
 	return r;

@@ -176,30 +176,18 @@ static int run_export(struct cmd_ctx *ctx)
 					    "give the output once: as -o FILE or as FILE, not both");
 		o_output = ctx->args[1];
 	}
-	int fd = 1, to_file = o_output && strcmp(o_output, "-");
-	struct rk_fs_output out;
-	if (to_file) {
-		if ((r = rk_fs_output_open(&out, o_output, 0600, &ctx->err)))
-			return r;
-		fd = out.fd;
-	} else if (isatty(1)) {
-		return rk_error_set(&ctx->err, RK_EUSAGE,
-				    "refusing to write an archive to a terminal: use -o FILE or a pipe");
-	}
+	struct cmd_sink sink;
+	if ((r = cmd_sink_open(ctx, &sink, o_output, "an archive")))
+		return r;
 	if ((r = load(ctx, ctx->args[0], &c)) == 0)
-		r = rk_checkpoint_export(ctx->eng, &c, o_revision, fd, !o_plain, &ctx->err);
-	if (to_file) {
-		if (r == 0)
-			r = rk_fs_output_commit(&out, &ctx->err);
-		else
-			rk_fs_output_abort(&out);
-		if (r == 0 && opt_json) {
-			/* stdout is free when the archive went to a file */
-			cJSON *o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, "computer_id", c.id);
-			cJSON_AddStringToObject(o, "output", o_output);
-			out_doc(o);
-		}
+		r = rk_checkpoint_export(ctx->eng, &c, o_revision, sink.fd, !o_plain, &ctx->err);
+	r = cmd_sink_close(ctx, &sink, r);
+	if (r == 0 && sink.to_file && opt_json) {
+		/* stdout is free when the archive went to a file */
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "computer_id", c.id);
+		cJSON_AddStringToObject(o, "output", o_output);
+		out_doc(o);
 	}
 	rk_computer_release(&c);
 	return r;

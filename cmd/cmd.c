@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/access/authz.h"
 #include "cmd.h"
@@ -69,6 +70,30 @@ int cmd_may_use(struct cmd_ctx *ctx, const struct rk_computer *c)
 	int ok = rk_authz_may_use(ctx->eng, &a, c);
 	rk_actor_release(&a);
 	return ok;
+}
+
+int cmd_sink_open(struct cmd_ctx *ctx, struct cmd_sink *s, const char *path, const char *what)
+{
+	s->fd = 1;
+	s->to_file = path && strcmp(path, "-");
+	if (!s->to_file)
+		return isatty(1) ? rk_error_set(&ctx->err, RK_EUSAGE,
+						"refusing to write %s to a terminal: use -o FILE or a pipe", what)
+				 : 0;
+	int r = rk_fs_output_open(&s->out, path, 0600, &ctx->err);
+	if (r == 0)
+		s->fd = s->out.fd;
+	return r;
+}
+
+int cmd_sink_close(struct cmd_ctx *ctx, struct cmd_sink *s, int r)
+{
+	if (!s->to_file)
+		return r;
+	if (r == 0)
+		return rk_fs_output_commit(&s->out, &ctx->err);
+	rk_fs_output_abort(&s->out);
+	return r;
 }
 
 int cmd_want_args(struct cmd_ctx *ctx, int min, int max, const char *what)

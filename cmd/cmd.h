@@ -7,6 +7,7 @@
 
 #include "engine/state/engine.h"
 #include "engine/util/err.h"
+#include "engine/util/fs.h"
 #include "opt.h"
 
 struct cmd_ctx {
@@ -56,6 +57,17 @@ int cmd_target_screen(struct cmd_ctx *ctx, const char *ref, const char *capabili
 int cmd_may_use(struct cmd_ctx *ctx, const struct rk_computer *c);
 /* RK_EUSAGE unless min <= nargs <= max (max < 0: any). */
 int cmd_want_args(struct cmd_ctx *ctx, int min, int max, const char *what);
+
+/* Where a verb writes a binary stream (an archive): the file path, written
+ * whole or not at all, or stdout when path is NULL or "-", refused when
+ * stdout is a terminal (what names the stream in that message). */
+struct cmd_sink {
+	int fd, to_file;
+	struct rk_fs_output out;
+};
+int cmd_sink_open(struct cmd_ctx *ctx, struct cmd_sink *s, const char *path, const char *what);
+/* Keeps the file when r is 0, else removes it; returns r or the commit's failure. */
+int cmd_sink_close(struct cmd_ctx *ctx, struct cmd_sink *s, int r);
 
 extern const struct cmd_entry *const cmd_table[];
 const struct cmd_entry *cmd_find(const char *name);

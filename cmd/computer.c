@@ -1127,12 +1127,8 @@ static int run_file_remove(struct cmd_ctx *ctx)
 	rk_team_call_end(ctx->eng, &call);
 	free(where);
 	rk_computer_release(&c);
-	if (r == 0 && opt_json) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "path", ctx->args[1]);
-		cJSON_AddBoolToObject(o, "removed", 1);
-		out_doc(o);
-	}
+	if (r == 0 && opt_json)
+		out_removed("path", ctx->args[1]);
 	return r;
 }
 
@@ -1154,27 +1150,14 @@ static int run_export(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
 	if (r)
 		return r;
-	int fd = 1, to_file = o_output && strcmp(o_output, "-");
-	struct rk_fs_output out;
-	if (to_file) {
-		if ((r = rk_fs_output_open(&out, o_output, 0600, &ctx->err)))
-			return r;
-		fd = out.fd;
-	} else if (isatty(1)) {
-		return rk_error_set(&ctx->err, RK_EUSAGE,
-				    "refusing to write a tar stream to a terminal: use -o FILE or a pipe");
-	}
+	struct cmd_sink sink;
+	if ((r = cmd_sink_open(ctx, &sink, o_output, "a tar stream")))
+		return r;
 	struct rk_computer c = {0};
 	if ((r = load_computer(ctx, ctx->args[0], &c)) == 0)
-		r = rk_computer_export(ctx->eng, &c, fd, &ctx->err);
+		r = rk_computer_export(ctx->eng, &c, sink.fd, &ctx->err);
 	rk_computer_release(&c);
-	if (to_file) {
-		if (r == 0)
-			r = rk_fs_output_commit(&out, &ctx->err);
-		else
-			rk_fs_output_abort(&out);
-	}
-	return r;
+	return cmd_sink_close(ctx, &sink, r);
 }
 
 static int run_import(struct cmd_ctx *ctx)

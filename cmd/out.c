@@ -127,6 +127,14 @@ void out_doc(cJSON *doc)
 	cJSON_Delete(doc);
 }
 
+void out_removed(const char *key, const char *value)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, key, value);
+	cJSON_AddBoolToObject(o, "removed", 1);
+	out_doc(o);
+}
+
 static const cJSON *dig(const cJSON *row, const char *key)
 {
 	char *k = rk_xstrdup(key);
@@ -254,13 +262,11 @@ void out_progress(const char *fmt, ...)
 {
 	if (opt_json || !isatty(2))
 		return;
-	struct rk_buf b;
-	rk_buf_init(&b);
 	va_list ap;
 	va_start(ap, fmt);
-	rk_buf_vprintf(&b, fmt, ap);
+	char *s = rk_xvasprintf(fmt, ap);
 	va_end(ap);
-	out_text(stderr, b.data, b.len);
-	rk_buf_release(&b);
+	out_text(stderr, s, strlen(s));
+	free(s);
 	fputc('\n', stderr);
 }

@@ -15,6 +15,8 @@ struct out_col {
 
 /* Prints an object (human: "key  value" lines) and frees it. */
 void out_doc(cJSON *doc);
+/* Prints {key: value, "removed": true}, what a removing verb answers. */
+void out_removed(const char *key, const char *value);
 /* Prints an array of objects (human: a table of cols) and frees it. */
 void out_list(cJSON *rows, const struct out_col *cols);
 /* One NDJSON line (JSON mode) or a human line from fmt_human; frees doc. */

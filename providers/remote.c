@@ -584,10 +584,9 @@ int rk_remote_file_remove(const struct rk_remote_ops *r, void *ctx, const char *
 
 #define TAR_MAX ((size_t)4 << 30)
 
-/* What an export leaves out under .browser-profiles/<profile>/: the
- * browser's caches and locks (the reference's rule, as the e2b provider;
- * the same names elsewhere travel). */
-static const char *const profile_skips[] = {
+/* The reference's rule: the browser's caches and locks under each profile
+ * (e2b's export uses it too). */
+const char *const rk_profile_skips[] = {
 	"Cache",
 	"Code Cache",
 	"GPUCache",
@@ -616,8 +615,8 @@ int rk_remote_export(const struct rk_remote_ops *r, void *ctx, const char *ws, i
 	struct rk_buf prune;
 	rk_buf_init(&prune);
 	rk_buf_adds(&prune, "-name 'Singleton*'");
-	for (size_t i = 0; profile_skips[i]; i++)
-		rk_buf_printf(&prune, " -o -path './.browser-profiles/*/%s'", profile_skips[i]);
+	for (size_t i = 0; rk_profile_skips[i]; i++)
+		rk_buf_printf(&prune, " -o -path './.browser-profiles/*/%s'", rk_profile_skips[i]);
 	char *script = rk_xasprintf("mkdir -p %s && cd %s && find . -mindepth 1 \\( %s \\) -prune -o "
 				    "-mindepth 1 -printf '%%P\\0' | tar --null --no-recursion -T - -cf %s",
 				    qw, qw, prune.data, qt);

@@ -3,7 +3,8 @@
 /* What the remote sandbox providers (daytona, box) share: a running command
  * driven by polling a vendor API, the in-machine wrapper that gives such a
  * command its own process group, stdin with an end, and an exact exit
- * status, and the workspace as a tar stream through a vendor's file calls.
+ * status, and the workspace as a tar stream through a vendor's file calls;
+ * e2b shares the profile rule of the export (rk_profile_skips).
  *
  * A vendor fills struct rk_remote_ops for one machine; the calls here do the
  * rest. Everything stays inside providers/ (no engine module above util). */
@@ -13,6 +14,11 @@
 #include "engine/util/buf.h"
 #include "engine/util/err.h"
 #include "providers/provider.h"
+
+/* What a workspace export leaves out under .browser-profiles/<profile>/ (the
+ * browser's caches and locks; the same names elsewhere travel), by name,
+ * NULL-terminated. */
+extern const char *const rk_profile_skips[];
 
 struct rk_remote_ops {
 	/* Runs `bash -c SCRIPT` to its end; *out gets its merged output. */

@@ -127,17 +127,16 @@ static void lines_add_stream(struct feed_lines *l, int *partial, const char *dat
 static void lines_addf(struct feed_lines *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void lines_addf(struct feed_lines *l, const char *fmt, ...)
 {
-	struct rk_buf b;
-	rk_buf_init(&b);
 	va_list ap;
 	va_start(ap, fmt);
-	rk_buf_vprintf(&b, fmt, ap);
+	char *s = rk_xvasprintf(fmt, ap);
 	va_end(ap);
+	size_t n = strlen(s);
 	int partial = 0;
-	lines_add_stream(l, &partial, b.data, b.len);
-	if (b.len == 0)
+	lines_add_stream(l, &partial, s, n);
+	if (n == 0)
 		feed_lines_add(l, "", 0);
-	rk_buf_release(&b);
+	free(s);
 }
 
 /* --- publishing ------------------------------------------------------------------- */

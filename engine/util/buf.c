@@ -53,15 +53,21 @@ char *rk_xstrndup(const char *s, size_t n)
 	return p;
 }
 
-char *rk_xasprintf(const char *fmt, ...)
+char *rk_xvasprintf(const char *fmt, va_list ap)
 {
 	struct rk_buf b;
-	va_list ap;
 	rk_buf_init(&b);
-	va_start(ap, fmt);
 	rk_buf_vprintf(&b, fmt, ap);
-	va_end(ap);
 	return rk_buf_detach(&b, NULL);
+}
+
+char *rk_xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = rk_xvasprintf(fmt, ap);
+	va_end(ap);
+	return s;
 }
 
 void rk_buf_init(struct rk_buf *b)

@@ -39,6 +39,7 @@ void *rk_xrealloc(void *p, size_t n);
 char *rk_xstrdup(const char *s); /* NULL stays NULL */
 char *rk_xstrndup(const char *s, size_t n);
 char *rk_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *rk_xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /* Zeroes the secret string *s (tokens, keys, URLs that carry one), frees
  * it and sets *s to NULL; NULL is fine. */
 void rk_free_secret(char **s);

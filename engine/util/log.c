@@ -191,14 +191,12 @@ void rk_log_refusal(enum rk_log_level level, const char *source, const char *fmt
 	refusals_roll(rk_monotonic_ms() / 1000);
 	if (refusal_written < RK_LOG_REFUSALS_PER_S) {
 		refusal_written++;
-		struct rk_buf b;
-		rk_buf_init(&b);
 		va_list ap;
 		va_start(ap, fmt);
-		rk_buf_vprintf(&b, fmt, ap);
+		char *s = rk_xvasprintf(fmt, ap);
 		va_end(ap);
-		rk_log(level, "%s (from %s)", b.data, source);
-		rk_buf_release(&b);
+		rk_log(level, "%s (from %s)", s, source);
+		free(s);
 	} else {
 		size_t i = 0;
 		while (i < refusal_sources && strcmp(refusal_more[i].source, source))

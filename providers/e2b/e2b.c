@@ -51,6 +51,7 @@
 #include "engine/util/tar.h"
 #include "engine/util/time.h"
 #include "providers/provider.h"
+#include "providers/remote.h"
 
 #define WORKSPACE "/home/user/rakazo-home"
 #define ENVD_PORT 49983
@@ -1543,27 +1544,6 @@ static int e2b_file_remove(const struct rk_machine *m, const char *path, struct 
 
 /* --- workspace archive ------------------------------------------------------------------------- */
 
-/* What an export leaves out: browser caches and locks under .browser-profiles
- * (the reference's rule; the same names elsewhere are kept). */
-static const char *const profile_skips[] = {
-	"Cache",
-	"Code Cache",
-	"GPUCache",
-	"GrShaderCache",
-	"ShaderCache",
-	"DawnGraphiteCache",
-	"DawnWebGPUCache",
-	"Crashpad",
-	"BrowserMetrics",
-	"DevToolsActivePort",
-	"SingletonCookie",
-	"SingletonLock",
-	"SingletonSocket",
-	".parentlock",
-	"lock",
-	NULL,
-};
-
 static int e2b_workspace_export(const struct rk_machine *m, int fd, struct rk_error *err)
 {
 	struct conf c;
@@ -1579,10 +1559,10 @@ static int e2b_workspace_export(const struct rk_machine *m, int fd, struct rk_er
 	struct rk_buf script;
 	rk_buf_init(&script);
 	rk_buf_adds(&script, "set -o pipefail; mkdir -p " WORKSPACE " && tar -C " WORKSPACE " --format=pax");
-	for (size_t i = 0; profile_skips[i]; i++) {
+	for (size_t i = 0; rk_profile_skips[i]; i++) {
 		struct rk_buf pat;
 		rk_buf_init(&pat);
-		rk_buf_printf(&pat, "--exclude=./.browser-profiles/*/%s", profile_skips[i]);
+		rk_buf_printf(&pat, "--exclude=./.browser-profiles/*/%s", rk_profile_skips[i]);
 		rk_buf_addc(&script, ' ');
 		sq(&script, pat.data);
 		rk_buf_release(&pat);
