@@ -23,13 +23,7 @@ teardown_file() {
 }
 
 setup() {
-	export RAKAZO_DATA_DIR="$BATS_TEST_TMPDIR/data"
-	export RAKAZO_OWNER="user:bats"
-	export NO_COLOR=1
-	export RAKAZO_HTTP_BACKOFF_MS=20
-	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
-	mkdir -p -m 0700 "$RAKAZO_DATA_DIR"
-	RK_CLOSE_FDS=$(rk_close_fds)
+	rk_remote_setup
 	if [ -z "${S3_ENDPOINT:-}" ]; then
 		[ "${RAKAZO_REQUIRE_DOCKER:-}" = 1 ] && { echo "s3rver is required but did not start (sh tests/s3/setup.sh)" >&2; return 1; }
 		skip "node or s3rver is missing (sh tests/s3/setup.sh installs s3rver)"
@@ -138,11 +132,11 @@ bucket_has() {
 	local home
 	home="$RAKAZO_DATA_DIR/homes/$(home_of e)"
 	rk_kill_all # the on-demand worker keeps the good endpoint in its environment
-	# nothing listens on this loopback port: the store cannot say what its latest revision is
+	# nothing listens on this loopback port: the store cannot say what its latest checkpoint is
 	export RAKAZO_S3_ENDPOINT=http://127.0.0.1:9
 	run rk checkpoint export e -o "$BATS_TEST_TMPDIR/e.tar"
 	[ "$status" -ne 0 ]
-	[[ "$output" == *"cannot read the latest revision"* ]]
+	[[ "$output" == *"cannot read the latest checkpoint of 'e' from the s3 workspace store"* ]]
 	# the machine and the host's copy of the home are gone: a replacement needs the store
 	for f in "$RAKAZO_DATA_DIR"/fake/*/state; do echo gone >"$f"; done
 	rm -rf "$home"

@@ -26,10 +26,7 @@ setup() {
 }
 
 teardown() {
-	local name
-	for name in $(rk computer list --json 2>/dev/null | rk_json '" ".join(c["name"] for c in d)' 2>/dev/null); do
-		rk computer delete "$name" --wait --timeout 120 --json >/dev/null 2>&1 || true
-	done
+	rk_delete_computers
 	# anything a failed delete left behind
 	rk_remove_containers
 	rk_kill_all

@@ -259,6 +259,28 @@ pixel() {
 	convert "$1[1x1+$2+$3]" -depth 8 rgb:- | od -An -tu1 | awk '{print $1, $2, $3}'
 }
 
+# setup() of the suites on a remote provider or store (an emulator or s3rver
+# behind HTTP): setup's environment with quick HTTP retries, no fake-only
+# knobs and no PostgreSQL (their state is the provider's).
+rk_remote_setup() {
+	export RAKAZO_DATA_DIR="$BATS_TEST_TMPDIR/data"
+	export RAKAZO_OWNER="user:bats"
+	export NO_COLOR=1
+	export RAKAZO_HTTP_BACKOFF_MS=20
+	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
+	mkdir -p -m 0700 "$RAKAZO_DATA_DIR"
+	RK_CLOSE_FDS=$(rk_close_fds)
+}
+
+# Deletes every computer of this test's data directory (waiting), so that a
+# provider's machines do not outlive the test that made them.
+rk_delete_computers() {
+	local name
+	for name in $(rk computer list --json 2>/dev/null | rk_json '" ".join(c["name"] for c in d)' 2>/dev/null); do
+		rk computer delete "$name" --wait --timeout 120 --json >/dev/null 2>&1 || true
+	done
+}
+
 # For a suite whose one docker computer serves the whole file (a desktop
 # with Chromium takes seconds to start: browser.bats, security/browser.bats):
 # the data directory, owner and container label are the file's, so

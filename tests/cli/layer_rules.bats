@@ -68,7 +68,7 @@ setup() {
 	[[ $output != *"$CLIENT_MSG"* ]]
 }
 
-@test "layer check: cmd/ and tui/ may not call rk_db_ or rk_sql_" {
+@test "layer check: cmd/ and tui/ may not call rk_db_, rk_sql_ or the token table" {
 	printf 'int f(void) { return rk_db_computer_list(0, 0, 0, 0); }\n' >"$t/cmd/x.c"
 	run sh "$t/scripts/layer-check.sh"
 	[ "$status" -eq 1 ]
@@ -78,6 +78,16 @@ setup() {
 	run sh "$t/scripts/layer-check.sh"
 	[ "$status" -eq 1 ]
 	[[ $output == *"$CLIENT_MSG"* && $output == *"tui/y.c:1:"* ]]
+	rm "$t/tui/y.c"
+	# the token table too: tokens are engine/access/token.h's service
+	printf 'int f(void) { return rk_api_token_verify(0, "s", 0, 0); }\n' >"$t/cmd/x.c"
+	run sh "$t/scripts/layer-check.sh"
+	[ "$status" -eq 1 ]
+	[[ $output == *"$CLIENT_MSG"* && $output == *"cmd/x.c:1:"* ]]
+	printf 'int f(void) { return rk_token_verify(0, "s", 0, 0); }\n' >"$t/cmd/x.c"
+	run sh "$t/scripts/layer-check.sh"
+	[[ $output != *"$CLIENT_MSG"* ]]
+	rm "$t/cmd/x.c"
 	# a service of the engine is fine, and so is a comment naming rk_db_
 	printf 'int f(void) { return rk_computer_list(0, 0, 0, 0); } /* not rk_db_computer_list */\n' >"$t/tui/y.c"
 	run sh "$t/scripts/layer-check.sh"

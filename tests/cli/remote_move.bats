@@ -34,13 +34,7 @@ teardown_file() {
 }
 
 setup() {
-	export RAKAZO_DATA_DIR="$BATS_TEST_TMPDIR/data"
-	export RAKAZO_OWNER="user:bats"
-	export NO_COLOR=1
-	export RAKAZO_HTTP_BACKOFF_MS=20
-	unset RAKAZO_FAKE_FAULTS RAKAZO_FAKE_DELAY_MS RAKAZO_NO_WORKER RAKAZO_SESSION_IDLE_MS RAKAZO_LOG
-	mkdir -p -m 0700 "$RAKAZO_DATA_DIR"
-	RK_CLOSE_FDS=$(rk_close_fds)
+	rk_remote_setup
 	if [ -z "${DAYTONA_EMULATOR_URL:-}" ] || [ -z "${E2B_API_URL:-}" ]; then
 		if [ "${RAKAZO_REQUIRE_DOCKER:-0}" = 1 ]; then
 			echo "the move needs dockerd, the image and node (the e2b and daytona emulators)" >&2
@@ -52,10 +46,7 @@ setup() {
 }
 
 teardown() {
-	local name
-	for name in $(rk computer list --json 2>/dev/null | rk_json '" ".join(c["name"] for c in d)' 2>/dev/null); do
-		rk computer delete "$name" --wait --timeout 120 --json >/dev/null 2>&1 || true
-	done
+	rk_delete_computers
 	rk_remove_containers
 	rk_kill_all
 }

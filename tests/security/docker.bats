@@ -10,9 +10,7 @@ DOCKER_SOCK=/var/run/docker.sock
 teardown() {
 	local name
 	if [ -n "${SERVE_PID:-}" ]; then kill "$SERVE_PID" 2>/dev/null || true; fi
-	for name in $(rk computer list --json 2>/dev/null | rk_json '" ".join(c["name"] for c in d)' 2>/dev/null); do
-		rk computer delete "$name" --wait --timeout 120 --json >/dev/null 2>&1 || true
-	done
+	rk_delete_computers
 	rk_remove_containers
 	rk_kill_all
 }
