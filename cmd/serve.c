@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "engine/access/token.h"
 #include "engine/machine/computer.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
@@ -312,7 +313,7 @@ static void poll_streams(struct rk_engine *eng)
 		return;
 	struct rk_error err;
 	for (size_t i = 0; i < ntok; i++)
-		if (rk_api_token_live(eng->db, tokens[i], &err) == 0) {
+		if (rk_token_live(eng, tokens[i], &err) == 0) {
 			revoked = rk_xrealloc(revoked, (nrev + 1) * sizeof(*revoked));
 			revoked[nrev++] = tokens[i];
 		}
@@ -1002,14 +1003,14 @@ static int token_file(struct cmd_ctx *ctx)
 			       (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r' || b.data[b.len - 1] == ' '))
 				b.data[--b.len] = '\0';
 			struct rk_api_token t = {0};
-			if ((r = rk_api_token_verify(ctx->eng->db, b.data, &t, &ctx->err)))
+			if ((r = rk_token_verify(ctx->eng, b.data, &t, &ctx->err)))
 				r = rk_error_prefix(&ctx->err, "--token-file %s", o_token_file);
 			rk_api_token_release(&t);
 		}
 	} else {
 		char *name = rk_id_new("serve"), *secret = NULL;
 		struct rk_api_token t = {0};
-		if ((r = rk_api_token_create(ctx->eng->db, name, NULL, &secret, &t, &ctx->err)) == 0) {
+		if ((r = rk_token_create(ctx->eng, name, NULL, &secret, &t, &ctx->err)) == 0) {
 			char *line = rk_xasprintf("%s\n", secret);
 			r = rk_fs_write_atomic(o_token_file, line, strlen(line), 0600, &ctx->err);
 			free(line);
@@ -1127,7 +1128,7 @@ static int run_token(struct cmd_ctx *ctx)
 			return rk_error_set(&ctx->err, RK_EUSAGE, "usage: rakazo serve token create NAME [--bot BOT]");
 		char *secret = NULL;
 		struct rk_api_token t = {0};
-		if ((r = rk_api_token_create(ctx->eng->db, ctx->args[2], o_bot, &secret, &t, &ctx->err)))
+		if ((r = rk_token_create(ctx->eng, ctx->args[2], o_bot, &secret, &t, &ctx->err)))
 			return r;
 		if (opt_json) {
 			cJSON *o = rk_api_token_to_json(&t);
@@ -1145,16 +1146,9 @@ static int run_token(struct cmd_ctx *ctx)
 	if (!strcmp(verb, "list")) {
 		if (ctx->nargs != 2)
 			return rk_error_set(&ctx->err, RK_EUSAGE, "usage: rakazo serve token list");
-		struct rk_api_token *ts;
-		size_t n;
-		if ((r = rk_api_token_list(ctx->eng->db, &ts, &n, &ctx->err)))
+		cJSON *rows;
+		if ((r = rk_token_list(ctx->eng, &rows, &ctx->err)))
 			return r;
-		cJSON *rows = cJSON_CreateArray();
-		for (size_t i = 0; i < n; i++) {
-			cJSON_AddItemToArray(rows, rk_api_token_to_json(&ts[i]));
-			rk_api_token_release(&ts[i]);
-		}
-		free(ts);
 		static const struct out_col cols[] = {{"id", "TOKEN"},		 {"name", "NAME"},
 						      {"bot_id", "BOT"},	 {"created_at", "CREATED"},
 						      {"revoked_at", "REVOKED"}, {0}};
@@ -1164,11 +1158,10 @@ static int run_token(struct cmd_ctx *ctx)
 	if (!strcmp(verb, "revoke")) {
 		if (ctx->nargs != 3)
 			return rk_error_set(&ctx->err, RK_EUSAGE, "usage: rakazo serve token revoke ID|NAME");
-		struct rk_api_token t = {0};
-		if ((r = rk_api_token_revoke(ctx->eng->db, ctx->args[2], &t, &ctx->err)))
+		cJSON *doc;
+		if ((r = rk_token_revoke(ctx->eng, ctx->args[2], &doc, &ctx->err)))
 			return r;
-		out_doc(rk_api_token_to_json(&t));
-		rk_api_token_release(&t);
+		out_doc(doc);
 		return 0;
 	}
 	return rk_error_set(&ctx->err, RK_EUSAGE, "rakazo serve token has no '%s' (create, list, revoke)", verb);

@@ -29,13 +29,14 @@ if [ -n "$drv" ]; then
 	exit 1
 fi
 # cmd/ and tui/ are clients of the engine's services: no table access
-# (rk_db_*, rk_sql_*), and no state or workspace-store header of their own
-# (the store is local or S3: engine/machine/checkpoint.h picks it).
-pat='(^|[^_a-zA-Z0-9])rk_(db|sql)_[a-z_0-9]+|#include *"engine/(state/(db[a-z_]*|sql)\.h|store/[^"]*)"'
+# (rk_db_*, rk_sql_*, the token table's rk_api_token_* calls: tokens are
+# engine/access/token.h), and no state or workspace-store header of their
+# own (the store is local or S3: engine/machine/checkpoint.h picks it).
+pat='(^|[^_a-zA-Z0-9])rk_((db|sql)_[a-z_0-9]+|api_token_(create|list|revoke|verify|live))\b|#include *"engine/(state/(db[a-z_]*|sql)\.h|store/[^"]*)"'
 cli=$(grep -nE "$pat" cmd/*.[ch] tui/*.[ch] 2>/dev/null | sed -e 's|/\*.*\*/||g' -e 's|//.*$||' |
 	grep -vE '^[^:]*:[0-9]+:[[:space:]]*/?\*' | grep -E "$pat")
 if [ -n "$cli" ]; then
-	echo "layer check failed: cmd/ and tui/ call engine services, not rk_db_/rk_sql_ or engine/state/db*.h, sql.h, engine/store/*.h:"
+	echo "layer check failed: cmd/ and tui/ call engine services, not rk_db_/rk_sql_/rk_api_token_ table calls or engine/state/db*.h, sql.h, engine/store/*.h:"
 	echo "$cli"
 	exit 1
 fi
