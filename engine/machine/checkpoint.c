@@ -59,8 +59,8 @@ static int latest_revision(struct rk_workspace_store *store, const struct rk_com
 		return 0;
 	if (r == -RK_ENOTFOUND)
 		return 1;
-	return rk_error_set(err, e.code, "cannot read the latest revision of '%s' from the %s home store: %s", c->name,
-			    store->ops->name, e.message);
+	return rk_error_set(err, e.code, "cannot read the latest checkpoint of '%s' from the %s workspace store: %s",
+			    c->name, store->ops->name, e.message);
 }
 
 int rk_checkpoint_home_mounted(const struct rk_provider_ops *ops)
@@ -480,7 +480,7 @@ int rk_checkpoint_before_provision(struct rk_engine *eng, const struct rk_comput
 	struct rk_workspace_checkpoint latest = {0};
 	int have = latest_revision(store, c, &latest, err);
 	if (have < 0)
-		r = rk_error_prefix(err, "the home of '%s' is missing and cannot be rebuilt", c->name);
+		r = rk_error_prefix(err, "the workspace of '%s' is missing and cannot be rebuilt", c->name);
 	else if (have == 0) {
 		cJSON *o = cJSON_AddObjectToObject(result, "home_rebuilt");
 		cJSON_AddStringToObject(o, "revision", latest.id);
@@ -490,16 +490,18 @@ int rk_checkpoint_before_provision(struct rk_engine *eng, const struct rk_comput
 			if (lk >= 0)
 				close(lk);
 			if (r)
-				rk_error_prefix(err, "the home of '%s' is missing and rebuilding it from %s failed",
-						c->name, latest.id);
+				rk_error_prefix(
+					err,
+					"the workspace of '%s' is missing and rebuilding it from checkpoint %s failed",
+					c->name, latest.id);
 			cJSON_AddBoolToObject(o, "restored", r == 0);
 		} else {
 			/* revisions_kept = 1 on a mounted home keeps no copy: say so, start empty */
 			rk_log(RK_LOG_ERROR,
-			       "computer %s: its home %s is missing and revision %s is a marker (no copy kept)", c->id,
-			       home, latest.id);
+			       "computer %s: its workspace %s is missing and checkpoint %s is a marker (no copy kept)",
+			       c->id, home, latest.id);
 			cJSON_AddBoolToObject(o, "restored", 0);
-			cJSON_AddStringToObject(o, "reason", "the latest revision is a marker: no copy was kept");
+			cJSON_AddStringToObject(o, "reason", "the latest checkpoint is a marker: no copy was kept");
 		}
 	}
 	rk_workspace_checkpoint_release(&latest);
@@ -572,7 +574,7 @@ static int bring_latest(struct rk_engine *eng, const struct rk_computer *c, cons
 			cJSON_AddBoolToObject(o, "verified", v.ok);
 			if (!v.ok) {
 				cJSON_AddStringToObject(o, "problem", v.problem);
-				rk_log(RK_LOG_WARN, "computer %s: latest revision %s does not verify: %s", c->id,
+				rk_log(RK_LOG_WARN, "computer %s: latest checkpoint %s does not verify: %s", c->id,
 				       latest.id, v.problem);
 			}
 		}

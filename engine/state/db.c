@@ -1095,7 +1095,7 @@ int rk_db_home_revision_record(struct rk_db *db, const struct rk_workspace_check
 	rk_stmt_bind_int64(st, 7, h->created_at);
 	bind_text(st, 8, h->kind);
 	bind_text(st, 9, h->computer_id);
-	return step_done(db, st, "record home revision", err);
+	return step_done(db, st, "record the checkpoint", err);
 }
 
 int rk_db_home_revision_prune(struct rk_db *db, const char *home_key, const char *const *keep, size_t n,
@@ -1118,7 +1118,7 @@ int rk_db_home_revision_prune(struct rk_db *db, const char *home_key, const char
 	bind_text(st, 1, home_key);
 	for (size_t i = 0; i < n; i++)
 		bind_text(st, (int)i + 2, keep[i]);
-	return step_done(db, st, "prune home revisions", err);
+	return step_done(db, st, "prune checkpoints", err);
 }
 
 int rk_db_computer_mark_deleted(struct rk_db *db, const char *id, struct rk_error *err)
