@@ -54,6 +54,13 @@
 
 struct rk_model_reply;
 
+/* The wire protocol a model is spoken to with (issue 22). */
+enum rk_model_api {
+	RK_MODEL_API_CHAT,	/* OpenAI-compatible /chat/completions (llama.cpp, vLLM, Ollama) */
+	RK_MODEL_API_MESSAGES,	/* Anthropic /v1/messages */
+	RK_MODEL_API_RESPONSES, /* OpenAI /v1/responses */
+};
+
 /* What the command line gives; NULL / 0 / -1 fields are "not set". */
 struct rk_model_flags {
 	const char *base_url, *model, *api_key;
@@ -62,13 +69,15 @@ struct rk_model_flags {
 	int max_retries;    /* -1: not set */
 	int max_tokens;	    /* 0: not set */
 	int keep_images;    /* 0: not set */
+	const char *api;    /* "chat", "messages", "responses"; NULL: not set */
 };
 #define RK_MODEL_FLAGS_INIT                                                                                            \
 	{                                                                                                              \
-		NULL, NULL, NULL, NULL, 0, -1, 0, 0                                                                    \
+		NULL, NULL, NULL, NULL, 0, -1, 0, 0, NULL                                                              \
 	}
 
 struct rk_model_config {
+	enum rk_model_api api;
 	char *base_url; /* no trailing "/" */
 	char *model;
 	char *api_key;		/* NULL: no Authorization header; never log it */
@@ -108,14 +117,22 @@ struct rk_model_part {
 	int pruned;	     /* the bytes were dropped by rk_model_prune_images */
 	char *label;	     /* metadata naming the frame ("frame 12, 1280x800 ...") */
 	char frame_hash[65]; /* "" when the caller gave none */
-	unsigned char *png;  /* IMAGE only */
+	unsigned char *png;  /* IMAGE only: the encoded bytes, of mime's type */
 	size_t png_len;
+	char mime[16]; /* IMAGE: "image/png" or "image/jpeg" */
 };
 
 struct rk_model_tool_call {
 	char *id;
 	char *name;
 	char *arguments; /* the raw JSON text the model sent; see rk_model_tool_call_args */
+	/* A call of the native computer tool: arguments is the vendor's input
+	 * as JSON text (Messages: the tool_use input, {"action":..,...};
+	 * Responses: {"actions":[...]} for the GA tool, {"action":{..}} for the
+	 * preview). Responses' pending_safety_checks ride along as a JSON array
+	 * text (NULL: none); they are acknowledged only when a person approves. */
+	int native;
+	char *safety_checks;
 };
 
 struct rk_model_message {
@@ -125,6 +142,11 @@ struct rk_model_message {
 	struct rk_model_tool_call *calls; /* ASSISTANT */
 	size_t ncalls;
 	char *tool_call_id; /* TOOL */
+	/* TOOL: answers a native computer call (its image is the screenshot the
+	 * vendor's tool expects); acknowledged is the JSON array text of the
+	 * safety checks a person approved (Responses), or NULL. */
+	int native;
+	char *acknowledged;
 };
 
 struct rk_model_conversation {
@@ -167,6 +189,17 @@ struct rk_model_tool {
 	const char *name;
 	const char *description;
 	const cJSON *parameters; /* a JSON-schema object; NULL: {"type":"object","properties":{}} */
+	/* A vendor's native computer tool instead of a function tool (NULL for
+	 * a function tool; then the fields below are unused). The type is the
+	 * vendor's: "computer_20250124", "computer_20251124" (Messages), or
+	 * "computer" (Responses, GA) / "computer_use_preview"; name is then
+	 * "computer". display_w/h is the size of the screenshots the model is
+	 * shown (already scaled); beta the anthropic-beta value the type
+	 * needs (NULL: none). */
+	const char *native_type;
+	const char *native_beta;
+	int display_w, display_h;
+	int enable_zoom;
 };
 
 struct rk_model_reply {

@@ -67,10 +67,11 @@ static void build_tools(void)
 			if (!schema)
 				abort(); /* a typo in the schema above */
 			all_tools[desktop][n] = (struct rk_model_tool){
-				"request_takeover",
-				"Ask a person to take over the screen (a login, a captcha, a choice only they can make). "
-				"The run waits until they hand control back; their note is this call's result.",
-				schema};
+				.name = "request_takeover",
+				.description =
+					"Ask a person to take over the screen (a login, a captcha, a choice only they can make). "
+					"The run waits until they hand control back; their note is this call's result.",
+				.parameters = schema};
 			all_ntools[desktop] = n + 1;
 		}
 	}

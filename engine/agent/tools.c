@@ -191,7 +191,9 @@ static void build_tools(void)
 		cJSON *schema = cJSON_Parse(defs[i].schema);
 		if (!schema)
 			abort(); /* a typo in the table above; the unit test catches it */
-		tools[i] = (struct rk_model_tool){defs[i].name, defs[i].description, schema};
+		tools[i] = (struct rk_model_tool){.name = defs[i].name,
+						  .description = defs[i].description,
+						  .parameters = schema};
 	}
 }
 
@@ -1087,7 +1089,7 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 		finish_text(out, NULL);
 		return 0;
 	}
-	struct rk_model_tool_call call = {NULL, (char *)name, (char *)(args_json ? args_json : "")};
+	struct rk_model_tool_call call = {.name = (char *)name, .arguments = (char *)(args_json ? args_json : "")};
 	cJSON *args = NULL;
 	struct rk_actor a = {0};
 	int r = rk_model_tool_call_args(&call, &args, &e);
