@@ -33,29 +33,6 @@ static const char *revision_arg(struct cmd_ctx *ctx)
 	return ctx->nargs >= 2 ? ctx->args[1] : NULL;
 }
 
-static char *latest_id(struct rk_engine *eng, const char *key)
-{
-	struct rk_workspace_store *s = rk_checkpoint_store(eng);
-	struct rk_workspace_checkpoint r = {0};
-	struct rk_error e;
-	char *id = NULL;
-	if (s->ops->latest(s, key, &r, &e) == 0) {
-		id = r.id;
-		r.id = NULL;
-	}
-	rk_workspace_checkpoint_release(&r);
-	s->ops->free(s);
-	return id;
-}
-
-static cJSON *revision_doc(const struct rk_computer *c, const struct rk_workspace_checkpoint *rev, const char *latest)
-{
-	cJSON *o = rk_workspace_checkpoint_to_json(rev, latest);
-	cJSON_AddStringToObject(o, "computer_id", c->id);
-	cJSON_AddStringToObject(o, "home_key", c->home_key);
-	return o;
-}
-
 /* --- create, list, show ---------------------------------------------------- */
 
 static const struct rk_opt create_opts[] = {
@@ -73,7 +50,7 @@ static int run_create(struct cmd_ctx *ctx)
 	struct rk_workspace_checkpoint rev = {0};
 	r = rk_checkpoint_create(ctx->eng, &c, o_reason ? o_reason : "manual", !o_no_quiesce, &rev, &ctx->err);
 	if (r == 0)
-		out_doc(revision_doc(&c, &rev, rev.id));
+		out_doc(rk_checkpoint_to_json(&c, &rev, rev.id));
 	rk_workspace_checkpoint_release(&rev);
 	rk_computer_release(&c);
 	return r;
@@ -85,24 +62,14 @@ static int run_list(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "COMPUTER");
 	if (r || (r = load(ctx, ctx->args[0], &c)))
 		return r;
-	struct rk_workspace_store *s = rk_checkpoint_store(ctx->eng);
-	struct rk_workspace_checkpoint *revs = NULL;
-	size_t n = 0;
-	r = s->ops->list(s, c.home_key, &revs, &n, &ctx->err);
-	if (r == 0) {
-		char *latest = latest_id(ctx->eng, c.home_key);
-		cJSON *rows = cJSON_CreateArray();
-		for (size_t i = 0; i < n; i++)
-			cJSON_AddItemToArray(rows, revision_doc(&c, &revs[i], latest ? latest : ""));
-		free(latest);
+	cJSON *rows;
+	if ((r = rk_checkpoint_list(ctx->eng, &c, &rows, &ctx->err)) == 0) {
 		static const struct out_col cols[] = {{"id", "CHECKPOINT"}, {"created_at", "CREATED"},
 						      {"reason", "REASON"}, {"kind", "KIND"},
 						      {"files", "FILES"},   {"bytes", "BYTES"},
 						      {"latest", "LATEST"}, {0}};
 		out_list(rows, cols);
 	}
-	rk_workspace_checkpoints_free(revs, n);
-	s->ops->free(s);
 	rk_computer_release(&c);
 	return r;
 }
@@ -118,16 +85,9 @@ static int run_show(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 2, "COMPUTER [CHECKPOINT]");
 	if (r || (r = load(ctx, ctx->args[0], &c)))
 		return r;
-	struct rk_workspace_store *s = rk_checkpoint_store(ctx->eng);
-	struct rk_workspace_checkpoint rev = {0};
-	r = s->ops->show(s, c.home_key, revision_arg(ctx), &rev, &ctx->err);
-	if (r == 0) {
-		char *latest = latest_id(ctx->eng, c.home_key);
-		out_doc(revision_doc(&c, &rev, latest ? latest : ""));
-		free(latest);
-	}
-	rk_workspace_checkpoint_release(&rev);
-	s->ops->free(s);
+	cJSON *doc;
+	if ((r = rk_checkpoint_show(ctx->eng, &c, revision_arg(ctx), &doc, &ctx->err)) == 0)
+		out_doc(doc);
 	rk_computer_release(&c);
 	return r;
 }
@@ -144,7 +104,7 @@ static int run_restore(struct cmd_ctx *ctx)
 	const char *want = revision_arg(ctx);
 	r = rk_checkpoint_restore(ctx->eng, &c, want, &rev, &ctx->err);
 	if (r == 0) {
-		cJSON *o = revision_doc(&c, &rev, rev.id);
+		cJSON *o = rk_checkpoint_to_json(&c, &rev, rev.id);
 		if (want)
 			cJSON_AddStringToObject(o, "restored_from", want);
 		out_doc(o);
@@ -214,7 +174,7 @@ static int run_import(struct cmd_ctx *ctx)
 	if ((r = load(ctx, ctx->args[0], &c)) == 0)
 		r = rk_checkpoint_import(ctx->eng, &c, fd, &rev, &st, &ctx->err);
 	if (r == 0) {
-		cJSON *o = revision_doc(&c, &rev, rev.id);
+		cJSON *o = rk_checkpoint_to_json(&c, &rev, rev.id);
 		cJSON *i = cJSON_AddObjectToObject(o, "imported");
 		cJSON_AddNumberToObject(i, "files", (double)st.files);
 		cJSON_AddNumberToObject(i, "bytes", (double)st.bytes);
@@ -251,7 +211,7 @@ static cJSON *verify_one(struct cmd_ctx *ctx, const struct rk_computer *c, const
 		cJSON_AddStringToObject(o, "problem", "no checkpoint yet");
 		return o;
 	}
-	char *latest = rev ? NULL : latest_id(ctx->eng, c->home_key);
+	char *latest = rev ? NULL : rk_checkpoint_latest_id(ctx->eng, c->home_key);
 	rk_json_add_str_or_null(o, "revision", rev ? rev : latest);
 	free(latest);
 	if (r) {
@@ -330,18 +290,9 @@ static int run_gc(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 0, 0, "no arguments");
 	if (r || (r = cmd_engine(ctx)) || (r = operator_only(ctx)))
 		return r;
-	struct rk_workspace_store *s = rk_checkpoint_store(ctx->eng);
-	struct rk_workspace_gc_stats st;
-	r = s->ops->gc(s, &st, &ctx->err);
-	s->ops->free(s);
-	if (r == 0) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "objects_kept", (double)st.objects_kept);
-		cJSON_AddNumberToObject(o, "objects_removed", (double)st.objects_removed);
-		cJSON_AddNumberToObject(o, "bytes_removed", (double)st.bytes_removed);
-		cJSON_AddNumberToObject(o, "staging_removed", (double)st.staging_removed);
-		out_doc(o);
-	}
+	cJSON *doc;
+	if ((r = rk_checkpoint_gc(ctx->eng, &doc, &ctx->err)) == 0)
+		out_doc(doc);
 	return r;
 }
 

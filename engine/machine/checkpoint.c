@@ -824,6 +824,84 @@ int rk_checkpoint_verify(struct rk_engine *eng, const struct rk_computer *c, con
 	return r;
 }
 
+static char *latest_id(struct rk_workspace_store *s, const char *key)
+{
+	struct rk_workspace_checkpoint r = {0};
+	char *id = NULL;
+	if (s->ops->latest(s, key, &r, NULL) == 0) {
+		id = r.id;
+		r.id = NULL;
+	}
+	rk_workspace_checkpoint_release(&r);
+	return id;
+}
+
+char *rk_checkpoint_latest_id(struct rk_engine *eng, const char *home_key)
+{
+	struct rk_workspace_store *s = rk_checkpoint_store(eng);
+	char *id = latest_id(s, home_key);
+	s->ops->free(s);
+	return id;
+}
+
+cJSON *rk_checkpoint_to_json(const struct rk_computer *c, const struct rk_workspace_checkpoint *rev, const char *latest)
+{
+	cJSON *o = rk_workspace_checkpoint_to_json(rev, latest ? latest : "");
+	cJSON_AddStringToObject(o, "computer_id", c->id);
+	cJSON_AddStringToObject(o, "home_key", c->home_key);
+	return o;
+}
+
+int rk_checkpoint_list(struct rk_engine *eng, const struct rk_computer *c, cJSON **out, struct rk_error *err)
+{
+	struct rk_workspace_store *s = rk_checkpoint_store(eng);
+	struct rk_workspace_checkpoint *revs = NULL;
+	size_t n = 0;
+	int r = s->ops->list(s, c->home_key, &revs, &n, err);
+	if (r == 0) {
+		char *latest = latest_id(s, c->home_key);
+		*out = cJSON_CreateArray();
+		for (size_t i = 0; i < n; i++)
+			cJSON_AddItemToArray(*out, rk_checkpoint_to_json(c, &revs[i], latest));
+		free(latest);
+	}
+	rk_workspace_checkpoints_free(revs, n);
+	s->ops->free(s);
+	return r;
+}
+
+int rk_checkpoint_show(struct rk_engine *eng, const struct rk_computer *c, const char *rev, cJSON **out,
+		       struct rk_error *err)
+{
+	struct rk_workspace_store *s = rk_checkpoint_store(eng);
+	struct rk_workspace_checkpoint cp = {0};
+	int r = s->ops->show(s, c->home_key, rev, &cp, err);
+	if (r == 0) {
+		char *latest = latest_id(s, c->home_key);
+		*out = rk_checkpoint_to_json(c, &cp, latest);
+		free(latest);
+	}
+	rk_workspace_checkpoint_release(&cp);
+	s->ops->free(s);
+	return r;
+}
+
+int rk_checkpoint_gc(struct rk_engine *eng, cJSON **out, struct rk_error *err)
+{
+	struct rk_workspace_store *s = rk_checkpoint_store(eng);
+	struct rk_workspace_gc_stats st;
+	int r = s->ops->gc(s, &st, err);
+	s->ops->free(s);
+	if (r == 0) {
+		*out = cJSON_CreateObject();
+		cJSON_AddNumberToObject(*out, "objects_kept", (double)st.objects_kept);
+		cJSON_AddNumberToObject(*out, "objects_removed", (double)st.objects_removed);
+		cJSON_AddNumberToObject(*out, "bytes_removed", (double)st.bytes_removed);
+		cJSON_AddNumberToObject(*out, "staging_removed", (double)st.staging_removed);
+	}
+	return r;
+}
+
 int rk_checkpoint_forget(struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err)
 {
 	struct rk_workspace_store *store = rk_checkpoint_store(eng);

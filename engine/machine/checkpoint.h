@@ -94,6 +94,24 @@ int rk_checkpoint_import(struct rk_engine *eng, const struct rk_computer *c, int
 int rk_checkpoint_verify(struct rk_engine *eng, const struct rk_computer *c, const char *rev, int deep,
 			 struct rk_workspace_verify *out, struct rk_error *err);
 
+/* `rakazo checkpoint list|show|gc`, as JSON the caller deletes. Each
+ * checkpoint is rk_workspace_checkpoint_to_json's document with the
+ * computer's id and home_key, and "latest" set on the latest one. list:
+ * newest first; show: rev, or the latest when rev is NULL. gc: the whole
+ * store's counts (objects_kept, objects_removed, bytes_removed,
+ * staging_removed). */
+/* One checkpoint of c as JSON (the caller deletes it); latest is the id of
+ * the latest one (NULL or "": none). */
+cJSON *rk_checkpoint_to_json(const struct rk_computer *c, const struct rk_workspace_checkpoint *rev,
+			     const char *latest);
+/* The latest checkpoint's id of home_key (malloc'd), or NULL when there is
+ * none or the store cannot say (a listing then shows no latest mark). */
+char *rk_checkpoint_latest_id(struct rk_engine *eng, const char *home_key);
+int rk_checkpoint_list(struct rk_engine *eng, const struct rk_computer *c, cJSON **out, struct rk_error *err);
+int rk_checkpoint_show(struct rk_engine *eng, const struct rk_computer *c, const char *rev, cJSON **out,
+		       struct rk_error *err);
+int rk_checkpoint_gc(struct rk_engine *eng, cJSON **out, struct rk_error *err);
+
 /* The computer is deleted (the lifecycle's "deleted" hook): its revisions
  * and the objects only they named go. */
 int rk_checkpoint_forget(struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err);
