@@ -36,7 +36,7 @@
 
 #define TASK_MAX (1u << 20)
 
-static const char *o_computer, *o_bot, *o_thread, *o_model, *o_base_url;
+static const char *o_computer, *o_bot, *o_thread, *o_model, *o_base_url, *o_api;
 static const char *o_note, *o_trigger;
 static int64_t o_max_steps = 0, o_max_wall = 0, o_max_tokens = 0, o_retries = -1, o_limit = 50, o_after = 0,
 	       o_wait = 60, o_older_than = -1;
@@ -46,9 +46,16 @@ static const struct rk_opt run_opts[] = {
 	OPT_STRING("computer", 'c', &o_computer, "COMPUTER", "the computer to run on (default: the only one)"),
 	OPT_STRING("bot", 'b', &o_bot, "BOT", "the bot the run acts as"),
 	OPT_STRING("thread", 't', &o_thread, "THREAD", "the thread the run belongs to"),
-	OPT_STRING("model", 'm', &o_model, "MODEL", "the model (else RAKAZO_MODEL or the config file)"),
-	OPT_STRING("model-base-url", 0, &o_base_url, "URL",
-		   "the OpenAI-compatible API root (else RAKAZO_MODEL_BASE_URL or the config file)"),
+	OPT_STRING("model", 'm', &o_model, "MODEL",
+		   "the model: anthropic/NAME, openai/NAME or a name the endpoint knows (else RAKAZO_MODEL or the "
+		   "config file)"),
+	OPT_STRING(
+		"api", 0, &o_api, "messages|responses|chat",
+		"the protocol (else RAKAZO_MODEL_API, the config file, or what --model's prefix implies; default chat)"),
+	OPT_STRING(
+		"base-url", 0, &o_base_url, "URL",
+		"the API root (else RAKAZO_MODEL_BASE_URL, the config file, or the vendor's for anthropic/ and openai/)"),
+	OPT_STRING("model-base-url", 0, &o_base_url, "URL", "the same as --base-url"),
 	OPT_INT("model-retries", 0, &o_retries, "N", "retries of a failed model call (default 4)", 0, 20),
 	OPT_INT("max-steps", 0, &o_max_steps, "N", "model turns before the run fails with max_steps (default 30)", 1,
 		10000),
@@ -546,6 +553,7 @@ static int run_task(struct cmd_ctx *ctx, int first)
 	struct rk_model_flags mf = RK_MODEL_FLAGS_INIT;
 	mf.base_url = o_base_url;
 	mf.model = o_model;
+	mf.api = o_api;
 	mf.max_retries = (int)o_retries;
 	struct rk_run_options ro = {.computer = o_computer,
 				    .bot = o_bot,

@@ -316,6 +316,8 @@ complete -c rakazo -n "__rakazo_at run" -l computer
 complete -c rakazo -n "__rakazo_at run" -l bot
 complete -c rakazo -n "__rakazo_at run" -l thread
 complete -c rakazo -n "__rakazo_at run" -l model
+complete -c rakazo -n "__rakazo_at run" -l api -x -a "messages responses chat"
+complete -c rakazo -n "__rakazo_at run" -l base-url
 complete -c rakazo -n "__rakazo_at run" -l model-base-url
 complete -c rakazo -n "__rakazo_at run" -l model-retries
 complete -c rakazo -n "__rakazo_at run" -l max-steps

@@ -810,6 +810,8 @@ static cJSON *options_json(const struct rk_run_options *opt)
 		cJSON_AddStringToObject(o, "model_base_url", opt->model->base_url);
 	if (opt->model && opt->model->model)
 		cJSON_AddStringToObject(o, "model", opt->model->model);
+	if (opt->model && opt->model->api)
+		cJSON_AddStringToObject(o, "model_api", opt->model->api);
 	if (opt->model && opt->model->max_retries >= 0)
 		cJSON_AddNumberToObject(o, "model_retries", opt->model->max_retries);
 	if (opt->model && opt->model->config_path)
@@ -925,6 +927,7 @@ static int run_config(struct run *run, struct rk_error *err)
 	mf.base_url = rk_json_string(run->opts, "model_base_url", NULL);
 	mf.model = rk_json_string(run->opts, "model", run->row.model); /* a run keeps its model */
 	mf.config_path = rk_json_string(run->opts, "model_config", NULL);
+	mf.api = rk_json_string(run->opts, "model_api", NULL);
 	const cJSON *rt = cJSON_GetObjectItemCaseSensitive(run->opts, "model_retries");
 	if (cJSON_IsNumber(rt))
 		mf.max_retries = rt->valueint;
