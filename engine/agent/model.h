@@ -1,28 +1,51 @@
 #ifndef RK_MODEL_H
 #define RK_MODEL_H
-/* The model client: a conversation, tool definitions, and one call to an
- * OpenAI-compatible chat-completions endpoint over the one HTTP client (engine/util/http.h).
+/* The model client: a conversation, tool definitions, and one call to a
+ * model over the one HTTP client (engine/util/http.h), in one of three wire
+ * protocols (enum rk_model_api):
+ *   chat       OpenAI-compatible POST {base}/chat/completions (llama.cpp,
+ *              vLLM, Ollama, OpenRouter ...)
+ *   messages   Anthropic POST {base}/messages
+ *   responses  OpenAI POST {base}/responses
  *
  * Configuration (rk_model_config_load), each field taken from the first
  * place that sets it:
  *   1. flags (struct rk_model_flags, filled by cmd/ from --model-... options)
- *   2. the environment: RAKAZO_MODEL_BASE_URL, RAKAZO_MODEL, RAKAZO_API_KEY
+ *   2. the environment: RAKAZO_MODEL_BASE_URL, RAKAZO_MODEL, RAKAZO_API_KEY,
+ *      RAKAZO_MODEL_API
  *   3. the config file: flags->config_path, else RAKAZO_CONFIG, else
  *      DATA_DIR/config.json, an object whose "model" member holds
- *      {"base_url", "model", "api_key", "timeout_s", "max_retries",
+ *      {"base_url", "model", "api_key", "api", "timeout_s", "max_retries",
  *       "max_tokens", "keep_images"}; a missing file is not an error
- *   4. for the key only: OPENROUTER_API_KEY when the base URL is
- *      openrouter.ai, else OPENAI_API_KEY, else OPENROUTER_API_KEY.
- * The base URL is the API root ("https://api.openai.com/v1",
- * "http://127.0.0.1:8000/v1"); requests go to {base_url}/chat/completions.
+ *   4. defaults, below.
+ * The protocol: flags->api, RAKAZO_MODEL_API or "api" ("chat", "messages",
+ * "responses"; anything else is RK_EUSAGE naming the three); when none is
+ * set, the model name says: "anthropic/NAME" is messages and "openai/NAME"
+ * is responses, each with the model NAME, unless a base URL is set whose
+ * host is not the vendor's own (api.anthropic.com, api.openai.com): then the
+ * name is a router's (OpenRouter's "anthropic/claude-...") and the protocol
+ * is chat with the name unchanged, as before. Any other name is chat. With
+ * an explicit protocol the vendor prefix that matches it is dropped under
+ * the same rule. The base URL is the API root ("https://api.openai.com/v1",
+ * "http://127.0.0.1:8000/v1"); without one, messages uses
+ * https://api.anthropic.com/v1, responses https://api.openai.com/v1, and
+ * chat is RK_EUSAGE "no model configured". A trailing "/" and the
+ * protocol's own path ("/chat/completions", "/messages", "/responses") are
+ * dropped from it.
+ * The key: flags->api_key, RAKAZO_API_KEY, the config file's "api_key",
+ * then the protocol's vendor variable: ANTHROPIC_API_KEY (messages),
+ * OPENAI_API_KEY (responses); for chat OPENROUTER_API_KEY when the base URL
+ * is openrouter.ai, else OPENAI_API_KEY, else OPENROUTER_API_KEY.
+ * key_source names where it came from.
  *
- * Keys: the key is sent only as "Authorization: Bearer KEY"; it never goes
- * into the log or an error message (any echo of it in a server's message is
- * replaced by "[redacted]").
+ * Keys: the key is sent only as "Authorization: Bearer KEY" (chat,
+ * responses) or "x-api-key: KEY" (messages); it never goes into the log or
+ * an error message (any echo of it in a server's message is replaced by
+ * "[redacted]").
  *
- * Wire format (documented because OpenAI-compatible servers differ):
+ * Chat wire format (documented because OpenAI-compatible servers differ):
  *   - a user message with an image is content [{"type":"text",...},
- *     {"type":"image_url","image_url":{"url":"data:image/png;base64,..."}}]
+ *     {"type":"image_url","image_url":{"url":"data:MIME;base64,..."}}]
  *   - a tool result is {"role":"tool","tool_call_id":..,"content":"text"};
  *     its images cannot ride in a tool message on most servers, so after a
  *     run of consecutive tool messages one user message follows carrying
@@ -30,14 +53,48 @@
  *     ("screenshot from tool call ID: LABEL").
  *   - a pruned image becomes a text part "[screenshot omitted ...: LABEL]"
  *     and an unchanged frame one "[screenshot unchanged ...: LABEL]", so the
- *     model still knows a frame was there and what it was.
+ *     model still knows a frame was there and what it was (all protocols).
+ *   - a native computer tool cannot be sent: RK_EINVALID.
+ * Messages wire format: headers x-api-key, anthropic-version (the value the
+ * official SDK sends, RK_MODEL_ANTHROPIC_VERSION) and, when a native tool
+ * needs a beta (native_beta), anthropic-beta with the betas comma-joined and
+ * the path /messages?beta=true. Body: model, max_tokens (cfg->max_tokens or
+ * RK_MODEL_MAX_TOKENS_DEFAULT: the API requires it), system (the SYSTEM
+ * messages' text, joined by a blank line), messages alternating user and
+ * assistant (consecutive same-role messages merged; a run of tool results is
+ * one user message of tool_result blocks whose content holds the text and
+ * the images), images as {"type":"image","source":{"type":"base64",
+ * "media_type":MIME,"data":..}}, tools as {name, description, input_schema}
+ * and the native tool as {type, name:"computer", display_width_px,
+ * display_height_px[, enable_zoom]} ("computer_toolset_20260801": {type,
+ * configs}: the toolset's tool_use blocks are named after the action; they
+ * come back as a native call whose arguments carry "action" like the
+ * single tool's). An assistant turn is sent as the reply's own content
+ * (vendor_json: thinking blocks kept verbatim).
+ * Responses wire format: Authorization: Bearer; body model, instructions
+ * (the SYSTEM text), input items: user messages {role:"user", content:
+ * [input_text, input_image (data URL, detail "auto")]}, assistant turns as
+ * the previous response's output items verbatim (vendor_json, reasoning
+ * included), function_call_output {call_id, output: text, or [input_text,
+ * input_image] with images}, and for a native result computer_call_output
+ * {call_id, output:{type:"computer_screenshot", image_url},
+ * acknowledged_safety_checks} (the item has no room for text: a native
+ * result's text follows the run of results as one user message, and a
+ * result without image bytes carries a 1x1 placeholder); tools as
+ * {type:"function", name, description, parameters, strict:false}, the native
+ * one as {type:"computer"} or {type:"computer_use_preview", display_width,
+ * display_height, environment:"linux"} (then also truncation "auto");
+ * store false, include ["reasoning.encrypted_content"], max_output_tokens
+ * when max_tokens is set; no previous_response_id: the whole input goes
+ * each turn.
  *
  * Retries: connection failures, HTTP 429 (Retry-After honored, capped at
- * 60 s) and 5xx are retried up to max_retries times with exponential
- * backoff and jitter; other 4xx are not (401/403: RK_EDENIED, 413:
- * RK_ETOOLARGE, others RK_EINVALID, each with the server's message). A
- * request that runs past timeout_ms is RK_ETIMEOUT and is not retried (a
- * slow model stays slow). Nothing here prints or exits. */
+ * 60 s) and 5xx (Anthropic's 529 "overloaded" too) are retried up to
+ * max_retries times with exponential backoff and jitter; other 4xx are not
+ * (401/403: RK_EDENIED, 413: RK_ETOOLARGE, others RK_EINVALID, each with the
+ * server's message: OpenAI's names the "param" when it gives one, Anthropic's
+ * its error type). A request that runs past timeout_ms is RK_ETIMEOUT and is
+ * not retried (a slow model stays slow). Nothing here prints or exits. */
 
 #include <cJSON.h>
 #include <signal.h>
@@ -51,6 +108,10 @@
 #define RK_MODEL_RETRIES_DEFAULT 4
 #define RK_MODEL_BACKOFF_MS_DEFAULT 500
 #define RK_MODEL_KEEP_IMAGES_DEFAULT 2
+/* max_tokens on messages when none is configured (the API requires one) */
+#define RK_MODEL_MAX_TOKENS_DEFAULT 4096
+/* the anthropic-version header: what the official SDK (1.17) sends */
+#define RK_MODEL_ANTHROPIC_VERSION "2026-10-21"
 
 struct rk_model_reply;
 
@@ -60,6 +121,8 @@ enum rk_model_api {
 	RK_MODEL_API_MESSAGES,	/* Anthropic /v1/messages */
 	RK_MODEL_API_RESPONSES, /* OpenAI /v1/responses */
 };
+/* "chat", "messages", "responses"; NULL for no such value */
+const char *rk_model_api_name(enum rk_model_api api);
 
 /* What the command line gives; NULL / 0 / -1 fields are "not set". */
 struct rk_model_flags {
@@ -81,14 +144,14 @@ struct rk_model_config {
 	char *base_url; /* no trailing "/" */
 	char *model;
 	char *api_key;		/* NULL: no Authorization header; never log it */
-	const char *key_source; /* "--api-key", "RAKAZO_API_KEY", "config file", "OPENAI_API_KEY" ... or NULL */
+	const char *key_source; /* "--api-key", "RAKAZO_API_KEY", "config file", "ANTHROPIC_API_KEY" ... or NULL */
 	char *config_path;	/* the file consulted (it may not exist) */
 	int64_t timeout_ms;	/* whole request, per attempt */
 	int64_t connect_timeout_ms;
 	int max_retries;    /* retries after the first attempt */
 	int64_t backoff_ms; /* first backoff; doubles each retry (tests make it small) */
 	int64_t retry_after_cap_ms;
-	int max_tokens;	 /* 0: not sent */
+	int max_tokens;	 /* 0: not sent (messages: RK_MODEL_MAX_TOKENS_DEFAULT) */
 	int keep_images; /* for rk_model_prune_images by the caller */
 	/* Optional: set to non-zero (a signal handler may) to stop a call or
 	 * its backoff; the call returns RK_EINTERRUPTED. */
@@ -98,8 +161,9 @@ struct rk_model_config {
 /* Fills cfg from flags (may be NULL), the environment and the config file.
  * data_dir locates the default config file (may be NULL: then only
  * RAKAZO_CONFIG or flags name one). RK_EUSAGE "no model configured: ..."
- * when no base URL or model is set anywhere; RK_EINVALID for a malformed
- * config file or URL. The caller releases cfg. */
+ * when no model, or for chat no base URL, is set anywhere, and for an
+ * unknown protocol name; RK_EINVALID for a malformed config file or URL.
+ * The caller releases cfg. */
 int rk_model_config_load(const struct rk_model_flags *flags, const char *data_dir, struct rk_model_config *cfg,
 			 struct rk_error *err);
 void rk_model_config_release(struct rk_model_config *cfg);
@@ -147,6 +211,13 @@ struct rk_model_message {
 	 * safety checks a person approved (Responses), or NULL. */
 	int native;
 	char *acknowledged;
+	/* ASSISTANT: the vendor's own form of this turn, JSON text (messages:
+	 * the reply's content array; responses: its output items), and the
+	 * protocol it came from. A request in that protocol sends it verbatim
+	 * (thinking and reasoning kept); any other rebuilds the turn from parts
+	 * and calls. NULL: rebuilt always. */
+	char *vendor_json;
+	enum rk_model_api vendor_api;
 };
 
 struct rk_model_conversation {
@@ -165,8 +236,8 @@ struct rk_model_message *rk_model_add_message(struct rk_model_conversation *c, e
 /* A tool result for the assistant's call call_id. */
 struct rk_model_message *rk_model_add_tool_result(struct rk_model_conversation *c, const char *call_id,
 						  const char *text);
-/* The assistant's reply (text and tool calls), copied, so the next call
- * carries it. */
+/* The assistant's reply (text, tool calls with their native flag and
+ * safety checks, vendor_json), copied, so the next call carries it. */
 struct rk_model_message *rk_model_add_reply(struct rk_model_conversation *c, const struct rk_model_reply *r);
 void rk_model_message_add_text(struct rk_model_message *m, const char *text);
 /* Adds a screenshot (PNG bytes, copied) to m, a USER or TOOL message of c.
@@ -176,6 +247,10 @@ void rk_model_message_add_text(struct rk_model_message *m, const char *text);
  * unchanged. Returns 1 when the image was added, 0 for an unchanged frame. */
 int rk_model_message_add_image(struct rk_model_conversation *c, struct rk_model_message *m, const void *png, size_t len,
 			       const char *frame_hash, const char *label);
+/* The same for an image of type mime ("image/png", "image/jpeg"; NULL or
+ * "": PNG). */
+int rk_model_message_add_image_as(struct rk_model_conversation *c, struct rk_model_message *m, const char *mime,
+				  const void *data, size_t len, const char *frame_hash, const char *label);
 /* Drops the bytes of every screenshot but the last keep_last (<= 0: the
  * default, 2), turning each into a text part that names the frame. Returns
  * how many were pruned now. */
@@ -206,23 +281,58 @@ struct rk_model_reply {
 	char *text; /* NULL when the model sent none */
 	struct rk_model_tool_call *calls;
 	size_t ncalls;
-	char *finish_reason;			  /* "stop", "tool_calls", "length" ...; NULL when absent */
-	int64_t prompt_tokens, completion_tokens; /* -1 when the server did not say */
-	int attempts;				  /* HTTP requests it took (1 when no retry) */
-	int http_status;			  /* of the last attempt; 0 when none was answered */
+	/* the vendor's word: chat "stop", "tool_calls", "length"; messages
+	 * stop_reason ("end_turn", "tool_use", "max_tokens" ...); responses
+	 * incomplete_details.reason ("max_output_tokens" ...) when incomplete,
+	 * else status ("completed"); NULL when absent */
+	char *finish_reason;
+	/* -1 when the server did not say; prompt_tokens counts every input
+	 * token, cached or not (messages: input_tokens +
+	 * cache_read_input_tokens + cache_creation_input_tokens), and
+	 * cached_tokens those read from the vendor's prompt cache */
+	int64_t prompt_tokens, completion_tokens, cached_tokens;
+	int attempts;	 /* HTTP requests it took (1 when no retry) */
+	int http_status; /* of the last attempt; 0 when none was answered */
+	/* the turn in the vendor's form (see struct rk_model_message), which
+	 * rk_model_add_reply copies; NULL for chat */
+	char *vendor_json;
+	enum rk_model_api vendor_api;
 };
 void rk_model_reply_release(struct rk_model_reply *r);
 
 /* The request body rk_model_complete sends (for tests and --dry-run);
- * the caller owns it. */
+ * the caller owns it. NULL when the request cannot be made (a native tool
+ * on chat, a native type the protocol does not have). */
 cJSON *rk_model_request_json(const struct rk_model_config *cfg, const struct rk_model_conversation *c,
 			     const struct rk_model_tool *tools, size_t ntools);
+
+/* Where rk_model_complete sends it and with which headers, but the key. */
+struct rk_model_http {
+	char *url;		/* {base_url}{path} */
+	const char *path;	/* in url: "/chat/completions", "/messages", "/messages?beta=true", "/responses" */
+	char *headers[5];	/* "Name: value", NULL-terminated; never the key's */
+	const char *key_header; /* the header the key goes in ("Authorization", "x-api-key"); NULL: no key */
+};
+/* Fills h (released with rk_model_http_release). RK_EINVALID when a tool
+ * cannot be sent in cfg->api: "the chat protocol has no native computer
+ * tool", or a native type of the other vendor. */
+int rk_model_request_http(const struct rk_model_config *cfg, const struct rk_model_tool *tools, size_t ntools,
+			  struct rk_model_http *h, struct rk_error *err);
+void rk_model_http_release(struct rk_model_http *h);
+
+/* Reads a 2xx reply body of protocol api into r (overwritten; released by
+ * the caller on success, left empty on failure); tools are the ones the request declared (a
+ * call of the native tool is native=1). RK_EFAILED "the model endpoint
+ * returned a malformed reply: ..." or "... answered with an error: ...". */
+int rk_model_reply_parse(enum rk_model_api api, const char *body, size_t len, const struct rk_model_tool *tools,
+			 size_t ntools, struct rk_model_reply *r, struct rk_error *err);
 
 /* One completion: POSTs the conversation and fills reply (released by the
  * caller; filled only on success). Errors: RK_EUNAVAILABLE (not reachable,
  * or 429/5xx after every retry), RK_ETIMEOUT, RK_EDENIED, RK_EINVALID,
  * RK_ETOOLARGE, RK_EFAILED "the model endpoint returned a malformed reply:
- * ...", RK_EINTERRUPTED (cfg->cancel). */
+ * ...", RK_EINTERRUPTED (cfg->cancel); RK_EINVALID before any request
+ * when a tool cannot go in cfg->api (rk_model_request_http). */
 int rk_model_complete(const struct rk_model_config *cfg, const struct rk_model_conversation *c,
 		      const struct rk_model_tool *tools, size_t ntools, struct rk_model_reply *reply,
 		      struct rk_error *err);

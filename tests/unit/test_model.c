@@ -205,9 +205,12 @@ static void setup_tools(void)
 {
 	tool_params = cJSON_Parse("{\"type\":\"object\",\"properties\":{\"actions\":{\"type\":\"array\"}},"
 				  "\"required\":[\"actions\"]}");
-	tools[0] = (struct rk_model_tool){"computer_observe", "Take a screenshot of the computer's screen.", NULL};
-	tools[1] = (struct rk_model_tool){"computer_act", "Run a batch of mouse and keyboard actions.", tool_params};
-	tools[2] = (struct rk_model_tool){"shell", "Run a shell command.", NULL};
+	tools[0] = (struct rk_model_tool){.name = "computer_observe",
+					  .description = "Take a screenshot of the computer's screen."};
+	tools[1] = (struct rk_model_tool){.name = "computer_act",
+					  .description = "Run a batch of mouse and keyboard actions.",
+					  .parameters = tool_params};
+	tools[2] = (struct rk_model_tool){.name = "shell", .description = "Run a shell command."};
 }
 
 static struct rk_model_conversation *basic_conversation(void)
@@ -430,7 +433,8 @@ TEST(tool_images_follow_the_tool_messages)
 {
 	struct rk_model_config cfg = {.base_url = "http://x", .model = "m"};
 	struct rk_model_conversation *c = basic_conversation();
-	struct rk_model_tool_call calls[2] = {{"call_a", "computer_observe", "{}"}, {"call_b", "shell", "{}"}};
+	struct rk_model_tool_call calls[2] = {{.id = "call_a", .name = "computer_observe", .arguments = "{}"},
+					      {.id = "call_b", .name = "shell", .arguments = "{}"}};
 	struct rk_model_reply r = {.calls = calls, .ncalls = 2};
 	rk_model_add_reply(c, &r);
 	add_frame(c, rk_model_add_tool_result(c, "call_a", "shot"), 30, 1);
@@ -492,7 +496,7 @@ TEST(prune_keeps_last_two_images)
 TEST(duplicate_frame_sends_no_bytes)
 {
 	struct rk_model_conversation *c = basic_conversation();
-	struct rk_model_tool_call calls[1] = {{"call_1", "computer_observe", "{}"}};
+	struct rk_model_tool_call calls[1] = {{.id = "call_1", .name = "computer_observe", .arguments = "{}"}};
 	struct rk_model_reply a = {.calls = calls, .ncalls = 1};
 	rk_model_add_reply(c, &a);
 	add_frame(c, rk_model_add_tool_result(c, "call_1", "frame 1"), 77, 1);
