@@ -98,7 +98,16 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/librakazo-api.a $(BUILD)/librakazo.a $(STAM
 
 test-bins: $(UNIT_BIN) $(HELPER_BIN) $(BUILD)/rakazo-agent
 
-# The scripted model the README demo replays (scripts/demo.sh).
+# The scripted model the README demo replays (scripts/demo.sh): the server
+# and its protocols (tests/emulators/model/), which decode the requests'
+# PNG and JPEG images.
+MODEL_SERVER_SRC := tests/emulators/model_server.c $(sort $(wildcard tests/emulators/model/*.c))
+$(BUILD)/tests/emulators/model_server: $(MODEL_SERVER_SRC) $(wildcard tests/emulators/model/*.h) \
+		$(BUILD)/librakazo-api.a $(BUILD)/librakazo.a $(STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) $(ALL_LDFLAGS) -o $@ $(MODEL_SERVER_SRC) $(BUILD)/librakazo-api.a \
+		$(BUILD)/librakazo.a $(LIBS) -ljpeg
+
 model-server: $(BUILD)/tests/emulators/model_server
 
 # The engine and providers never touch the terminal (no curses, no stdout, no

@@ -1,5 +1,10 @@
-/* model_server: a scripted OpenAI-compatible chat-completions server for
- * tests. It replays a scenario file, step by step, one step per request:
+/* model_server: a scripted model server for tests. It speaks three wire
+ * protocols from one scenario file, one step per request, whichever
+ * endpoint the request hits:
+ *   POST .../chat/completions  OpenAI-compatible chat completions
+ *   POST .../messages          the Anthropic Messages API (?beta=true too)
+ *   POST .../responses         the OpenAI Responses API
+ * (any prefix: /v1/messages and /messages alike), and GET .../models.
  *
  *   {"comment": "...",
  *    "steps": [
@@ -8,24 +13,81 @@
  *      {"fault": "status", "status": 429, "retry_after": 1},
  *      {"fault": "garbage"}, {"fault": "hang", "ms": 3000}, {"fault": "close"},
  *      {"fault": "raw", "body": "{...}"} (that text as a 200 JSON reply),
+ *      {"fault": "cut", "reply": {...}} (half the answer, then the connection drops),
  *      {"reply": {"content": "done"}}]}
  *
- * (a bare list of steps is taken too). A string argument "$last_session" is
- * the "session" of the last tool result (a shell call still running), so a
- * step can go on with write_stdin. "expect" asserts on the request the
- * step receives:
- *   last_tool_result_contains: "text"    the last tool message holds it
- *   tool_result_has_image: true|false    the last tool result came with an image
- *   no_image_for_duplicate_frame: true   no two images in the request are the same bytes
- *   messages_min: N, image_count_min: N, image_count_max: N
- *   messages_contain: "text"             some message's text holds it
- *   tools_include: ["name", ...]         the request offers these tools
- *   has_authorization: true|false        an "Authorization: Bearer" header came
+ * (a bare list of steps is taken too). A reply is protocol-neutral:
+ *   content: "text"                      the assistant's text
+ *   tool_calls: [{"name", "arguments", "id"?}]  arguments an object, or a
+ *                                        string sent as written (malformed on purpose)
+ *   reasoning: "text"                    a thinking block (Messages, when the request
+ *                                        turns thinking on) or a reasoning item (Responses)
+ *   finish_reason: "length"              cut short (max_tokens; Responses: incomplete);
+ *                                        chat sends any finish_reason as given
+ *   stop_reason: "..."                   Messages: sent as given
+ * and each protocol renders it in its own shape with vendor-shaped ids
+ * (toolu_..., call_..., fc_..., cu_...) and usage (input tokens from the
+ * request's text and image sizes, nothing cached). A call named "computer"
+ * becomes the native computer call when the request declared a native
+ * computer tool: Messages: a tool_use of "computer" whose input is the
+ * arguments; Responses: a computer_call with actions = arguments.actions
+ * ({"type":"computer"}) or action = arguments.action (computer_use_preview),
+ * and arguments.pending_safety_checks as its pending_safety_checks. Any
+ * other call is a function call. A string argument "$last_session" is the
+ * "session" of the last tool result (a shell call still running), so a
+ * step can go on with write_stdin. A request with "stream": true gets the
+ * vendor's server-sent events, in its order (Messages: message_start,
+ * content_block_start/delta/stop, message_delta, message_stop; Responses:
+ * response.created, response.in_progress, response.output_item.added, ...
+ * response.completed; chat: chat.completion.chunk and [DONE]).
+ *
+ * "expect" asserts on the request the step receives:
+ *   protocol: "chat"|"messages"|"responses"  the endpoint it hit
+ *   stream: true|false                   it asked for a stream
  *   model: "name"
- * and every request is checked for a sane shape (JSON with model and
- * messages, PNG data URLs, tool_call_ids that answer the assistant's calls).
- * A failed assertion makes that step's answer an HTTP 500 whose JSON error
- * names the step and the assertion, and is recorded.
+ *   messages_min: N                      messages (Responses: input items)
+ *   messages_contain: "text"             some message's text (or the system prompt) holds it
+ *   last_tool_result_contains: "text"    the last tool result holds it
+ *   tool_result_has_image: true|false    the last tool result came with an image
+ *   image_count_min: N, image_count_max: N
+ *   no_image_for_duplicate_frame: true   no two images in the request are the same bytes
+ *   image_media_type: "image/png"        the last image's type
+ *   image_size: [w, h]                   the last image's decoded size
+ *   image_max_long_edge: N               no image is longer than N pixels on a side
+ *   image_matches_display: true          the last image is the size the native tool declares
+ *   tools_include: ["name", ...]         the request offers these tools ("computer" for a native one)
+ *   native_tool_type: "computer_20251124"|"computer"|"computer_use_preview"|null
+ *                                        the native computer tool declared (null: none)
+ *   display_width: N, display_height: N  the size that native tool declares
+ *   has_authorization: true|false        an "Authorization: Bearer" header came
+ *   x_api_key: true|false                an "x-api-key" header came
+ *   anthropic_version: "2023-06-01"      the anthropic-version header
+ *   anthropic_beta_includes: "beta"|["beta", ...]  the anthropic-beta header lists them
+ *   acknowledged_safety_checks: ["id"]   the last computer_call_output acknowledges exactly these
+ *   store: true|false                    Responses: "store" (absent means on); without this
+ *                                        key every Responses request must turn store off
+ *   previous_response_id: true|false     Responses: the request continues a served response
+ * and every request is checked for what the vendor would refuse:
+ *   all: JSON with a model and messages (input); images are base64 PNG or
+ *     JPEG whose bytes decode as the type they claim;
+ *   chat: tool_call_ids that answer the assistant's calls;
+ *   Messages: x-api-key or Authorization: Bearer, anthropic-version,
+ *     max_tokens, well-formed tools, the anthropic-beta a native tool
+ *     needs (computer_20250124: computer-use-2025-01-24, computer_20251124:
+ *     computer-use-2025-11-24), every tool_result answering a tool_use of
+ *     the assistant message right before it and every tool_use answered,
+ *     one turn's results in one user message ahead of its other content,
+ *     and with thinking on, thinking blocks replayed with their tool calls;
+ *   Responses: Authorization: Bearer, store off (see above), well-formed
+ *     tools, function_call_output and computer_call_output answering calls
+ *     of the input or of the previous_response_id chain and every call
+ *     answered, a previous_response_id that names a response served here
+ *     with store on, computer_call_output.output a computer_screenshot
+ *     data URL acknowledging only checks its call had, and reasoning items
+ *     replayed before their calls (with store off, with their
+ *     encrypted_content).
+ * A failed check makes that step's answer an HTTP 500 whose JSON error
+ * names the step and the check, and is recorded.
  *
  *   model_server SCENARIO [--report FILE] [--dump FILE] [--port N] [--keep-running]
  *
@@ -35,9 +97,13 @@
  * Binds 127.0.0.1 only (port 0: an ephemeral one), prints "listening on
  * http://127.0.0.1:PORT" on stdout, and after the last step (or on SIGTERM
  * or SIGINT) writes the report (JSON: each request's summary and every
- * assertion) and exits 0 when every step was served and every assertion
- * held, 1 otherwise, 2 for a bad scenario or usage. --keep-running serves
- * until a signal; requests past the last step are then failures. */
+ * assertion; a request's summary has its protocol, stream, roles, tools,
+ * images and last_image, native_tool and display, and per protocol
+ * anthropic_version, anthropic_beta and beta_query, or store,
+ * previous_response_id and the response_id served) and exits 0 when every
+ * step was served and every assertion held, 1 otherwise, 2 for a bad
+ * scenario or usage. --keep-running serves until a signal; requests past
+ * the last step are then failures. */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -53,29 +119,50 @@
 
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
-#include "engine/util/id.h"
-#include "engine/util/ipc.h"
 #include "engine/util/json.h"
 #include "engine/util/time.h"
+#include "tests/emulators/model/model.h"
 
 #define BODY_MAX (64u << 20)
 
-static const char *expect_keys[] = {"last_tool_result_contains", "tool_result_has_image",
-				    "no_image_for_duplicate_frame", "messages_min", "image_count_min",
-				    "image_count_max", "tools_include", "has_authorization", "model", "messages_contain",
+static const char *expect_keys[] = {"last_tool_result_contains",
+				    "tool_result_has_image",
+				    "no_image_for_duplicate_frame",
+				    "messages_min",
+				    "image_count_min",
+				    "image_count_max",
+				    "tools_include",
+				    "has_authorization",
+				    "model",
+				    "messages_contain",
+				    "protocol",
+				    "stream",
+				    "image_media_type",
+				    "image_size",
+				    "image_max_long_edge",
+				    "image_matches_display",
+				    "native_tool_type",
+				    "display_width",
+				    "display_height",
+				    "x_api_key",
+				    "anthropic_version",
+				    "anthropic_beta_includes",
+				    "acknowledged_safety_checks",
+				    "store",
+				    "previous_response_id",
 				    NULL};
 
 static struct {
 	pthread_mutex_t mu;
 	cJSON *scenario;
-	cJSON *steps;     /* borrowed from scenario */
+	cJSON *steps; /* borrowed from scenario */
 	int nsteps;
-	int next_step;    /* the step the next request gets */
-	int finished;     /* requests whose answer is done (sent or dropped) */
+	int next_step; /* the step the next request gets */
+	int finished;  /* requests whose answer is done (sent or dropped) */
 	int failures;
 	int keep_running;
 	volatile int done;
-	cJSON *requests;  /* the report's list */
+	cJSON *requests; /* the report's list */
 	cJSON *failure_list;
 	const char *path;
 	FILE *dump;
@@ -84,7 +171,7 @@ static struct {
 struct request {
 	struct rk_buf body;
 	int too_large;
-	int counted;      /* took a step (or was past the end) */
+	int counted; /* took a step (or was past the end) */
 };
 
 /* ---- scenario ---- */
@@ -118,15 +205,21 @@ static void check_step(const cJSON *step, int n)
 			if (!known)
 				die_usage("step %d: unknown expectation \"%s\"", n, e->string);
 		}
+		const cJSON *size = cJSON_GetObjectItemCaseSensitive(expect, "image_size");
+		if (size && (cJSON_GetArraySize(size) != 2 || !cJSON_IsNumber(cJSON_GetArrayItem(size, 0)) ||
+			     !cJSON_IsNumber(cJSON_GetArrayItem(size, 1))))
+			die_usage("step %d: image_size is [width, height]", n);
 	}
 	const char *fault = rk_json_string(step, "fault", NULL);
 	const cJSON *reply = cJSON_GetObjectItemCaseSensitive(step, "reply");
 	if (fault) {
-		if (strcmp(fault, "status") && strcmp(fault, "garbage") && strcmp(fault, "hang") && strcmp(fault, "close") &&
-		    strcmp(fault, "raw"))
-			die_usage("step %d: fault must be status, garbage, raw, hang or close", n);
+		if (strcmp(fault, "status") && strcmp(fault, "garbage") && strcmp(fault, "hang") &&
+		    strcmp(fault, "close") && strcmp(fault, "raw") && strcmp(fault, "cut"))
+			die_usage("step %d: fault must be status, garbage, raw, hang, cut or close", n);
 		if (strcmp(fault, "status") == 0 && !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(step, "status")))
 			die_usage("step %d: a status fault needs \"status\"", n);
+		if (strcmp(fault, "cut") == 0 && !cJSON_IsObject(reply))
+			die_usage("step %d: a cut fault needs the \"reply\" it cuts", n);
 	} else if (!cJSON_IsObject(reply)) {
 		die_usage("step %d needs a \"reply\" object or a \"fault\"", n);
 	}
@@ -155,7 +248,7 @@ static void load_scenario(const char *path)
 	if (!srv.scenario)
 		die_usage("%s: %s", path, e.message);
 	srv.steps = cJSON_IsArray(srv.scenario) ? srv.scenario
-						 : cJSON_GetObjectItemCaseSensitive(srv.scenario, "steps");
+						: cJSON_GetObjectItemCaseSensitive(srv.scenario, "steps");
 	if (!cJSON_IsArray(srv.steps) || cJSON_GetArraySize(srv.steps) == 0)
 		die_usage("%s: the scenario needs a non-empty \"steps\" list", path);
 	srv.nsteps = cJSON_GetArraySize(srv.steps);
@@ -163,215 +256,7 @@ static void load_scenario(const char *path)
 		check_step(cJSON_GetArrayItem(srv.steps, i), i + 1);
 }
 
-/* ---- what a request holds ---- */
-
-struct summary {
-	int valid;
-	char invalid_why[1100];
-	int messages;
-	int images;
-	int bad_images;
-	int duplicate_images;
-	int last_tool;          /* index of the last tool message, -1 */
-	int images_after_last_tool;
-	char *last_tool_text;   /* malloc'd */
-	struct rk_buf all_text; /* every message's text, one a line */
-	char ids_problem[300];  /* "" when tool_call_ids are consistent */
-	cJSON *tools;           /* names (owned) */
-	cJSON *roles;           /* owned */
-	const char *model;
-};
-
-static char *content_text(const cJSON *content)
-{
-	if (cJSON_IsString(content))
-		return rk_xstrdup(content->valuestring);
-	struct rk_buf b = RK_BUF_INIT;
-	rk_buf_init(&b);
-	const cJSON *p;
-	cJSON_ArrayForEach(p, content)
-	{
-		const char *t = rk_json_string(p, "text", NULL);
-		if (t) {
-			if (b.len)
-				rk_buf_addc(&b, '\n');
-			rk_buf_adds(&b, t);
-		}
-	}
-	return rk_buf_detach(&b, NULL);
-}
-
-/* Counts the images of one message's content, checking each is a PNG data
- * URL and remembering its hash in seen. */
-static int count_images(const cJSON *content, cJSON *seen, struct summary *s)
-{
-	int n = 0;
-	const cJSON *p;
-	if (!cJSON_IsArray(content))
-		return 0;
-	cJSON_ArrayForEach(p, content)
-	{
-		const char *type = rk_json_string(p, "type", "");
-		if (strcmp(type, "image_url") != 0)
-			continue;
-		n++;
-		const cJSON *iu = cJSON_GetObjectItemCaseSensitive(p, "image_url");
-		const char *url = cJSON_IsString(iu) ? iu->valuestring : rk_json_string(iu, "url", "");
-		const char *prefix = "data:image/png;base64,";
-		struct rk_buf png = RK_BUF_INIT;
-		rk_buf_init(&png);
-		if (strncmp(url, prefix, strlen(prefix)) != 0 || rk_base64_decode(url + strlen(prefix), &png) != 0 ||
-		    png.len < 8 || memcmp(png.data, "\x89PNG\r\n\x1a\n", 8) != 0) {
-			s->bad_images++;
-		} else {
-			char hex[65];
-			rk_sha256_hex(png.data, png.len, hex);
-			const cJSON *h;
-			cJSON_ArrayForEach(h, seen)
-			{
-				if (strcmp(h->valuestring, hex) == 0)
-					s->duplicate_images++;
-			}
-			cJSON_AddItemToArray(seen, cJSON_CreateString(hex));
-		}
-		rk_buf_release(&png);
-	}
-	return n;
-}
-
-static void check_tool_ids(const cJSON *msgs, struct summary *s)
-{
-	int n = cJSON_GetArraySize(msgs);
-	for (int i = 0; i < n && !s->ids_problem[0]; i++) {
-		const cJSON *m = cJSON_GetArrayItem(msgs, i);
-		const char *role = rk_json_string(m, "role", "");
-		if (strcmp(role, "tool") == 0) {
-			/* it answers a call of the nearest assistant message before it */
-			const char *id = rk_json_string(m, "tool_call_id", "");
-			int found = 0;
-			for (int j = i - 1; j >= 0 && !found; j--) {
-				const cJSON *a = cJSON_GetArrayItem(msgs, j);
-				if (strcmp(rk_json_string(a, "role", ""), "tool") == 0)
-					continue;
-				const cJSON *tc;
-				cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(a, "tool_calls"))
-				{
-					found |= strcmp(rk_json_string(tc, "id", ""), id) == 0;
-				}
-				break;
-			}
-			if (!found)
-				snprintf(s->ids_problem, sizeof(s->ids_problem),
-					 "message %d: tool_call_id \"%.80s\" answers no call of the assistant message "
-					 "right before the tool results",
-					 i, id);
-		} else if (strcmp(role, "assistant") == 0) {
-			/* every call is answered by the run of tool messages after it */
-			const cJSON *tc;
-			cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(m, "tool_calls"))
-			{
-				const char *id = rk_json_string(tc, "id", "");
-				int found = 0;
-				for (int j = i + 1; j < n; j++) {
-					const cJSON *t = cJSON_GetArrayItem(msgs, j);
-					if (strcmp(rk_json_string(t, "role", ""), "tool") != 0)
-						break;
-					found |= strcmp(rk_json_string(t, "tool_call_id", ""), id) == 0;
-				}
-				if (!found && !s->ids_problem[0])
-					snprintf(s->ids_problem, sizeof(s->ids_problem),
-						 "message %d: the assistant's tool call \"%.80s\" has no tool message "
-						 "right after it",
-						 i, id);
-			}
-		}
-	}
-}
-
-static void summarize(const cJSON *req, struct summary *s)
-{
-	memset(s, 0, sizeof(*s));
-	s->last_tool = -1;
-	s->tools = cJSON_CreateArray();
-	s->roles = cJSON_CreateArray();
-	rk_buf_init(&s->all_text);
-	const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(req, "messages");
-	s->model = rk_json_string(req, "model", NULL);
-	if (!cJSON_IsObject(req) || !s->model || !cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0) {
-		snprintf(s->invalid_why, sizeof(s->invalid_why),
-			 "the request needs a \"model\" string and a non-empty \"messages\" list");
-		return;
-	}
-	s->valid = 1;
-	s->messages = cJSON_GetArraySize(msgs);
-	cJSON *seen = cJSON_CreateArray();
-	for (int i = 0; i < s->messages; i++) {
-		const cJSON *m = cJSON_GetArrayItem(msgs, i);
-		const char *role = rk_json_string(m, "role", NULL);
-		if (!role) {
-			s->valid = 0;
-			snprintf(s->invalid_why, sizeof(s->invalid_why), "message %d has no role", i);
-			continue;
-		}
-		cJSON_AddItemToArray(s->roles, cJSON_CreateString(role));
-		const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-		char *text = content_text(content);
-		rk_buf_printf(&s->all_text, "%s\n", text);
-		free(text);
-		int imgs = count_images(content, seen, s);
-		s->images += imgs;
-		if (strcmp(role, "tool") == 0) {
-			s->last_tool = i;
-			s->images_after_last_tool = imgs;
-			free(s->last_tool_text);
-			s->last_tool_text = content_text(content);
-		} else if (s->last_tool >= 0) {
-			s->images_after_last_tool += imgs;
-		}
-	}
-	cJSON_Delete(seen);
-	check_tool_ids(msgs, s);
-	const cJSON *t;
-	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(req, "tools"))
-	{
-		const char *name = rk_json_string(cJSON_GetObjectItemCaseSensitive(t, "function"), "name", NULL);
-		if (name)
-			cJSON_AddItemToArray(s->tools, cJSON_CreateString(name));
-	}
-}
-
-static void summary_release(struct summary *s)
-{
-	free(s->last_tool_text);
-	rk_buf_release(&s->all_text);
-	cJSON_Delete(s->tools);
-	cJSON_Delete(s->roles);
-}
-
 /* ---- assertions ---- */
-
-struct verdict {
-	cJSON *list;          /* [{"name", "ok", "detail"}] */
-	char first_failed[600];
-};
-
-static void record(struct verdict *v, const char *name, int ok, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void record(struct verdict *v, const char *name, int ok, const char *fmt, ...)
-{
-	char detail[500];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	cJSON *a = cJSON_CreateObject();
-	cJSON_AddStringToObject(a, "name", name);
-	cJSON_AddBoolToObject(a, "ok", ok);
-	cJSON_AddStringToObject(a, "detail", detail);
-	cJSON_AddItemToArray(v->list, a);
-	if (!ok && !v->first_failed[0])
-		snprintf(v->first_failed, sizeof(v->first_failed), "%s: %s", name, detail);
-}
 
 static int has_name(const cJSON *arr, const char *name)
 {
@@ -384,31 +269,38 @@ static int has_name(const cJSON *arr, const char *name)
 	return 0;
 }
 
-static void assert_request(const cJSON *expect, const struct summary *s, int has_auth, struct verdict *v)
+/* The same ids, in any order. */
+static int same_ids(const cJSON *want, const cJSON *got)
 {
-	record(v, "request_valid", s->valid, "%s", s->valid ? "model and messages present" : s->invalid_why);
-	if (!s->valid)
-		return;
-	record(v, "images_are_png", s->bad_images == 0, "%d of %d images are not PNG data URLs", s->bad_images,
-	       s->images);
-	record(v, "tool_call_ids_match", s->ids_problem[0] == 0, "%s",
-	       s->ids_problem[0] ? s->ids_problem : "every tool result answers a call");
+	const cJSON *x;
+	if (cJSON_GetArraySize(want) != cJSON_GetArraySize(got))
+		return 0;
+	cJSON_ArrayForEach(x, want)
+	{
+		if (!cJSON_IsString(x) || !has_name(got, x->valuestring))
+			return 0;
+	}
+	return 1;
+}
+
+static void assert_expect(const cJSON *expect, const struct summary *s, const struct http_in *h, struct verdict *v)
+{
 	const cJSON *e;
+	const struct image *img = &s->last_image;
 	cJSON_ArrayForEach(e, expect)
 	{
 		const char *k = e->string;
+		const char *want = cJSON_IsString(e) ? e->valuestring : "";
 		if (strcmp(k, "last_tool_result_contains") == 0) {
-			const char *want = cJSON_IsString(e) ? e->valuestring : "";
 			int ok = s->last_tool_text && strstr(s->last_tool_text, want);
 			record(v, k, ok, "wanted \"%.100s\" in the last tool result, which is \"%.200s\"", want,
 			       s->last_tool < 0 ? "(no tool result)" : s->last_tool_text);
 		} else if (strcmp(k, "tool_result_has_image") == 0) {
-			int want = cJSON_IsTrue(e);
 			int got = s->images_after_last_tool > 0;
-			record(v, k, s->last_tool >= 0 && want == got, "%s",
+			record(v, k, s->last_tool >= 0 && cJSON_IsTrue(e) == got, "%s",
 			       s->last_tool < 0 ? "the request has no tool result"
-			       : got ? "the last tool result came with an image"
-				     : "the last tool result came without an image");
+			       : got		? "the last tool result came with an image"
+						: "the last tool result came without an image");
 		} else if (strcmp(k, "no_image_for_duplicate_frame") == 0) {
 			int ok = !cJSON_IsTrue(e) || s->duplicate_images == 0;
 			record(v, k, ok, "%d images repeat the bytes of an earlier one", s->duplicate_images);
@@ -430,27 +322,103 @@ static void assert_request(const cJSON *expect, const struct summary *s, int has
 			record(v, k, missing == NULL, "%s%s", missing ? "missing tool " : "all offered",
 			       missing ? missing : "");
 		} else if (strcmp(k, "has_authorization") == 0) {
+			int has_auth = has_bearer(h);
 			record(v, k, cJSON_IsTrue(e) == has_auth, "%s",
 			       has_auth ? "a bearer Authorization header came" : "no bearer Authorization header came");
 		} else if (strcmp(k, "messages_contain") == 0) {
-			const char *want = cJSON_IsString(e) ? e->valuestring : "";
 			int ok = s->all_text.data && strstr(s->all_text.data, want);
 			record(v, k, ok, "wanted \"%.100s\" in some message", want);
 		} else if (strcmp(k, "model") == 0) {
-			const char *want = cJSON_IsString(e) ? e->valuestring : "";
-			record(v, k, strcmp(want, s->model) == 0, "model \"%.100s\", wanted \"%.100s\"", s->model, want);
+			record(v, k, strcmp(want, s->model) == 0, "model \"%.100s\", wanted \"%.100s\"", s->model,
+			       want);
+		} else if (strcmp(k, "protocol") == 0) {
+			record(v, k, strcmp(want, protocol_name(s->proto)) == 0, "the request came on %s, wanted %.40s",
+			       protocol_name(s->proto), want);
+		} else if (strcmp(k, "stream") == 0) {
+			record(v, k, cJSON_IsTrue(e) == s->stream, "the request %s a stream",
+			       s->stream ? "asked for" : "did not ask for");
+		} else if (strcmp(k, "image_media_type") == 0) {
+			record(v, k, s->images > 0 && strcmp(img->mime, want) == 0,
+			       "the last image is %.40s, wanted %.40s", s->images ? img->mime : "(no image)", want);
+		} else if (strcmp(k, "image_size") == 0) {
+			int w = cJSON_GetArrayItem(e, 0)->valueint, hh = cJSON_GetArrayItem(e, 1)->valueint;
+			record(v, k, s->images > 0 && img->ok && img->w == w && img->h == hh,
+			       "the last image is %dx%d, wanted %dx%d", s->images ? img->w : 0, s->images ? img->h : 0,
+			       w, hh);
+		} else if (strcmp(k, "image_max_long_edge") == 0) {
+			record(v, k, s->max_long_edge <= e->valueint, "the longest image edge is %d, wanted at most %d",
+			       s->max_long_edge, e->valueint);
+		} else if (strcmp(k, "image_matches_display") == 0) {
+			int same = s->images > 0 && img->ok && s->display_w && img->w == s->display_w &&
+				   img->h == s->display_h;
+			record(v, k, cJSON_IsTrue(e) == same, "the last image is %dx%d, the native tool declares %dx%d",
+			       s->images ? img->w : 0, s->images ? img->h : 0, s->display_w, s->display_h);
+		} else if (strcmp(k, "native_tool_type") == 0) {
+			int ok = cJSON_IsNull(e) ? s->native_type == NULL
+						 : s->native_type && !strcmp(s->native_type, want);
+			record(v, k, ok, "the native computer tool is %.40s, wanted %.40s",
+			       s->native_type ? s->native_type : "(none)", cJSON_IsNull(e) ? "none" : want);
+		} else if (strcmp(k, "display_width") == 0 || strcmp(k, "display_height") == 0) {
+			int got = k[8] == 'w' ? s->display_w : s->display_h;
+			record(v, k, s->native_type && got == e->valueint, "the native tool declares %d, wanted %d",
+			       got, e->valueint);
+		} else if (strcmp(k, "x_api_key") == 0) {
+			int got = h->x_api_key && h->x_api_key[0];
+			record(v, k, cJSON_IsTrue(e) == got, "%s",
+			       got ? "an x-api-key header came" : "no x-api-key header came");
+		} else if (strcmp(k, "anthropic_version") == 0) {
+			const char *got = h->anthropic_version ? h->anthropic_version : "(none)";
+			record(v, k, strcmp(got, want) == 0, "anthropic-version is %.60s, wanted %.60s", got, want);
+		} else if (strcmp(k, "anthropic_beta_includes") == 0) {
+			const char *missing = NULL;
+			const cJSON *b, *list = cJSON_IsArray(e) ? e : NULL;
+			if (cJSON_IsString(e) && !messages_beta_has(h->anthropic_beta, want))
+				missing = want;
+			cJSON_ArrayForEach(b, list)
+			{
+				if (!missing && cJSON_IsString(b) &&
+				    !messages_beta_has(h->anthropic_beta, b->valuestring))
+					missing = b->valuestring;
+			}
+			record(v, k, !missing, "anthropic-beta is \"%.200s\"%s%.60s",
+			       h->anthropic_beta ? h->anthropic_beta : "(none)", missing ? ", missing " : "",
+			       missing ? missing : "");
+		} else if (strcmp(k, "acknowledged_safety_checks") == 0) {
+			char *got = s->acknowledged ? cJSON_PrintUnformatted(s->acknowledged) : NULL;
+			record(v, k, s->acknowledged && same_ids(e, s->acknowledged),
+			       "the last computer_call_output acknowledges %.200s",
+			       got ? got : "nothing (there is none)");
+			free(got);
+		} else if (strcmp(k, "store") == 0) {
+			if (s->proto != PROTO_RESPONSES) /* responses_check holds it to this */
+				record(v, k, 0, "store is a Responses API setting; this request came on %s",
+				       protocol_name(s->proto));
+		} else if (strcmp(k, "previous_response_id") == 0) {
+			record(v, k, cJSON_IsTrue(e) == s->previous_response, "the request %s previous_response_id",
+			       s->previous_response ? "has a" : "has no");
 		}
 	}
 }
 
 /* ---- answers ---- */
 
-static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, const cJSON *doc,
+/* What the vendors add to every answer: a request id. */
+static void vendor_headers(struct MHD_Response *r, enum protocol proto)
+{
+	if (proto == PROTO_CHAT)
+		return;
+	char *id = vendor_id("req_", 24, 0);
+	MHD_add_response_header(r, proto == PROTO_MESSAGES ? "request-id" : "x-request-id", id);
+	free(id);
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *conn, enum protocol proto, unsigned status, const cJSON *doc,
 				 int retry_after)
 {
 	char *text = cJSON_PrintUnformatted(doc);
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(r, "Content-Type", "application/json");
+	vendor_headers(r, proto);
 	if (retry_after >= 0) {
 		char v[32];
 		snprintf(v, sizeof(v), "%d", retry_after);
@@ -461,77 +429,65 @@ static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, c
 	return res;
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *type,
+/* {"error": {"message", "type"}}; the Messages API adds "type": "error". */
+static enum MHD_Result send_error(struct MHD_Connection *conn, enum protocol proto, unsigned status, const char *type,
 				  const char *msg, int retry_after)
 {
 	cJSON *doc = cJSON_CreateObject();
+	if (proto == PROTO_MESSAGES)
+		cJSON_AddStringToObject(doc, "type", "error");
 	cJSON *e = cJSON_AddObjectToObject(doc, "error");
 	cJSON_AddStringToObject(e, "message", msg);
 	cJSON_AddStringToObject(e, "type", type);
-	enum MHD_Result res = send_json(conn, status, doc, retry_after);
+	enum MHD_Result res = send_json(conn, proto, status, doc, retry_after);
 	cJSON_Delete(doc);
 	return res;
 }
 
-static cJSON *completion(const cJSON *reply, int step, size_t body_len, const char *last_session)
+/* A body handed out in small pieces (so a client meets events split
+ * across reads), ending early with a dropped connection when cut. */
+struct body_out {
+	char *data;
+	size_t limit;
+	int cut;
+};
+
+static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	cJSON *doc = cJSON_CreateObject();
-	char id[64];
-	snprintf(id, sizeof(id), "chatcmpl-scripted-%d", step);
-	cJSON_AddStringToObject(doc, "id", id);
-	cJSON_AddStringToObject(doc, "object", "chat.completion");
-	cJSON_AddNumberToObject(doc, "created", (double)(rk_now_ms() / 1000));
-	cJSON_AddStringToObject(doc, "model", "scripted");
-	cJSON *choices = cJSON_AddArrayToObject(doc, "choices");
-	cJSON *choice = cJSON_CreateObject();
-	cJSON_AddItemToArray(choices, choice);
-	cJSON_AddNumberToObject(choice, "index", 0);
-	cJSON *msg = cJSON_AddObjectToObject(choice, "message");
-	cJSON_AddStringToObject(msg, "role", "assistant");
-	const char *content = rk_json_string(reply, "content", NULL);
-	rk_json_add_str_or_null(msg, "content", content);
-	const cJSON *calls = cJSON_GetObjectItemCaseSensitive(reply, "tool_calls");
-	int ncalls = 0;
-	if (cJSON_GetArraySize(calls) > 0) {
-		cJSON *out = cJSON_AddArrayToObject(msg, "tool_calls");
-		const cJSON *c;
-		cJSON_ArrayForEach(c, calls)
-		{
-			cJSON *tc = cJSON_CreateObject();
-			const char *cid = rk_json_string(c, "id", NULL);
-			char gen[64];
-			snprintf(gen, sizeof(gen), "call_%d_%d", step, ncalls + 1);
-			cJSON_AddStringToObject(tc, "id", cid ? cid : gen);
-			cJSON_AddStringToObject(tc, "type", "function");
-			cJSON *fn = cJSON_AddObjectToObject(tc, "function");
-			cJSON_AddStringToObject(fn, "name", rk_json_string(c, "name", ""));
-			const cJSON *args = cJSON_GetObjectItemCaseSensitive(c, "arguments");
-			if (cJSON_IsString(args)) {
-				cJSON_AddStringToObject(fn, "arguments", args->valuestring); /* raw, maybe malformed */
-			} else {
-				cJSON *given = args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject();
-				cJSON *m;
-				cJSON_ArrayForEach(m, given)
-				{
-					if (cJSON_IsString(m) && !strcmp(m->valuestring, "$last_session"))
-						cJSON_SetValuestring(m, last_session ? last_session : "");
-				}
-				char *a = cJSON_PrintUnformatted(given);
-				cJSON_Delete(given);
-				cJSON_AddStringToObject(fn, "arguments", a);
-				free(a);
-			}
-			cJSON_AddItemToArray(out, tc);
-			ncalls++;
-		}
-	}
-	const char *finish = rk_json_string(reply, "finish_reason", ncalls ? "tool_calls" : "stop");
-	cJSON_AddStringToObject(choice, "finish_reason", finish);
-	cJSON *usage = cJSON_AddObjectToObject(doc, "usage");
-	cJSON_AddNumberToObject(usage, "prompt_tokens", (double)(body_len / 4));
-	cJSON_AddNumberToObject(usage, "completion_tokens", 7 + 20 * ncalls);
-	cJSON_AddNumberToObject(usage, "total_tokens", (double)(body_len / 4) + 7 + 20 * ncalls);
-	return doc;
+	struct body_out *b = cls;
+	if (pos >= b->limit)
+		return b->cut ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+	size_t n = b->limit - (size_t)pos;
+	if (n > max)
+		n = max;
+	if (n > 97)
+		n = 97;
+	memcpy(buf, b->data + pos, n);
+	return (ssize_t)n;
+}
+
+static void body_free(void *cls)
+{
+	struct body_out *b = cls;
+	free(b->data);
+	free(b);
+}
+
+static enum MHD_Result send_pieces(struct MHD_Connection *conn, enum protocol proto, char *text, size_t len, int sse,
+				   int cut)
+{
+	struct body_out *b = rk_xcalloc(1, sizeof(*b));
+	b->data = text;
+	b->limit = cut ? len / 2 : len;
+	b->cut = cut;
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, body_read, b, body_free);
+	MHD_add_response_header(r, "Content-Type", sse ? "text/event-stream; charset=utf-8" : "application/json");
+	if (sse)
+		MHD_add_response_header(r, "Cache-Control", "no-cache");
+	vendor_headers(r, proto);
+	enum MHD_Result res = MHD_queue_response(conn, 200, r);
+	MHD_destroy_response(r);
+	return res;
 }
 
 static void note_failure(const char *msg)
@@ -541,8 +497,41 @@ static void note_failure(const char *msg)
 	fprintf(stderr, "model_server: %s\n", msg);
 }
 
-/* Answers a chat-completions request. */
-static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq)
+static void add_entry_summary(cJSON *entry, const struct summary *s, const struct http_in *h, size_t bytes)
+{
+	cJSON_AddNumberToObject(entry, "bytes", (double)bytes);
+	cJSON_AddNumberToObject(entry, "messages", s->messages);
+	cJSON_AddItemToObject(entry, "roles", cJSON_Duplicate(s->roles, 1));
+	cJSON_AddNumberToObject(entry, "images", s->images);
+	cJSON_AddNumberToObject(entry, "duplicate_images", s->duplicate_images);
+	cJSON_AddItemToObject(entry, "tools", cJSON_Duplicate(s->tools, 1));
+	cJSON_AddBoolToObject(entry, "authorization", has_bearer(h));
+	rk_json_add_str_or_null(entry, "last_tool_result", s->last_tool_text);
+	cJSON_AddBoolToObject(entry, "stream", s->stream);
+	rk_json_add_str_or_null(entry, "native_tool", s->native_type);
+	if (s->native_type && s->display_w) {
+		cJSON *d = cJSON_AddArrayToObject(entry, "display");
+		cJSON_AddItemToArray(d, cJSON_CreateNumber(s->display_w));
+		cJSON_AddItemToArray(d, cJSON_CreateNumber(s->display_h));
+	}
+	if (s->images) {
+		cJSON *li = cJSON_AddObjectToObject(entry, "last_image");
+		cJSON_AddStringToObject(li, "media_type", s->last_image.mime);
+		cJSON_AddNumberToObject(li, "width", s->last_image.w);
+		cJSON_AddNumberToObject(li, "height", s->last_image.h);
+	}
+	if (s->proto == PROTO_MESSAGES) {
+		rk_json_add_str_or_null(entry, "anthropic_version", h->anthropic_version);
+		rk_json_add_str_or_null(entry, "anthropic_beta", h->anthropic_beta);
+		cJSON_AddBoolToObject(entry, "beta_query", h->beta_query && strcmp(h->beta_query, "true") == 0);
+	} else if (s->proto == PROTO_RESPONSES) {
+		cJSON_AddBoolToObject(entry, "store", s->store);
+		cJSON_AddBoolToObject(entry, "previous_response_id", s->previous_response);
+	}
+}
+
+/* Answers one model request on protocol proto. */
+static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, enum protocol proto)
 {
 	pthread_mutex_lock(&srv.mu);
 	int step = srv.next_step++;
@@ -554,6 +543,7 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq)
 	}
 	cJSON *entry = cJSON_CreateObject();
 	cJSON_AddNumberToObject(entry, "step", step + 1);
+	cJSON_AddStringToObject(entry, "protocol", protocol_name(proto));
 	cJSON_AddItemToArray(srv.requests, entry);
 	if (step >= srv.nsteps) {
 		char msg[200];
@@ -562,38 +552,42 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq)
 		cJSON_AddStringToObject(entry, "action", "past_the_end");
 		cJSON_AddNumberToObject(entry, "status", 500);
 		pthread_mutex_unlock(&srv.mu);
-		return send_error(conn, 500, "scenario_exhausted", msg, -1);
+		return send_error(conn, proto, 500, "scenario_exhausted", msg, -1);
 	}
 	const cJSON *st = cJSON_GetArrayItem(srv.steps, step);
-	const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-	int has_auth = auth && strncasecmp(auth, "Bearer ", 7) == 0 && auth[7];
+	const cJSON *expect = cJSON_GetObjectItemCaseSensitive(st, "expect");
+	struct http_in h = {
+		.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"),
+		.x_api_key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "x-api-key"),
+		.anthropic_version = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "anthropic-version"),
+		.anthropic_beta = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "anthropic-beta"),
+		.beta_query = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "beta"),
+	};
 
 	struct summary s;
 	struct rk_error e;
+	summary_init(&s, proto);
 	cJSON *req = rq->too_large ? NULL : rk_json_parse(rq->body.data, rq->body.len, "the request body", &e);
-	summarize(req, &s);
 	if (!req)
 		snprintf(s.invalid_why, sizeof(s.invalid_why), "%s",
 			 rq->too_large ? "the request body is too large" : e.message);
-	cJSON_AddNumberToObject(entry, "bytes", (double)rq->body.len);
-	cJSON_AddNumberToObject(entry, "messages", s.messages);
-	cJSON_AddItemToObject(entry, "roles", cJSON_Duplicate(s.roles, 1));
-	cJSON_AddNumberToObject(entry, "images", s.images);
-	cJSON_AddNumberToObject(entry, "duplicate_images", s.duplicate_images);
-	cJSON_AddItemToObject(entry, "tools", cJSON_Duplicate(s.tools, 1));
-	cJSON_AddBoolToObject(entry, "authorization", has_auth);
-	rk_json_add_str_or_null(entry, "last_tool_result", s.last_tool_text);
+	struct verdict v = {.list = cJSON_CreateArray()};
+	if (proto == PROTO_MESSAGES)
+		messages_check(req, &h, expect, &s, &v);
+	else if (proto == PROTO_RESPONSES)
+		responses_check(req, &h, expect, &s, &v);
+	else
+		chat_check(req, &h, expect, &s, &v);
+	if (s.valid)
+		assert_expect(expect, &s, &h, &v);
+	add_entry_summary(entry, &s, &h, rq->body.len);
 	cJSON *last_result = s.last_tool_text ? cJSON_Parse(s.last_tool_text) : NULL;
 	char last_session[128]; /* a session id is short */
 	snprintf(last_session, sizeof(last_session), "%s", rk_json_string(last_result, "session", ""));
 	cJSON_Delete(last_result);
-
-	struct verdict v = {.list = cJSON_CreateArray()};
-	assert_request(cJSON_GetObjectItemCaseSensitive(st, "expect"), &s, has_auth, &v);
 	cJSON_AddItemToObject(entry, "assertions", v.list);
-	summary_release(&s);
-	cJSON_Delete(req);
 
+	enum MHD_Result res;
 	if (v.first_failed[0]) {
 		char msg[800];
 		snprintf(msg, sizeof(msg), "step %d: assertion failed: %s", step + 1, v.first_failed);
@@ -601,7 +595,8 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq)
 		cJSON_AddStringToObject(entry, "action", "assertion_failed");
 		cJSON_AddNumberToObject(entry, "status", 500);
 		pthread_mutex_unlock(&srv.mu);
-		return send_error(conn, 500, "scenario_assertion", msg, -1);
+		res = send_error(conn, proto, 500, "scenario_assertion", msg, -1);
+		goto out;
 	}
 
 	const char *fault = rk_json_string(st, "fault", NULL);
@@ -614,34 +609,37 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq)
 		char msg[200];
 		snprintf(msg, sizeof(msg), "%s", rk_json_string(st, "message", "scripted failure"));
 		pthread_mutex_unlock(&srv.mu);
-		return send_error(conn, (unsigned)status, "scripted_fault", msg, cJSON_IsNumber(ra) ? ra->valueint : -1);
+		res = send_error(conn, proto, (unsigned)status, "scripted_fault", msg,
+				 cJSON_IsNumber(ra) ? ra->valueint : -1);
+		goto out;
 	}
 	if (fault && strcmp(fault, "garbage") == 0) {
 		cJSON_AddNumberToObject(entry, "status", 200);
 		pthread_mutex_unlock(&srv.mu);
 		static const char junk[] = "<html><body>502 Bad Gateway (not JSON)</body></html>\n";
-		struct MHD_Response *r =
-			MHD_create_response_from_buffer(sizeof(junk) - 1, (void *)junk, MHD_RESPMEM_PERSISTENT);
+		struct MHD_Response *r = MHD_create_response_from_buffer(sizeof(junk) - 1, (void *)junk,
+									 MHD_RESPMEM_PERSISTENT);
 		MHD_add_response_header(r, "Content-Type", "text/html");
-		enum MHD_Result res = MHD_queue_response(conn, 200, r);
+		res = MHD_queue_response(conn, 200, r);
 		MHD_destroy_response(r);
-		return res;
+		goto out;
 	}
 	if (fault && strcmp(fault, "raw") == 0) {
 		cJSON_AddNumberToObject(entry, "status", 200);
 		const char *body = rk_json_string(st, "body", "");
-		struct MHD_Response *r =
-			MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+		struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body,
+									 MHD_RESPMEM_MUST_COPY);
 		pthread_mutex_unlock(&srv.mu);
 		MHD_add_response_header(r, "Content-Type", "application/json");
-		enum MHD_Result res = MHD_queue_response(conn, 200, r);
+		res = MHD_queue_response(conn, 200, r);
 		MHD_destroy_response(r);
-		return res;
+		goto out;
 	}
 	if (fault && strcmp(fault, "close") == 0) {
 		cJSON_AddNumberToObject(entry, "status", 0);
 		pthread_mutex_unlock(&srv.mu);
-		return MHD_NO; /* drops the connection without an answer */
+		res = MHD_NO; /* drops the connection without an answer */
+		goto out;
 	}
 	int64_t hang_ms = 0;
 	if (fault && strcmp(fault, "hang") == 0) {
@@ -650,15 +648,68 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq)
 		cJSON_AddNumberToObject(entry, "hang_ms", (double)hang_ms);
 	}
 	cJSON_AddNumberToObject(entry, "status", 200);
-	cJSON *doc = reply ? completion(reply, step + 1, rq->body.len, last_session) : NULL;
+	struct answer a = {.reply = reply,
+			   .req = req,
+			   .s = &s,
+			   .step = step + 1,
+			   .body_len = rq->body.len,
+			   .last_session = last_session};
+	struct rk_buf sse = RK_BUF_INIT;
+	rk_buf_init(&sse);
+	cJSON *doc = NULL;
+	if (reply && proto == PROTO_MESSAGES) {
+		doc = messages_render(&a, s.stream ? &sse : NULL);
+	} else if (reply && proto == PROTO_RESPONSES) {
+		doc = responses_render(&a, s.stream ? &sse : NULL);
+		cJSON_AddStringToObject(entry, "response_id", rk_json_string(doc, "id", ""));
+	} else if (reply) {
+		doc = chat_render(&a);
+		if (s.stream) {
+			const cJSON *opts = cJSON_GetObjectItemCaseSensitive(req, "stream_options");
+			chat_stream(doc, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opts, "include_usage")), &sse);
+		}
+	}
 	pthread_mutex_unlock(&srv.mu);
 	if (hang_ms > 0)
 		rk_sleep_ms(hang_ms);
-	if (!doc)
-		return send_error(conn, 500, "scripted_fault", "the hang is over and this step has no reply", -1);
-	enum MHD_Result res = send_json(conn, 200, doc, -1);
+	int cut = fault && strcmp(fault, "cut") == 0;
+	if (!doc) {
+		res = send_error(conn, proto, 500, "scripted_fault", "the hang is over and this step has no reply", -1);
+	} else if (s.stream) {
+		size_t len;
+		char *text = rk_buf_detach(&sse, &len);
+		res = send_pieces(conn, proto, text, len, 1, cut);
+	} else if (cut) {
+		char *text = cJSON_PrintUnformatted(doc);
+		res = send_pieces(conn, proto, text, strlen(text), 0, 1);
+	} else {
+		res = send_json(conn, proto, 200, doc, -1);
+	}
+	cJSON_Delete(doc);
+	rk_buf_release(&sse);
+out:
+	summary_release(&s);
+	cJSON_Delete(req);
+	return res;
+}
+
+static enum MHD_Result send_models(struct MHD_Connection *conn)
+{
+	int anthropic = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "anthropic-version") != NULL;
+	cJSON *doc = cJSON_Parse(
+		anthropic ? "{\"data\":[{\"type\":\"model\",\"id\":\"scripted\",\"display_name\":"
+			    "\"Scripted\",\"created_at\":\"2025-01-01T00:00:00Z\"}],\"has_more\":false,"
+			    "\"first_id\":\"scripted\",\"last_id\":\"scripted\"}"
+			  : "{\"object\":\"list\",\"data\":[{\"id\":\"scripted\",\"object\":\"model\"}]}");
+	enum MHD_Result res = send_json(conn, anthropic ? PROTO_MESSAGES : PROTO_CHAT, 200, doc, -1);
 	cJSON_Delete(doc);
 	return res;
+}
+
+static int ends_with(const char *url, const char *tail)
+{
+	size_t ul = strlen(url), tl = strlen(tail);
+	return ul >= tl && strcmp(url + ul - tl, tail) == 0;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -679,16 +730,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	size_t ul = strlen(url), sl = strlen("/chat/completions");
-	if (strcmp(method, "GET") == 0 && ul >= 7 && strcmp(url + ul - 7, "/models") == 0) {
-		cJSON *doc = cJSON_Parse("{\"object\":\"list\",\"data\":[{\"id\":\"scripted\",\"object\":\"model\"}]}");
-		enum MHD_Result res = send_json(conn, 200, doc, -1);
-		cJSON_Delete(doc);
-		return res;
-	}
-	if (strcmp(method, "POST") != 0 || ul < sl || strcmp(url + ul - sl, "/chat/completions") != 0)
-		return send_error(conn, 404, "not_found", "only POST .../chat/completions is scripted here", -1);
-	return serve(conn, rq);
+	if (strcmp(method, "GET") == 0 && ends_with(url, "/models"))
+		return send_models(conn);
+	if (strcmp(method, "POST") == 0 && ends_with(url, "/chat/completions"))
+		return serve(conn, rq, PROTO_CHAT);
+	if (strcmp(method, "POST") == 0 && ends_with(url, "/messages"))
+		return serve(conn, rq, PROTO_MESSAGES);
+	if (strcmp(method, "POST") == 0 && ends_with(url, "/responses"))
+		return serve(conn, rq, PROTO_RESPONSES);
+	return send_error(conn, PROTO_CHAT, 404, "not_found",
+			  "only POST .../chat/completions, .../messages and .../responses are scripted here", -1);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode tc)
@@ -747,7 +798,8 @@ int main(int argc, char **argv)
 		else if (strcmp(argv[i], "--keep-running") == 0)
 			srv.keep_running = 1;
 		else if (argv[i][0] == '-' || scenario)
-			die_usage("usage: model_server SCENARIO [--report FILE] [--dump FILE] [--port N] [--keep-running]");
+			die_usage(
+				"usage: model_server SCENARIO [--report FILE] [--dump FILE] [--port N] [--keep-running]");
 		else
 			scenario = argv[i];
 	}
@@ -770,10 +822,11 @@ int main(int argc, char **argv)
 
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	struct MHD_Daemon *d = MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-		on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+							MHD_USE_ERROR_LOG,
+						0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
+						(struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+						MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
 	if (!d) {
 		fprintf(stderr, "model_server: cannot listen on 127.0.0.1:%ld: %s\n", port, strerror(errno));
 		return 2;
@@ -807,5 +860,8 @@ int main(int argc, char **argv)
 	cJSON_Delete(srv.scenario);
 	cJSON_Delete(srv.requests);
 	cJSON_Delete(srv.failure_list);
+	messages_release();
+	responses_release();
+	image_cache_release();
 	return ok && rc == 0 ? 0 : 1;
 }

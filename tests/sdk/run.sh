@@ -4,11 +4,14 @@
 # a screenshot, delete). If an SDK and an emulator disagree, the emulator is
 # wrong.
 #
-#   sh tests/sdk/run.sh [setup|daytona]
+#   sh tests/sdk/run.sh [setup|daytona|anthropic|openai]
 #
 # setup installs the SDKs (tests/sdk/setup.sh: tests/sdk/node_modules,
 # git-ignored; .ci/run can call either); daytona (the default) runs tests/sdk/daytona.mjs against a fresh
 # emulator. Box's SDK is not published on npm, so box has no SDK run.
+# anthropic and openai run tests/sdk/anthropic.mjs or openai.mjs against
+# the scripted model server (build/tests/emulators/model_server: make
+# model-server first).
 # Without node (or dockerd, or the image) it skips with a note, unless
 # RAKAZO_REQUIRE_DOCKER=1, when that is a failure.
 # Prints "sdk: N passed, N failed".
@@ -49,8 +52,18 @@ daytona)
 	echo "sdk: ${line#sdk daytona: }"
 	case $line in *" 0 failed") exit 0 ;; *) exit 1 ;; esac
 	;;
+anthropic | openai)
+	command -v node >/dev/null 2>&1 || skip "node is not installed"
+	[ -x build/tests/emulators/model_server ] || skip "build/tests/emulators/model_server is not built (make model-server)"
+	setup
+	node "tests/sdk/$1.mjs" | tee "${TMPDIR:-/tmp}/rakazo-sdk.$$"
+	line=$(grep "^sdk $1:" "${TMPDIR:-/tmp}/rakazo-sdk.$$")
+	rm -f "${TMPDIR:-/tmp}/rakazo-sdk.$$"
+	echo "sdk: ${line#sdk "$1": }"
+	case $line in *" 0 failed") exit 0 ;; *) exit 1 ;; esac
+	;;
 *)
-	echo "usage: sh tests/sdk/run.sh [setup|daytona]" >&2
+	echo "usage: sh tests/sdk/run.sh [setup|daytona|anthropic|openai]" >&2
 	exit 2
 	;;
 esac

@@ -1,0 +1,167 @@
+/* What the three protocols share: the request summary, assertions, tool
+ * call arguments, ids, token estimates and server-sent events. */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "engine/util/id.h"
+#include "engine/util/json.h"
+#include "tests/emulators/model/model.h"
+
+const char *protocol_name(enum protocol p)
+{
+	return p == PROTO_MESSAGES ? "messages" : p == PROTO_RESPONSES ? "responses" : "chat";
+}
+
+int has_bearer(const struct http_in *h)
+{
+	const char *a = h->authorization;
+	return a && strncasecmp(a, "Bearer ", 7) == 0 && a[7];
+}
+
+void summary_init(struct summary *s, enum protocol p)
+{
+	memset(s, 0, sizeof(*s));
+	s->proto = p;
+	s->last_tool = -1;
+	s->store = 1;
+	s->tools = cJSON_CreateArray();
+	s->roles = cJSON_CreateArray();
+	s->seen = cJSON_CreateArray();
+	rk_buf_init(&s->all_text);
+}
+
+void summary_release(struct summary *s)
+{
+	free(s->last_tool_text);
+	rk_buf_release(&s->all_text);
+	cJSON_Delete(s->tools);
+	cJSON_Delete(s->roles);
+	cJSON_Delete(s->seen);
+	cJSON_Delete(s->acknowledged);
+}
+
+void summary_add_image(struct summary *s, const struct image *img)
+{
+	s->images++;
+	s->image_chars += img->encoded;
+	if (!img->ok) {
+		if (!s->bad_images++)
+			snprintf(s->bad_image_why, sizeof(s->bad_image_why), "image %d: %s", s->images, img->why);
+	} else {
+		const cJSON *h;
+		cJSON_ArrayForEach(h, s->seen)
+		{
+			if (strcmp(h->valuestring, img->hex) == 0)
+				s->duplicate_images++;
+		}
+		cJSON_AddItemToArray(s->seen, cJSON_CreateString(img->hex));
+		int edge = img->w > img->h ? img->w : img->h;
+		if (edge > s->max_long_edge)
+			s->max_long_edge = edge;
+		/* about what Claude charges (w*h/750); good enough for GPT too */
+		s->image_tokens += ((long)img->w * img->h + 749) / 750;
+	}
+	s->last_image = *img;
+}
+
+void summary_add_text(struct summary *s, const char *text)
+{
+	rk_buf_printf(&s->all_text, "%s\n", text);
+}
+
+void record(struct verdict *v, const char *name, int ok, const char *fmt, ...)
+{
+	char detail[500];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	cJSON *a = cJSON_CreateObject();
+	cJSON_AddStringToObject(a, "name", name);
+	cJSON_AddBoolToObject(a, "ok", ok);
+	cJSON_AddStringToObject(a, "detail", detail);
+	cJSON_AddItemToArray(v->list, a);
+	if (!ok && !v->first_failed[0])
+		snprintf(v->first_failed, sizeof(v->first_failed), "%s: %s", name, detail);
+}
+
+cJSON *call_arguments_object(const cJSON *call, const char *last_session, const char **raw)
+{
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(call, "arguments");
+	*raw = NULL;
+	cJSON *given;
+	if (cJSON_IsString(args)) {
+		given = cJSON_Parse(args->valuestring);
+		if (!cJSON_IsObject(given)) {
+			cJSON_Delete(given);
+			*raw = args->valuestring;
+			return NULL;
+		}
+		return given; /* as written: no substitution in raw text */
+	}
+	given = args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject();
+	cJSON *m;
+	cJSON_ArrayForEach(m, given)
+	{
+		if (cJSON_IsString(m) && !strcmp(m->valuestring, "$last_session"))
+			cJSON_SetValuestring(m, last_session ? last_session : "");
+	}
+	return given;
+}
+
+char *call_arguments(const cJSON *call, const char *last_session)
+{
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(call, "arguments");
+	if (cJSON_IsString(args))
+		return rk_xstrdup(args->valuestring); /* raw, maybe malformed */
+	const char *raw;
+	cJSON *given = call_arguments_object(call, last_session, &raw);
+	char *a = cJSON_PrintUnformatted(given);
+	cJSON_Delete(given);
+	return a;
+}
+
+char *vendor_id(const char *prefix, int n, int hex)
+{
+	static const char alnum[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+	size_t pl = strlen(prefix);
+	char *id = rk_xmalloc(pl + (size_t)n + 1);
+	memcpy(id, prefix, pl);
+	unsigned char r[64];
+	if (n > (int)sizeof(r))
+		n = (int)sizeof(r);
+	rk_random_bytes(r, (size_t)n);
+	for (int i = 0; i < n; i++)
+		id[pl + (size_t)i] = hex ? "0123456789abcdef"[r[i] % 16] : alnum[r[i] % 62];
+	id[pl + (size_t)n] = '\0';
+	return id;
+}
+
+long input_tokens(const struct summary *s, size_t body_len)
+{
+	size_t text = body_len > s->image_chars ? body_len - s->image_chars : 0;
+	return (long)(text / 4) + s->image_tokens + 1;
+}
+
+size_t utf8_piece(const char *s, size_t len, size_t size)
+{
+	if (len <= size)
+		return len;
+	size_t n = size;
+	while (n < len && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n++; /* not inside a character */
+	return n;
+}
+
+void sse_event(struct rk_buf *out, const char *name, const cJSON *data)
+{
+	char *text = cJSON_PrintUnformatted(data);
+	if (name)
+		rk_buf_printf(out, "event: %s\n", name);
+	rk_buf_printf(out, "data: %s\n\n", text);
+	free(text);
+}

@@ -1,0 +1,149 @@
+#ifndef RK_TEST_MODEL_H
+#define RK_TEST_MODEL_H
+/* The scripted model server's pieces (tests/emulators/model_server.c is the
+ * server; see its header comment for the scenario format). Each protocol
+ * reads a request into a struct summary and records its own checks, then
+ * renders the step's protocol-neutral reply as that vendor's JSON document
+ * or its stream of server-sent events. Everything here runs under the
+ * server's one lock, so module state needs no locking of its own. */
+
+#include <cJSON.h>
+#include <stddef.h>
+
+#include "engine/util/buf.h"
+
+enum protocol { PROTO_CHAT, PROTO_MESSAGES, PROTO_RESPONSES };
+
+const char *protocol_name(enum protocol p);
+
+/* The request's headers and query that the checks look at (NULL: absent). */
+struct http_in {
+	const char *authorization;     /* Authorization */
+	const char *x_api_key;	       /* x-api-key */
+	const char *anthropic_version; /* anthropic-version */
+	const char *anthropic_beta;    /* anthropic-beta */
+	const char *beta_query;	       /* ?beta= */
+};
+
+int has_bearer(const struct http_in *h);
+
+/* ---- images ---- */
+
+struct image {
+	char mime[32]; /* what the request says it is */
+	int ok;	       /* the bytes decode as that format */
+	int w, h;
+	char why[160];	/* when !ok */
+	char hex[65];	/* sha256 of the bytes */
+	size_t encoded; /* base64 characters in the request */
+};
+
+/* Decodes base64 data claimed to be of type mime (image/png or image/jpeg)
+ * fully, with libpng or libjpeg, into *img. Results are remembered by hash. */
+void image_check_base64(const char *mime, const char *b64, struct image *img);
+/* The same for a data URL ("data:image/png;base64,..."). */
+void image_check_data_url(const char *url, struct image *img);
+void image_cache_release(void);
+
+/* ---- what a request holds ---- */
+
+struct summary {
+	enum protocol proto;
+	int valid;
+	char invalid_why[1100];
+	int messages; /* messages, or Responses input items */
+	int images;
+	int bad_images;
+	char bad_image_why[300]; /* the first bad image's problem */
+	int duplicate_images;
+	cJSON *seen;		    /* hashes of the images so far (owned) */
+	int last_tool;		    /* index of the message holding the last tool result, -1 */
+	int images_after_last_tool; /* images in the last tool result and after it */
+	char *last_tool_text;	    /* malloc'd */
+	struct rk_buf all_text;	    /* every message's text (and the system prompt), one a line */
+	char ids_problem[400];	    /* "" when tool results and calls pair up */
+	cJSON *tools;		    /* names (owned) */
+	cJSON *roles;		    /* owned */
+	const char *model;
+	int stream;
+	const char *native_type;  /* the declared native computer tool's type, NULL */
+	int display_w, display_h; /* its declared size, 0 when it has none */
+	struct image last_image;  /* valid when images > 0 */
+	int max_long_edge;	  /* the longest image edge */
+	size_t image_chars;	  /* base64 characters of all images */
+	long image_tokens;	  /* what the images would cost */
+	cJSON *acknowledged;	  /* ids the last computer_call_output acknowledges, NULL: none came */
+	int previous_response;	  /* Responses: previous_response_id was given */
+	int store;		  /* Responses: "store" (absent: 1) */
+};
+
+void summary_init(struct summary *s, enum protocol p);
+void summary_release(struct summary *s);
+/* Counts one image, checking it and noting a repeat of earlier bytes; *img
+ * is copied. */
+void summary_add_image(struct summary *s, const struct image *img);
+/* Appends text to all_text. */
+void summary_add_text(struct summary *s, const char *text);
+
+/* ---- assertions ---- */
+
+struct verdict {
+	cJSON *list; /* [{"name", "ok", "detail"}] */
+	char first_failed[600];
+};
+
+void record(struct verdict *v, const char *name, int ok, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Each protocol reads req (NULL when it is not JSON: s->invalid_why says
+ * why) into s and records the checks every request of it gets. expect is
+ * the step's "expect" (NULL: none), for the defaults it may change. */
+void chat_check(const cJSON *req, const struct http_in *h, const cJSON *expect, struct summary *s, struct verdict *v);
+void messages_check(const cJSON *req, const struct http_in *h, const cJSON *expect, struct summary *s,
+		    struct verdict *v);
+void responses_check(const cJSON *req, const struct http_in *h, const cJSON *expect, struct summary *s,
+		     struct verdict *v);
+
+/* ---- answers ---- */
+
+/* What a step answers with, from the scenario's reply. */
+struct answer {
+	const cJSON *reply;	  /* the step's "reply" */
+	const cJSON *req;	  /* the request */
+	const struct summary *s;  /* what it held */
+	int step;		  /* 1-based */
+	size_t body_len;	  /* the request's bytes */
+	const char *last_session; /* for "$last_session" arguments */
+};
+
+/* A tool call's arguments as JSON text with "$last_session" substituted
+ * (malloc'd); a string stays as it is, valid JSON or not. */
+char *call_arguments(const cJSON *call, const char *last_session);
+/* The same as an object: NULL when the arguments are a string that is not
+ * a JSON object (then *raw is that string, borrowed). */
+cJSON *call_arguments_object(const cJSON *call, const char *last_session, const char **raw);
+/* A vendor-shaped id: prefix then n characters of [0-9A-Za-z] (hex: of
+ * [0-9a-f]). Malloc'd. */
+char *vendor_id(const char *prefix, int n, int hex);
+/* Input tokens a request of s would plausibly cost: its text by bytes / 4
+ * and its images by pixels. */
+long input_tokens(const struct summary *s, size_t body_len);
+/* Splits s[0..len) into pieces of about size bytes that do not cut a UTF-8
+ * character; returns the length of the first piece (0 only when len is 0). */
+size_t utf8_piece(const char *s, size_t len, size_t size);
+/* One server-sent event: "event: NAME\ndata: JSON\n\n" (name NULL: no event line). */
+void sse_event(struct rk_buf *out, const char *name, const cJSON *data);
+
+/* The chat completion (JSON) for a reply. */
+cJSON *chat_render(const struct answer *a);
+/* The Messages API message; stream: its events into *sse too. */
+cJSON *messages_render(const struct answer *a, struct rk_buf *sse);
+/* The Responses API response, remembered for previous_response_id; sse as above. */
+cJSON *responses_render(const struct answer *a, struct rk_buf *sse);
+/* Chat completion chunks for a completion, ending with "data: [DONE]". */
+void chat_stream(const cJSON *completion, int include_usage, struct rk_buf *sse);
+/* Whether an anthropic-beta header value lists want. */
+int messages_beta_has(const char *header, const char *want);
+void messages_release(void);
+void responses_release(void);
+
+#endif

@@ -1,0 +1,276 @@
+// Fidelity: the official @anthropic-ai/sdk against the scripted model server
+// on the Messages API (tests/fixtures/scenarios/sdk_anthropic.json). If the
+// SDK and the emulator disagree, the emulator is wrong.
+//
+//   node tests/sdk/anthropic.mjs      (after make model-server and sh tests/sdk/setup.sh)
+//
+// Prints one line per check and "sdk anthropic: N passed, N failed"; exits
+// non-zero on any failure.
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { checker, failedAssertions, JPEG_48x32, pngBase64, startEmulator } from './model_emulator.mjs';
+
+const require = createRequire(import.meta.url);
+const { Anthropic, InternalServerError } = require('@anthropic-ai/sdk');
+
+const emu = await startEmulator('sdk_anthropic.json');
+// no retries: one request per scenario step, a refusal stays one refusal
+const client = new Anthropic({ apiKey: 'sk-ant-emulator', baseURL: emu.url, maxRetries: 0 });
+const t = checker('anthropic');
+const model = 'claude-sonnet-4-6';
+const BETA = 'computer-use-2025-11-24';
+const computer = { type: 'computer_20251124', name: 'computer', display_width_px: 1280, display_height_px: 800, enable_zoom: true };
+const shell = {
+	name: 'shell',
+	description: 'Run a shell command',
+	input_schema: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
+};
+
+await t.check('messages.create: a plain round trip', async () => {
+	const m = await client.messages.create({
+		model,
+		max_tokens: 256,
+		system: 'You are terse.',
+		messages: [{ role: 'user', content: 'Say hello' }],
+	});
+	assert.equal(m.type, 'message');
+	assert.equal(m.role, 'assistant');
+	assert.match(m.id, /^msg_01/);
+	assert.equal(m.model, model);
+	assert.equal(m.content.length, 1);
+	assert.equal(m.content[0].type, 'text');
+	assert.equal(m.content[0].text, 'Hello! ✓');
+	assert.equal(m.stop_reason, 'end_turn');
+	assert.ok(m.usage.input_tokens > 0 && m.usage.output_tokens > 0, 'usage counts tokens');
+	assert.equal(m.usage.cache_read_input_tokens, 0);
+	assert.match(m._request_id, /^req_/);
+});
+
+let clickTurn;
+await t.check('beta.messages.create: the native computer tool (computer_20251124) comes back as a tool_use', async () => {
+	const m = await client.beta.messages.create({
+		model,
+		max_tokens: 1024,
+		betas: [BETA],
+		tools: [computer, shell],
+		messages: [{ role: 'user', content: 'Click OK' }],
+	});
+	clickTurn = m;
+	assert.equal(m.stop_reason, 'tool_use');
+	assert.deepEqual(
+		m.content.map((b) => b.type),
+		['text', 'tool_use'],
+	);
+	const use = m.content[1];
+	assert.match(use.id, /^toolu_01[0-9A-Za-z]{22}$/);
+	assert.equal(use.name, 'computer');
+	assert.deepEqual(use.input, { action: 'left_click', coordinate: [641, 399], text: 'ctrl' });
+});
+
+const screenshot = pngBase64(1280, 800, 1);
+let zoomTurn;
+await t.check('a tool_result with a PNG screenshot is accepted; the next calls are parsed', async () => {
+	const use = clickTurn.content[1];
+	const m = await client.beta.messages.create({
+		model,
+		max_tokens: 1024,
+		betas: [BETA],
+		tools: [computer, shell],
+		messages: [
+			{ role: 'user', content: 'Click OK' },
+			{ role: 'assistant', content: clickTurn.content },
+			{
+				role: 'user',
+				content: [
+					{
+						type: 'tool_result',
+						tool_use_id: use.id,
+						content: [
+							{ type: 'text', text: 'clicked' },
+							{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: screenshot } },
+						],
+					},
+				],
+			},
+		],
+	});
+	zoomTurn = m;
+	assert.deepEqual(
+		m.content.map((b) => [b.type, b.name]),
+		[
+			['tool_use', 'computer'],
+			['tool_use', 'shell'],
+		],
+	);
+	assert.deepEqual(m.content[0].input, { action: 'zoom', region: [0, 0, 640, 400] });
+	assert.notEqual(m.content[0].id, m.content[1].id);
+});
+
+await t.check('both tool results in one user message (a JPEG zoom and a text result) are accepted', async () => {
+	const [zoom, sh] = zoomTurn.content;
+	const m = await client.beta.messages.create({
+		model,
+		max_tokens: 1024,
+		betas: [BETA],
+		tools: [computer, shell],
+		messages: [
+			{ role: 'user', content: 'Click OK' },
+			{ role: 'assistant', content: clickTurn.content },
+			{
+				role: 'user',
+				content: [
+					{
+						type: 'tool_result',
+						tool_use_id: clickTurn.content[1].id,
+						content: [
+							{ type: 'text', text: 'clicked' },
+							{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: screenshot } },
+						],
+					},
+				],
+			},
+			{ role: 'assistant', content: zoomTurn.content },
+			{
+				role: 'user',
+				content: [
+					{
+						type: 'tool_result',
+						tool_use_id: zoom.id,
+						content: [{ type: 'image', source: { type: 'base64', media_type: 'image/jpeg', data: JPEG_48x32 } }],
+					},
+					{ type: 'tool_result', tool_use_id: sh.id, content: 'hi\n' },
+				],
+			},
+		],
+	});
+	assert.equal(m.content[0].text, 'Done.');
+	assert.equal(m.stop_reason, 'end_turn');
+});
+
+let streamed;
+const clickStreamTools = [computer, shell];
+await t.check('beta.messages.stream: thinking, text and two tool_use inputs assembled from partial JSON', async () => {
+	const types = [];
+	const jsonPieces = [];
+	const stream = client.beta.messages.stream({
+		model,
+		max_tokens: 2048,
+		betas: [BETA],
+		thinking: { type: 'enabled', budget_tokens: 1024 },
+		tools: clickStreamTools,
+		messages: [{ role: 'user', content: 'Click OK, then say so' }],
+	});
+	stream.on('streamEvent', (e) => types.push(e.type));
+	stream.on('inputJson', (piece) => jsonPieces.push(piece));
+	const m = await stream.finalMessage();
+	streamed = m;
+	assert.equal(types[0], 'message_start');
+	assert.deepEqual(types.slice(-2), ['message_delta', 'message_stop']);
+	const blocks = types.filter((x) => x === 'content_block_start').length;
+	assert.equal(blocks, 4);
+	assert.equal(types.filter((x) => x === 'content_block_stop').length, 4);
+	assert.ok(jsonPieces.length >= 6, `several input_json_delta pieces, got ${jsonPieces.length}`);
+	assert.deepEqual(
+		m.content.map((b) => b.type),
+		['thinking', 'text', 'tool_use', 'tool_use'],
+	);
+	assert.equal(m.content[0].thinking, 'The OK button is at the bottom left.');
+	assert.ok(m.content[0].signature.length > 20, 'the thinking block has its signature');
+	assert.equal(m.content[1].text, 'Clicking OK.');
+	assert.deepEqual(m.content[2].input, { action: 'left_click', coordinate: [12, 34] });
+	assert.deepEqual(m.content[3].input, { cmd: 'echo ünïcødé — done', timeout_s: 30 });
+	assert.equal(m.stop_reason, 'tool_use');
+	assert.ok(m.usage.output_tokens > 1);
+});
+
+await t.check('create({stream: true}): the raw events in order; the thinking block goes back with the tool results', async () => {
+	const [, , click, sh] = streamed.content;
+	const events = await client.beta.messages.create({
+		model,
+		max_tokens: 2048,
+		betas: [BETA],
+		thinking: { type: 'enabled', budget_tokens: 1024 },
+		tools: clickStreamTools,
+		stream: true,
+		messages: [
+			{ role: 'user', content: 'Click OK, then say so' },
+			{ role: 'assistant', content: streamed.content },
+			{
+				role: 'user',
+				content: [
+					{ type: 'tool_result', tool_use_id: click.id, content: [{ type: 'text', text: 'clicked' }] },
+					{ type: 'tool_result', tool_use_id: sh.id, content: 'ünïcødé — done' },
+				],
+			},
+		],
+	});
+	const seen = [];
+	let text = '';
+	for await (const e of events) {
+		seen.push(e.type);
+		if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') text += e.delta.text;
+		if (e.type === 'message_delta') assert.equal(e.delta.stop_reason, 'end_turn');
+	}
+	assert.deepEqual(seen, [
+		'message_start',
+		'content_block_start',
+		'content_block_delta',
+		'content_block_stop',
+		'message_delta',
+		'message_stop',
+	]);
+	assert.equal(text, 'All done.');
+});
+
+await t.check('messages.stream (not beta) with a function tool: finalMessage() parses its input', async () => {
+	const stream = client.messages.stream({
+		model,
+		max_tokens: 512,
+		tools: [shell],
+		messages: [{ role: 'user', content: 'List /tmp' }],
+	});
+	let text = '';
+	stream.on('text', (d) => (text += d));
+	const m = await stream.finalMessage();
+	assert.equal(text, 'Listing.');
+	const use = m.content.find((b) => b.type === 'tool_use');
+	assert.deepEqual(use.input, { cmd: 'ls -l /tmp', env: { LC_ALL: 'C' } });
+	assert.equal(m.stop_reason, 'tool_use');
+});
+
+await t.check('a native tool without its anthropic-beta is refused: a 500 the SDK raises, naming the check', async () => {
+	let caught;
+	try {
+		await client.beta.messages.create({
+			model,
+			max_tokens: 256,
+			tools: [computer],
+			messages: [{ role: 'user', content: 'Click OK' }],
+		});
+	} catch (e) {
+		caught = e;
+	}
+	assert.ok(caught instanceof InternalServerError, `an InternalServerError, got ${caught}`);
+	assert.equal(caught.status, 500);
+	assert.match(caught.message, /step 8: assertion failed: anthropic_beta/);
+});
+
+const { code, report } = await emu.finish();
+await t.check('the emulator served every step; its only failure is the refusal above', async () => {
+	assert.equal(report.completed, true, JSON.stringify(report));
+	assert.equal(report.served, 8);
+	assert.deepEqual(failedAssertions(report), [
+		'step 8: anthropic_beta: a computer_20251124 tool needs anthropic-beta computer-use-2025-11-24; got "(none)"',
+	]);
+	assert.equal(report.failures.length, 1);
+	assert.equal(code, 1);
+	assert.deepEqual(
+		report.requests.map((r) => r.protocol),
+		Array(8).fill('messages'),
+	);
+	// 1.17 marks beta calls internally (__qualifiers) and sends no ?beta=true
+	assert.equal(report.requests[1].beta_query, false);
+	assert.equal(report.requests[1].anthropic_beta, BETA);
+	assert.deepEqual(report.requests[2].last_image, { media_type: 'image/png', width: 1280, height: 800 });
+});
+t.done();

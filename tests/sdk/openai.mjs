@@ -1,0 +1,256 @@
+// Fidelity: the official openai SDK against the scripted model server on the
+// Responses API and chat completions (tests/fixtures/scenarios/sdk_openai.json).
+// If the SDK and the emulator disagree, the emulator is wrong.
+//
+//   node tests/sdk/openai.mjs      (after make model-server and sh tests/sdk/setup.sh)
+//
+// Prints one line per check and "sdk openai: N passed, N failed"; exits
+// non-zero on any failure.
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { checker, failedAssertions, JPEG_48x32, pngBase64, startEmulator } from './model_emulator.mjs';
+
+const require = createRequire(import.meta.url);
+const { OpenAI, InternalServerError } = require('openai');
+
+const emu = await startEmulator('sdk_openai.json');
+// no retries: one request per scenario step, a refusal stays one refusal
+const client = new OpenAI({ apiKey: 'sk-emulator', baseURL: `${emu.url}/v1`, maxRetries: 0 });
+const t = checker('openai');
+const model = 'gpt-5.5';
+const shell = {
+	type: 'function',
+	name: 'shell',
+	description: 'Run a shell command',
+	parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'], additionalProperties: false },
+	strict: false,
+};
+
+await t.check('responses.create: a plain round trip (store off)', async () => {
+	const r = await client.responses.create({ model, instructions: 'Be terse.', input: 'Say hello', store: false });
+	assert.match(r.id, /^resp_/);
+	assert.equal(r.object, 'response');
+	assert.equal(r.status, 'completed');
+	assert.equal(r.output_text, 'Hello! ✓');
+	assert.equal(r.output.length, 1);
+	assert.equal(r.output[0].type, 'message');
+	assert.equal(r.output[0].content[0].type, 'output_text');
+	assert.equal(r.store, false);
+	assert.ok(r.usage.input_tokens > 0 && r.usage.output_tokens > 0);
+	assert.equal(r.usage.input_tokens_details.cached_tokens, 0);
+	assert.match(r._request_id, /^req_/);
+});
+
+const start = [{ role: 'user', content: [{ type: 'input_text', text: 'Click OK and type héllo' }] }];
+let click;
+await t.check('the GA computer tool: a computer_call with batched actions, reasoning and a pending safety check', async () => {
+	click = await client.responses.create({
+		model,
+		tools: [{ type: 'computer' }, shell],
+		input: start,
+		store: false,
+		reasoning: { effort: 'low' },
+		include: ['reasoning.encrypted_content'],
+	});
+	assert.deepEqual(
+		click.output.map((i) => i.type),
+		['reasoning', 'computer_call'],
+	);
+	const [rs, call] = click.output;
+	assert.match(rs.id, /^rs_/);
+	assert.ok(rs.encrypted_content, 'encrypted_content, as include asked');
+	assert.equal(rs.summary[0].text, 'The OK button is bottom left.');
+	assert.match(call.call_id, /^call_/);
+	assert.deepEqual(call.actions, [
+		{ type: 'click', button: 'left', x: 641, y: 399 },
+		{ type: 'type', text: 'héllo' },
+	]);
+	assert.equal(call.action, undefined);
+	assert.deepEqual(call.pending_safety_checks, [{ id: 'cu_sc_1', code: 'malicious_instructions', message: 'Check the page first' }]);
+	assert.equal(click.output_text, '');
+});
+
+const screenshot = `data:image/png;base64,${pngBase64(1024, 640, 3)}`;
+let listed, history;
+await t.check('computer_call_output with a screenshot and the acknowledged check, replaying the input (store off)', async () => {
+	const call = click.output[1];
+	history = [
+		...start,
+		...click.output,
+		{
+			type: 'computer_call_output',
+			call_id: call.call_id,
+			output: { type: 'computer_screenshot', image_url: screenshot },
+			acknowledged_safety_checks: [{ id: 'cu_sc_1' }],
+		},
+	];
+	listed = await client.responses.create({
+		model,
+		tools: [{ type: 'computer' }, shell],
+		input: history,
+		store: false,
+		include: ['reasoning.encrypted_content'],
+	});
+	assert.equal(listed.output[0].type, 'function_call');
+	assert.equal(listed.output[0].name, 'shell');
+	assert.deepEqual(JSON.parse(listed.output[0].arguments), { cmd: 'ls' });
+	assert.match(listed.output[0].id, /^fc_/);
+});
+
+let stored;
+await t.check('a function_call_output with text and a JPEG (store on)', async () => {
+	const call = listed.output[0];
+	stored = await client.responses.create({
+		model,
+		tools: [{ type: 'computer' }, shell],
+		input: [
+			...history,
+			...listed.output,
+			{
+				type: 'function_call_output',
+				call_id: call.call_id,
+				output: [
+					{ type: 'input_text', text: 'file list' },
+					{ type: 'input_image', image_url: `data:image/jpeg;base64,${JPEG_48x32}`, detail: 'auto' },
+				],
+			},
+		],
+		store: true,
+	});
+	assert.equal(stored.store, true);
+	assert.equal(stored.output_text, 'One more.');
+	assert.equal(stored.output[1].type, 'function_call');
+});
+
+await t.check('previous_response_id continues a stored response with just the output', async () => {
+	const call = stored.output[1];
+	const r = await client.responses.create({
+		model,
+		tools: [{ type: 'computer' }, shell],
+		previous_response_id: stored.id,
+		input: [{ type: 'function_call_output', call_id: call.call_id, output: '/root' }],
+		store: true,
+	});
+	assert.equal(r.previous_response_id, stored.id);
+	assert.equal(r.output_text, 'Done.');
+});
+
+await t.check('responses.stream: events in order, text and arguments deltas, finalResponse()', async () => {
+	const types = [];
+	const seqs = [];
+	let text = '';
+	let args = '';
+	const stream = client.responses.stream({ model, input: 'stream please', tools: [shell], store: false });
+	for await (const e of stream) {
+		types.push(e.type);
+		seqs.push(e.sequence_number);
+		if (e.type === 'response.output_text.delta') text += e.delta;
+		if (e.type === 'response.function_call_arguments.delta') args += e.delta;
+	}
+	const r = await stream.finalResponse();
+	assert.deepEqual(types.slice(0, 3), ['response.created', 'response.in_progress', 'response.output_item.added']);
+	assert.equal(types.at(-1), 'response.completed');
+	assert.deepEqual(
+		seqs,
+		seqs.map((_, i) => i),
+	);
+	assert.ok(types.filter((x) => x === 'response.output_text.delta').length >= 2, 'several text deltas');
+	assert.ok(types.filter((x) => x === 'response.function_call_arguments.delta').length >= 3, 'several argument deltas');
+	assert.ok(types.includes('response.reasoning_summary_text.delta'));
+	assert.equal(text, 'Streaming ✓ ünïcødé');
+	assert.deepEqual(JSON.parse(args), { cmd: 'echo hi — there', timeout_s: 5 });
+	assert.deepEqual(
+		r.output.map((i) => i.type),
+		['reasoning', 'message', 'function_call'],
+	);
+	assert.equal(r.output_text, 'Streaming ✓ ünïcødé');
+	assert.equal(r.output[2].arguments, args);
+	assert.equal(r.status, 'completed');
+});
+
+await t.check('create({stream: true}) with computer_use_preview: one action, and the completed response', async () => {
+	const events = await client.responses.create({
+		model,
+		input: 'double click',
+		tools: [{ type: 'computer_use_preview', display_width: 1280, display_height: 800, environment: 'linux' }],
+		store: false,
+		stream: true,
+	});
+	let done;
+	const types = [];
+	for await (const e of events) {
+		types.push(e.type);
+		if (e.type === 'response.completed') done = e.response;
+	}
+	assert.deepEqual(types, [
+		'response.created',
+		'response.in_progress',
+		'response.output_item.added',
+		'response.output_item.done',
+		'response.completed',
+	]);
+	const call = done.output[0];
+	assert.equal(call.type, 'computer_call');
+	assert.deepEqual(call.action, { type: 'double_click', x: 5, y: 6, keys: null });
+	assert.equal(call.actions, undefined);
+});
+
+await t.check('chat.completions.create: still the chat protocol', async () => {
+	const c = await client.chat.completions.create({
+		model,
+		messages: [{ role: 'user', content: 'hi' }],
+		tools: [{ type: 'function', function: { name: 'shell', parameters: shell.parameters } }],
+	});
+	assert.equal(c.choices[0].message.content, 'chat ✓');
+	assert.equal(c.choices[0].finish_reason, 'stop');
+});
+
+await t.check('chat.completions.stream: chunks assemble into finalChatCompletion()', async () => {
+	const stream = client.chat.completions.stream({
+		model,
+		messages: [{ role: 'user', content: 'uname' }],
+		tools: [{ type: 'function', function: { name: 'shell', parameters: shell.parameters } }],
+		stream_options: { include_usage: true },
+	});
+	let text = '';
+	stream.on('content', (d) => (text += d));
+	const c = await stream.finalChatCompletion();
+	assert.equal(text, 'Streaming chat.');
+	const call = c.choices[0].message.tool_calls[0];
+	assert.equal(call.function.name, 'shell');
+	assert.deepEqual(JSON.parse(call.function.arguments), { cmd: 'uname -a' });
+	assert.equal(c.choices[0].finish_reason, 'tool_calls');
+	assert.ok(c.usage && c.usage.prompt_tokens > 0, 'usage in the last chunk');
+});
+
+await t.check('an output that answers no call is refused: a 500 the SDK raises, naming the check', async () => {
+	let caught;
+	try {
+		await client.responses.create({
+			model,
+			input: [{ type: 'function_call_output', call_id: 'call_nobody', output: 'x' }],
+			store: false,
+		});
+	} catch (e) {
+		caught = e;
+	}
+	assert.ok(caught instanceof InternalServerError, `an InternalServerError, got ${caught}`);
+	assert.equal(caught.status, 500);
+	assert.match(caught.message, /step 10: assertion failed: call_ids_match/);
+});
+
+const { code, report } = await emu.finish();
+await t.check('the emulator served every step; its only failure is the refusal above', async () => {
+	assert.equal(report.completed, true, JSON.stringify(report));
+	assert.equal(report.served, 10);
+	assert.deepEqual(failedAssertions(report), [
+		'step 10: call_ids_match: input item 0: the function_call_output for "call_nobody" answers no call (in the input or via previous_response_id)',
+	]);
+	assert.equal(code, 1);
+	assert.deepEqual(
+		report.requests.map((r) => r.protocol),
+		[...Array(7).fill('responses'), 'chat', 'chat', 'responses'],
+	);
+	assert.deepEqual(report.requests[2].last_image, { media_type: 'image/png', width: 1024, height: 640 });
+});
+t.done();
