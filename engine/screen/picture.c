@@ -1,5 +1,6 @@
 #include "engine/screen/picture.h"
 
+#include <math.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdlib.h>
@@ -25,6 +26,41 @@ void rk_picture_fit(int w, int h, int max_w, int max_h, int *out_w, int *out_h)
 	}
 	*out_w = ow < 1 ? 1 : (int)ow;
 	*out_h = oh < 1 ? 1 : (int)oh;
+}
+
+void rk_picture_fit_pixels(int w, int h, int max_long, int64_t max_pixels, int *out_w, int *out_h)
+{
+	if (w < 1)
+		w = 1;
+	if (h < 1)
+		h = 1;
+	int lng = w > h ? w : h;
+	double f = 1.0;
+	if (max_long > 0 && lng > max_long)
+		f = (double)max_long / lng;
+	if (max_pixels > 0 && (int64_t)w * h > max_pixels) {
+		double fp = sqrt((double)max_pixels / ((double)w * h));
+		if (fp < f)
+			f = fp;
+	}
+	/* from above the exact width down to the first that meets both limits,
+	 * the height rounded as rk_picture_fit rounds it (so the size is its
+	 * fixed point). Rounding the height down can let the width pass w*f
+	 * by up to w/(4h) + 1 (a wide screen under a pixel limit). */
+	int64_t ow = (int64_t)(w * f) + 2 + w / (4 * (int64_t)h), oh;
+	if (ow > w)
+		ow = w;
+	for (;; ow--) {
+		oh = ow == w ? h : ((int64_t)h * ow + w / 2) / w;
+		if (oh < 1)
+			oh = 1;
+		int ok = (max_long <= 0 || (ow <= max_long && oh <= max_long)) &&
+			 (max_pixels <= 0 || ow * oh <= max_pixels);
+		if (ok || ow == 1)
+			break;
+	}
+	*out_w = (int)ow;
+	*out_h = (int)oh;
 }
 
 /* Weights of the source pixels each destination pixel covers on one axis,

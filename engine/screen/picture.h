@@ -15,6 +15,14 @@
  * 1024x640. */
 void rk_picture_fit(int w, int h, int max_w, int max_h, int *out_w, int *out_h);
 
+/* The size w x h takes with its long edge at most max_long and at most
+ * max_pixels pixels (0: no such limit), aspect kept, never enlarged, at
+ * least 1x1: the model-side limits (Claude: 1568 and 1150000, so 1920x1080
+ * is 1430x804 and 1366x768 stays). The result is a fixed point of
+ * rk_picture_fit: passed as max_width x max_height to observe, it gives
+ * exactly that size back. */
+void rk_picture_fit_pixels(int w, int h, int max_long, int64_t max_pixels, int *out_w, int *out_h);
+
 /* Converts and downscales src (sw x sh pixels, bpp bytes a pixel with R, G,
  * B as its first three bytes, stride bytes a row) into dst, tightly packed
  * RGB of dw x dh (dw <= sw, dh <= sh). Each output pixel is the average of

@@ -652,8 +652,9 @@ static int observe_locked(struct rk_screen *s, const struct rk_observe_options *
 	o->scale = s->cache_sw ? (double)s->cache_w / s->cache_sw : 1.0;
 	if (cur[0]) {
 		o->has_cursor = 1;
-		o->cursor_x = (int)((int64_t)cur[1] * s->cache_w / (s->cache_sw ? s->cache_sw : 1));
-		o->cursor_y = (int)((int64_t)cur[2] * s->cache_h / (s->cache_sh ? s->cache_sh : 1));
+		/* the image pixel an action at it maps back to this screen pixel from */
+		o->cursor_x = rk_coord_to_image(cur[1], s->cache_w, s->cache_sw);
+		o->cursor_y = rk_coord_to_image(cur[2], s->cache_h, s->cache_sh);
 	}
 	memcpy(o->frame_hash, s->cache_hash, sizeof(o->frame_hash));
 	struct consumer *c = opt && opt->consumer ? consumer_find(s, opt->consumer) : NULL;

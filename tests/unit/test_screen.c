@@ -19,14 +19,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/machine/window.h"
 #include "engine/screen/actions.h"
 #include "engine/screen/picture.h"
 #include "engine/screen/screen.h"
-#include "engine/machine/window.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
 #include "engine/util/id.h"
 #include "engine/util/time.h"
+#include "providers/fake/machine.h"
 #include "providers/provider.h"
 #include "check.h"
 
@@ -42,7 +43,7 @@ static pid_t xvfb_pid, vnc_pid, client_pid;
 static int display_no = -1;
 static struct rk_screen *screen;
 static struct rk_error err;
-static struct rk_observe_options scaled = {1024, 1024, NULL}; /* 1280x800 -> 1024x640 */
+static struct rk_observe_options scaled = {.max_width = 1024, .max_height = 1024}; /* 1280x800 -> 1024x640 */
 
 /* --- the X server and its client ----------------------------------------- */
 
@@ -450,7 +451,7 @@ TEST(observe_full_frame)
 
 TEST(observe_scaled_and_dedupe)
 {
-	struct rk_observe_options oo = {1024, 1024, "dedupe-a"};
+	struct rk_observe_options oo = {.max_width = 1024, .max_height = 1024, .consumer = "dedupe-a"};
 	struct rk_observation a, b, c;
 	REQUIRE(rk_screen_observe(screen, &oo, &a, &err) == 0);
 	CHECK_EQ_INT(a.width, 1024);
@@ -711,7 +712,7 @@ TEST(fake_display)
 	struct rk_screen *s;
 	REQUIRE(rk_screen_open_provider(ops, &m, 1, &s, &err) == 0);
 
-	struct rk_observe_options oo = {1024, 1024, "fake"};
+	struct rk_observe_options oo = {.max_width = 1024, .max_height = 1024, .consumer = "fake"};
 	struct rk_observation o;
 	REQUIRE(rk_screen_observe(s, &oo, &o, &err) == 0);
 	CHECK_EQ_INT(o.width, 1024);
@@ -783,6 +784,174 @@ TEST(fake_display)
 	CHECK(rk_screen_observe(s, NULL, &o, &err) == -RK_EUNAVAILABLE);
 	rk_screen_free(s);
 	CHECK_EQ_INT(rk_fs_remove_tree(fake_dir, &err), 0);
+}
+
+/* A fake display of w x h, started as display n in a fresh directory
+ * (fake_dir); the caller frees the screen, stops the display, removes the
+ * directory (fake_done). */
+static struct rk_screen *fake_open(struct rk_machine *m, int n, int w, int h)
+{
+	const struct rk_provider_ops *ops = rk_provider_find("fake");
+	snprintf(fake_dir, sizeof(fake_dir), "/tmp/rk-fake-screen-XXXXXX");
+	if (!ops || !mkdtemp(fake_dir))
+		return NULL;
+	fake_machine(m);
+	struct rk_screen_transport tr;
+	struct rk_display_options dopt = {w, h, NULL};
+	struct rk_screen *s = NULL;
+	if (ops->display_start(m, n, &dopt, &tr, &err) != 0 || rk_screen_open_provider(ops, m, n, &s, &err) != 0)
+		printf("  fake display %dx%d: %s\n", w, h, err.message);
+	return s;
+}
+
+static void fake_done(struct rk_screen *s, struct rk_machine *m, int n)
+{
+	rk_screen_free(s);
+	rk_provider_find("fake")->display_stop(m, n, &err);
+	rk_fs_remove_tree(fake_dir, &err);
+}
+
+/* Runs a batch on s in opt's image space, no settle, no observation. */
+static int fake_act(struct rk_screen *s, const struct rk_observe_options *opt, const char *json)
+{
+	struct rk_action_batch b;
+	if (rk_action_batch_parse(json, strlen(json), &b, &err) != 0)
+		return -1;
+	struct rk_act_options ao = RK_ACT_OPTIONS_INIT;
+	ao.settle_ms = 0;
+	ao.observe = 0;
+	if (opt)
+		ao.observe_opt = *opt;
+	struct rk_act_result r;
+	int rc = rk_screen_act(s, &b, &ao, &r, &err);
+	rk_action_batch_release(&b);
+	rk_act_result_release(&r);
+	if (rc < 0)
+		printf("  act: %s\n", err.message);
+	return rc;
+}
+
+/* The fake display's pointer, in screen pixels: where its last click went. */
+static int fake_pointer(const struct rk_machine *m, int n, int *x, int *y)
+{
+	char *mdir = rk_fake_machine_dir(m), *path = rk_xasprintf("%s/screen-%d.json", mdir, n);
+	struct rk_buf b;
+	rk_buf_init(&b);
+	int ok = rk_fs_read_all(path, 1 << 20, &b, &err) == 0;
+	cJSON *doc = ok ? cJSON_Parse(b.data) : NULL;
+	const cJSON *c = cJSON_GetObjectItem(doc, "cursor");
+	ok = cJSON_GetArraySize(c) == 2;
+	if (ok) {
+		*x = cJSON_GetArrayItem(c, 0)->valueint;
+		*y = cJSON_GetArrayItem(c, 1)->valueint;
+	}
+	cJSON_Delete(doc);
+	rk_buf_release(&b);
+	free(path);
+	free(mdir);
+	return ok;
+}
+
+/* Issue 22: a 6-pixel target on a 1366x768, 1920x1080 or 2560x1440 screen,
+ * seen in the image a model is sent (Claude's size, an XGA box), clicked
+ * where the model sees its centre, is hit. The target is the middle 6x6 of
+ * a red 10x10 click mark; the "model" takes the red-weighted centroid of the
+ * scaled image and right-clicks there in image coordinates. */
+TEST(fake_small_targets_hit)
+{
+	static const int sizes[][2] = {{1366, 768}, {1920, 1080}, {2560, 1440}, {1280, 800}};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		int sw = sizes[i][0], sh = sizes[i][1];
+		struct rk_machine m;
+		struct rk_screen *s = fake_open(&m, 3, sw, sh);
+		REQUIRE(s != NULL);
+		for (int t = 0; t < 2; t++) {
+			struct rk_observe_options oo = {0};
+			if (t == 0)
+				rk_picture_fit_pixels(sw, sh, 1568, 1150000, &oo.max_width, &oo.max_height);
+			else
+				oo.max_width = 1024, oo.max_height = 768;
+			int iw, ih;
+			rk_picture_fit(sw, sh, oo.max_width, oo.max_height, &iw, &ih);
+			/* odd places, apart from each other, off the text field */
+			for (int k = 0; k < 6; k++) {
+				int tx = 37 + k * (sw - 80) / 6 + k * 7 + t * 21,
+				    ty = 103 + k * (sh - 150) / 6 + t * 13;
+				char json[200];
+				snprintf(json, sizeof(json), "[{\"action\":\"click\",\"x\":%d,\"y\":%d}]", tx, ty);
+				REQUIRE(fake_act(s, NULL, json) == 0); /* in screen pixels: the target */
+				struct rk_observation o;
+				REQUIRE(rk_screen_observe(s, &oo, &o, &err) == 0);
+				CHECK_EQ_INT(o.width, iw);
+				CHECK_EQ_INT(o.height, ih);
+				struct image im;
+				REQUIRE(decode(&o, &im));
+				/* the model's view: where the red is, near the target */
+				double sx = 0, sy = 0, sum = 0;
+				int cx = (int)((int64_t)tx * iw / sw), cy = (int)((int64_t)ty * ih / sh);
+				for (int y = cy - 12; y <= cy + 12; y++)
+					for (int x = cx - 12; x <= cx + 12; x++) {
+						if (x < 0 || y < 0 || x >= im.w || y >= im.h)
+							continue;
+						const unsigned char *p = im.rgb + ((size_t)y * im.w + x) * 3;
+						double wgt = p[0] - (p[1] + p[2]) / 2.0;
+						if (wgt <= 0)
+							continue;
+						sx += wgt * x, sy += wgt * y, sum += wgt;
+					}
+				free(im.rgb);
+				rk_observation_release(&o);
+				REQUIRE(sum > 0);
+				int vx = (int)(sx / sum + 0.5), vy = (int)(sy / sum + 0.5);
+				snprintf(json, sizeof(json), "[{\"action\":\"right_click\",\"x\":%d,\"y\":%d}]", vx,
+					 vy);
+				REQUIRE(fake_act(s, &oo, json) == 0);
+				int px = -1, py = -1;
+				REQUIRE(fake_pointer(&m, 3, &px, &py));
+				/* the mark covers [t-5, t+5): its middle 6 are [t-3, t+3) */
+				int hit = px >= tx - 3 && px < tx + 3 && py >= ty - 3 && py < ty + 3;
+				if (!hit)
+					printf("  %dx%d -> %dx%d: target (%d, %d), model clicked (%d, %d), landed (%d, %d)\n",
+					       sw, sh, iw, ih, tx, ty, vx, vy, px, py);
+				CHECK(hit);
+				/* and the cursor the next observation reports is where it clicked */
+				REQUIRE(rk_screen_observe(s, &oo, &o, &err) == 0);
+				CHECK_EQ_INT(o.cursor_x, vx);
+				CHECK_EQ_INT(o.cursor_y, vy);
+				rk_observation_release(&o);
+			}
+		}
+		fake_done(s, &m, 3);
+	}
+}
+
+/* The cursor an observation reports (image coordinates) is the image pixel
+ * an action there came from: a move to v reads back v, at every v that
+ * the old left-edge mapping (x * w / sw) got wrong. */
+TEST(fake_cursor_round_trip)
+{
+	struct rk_machine m;
+	struct rk_screen *s = fake_open(&m, 4, 1920, 1080);
+	REQUIRE(s != NULL);
+	struct rk_observe_options oo = {0};
+	rk_picture_fit_pixels(1920, 1080, 1568, 1150000, &oo.max_width, &oo.max_height);
+	int tried = 0;
+	for (int v = 0; v < oo.max_width && tried < 12; v++) {
+		int x = rk_coord_to_screen(v, oo.max_width, 1920);
+		if ((int)((int64_t)x * oo.max_width / 1920) == v)
+			continue; /* the old mapping was right here */
+		tried++;
+		char json[120];
+		snprintf(json, sizeof(json), "[{\"action\":\"move\",\"x\":%d,\"y\":%d}]", v, v / 2);
+		REQUIRE(fake_act(s, &oo, json) == 0);
+		struct rk_observation o;
+		REQUIRE(rk_screen_observe(s, &oo, &o, &err) == 0);
+		CHECK_EQ_INT(o.cursor_x, v);
+		CHECK_EQ_INT(o.cursor_y, v / 2);
+		rk_observation_release(&o);
+	}
+	CHECK_EQ_INT(tried, 12);
+	fake_done(s, &m, 4);
 }
 
 static void *killer(void *arg)
@@ -879,6 +1048,8 @@ int main(void)
 	alarm(300); /* a hang is a failure, not a stuck CI job */
 	signal(SIGPIPE, SIG_DFL); /* the engine must cope without SIG_IGN */
 	RUN(fake_display);
+	RUN(fake_small_targets_hit);
+	RUN(fake_cursor_round_trip);
 	RUN(window_probe_output);
 	const char *why = NULL;
 	int up = setup(&why);
