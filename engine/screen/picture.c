@@ -3,8 +3,11 @@
 #include <math.h>
 #include <png.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+/* after stdio.h: jpeglib.h needs FILE and size_t */
+#include <jpeglib.h>
 
 void rk_picture_fit(int w, int h, int max_w, int max_h, int *out_w, int *out_h)
 {
@@ -270,6 +273,146 @@ int rk_picture_png_decode(const void *png, size_t len, unsigned char **rgb, int 
 	*w = (int)img.width;
 	*h = (int)img.height;
 	return 0;
+}
+
+const char *rk_picture_mime(enum rk_picture_format f)
+{
+	return f == RK_PICTURE_JPEG ? "image/jpeg" : "image/png";
+}
+
+const char *rk_picture_format_name(enum rk_picture_format f)
+{
+	return f == RK_PICTURE_JPEG ? "jpeg" : "png";
+}
+
+int rk_picture_format_parse(const char *name, enum rk_picture_format *out, struct rk_error *err)
+{
+	if (name && !strcmp(name, "png")) {
+		*out = RK_PICTURE_PNG;
+		return 0;
+	}
+	if (name && (!strcmp(name, "jpeg") || !strcmp(name, "jpg"))) {
+		*out = RK_PICTURE_JPEG;
+		return 0;
+	}
+	return rk_error_set(err, RK_EINVALID, "image format must be png or jpeg, not '%s'", name ? name : "");
+}
+
+/* libjpeg reports errors through error_exit, which must not return: back
+ * to the setjmp with the message kept. Warnings go nowhere (the default
+ * prints them on stderr). */
+struct jpeg_err {
+	struct jpeg_error_mgr pub;
+	jmp_buf jb;
+	char msg[JMSG_LENGTH_MAX];
+};
+
+static void jpeg_error_exit_cb(j_common_ptr c)
+{
+	struct jpeg_err *e = (struct jpeg_err *)c->err;
+	c->err->format_message(c, e->msg);
+	longjmp(e->jb, 1);
+}
+
+static void jpeg_output_message_cb(j_common_ptr c)
+{
+	(void)c;
+}
+
+static void jpeg_err_init(struct jpeg_err *e)
+{
+	jpeg_std_error(&e->pub);
+	e->pub.error_exit = jpeg_error_exit_cb;
+	e->pub.output_message = jpeg_output_message_cb;
+	e->msg[0] = 0;
+}
+
+int rk_picture_jpeg_encode(const unsigned char *rgb, int w, int h, int quality, struct rk_buf *out,
+			   struct rk_error *err)
+{
+	if (quality == 0)
+		quality = RK_JPEG_QUALITY_DEFAULT;
+	if (quality < 1 || quality > 100)
+		return rk_error_set(err, RK_EINVALID, "jpeg quality must be from 1 to 100, not %d", quality);
+	if (w < 1 || h < 1 || w > JPEG_MAX_DIMENSION || h > JPEG_MAX_DIMENSION)
+		return rk_error_set(err, RK_EINVALID, "jpeg encode failed: a %dx%d image cannot be a JPEG", w, h);
+	struct jpeg_compress_struct ci;
+	struct jpeg_err je;
+	/* libjpeg-turbo's memory destination allocates (and grows) the output;
+	 * where it keeps it is on the heap, so a longjmp cannot lose it */
+	struct jpeg_out {
+		unsigned char *data;
+		unsigned long len;
+	} *jo = rk_xcalloc(1, sizeof(*jo));
+	memset(&ci, 0, sizeof(ci));
+	jpeg_err_init(&je);
+	ci.err = &je.pub;
+	if (setjmp(je.jb)) {
+		jpeg_destroy_compress(&ci);
+		free(jo->data);
+		free(jo);
+		return rk_error_set(err, RK_EFAILED, "jpeg encode failed: %s", je.msg);
+	}
+	jpeg_create_compress(&ci);
+	jpeg_mem_dest(&ci, &jo->data, &jo->len);
+	ci.image_width = (JDIMENSION)w;
+	ci.image_height = (JDIMENSION)h;
+	ci.input_components = 3;
+	ci.in_color_space = JCS_RGB;
+	jpeg_set_defaults(&ci);
+	jpeg_set_quality(&ci, quality, TRUE);
+	jpeg_start_compress(&ci, TRUE);
+	while (ci.next_scanline < ci.image_height) {
+		JSAMPROW row = (JSAMPROW)(rgb + (size_t)ci.next_scanline * (size_t)w * 3);
+		jpeg_write_scanlines(&ci, &row, 1);
+	}
+	jpeg_finish_compress(&ci);
+	rk_buf_add(out, jo->data, jo->len);
+	jpeg_destroy_compress(&ci);
+	free(jo->data);
+	free(jo);
+	return 0;
+}
+
+int rk_picture_jpeg_decode(const void *jpeg, size_t len, unsigned char **rgb, int *w, int *h, struct rk_error *err)
+{
+	struct jpeg_decompress_struct ci;
+	struct jpeg_err je;
+	unsigned char *volatile buf = NULL;
+	*rgb = NULL;
+	memset(&ci, 0, sizeof(ci));
+	jpeg_err_init(&je);
+	ci.err = &je.pub;
+	if (setjmp(je.jb)) {
+		jpeg_destroy_decompress(&ci);
+		free(buf);
+		return rk_error_set(err, RK_EINVALID, "jpeg decode failed: %s", je.msg);
+	}
+	jpeg_create_decompress(&ci);
+	jpeg_mem_src(&ci, (const unsigned char *)jpeg, (unsigned long)len);
+	jpeg_read_header(&ci, TRUE);
+	ci.out_color_space = JCS_RGB;
+	jpeg_start_decompress(&ci);
+	size_t stride = (size_t)ci.output_width * 3;
+	buf = rk_xmalloc(stride * ci.output_height + 1);
+	while (ci.output_scanline < ci.output_height) {
+		JSAMPROW row = (JSAMPROW)(buf + (size_t)ci.output_scanline * stride);
+		jpeg_read_scanlines(&ci, &row, 1);
+	}
+	jpeg_finish_decompress(&ci);
+	*w = (int)ci.output_width;
+	*h = (int)ci.output_height;
+	jpeg_destroy_decompress(&ci);
+	*rgb = buf;
+	return 0;
+}
+
+int rk_picture_encode(enum rk_picture_format f, int quality, const unsigned char *rgb, int w, int h, struct rk_buf *out,
+		      struct rk_error *err)
+{
+	if (f == RK_PICTURE_JPEG)
+		return rk_picture_jpeg_encode(rgb, w, h, quality, out, err);
+	return rk_picture_png_encode(rgb, w, h, out, err);
 }
 
 static inline uint64_t rotl64(uint64_t x, int r)

@@ -1,8 +1,9 @@
 #ifndef RK_PICTURE_H
 #define RK_PICTURE_H
 /* Images for the screen engine: fitting a screen into a size limit, an
- * area-average downscale, and PNG encoding tuned for speed (zlib level 1,
- * SUB filter: ~6 ms for 1280x800 where the defaults take ~18 ms). */
+ * area-average downscale, and PNG (zlib level 1, no filter: ~6 ms for
+ * 1280x800 where the defaults take ~18 ms) or JPEG (libjpeg-turbo)
+ * encoding. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +33,29 @@ void rk_picture_scale(const unsigned char *src, int sw, int sh, int bpp, size_t 
 
 /* Appends the PNG of rgb (w x h, packed RGB) to out. */
 int rk_picture_png_encode(const unsigned char *rgb, int w, int h, struct rk_buf *out, struct rk_error *err);
+
+/* How an image goes out: PNG (lossless, the default) or JPEG (lossy, a
+ * fraction of the bytes on photos and busy pages). */
+enum rk_picture_format { RK_PICTURE_PNG = 0, RK_PICTURE_JPEG = 1 };
+#define RK_JPEG_QUALITY_DEFAULT 75
+
+/* "image/png" or "image/jpeg" (static). */
+const char *rk_picture_mime(enum rk_picture_format f);
+/* "png" or "jpeg" (static). */
+const char *rk_picture_format_name(enum rk_picture_format f);
+/* "png", "jpeg" (or "jpg") into *out; RK_EINVALID otherwise. */
+int rk_picture_format_parse(const char *name, enum rk_picture_format *out, struct rk_error *err);
+
+/* Appends the baseline JPEG (4:2:0, quality 1-100, 0: the default 75) of
+ * rgb to out. */
+int rk_picture_jpeg_encode(const unsigned char *rgb, int w, int h, int quality, struct rk_buf *out,
+			   struct rk_error *err);
+/* Decodes a JPEG into packed RGB (malloc'd into *rgb); for tests and tools. */
+int rk_picture_jpeg_decode(const void *jpeg, size_t len, unsigned char **rgb, int *w, int *h, struct rk_error *err);
+
+/* rk_picture_png_encode or rk_picture_jpeg_encode, as f says. */
+int rk_picture_encode(enum rk_picture_format f, int quality, const unsigned char *rgb, int w, int h, struct rk_buf *out,
+		      struct rk_error *err);
 
 /* Decodes a PNG into packed RGB (malloc'd into *rgb); for tests and tools. */
 int rk_picture_png_decode(const void *png, size_t len, unsigned char **rgb, int *w, int *h, struct rk_error *err);

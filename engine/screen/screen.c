@@ -101,9 +101,12 @@ struct rk_screen {
 	int cache_sw, cache_sh, cache_w, cache_h;
 	uint64_t cache_fast;
 	char cache_hash[65];
-	unsigned char *cache_png; /* PNG of rgb, made when a consumer first needs it */
-	size_t cache_png_len;
-	unsigned char *rgb; /* the image of the cached frame, packed RGB */
+	/* rgb encoded, per rk_picture_format, made when a consumer first needs
+	 * it: a run's JPEG and a person's PNG of one frame are each made once */
+	unsigned char *cache_enc[2];
+	size_t cache_enc_len[2];
+	int cache_jpeg_quality; /* of cache_enc[RK_PICTURE_JPEG] */
+	unsigned char *rgb;	/* the image of the cached frame, packed RGB */
 	size_t rgb_cap;
 	struct consumer *consumers;
 	rk_screen_window_fn window_fn;
@@ -449,7 +452,8 @@ void rk_screen_free(struct rk_screen *s)
 	free((char *)s->m.run_dir);
 	free((char *)s->m.ref);
 	free((char *)s->m.options_json);
-	free(s->cache_png);
+	for (int f = 0; f < 2; f++)
+		free(s->cache_enc[f]);
 	free(s->rgb);
 	while (s->consumers) {
 		struct consumer *n = s->consumers->next;
@@ -535,9 +539,11 @@ static void cache_image(struct rk_screen *s, uint64_t gen, int sw, int sh, int w
 	s->cache_sw = sw;
 	s->cache_sh = sh;
 	s->cache_valid = 1;
-	free(s->cache_png);
-	s->cache_png = NULL;
-	s->cache_png_len = 0;
+	for (int f = 0; f < 2; f++) {
+		free(s->cache_enc[f]);
+		s->cache_enc[f] = NULL;
+		s->cache_enc_len[f] = 0;
+	}
 }
 
 static int grab_vnc(struct rk_screen *s, int max_w, int max_h, int *cur, struct rk_error *err)
@@ -629,6 +635,39 @@ static struct consumer *consumer_find(struct rk_screen *s, const char *id)
 	return c;
 }
 
+/* The encoding opt asks for, checked. */
+static int encoding_of(const struct rk_observe_options *opt, enum rk_picture_format *f, int *q, struct rk_error *err)
+{
+	*f = opt ? opt->format : RK_PICTURE_PNG;
+	*q = opt && opt->quality ? opt->quality : RK_JPEG_QUALITY_DEFAULT;
+	if (*f != RK_PICTURE_PNG && *f != RK_PICTURE_JPEG)
+		return rk_error_set(err, RK_EINVALID, "image format must be png or jpeg");
+	if (*q < 1 || *q > 100)
+		return rk_error_set(err, RK_EINVALID, "jpeg quality must be from 1 to 100, not %d", *q);
+	return 0;
+}
+
+/* The cached frame in format f, made once per frame (and JPEG quality). */
+static int cached_encoding(struct rk_screen *s, enum rk_picture_format f, int q, struct rk_error *err)
+{
+	if (s->cache_enc[f] && (f != RK_PICTURE_JPEG || s->cache_jpeg_quality == q))
+		return 0;
+	free(s->cache_enc[f]);
+	s->cache_enc[f] = NULL;
+	s->cache_enc_len[f] = 0;
+	struct rk_buf b = RK_BUF_INIT;
+	rk_buf_init(&b);
+	int rc = rk_picture_encode(f, q, s->rgb, s->cache_w, s->cache_h, &b, err);
+	if (rc < 0) {
+		rk_buf_release(&b);
+		return rc;
+	}
+	s->cache_enc[f] = (unsigned char *)rk_buf_detach(&b, &s->cache_enc_len[f]);
+	if (f == RK_PICTURE_JPEG)
+		s->cache_jpeg_quality = q;
+	return 0;
+}
+
 static int observe_locked(struct rk_screen *s, const struct rk_observe_options *opt, struct rk_observation *o,
 			  struct rk_error *err)
 {
@@ -636,15 +675,20 @@ static int observe_locked(struct rk_screen *s, const struct rk_observe_options *
 	int max_w = opt ? opt->max_width : 0, max_h = opt ? opt->max_height : 0;
 	if (max_w < 0 || max_h < 0)
 		return rk_error_set(err, RK_EINVALID, "max width and height must not be negative");
+	enum rk_picture_format fmt;
+	int quality;
+	int rc = encoding_of(opt, &fmt, &quality, err);
+	if (rc < 0)
+		return rc;
 	int cur[3] = {0, 0, 0};
 	char *title = NULL, *wid = NULL;
-	int rc = s->kind == SCREEN_VNC ? grab_vnc(s, max_w, max_h, cur, err)
-				       : grab_provider(s, max_w, max_h, cur, &title, err);
+	rc = s->kind == SCREEN_VNC ? grab_vnc(s, max_w, max_h, cur, err)
+				   : grab_provider(s, max_w, max_h, cur, &title, err);
 	if (rc < 0)
 		return rc;
 	o->frame_id = ++s->frame_seq;
 	o->captured_at_ms = rk_now_ms();
-	o->mime_type = "image/png";
+	o->mime_type = rk_picture_mime(fmt);
 	o->width = s->cache_w;
 	o->height = s->cache_h;
 	o->screen_width = s->cache_sw;
@@ -661,20 +705,13 @@ static int observe_locked(struct rk_screen *s, const struct rk_observe_options *
 	if (c && strcmp(c->hash, s->cache_hash) == 0) {
 		o->unchanged = 1;
 	} else {
-		if (!s->cache_png) {
-			struct rk_buf b = RK_BUF_INIT;
-			rk_buf_init(&b);
-			rc = rk_picture_png_encode(s->rgb, s->cache_w, s->cache_h, &b, err);
-			if (rc < 0) {
-				rk_buf_release(&b);
-				free(title);
-				return rc;
-			}
-			s->cache_png = (unsigned char *)rk_buf_detach(&b, &s->cache_png_len);
+		if ((rc = cached_encoding(s, fmt, quality, err)) < 0) {
+			free(title);
+			return rc;
 		}
-		o->png = rk_xmalloc(s->cache_png_len);
-		memcpy(o->png, s->cache_png, s->cache_png_len);
-		o->png_len = s->cache_png_len;
+		o->png = rk_xmalloc(s->cache_enc_len[fmt]);
+		memcpy(o->png, s->cache_enc[fmt], s->cache_enc_len[fmt]);
+		o->png_len = s->cache_enc_len[fmt];
 		if (c)
 			memcpy(c->hash, s->cache_hash, sizeof(c->hash));
 	}

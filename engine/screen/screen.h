@@ -23,20 +23,23 @@
 #include <stdint.h>
 
 #include "engine/screen/actions.h"
+#include "engine/screen/picture.h"
 #include "providers/provider.h"
 #include "engine/util/err.h"
 
 struct rk_screen;
 
 struct rk_observe_options {
-	int max_width, max_height; /* 0: no limit; the image is downscaled to fit, aspect kept */
-	const char *consumer;	   /* dedupe key (a run, a tool call chain); NULL: always send the PNG */
+	int max_width, max_height;     /* 0: no limit; the image is downscaled to fit, aspect kept */
+	const char *consumer;	       /* dedupe key (a run, a tool call chain); NULL: always send the image */
+	enum rk_picture_format format; /* RK_PICTURE_PNG (0, the default) or RK_PICTURE_JPEG */
+	int quality;		       /* JPEG quality 1-100; 0: RK_JPEG_QUALITY_DEFAULT */
 };
 
 struct rk_observation {
 	uint64_t frame_id;	/* monotonic per screen, one for each observation */
 	int64_t captured_at_ms; /* wall clock */
-	const char *mime_type;	/* "image/png" (static) */
+	const char *mime_type;	/* "image/png" or "image/jpeg" (static): what png holds */
 	int width, height;	/* the image */
 	int screen_width, screen_height;
 	double scale; /* width / screen_width (1.0: not scaled) */
@@ -45,11 +48,12 @@ struct rk_observation {
 	char *window_id;	/* malloc'd or NULL: not known (see rk_screen_set_window_probe) */
 	char *window_title;	/* malloc'd or NULL */
 	char frame_hash[65];	/* BLAKE2b-256 (libsodium crypto_generichash, no key), in hex, of the image's
-				 * packed RGB pixels (width*height*3 bytes, rows top down): the pixels the
-				 * PNG carries, so hashlib.blake2b(rgb, digest_size=32) of the decoded PNG
-				 * gives it back */
-	int unchanged;		/* the consumer already has this frame: png is NULL */
-	unsigned char *png;	/* malloc'd PNG, or NULL when unchanged */
+				 * packed RGB pixels (width*height*3 bytes, rows top down) before encoding:
+				 * the pixels a PNG carries, so hashlib.blake2b(rgb, digest_size=32) of the
+				 * decoded PNG gives it back (a JPEG's decode differs: it is lossy) */
+	int unchanged;		/* the consumer already has this frame (in any format): png is NULL */
+	unsigned char *png;	/* malloc'd encoded image of mime_type (PNG or JPEG; the name is
+				 * historical), or NULL when unchanged */
 	size_t png_len;
 };
 
@@ -63,10 +67,7 @@ struct rk_act_options {
 };
 #define RK_ACT_OPTIONS_INIT                                                                                            \
 	{                                                                                                              \
-		-1, -1,                                                                                                \
-		{                                                                                                      \
-			0, 0, NULL                                                                                     \
-		}                                                                                                      \
+		.settle_ms = -1, .observe = -1                                                                         \
 	}
 #define RK_SETTLE_MS_DEFAULT 300
 

@@ -1,6 +1,6 @@
 /* engine/screen/picture.c and the coordinate mapping of actions.c: sizes
- * for a model and the exact round trip between a model's image and the
- * screen. Pure computation: no display. */
+ * for a model, the exact round trip between a model's image and the
+ * screen, rescaling, and the JPEG codec. Pure computation: no display. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,10 @@
 
 #include "engine/screen/actions.h"
 #include "engine/screen/picture.h"
+#include "engine/util/buf.h"
 #include "check.h"
+
+static struct rk_error err;
 
 /* The screens of the issue and the sizes models are sent: Claude's
  * (long edge 1568, 1.15 MP) and the XGA/WXGA boxes. */
@@ -142,9 +145,105 @@ TEST(fit_pixels)
 	CHECK_EQ_INT(fails, 0);
 }
 
+/* A desktop-like frame: a title bar, flat panels, rows of "text" (dark
+ * runs on white), a colour gradient (a photo's share). */
+static unsigned char *desktop(int w, int h)
+{
+	unsigned char *rgb = malloc((size_t)w * h * 3);
+	uint32_t seed = 12345;
+	for (int y = 0; y < h; y++)
+		for (int x = 0; x < w; x++) {
+			unsigned char *p = rgb + ((size_t)y * w + x) * 3;
+			if (y < 32) {
+				p[0] = 40, p[1] = 44, p[2] = 52;
+			} else if (x < w / 5) {
+				p[0] = 236, p[1] = 238, p[2] = 240;
+			} else if (y > h * 2 / 3 && x > w / 2) {
+				p[0] = (unsigned char)(x * 255 / w), p[1] = (unsigned char)(y * 255 / h),
+				p[2] = (unsigned char)((x + y) & 255);
+			} else {
+				p[0] = p[1] = p[2] = 255;
+			}
+		}
+	/* text lines: 14 px glyph rows, random strokes */
+	for (int ty = 48; ty + 14 < h * 2 / 3; ty += 22)
+		for (int tx = w / 5 + 16; tx + 8 < w - 16; tx += 9) {
+			seed = seed * 1103515245u + 12345u;
+			if ((seed >> 16) % 7 == 0)
+				continue; /* a space */
+			for (int k = 0; k < 12; k++) {
+				seed = seed * 1103515245u + 12345u;
+				int gx = tx + (int)((seed >> 16) % 7), gy = ty + (int)((seed >> 8) % 14);
+				unsigned char *p = rgb + ((size_t)gy * w + gx) * 3;
+				p[0] = p[1] = p[2] = 20;
+			}
+		}
+	return rgb;
+}
+
+TEST(jpeg_codec)
+{
+	CHECK_EQ_STR(rk_picture_mime(RK_PICTURE_PNG), "image/png");
+	CHECK_EQ_STR(rk_picture_mime(RK_PICTURE_JPEG), "image/jpeg");
+	CHECK_EQ_STR(rk_picture_format_name(RK_PICTURE_JPEG), "jpeg");
+	enum rk_picture_format f = RK_PICTURE_PNG;
+	CHECK_EQ_INT(rk_picture_format_parse("jpeg", &f, &err), 0);
+	CHECK_EQ_INT(f, RK_PICTURE_JPEG);
+	CHECK_EQ_INT(rk_picture_format_parse("jpg", &f, &err), 0);
+	CHECK_EQ_INT(rk_picture_format_parse("png", &f, &err), 0);
+	CHECK_EQ_INT(f, RK_PICTURE_PNG);
+	CHECK_EQ_INT(rk_picture_format_parse("webp", &f, &err), -RK_EINVALID);
+	CHECK(strstr(err.message, "png or jpeg") != NULL);
+
+	int sw = 1920, sh = 1080, w, h;
+	rk_picture_fit_pixels(sw, sh, 1568, 1150000, &w, &h);
+	unsigned char *full = desktop(sw, sh), *rgb = malloc((size_t)w * h * 3);
+	rk_picture_scale(full, sw, sh, 3, (size_t)sw * 3, rgb, w, h);
+	struct rk_buf png, jpg;
+	rk_buf_init(&png);
+	rk_buf_init(&jpg);
+	REQUIRE(rk_picture_encode(RK_PICTURE_PNG, 0, rgb, w, h, &png, &err) == 0);
+	REQUIRE(rk_picture_encode(RK_PICTURE_JPEG, 0, rgb, w, h, &jpg, &err) == 0);
+	CHECK(jpg.len > 2 && (unsigned char)jpg.data[0] == 0xff && (unsigned char)jpg.data[1] == 0xd8);
+	printf("  %dx%d -> %dx%d desktop-like: png %zu bytes, jpeg q75 %zu bytes\n", sw, sh, w, h, png.len, jpg.len);
+	/* decodes to the size, close to the pixels (lossy: mean error small) */
+	unsigned char *back = NULL;
+	int bw = 0, bh = 0;
+	REQUIRE(rk_picture_jpeg_decode(jpg.data, jpg.len, &back, &bw, &bh, &err) == 0);
+	CHECK_EQ_INT(bw, w);
+	CHECK_EQ_INT(bh, h);
+	uint64_t diff = 0;
+	for (size_t i = 0; i < (size_t)w * h * 3; i++)
+		diff += (uint64_t)abs((int)back[i] - (int)rgb[i]);
+	double mean = (double)diff / ((double)w * h * 3);
+	CHECK(mean < 6.0);
+	free(back);
+	/* quality moves the size */
+	struct rk_buf lo;
+	rk_buf_init(&lo);
+	REQUIRE(rk_picture_jpeg_encode(rgb, w, h, 30, &lo, &err) == 0);
+	CHECK(lo.len < jpg.len);
+	rk_buf_release(&lo);
+	rk_buf_init(&lo);
+	CHECK_EQ_INT(rk_picture_jpeg_encode(rgb, w, h, 101, &lo, &err), -RK_EINVALID);
+	CHECK(strstr(err.message, "from 1 to 100") != NULL);
+	CHECK_EQ_INT(rk_picture_jpeg_encode(rgb, w, h, -5, &lo, &err), -RK_EINVALID);
+	CHECK_EQ_INT(lo.len, 0);
+	/* garbage is an error, not a crash or a message on stderr */
+	CHECK_EQ_INT(rk_picture_jpeg_decode("\xff\xd8\xff\xe0nonsense", 12, &back, &bw, &bh, &err), -RK_EINVALID);
+	CHECK(back == NULL);
+	CHECK(strstr(err.message, "jpeg decode failed") != NULL);
+	rk_buf_release(&lo);
+	rk_buf_release(&png);
+	rk_buf_release(&jpg);
+	free(full);
+	free(rgb);
+}
+
 int main(void)
 {
 	RUN(coord_round_trip);
 	RUN(fit_pixels);
+	RUN(jpeg_codec);
 	return check_summary("picture");
 }

@@ -19,17 +19,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/agent/hooks.h"
+#include "engine/machine/display.h"
+#include "engine/machine/execution.h"
 #include "engine/machine/window.h"
+#include "engine/machine/worker.h"
 #include "engine/screen/actions.h"
 #include "engine/screen/picture.h"
 #include "engine/screen/screen.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
 #include "engine/util/id.h"
+#include "engine/util/json.h"
 #include "engine/util/time.h"
 #include "providers/fake/machine.h"
 #include "providers/provider.h"
 #include "check.h"
+#include "fresh_db.h"
 
 #define W 1280
 #define H 800
@@ -486,6 +492,24 @@ TEST(observe_scaled_and_dedupe)
 	rk_observation_release(&a);
 	rk_observation_release(&b);
 	rk_observation_release(&c);
+}
+
+/* On the VNC mirror: a JPEG of the framebuffer. */
+TEST(vnc_jpeg)
+{
+	struct rk_observe_options jo = {.max_width = 1024, .max_height = 1024, .format = RK_PICTURE_JPEG};
+	struct rk_observation o;
+	REQUIRE(rk_screen_observe(screen, &jo, &o, &err) == 0);
+	CHECK_EQ_STR(o.mime_type, "image/jpeg");
+	unsigned char *rgb = NULL;
+	int w = 0, h = 0;
+	REQUIRE(o.png && rk_picture_jpeg_decode(o.png, o.png_len, &rgb, &w, &h, &err) == 0);
+	CHECK_EQ_INT(w, 1024);
+	CHECK_EQ_INT(h, 640);
+	const unsigned char *p = rgb + ((size_t)400 * w + 512) * 3; /* the client's grey */
+	CHECK(abs(p[0] - 0x80) <= 3 && abs(p[1] - 0x80) <= 3 && abs(p[2] - 0x80) <= 3);
+	free(rgb);
+	rk_observation_release(&o);
 }
 
 TEST(click_scaled_coordinates)
@@ -954,6 +978,171 @@ TEST(fake_cursor_round_trip)
 	fake_done(s, &m, 4);
 }
 
+/* JPEG on request: the mime type says it, the bytes are a JPEG of the same
+ * size, the frame hash is the pixels' (so a PNG and a JPEG of one frame
+ * share it), and an unchanged frame dedupes whatever the format. */
+TEST(fake_jpeg_observe)
+{
+	struct rk_machine m;
+	struct rk_screen *s = fake_open(&m, 5, 1920, 1080);
+	REQUIRE(s != NULL);
+	struct rk_observe_options png = {.max_width = 1430, .max_height = 804};
+	struct rk_observe_options jpg = {.max_width = 1430, .max_height = 804, .format = RK_PICTURE_JPEG};
+	struct rk_observation a, b;
+	REQUIRE(rk_screen_observe(s, &png, &a, &err) == 0);
+	REQUIRE(rk_screen_observe(s, &jpg, &b, &err) == 0);
+	CHECK_EQ_STR(a.mime_type, "image/png");
+	CHECK_EQ_STR(b.mime_type, "image/jpeg");
+	CHECK_EQ_STR(a.frame_hash, b.frame_hash);
+	REQUIRE(b.png && b.png_len > 3);
+	CHECK(b.png[0] == 0xff && b.png[1] == 0xd8 && b.png[2] == 0xff);
+	unsigned char *rgb = NULL;
+	int w = 0, h = 0;
+	REQUIRE(rk_picture_jpeg_decode(b.png, b.png_len, &rgb, &w, &h, &err) == 0);
+	CHECK_EQ_INT(w, 1430);
+	CHECK_EQ_INT(h, 804);
+	/* the grey background survives JPEG within a step or two */
+	const unsigned char *p = rgb + ((size_t)700 * w + 700) * 3;
+	CHECK(abs(p[0] - 128) <= 2 && abs(p[1] - 128) <= 2 && abs(p[2] - 128) <= 2);
+	free(rgb);
+	cJSON *j = rk_observation_to_json(&b);
+	CHECK_EQ_STR(cJSON_GetObjectItem(j, "mime_type")->valuestring, "image/jpeg");
+	cJSON_Delete(j);
+	/* a lower quality is a smaller JPEG of the same frame */
+	struct rk_observation c;
+	struct rk_observe_options low = jpg;
+	low.quality = 20;
+	REQUIRE(rk_screen_observe(s, &low, &c, &err) == 0);
+	CHECK(c.png_len < b.png_len);
+	CHECK_EQ_STR(c.frame_hash, b.frame_hash);
+	rk_observation_release(&a);
+	rk_observation_release(&b);
+	rk_observation_release(&c);
+	/* dedupe: a consumer's repeated frame is unchanged, JPEG or PNG */
+	jpg.consumer = "run-jpeg";
+	REQUIRE(rk_screen_observe(s, &jpg, &a, &err) == 0);
+	CHECK_EQ_INT(a.unchanged, 0);
+	CHECK(a.png != NULL);
+	REQUIRE(rk_screen_observe(s, &jpg, &b, &err) == 0);
+	CHECK_EQ_INT(b.unchanged, 1);
+	CHECK(b.png == NULL);
+	CHECK_EQ_STR(b.mime_type, "image/jpeg");
+	rk_observation_release(&a);
+	rk_observation_release(&b);
+	REQUIRE(fake_act(s, &jpg, "[{\"action\":\"click\",\"x\":700,\"y\":400}]") == 0);
+	REQUIRE(rk_screen_observe(s, &jpg, &a, &err) == 0);
+	CHECK_EQ_INT(a.unchanged, 0); /* the screen changed */
+	rk_observation_release(&a);
+	/* bad options are refused before any capture */
+	struct rk_observe_options bad = jpg;
+	bad.quality = 101;
+	CHECK_EQ_INT(rk_screen_observe(s, &bad, &a, &err), -RK_EINVALID);
+	CHECK(strstr(err.message, "quality") != NULL);
+	bad.quality = 0;
+	bad.format = (enum rk_picture_format)7;
+	CHECK_EQ_INT(rk_screen_observe(s, &bad, &a, &err), -RK_EINVALID);
+	fake_done(s, &m, 5);
+}
+
+/* --- through a display holder (rk_display_*, as runs and the CLI call it) --- */
+
+static char *display_data;
+
+/* An engine in a fresh data directory with a fake computer "d". */
+static struct rk_engine *display_engine(struct rk_computer *c)
+{
+	char tmpl[] = "/tmp/rk-display-XXXXXX";
+	if (!mkdtemp(tmpl))
+		return NULL;
+	display_data = rk_xstrdup(tmpl);
+	setenv("RAKAZO_DATA_DIR", display_data, 1);
+	fresh_database();
+	setenv("RAKAZO_OWNER", "user:unit", 1);
+	rk_engine_hooks_init();
+	struct rk_engine *eng = NULL;
+	if (rk_engine_open(&eng, &err) != 0) {
+		printf("  engine: %s\n", err.message);
+		return NULL;
+	}
+	cJSON *body = cJSON_CreateObject();
+	cJSON_AddStringToObject(body, "name", "d");
+	cJSON_AddStringToObject(body, "provider", "fake");
+	struct rk_submit sub = {.op = "create", .body = body};
+	struct rk_execution x = {0};
+	int existed;
+	if (rk_execution_submit(eng, &sub, &x, &existed, &err) == 0) {
+		struct rk_worker_options wo = {.once = 1};
+		rk_worker_run(eng, &wo, &err);
+	}
+	rk_execution_release(&x);
+	cJSON_Delete(body);
+	if (rk_db_computer_get(eng->db, "d", c, &err) != 0)
+		printf("  computer: %s\n", err.message);
+	return eng;
+}
+
+static void display_done(struct rk_engine *eng, struct rk_computer *c)
+{
+	CHECK_EQ_INT(rk_display_close(eng, c, 0, &err), 0);
+	rk_computer_release(c);
+	rk_engine_free(eng);
+	rk_fs_remove_tree(display_data, NULL);
+	free(display_data);
+	display_data = NULL;
+}
+
+/* JPEG on request, with its mime type, for observe and act; PNG stays the
+ * default; bad options are refused before the holder is called. */
+TEST(display_jpeg)
+{
+	struct rk_computer c = {0};
+	struct rk_engine *eng = display_engine(&c);
+	REQUIRE(eng && c.id);
+	struct rk_display_shot shot = {0};
+	struct rk_display_observe_options oo = {.max_width = 1024, .max_height = 1024};
+	int rc = rk_display_observe(eng, &c, 0, &oo, &shot, &err);
+	if (rc != 0)
+		printf("  observe: %s\n", err.message);
+	REQUIRE(rc == 0);
+	CHECK_EQ_STR(shot.mime, "image/png");
+	CHECK(shot.png && shot.png_len > 8 && !memcmp(shot.png, "\x89PNG", 4));
+	char hash[65];
+	snprintf(hash, sizeof(hash), "%s", rk_json_string(shot.meta, "frame_hash", ""));
+	rk_display_shot_release(&shot);
+	oo.format = RK_PICTURE_JPEG;
+	REQUIRE(rk_display_observe(eng, &c, 0, &oo, &shot, &err) == 0);
+	CHECK_EQ_STR(shot.mime, "image/jpeg");
+	CHECK_EQ_STR(rk_json_string(shot.meta, "mime_type", ""), "image/jpeg");
+	CHECK_EQ_STR(rk_json_string(shot.meta, "frame_hash", ""), hash);
+	REQUIRE(shot.png && shot.png_len > 3);
+	CHECK(shot.png[0] == 0xff && shot.png[1] == 0xd8);
+	unsigned char *rgb = NULL;
+	int w = 0, h = 0;
+	CHECK_EQ_INT(rk_picture_jpeg_decode(shot.png, shot.png_len, &rgb, &w, &h, &err), 0);
+	CHECK_EQ_INT(w, 1024);
+	CHECK_EQ_INT(h, 640);
+	free(rgb);
+	rk_display_shot_release(&shot);
+
+	/* act: the observation afterwards in the same format */
+	struct rk_display_act_result res = {0};
+	REQUIRE(rk_display_act(eng, &c, 0, "[{\"action\":\"click\",\"x\":400,\"y\":400}]", 0, 1, &oo, &res, &err) == 0);
+	CHECK_EQ_STR(res.mime, "image/jpeg");
+	CHECK(res.png && res.png[0] == 0xff && res.png[1] == 0xd8);
+	rk_display_act_result_release(&res);
+
+	oo.quality = 500;
+	CHECK_EQ_INT(rk_display_observe(eng, &c, 0, &oo, &shot, &err), -RK_EINVALID);
+	CHECK(strstr(err.message, "quality") != NULL);
+	CHECK(shot.meta == NULL && shot.png == NULL);
+	CHECK_EQ_INT(rk_display_act(eng, &c, 0, "[{\"action\":\"wait\",\"ms\":0}]", 0, 1, &oo, &res, &err),
+		     -RK_EINVALID);
+	oo.quality = 0;
+	oo.format = (enum rk_picture_format)9;
+	CHECK_EQ_INT(rk_display_observe(eng, &c, 0, &oo, &shot, &err), -RK_EINVALID);
+	display_done(eng, &c);
+}
+
 static void *killer(void *arg)
 {
 	rk_sleep_ms(300);
@@ -1050,6 +1239,8 @@ int main(void)
 	RUN(fake_display);
 	RUN(fake_small_targets_hit);
 	RUN(fake_cursor_round_trip);
+	RUN(fake_jpeg_observe);
+	RUN(display_jpeg);
 	RUN(window_probe_output);
 	const char *why = NULL;
 	int up = setup(&why);
@@ -1069,6 +1260,7 @@ int main(void)
 	RUN(vnc_socket_links_refused);
 	RUN(observe_full_frame);
 	RUN(observe_scaled_and_dedupe);
+	RUN(vnc_jpeg);
 	RUN(click_scaled_coordinates);
 	RUN(buttons_and_double_click);
 	RUN(move_down_up_and_drag);
