@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,24 @@ static int read_observe_options(const cJSON *req, struct rk_observe_options *o, 
 	return f ? rk_picture_format_parse(f, &o->format, err) : 0;
 }
 
+/* A zoom request's region: [x0, y0, x1, y1], integers. */
+static int read_region(const cJSON *req, struct rk_picture_rect *r, struct rk_error *err)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(req, "region");
+	int v[4];
+	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != 4)
+		return rk_error_set(err, RK_EINVALID, "zoom: region must be [x0, y0, x1, y1]");
+	for (int i = 0; i < 4; i++) {
+		const cJSON *n = cJSON_GetArrayItem(a, i);
+		if (!cJSON_IsNumber(n) || n->valuedouble < INT_MIN || n->valuedouble > INT_MAX ||
+		    n->valuedouble != floor(n->valuedouble))
+			return rk_error_set(err, RK_EINVALID, "zoom: region must be [x0, y0, x1, y1] in whole pixels");
+		v[i] = (int)n->valuedouble;
+	}
+	*r = (struct rk_picture_rect){v[0], v[1], v[2], v[3]};
+	return 0;
+}
+
 /* 1: keep serving; 0: the holder should end (asked to, or the screen died). */
 static int serve(struct rk_screen *s, const char *transport, int display, int client)
 {
@@ -135,6 +154,22 @@ static int serve(struct rk_screen *s, const char *transport, int display, int cl
 			goto out;
 		}
 		if (rk_screen_observe(s, &oo, &obs, &e) != 0) {
+			reply_error(client, &e);
+			keep = e.code != RK_EUNAVAILABLE;
+			goto out;
+		}
+		cJSON_AddItemToObject(reply, "observation", rk_observation_to_json(&obs));
+		add_png(reply, &obs);
+		rk_observation_release(&obs);
+	} else if (!strcmp(op, "zoom")) {
+		struct rk_observe_options oo = {0};
+		struct rk_observation obs = {0};
+		struct rk_picture_rect region;
+		if (read_observe_options(req, &oo, &e) != 0 || read_region(req, &region, &e) != 0) {
+			reply_error(client, &e);
+			goto out;
+		}
+		if (rk_screen_zoom(s, &region, &oo, &obs, &e) != 0) {
 			reply_error(client, &e);
 			keep = e.code != RK_EUNAVAILABLE;
 			goto out;
@@ -425,6 +460,32 @@ int rk_display_observe(struct rk_engine *eng, struct rk_computer *c, int display
 	if (r)
 		return r;
 	cJSON *req = observe_request("observe", opt), *reply = NULL;
+	r = call(eng, c, display, opt, req, 30000, &reply, err);
+	cJSON_Delete(req);
+	if (r)
+		return r;
+	return take_shot(reply, out, err);
+}
+
+int rk_display_zoom(struct rk_engine *eng, struct rk_computer *c, int display, const struct rk_picture_rect *region,
+		    const struct rk_display_observe_options *opt, struct rk_display_shot *out, struct rk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (!region)
+		return rk_error_set(err, RK_EINVALID, "zoom: no region given");
+	/* what can be checked without the screen's size, before a display starts */
+	int r = rk_picture_rect_check(region, 0, 0, "zoom: region", err);
+	if (r == 0)
+		r = check_encoding(opt, err);
+	if (r)
+		return r;
+	struct rk_display_observe_options o = {0};
+	if (opt)
+		o = *opt;
+	o.consumer = NULL;
+	cJSON *req = observe_request("zoom", &o), *reply = NULL;
+	const int v[4] = {region->x0, region->y0, region->x1, region->y1};
+	cJSON_AddItemToObject(req, "region", cJSON_CreateIntArray(v, 4));
 	r = call(eng, c, display, opt, req, 30000, &reply, err);
 	cJSON_Delete(req);
 	if (r)

@@ -54,6 +54,15 @@ void rk_display_act_result_release(struct rk_display_act_result *r);
 int rk_display_act(struct rk_engine *eng, struct rk_computer *c, int display, const char *batch_json, int settle_ms,
 		   int observe, const struct rk_display_observe_options *opt, struct rk_display_act_result *out,
 		   struct rk_error *err);
+/* A region of display N at full resolution (Anthropic's computer tool
+ * "zoom"): region is in the image that opt's sizes give (0 <= x0 < x1 <=
+ * width, 0 <= y0 < y1 <= height; RK_EINVALID naming the field otherwise);
+ * the screen pixels under it are scaled to fill that image size, aspect
+ * kept, and encoded as opt says. out->meta is the observation JSON with
+ * zoom {region, screen_region}; its width/height are the zoomed image's.
+ * opt's consumer is not used (a zoom never dedupes). */
+int rk_display_zoom(struct rk_engine *eng, struct rk_computer *c, int display, const struct rk_picture_rect *region,
+		    const struct rk_display_observe_options *opt, struct rk_display_shot *out, struct rk_error *err);
 /* {display, width, height, transport, holder_pid}; owned by the caller. */
 int rk_display_info(struct rk_engine *eng, struct rk_computer *c, int display, cJSON **out, struct rk_error *err);
 /* Ends the holder and stops the desktop stack of display N. */

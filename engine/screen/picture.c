@@ -66,6 +66,47 @@ void rk_picture_fit_pixels(int w, int h, int max_long, int64_t max_pixels, int *
 	*out_h = (int)oh;
 }
 
+void rk_picture_fill(int w, int h, int box_w, int box_h, int *out_w, int *out_h)
+{
+	if (w < 1)
+		w = 1;
+	if (h < 1)
+		h = 1;
+	if (box_w < 1)
+		box_w = 1;
+	if (box_h < 1)
+		box_h = 1;
+	int64_t ow = box_w, oh = ((int64_t)h * box_w + w / 2) / w;
+	if (oh > box_h) {
+		oh = box_h;
+		ow = ((int64_t)w * box_h + h / 2) / h;
+		if (ow > box_w)
+			ow = box_w;
+	}
+	*out_w = ow < 1 ? 1 : (int)ow;
+	*out_h = oh < 1 ? 1 : (int)oh;
+}
+
+int rk_picture_rect_check(const struct rk_picture_rect *r, int w, int h, const char *what, struct rk_error *err)
+{
+	const int v[4] = {r->x0, r->y0, r->x1, r->y1};
+	static const char *const names[4] = {"x0", "y0", "x1", "y1"};
+	for (int i = 0; i < 4; i++)
+		if (v[i] < 0)
+			return rk_error_set(err, RK_EINVALID, "%s: %s (%d) must not be negative", what, names[i], v[i]);
+	if (r->x1 <= r->x0)
+		return rk_error_set(err, RK_EINVALID, "%s: x1 (%d) must be greater than x0 (%d)", what, r->x1, r->x0);
+	if (r->y1 <= r->y0)
+		return rk_error_set(err, RK_EINVALID, "%s: y1 (%d) must be greater than y0 (%d)", what, r->y1, r->y0);
+	if (w > 0 && r->x1 > w)
+		return rk_error_set(err, RK_EINVALID, "%s: x1 (%d) is outside the %dx%d image (at most %d)", what,
+				    r->x1, w, h, w);
+	if (h > 0 && r->y1 > h)
+		return rk_error_set(err, RK_EINVALID, "%s: y1 (%d) is outside the %dx%d image (at most %d)", what,
+				    r->y1, w, h, h);
+	return 0;
+}
+
 /* Weights of the source pixels each destination pixel covers on one axis,
  * in 1/1024ths that sum to exactly 1024, so a flat area stays exact. */
 #define WSHIFT 10
@@ -80,7 +121,7 @@ struct axis {
 
 static void axis_init(struct axis *a, int sn, int dn)
 {
-	a->maxc = sn / dn + 2;
+	a->maxc = sn / dn + 2; /* enlarging (sn < dn): at most 2 */
 	a->start = rk_xcalloc((size_t)dn, sizeof(int));
 	a->count = rk_xcalloc((size_t)dn, sizeof(int));
 	a->w = rk_xcalloc((size_t)dn * (size_t)a->maxc, sizeof(uint16_t));

@@ -1,7 +1,7 @@
 #ifndef RK_PICTURE_H
 #define RK_PICTURE_H
 /* Images for the screen engine: fitting a screen into a size limit, an
- * area-average downscale, and PNG (zlib level 1, no filter: ~6 ms for
+ * area-average rescale, and PNG (zlib level 1, no filter: ~6 ms for
  * 1280x800 where the defaults take ~18 ms) or JPEG (libjpeg-turbo)
  * encoding. */
 
@@ -24,10 +24,25 @@ void rk_picture_fit(int w, int h, int max_w, int max_h, int *out_w, int *out_h);
  * exactly that size back. */
 void rk_picture_fit_pixels(int w, int h, int max_long, int64_t max_pixels, int *out_w, int *out_h);
 
-/* Converts and downscales src (sw x sh pixels, bpp bytes a pixel with R, G,
+/* The largest size with w x h's aspect inside box_w x box_h, enlarged when
+ * smaller (a zoomed region filling the image budget). */
+void rk_picture_fill(int w, int h, int box_w, int box_h, int *out_w, int *out_h);
+
+/* A rectangle x0 <= x < x1, y0 <= y < y1 in pixels. */
+struct rk_picture_rect {
+	int x0, y0, x1, y1;
+};
+
+/* Checks r lies inside a w x h image with x0 < x1 and y0 < y1 (w or h 0:
+ * that bound unknown yet, only the order and signs are checked);
+ * RK_EINVALID naming the field (what: the message's prefix). */
+int rk_picture_rect_check(const struct rk_picture_rect *r, int w, int h, const char *what, struct rk_error *err);
+
+/* Converts and rescales src (sw x sh pixels, bpp bytes a pixel with R, G,
  * B as its first three bytes, stride bytes a row) into dst, tightly packed
- * RGB of dw x dh (dw <= sw, dh <= sh). Each output pixel is the average of
- * the source area it covers; a same-size call is a plain conversion. */
+ * RGB of dw x dh. Each output pixel is the average of the source area it
+ * covers (output pixel d covers source [d*sw/dw, (d+1)*sw/dw)), which
+ * enlarges as sharp blocks; a same-size call is a plain conversion. */
 void rk_picture_scale(const unsigned char *src, int sw, int sh, int bpp, size_t stride, unsigned char *dst, int dw,
 		      int dh);
 

@@ -777,7 +777,134 @@ cJSON *rk_observation_to_json(const struct rk_observation *o)
 	}
 	cJSON_AddStringToObject(j, "frame_hash", o->frame_hash);
 	cJSON_AddBoolToObject(j, "unchanged", o->unchanged ? 1 : 0);
+	if (o->zoomed) {
+		cJSON *z = cJSON_AddObjectToObject(j, "zoom");
+		const struct rk_picture_rect *r[2] = {&o->region, &o->screen_region};
+		const char *names[2] = {"region", "screen_region"};
+		for (int i = 0; i < 2; i++) {
+			const int v[4] = {r[i]->x0, r[i]->y0, r[i]->x1, r[i]->y1};
+			cJSON_AddItemToObject(z, names[i], cJSON_CreateIntArray(v, 4));
+		}
+	}
 	return j;
+}
+
+/* --- zoom ------------------------------------------------------------------- */
+
+/* Crops region (in the max_w x max_h image of the sw x sh frame src) at
+ * full resolution and scales it to fill that image's size: into o's sizes
+ * and *rgb (malloc'd). */
+static int zoom_frame(const unsigned char *src, int sw, int sh, int bpp, size_t stride, int max_w, int max_h,
+		      const struct rk_picture_rect *region, struct rk_observation *o, unsigned char **rgb,
+		      struct rk_error *err)
+{
+	int iw, ih;
+	rk_picture_fit(sw, sh, max_w, max_h, &iw, &ih);
+	int rc = rk_picture_rect_check(region, iw, ih, "zoom: region", err);
+	if (rc < 0)
+		return rc;
+	/* image pixel v covers screen [v*sw/iw, (v+1)*sw/iw): every screen
+	 * pixel the region touches */
+	struct rk_picture_rect sr = {(int)((int64_t)region->x0 * sw / iw), (int)((int64_t)region->y0 * sh / ih),
+				     (int)(((int64_t)region->x1 * sw + iw - 1) / iw),
+				     (int)(((int64_t)region->y1 * sh + ih - 1) / ih)};
+	int cw = sr.x1 - sr.x0, ch = sr.y1 - sr.y0, zw, zh;
+	rk_picture_fill(cw, ch, iw, ih, &zw, &zh);
+	*rgb = rk_xmalloc((size_t)zw * zh * 3);
+	rk_picture_scale(src + (size_t)sr.y0 * stride + (size_t)sr.x0 * bpp, cw, ch, bpp, stride, *rgb, zw, zh);
+	o->width = zw;
+	o->height = zh;
+	o->screen_width = sw;
+	o->screen_height = sh;
+	o->scale = (double)zw / cw;
+	o->zoomed = 1;
+	o->region = *region;
+	o->screen_region = sr;
+	return 0;
+}
+
+static int zoom_vnc(struct rk_screen *s, int max_w, int max_h, const struct rk_picture_rect *region,
+		    struct rk_observation *o, unsigned char **rgb, struct rk_error *err)
+{
+	int rc = lock_bounded(s, err);
+	if (rc < 0)
+		return rc;
+	if (s->dead || !s->fb) {
+		pthread_mutex_unlock(&s->lock);
+		return dead_error(s, err);
+	}
+	rc = zoom_frame(s->fb, s->fb_w, s->fb_h, 4, (size_t)s->fb_w * 4, max_w, max_h, region, o, rgb, err);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+static int zoom_provider(struct rk_screen *s, int max_w, int max_h, const struct rk_picture_rect *region,
+			 struct rk_observation *o, unsigned char **rgb, struct rk_error *err)
+{
+	struct rk_frame f;
+	memset(&f, 0, sizeof(f));
+	int rc = s->ops->capture(&s->m, s->display, &f, err);
+	if (rc < 0)
+		return rc;
+	if (!f.rgb || f.width <= 0 || f.height <= 0)
+		rc = rk_error_set(err, RK_EFAILED, "provider %s returned an empty frame", s->ops->name);
+	else
+		rc = zoom_frame(f.rgb, f.width, f.height, 3, (size_t)f.width * 3, max_w, max_h, region, o, rgb, err);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		s->prov_w = f.width;
+		s->prov_h = f.height;
+		pthread_mutex_unlock(&s->lock);
+	}
+	free(f.rgb);
+	free(f.window_title);
+	return rc;
+}
+
+int rk_screen_zoom(struct rk_screen *s, const struct rk_picture_rect *region, const struct rk_observe_options *opt,
+		   struct rk_observation *o, struct rk_error *err)
+{
+	memset(o, 0, sizeof(*o));
+	if (!region)
+		return rk_error_set(err, RK_EINVALID, "zoom: no region given");
+	int max_w = opt ? opt->max_width : 0, max_h = opt ? opt->max_height : 0;
+	if (max_w < 0 || max_h < 0)
+		return rk_error_set(err, RK_EINVALID, "max width and height must not be negative");
+	enum rk_picture_format fmt;
+	int quality;
+	int rc = encoding_of(opt, &fmt, &quality, err);
+	if (rc < 0)
+		return rc;
+	/* the checks that need no screen first */
+	if ((rc = rk_picture_rect_check(region, 0, 0, "zoom: region", err)) < 0)
+		return rc;
+	unsigned char *rgb = NULL;
+	pthread_mutex_lock(&s->api);
+	rc = s->kind == SCREEN_VNC ? zoom_vnc(s, max_w, max_h, region, o, &rgb, err)
+				   : zoom_provider(s, max_w, max_h, region, o, &rgb, err);
+	if (rc == 0)
+		o->frame_id = ++s->frame_seq;
+	pthread_mutex_unlock(&s->api);
+	if (rc < 0) {
+		free(rgb);
+		memset(o, 0, sizeof(*o));
+		return rc;
+	}
+	o->captured_at_ms = rk_now_ms();
+	o->mime_type = rk_picture_mime(fmt);
+	size_t n = (size_t)o->width * o->height * 3;
+	frame_hash_hex(rgb, n, o->frame_hash);
+	struct rk_buf b = RK_BUF_INIT;
+	rk_buf_init(&b);
+	rc = rk_picture_encode(fmt, quality, rgb, o->width, o->height, &b, err);
+	free(rgb);
+	if (rc < 0) {
+		rk_buf_release(&b);
+		memset(o, 0, sizeof(*o));
+		return rc;
+	}
+	o->png = (unsigned char *)rk_buf_detach(&b, &o->png_len);
+	return 0;
 }
 
 /* --- act ------------------------------------------------------------------ */

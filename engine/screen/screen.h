@@ -55,6 +55,10 @@ struct rk_observation {
 	unsigned char *png;	/* malloc'd encoded image of mime_type (PNG or JPEG; the name is
 				 * historical), or NULL when unchanged */
 	size_t png_len;
+	/* rk_screen_zoom: the region shown, in the observe options' image and
+	 * on the screen; width and height are the zoomed image's */
+	int zoomed;
+	struct rk_picture_rect region, screen_region;
 };
 
 struct rk_act_options {
@@ -113,8 +117,20 @@ void rk_observation_release(struct rk_observation *o);
 /* The metadata as JSON (snake_case, no image bytes): frame_id (string),
  * captured_at (ISO-8601 UTC), mime_type, width, height, screen_width,
  * screen_height, scale, cursor {x,y} | null, active_window {id,title} | null,
- * frame_hash, unchanged. The caller owns the result. */
+ * frame_hash, unchanged; a zoom adds zoom {region [x0,y0,x1,y1],
+ * screen_region [...]}. The caller owns the result. */
 cJSON *rk_observation_to_json(const struct rk_observation *o);
+
+/* A region of the screen at full resolution (Anthropic's computer tool
+ * "zoom"): region is in the image opt gives (x0 < x1 <= width, y0 < y1 <=
+ * height; RK_EINVALID naming the field otherwise), the screen pixels under
+ * it are cropped from the full-resolution frame and scaled to fill opt's
+ * image size, aspect kept (enlarged when the region is smaller, as the
+ * tool's definition asks: fine detail becomes legible). out->scale is
+ * zoomed pixels per screen pixel; no cursor; no dedupe (a consumer's last
+ * frame stays what it was). Encoded as opt says. */
+int rk_screen_zoom(struct rk_screen *s, const struct rk_picture_rect *region, const struct rk_observe_options *opt,
+		   struct rk_observation *out, struct rk_error *err);
 
 /* Runs the batch in order after checking all of it (coordinates inside the
  * image of opt->observe_opt), settles, then observes unless told not to.

@@ -145,6 +145,77 @@ TEST(fit_pixels)
 	CHECK_EQ_INT(fails, 0);
 }
 
+TEST(fill_and_rect)
+{
+	int w, h;
+	rk_picture_fill(100, 50, 1430, 804, &w, &h); /* enlarged: the width binds */
+	CHECK_EQ_INT(w, 1430);
+	CHECK_EQ_INT(h, 715);
+	rk_picture_fill(50, 100, 1430, 804, &w, &h); /* the height binds */
+	CHECK_EQ_INT(w, 402);
+	CHECK_EQ_INT(h, 804);
+	rk_picture_fill(2560, 1440, 1430, 804, &w, &h); /* shrunk like fit */
+	CHECK_EQ_INT(w, 1430);
+	CHECK_EQ_INT(h, 804);
+	rk_picture_fill(1, 1000, 10, 10, &w, &h);
+	CHECK_EQ_INT(w, 1);
+	CHECK_EQ_INT(h, 10);
+
+	struct rk_picture_rect r = {10, 20, 110, 70};
+	CHECK_EQ_INT(rk_picture_rect_check(&r, 1429, 804, "zoom: region", &err), 0);
+	CHECK_EQ_INT(rk_picture_rect_check(&r, 0, 0, "zoom: region", &err), 0);
+	r = (struct rk_picture_rect){10, 20, 10, 70};
+	CHECK_EQ_INT(rk_picture_rect_check(&r, 1429, 804, "zoom: region", &err), -RK_EINVALID);
+	CHECK_EQ_STR(err.message, "zoom: region: x1 (10) must be greater than x0 (10)");
+	r = (struct rk_picture_rect){10, 80, 20, 70};
+	CHECK_EQ_INT(rk_picture_rect_check(&r, 0, 0, "zoom: region", &err), -RK_EINVALID);
+	CHECK(strstr(err.message, "y1 (70) must be greater than y0 (80)") != NULL);
+	r = (struct rk_picture_rect){-1, 0, 20, 70};
+	CHECK_EQ_INT(rk_picture_rect_check(&r, 0, 0, "zoom: region", &err), -RK_EINVALID);
+	CHECK(strstr(err.message, "x0 (-1) must not be negative") != NULL);
+	r = (struct rk_picture_rect){0, 0, 1430, 70};
+	CHECK_EQ_INT(rk_picture_rect_check(&r, 1429, 804, "zoom: region", &err), -RK_EINVALID);
+	CHECK(strstr(err.message, "x1 (1430) is outside the 1429x804 image") != NULL);
+	r = (struct rk_picture_rect){0, 0, 1429, 805};
+	CHECK_EQ_INT(rk_picture_rect_check(&r, 1429, 804, "zoom: region", &err), -RK_EINVALID);
+	CHECK(strstr(err.message, "y1 (805)") != NULL);
+	r = (struct rk_picture_rect){0, 0, 1429, 804}; /* the whole image */
+	CHECK_EQ_INT(rk_picture_rect_check(&r, 1429, 804, "zoom: region", &err), 0);
+}
+
+TEST(scale_enlarges)
+{
+	/* 2x2 -> 4x4: each source pixel becomes a 2x2 block, exactly */
+	const unsigned char src[12] = {255, 0, 0, 0, 255, 0, 0, 0, 255, 10, 20, 30};
+	unsigned char dst[4 * 4 * 3];
+	rk_picture_scale(src, 2, 2, 3, 6, dst, 4, 4);
+	for (int y = 0; y < 4; y++)
+		for (int x = 0; x < 4; x++) {
+			const unsigned char *s = src + ((y / 2) * 2 + x / 2) * 3, *d = dst + (y * 4 + x) * 3;
+			CHECK(memcmp(s, d, 3) == 0);
+		}
+	/* 3 -> 7 (not a whole factor): flat stays flat, and every output
+	 * lies between its two neighbours' values */
+	unsigned char flat[3 * 3 * 4], out[7 * 7 * 3];
+	for (int i = 0; i < 3 * 3; i++) {
+		flat[i * 4] = 77;
+		flat[i * 4 + 1] = 150;
+		flat[i * 4 + 2] = 3;
+		flat[i * 4 + 3] = 0;
+	}
+	rk_picture_scale(flat, 3, 3, 4, 12, out, 7, 7);
+	int bad = 0;
+	for (int i = 0; i < 7 * 7; i++)
+		bad += out[i * 3] != 77 || out[i * 3 + 1] != 150 || out[i * 3 + 2] != 3;
+	CHECK_EQ_INT(bad, 0);
+	/* a crop through the stride: the right column of a 4x1 row, enlarged */
+	const unsigned char row[12] = {1, 1, 1, 2, 2, 2, 3, 3, 3, 200, 100, 50};
+	unsigned char one[2 * 2 * 3];
+	rk_picture_scale(row + 9, 1, 1, 3, 12, one, 2, 2);
+	for (int i = 0; i < 4; i++)
+		CHECK(one[i * 3] == 200 && one[i * 3 + 1] == 100 && one[i * 3 + 2] == 50);
+}
+
 /* A desktop-like frame: a title bar, flat panels, rows of "text" (dark
  * runs on white), a colour gradient (a photo's share). */
 static unsigned char *desktop(int w, int h)
@@ -244,6 +315,8 @@ int main(void)
 {
 	RUN(coord_round_trip);
 	RUN(fit_pixels);
+	RUN(fill_and_rect);
+	RUN(scale_enlarges);
 	RUN(jpeg_codec);
 	return check_summary("picture");
 }

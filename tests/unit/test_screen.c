@@ -512,6 +512,33 @@ TEST(vnc_jpeg)
 	rk_observation_release(&o);
 }
 
+/* On the VNC mirror: a zoom is exactly the full frame's crop, rescaled. */
+TEST(vnc_zoom)
+{
+	struct rk_observation o, z;
+	REQUIRE(rk_screen_observe(screen, NULL, &o, &err) == 0);
+	struct image full, zim;
+	REQUIRE(decode(&o, &full));
+	struct rk_observe_options oo = {.max_width = 1024, .max_height = 1024};
+	struct rk_picture_rect r = {101, 203, 301, 303}; /* screen [126, 377) x [253, 379) */
+	REQUIRE(rk_screen_zoom(screen, &r, &oo, &z, &err) == 0);
+	CHECK_EQ_INT(z.screen_region.x0, 126);
+	CHECK_EQ_INT(z.screen_region.y0, 253);
+	CHECK_EQ_INT(z.screen_region.x1, 377);
+	CHECK_EQ_INT(z.screen_region.y1, 379);
+	CHECK_EQ_INT(z.width, 1024);
+	CHECK_EQ_INT(z.height, 514);
+	REQUIRE(decode(&z, &zim));
+	unsigned char *want = malloc((size_t)z.width * z.height * 3);
+	rk_picture_scale(full.rgb + ((size_t)253 * W + 126) * 3, 251, 126, 3, (size_t)W * 3, want, z.width, z.height);
+	CHECK(memcmp(want, zim.rgb, (size_t)z.width * z.height * 3) == 0);
+	free(want);
+	free(zim.rgb);
+	free(full.rgb);
+	rk_observation_release(&z);
+	rk_observation_release(&o);
+}
+
 TEST(click_scaled_coordinates)
 {
 	clear_events();
@@ -1007,6 +1034,7 @@ TEST(fake_jpeg_observe)
 	free(rgb);
 	cJSON *j = rk_observation_to_json(&b);
 	CHECK_EQ_STR(cJSON_GetObjectItem(j, "mime_type")->valuestring, "image/jpeg");
+	CHECK(cJSON_GetObjectItem(j, "zoom") == NULL);
 	cJSON_Delete(j);
 	/* a lower quality is a smaller JPEG of the same frame */
 	struct rk_observation c;
@@ -1042,6 +1070,116 @@ TEST(fake_jpeg_observe)
 	bad.format = (enum rk_picture_format)7;
 	CHECK_EQ_INT(rk_screen_observe(s, &bad, &a, &err), -RK_EINVALID);
 	fake_done(s, &m, 5);
+}
+
+/* Zoom: a region of the image, at the screen's full resolution, filling
+ * the image size; pixel for pixel what cropping the full frame and
+ * scaling it gives. */
+TEST(fake_zoom)
+{
+	struct rk_machine m;
+	struct rk_screen *s = fake_open(&m, 6, 1920, 1080);
+	REQUIRE(s != NULL);
+	struct rk_observe_options oo = {.max_width = 1430, .max_height = 804};
+	/* a red mark at screen (1000, 500): image (744.8, 372.2) */
+	REQUIRE(fake_act(s, NULL, "[{\"action\":\"click\",\"x\":1000,\"y\":500}]") == 0);
+	struct rk_observation full;
+	REQUIRE(rk_screen_observe(s, NULL, &full, &err) == 0);
+	struct image fim;
+	REQUIRE(decode(&full, &fim));
+	CHECK_EQ_INT(fim.w, 1920);
+
+	struct rk_picture_rect r = {715, 357, 775, 387}; /* 60x30 image pixels */
+	struct rk_observation z;
+	REQUIRE(rk_screen_zoom(s, &r, &oo, &z, &err) == 0);
+	CHECK_EQ_INT(z.zoomed, 1);
+	CHECK_EQ_STR(z.mime_type, "image/png");
+	/* the screen pixels it touches: x from 715*1920/1430 = 960 to
+	 * 775*1920/1430 = 1040.6 rounded up, y from 479.6 down to 519.9 up */
+	CHECK_EQ_INT(z.screen_region.x0, 960);
+	CHECK_EQ_INT(z.screen_region.y0, 479);
+	CHECK_EQ_INT(z.screen_region.x1, 1041);
+	CHECK_EQ_INT(z.screen_region.y1, 520);
+	CHECK_EQ_INT(z.screen_width, 1920);
+	/* 81x41 screen pixels filling 1430x804: the width binds */
+	CHECK_EQ_INT(z.width, 1430);
+	CHECK_EQ_INT(z.height, 724);
+	CHECK_EQ_INT(z.has_cursor, 0);
+	struct image zim;
+	REQUIRE(decode(&z, &zim));
+	unsigned char *want = malloc((size_t)z.width * z.height * 3);
+	rk_picture_scale(fim.rgb + ((size_t)479 * 1920 + 960) * 3, 81, 41, 3, (size_t)1920 * 3, want, z.width,
+			 z.height);
+	CHECK(memcmp(want, zim.rgb, (size_t)z.width * z.height * 3) == 0);
+	/* the mark [995, 1005) x [495, 505) is enlarged ~17x: red in the middle */
+	CHECK(pixel_is(&zim, (1000 - 960) * 1430 / 81, (500 - 479) * 724 / 41, 255, 0, 0));
+	CHECK(pixel_is(&zim, 10, 10, 128, 128, 128));
+	free(want);
+	free(zim.rgb);
+	cJSON *j = rk_observation_to_json(&z);
+	cJSON *zj = cJSON_GetObjectItem(j, "zoom");
+	REQUIRE(zj != NULL);
+	char *text = cJSON_PrintUnformatted(zj);
+	CHECK_EQ_STR(text, "{\"region\":[715,357,775,387],\"screen_region\":[960,479,1041,520]}");
+	free(text);
+	CHECK_EQ_INT(cJSON_GetObjectItem(j, "width")->valueint, 1430);
+	cJSON_Delete(j);
+	rk_observation_release(&z);
+
+	/* the whole image at full size is the full frame */
+	struct rk_picture_rect all = {0, 0, 1920, 1080};
+	REQUIRE(rk_screen_zoom(s, &all, NULL, &z, &err) == 0);
+	CHECK_EQ_INT(z.width, 1920);
+	REQUIRE(decode(&z, &zim));
+	CHECK(memcmp(zim.rgb, fim.rgb, (size_t)1920 * 1080 * 3) == 0);
+	CHECK_EQ_STR(z.frame_hash, full.frame_hash);
+	free(zim.rgb);
+	rk_observation_release(&z);
+	free(fim.rgb);
+	rk_observation_release(&full);
+
+	/* JPEG on request */
+	struct rk_observe_options jo = oo;
+	jo.format = RK_PICTURE_JPEG;
+	REQUIRE(rk_screen_zoom(s, &r, &jo, &z, &err) == 0);
+	CHECK_EQ_STR(z.mime_type, "image/jpeg");
+	CHECK(z.png && z.png[0] == 0xff && z.png[1] == 0xd8);
+	rk_observation_release(&z);
+
+	/* a zoom does not count as the consumer's frame */
+	jo.consumer = "zoomer";
+	REQUIRE(rk_screen_observe(s, &jo, &z, &err) == 0);
+	rk_observation_release(&z);
+	REQUIRE(rk_screen_zoom(s, &r, &jo, &z, &err) == 0);
+	CHECK_EQ_INT(z.unchanged, 0);
+	rk_observation_release(&z);
+	REQUIRE(rk_screen_observe(s, &jo, &z, &err) == 0);
+	CHECK_EQ_INT(z.unchanged, 1);
+	rk_observation_release(&z);
+
+	/* regions outside the image or upside down, named */
+	struct rk_picture_rect bad = {0, 0, 1431, 10};
+	CHECK_EQ_INT(rk_screen_zoom(s, &bad, &oo, &z, &err), -RK_EINVALID);
+	CHECK_EQ_STR(err.message, "zoom: region: x1 (1431) is outside the 1430x804 image (at most 1430)");
+	CHECK(z.png == NULL);
+	bad = (struct rk_picture_rect){0, 0, 1430, 805};
+	CHECK_EQ_INT(rk_screen_zoom(s, &bad, &oo, &z, &err), -RK_EINVALID);
+	CHECK(strstr(err.message, "y1 (805)") != NULL);
+	bad = (struct rk_picture_rect){50, 0, 40, 10};
+	CHECK_EQ_INT(rk_screen_zoom(s, &bad, &oo, &z, &err), -RK_EINVALID);
+	CHECK(strstr(err.message, "x1 (40) must be greater than x0 (50)") != NULL);
+	bad = (struct rk_picture_rect){0, -2, 40, 10};
+	CHECK_EQ_INT(rk_screen_zoom(s, &bad, &oo, &z, &err), -RK_EINVALID);
+	CHECK(strstr(err.message, "y0 (-2) must not be negative") != NULL);
+	CHECK_EQ_INT(rk_screen_zoom(s, NULL, &oo, &z, &err), -RK_EINVALID);
+	/* a one-pixel region: the screen pixels under one image pixel */
+	struct rk_picture_rect one = {1429, 803, 1430, 804};
+	REQUIRE(rk_screen_zoom(s, &one, &oo, &z, &err) == 0);
+	CHECK_EQ_INT(z.screen_region.x1, 1920);
+	CHECK_EQ_INT(z.screen_region.y1, 1080);
+	CHECK(z.screen_region.x0 >= 1917 && z.screen_region.y0 >= 1077);
+	rk_observation_release(&z);
+	fake_done(s, &m, 6);
 }
 
 /* --- through a display holder (rk_display_*, as runs and the CLI call it) --- */
@@ -1143,6 +1281,55 @@ TEST(display_jpeg)
 	display_done(eng, &c);
 }
 
+/* Zoom through the holder: the region in the options' image, at full
+ * resolution, in the format asked for; regions checked. */
+TEST(display_zoom)
+{
+	struct rk_computer c = {0};
+	struct rk_engine *eng = display_engine(&c);
+	REQUIRE(eng && c.id);
+	struct rk_display_observe_options oo = {.max_width = 1024, .max_height = 1024, .format = RK_PICTURE_JPEG};
+	struct rk_display_act_result res = {0};
+	REQUIRE(rk_display_act(eng, &c, 0, "[{\"action\":\"click\",\"x\":400,\"y\":400}]", 0, 0, &oo, &res, &err) == 0);
+	rk_display_act_result_release(&res);
+	/* around the click: (400, 400) in 1024x640 is (500, 500) on screen */
+	struct rk_display_shot shot = {0};
+	struct rk_picture_rect r = {384, 384, 416, 404};
+	REQUIRE(rk_display_zoom(eng, &c, 0, &r, &oo, &shot, &err) == 0);
+	CHECK_EQ_STR(shot.mime, "image/jpeg");
+	const cJSON *z = cJSON_GetObjectItem(shot.meta, "zoom");
+	REQUIRE(z != NULL);
+	char *text = cJSON_PrintUnformatted(z);
+	CHECK_EQ_STR(text, "{\"region\":[384,384,416,404],\"screen_region\":[480,480,520,505]}");
+	free(text);
+	/* 40x25 screen pixels filling 1024x640 */
+	CHECK_EQ_INT(cJSON_GetObjectItem(shot.meta, "width")->valueint, 1024);
+	CHECK_EQ_INT(cJSON_GetObjectItem(shot.meta, "height")->valueint, 640);
+	unsigned char *rgb = NULL;
+	int w = 0, h = 0;
+	REQUIRE(rk_picture_jpeg_decode(shot.png, shot.png_len, &rgb, &w, &h, &err) == 0);
+	/* the red mark [495, 505) fills the middle */
+	const unsigned char *p = rgb + ((size_t)(20 * 640 / 25) * w + 20 * 1024 / 40) * 3;
+	CHECK(p[0] > 200 && p[1] < 60 && p[2] < 60);
+	free(rgb);
+	rk_display_shot_release(&shot);
+	oo.format = RK_PICTURE_PNG;
+	REQUIRE(rk_display_zoom(eng, &c, 0, &r, &oo, &shot, &err) == 0);
+	CHECK_EQ_STR(shot.mime, "image/png");
+	rk_display_shot_release(&shot);
+
+	/* outside the image (the holder knows its size), upside down, none */
+	r = (struct rk_picture_rect){0, 0, 1025, 10};
+	CHECK_EQ_INT(rk_display_zoom(eng, &c, 0, &r, &oo, &shot, &err), -RK_EINVALID);
+	CHECK_EQ_STR(err.message, "zoom: region: x1 (1025) is outside the 1024x640 image (at most 1024)");
+	CHECK(shot.meta == NULL && shot.png == NULL);
+	r = (struct rk_picture_rect){10, 10, 10, 20};
+	CHECK_EQ_INT(rk_display_zoom(eng, &c, 0, &r, &oo, &shot, &err), -RK_EINVALID);
+	CHECK(strstr(err.message, "x1 (10) must be greater than x0 (10)") != NULL);
+	CHECK_EQ_INT(rk_display_zoom(eng, &c, 0, NULL, &oo, &shot, &err), -RK_EINVALID);
+	display_done(eng, &c);
+}
+
 static void *killer(void *arg)
 {
 	rk_sleep_ms(300);
@@ -1240,7 +1427,9 @@ int main(void)
 	RUN(fake_small_targets_hit);
 	RUN(fake_cursor_round_trip);
 	RUN(fake_jpeg_observe);
+	RUN(fake_zoom);
 	RUN(display_jpeg);
+	RUN(display_zoom);
 	RUN(window_probe_output);
 	const char *why = NULL;
 	int up = setup(&why);
@@ -1261,6 +1450,7 @@ int main(void)
 	RUN(observe_full_frame);
 	RUN(observe_scaled_and_dedupe);
 	RUN(vnc_jpeg);
+	RUN(vnc_zoom);
 	RUN(click_scaled_coordinates);
 	RUN(buttons_and_double_click);
 	RUN(move_down_up_and_drag);
