@@ -1,6 +1,7 @@
 /* engine/screen/picture.c and the coordinate mapping of actions.c: sizes
  * for a model, the exact round trip between a model's image and the
  * screen, rescaling, and the JPEG codec. Pure computation: no display. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +217,61 @@ TEST(scale_enlarges)
 		CHECK(one[i * 3] == 200 && one[i * 3 + 1] == 100 && one[i * 3 + 2] == 50);
 }
 
+/* The exact area average of channel c over output pixel (dx, dy). */
+static double area_mean(const unsigned char *src, int sw, int sh, int bpp, int dw, int dh, int dx, int dy, int c)
+{
+	double x0 = (double)dx * sw / dw, x1 = (double)(dx + 1) * sw / dw;
+	double y0 = (double)dy * sh / dh, y1 = (double)(dy + 1) * sh / dh, sum = 0, area = 0;
+	for (int y = (int)y0; y < sh && y < y1; y++)
+		for (int x = (int)x0; x < sw && x < x1; x++) {
+			double ox = fmin(x + 1, x1) - fmax(x, x0), oy = fmin(y + 1, y1) - fmax(y, y0);
+			if (ox > 0 && oy > 0) {
+				sum += ox * oy * src[((size_t)y * sw + x) * bpp + c];
+				area += ox * oy;
+			}
+		}
+	return sum / area;
+}
+
+/* Every output pixel is the area average of what it covers, to within
+ * the rounding of the 1/1024 weights, shrinking and enlarging, from RGBX
+ * (the VNC mirror) and RGB rows with padding. */
+TEST(scale_is_the_area_average)
+{
+	static const int cases[][5] = {{1920, 1080, 1430, 804, 4}, {1366, 768, 1024, 576, 4}, {81, 41, 1430, 724, 3},
+				       {251, 126, 1024, 514, 4},   {7, 5, 3, 2, 3},	      {100, 100, 100, 37, 4},
+				       {64, 48, 64, 48, 4}};
+	uint32_t seed = 99;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		int sw = cases[k][0], sh = cases[k][1], dw = cases[k][2], dh = cases[k][3], bpp = cases[k][4];
+		size_t stride = (size_t)sw * bpp + 5;
+		unsigned char *src = malloc(stride * sh), *dst = malloc((size_t)dw * dh * 3);
+		for (size_t i = 0; i < stride * sh; i++) {
+			seed = seed * 1103515245u + 12345u;
+			src[i] = (unsigned char)(seed >> 16);
+		}
+		unsigned char *packed = malloc((size_t)sw * sh * bpp); /* for area_mean */
+		for (int y = 0; y < sh; y++)
+			memcpy(packed + (size_t)y * sw * bpp, src + (size_t)y * stride, (size_t)sw * bpp);
+		rk_picture_scale(src, sw, sh, bpp, stride, dst, dw, dh);
+		double worst = 0;
+		for (int y = 0; y < dh; y += 3)
+			for (int x = 0; x < dw; x += 2)
+				for (int c = 0; c < 3; c++) {
+					double e = fabs(dst[((size_t)y * dw + x) * 3 + c] -
+							area_mean(packed, sw, sh, bpp, dw, dh, x, y, c));
+					if (e > worst)
+						worst = e;
+				}
+		if (worst >= 0.75)
+			printf("  %dx%d -> %dx%d: off by %.3f\n", sw, sh, dw, dh, worst);
+		CHECK(worst < 0.75);
+		free(src);
+		free(dst);
+		free(packed);
+	}
+}
+
 /* A desktop-like frame: a title bar, flat panels, rows of "text" (dark
  * runs on white), a colour gradient (a photo's share). */
 static unsigned char *desktop(int w, int h)
@@ -317,6 +373,7 @@ int main(void)
 	RUN(fit_pixels);
 	RUN(fill_and_rect);
 	RUN(scale_enlarges);
+	RUN(scale_is_the_area_average);
 	RUN(jpeg_codec);
 	return check_summary("picture");
 }
