@@ -17,7 +17,7 @@ DESTDIR ?=
 BUILD ?= build
 CC ?= cc
 
-PKGS := libcurl libcjson libsodium libarchive libvncclient sqlite3 libpng libzstd libmicrohttpd libwebsockets libpq
+PKGS := libcurl libcjson libsodium libarchive libvncclient sqlite3 libpng libjpeg libzstd libmicrohttpd libwebsockets libpq
 UI_PKGS := ncursesw readline
 
 IMAGE_TAG := $(shell sh image/build.sh --tag 2>/dev/null)

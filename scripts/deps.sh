@@ -6,7 +6,7 @@ set -eu
 
 BUILD="build-essential pkg-config libcurl4-openssl-dev libcjson-dev libsodium-dev
 libarchive-dev libvncserver-dev libncurses-dev libsqlite3-dev libreadline-dev
-libpng-dev libzstd-dev libmicrohttpd-dev libwebsockets-dev libpq-dev"
+libpng-dev libjpeg62-turbo-dev libzstd-dev libmicrohttpd-dev libwebsockets-dev libpq-dev"
 RUNTIME="docker.io debootstrap zstd ca-certificates curl sqlite3 bats tar procps
 postgresql python3 tmux xvfb x11vnc python3-tk xdotool imagemagick chromium nodejs"
 # make lint: scan-build (clang-tools, running clang) and cppcheck; make format

@@ -1,6 +1,8 @@
 #include "engine/machine/display.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,14 +100,38 @@ static void stop_listening(int lsock)
 	close(lsock);
 }
 
-static void read_observe_options(const cJSON *req, struct rk_observe_options *o)
+static int read_observe_options(const cJSON *req, struct rk_observe_options *o, struct rk_error *err)
 {
-	int64_t w = 0, h = 0;
+	int64_t w = 0, h = 0, q = 0;
 	rk_json_get_int(req, "max_width", 0, 10000, 0, &w, "request", NULL);
 	rk_json_get_int(req, "max_height", 0, 10000, 0, &h, "request", NULL);
+	/* the screen engine checks the quality's range and says so */
+	rk_json_get_int(req, "quality", INT_MIN, INT_MAX, 0, &q, "request", NULL);
 	o->max_width = (int)w;
 	o->max_height = (int)h;
 	o->consumer = rk_json_string(req, "consumer", NULL);
+	o->quality = (int)q;
+	o->format = RK_PICTURE_PNG;
+	const char *f = rk_json_string(req, "format", NULL);
+	return f ? rk_picture_format_parse(f, &o->format, err) : 0;
+}
+
+/* A zoom request's region: [x0, y0, x1, y1], integers. */
+static int read_region(const cJSON *req, struct rk_picture_rect *r, struct rk_error *err)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(req, "region");
+	int v[4];
+	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != 4)
+		return rk_error_set(err, RK_EINVALID, "zoom: region must be [x0, y0, x1, y1]");
+	for (int i = 0; i < 4; i++) {
+		const cJSON *n = cJSON_GetArrayItem(a, i);
+		if (!cJSON_IsNumber(n) || n->valuedouble < INT_MIN || n->valuedouble > INT_MAX ||
+		    n->valuedouble != floor(n->valuedouble))
+			return rk_error_set(err, RK_EINVALID, "zoom: region must be [x0, y0, x1, y1] in whole pixels");
+		v[i] = (int)n->valuedouble;
+	}
+	*r = (struct rk_picture_rect){v[0], v[1], v[2], v[3]};
+	return 0;
 }
 
 /* 1: keep serving; 0: the holder should end (asked to, or the screen died). */
@@ -122,9 +148,28 @@ static int serve(struct rk_screen *s, const char *transport, int display, int cl
 	cJSON *reply = cJSON_CreateObject();
 	if (!strcmp(op, "observe")) {
 		struct rk_observe_options oo = {0};
-		read_observe_options(req, &oo);
 		struct rk_observation obs = {0};
+		if (read_observe_options(req, &oo, &e) != 0) {
+			reply_error(client, &e);
+			goto out;
+		}
 		if (rk_screen_observe(s, &oo, &obs, &e) != 0) {
+			reply_error(client, &e);
+			keep = e.code != RK_EUNAVAILABLE;
+			goto out;
+		}
+		cJSON_AddItemToObject(reply, "observation", rk_observation_to_json(&obs));
+		add_png(reply, &obs);
+		rk_observation_release(&obs);
+	} else if (!strcmp(op, "zoom")) {
+		struct rk_observe_options oo = {0};
+		struct rk_observation obs = {0};
+		struct rk_picture_rect region;
+		if (read_observe_options(req, &oo, &e) != 0 || read_region(req, &region, &e) != 0) {
+			reply_error(client, &e);
+			goto out;
+		}
+		if (rk_screen_zoom(s, &region, &oo, &obs, &e) != 0) {
 			reply_error(client, &e);
 			keep = e.code != RK_EUNAVAILABLE;
 			goto out;
@@ -147,7 +192,11 @@ static int serve(struct rk_screen *s, const char *transport, int display, int cl
 		rk_json_get_int(req, "observe", -1, 1, -1, &observe, "request", NULL);
 		ao.settle_ms = (int)settle;
 		ao.observe = (int)observe;
-		read_observe_options(req, &ao.observe_opt);
+		if (read_observe_options(req, &ao.observe_opt, &e) != 0) {
+			rk_action_batch_release(&b);
+			reply_error(client, &e);
+			goto out;
+		}
 		struct rk_act_result ar = {0};
 		int r = rk_screen_act(s, &b, &ao, &ar, &e);
 		rk_action_batch_release(&b);
@@ -344,8 +393,32 @@ static cJSON *observe_request(const char *op, const struct rk_display_observe_op
 		cJSON_AddNumberToObject(req, "max_height", opt->max_height);
 		if (opt->consumer)
 			cJSON_AddStringToObject(req, "consumer", opt->consumer);
+		/* only when asked: the request a PNG caller sends stays as it was */
+		if (opt->format != RK_PICTURE_PNG)
+			cJSON_AddStringToObject(req, "format", rk_picture_format_name(opt->format));
+		if (opt->quality)
+			cJSON_AddNumberToObject(req, "quality", opt->quality);
 	}
 	return req;
+}
+
+/* The encoding options, checked before any display is started for them. */
+static int check_encoding(const struct rk_display_observe_options *opt, struct rk_error *err)
+{
+	if (!opt)
+		return 0;
+	if (opt->format != RK_PICTURE_PNG && opt->format != RK_PICTURE_JPEG)
+		return rk_error_set(err, RK_EINVALID, "image format must be png or jpeg");
+	if (opt->quality && (opt->quality < 1 || opt->quality > 100))
+		return rk_error_set(err, RK_EINVALID, "jpeg quality must be from 1 to 100, not %d", opt->quality);
+	return 0;
+}
+
+/* The static mime type an observation document names. */
+static const char *mime_of(const cJSON *meta)
+{
+	const char *m = rk_json_string(meta, "mime_type", NULL);
+	return m && !strcmp(m, "image/jpeg") ? rk_picture_mime(RK_PICTURE_JPEG) : rk_picture_mime(RK_PICTURE_PNG);
 }
 
 static int take_png(cJSON *reply, unsigned char **png, size_t *len, struct rk_error *err)
@@ -365,23 +438,59 @@ static int take_png(cJSON *reply, unsigned char **png, size_t *len, struct rk_er
 	return 0;
 }
 
-int rk_display_observe(struct rk_engine *eng, struct rk_computer *c, int display,
-		       const struct rk_display_observe_options *opt, struct rk_display_shot *out, struct rk_error *err)
+/* An observation reply into out (which owns its parts); reply is freed. */
+static int take_shot(cJSON *reply, struct rk_display_shot *out, struct rk_error *err)
 {
-	memset(out, 0, sizeof(*out));
-	cJSON *req = observe_request("observe", opt), *reply = NULL;
-	int r = call(eng, c, display, opt, req, 30000, &reply, err);
-	cJSON_Delete(req);
-	if (r)
-		return r;
 	out->meta = cJSON_DetachItemFromObjectCaseSensitive(reply, "observation");
-	r = take_png(reply, &out->png, &out->png_len, err);
+	out->mime = mime_of(out->meta);
+	int r = take_png(reply, &out->png, &out->png_len, err);
 	cJSON_Delete(reply);
 	if (!out->meta && r == 0)
 		r = rk_error_set(err, RK_ECORRUPT, "the display holder sent no observation");
 	if (r)
 		rk_display_shot_release(out);
 	return r;
+}
+
+int rk_display_observe(struct rk_engine *eng, struct rk_computer *c, int display,
+		       const struct rk_display_observe_options *opt, struct rk_display_shot *out, struct rk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	int r = check_encoding(opt, err);
+	if (r)
+		return r;
+	cJSON *req = observe_request("observe", opt), *reply = NULL;
+	r = call(eng, c, display, opt, req, 30000, &reply, err);
+	cJSON_Delete(req);
+	if (r)
+		return r;
+	return take_shot(reply, out, err);
+}
+
+int rk_display_zoom(struct rk_engine *eng, struct rk_computer *c, int display, const struct rk_picture_rect *region,
+		    const struct rk_display_observe_options *opt, struct rk_display_shot *out, struct rk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (!region)
+		return rk_error_set(err, RK_EINVALID, "zoom: no region given");
+	/* what can be checked without the screen's size, before a display starts */
+	int r = rk_picture_rect_check(region, 0, 0, "zoom: region", err);
+	if (r == 0)
+		r = check_encoding(opt, err);
+	if (r)
+		return r;
+	struct rk_display_observe_options o = {0};
+	if (opt)
+		o = *opt;
+	o.consumer = NULL;
+	cJSON *req = observe_request("zoom", &o), *reply = NULL;
+	const int v[4] = {region->x0, region->y0, region->x1, region->y1};
+	cJSON_AddItemToObject(req, "region", cJSON_CreateIntArray(v, 4));
+	r = call(eng, c, display, opt, req, 30000, &reply, err);
+	cJSON_Delete(req);
+	if (r)
+		return r;
+	return take_shot(reply, out, err);
 }
 
 int rk_display_act(struct rk_engine *eng, struct rk_computer *c, int display, const char *batch_json, int settle_ms,
@@ -395,6 +504,8 @@ int rk_display_act(struct rk_engine *eng, struct rk_computer *c, int display, co
 	if (r)
 		return r;
 	rk_action_batch_release(&b);
+	if ((r = check_encoding(opt, err)) != 0)
+		return r;
 	cJSON *batch = cJSON_Parse(batch_json);
 	cJSON *req = observe_request("act", opt), *reply = NULL;
 	cJSON_AddItemToObject(req, "batch", batch);
@@ -406,6 +517,7 @@ int rk_display_act(struct rk_engine *eng, struct rk_computer *c, int display, co
 	if (r)
 		return r;
 	out->result = cJSON_DetachItemFromObjectCaseSensitive(reply, "result");
+	out->mime = mime_of(cJSON_GetObjectItemCaseSensitive(out->result, "observation"));
 	r = take_png(reply, &out->png, &out->png_len, err);
 	cJSON_Delete(reply);
 	if (!out->result && r == 0)

@@ -484,6 +484,18 @@ int rk_coord_to_screen(int v, int image_size, int screen_size)
 	return (int)s;
 }
 
+int rk_coord_to_image(int x, int image_size, int screen_size)
+{
+	if (image_size <= 0 || screen_size <= 0 || image_size == screen_size)
+		return x;
+	int64_t v = ((int64_t)x * 2 + 1) * image_size / ((int64_t)screen_size * 2);
+	if (v < 0)
+		v = 0;
+	if (v >= image_size)
+		v = image_size - 1;
+	return (int)v;
+}
+
 static void add_point(cJSON *o, const struct rk_point *p, int iw, int ih, int sw, int sh)
 {
 	cJSON_AddNumberToObject(o, "x", rk_coord_to_screen(p->x, iw, sw));

@@ -100,8 +100,16 @@ int rk_action_batch_check(const struct rk_action_batch *b, int w, int h, struct 
 int rk_action_check(const struct rk_action *a, size_t index, int w, int h, struct rk_error *err);
 
 /* Maps one coordinate from an image of image_size pixels to a screen of
- * screen_size pixels (the centre of the image pixel, rounded down). */
+ * screen_size pixels: the screen pixel under the image pixel's centre
+ * (image pixel v covers screen [v*S/I, (v+1)*S/I), as rk_picture_scale
+ * averages it). */
 int rk_coord_to_screen(int v, int image_size, int screen_size);
+/* The other way: the image pixel under the screen pixel's centre. For a
+ * downscaled image it inverts rk_coord_to_screen exactly
+ * (rk_coord_to_image(rk_coord_to_screen(v)) == v for every v), and
+ * rk_coord_to_screen(rk_coord_to_image(x)) is within half an image pixel
+ * of x: a 6 px target at 2560 -> 1024 is still hit. */
+int rk_coord_to_image(int x, int image_size, int screen_size);
 
 /* The action as JSON in this schema, with its coordinates mapped from an
  * img_w x img_h image to a scr_w x scr_h screen (pass equal sizes for none).

@@ -101,9 +101,12 @@ struct rk_screen {
 	int cache_sw, cache_sh, cache_w, cache_h;
 	uint64_t cache_fast;
 	char cache_hash[65];
-	unsigned char *cache_png; /* PNG of rgb, made when a consumer first needs it */
-	size_t cache_png_len;
-	unsigned char *rgb; /* the image of the cached frame, packed RGB */
+	/* rgb encoded, per rk_picture_format, made when a consumer first needs
+	 * it: a run's JPEG and a person's PNG of one frame are each made once */
+	unsigned char *cache_enc[2];
+	size_t cache_enc_len[2];
+	int cache_jpeg_quality; /* of cache_enc[RK_PICTURE_JPEG] */
+	unsigned char *rgb;	/* the image of the cached frame, packed RGB */
 	size_t rgb_cap;
 	struct consumer *consumers;
 	rk_screen_window_fn window_fn;
@@ -449,7 +452,8 @@ void rk_screen_free(struct rk_screen *s)
 	free((char *)s->m.run_dir);
 	free((char *)s->m.ref);
 	free((char *)s->m.options_json);
-	free(s->cache_png);
+	for (int f = 0; f < 2; f++)
+		free(s->cache_enc[f]);
 	free(s->rgb);
 	while (s->consumers) {
 		struct consumer *n = s->consumers->next;
@@ -535,9 +539,11 @@ static void cache_image(struct rk_screen *s, uint64_t gen, int sw, int sh, int w
 	s->cache_sw = sw;
 	s->cache_sh = sh;
 	s->cache_valid = 1;
-	free(s->cache_png);
-	s->cache_png = NULL;
-	s->cache_png_len = 0;
+	for (int f = 0; f < 2; f++) {
+		free(s->cache_enc[f]);
+		s->cache_enc[f] = NULL;
+		s->cache_enc_len[f] = 0;
+	}
 }
 
 static int grab_vnc(struct rk_screen *s, int max_w, int max_h, int *cur, struct rk_error *err)
@@ -629,6 +635,39 @@ static struct consumer *consumer_find(struct rk_screen *s, const char *id)
 	return c;
 }
 
+/* The encoding opt asks for, checked. */
+static int encoding_of(const struct rk_observe_options *opt, enum rk_picture_format *f, int *q, struct rk_error *err)
+{
+	*f = opt ? opt->format : RK_PICTURE_PNG;
+	*q = opt && opt->quality ? opt->quality : RK_JPEG_QUALITY_DEFAULT;
+	if (*f != RK_PICTURE_PNG && *f != RK_PICTURE_JPEG)
+		return rk_error_set(err, RK_EINVALID, "image format must be png or jpeg");
+	if (*q < 1 || *q > 100)
+		return rk_error_set(err, RK_EINVALID, "jpeg quality must be from 1 to 100, not %d", *q);
+	return 0;
+}
+
+/* The cached frame in format f, made once per frame (and JPEG quality). */
+static int cached_encoding(struct rk_screen *s, enum rk_picture_format f, int q, struct rk_error *err)
+{
+	if (s->cache_enc[f] && (f != RK_PICTURE_JPEG || s->cache_jpeg_quality == q))
+		return 0;
+	free(s->cache_enc[f]);
+	s->cache_enc[f] = NULL;
+	s->cache_enc_len[f] = 0;
+	struct rk_buf b = RK_BUF_INIT;
+	rk_buf_init(&b);
+	int rc = rk_picture_encode(f, q, s->rgb, s->cache_w, s->cache_h, &b, err);
+	if (rc < 0) {
+		rk_buf_release(&b);
+		return rc;
+	}
+	s->cache_enc[f] = (unsigned char *)rk_buf_detach(&b, &s->cache_enc_len[f]);
+	if (f == RK_PICTURE_JPEG)
+		s->cache_jpeg_quality = q;
+	return 0;
+}
+
 static int observe_locked(struct rk_screen *s, const struct rk_observe_options *opt, struct rk_observation *o,
 			  struct rk_error *err)
 {
@@ -636,15 +675,20 @@ static int observe_locked(struct rk_screen *s, const struct rk_observe_options *
 	int max_w = opt ? opt->max_width : 0, max_h = opt ? opt->max_height : 0;
 	if (max_w < 0 || max_h < 0)
 		return rk_error_set(err, RK_EINVALID, "max width and height must not be negative");
+	enum rk_picture_format fmt;
+	int quality;
+	int rc = encoding_of(opt, &fmt, &quality, err);
+	if (rc < 0)
+		return rc;
 	int cur[3] = {0, 0, 0};
 	char *title = NULL, *wid = NULL;
-	int rc = s->kind == SCREEN_VNC ? grab_vnc(s, max_w, max_h, cur, err)
-				       : grab_provider(s, max_w, max_h, cur, &title, err);
+	rc = s->kind == SCREEN_VNC ? grab_vnc(s, max_w, max_h, cur, err)
+				   : grab_provider(s, max_w, max_h, cur, &title, err);
 	if (rc < 0)
 		return rc;
 	o->frame_id = ++s->frame_seq;
 	o->captured_at_ms = rk_now_ms();
-	o->mime_type = "image/png";
+	o->mime_type = rk_picture_mime(fmt);
 	o->width = s->cache_w;
 	o->height = s->cache_h;
 	o->screen_width = s->cache_sw;
@@ -652,28 +696,22 @@ static int observe_locked(struct rk_screen *s, const struct rk_observe_options *
 	o->scale = s->cache_sw ? (double)s->cache_w / s->cache_sw : 1.0;
 	if (cur[0]) {
 		o->has_cursor = 1;
-		o->cursor_x = (int)((int64_t)cur[1] * s->cache_w / (s->cache_sw ? s->cache_sw : 1));
-		o->cursor_y = (int)((int64_t)cur[2] * s->cache_h / (s->cache_sh ? s->cache_sh : 1));
+		/* the image pixel an action at it maps back to this screen pixel from */
+		o->cursor_x = rk_coord_to_image(cur[1], s->cache_w, s->cache_sw);
+		o->cursor_y = rk_coord_to_image(cur[2], s->cache_h, s->cache_sh);
 	}
 	memcpy(o->frame_hash, s->cache_hash, sizeof(o->frame_hash));
 	struct consumer *c = opt && opt->consumer ? consumer_find(s, opt->consumer) : NULL;
 	if (c && strcmp(c->hash, s->cache_hash) == 0) {
 		o->unchanged = 1;
 	} else {
-		if (!s->cache_png) {
-			struct rk_buf b = RK_BUF_INIT;
-			rk_buf_init(&b);
-			rc = rk_picture_png_encode(s->rgb, s->cache_w, s->cache_h, &b, err);
-			if (rc < 0) {
-				rk_buf_release(&b);
-				free(title);
-				return rc;
-			}
-			s->cache_png = (unsigned char *)rk_buf_detach(&b, &s->cache_png_len);
+		if ((rc = cached_encoding(s, fmt, quality, err)) < 0) {
+			free(title);
+			return rc;
 		}
-		o->png = rk_xmalloc(s->cache_png_len);
-		memcpy(o->png, s->cache_png, s->cache_png_len);
-		o->png_len = s->cache_png_len;
+		o->png = rk_xmalloc(s->cache_enc_len[fmt]);
+		memcpy(o->png, s->cache_enc[fmt], s->cache_enc_len[fmt]);
+		o->png_len = s->cache_enc_len[fmt];
 		if (c)
 			memcpy(c->hash, s->cache_hash, sizeof(c->hash));
 	}
@@ -739,7 +777,134 @@ cJSON *rk_observation_to_json(const struct rk_observation *o)
 	}
 	cJSON_AddStringToObject(j, "frame_hash", o->frame_hash);
 	cJSON_AddBoolToObject(j, "unchanged", o->unchanged ? 1 : 0);
+	if (o->zoomed) {
+		cJSON *z = cJSON_AddObjectToObject(j, "zoom");
+		const struct rk_picture_rect *r[2] = {&o->region, &o->screen_region};
+		const char *names[2] = {"region", "screen_region"};
+		for (int i = 0; i < 2; i++) {
+			const int v[4] = {r[i]->x0, r[i]->y0, r[i]->x1, r[i]->y1};
+			cJSON_AddItemToObject(z, names[i], cJSON_CreateIntArray(v, 4));
+		}
+	}
 	return j;
+}
+
+/* --- zoom ------------------------------------------------------------------- */
+
+/* Crops region (in the max_w x max_h image of the sw x sh frame src) at
+ * full resolution and scales it to fill that image's size: into o's sizes
+ * and *rgb (malloc'd). */
+static int zoom_frame(const unsigned char *src, int sw, int sh, int bpp, size_t stride, int max_w, int max_h,
+		      const struct rk_picture_rect *region, struct rk_observation *o, unsigned char **rgb,
+		      struct rk_error *err)
+{
+	int iw, ih;
+	rk_picture_fit(sw, sh, max_w, max_h, &iw, &ih);
+	int rc = rk_picture_rect_check(region, iw, ih, "zoom: region", err);
+	if (rc < 0)
+		return rc;
+	/* image pixel v covers screen [v*sw/iw, (v+1)*sw/iw): every screen
+	 * pixel the region touches */
+	struct rk_picture_rect sr = {(int)((int64_t)region->x0 * sw / iw), (int)((int64_t)region->y0 * sh / ih),
+				     (int)(((int64_t)region->x1 * sw + iw - 1) / iw),
+				     (int)(((int64_t)region->y1 * sh + ih - 1) / ih)};
+	int cw = sr.x1 - sr.x0, ch = sr.y1 - sr.y0, zw, zh;
+	rk_picture_fill(cw, ch, iw, ih, &zw, &zh);
+	*rgb = rk_xmalloc((size_t)zw * zh * 3);
+	rk_picture_scale(src + (size_t)sr.y0 * stride + (size_t)sr.x0 * bpp, cw, ch, bpp, stride, *rgb, zw, zh);
+	o->width = zw;
+	o->height = zh;
+	o->screen_width = sw;
+	o->screen_height = sh;
+	o->scale = (double)zw / cw;
+	o->zoomed = 1;
+	o->region = *region;
+	o->screen_region = sr;
+	return 0;
+}
+
+static int zoom_vnc(struct rk_screen *s, int max_w, int max_h, const struct rk_picture_rect *region,
+		    struct rk_observation *o, unsigned char **rgb, struct rk_error *err)
+{
+	int rc = lock_bounded(s, err);
+	if (rc < 0)
+		return rc;
+	if (s->dead || !s->fb) {
+		pthread_mutex_unlock(&s->lock);
+		return dead_error(s, err);
+	}
+	rc = zoom_frame(s->fb, s->fb_w, s->fb_h, 4, (size_t)s->fb_w * 4, max_w, max_h, region, o, rgb, err);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+static int zoom_provider(struct rk_screen *s, int max_w, int max_h, const struct rk_picture_rect *region,
+			 struct rk_observation *o, unsigned char **rgb, struct rk_error *err)
+{
+	struct rk_frame f;
+	memset(&f, 0, sizeof(f));
+	int rc = s->ops->capture(&s->m, s->display, &f, err);
+	if (rc < 0)
+		return rc;
+	if (!f.rgb || f.width <= 0 || f.height <= 0)
+		rc = rk_error_set(err, RK_EFAILED, "provider %s returned an empty frame", s->ops->name);
+	else
+		rc = zoom_frame(f.rgb, f.width, f.height, 3, (size_t)f.width * 3, max_w, max_h, region, o, rgb, err);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		s->prov_w = f.width;
+		s->prov_h = f.height;
+		pthread_mutex_unlock(&s->lock);
+	}
+	free(f.rgb);
+	free(f.window_title);
+	return rc;
+}
+
+int rk_screen_zoom(struct rk_screen *s, const struct rk_picture_rect *region, const struct rk_observe_options *opt,
+		   struct rk_observation *o, struct rk_error *err)
+{
+	memset(o, 0, sizeof(*o));
+	if (!region)
+		return rk_error_set(err, RK_EINVALID, "zoom: no region given");
+	int max_w = opt ? opt->max_width : 0, max_h = opt ? opt->max_height : 0;
+	if (max_w < 0 || max_h < 0)
+		return rk_error_set(err, RK_EINVALID, "max width and height must not be negative");
+	enum rk_picture_format fmt;
+	int quality;
+	int rc = encoding_of(opt, &fmt, &quality, err);
+	if (rc < 0)
+		return rc;
+	/* the checks that need no screen first */
+	if ((rc = rk_picture_rect_check(region, 0, 0, "zoom: region", err)) < 0)
+		return rc;
+	unsigned char *rgb = NULL;
+	pthread_mutex_lock(&s->api);
+	rc = s->kind == SCREEN_VNC ? zoom_vnc(s, max_w, max_h, region, o, &rgb, err)
+				   : zoom_provider(s, max_w, max_h, region, o, &rgb, err);
+	if (rc == 0)
+		o->frame_id = ++s->frame_seq;
+	pthread_mutex_unlock(&s->api);
+	if (rc < 0) {
+		free(rgb);
+		memset(o, 0, sizeof(*o));
+		return rc;
+	}
+	o->captured_at_ms = rk_now_ms();
+	o->mime_type = rk_picture_mime(fmt);
+	size_t n = (size_t)o->width * o->height * 3;
+	frame_hash_hex(rgb, n, o->frame_hash);
+	struct rk_buf b = RK_BUF_INIT;
+	rk_buf_init(&b);
+	rc = rk_picture_encode(fmt, quality, rgb, o->width, o->height, &b, err);
+	free(rgb);
+	if (rc < 0) {
+		rk_buf_release(&b);
+		memset(o, 0, sizeof(*o));
+		return rc;
+	}
+	o->png = (unsigned char *)rk_buf_detach(&b, &o->png_len);
+	return 0;
 }
 
 /* --- act ------------------------------------------------------------------ */

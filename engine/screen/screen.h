@@ -23,20 +23,23 @@
 #include <stdint.h>
 
 #include "engine/screen/actions.h"
+#include "engine/screen/picture.h"
 #include "providers/provider.h"
 #include "engine/util/err.h"
 
 struct rk_screen;
 
 struct rk_observe_options {
-	int max_width, max_height; /* 0: no limit; the image is downscaled to fit, aspect kept */
-	const char *consumer;	   /* dedupe key (a run, a tool call chain); NULL: always send the PNG */
+	int max_width, max_height;     /* 0: no limit; the image is downscaled to fit, aspect kept */
+	const char *consumer;	       /* dedupe key (a run, a tool call chain); NULL: always send the image */
+	enum rk_picture_format format; /* RK_PICTURE_PNG (0, the default) or RK_PICTURE_JPEG */
+	int quality;		       /* JPEG quality 1-100; 0: RK_JPEG_QUALITY_DEFAULT */
 };
 
 struct rk_observation {
 	uint64_t frame_id;	/* monotonic per screen, one for each observation */
 	int64_t captured_at_ms; /* wall clock */
-	const char *mime_type;	/* "image/png" (static) */
+	const char *mime_type;	/* "image/png" or "image/jpeg" (static): what png holds */
 	int width, height;	/* the image */
 	int screen_width, screen_height;
 	double scale; /* width / screen_width (1.0: not scaled) */
@@ -45,12 +48,17 @@ struct rk_observation {
 	char *window_id;	/* malloc'd or NULL: not known (see rk_screen_set_window_probe) */
 	char *window_title;	/* malloc'd or NULL */
 	char frame_hash[65];	/* BLAKE2b-256 (libsodium crypto_generichash, no key), in hex, of the image's
-				 * packed RGB pixels (width*height*3 bytes, rows top down): the pixels the
-				 * PNG carries, so hashlib.blake2b(rgb, digest_size=32) of the decoded PNG
-				 * gives it back */
-	int unchanged;		/* the consumer already has this frame: png is NULL */
-	unsigned char *png;	/* malloc'd PNG, or NULL when unchanged */
+				 * packed RGB pixels (width*height*3 bytes, rows top down) before encoding:
+				 * the pixels a PNG carries, so hashlib.blake2b(rgb, digest_size=32) of the
+				 * decoded PNG gives it back (a JPEG's decode differs: it is lossy) */
+	int unchanged;		/* the consumer already has this frame (in any format): png is NULL */
+	unsigned char *png;	/* malloc'd encoded image of mime_type (PNG or JPEG; the name is
+				 * historical), or NULL when unchanged */
 	size_t png_len;
+	/* rk_screen_zoom: the region shown, in the observe options' image and
+	 * on the screen; width and height are the zoomed image's */
+	int zoomed;
+	struct rk_picture_rect region, screen_region;
 };
 
 struct rk_act_options {
@@ -63,10 +71,7 @@ struct rk_act_options {
 };
 #define RK_ACT_OPTIONS_INIT                                                                                            \
 	{                                                                                                              \
-		-1, -1,                                                                                                \
-		{                                                                                                      \
-			0, 0, NULL                                                                                     \
-		}                                                                                                      \
+		.settle_ms = -1, .observe = -1                                                                         \
 	}
 #define RK_SETTLE_MS_DEFAULT 300
 
@@ -112,8 +117,20 @@ void rk_observation_release(struct rk_observation *o);
 /* The metadata as JSON (snake_case, no image bytes): frame_id (string),
  * captured_at (ISO-8601 UTC), mime_type, width, height, screen_width,
  * screen_height, scale, cursor {x,y} | null, active_window {id,title} | null,
- * frame_hash, unchanged. The caller owns the result. */
+ * frame_hash, unchanged; a zoom adds zoom {region [x0,y0,x1,y1],
+ * screen_region [...]}. The caller owns the result. */
 cJSON *rk_observation_to_json(const struct rk_observation *o);
+
+/* A region of the screen at full resolution (Anthropic's computer tool
+ * "zoom"): region is in the image opt gives (x0 < x1 <= width, y0 < y1 <=
+ * height; RK_EINVALID naming the field otherwise), the screen pixels under
+ * it are cropped from the full-resolution frame and scaled to fill opt's
+ * image size, aspect kept (enlarged when the region is smaller, as the
+ * tool's definition asks: fine detail becomes legible). out->scale is
+ * zoomed pixels per screen pixel; no cursor; no dedupe (a consumer's last
+ * frame stays what it was). Encoded as opt says. */
+int rk_screen_zoom(struct rk_screen *s, const struct rk_picture_rect *region, const struct rk_observe_options *opt,
+		   struct rk_observation *out, struct rk_error *err);
 
 /* Runs the batch in order after checking all of it (coordinates inside the
  * image of opt->observe_opt), settles, then observes unless told not to.

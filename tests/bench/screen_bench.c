@@ -24,6 +24,10 @@
  *                   emoji)  vs  `xdotool type --delay 0`; the client's text
  *                   must then be exactly what was typed, for both, or the
  *                   bench fails.
+ *   observe_jpeg    rk_screen_observe of a changed frame at a model's size
+ *                   (rk_picture_fit_pixels: long edge 1568, 1.15 MP) as
+ *                   JPEG quality 75  vs  the same as PNG; and
+ *                   observe_jpeg_bytes, the images' sizes.
  *
  * Prints `bench: NAME ours=V ms base=V ms ratio=R` with p50, and
  * `bench: NAME_p95 ...` with p95. RAKAZO_BENCH=NAME runs only that figure.
@@ -443,11 +447,45 @@ static int bench_observe(double *ours, double *base)
 	return 0;
 }
 
+/* The same changed frame at a model's size, as JPEG (ours) and PNG (base),
+ * in turns: the time of each observe and the bytes each sends. */
+static int bench_observe_jpeg(double *ours, double *base)
+{
+	int sw, sh;
+	rk_screen_size(screen, &sw, &sh);
+	struct rk_observe_options po = {0};
+	rk_picture_fit_pixels(sw, sh, 1568, 1150000, &po.max_width, &po.max_height);
+	struct rk_observe_options jo = po;
+	jo.format = RK_PICTURE_JPEG;
+	double jbytes[N], pbytes[N];
+	for (int i = 0; i < N; i++) {
+		for (int k = 0; k < 2; k++) {
+			nudge(2 * i + k);
+			struct rk_observation o;
+			int64_t t0 = rk_monotonic_us();
+			if (rk_screen_observe(screen, k ? &po : &jo, &o, &err) < 0)
+				return fail("observe_jpeg: %s", err.message);
+			(k ? base : ours)[i] = (rk_monotonic_us() - t0) / 1000.0;
+			(k ? pbytes : jbytes)[i] = (double)o.png_len;
+			int ok = o.png && strcmp(o.mime_type, k ? "image/png" : "image/jpeg") == 0;
+			rk_observation_release(&o);
+			if (!ok)
+				return fail("observe_jpeg: no image of the type asked for%s", NULL);
+		}
+	}
+	printf("screen_bench: observe_jpeg: %dx%d -> %dx%d\n", sw, sh, po.max_width, po.max_height);
+	report("observe_jpeg", ours, base, N);
+	double j50 = pct(jbytes, N, 0.5), p50 = pct(pbytes, N, 0.5);
+	printf("bench: observe_jpeg_bytes ours=%.0f base=%.0f ratio=%.4f\n", j50, p50, p50 > 0 ? j50 / p50 : 0);
+	fflush(stdout);
+	return 0;
+}
+
 /* An unchanged screen for the same consumer (metadata only) against the
  * same observe of a changed frame (the pointer moved one pixel), in turns. */
 static int bench_dedupe(double *ours, double *base)
 {
-	struct rk_observe_options oo = {1024, 1024, "bench"};
+	struct rk_observe_options oo = {.max_width = 1024, .max_height = 1024, .consumer = "bench"};
 	struct rk_observation o;
 	for (int i = 0; i < N; i++) {
 		nudge(i);
@@ -695,6 +733,8 @@ int main(void)
 		rc = bench_act_settle(ours, base);
 	if (rc == 0 && wanted("type_unicode"))
 		rc = bench_type(ours, base);
+	if (rc == 0 && wanted("observe_jpeg"))
+		rc = bench_observe_jpeg(ours, base);
 	if (rc < 0)
 		printf("bench: screen_bench failed: %s\n", failure);
 	teardown();
