@@ -32,8 +32,8 @@
 #include "out.h"
 
 /* options shared by several verbs (one process runs one verb) */
-static const char *o_key, *o_provider, *o_name, *o_mode, *o_options, *o_pause_after, *o_cwd, *o_output, *o_outcome,
-	*o_bot, *o_holder, *o_session, *o_what, *o_encoding;
+static const char *o_key, *o_provider, *o_name, *o_mode, *o_options, *o_screen, *o_pause_after, *o_cwd, *o_output,
+	*o_outcome, *o_bot, *o_holder, *o_session, *o_what, *o_encoding;
 static int o_wait, o_no_desktop, o_tty, o_follow, o_executable, o_base64, o_team, o_private, o_org;
 static const char *o_kind, *o_memory, *o_cpus, *o_pids;
 static int64_t o_timeout = 300, o_rows = 24, o_cols = 80, o_yield = 0, o_max_output = RK_SESSION_OUTPUT_DEFAULT,
@@ -271,6 +271,7 @@ static const struct rk_opt create_opts[] = {
 	OPT_INT("revisions", 0, &o_revisions, "N", "workspace checkpoints to keep (default 1)", 1, 1000),
 	OPT_STRING("options", 0, &o_options, "JSON",
 		   "provider options as a JSON object, e.g. '{\"network\":\"none\"}'"),
+	OPT_STRING("screen", 0, &o_screen, "WIDTHxHEIGHT", "the desktop's size, e.g. 1920x1080 (default 1280x800)"),
 	OPT_STRING("memory", 0, &o_memory, "SIZE", "memory limit, e.g. 512m or 2g (docker default 4g)"),
 	OPT_STRING("cpus", 0, &o_cpus, "N", "CPU limit, e.g. 0.5 (docker default 2)"),
 	OPT_STRING("pids", 0, &o_pids, "N", "limit on processes and threads, 64 or more (docker default 1024)"),
@@ -327,6 +328,13 @@ static int run_create(struct cmd_ctx *ctx)
 			return rk_error_set(&ctx->err, RK_EINVALID, "--options must be a JSON object");
 		}
 		cJSON_AddItemToObject(body, "options", opt);
+	}
+	if (o_screen) {
+		cJSON *opt = cJSON_GetObjectItemCaseSensitive(body, "options");
+		if (!opt)
+			opt = cJSON_AddObjectToObject(body, "options");
+		cJSON_DeleteItemFromObjectCaseSensitive(opt, "screen");
+		cJSON_AddStringToObject(opt, "screen", o_screen);
 	}
 	if (o_memory || o_cpus || o_pids) {
 		struct rk_limits lim = {0};

@@ -10,7 +10,7 @@ _rakazo_static() {
 	case "$1" in
 	"") words="computer screen checkpoint run doctor worker help version tui serve pair browser secret memory approval space" ;;
 	"computer") words="create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers grant revoke rights" ;;
-	"computer create") words="--provider --name --mode --team --private --no-desktop --pause-after --revisions --options --memory --cpus --pids --command-key --wait --timeout --json --help --org" ;;
+	"computer create") words="--provider --name --mode --team --private --no-desktop --pause-after --revisions --options --screen --memory --cpus --pids --command-key --wait --timeout --json --help --org" ;;
 	"computer list") words="--json --help" ;;
 	"computer show") words="--json --help" ;;
 	"computer pause") words="--command-key --wait --timeout --json --help" ;;

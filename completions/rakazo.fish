@@ -39,6 +39,7 @@ complete -c rakazo -n "__rakazo_at computer create" -l no-desktop
 complete -c rakazo -n "__rakazo_at computer create" -l pause-after
 complete -c rakazo -n "__rakazo_at computer create" -l revisions
 complete -c rakazo -n "__rakazo_at computer create" -l options
+complete -c rakazo -n "__rakazo_at computer create" -l screen
 complete -c rakazo -n "__rakazo_at computer create" -l memory
 complete -c rakazo -n "__rakazo_at computer create" -l cpus
 complete -c rakazo -n "__rakazo_at computer create" -l pids

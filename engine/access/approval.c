@@ -27,6 +27,8 @@ static const struct {
 } tools[] = {
 	{"computer_observe", "computer", "read", 0},
 	{"computer_act", "computer", "act", 1},
+	/* a vendor's native computer tool (engine/agent/computer_tool.h): an act */
+	{"computer", "computer", "act", 1},
 	{"browser_act", "browser", "act", 1},
 	{"shell", "computer", "shell", 1},
 	{"write_stdin", "computer", "shell", 1},
@@ -196,6 +198,13 @@ int rk_approval_evaluate(struct rk_engine *eng, const struct rk_actor *a, const 
 			 unsigned flags, struct rk_approval_decision *d, struct rk_error *err)
 {
 	memset(d, 0, sizeof(*d));
+	if (flags & RK_APPROVAL_FLAGGED) {
+		d->ask = 1;
+		snprintf(d->source, sizeof(d->source), "vendor");
+		snprintf(d->reason, sizeof(d->reason),
+			 "the model's vendor flagged this %s call with a safety check (see its arguments)", tool);
+		return 0;
+	}
 	if (always_asks(tool)) {
 		d->ask = 1;
 		snprintf(d->source, sizeof(d->source), "policy");

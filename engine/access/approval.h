@@ -26,7 +26,8 @@
  * judge registered asks a person.
  *
  * Always and never: create_space always needs a person's approval,
- * whatever the rules say. A run started by a webhook (RK_APPROVAL_WEBHOOK)
+ * whatever the rules say, and so does a call the model's vendor flagged
+ * with a safety check (RK_APPROVAL_FLAGGED, source "vendor"). A run started by a webhook (RK_APPROVAL_WEBHOOK)
  * gets the stricter gate: a call that changes data or acts outside (write,
  * shell, act, network; the exempt tools included) needs approval unless a
  * tool rule allows that very tool; connector and category allow rules and
@@ -73,6 +74,10 @@ int rk_approval_rule_remove(struct rk_engine *eng, const struct rk_actor *a, con
 /* How a call is judged (bits). */
 #define RK_APPROVAL_JUDGE 1u   /* the judge may be asked */
 #define RK_APPROVAL_WEBHOOK 2u /* the call is a webhook-started run's: the stricter gate */
+/* The model's vendor attached safety checks to the call (OpenAI's
+ * pending_safety_checks): a person must approve it, whatever the rules say,
+ * and only their approval acknowledges the checks. */
+#define RK_APPROVAL_FLAGGED 4u
 
 /* The judge: 0 allow, 1 ask (also for any failure), with why in reason
  * (size bytes). data_dir: the engine's, where the model config lives. */

@@ -157,23 +157,13 @@ void rk_computer_tool_fit(struct rk_computer_tool_spec *spec, int screen_w, int 
 	int bw = landscape ? spec->max_long_edge : spec->max_short_edge;
 	int bh = landscape ? spec->max_short_edge : spec->max_long_edge;
 	int w, h;
-	rk_picture_fit(screen_w, screen_h, bw, bh, &w, &h);
-	if (spec->max_pixels > 0 && (int64_t)w * h > spec->max_pixels) {
-		/* shrink the long side's limit until the area fits; the estimate
-		 * is within a pixel or two, the loop settles the rounding */
-		int lng = landscape ? w : h;
-		int lim = (int)floor(lng * sqrt((double)spec->max_pixels / ((double)w * h)));
-		if (lim < 1)
-			lim = 1;
-		for (;; lim--) {
-			if (landscape)
-				bw = lim;
-			else
-				bh = lim;
-			rk_picture_fit(screen_w, screen_h, bw, bh, &w, &h);
-			if ((int64_t)w * h <= spec->max_pixels || lim == 1)
-				break;
-		}
+	if (spec->max_pixels > 0) {
+		/* a long edge and a pixel budget (Claude): the screen's own rule,
+		 * whose size observe gives back exactly when asked for as the box */
+		rk_picture_fit_pixels(screen_w, screen_h, spec->max_long_edge, spec->max_pixels, &w, &h);
+		bw = w, bh = h;
+	} else {
+		rk_picture_fit(screen_w, screen_h, bw, bh, &w, &h);
 	}
 	spec->box_w = bw;
 	spec->box_h = bh;

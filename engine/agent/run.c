@@ -17,6 +17,7 @@
 #include "engine/machine/computer.h"
 #include "engine/util/host.h"
 #include "engine/machine/lease.h"
+#include "engine/agent/computer_tool.h"
 #include "engine/agent/run_log.h"
 #include "engine/access/secret.h"
 #include "engine/machine/session.h"
@@ -109,6 +110,12 @@ struct run {
 	struct rk_model_conversation *conv;
 	struct rk_secret_redactor *red; /* the user's secrets, read again each step */
 	volatile sig_atomic_t no_flag;
+	/* the vendor's native computer tool, when the model has one (then the
+	 * tools are the run's own list: the native tool for computer_observe
+	 * and computer_act) */
+	struct rk_computer_tool_spec native;
+	int has_native;
+	struct rk_model_tool *own_tools; /* malloc'd, or NULL: run_tools' */
 };
 
 /* The values of the secrets of a run's user (of bot_id), read now
@@ -233,7 +240,17 @@ static void add_reply_msg(struct run *run, const struct rk_model_reply *reply)
 		cJSON_AddStringToObject(c, "id", reply->calls[i].id ? reply->calls[i].id : "");
 		cJSON_AddStringToObject(c, "name", reply->calls[i].name ? reply->calls[i].name : "");
 		cJSON_AddStringToObject(c, "arguments", reply->calls[i].arguments ? reply->calls[i].arguments : "");
+		if (reply->calls[i].native)
+			cJSON_AddBoolToObject(c, "native", 1);
+		if (reply->calls[i].safety_checks)
+			cJSON_AddStringToObject(c, "safety_checks", reply->calls[i].safety_checks);
 		cJSON_AddItemToArray(calls, c);
+	}
+	/* the vendor's own form of the turn (thinking, reasoning items), so a
+	 * resume on the same protocol replays it verbatim */
+	if (reply->vendor_json) {
+		cJSON_AddStringToObject(m, "vendor_api", rk_model_api_name(reply->vendor_api));
+		cJSON_AddStringToObject(m, "vendor_json", reply->vendor_json);
 	}
 	store_msg(run, m);
 }
@@ -246,6 +263,27 @@ static struct rk_model_message *add_tool_msg(struct run *run, const char *call_i
 	cJSON_AddStringToObject(m, "tool_call_id", call_id);
 	if (frame_label)
 		cJSON_AddStringToObject(m, "frame", frame_label);
+	store_msg(run, m);
+	return msg;
+}
+
+/* A tool result that answers a native computer call (native) records so,
+ * with the safety checks a person acknowledged, so a resume rebuilds the
+ * vendor's own result item. */
+static struct rk_model_message *add_result_msg(struct run *run, const char *call_id, const char *text,
+					       const char *frame_label, int native, const char *acknowledged)
+{
+	struct rk_model_message *msg = rk_model_add_tool_result(run->conv, call_id, text);
+	msg->native = native;
+	msg->acknowledged = acknowledged ? rk_xstrdup(acknowledged) : NULL;
+	cJSON *m = msg_json("tool", text);
+	cJSON_AddStringToObject(m, "tool_call_id", call_id);
+	if (frame_label)
+		cJSON_AddStringToObject(m, "frame", frame_label);
+	if (native)
+		cJSON_AddBoolToObject(m, "native", 1);
+	if (acknowledged)
+		cJSON_AddItemToObject(m, "acknowledged", cJSON_Parse(acknowledged));
 	store_msg(run, m);
 	return msg;
 }
@@ -293,6 +331,12 @@ static int replay_messages(struct run *run, const char *run_id, int *count, stru
 			size_t n = (size_t)cJSON_GetArraySize(calls), i = 0;
 			struct rk_model_reply reply = {0};
 			reply.text = (char *)mtext;
+			const char *vapi = rk_json_string(m, "vendor_api", NULL);
+			for (int k = RK_MODEL_API_CHAT; vapi && k <= RK_MODEL_API_RESPONSES; k++)
+				if (!strcmp(vapi, rk_model_api_name((enum rk_model_api)k))) {
+					reply.vendor_api = (enum rk_model_api)k;
+					reply.vendor_json = (char *)rk_json_string(m, "vendor_json", NULL);
+				}
 			reply.calls = n ? rk_xcalloc(n, sizeof(*reply.calls)) : NULL;
 			reply.ncalls = n;
 			const cJSON *c;
@@ -303,6 +347,8 @@ static int replay_messages(struct run *run, const char *run_id, int *count, stru
 				reply.calls[i].id = (char *)rk_json_string(c, "id", "");
 				reply.calls[i].name = (char *)rk_json_string(c, "name", "");
 				reply.calls[i].arguments = (char *)rk_json_string(c, "arguments", "");
+				reply.calls[i].native = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "native"));
+				reply.calls[i].safety_checks = (char *)rk_json_string(c, "safety_checks", NULL);
 				cJSON_AddItemToArray(pending, cJSON_CreateString(reply.calls[i].id));
 				i++;
 			}
@@ -311,6 +357,10 @@ static int replay_messages(struct run *run, const char *run_id, int *count, stru
 		} else if (!strcmp(role, "tool")) {
 			const char *id = rk_json_string(m, "tool_call_id", "");
 			struct rk_model_message *tm = rk_model_add_tool_result(run->conv, id, mtext);
+			tm->native = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "native"));
+			const cJSON *ack = cJSON_GetObjectItemCaseSensitive(m, "acknowledged");
+			if (cJSON_IsArray(ack))
+				tm->acknowledged = cJSON_PrintUnformatted(ack);
 			const char *frame = rk_json_string(m, "frame", NULL);
 			if (frame) {
 				char *t = rk_xasprintf("[screenshot not kept across %s: %s]",
@@ -579,7 +629,8 @@ static int run_calls(struct run *run, const struct rk_model_reply *reply, const 
 				    .fence = run->fence,
 				    .run_id = run->id,
 				    .cancel = run->x->cancel,
-				    .webhook = !strcmp(rk_json_string(run->opts, "trigger", "person"), "webhook")};
+				    .webhook = !strcmp(rk_json_string(run->opts, "trigger", "person"), "webhook"),
+				    .native = run->has_native ? &run->native : NULL};
 	for (size_t i = 0; i < reply->ncalls; i++) {
 		const struct rk_model_tool_call *call = &reply->calls[i];
 		const char *cid = call->id ? call->id : "", *name = call->name ? call->name : "";
@@ -610,6 +661,7 @@ static int run_calls(struct run *run, const struct rk_model_reply *reply, const 
 		emit(run, "tool.call", b);
 
 		struct rk_tool_result res = {0};
+		int acknowledged = 0;
 		if (!strcmp(name, "request_takeover") && run->c.desktop) {
 			cJSON *a = NULL;
 			rk_model_tool_call_args(call, &a, NULL);
@@ -637,17 +689,25 @@ static int run_calls(struct run *run, const struct rk_model_reply *reply, const 
 			res.text = cJSON_PrintUnformatted(doc);
 			cJSON_Delete(doc);
 			free(note);
+		} else if (call->native) {
+			rk_tools_native_call(&tctx, call, &res, &acknowledged);
 		} else {
 			rk_tools_call(&tctx, name, call->arguments, &res);
 		}
 		note_session(run, &res, name);
 		record_history(run, name, call->arguments, &res);
 		keep_frame(run, &res);
-		struct rk_model_message *m = add_tool_msg(run, cid, res.text, res.png ? res.label : NULL);
+		struct rk_model_message *m = add_result_msg(run, cid, res.text, res.png ? res.label : NULL,
+							    call->native, acknowledged ? call->safety_checks : NULL);
 		const char *image = NULL;
+		/* the Responses API's computer_call_output is a screenshot: it is
+		 * sent even when the frame did not change */
+		int dedupe = !(call->native && run->cfg.api == RK_MODEL_API_RESPONSES);
 		if (res.png)
-			image = rk_model_message_add_image(run->conv, m, res.png, res.png_len,
-							   res.frame_hash[0] ? res.frame_hash : NULL, res.label)
+			image = rk_model_message_add_image_as(run->conv, m, res.mime[0] ? res.mime : "image/png",
+							      res.png, res.png_len,
+							      dedupe && res.frame_hash[0] ? res.frame_hash : NULL,
+							      res.label)
 					? "sent"
 					: "unchanged";
 
@@ -684,6 +744,49 @@ static int run_calls(struct run *run, const struct rk_model_reply *reply, const 
 	return 0;
 }
 
+/* The vendor's native computer tool, when the run's model has one and the
+ * computer a desktop: its screenshots are sized from the screen's size (one
+ * small look), and it takes the place of computer_observe and computer_act
+ * among the tools. RAKAZO_COMPUTER_TOOL=none keeps the function tools. */
+static int native_setup(struct run *run, struct rk_error *err)
+{
+	if (!run->c.desktop)
+		return 0;
+	int r = rk_computer_tool_spec_for(run->cfg.api, run->cfg.model, &run->native, err);
+	if (r <= 0)
+		return r;
+	struct rk_tools_ctx tctx = {.eng = run->eng,
+				    .computer = &run->c,
+				    .bot_id = run->row.bot_id,
+				    .fence = run->fence,
+				    .run_id = run->id,
+				    .cancel = run->x->cancel};
+	int w, h;
+	if ((r = rk_tools_screen_size(&tctx, &w, &h, err)))
+		return rk_error_prefix(err, "the native computer tool needs the screen's size");
+	rk_computer_tool_fit(&run->native, w, h);
+	if (run->row.bot_id)
+		run->native.zoom = 0; /* a bot's own screen has no zoom (tools.c) */
+	size_t n;
+	const struct rk_model_tool *base = run_tools(&run->c, &n);
+	run->own_tools = rk_xcalloc(n + 1, sizeof(*run->own_tools));
+	size_t k = 0;
+	rk_computer_tool_declare(&run->native, &run->own_tools[k++]);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(base[i].name, "computer_observe") != 0 && strcmp(base[i].name, "computer_act") != 0)
+			run->own_tools[k++] = base[i];
+	run->has_native = 1;
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddStringToObject(b, "type", run->native.type);
+	cJSON_AddNumberToObject(b, "display_width", run->native.display_w);
+	cJSON_AddNumberToObject(b, "display_height", run->native.display_h);
+	cJSON_AddNumberToObject(b, "screen_width", w);
+	cJSON_AddNumberToObject(b, "screen_height", h);
+	cJSON_AddBoolToObject(b, "zoom", run->native.zoom);
+	emit(run, "run.computer_tool", b);
+	return 0;
+}
+
 /* The loop. Returns 0 with *answer (malloc'd) set, or a negative code with
  * err and *reason set. */
 static int loop(struct run *run, char **answer, const char **reason, struct rk_error *err)
@@ -691,7 +794,16 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 	int64_t t0 = rk_monotonic_ms();
 	size_t ntools;
 	const struct rk_model_tool *tools = run_tools(&run->c, &ntools);
-	int r = 0;
+	int r = native_setup(run, err);
+	if (r) {
+		*reason = "model";
+		return r;
+	}
+	if (run->own_tools) {
+		for (ntools = 0; run->own_tools[ntools].name; ntools++)
+			;
+		tools = run->own_tools;
+	}
 	for (;;) {
 		if ((*reason = look(run))) {
 			r = stop_error(run, *reason, err);
@@ -889,6 +1001,10 @@ int rk_run_create(struct rk_engine *eng, const struct rk_run_options *opt, char 
 		goto out;
 	}
 	cJSON *oj = options_json(opt);
+	/* the protocol the configuration chose: the row keeps the model's name
+	 * without its vendor prefix, so a resume could not infer it again */
+	if (!cJSON_GetObjectItemCaseSensitive(oj, "model_api"))
+		cJSON_AddStringToObject(oj, "model_api", rk_model_api_name(cfg.api));
 	char *options = cJSON_PrintUnformatted(oj);
 	cJSON_Delete(oj);
 	struct rk_run_row row = {.id = id,
@@ -1115,6 +1231,7 @@ out:
 	free(run.id);
 	cJSON_Delete(run.opts);
 	rk_model_conversation_free(run.conv);
+	free(run.own_tools);
 	rk_secret_redactor_free(run.red);
 	rk_run_row_release(&run.row);
 	rk_computer_release(&run.c);

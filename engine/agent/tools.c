@@ -13,6 +13,7 @@
 #include "engine/access/authz.h"
 #include "engine/machine/computer.h"
 #include "engine/machine/display.h"
+#include "engine/agent/computer_tool.h"
 #include "engine/agent/memory.h"
 #include "engine/access/secret.h"
 #include "engine/machine/session.h"
@@ -287,6 +288,7 @@ static void take_frame(struct rk_tool_result *out, const cJSON *obs, unsigned ch
 {
 	const char *hash = rk_json_string(obs, "frame_hash", "");
 	snprintf(out->frame_hash, sizeof(out->frame_hash), "%s", hash);
+	snprintf(out->mime, sizeof(out->mime), "%s", rk_json_string(obs, "mime_type", "image/png"));
 	int64_t w = 0, h = 0;
 	const cJSON *jw = cJSON_GetObjectItemCaseSensitive(obs, "width");
 	const cJSON *jh = cJSON_GetObjectItemCaseSensitive(obs, "height");
@@ -313,13 +315,27 @@ static int need_desktop(struct rk_tools_ctx *ctx, struct rk_error *e)
 	return 0;
 }
 
+/* The size (and encoding) of the screenshots the model is shown: the native
+ * tool's box when the run has one. */
+static struct rk_display_observe_options observe_options(const struct rk_tools_ctx *ctx)
+{
+	struct rk_display_observe_options oo = {.max_width = ctx->max_width, .max_height = ctx->max_height};
+	if (ctx->native) {
+		/* the vendors take JPEG, and bill an image by its size, not its bytes */
+		oo.max_width = ctx->native->box_w;
+		oo.max_height = ctx->native->box_h;
+		oo.format = RK_PICTURE_JPEG;
+	}
+	return oo;
+}
+
 /* A screenshot of the caller's screen into out, with note. */
 static int observe_note(struct rk_tools_ctx *ctx, const char *note, struct rk_tool_result *out, struct rk_error *e)
 {
 	int r = need_desktop(ctx, e);
 	if (r)
 		return r;
-	struct rk_display_observe_options oo = {.max_width = ctx->max_width, .max_height = ctx->max_height};
+	struct rk_display_observe_options oo = observe_options(ctx);
 	struct rk_display_shot shot = {0};
 	/* a bot sees its own screen (engine/machine/team.h); without one, the display */
 	if ((r = ctx->bot_id ? rk_team_screen_observe(ctx->eng, ctx->computer, ctx->bot_id, ctx->fence, &oo, &shot, e)
@@ -332,6 +348,27 @@ static int observe_note(struct rk_tools_ctx *ctx, const char *note, struct rk_to
 	shot.meta = NULL;
 	set_text(out, doc);
 	rk_display_shot_release(&shot);
+	return 0;
+}
+
+int rk_tools_screen_size(struct rk_tools_ctx *ctx, int *w, int *h, struct rk_error *e)
+{
+	int r = need_desktop(ctx, e);
+	if (r)
+		return r;
+	/* a thumbnail is enough: the observation names the screen's size */
+	struct rk_display_observe_options oo = {.max_width = 64, .max_height = 64};
+	struct rk_display_shot shot = {0};
+	if ((r = ctx->bot_id ? rk_team_screen_observe(ctx->eng, ctx->computer, ctx->bot_id, ctx->fence, &oo, &shot, e)
+			     : rk_display_observe(ctx->eng, ctx->computer, ctx->display, &oo, &shot, e)))
+		return r;
+	const cJSON *jw = cJSON_GetObjectItemCaseSensitive(shot.meta, "screen_width");
+	const cJSON *jh = cJSON_GetObjectItemCaseSensitive(shot.meta, "screen_height");
+	*w = cJSON_IsNumber(jw) ? jw->valueint : 0;
+	*h = cJSON_IsNumber(jh) ? jh->valueint : 0;
+	rk_display_shot_release(&shot);
+	if (*w <= 0 || *h <= 0)
+		return rk_error_set(e, RK_EFAILED, "the screen did not say its size");
 	return 0;
 }
 
@@ -349,7 +386,7 @@ static int t_act(struct rk_tools_ctx *ctx, const cJSON *args, struct rk_tool_res
 	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(args, "actions")))
 		return rk_error_set(e, RK_EINVALID, "computer_act: actions must be a list of 1 to 24 actions");
 	char *batch = cJSON_PrintUnformatted(args);
-	struct rk_display_observe_options oo = {.max_width = ctx->max_width, .max_height = ctx->max_height};
+	struct rk_display_observe_options oo = observe_options(ctx);
 	struct rk_display_act_result res = {0};
 	r = ctx->bot_id
 		    ? rk_team_screen_act(ctx->eng, ctx->computer, ctx->bot_id, ctx->fence, batch, -1, -1, &oo, &res, e)
@@ -1050,6 +1087,192 @@ static int gate(struct rk_tools_ctx *ctx, const struct rk_actor *a, const char *
 	struct rk_approval_decision d;
 	return rk_approval_check(ctx->eng, a, ctx->run_id, ctx->cancel, name, args_json,
 				 ctx->webhook ? RK_APPROVAL_WEBHOOK : 0, &d, e);
+}
+
+/* --- the vendor's native computer tool ------------------------------------------- */
+
+/* Keys a batch that failed part way may have left down: a key_up for each
+ * key_down it holds, best effort (the screen engine releases keys only
+ * when the key action itself fails). */
+static void release_held_keys(struct rk_tools_ctx *ctx, const char *batch_json)
+{
+	cJSON *b = cJSON_Parse(batch_json);
+	const cJSON *acts = cJSON_IsArray(b) ? b : cJSON_GetObjectItemCaseSensitive(b, "actions");
+	cJSON *ups = cJSON_CreateArray();
+	const cJSON *a;
+	cJSON_ArrayForEach(a, acts)
+	{
+		if (strcmp(rk_json_string(a, "action", ""), "key_down") != 0)
+			continue;
+		cJSON *u = cJSON_CreateObject();
+		cJSON_AddStringToObject(u, "action", "key_up");
+		cJSON_AddStringToObject(u, "keys", rk_json_string(a, "keys", ""));
+		cJSON_AddItemToArray(ups, u);
+	}
+	if (cJSON_GetArraySize(ups) > 0) {
+		char *text = cJSON_PrintUnformatted(ups);
+		struct rk_display_observe_options oo = observe_options(ctx);
+		struct rk_display_act_result res = {0};
+		struct rk_error e;
+		int r = ctx->bot_id ? rk_team_screen_act(ctx->eng, ctx->computer, ctx->bot_id, ctx->fence, text, 0, 0,
+							 &oo, &res, &e)
+				    : rk_display_act(ctx->eng, ctx->computer, ctx->display, text, 0, 0, &oo, &res, &e);
+		if (r)
+			rk_log(RK_LOG_WARN, "computer: releasing held keys after a failed batch: %s", e.message);
+		rk_display_act_result_release(&res);
+		free(text);
+	}
+	cJSON_Delete(ups);
+	cJSON_Delete(b);
+}
+
+/* Zoom: the region (in the model's image) at full resolution, scaled into
+ * the model's image size. A bot's own screen has no zoom yet: its spec
+ * declares none, so a call here is the model's mistake. */
+static int zoom_note(struct rk_tools_ctx *ctx, const int region[4], struct rk_tool_result *out, struct rk_error *e)
+{
+	if (ctx->bot_id)
+		return rk_error_set(e, RK_EUNSUPPORTED, "zoom is not offered on a bot's screen: take a screenshot");
+	struct rk_display_observe_options oo = observe_options(ctx);
+	struct rk_picture_rect rect = {region[0], region[1], region[2], region[3]};
+	struct rk_display_shot shot = {0};
+	int r = rk_display_zoom(ctx->eng, ctx->computer, ctx->display, &rect, &oo, &shot, e);
+	if (r)
+		return r;
+	take_frame(out, shot.meta, &shot.png, &shot.png_len);
+	cJSON *doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "note", "zoomed: the region at full resolution");
+	cJSON_AddItemToObject(doc, "observation", shot.meta);
+	shot.meta = NULL;
+	set_text(out, doc);
+	rk_display_shot_release(&shot);
+	return 0;
+}
+
+/* One translated step: the screen engine does it, and the model always
+ * gets a screenshot back (the vendors' tools expect one). */
+static int native_step(struct rk_tools_ctx *ctx, const struct rk_computer_step *st, struct rk_tool_result *out,
+		       struct rk_error *e)
+{
+	int r = need_desktop(ctx, e);
+	if (r)
+		return r;
+	switch (st->kind) {
+	case RK_COMPUTER_ACT: {
+		struct rk_display_observe_options oo = observe_options(ctx);
+		struct rk_display_act_result res = {0};
+		r = ctx->bot_id ? rk_team_screen_act(ctx->eng, ctx->computer, ctx->bot_id, ctx->fence, st->batch_json,
+						     -1, 1, &oo, &res, e)
+				: rk_display_act(ctx->eng, ctx->computer, ctx->display, st->batch_json, -1, 1, &oo,
+						 &res, e);
+		if (r) {
+			release_held_keys(ctx, st->batch_json);
+			return r;
+		}
+		const cJSON *obs = cJSON_GetObjectItemCaseSensitive(res.result, "observation");
+		if (res.png && cJSON_IsObject(obs))
+			take_frame(out, obs, &res.png, &res.png_len);
+		if (st->note)
+			cJSON_AddStringToObject(res.result, "note", st->note);
+		set_text(out, res.result);
+		res.result = NULL;
+		rk_display_act_result_release(&res);
+		/* an unchanged screen after the act: the frame is still what the tool answers with */
+		return out->png ? 0
+				: observe_note(ctx, st->note ? st->note : "done; the screen did not change", out, e);
+	}
+	case RK_COMPUTER_WAIT:
+		for (int64_t left = st->wait_ms; left > 0; left -= 100) {
+			if (ctx->cancel && *ctx->cancel)
+				return rk_error_set(e, RK_EINTERRUPTED,
+						    "the wait was interrupted: the run is stopping");
+			rk_sleep_ms(left < 100 ? left : 100);
+		}
+		return observe_note(ctx, "waited", out, e);
+	case RK_COMPUTER_CURSOR_POSITION: {
+		if ((r = observe_note(ctx, "the pointer's position is observation.cursor", out, e)))
+			return r;
+		return 0;
+	}
+	case RK_COMPUTER_ZOOM:
+		return zoom_note(ctx, st->region, out, e);
+	case RK_COMPUTER_SCREENSHOT:
+	default:
+		return observe_note(ctx, st->note ? st->note : "screenshot taken", out, e);
+	}
+}
+
+int rk_tools_native_call(struct rk_tools_ctx *ctx, const struct rk_model_tool_call *call, struct rk_tool_result *out,
+			 int *acknowledged)
+{
+	memset(out, 0, sizeof(*out));
+	*acknowledged = 0;
+	struct rk_error e = {0};
+	struct rk_actor a = {0};
+	struct rk_computer_step st = {0};
+	int flagged = call->safety_checks && strcmp(call->safety_checks, "[]") != 0;
+	int r = 0;
+	if (!ctx->native)
+		r = rk_error_set(&e, RK_EINVALID, "this run declared no native computer tool");
+	if (r == 0)
+		r = rk_computer_tool_translate(ctx->native, call, &st, &e);
+	if (r == 0)
+		r = rk_actor_resolve(&a, ctx->eng, NULL, ctx->bot_id, &e);
+	if (r == 0 && ctx->eng) {
+		/* what a person is shown: the vendor's input, and its safety checks */
+		cJSON *shown = cJSON_Parse(call->arguments ? call->arguments : "{}");
+		if (!cJSON_IsObject(shown)) {
+			cJSON_Delete(shown);
+			shown = cJSON_CreateObject();
+		}
+		if (flagged) {
+			cJSON *checks = cJSON_Parse(call->safety_checks);
+			cJSON_AddItemToObject(shown, "pending_safety_checks", checks ? checks : cJSON_CreateNull());
+		}
+		char *text = cJSON_PrintUnformatted(shown);
+		cJSON_Delete(shown);
+		if ((r = rk_authz_check(ctx->eng, &a, "computers.use", ctx->computer, &e)) == 0) {
+			rk_model_judge_register();
+			struct rk_approval_decision d;
+			unsigned flags = (ctx->webhook ? RK_APPROVAL_WEBHOOK : 0) | (flagged ? RK_APPROVAL_FLAGGED : 0);
+			r = rk_approval_check(ctx->eng, &a, ctx->run_id, ctx->cancel, "computer", text, flags, &d, &e);
+		}
+		free(text);
+		if (r == 0 && flagged)
+			*acknowledged = 1;
+	}
+	if (r == 0) {
+		r = native_step(ctx, &st, out, &e);
+		if (r && !e.message[0])
+			rk_error_set(&e, RK_EFAILED, "computer failed");
+	}
+	rk_computer_step_release(&st);
+	struct rk_secret_redactor *red = rk_secret_redactor_new(ctx->eng, &a);
+	rk_actor_release(&a);
+	if (r < 0) {
+		rk_log(RK_LOG_INFO, "tool computer: %s: %s", rk_code_name(e.code), e.message);
+		/* the vendor's tool result carries a screenshot even for an error
+		 * (Responses requires one): the screen as it is now, best effort */
+		struct rk_tool_result now = {0};
+		struct rk_error e2;
+		if (!out->png && ctx->eng && ctx->computer->desktop && e.code != RK_EINTERRUPTED &&
+		    observe_note(ctx, "the screen now", &now, &e2) == 0) {
+			out->png = now.png, out->png_len = now.png_len;
+			now.png = NULL;
+			memcpy(out->mime, now.mime, sizeof(out->mime));
+			snprintf(out->frame_hash, sizeof(out->frame_hash), "%s", now.frame_hash);
+			free(out->label);
+			out->label = now.label;
+			now.label = NULL;
+		}
+		rk_tool_result_release(&now);
+		fail(out, &e);
+	} else if (!out->text) {
+		set_text(out, cJSON_CreateObject());
+	}
+	finish_text(out, red);
+	rk_secret_redactor_free(red);
+	return 0;
 }
 
 static const struct {

@@ -47,6 +47,8 @@
 #include "providers/provider.h"
 #include "engine/agent/model.h"
 
+struct rk_computer_tool_spec;
+
 #define RK_TOOL_RESULT_MAX 12000  /* chars of a result's text given to the model */
 #define RK_TOOL_READ_MAX 250000	  /* read_file's ceiling */
 #define RK_TOOL_SHELL_OUTPUT 8000 /* bytes of new output per shell/write_stdin reply */
@@ -61,14 +63,18 @@ struct rk_tools_ctx {
 	const char *run_id;	       /* the run making the calls, or NULL (then an approval cannot be waited for) */
 	volatile sig_atomic_t *cancel; /* may be NULL; stops a wait for approval */
 	int webhook;		       /* the run was started by a webhook: the stricter approval gate */
+	/* The vendor's native computer tool of this run (engine/agent/computer_tool.h),
+	 * or NULL; its box sizes the screenshots of every screen tool. */
+	const struct rk_computer_tool_spec *native;
 };
 
 struct rk_tool_result {
 	char *text;	     /* JSON text for the model, at most RK_TOOL_RESULT_MAX chars (+ "…"); malloc'd */
 	int is_error;	     /* text is {"error":{"code","message"}} */
 	char error_code[32]; /* the stable code when is_error */
-	unsigned char *png;  /* observe/act: the screenshot, malloc'd; NULL otherwise */
+	unsigned char *png;  /* observe/act: the screenshot (of type mime), malloc'd; NULL otherwise */
 	size_t png_len;
+	char mime[16];	     /* "image/png" or "image/jpeg" when png is set */
 	char frame_hash[65]; /* "" when there is no frame */
 	char *label;	     /* names the frame for the model ("1280x800 frame abc..."); malloc'd or NULL */
 };
@@ -89,5 +95,19 @@ int rk_tools_known(const char *name);
 /* Runs one call. args_json is the raw argument text the model sent ("" or
  * NULL: {}). Always fills *out (release it) and returns 0. */
 int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_json, struct rk_tool_result *out);
+
+/* The size of the caller's screen in pixels (a bot's own screen, or the
+ * display), from one small look at it. */
+int rk_tools_screen_size(struct rk_tools_ctx *ctx, int *w, int *h, struct rk_error *e);
+
+/* Runs one call of the native computer tool (ctx->native set; call->native):
+ * the vendor's action(s) translated to the screen engine, run, and always
+ * a screenshot in *out (zoom: the region; cursor_position: the pointer in
+ * the text too). A call with safety checks waits for a person's approval
+ * (engine/access/approval.h, RK_APPROVAL_FLAGGED); *acknowledged is then
+ * set (the checks may be acknowledged to the vendor). Always fills *out
+ * (release it) and returns 0. */
+int rk_tools_native_call(struct rk_tools_ctx *ctx, const struct rk_model_tool_call *call, struct rk_tool_result *out,
+			 int *acknowledged);
 
 #endif

@@ -261,7 +261,12 @@ static void holder_main(void *arg, int ready_fd)
 	}
 	if ((lsock = rk_ipc_listen(name, &err)) < 0)
 		goto fail;
-	struct rk_display_options dopt = {.width = 1280, .height = 800, .profile_dir = a->profile_dir};
+	struct rk_display_options dopt = {.profile_dir = a->profile_dir};
+	cJSON *copt = a->c->options ? cJSON_Parse(a->c->options) : NULL;
+	int bad = rk_screen_size_option(copt, &dopt.width, &dopt.height, &err);
+	cJSON_Delete(copt);
+	if (bad)
+		goto fail;
 	if (!dopt.profile_dir && a->display == 0)
 		dopt.profile_dir = ".browser-profiles/default";
 	struct rk_screen_transport tr = {0};

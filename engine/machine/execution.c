@@ -8,6 +8,7 @@
 #include "engine/machine/limits.h"
 #include "engine/machine/machine.h"
 #include "engine/machine/reservation.h"
+#include "engine/screen/screen.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
 #include "engine/util/id.h"
@@ -144,6 +145,9 @@ static int validate_create_body(const cJSON *body, struct rk_error *err)
 	const cJSON *opt = cJSON_GetObjectItemCaseSensitive(body, "options");
 	if (opt && !cJSON_IsObject(opt) && !cJSON_IsNull(opt))
 		return rk_error_set(err, RK_EINVALID, "create: options must be an object");
+	int w, h;
+	if ((r = rk_screen_size_option(opt, &w, &h, err)))
+		return rk_error_prefix(err, "create");
 	struct rk_limits lim;
 	return rk_limits_from_json(cJSON_GetObjectItemCaseSensitive(body, "resources"), rk_provider_find(provider),
 				   &lim, err);

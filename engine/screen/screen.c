@@ -1304,3 +1304,19 @@ int rk_screen_input(struct rk_screen *s, const struct rk_action *a, struct rk_er
 		return rc;
 	return run_one(s, a, sw, sh, sw, sh, err);
 }
+
+int rk_screen_size_option(const cJSON *options, int *w, int *h, struct rk_error *err)
+{
+	*w = RK_SCREEN_WIDTH_DEFAULT, *h = RK_SCREEN_HEIGHT_DEFAULT;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(options, "screen");
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	int x, y;
+	char tail;
+	if (!cJSON_IsString(v) || sscanf(v->valuestring, "%dx%d%c", &x, &y, &tail) != 2 || x < 640 || y < 480 ||
+	    x > 3840 || y > 2160)
+		return rk_error_set(err, RK_EINVALID,
+				    "options.screen must be WIDTHxHEIGHT from 640x480 to 3840x2160, e.g. \"1366x768\"");
+	*w = x, *h = y;
+	return 0;
+}

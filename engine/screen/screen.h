@@ -144,4 +144,11 @@ void rk_act_result_release(struct rk_act_result *r);
  * settle and no observation. */
 int rk_screen_input(struct rk_screen *s, const struct rk_action *a, struct rk_error *err);
 
+#define RK_SCREEN_WIDTH_DEFAULT 1280
+#define RK_SCREEN_HEIGHT_DEFAULT 800
+/* The screen size a computer's options ask for: {"screen": "WIDTHxHEIGHT"},
+ * from 640x480 to 3840x2160 (`computer create --screen`); absent (or
+ * options NULL): 1280x800. RK_EINVALID for anything else. */
+int rk_screen_size_option(const cJSON *options, int *w, int *h, struct rk_error *err);
+
 #endif

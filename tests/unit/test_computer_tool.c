@@ -268,8 +268,8 @@ static void fit_is(const char *type, enum rk_model_api api, int sw, int sh, int 
 TEST(fit_sizes)
 {
 	fit_is("computer_20251124", RK_MODEL_API_MESSAGES, 1366, 768, 1366, 768);
-	fit_is("computer_20251124", RK_MODEL_API_MESSAGES, 1920, 1080, 1429, 804);
-	fit_is("computer_20250124", RK_MODEL_API_MESSAGES, 2560, 1440, 1429, 804);
+	fit_is("computer_20251124", RK_MODEL_API_MESSAGES, 1920, 1080, 1430, 804);
+	fit_is("computer_20250124", RK_MODEL_API_MESSAGES, 2560, 1440, 1430, 804);
 	fit_is("computer_20250124", RK_MODEL_API_MESSAGES, 1024, 768, 1024, 768);
 	fit_is("computer_20250124", RK_MODEL_API_MESSAGES, 1080, 1920, 804, 1429);
 	fit_is("computer_20250124", RK_MODEL_API_MESSAGES, 3000, 600, 1568, 314);
@@ -319,7 +319,7 @@ TEST(declare)
 	CHECK_EQ_STR(t.name, "computer");
 	CHECK_EQ_STR(t.native_type, "computer_20251124");
 	CHECK_EQ_STR(t.native_beta, "computer-use-2025-11-24");
-	CHECK_EQ_INT(t.display_w, 1429);
+	CHECK_EQ_INT(t.display_w, 1430);
 	CHECK_EQ_INT(t.display_h, 804);
 	CHECK_EQ_INT(t.enable_zoom, 1);
 	CHECK(t.parameters == NULL);
@@ -619,12 +619,12 @@ TEST(anthropic_toolset)
 		   "[{'action':'key','keys':'ctrl+l'},{'action':'key','keys':'ctrl+l'}]"));
 	CHECK(acts(&s, "type", "{'text':'hi'}", "[{'action':'type','text':'hi'}]"));
 	struct rk_computer_step st;
-	if (step_is(&s, "zoom", "{'region':[0,0,1429,804]}", RK_COMPUTER_ZOOM, &st))
+	if (step_is(&s, "zoom", "{'region':[0,0,1430,804]}", RK_COMPUTER_ZOOM, &st))
 		rk_computer_step_release(&st);
 	else
 		CHECK(0);
-	CHECK(rejects(&s, "left_click", "{'coordinate':[1429,0]}",
-		      "left_click: coordinate [1429, 0] is outside the 1429x804"));
+	CHECK(rejects(&s, "left_click", "{'coordinate':[1430,0]}",
+		      "left_click: coordinate [1430, 0] is outside the 1430x804"));
 	CHECK(rejects(&s, "teleport", "{}", "computer: unknown action 'teleport'"));
 }
 
