@@ -1,0 +1,125 @@
+#!/usr/bin/env bats
+# rakazo run with the vendors' native computer tools (issue 22): the
+# Messages and Responses protocols against tests/emulators/model_server,
+# whose expectations check what was sent (the tool's type and declared
+# size, the beta header, the screenshot's size and type); then the screen
+# says where the model's click landed. The fake display draws a red 10x10
+# marker centred on each left click, so a click aimed at a 6-pixel target
+# must put the marker's centre within 3 pixels of it, at every size.
+
+load helper
+load model
+
+teardown() {
+	stop_server
+	rk_kill_all
+}
+
+# The marker's centre on a full-size screenshot: "X Y" of the red pixels'
+# bounding box centre, or nothing.
+red_centre() {
+	convert "$1" rgb:- | python3 -c '
+import sys
+w, h = int(sys.argv[1]), int(sys.argv[2])
+d = sys.stdin.buffer.read()
+xs, ys = [], []
+for i in range(0, len(d), 3):
+    if d[i] > 200 and d[i + 1] < 60 and d[i + 2] < 60:
+        p = i // 3
+        xs.append(p % w); ys.append(p // w)
+if xs:
+    print((min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2)
+' "$2" "$3"
+}
+
+# native_click PROTOCOL MODEL TYPE SCREEN_W SCREEN_H DISPLAY_W DISPLAY_H TARGET_X TARGET_Y
+# A fake computer with that screen; the scripted model (which must be told
+# the size the tool declares) clicks the model-space pixel over the target.
+native_click() {
+	local api=$1 model=$2 type=$3 sw=$4 sh=$5 dw=$6 dh=$7 tx=$8 ty=$9
+	rk computer create --provider fake --name t --screen "${sw}x${sh}" --wait --json >/dev/null
+	python3 - "$BATS_TEST_TMPDIR/scenario.json" "$api" "$type" "$sw" "$sh" "$dw" "$dh" "$tx" "$ty" <<'PY'
+import json, sys
+out, api, typ = sys.argv[1:4]
+sw, sh, dw, dh, tx, ty = map(int, sys.argv[4:10])
+# the model's pixel whose centre lies over the target's
+mx, my = (2 * tx + 1) * dw // (2 * sw), (2 * ty + 1) * dh // (2 * sh)
+first = {"protocol": api, "native_tool_type": typ, "image_count_max": 0}
+if typ != "computer":  # the GA Responses tool declares no size: its screenshots say it
+    first.update({"display_width": dw, "display_height": dh})
+if api == "messages":
+    first["anthropic_beta_includes"] = {"computer_20250124": "computer-use-2025-01-24",
+                                        "computer_20251124": "computer-use-2025-11-24"}[typ]
+    call = {"name": "computer", "arguments": {"action": "left_click", "coordinate": [mx, my]}}
+elif typ == "computer":
+    call = {"name": "computer", "arguments": {"actions": [{"type": "click", "button": "left", "x": mx, "y": my}]}}
+else:
+    call = {"name": "computer", "arguments": {"action": {"type": "click", "button": "left", "x": mx, "y": my}}}
+steps = [
+    {"expect": first, "reply": {"content": "Clicking the target.", "tool_calls": [call]}},
+    {"expect": dict({"protocol": api, "tool_result_has_image": True, "image_media_type": "image/jpeg",
+                     "image_size": [dw, dh]}, **({} if typ == "computer" else {"image_matches_display": True})),
+     "reply": {"content": "Clicked."}},
+]
+json.dump({"steps": steps}, open(out, "w"))
+PY
+	start_server "$BATS_TEST_TMPDIR/scenario.json"
+	ANTHROPIC_API_KEY=test-anthropic-key OPENAI_API_KEY=test-openai-key \
+		rk run --computer t --api "$api" --base-url "$RAKAZO_MODEL_BASE_URL" --model "$model" --json \
+		"click the target" >"$BATS_TEST_TMPDIR/events" 2>"$BATS_TEST_TMPDIR/err" || {
+		cat "$BATS_TEST_TMPDIR/err" >&2
+		stop_server || true
+		cat "$BATS_TEST_TMPDIR/report.json" >&2 2>/dev/null
+		return 1
+	}
+	server_ok
+	grep -q '"type":"run.computer_tool"' "$BATS_TEST_TMPDIR/events"
+	rk screen shot t -o "$BATS_TEST_TMPDIR/full.png"
+	[ "$(png_size "$BATS_TEST_TMPDIR/full.png")" = "${sw}x${sh}" ]
+	local c
+	c=$(red_centre "$BATS_TEST_TMPDIR/full.png" "$sw" "$sh")
+	echo "target $tx,$ty: marker centred at $c" >&2
+	[ -n "$c" ]
+	python3 -c 'import sys; x, y, tx, ty = map(float, sys.argv[1:]); assert abs(x - tx) <= 3 and abs(y - ty) <= 3' $c "$tx" "$ty"
+	rk computer delete t --wait >/dev/null
+}
+
+@test "native: Messages, computer_20250124 at 1366x768 (not scaled): the click lands on a 6-pixel target" {
+	native_click messages claude-sonnet-4-5 computer_20250124 1366 768 1366 768 977 433
+}
+
+@test "native: Messages at 1920x1080 (shown at 1430x804): the click lands on a 6-pixel target" {
+	native_click messages claude-sonnet-4-5 computer_20250124 1920 1080 1430 804 1337 611
+}
+
+@test "native: Messages, computer_20251124 at 2560x1440 (shown at 1430x804): the click lands" {
+	native_click messages claude-opus-4-6 computer_20251124 2560 1440 1430 804 2011 1283
+}
+
+@test "native: Responses, the GA computer tool at 1366x768: the click lands on a 6-pixel target" {
+	native_click responses gpt-5.1 computer 1366 768 1366 768 977 433
+}
+
+@test "native: Responses at 1920x1080 (shown at 1365x768): the click lands on a 6-pixel target" {
+	native_click responses gpt-5.1 computer 1920 1080 1365 768 1337 611
+}
+
+@test "native: Responses, computer_use_preview at 2560x1440 (shown at 1024x576): the click lands" {
+	native_click responses computer-use-preview computer_use_preview 2560 1440 1024 576 2011 1283
+}
+
+@test "native: --screen out of range, an unknown --api and a native tool on chat are refused" {
+	run rk computer create --provider fake --name small --screen 320x200 --json
+	[ "$status" -eq 2 ]
+	[[ $output == *"options.screen must be WIDTHxHEIGHT from 640x480 to 3840x2160"* ]]
+	run rk computer create --provider fake --name odd --options '{"screen":"wide"}' --json
+	[ "$status" -eq 2 ]
+	rk_fake t
+	run rk run --computer t --api bogus --model m "x"
+	[ "$status" -eq 2 ]
+	[[ $output == *"unknown model API 'bogus' from --api: use chat, messages or responses"* ]]
+	RAKAZO_COMPUTER_TOOL=computer_20250124 run rk run --computer t --api chat --base-url http://127.0.0.1:9/v1 \
+		--model m "x"
+	[ "$status" -eq 2 ]
+	[[ $output == *"RAKAZO_COMPUTER_TOOL: the chat API has no native computer tool (use none)"* ]]
+}
