@@ -9,6 +9,8 @@
 #include <zstd.h>
 
 #include "engine/util/http.h"
+#include "engine/agent/computer_tool.h"
+#include "engine/agent/model.h"
 #include "cmd.h"
 #include "providers/provider.h"
 #include "out.h"
@@ -82,6 +84,32 @@ static int run_doctor(struct cmd_ctx *ctx)
 		}
 		free(detail);
 	}
+	/* the model a run would use: reachable, key accepted, which computer tool */
+	struct rk_model_config mc = {0};
+	struct rk_error me;
+	if (rk_model_config_load(NULL, ctx->eng ? ctx->eng->data_dir : NULL, &mc, &me) != 0) {
+		add_check(checks, "model", me.code == RK_EUSAGE ? "warn" : "fail", me.message);
+		failed |= me.code != RK_EUSAGE;
+	} else {
+		char *detail = NULL;
+		if (rk_model_probe(&mc, &detail, &me) != 0) {
+			add_check(checks, "model", "fail", me.message);
+			failed = 1;
+		} else {
+			struct rk_computer_tool_spec spec;
+			int native = rk_computer_tool_spec_for(mc.api, mc.model, &spec, &me);
+			char *all = rk_xasprintf("%s; computer tool: %s", detail,
+						 native > 0   ? spec.type
+						 : native < 0 ? me.message
+							      : "computer_observe and computer_act (function tools)");
+			add_check(checks, "model", native < 0 ? "fail" : "ok", all);
+			failed |= native < 0;
+			free(all);
+		}
+		free(detail);
+	}
+	rk_model_config_release(&mc);
+
 	char libs[512];
 	snprintf(libs, sizeof(libs), "sqlite %s, libpq %s, libcurl %s, cJSON %s, libsodium %s, %s, libpng %s, zstd %s",
 		 rk_engine_sqlite_version(), rk_engine_pg_version(), rk_http_version(), cJSON_Version(),
@@ -117,6 +145,7 @@ const struct cmd_entry cmd_doctor = {
 	.description = "Runs PRAGMA integrity_check on the state database and reports the schema version\n"
 		       "and journal mode, whether each provider's backend answers (dockerd for docker),\n"
 		       "whether the computer image (this build's tag, or RAKAZO_IMAGE) is in dockerd,\n"
+		       "whether the configured model's endpoint answers and takes its key (GET /models),\n"
 		       "and the library versions. Exits 1 when a check fails.",
 	.run = run_doctor,
 };

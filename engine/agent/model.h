@@ -337,6 +337,13 @@ int rk_model_complete(const struct rk_model_config *cfg, const struct rk_model_c
 		      const struct rk_model_tool *tools, size_t ntools, struct rk_model_reply *reply,
 		      struct rk_error *err);
 
+/* Checks cfg without spending a token: GET {base_url}/models with the
+ * protocol's headers and key. 0 with *detail (malloc'd) saying the endpoint
+ * is reachable, the key accepted and whether the model is listed;
+ * RK_EDENIED when the key is refused, RK_EUNAVAILABLE when it is not
+ * reachable, RK_EFAILED for another answer. */
+int rk_model_probe(const struct rk_model_config *cfg, char **detail, struct rk_error *err);
+
 /* Parses a tool call's arguments into an object (the caller owns *out): ""
  * is {}. RK_EINVALID naming the tool when they are malformed or not an
  * object, so the loop can hand the model that message as the tool result. */

@@ -415,6 +415,76 @@ int rk_model_complete(const struct rk_model_config *cfg, const struct rk_model_c
 	return rc;
 }
 
+/* ---- the configuration, checked (rakazo doctor) ---- */
+
+int rk_model_probe(const struct rk_model_config *cfg, char **detail, struct rk_error *err)
+{
+	*detail = NULL;
+	struct rk_model_http h;
+	int r = rk_model_request_http(cfg, NULL, 0, &h, err);
+	if (r)
+		return r;
+	/* GET {base}/models: every protocol's vendor (and llama.cpp, vLLM,
+	 * Ollama) answers it, without spending a token */
+	char *url = rk_xasprintf("%s/models", cfg->base_url);
+	const char *hdrs[8] = {0};
+	size_t nh = 0;
+	for (; h.headers[nh] && nh < 6; nh++)
+		hdrs[nh] = h.headers[nh];
+	char *auth = NULL;
+	if (h.key_header) {
+		auth = !strcmp(h.key_header, "x-api-key") ? rk_xasprintf("x-api-key: %s", cfg->api_key)
+							  : rk_xasprintf("Authorization: Bearer %s", cfg->api_key);
+		hdrs[nh++] = auth;
+	}
+	struct rk_http_request q = {.method = "GET",
+				    .url = url,
+				    .headers = hdrs,
+				    .timeout_ms = (int)(cfg->connect_timeout_ms + 10000),
+				    .connect_timeout_ms = (int)cfg->connect_timeout_ms,
+				    .max_attempts = 1,
+				    .max_response = 8u << 20,
+				    .what = "the model endpoint's model list"};
+	struct rk_http_response resp;
+	rk_http_response_init(&resp);
+	r = rk_http_do(&q, &resp, err);
+	if (r == 0 && (resp.status == 401 || resp.status == 403))
+		r = rk_error_set(err, RK_EDENIED, "%s refused the key (%s, HTTP %ld)", cfg->base_url,
+				 cfg->key_source ? cfg->key_source : "no key", (long)resp.status);
+	else if (r == 0 && (resp.status < 200 || resp.status > 299))
+		r = rk_error_set(err, RK_EFAILED, "%s answered GET /models with HTTP %ld", cfg->base_url,
+				 (long)resp.status);
+	if (r == 0) {
+		/* every vendor's list is {"data":[{"id":...}]} */
+		cJSON *doc = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
+		const cJSON *m, *data = cJSON_GetObjectItemCaseSensitive(doc, "data");
+		if (!cJSON_IsArray(data))
+			data = NULL;
+		int listed = 0, n = 0;
+		cJSON_ArrayForEach(m, data)
+		{
+			n++;
+			listed |= !strcmp(rk_json_string(m, "id", ""), cfg->model);
+		}
+		*detail = rk_xasprintf("%s over %s, key from %s: reachable, key accepted; model %s %s", cfg->base_url,
+				       rk_model_api_name(cfg->api),
+				       cfg->key_source ? cfg->key_source : "nowhere (none)", cfg->model,
+				       listed ? "listed"
+				       : n    ? "not in the endpoint's list (it may still answer to it)"
+					      : "(the endpoint lists none)");
+		cJSON_Delete(doc);
+	}
+	redact(cfg, err);
+	if (auth) {
+		memset(auth, 0, strlen(auth));
+		free(auth);
+	}
+	rk_http_response_release(&resp);
+	rk_model_http_release(&h);
+	free(url);
+	return r;
+}
+
 /* ---- the approval judge ---- */
 
 static const char judge_prompt[] =

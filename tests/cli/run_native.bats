@@ -123,3 +123,25 @@ PY
 	[ "$status" -eq 2 ]
 	[[ $output == *"RAKAZO_COMPUTER_TOOL: the chat API has no native computer tool (use none)"* ]]
 }
+
+@test "native: doctor checks the configured model: reachable, key, computer tool; a dead endpoint fails" {
+	"$MODEL_SERVER" "$SCENARIOS/basic.json" --keep-running >"$BATS_TEST_TMPDIR/server.out" 2>/dev/null 3>&- 4>&- &
+	SERVER_PID=$!
+	wait_for "grep -q '^listening on ' '$BATS_TEST_TMPDIR/server.out'" 10
+	local url
+	url=$(sed -n 's|^listening on \(http://127.0.0.1:[0-9]*\)$|\1|p' "$BATS_TEST_TMPDIR/server.out")/v1
+	# (other checks may fail here: only the model's is read)
+	RAKAZO_MODEL=claude-opus-4-6 RAKAZO_MODEL_API=messages RAKAZO_MODEL_BASE_URL=$url ANTHROPIC_API_KEY=k \
+		rk doctor --json >"$BATS_TEST_TMPDIR/doctor" 2>/dev/null || true
+	rk_json <"$BATS_TEST_TMPDIR/doctor" '[c for c in d["checks"] if c["check"] == "model"][0]' >"$BATS_TEST_TMPDIR/check"
+	grep -q '"status": *"ok"' "$BATS_TEST_TMPDIR/check"
+	grep -q 'over messages, key from ANTHROPIC_API_KEY: reachable, key accepted' "$BATS_TEST_TMPDIR/check"
+	grep -q 'computer tool: computer_20251124' "$BATS_TEST_TMPDIR/check"
+	# the key is never shown
+	! grep -q '"k"' "$BATS_TEST_TMPDIR/check"
+	local st=0
+	RAKAZO_MODEL=gpt-5.1 RAKAZO_MODEL_API=responses RAKAZO_MODEL_BASE_URL=http://127.0.0.1:9/v1 OPENAI_API_KEY=k \
+		rk doctor --json 2>/dev/null >"$BATS_TEST_TMPDIR/doctor" || st=$?
+	[ "$st" -eq 1 ]
+	rk_json <"$BATS_TEST_TMPDIR/doctor" '[c for c in d["checks"] if c["check"] == "model"][0]["status"]' | grep -qx fail
+}
