@@ -13,6 +13,7 @@
 #include "engine/machine/machine.h"
 #include "providers/provider.h"
 #include "engine/machine/browser_js.h"
+#include "engine/screen/screen.h"
 #include "engine/access/secret.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
@@ -504,10 +505,14 @@ int rk_browser_connect(struct rk_engine *eng, struct rk_computer *c, int display
 	}
 	/* idempotent: a running desktop is left as it is, a browser that went
 	 * away starts again on its profile */
-	struct rk_display_options dopt = {.width = 0, .height = 0, .profile_dir = profile_dir ? profile_dir : def};
+	struct rk_display_options dopt = {.profile_dir = profile_dir ? profile_dir : def};
 	struct rk_screen_transport tr = {0};
 	struct rk_machine_ctx mc;
-	if ((rc = rk_machine_open(&mc, eng, c, err)) == 0) {
+	/* the size the computer asks for, as the screen's holder starts it */
+	cJSON *copt = c->options ? cJSON_Parse(c->options) : NULL;
+	rc = rk_screen_size_option(copt, &dopt.width, &dopt.height, err);
+	cJSON_Delete(copt);
+	if (rc == 0 && (rc = rk_machine_open(&mc, eng, c, err)) == 0) {
 		rc = rk_machine_display_start(&mc, display, &dopt, &tr, err);
 		rk_machine_ctx_release(&mc);
 	}
