@@ -244,3 +244,42 @@ PY
 @test "native e2e: Responses on docker at 1600x900: shell, a 6-pixel button, Unicode, the answer" {
 	native_e2e responses gpt-5.1
 }
+
+@test "native: a computer call the vendor flagged waits for a person; deny, then approve acknowledges it" {
+	rk_fake t
+	cat >"$BATS_TEST_TMPDIR/scenario.json" <<'JSON'
+{"steps": [
+  {"reply": {"content": "Clicking.", "tool_calls": [{"name": "computer", "arguments": {
+     "actions": [{"type": "click", "button": "left", "x": 100, "y": 100}],
+     "pending_safety_checks": [{"id": "cu_sc_1", "code": "malicious_instructions", "message": "The page may be hostile."}]}}]}},
+  {"expect": {"messages_contain": "denied computer: not that", "acknowledged_safety_checks": []},
+   "reply": {"content": "Again.", "tool_calls": [{"name": "computer", "arguments": {
+     "actions": [{"type": "click", "button": "left", "x": 200, "y": 100}],
+     "pending_safety_checks": [{"id": "cu_sc_2", "code": "irrelevant_domain", "message": "Off task?"}]}}]}},
+  {"expect": {"acknowledged_safety_checks": ["cu_sc_2"], "tool_result_has_image": true},
+   "reply": {"content": "Done."}}]}
+JSON
+	start_server "$BATS_TEST_TMPDIR/scenario.json"
+	OPENAI_API_KEY=k rk run --computer t --api responses --base-url "$RAKAZO_MODEL_BASE_URL" --model gpt-5.1 --json \
+		"click" >"$BATS_TEST_TMPDIR/run.out" 2>&1 &
+	local pid=$! run_id
+	wait_for "rk run list --json | grep -q waiting_approval" 30
+	run_id=$(rk run list --json | rk_json 'd[0]["id"]')
+	# a person sees the vendor's check with the call
+	rk approval pending --json >"$BATS_TEST_TMPDIR/pending"
+	grep -q 'malicious_instructions' "$BATS_TEST_TMPDIR/pending"
+	grep -q 'the model.s vendor flagged this computer call' "$BATS_TEST_TMPDIR/pending"
+	rk run deny "$run_id" --note "not that" --json >/dev/null
+	wait_for "rk approval pending --json | grep -q cu_sc_2" 30 || { cat "$BATS_TEST_TMPDIR/run.out" >&2; stop_server || true; cat "$BATS_TEST_TMPDIR/report.json" >&2; false; }
+	rk run approve "$run_id" --json >/dev/null
+	wait "$pid"
+	server_ok
+	[ "$(rk run show "$run_id" --json | rk_json 'd["state"]')" = completed ]
+	# only the approved click happened: one marker, where the model's (200,100)
+	# of the 1229x768 image it is shown lies on the 1280x800 screen
+	rk screen shot t -o "$BATS_TEST_TMPDIR/s.png"
+	local c
+	c=$(red_centre "$BATS_TEST_TMPDIR/s.png" 1280 800)
+	echo "marker at $c" >&2
+	python3 -c 'import sys; x, y = map(float, sys.argv[1:]); assert abs(x - 200.5 * 1280 / 1229) <= 2 and abs(y - 100.5 * 800 / 768) <= 2' $c
+}
