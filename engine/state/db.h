@@ -186,6 +186,11 @@ struct rk_lease {
 	int64_t fence, expires_at;
 };
 void rk_lease_release_record(struct rk_lease *l);
+/* A bot's live execution lease on the computer at now_ms, if any: 1 with
+ * its bot_id and holder in *out (release it), 0 when none is live (or the
+ * read failed), < 0 when the query cannot be made. */
+int rk_db_lease_live_any(struct rk_db *db, const char *computer_id, int64_t now_ms, struct rk_lease *out,
+			 struct rk_error *err);
 /* In the caller's transaction: writes the (computer, bot) lease as given
  * (holder, fence, expiry), whatever it was. The rule of who may take it is
  * rk_lease_acquire's (engine/machine/lease.c). */
