@@ -36,10 +36,9 @@ int rk_db_begin(struct rk_db *db, struct rk_error *err);
 int rk_db_commit(struct rk_db *db, struct rk_error *err);
 void rk_db_rollback(struct rk_db *db);
 int rk_db_exec(struct rk_db *db, const char *sql, struct rk_error *err);
-/* For the table access in engine/state/ (and, until their SQL moves here,
- * the machine and gateway files scripts/layer-check.sh allows): a prepared
- * statement (NULL with err filled), and stepping one that returns no rows
- * (finalized). */
+/* For the table access in engine/state/ only (scripts/layer-check.sh
+ * refuses SQL anywhere else): a prepared statement (NULL with err filled),
+ * and stepping one that returns no rows (finalized). */
 struct rk_stmt *rk_db_prepare(struct rk_db *db, const char *sql, struct rk_error *err);
 int rk_db_step_done(struct rk_db *db, struct rk_stmt *st, const char *what, struct rk_error *err);
 int rk_db_sql_error(struct rk_db *db, struct rk_error *err, const char *what);
