@@ -1,6 +1,6 @@
 /* Screen capabilities and their forwarders (see gateway.h); the WebSocket
- * side is gateway_server.c. The capabilities table's SQL lives here, as the
- * runs table's lives in db_runs.c, so db.c stays the core tables'. */
+ * side is gateway_server.c. The capabilities table's SQL is in
+ * engine/state/db_gateway.c. */
 
 #include "engine/gateway/gateway.h"
 
@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "engine/state/db_api.h"
+#include "engine/state/db_gateway.h"
+#include "engine/state/db_team.h"
 #include "engine/machine/machine.h"
 #include "engine/access/authz.h"
 #include "engine/machine/display.h"
@@ -175,99 +177,71 @@ static int slot_same(const char *path, const struct slot_id *want)
 
 /* --- the table ---------------------------------------------------------------------- */
 
-static int sql_fail(struct rk_engine *eng, struct rk_error *err, const char *what)
-{
-	int rc = rk_db_errcode(eng->db);
-	enum rk_code code = rc == RK_SQL_BUSY || rc == RK_SQL_LOCKED ? RK_EUNAVAILABLE : RK_EFAILED;
-	return rk_error_set(err, code, "database: %s: %s", what, rk_db_errmsg(eng->db));
-}
-
-static struct rk_stmt *prep(struct rk_engine *eng, const char *sql, struct rk_error *err)
-{
-	struct rk_stmt *st = NULL;
-	if (rk_stmt_prepare_v2(eng->db, sql, -1, &st, NULL) != RK_SQL_OK) {
-		sql_fail(eng, err, "prepare failed");
-		return NULL;
-	}
-	return st;
-}
-
-#define CAP_COLS                                                                                                       \
-	"id, token_hash, computer_id, display, bot_id, generation, policy, socket_path, vnc_socket, vnc_dev, "         \
-	"vnc_ino, vnc_ctime_ns, created_at, expires_at, coalesce(revoked_at, 0), revoke_reason, created_by, "          \
-	"maker_user, maker_space, maker_bot, maker_token"
-
-/* Reads a row of CAP_COLS; the stored hash goes to hash when given. */
-static void cap_from_row(struct rk_stmt *st, struct rk_gateway_cap *cap, int64_t *ctime_ns, unsigned char *hash)
+/* The capability of row, whose strings it takes over; the stored hash goes
+ * to hash when given. */
+static void cap_from_row(struct rk_screen_cap_row *row, struct rk_gateway_cap *cap, int64_t *ctime_ns,
+			 unsigned char *hash)
 {
 	memset(cap, 0, sizeof(*cap));
-	cap->id = rk_db_col_text(st, 0);
 	if (hash) {
-		const char *hex = (const char *)rk_stmt_column_text(st, 1);
 		size_t bin_len = 0;
 		memset(hash, 0, HASH_BYTES);
-		if (hex)
-			sodium_hex2bin(hash, HASH_BYTES, hex, strlen(hex), NULL, &bin_len, NULL);
+		if (row->token_hash)
+			sodium_hex2bin(hash, HASH_BYTES, row->token_hash, strlen(row->token_hash), NULL, &bin_len,
+				       NULL);
 	}
-	cap->computer_id = rk_db_col_text(st, 2);
-	cap->display = rk_stmt_column_int(st, 3);
-	cap->bot_id = rk_db_col_text(st, 4);
-	cap->generation = rk_stmt_column_int64(st, 5);
-	const char *p = (const char *)rk_stmt_column_text(st, 6);
-	cap->policy = p && !strcmp(p, "control") ? RK_GATEWAY_CONTROL : RK_GATEWAY_VIEW;
-	cap->socket_path = rk_db_col_text(st, 7);
-	cap->vnc_socket = rk_db_col_text(st, 8);
-	cap->vnc_dev = rk_stmt_column_int64(st, 9);
-	cap->vnc_ino = rk_stmt_column_int64(st, 10);
+	cap->id = row->id;
+	cap->computer_id = row->computer_id;
+	cap->display = row->display;
+	cap->bot_id = row->bot_id;
+	cap->generation = row->generation;
+	cap->policy = row->policy && !strcmp(row->policy, "control") ? RK_GATEWAY_CONTROL : RK_GATEWAY_VIEW;
+	cap->socket_path = row->socket_path;
+	cap->vnc_socket = row->vnc_socket;
+	cap->vnc_dev = row->vnc_dev;
+	cap->vnc_ino = row->vnc_ino;
 	if (ctime_ns)
-		*ctime_ns = rk_stmt_column_int64(st, 11);
-	cap->created_at = rk_stmt_column_int64(st, 12);
-	cap->expires_at = rk_stmt_column_int64(st, 13);
-	cap->revoked_at = rk_stmt_column_int64(st, 14);
-	cap->revoke_reason = rk_db_col_text(st, 15);
-	cap->created_by = rk_db_col_text(st, 16);
-	cap->maker.user = rk_db_col_text(st, 17);
-	cap->maker.space = rk_db_col_text(st, 18);
-	cap->maker.bot = rk_db_col_text(st, 19);
-	cap->maker_token = rk_db_col_text(st, 20);
+		*ctime_ns = row->vnc_ctime_ns;
+	cap->created_at = row->created_at;
+	cap->expires_at = row->expires_at;
+	cap->revoked_at = row->revoked_at;
+	cap->revoke_reason = row->revoke_reason;
+	cap->created_by = row->created_by;
+	cap->maker.user = row->maker_user;
+	cap->maker.space = row->maker_space;
+	cap->maker.bot = row->maker_bot;
+	cap->maker_token = row->maker_token;
+	free(row->token_hash);
+	free(row->policy);
+	memset(row, 0, sizeof(*row));
 }
 
 static int cap_insert(struct rk_engine *eng, const struct rk_gateway_cap *cap, const char *hash_hex_s, int64_t ctime_ns,
 		      struct rk_error *err)
 {
-	struct rk_stmt *st = prep(eng,
-				  "INSERT INTO screen_capabilities (id, token_hash, computer_id, display, bot_id, "
-				  "generation, policy, socket_path, vnc_socket, vnc_dev, vnc_ino, vnc_ctime_ns, "
-				  "created_at, expires_at, created_by, maker_user, maker_space, maker_bot, maker_token) "
-				  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-				  err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_stmt_bind_text(st, 1, cap->id, -1);
-	rk_stmt_bind_text(st, 2, hash_hex_s, -1);
-	rk_stmt_bind_text(st, 3, cap->computer_id, -1);
-	rk_stmt_bind_int(st, 4, cap->display);
-	if (cap->bot_id)
-		rk_stmt_bind_text(st, 5, cap->bot_id, -1);
-	else
-		rk_stmt_bind_null(st, 5);
-	rk_stmt_bind_int64(st, 6, cap->generation);
-	rk_stmt_bind_text(st, 7, rk_gateway_policy_name(cap->policy), -1);
-	rk_stmt_bind_text(st, 8, cap->socket_path, -1);
-	rk_stmt_bind_text(st, 9, cap->vnc_socket, -1);
-	rk_stmt_bind_int64(st, 10, cap->vnc_dev);
-	rk_stmt_bind_int64(st, 11, cap->vnc_ino);
-	rk_stmt_bind_int64(st, 12, ctime_ns);
-	rk_stmt_bind_int64(st, 13, cap->created_at);
-	rk_stmt_bind_int64(st, 14, cap->expires_at);
-	rk_stmt_bind_text(st, 15, cap->created_by ? cap->created_by : "", -1);
-	rk_db_bind_text(st, 16, cap->maker.user);
-	rk_db_bind_text(st, 17, cap->maker.space);
-	rk_db_bind_text(st, 18, cap->maker.bot);
-	rk_db_bind_text(st, 19, cap->maker_token);
-	int rc = rk_stmt_step(st);
-	rk_stmt_finalize(st);
-	return rc == RK_SQL_DONE ? 0 : sql_fail(eng, err, "record the capability");
+	/* the row borrows cap's strings */
+	struct rk_screen_cap_row row = {
+		.id = cap->id,
+		.token_hash = (char *)hash_hex_s,
+		.computer_id = cap->computer_id,
+		.display = cap->display,
+		.bot_id = cap->bot_id,
+		.generation = cap->generation,
+		.policy = (char *)rk_gateway_policy_name(cap->policy),
+		.socket_path = cap->socket_path,
+		.vnc_socket = cap->vnc_socket,
+		.vnc_dev = cap->vnc_dev,
+		.vnc_ino = cap->vnc_ino,
+		.vnc_ctime_ns = ctime_ns,
+		.created_at = cap->created_at,
+		.expires_at = cap->expires_at,
+		.created_by = cap->created_by ? cap->created_by : "",
+		.maker_user = cap->maker.user,
+		.maker_space = cap->maker.space,
+		.maker_bot = cap->maker.bot,
+		.maker_token = cap->maker_token,
+	};
+	return rk_db_screen_cap_insert(eng->db, &row, err);
 }
 
 /* Finds a capability by the hash of a token (1), or not (0). */
@@ -276,56 +250,32 @@ static int cap_by_hash(struct rk_engine *eng, const unsigned char hash[HASH_BYTE
 {
 	char hex[2 * HASH_BYTES + 1];
 	hash_hex(hash, hex);
-	struct rk_stmt *st = prep(eng, "SELECT " CAP_COLS " FROM screen_capabilities WHERE token_hash = ?", err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_stmt_bind_text(st, 1, hex, -1);
-	int rc = rk_stmt_step(st), found = 0;
-	if (rc == RK_SQL_ROW) {
-		unsigned char stored[HASH_BYTES];
-		cap_from_row(st, out, ctime_ns, stored);
-		/* the index found it; the comparison that decides is constant time */
-		if (sodium_memcmp(stored, hash, HASH_BYTES) == 0)
-			found = 1;
-		else
-			rk_gateway_cap_release(out);
-	} else if (rc != RK_SQL_DONE) {
-		rk_stmt_finalize(st);
-		return sql_fail(eng, err, "look up the capability");
-	}
-	rk_stmt_finalize(st);
-	return found;
+	struct rk_screen_cap_row row;
+	int r = rk_db_screen_cap_by_hash(eng->db, hex, &row, err);
+	if (r <= 0)
+		return r;
+	unsigned char stored[HASH_BYTES];
+	cap_from_row(&row, out, ctime_ns, stored);
+	/* the index found it; the comparison that decides is constant time */
+	if (sodium_memcmp(stored, hash, HASH_BYTES) == 0)
+		return 1;
+	rk_gateway_cap_release(out);
+	return 0;
 }
 
-static int caps_where(struct rk_engine *eng, const char *where, const char *arg, int64_t iarg,
-		      struct rk_gateway_cap **out, size_t *n, struct rk_error *err)
+/* The capabilities f selects, oldest first. */
+static int caps_where(struct rk_engine *eng, const struct rk_screen_cap_filter *f, struct rk_gateway_cap **out,
+		      size_t *n, struct rk_error *err)
 {
-	char *sql = rk_xasprintf("SELECT " CAP_COLS " FROM screen_capabilities WHERE %s ORDER BY created_at", where);
-	struct rk_stmt *st = prep(eng, sql, err);
-	free(sql);
-	if (!st)
-		return -rk_err(err)->code;
-	if (arg)
-		rk_stmt_bind_text(st, 1, arg, -1);
-	if (iarg >= 0)
-		rk_stmt_bind_int64(st, arg ? 2 : 1, iarg);
-	size_t cap = 8, count = 0;
-	struct rk_gateway_cap *arr = rk_xcalloc(cap, sizeof(*arr));
-	int rc;
-	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW) {
-		if (count == cap) {
-			cap *= 2;
-			arr = rk_xrealloc(arr, cap * sizeof(*arr));
-		}
-		cap_from_row(st, &arr[count++], NULL, NULL);
-	}
-	rk_stmt_finalize(st);
-	if (rc != RK_SQL_DONE) {
-		for (size_t i = 0; i < count; i++)
-			rk_gateway_cap_release(&arr[i]);
-		free(arr);
-		return sql_fail(eng, err, "list capabilities");
-	}
+	struct rk_screen_cap_row *rows;
+	size_t count;
+	int r = rk_db_screen_cap_list(eng->db, f, &rows, &count, err);
+	if (r)
+		return r;
+	struct rk_gateway_cap *arr = rk_xcalloc(count ? count : 1, sizeof(*arr));
+	for (size_t i = 0; i < count; i++)
+		cap_from_row(&rows[i], &arr[i], NULL, NULL);
+	free(rows);
 	*out = arr;
 	*n = count;
 	return 0;
@@ -333,20 +283,7 @@ static int caps_where(struct rk_engine *eng, const char *where, const char *arg,
 
 static int cap_mark_revoked(struct rk_engine *eng, const char *id, const char *reason, struct rk_error *err)
 {
-	struct rk_stmt *st = prep(eng,
-				  "UPDATE screen_capabilities SET revoked_at = ?, revoke_reason = ? "
-				  "WHERE id = ? AND revoked_at IS NULL",
-				  err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_stmt_bind_int64(st, 1, rk_now_ms());
-	rk_stmt_bind_text(st, 2, reason, -1);
-	rk_stmt_bind_text(st, 3, id, -1);
-	int rc = rk_stmt_step(st);
-	rk_stmt_finalize(st);
-	if (rc != RK_SQL_DONE)
-		return sql_fail(eng, err, "revoke the capability");
-	return rk_db_changes(eng->db);
+	return rk_db_screen_cap_revoke(eng->db, id, reason, rk_now_ms(), err);
 }
 
 void rk_gateway_caps_free(struct rk_gateway_cap *caps, size_t n)
@@ -356,17 +293,15 @@ void rk_gateway_caps_free(struct rk_gateway_cap *caps, size_t n)
 	free(caps);
 }
 
-/* The capabilities of scope that match cond (NULL: any), with now bound
- * after the computer's id when now >= 0: what scope's actor may use. */
-static int scope_where(struct rk_engine *eng, const struct rk_gateway_scope *scope, const char *cond, int64_t now,
+/* The capabilities of scope that f also selects (its computer is scope's):
+ * what scope's actor may use. */
+static int scope_where(struct rk_engine *eng, const struct rk_gateway_scope *scope, struct rk_screen_cap_filter f,
 		       struct rk_gateway_cap **out, size_t *n, struct rk_error *err)
 {
-	char *where = scope->computer_id ? rk_xasprintf("computer_id = ?%s%s", cond ? " AND " : "", cond ? cond : "")
-					 : rk_xstrdup(cond ? cond : "1");
+	f.computer_id = scope->computer_id;
 	struct rk_gateway_cap *caps = NULL;
 	size_t count = 0, keep = 0;
-	int r = caps_where(eng, where, scope->computer_id, now, &caps, &count, err);
-	free(where);
+	int r = caps_where(eng, &f, &caps, &count, err);
 	if (r)
 		return r;
 	for (size_t i = 0; i < count; i++) {
@@ -383,9 +318,8 @@ static int scope_where(struct rk_engine *eng, const struct rk_gateway_scope *sco
 int rk_gateway_list(struct rk_engine *eng, const struct rk_gateway_scope *scope, int all, struct rk_gateway_cap **out,
 		    size_t *n, struct rk_error *err)
 {
-	if (all)
-		return scope_where(eng, scope, NULL, -1, out, n, err);
-	return scope_where(eng, scope, "revoked_at IS NULL AND expires_at > ?", rk_now_ms(), out, n, err);
+	struct rk_screen_cap_filter f = {.display = -1, .live_at = all ? -1 : rk_now_ms()};
+	return scope_where(eng, scope, f, out, n, err);
 }
 
 /* --- the policy hooks --------------------------------------------------------------- */
@@ -448,31 +382,8 @@ int rk_gateway_control_held(struct rk_engine *eng, const struct rk_gateway_cap *
  * forwarder then asks again on its next tick). */
 static int control_live_fresh(const char *data_dir, const struct rk_gateway_cap *cap)
 {
-	char *path = rk_xasprintf("%s/rakazo.db", data_dir);
-	struct rk_db *db = NULL;
-	int rc = rk_db_open_v2(path, &db, RK_SQL_OPEN_READONLY | RK_SQL_OPEN_NOMUTEX, NULL);
-	free(path);
-	int live = -1;
-	struct rk_stmt *st = NULL;
-	if (rc == RK_SQL_OK) {
-		rk_db_busy_timeout(db, 1000);
-		rc = rk_stmt_prepare_v2(
-			db,
-			"SELECT 1 FROM control_leases WHERE computer_id = ? AND bot_id = ? AND holder = ? "
-			"AND expires_at > ?",
-			-1, &st, NULL);
-	}
-	if (rc == RK_SQL_OK) {
-		rk_stmt_bind_text(st, 1, cap->computer_id, -1);
-		rk_stmt_bind_text(st, 2, cap->bot_id, -1);
-		rk_stmt_bind_text(st, 3, cap->created_by ? cap->created_by : "", -1);
-		rk_stmt_bind_int64(st, 4, rk_now_ms());
-		rc = rk_stmt_step(st);
-		live = rc == RK_SQL_ROW ? 1 : rc == RK_SQL_DONE ? 0 : -1;
-	}
-	rk_stmt_finalize(st);
-	rk_db_close(db);
-	return live;
+	return rk_db_control_held_fresh(data_dir, cap->computer_id, cap->bot_id, cap->created_by ? cap->created_by : "",
+					rk_now_ms());
 }
 
 /* --- the forwarder -------------------------------------------------------------------- */
@@ -1123,12 +1034,14 @@ int rk_gateway_revoke(struct rk_engine *eng, const struct rk_gateway_scope *scop
 	size_t n = 0;
 	int r;
 	if (all) {
-		if ((r = scope_where(eng, scope, "revoked_at IS NULL", -1, &caps, &n, err)))
+		struct rk_screen_cap_filter f = {.display = -1, .unrevoked = 1, .live_at = -1};
+		if ((r = scope_where(eng, scope, f, &caps, &n, err)))
 			return r;
 		return revoke_each(eng, caps, n, "revoked", count, err);
 	}
 	if (token_or_id && !strncmp(token_or_id, "cap_", 4)) {
-		r = caps_where(eng, "id = ?", token_or_id, -1, &caps, &n, err);
+		struct rk_screen_cap_filter f = {.id = token_or_id, .display = -1, .live_at = -1};
+		r = caps_where(eng, &f, &caps, &n, err);
 	} else {
 		if (!token_or_id || !token_wellformed(token_or_id))
 			return rk_error_set(err, RK_EINVALID, "'%s' is not a screen token or capability id",
@@ -1165,7 +1078,8 @@ int rk_gateway_teardown_slot(struct rk_engine *eng, const char *computer_id, int
 {
 	struct rk_gateway_cap *caps = NULL;
 	size_t n = 0;
-	int r = caps_where(eng, "computer_id = ? AND display = ?", computer_id, display, &caps, &n, err);
+	struct rk_screen_cap_filter f = {.computer_id = computer_id, .display = display, .live_at = -1};
+	int r = caps_where(eng, &f, &caps, &n, err);
 	if (r)
 		return r;
 	int first = revoke_each(eng, caps, n, "slot released", NULL, err);
@@ -1178,8 +1092,12 @@ int rk_gateway_revoke_control(struct rk_engine *eng, const char *computer_id, co
 {
 	struct rk_gateway_cap *caps = NULL;
 	size_t n = 0, keep = 0;
-	int r = caps_where(eng, "computer_id = ? AND policy = 'control' AND revoked_at IS NULL", computer_id, -1, &caps,
-			   &n, err);
+	struct rk_screen_cap_filter f = {.computer_id = computer_id,
+					 .display = -1,
+					 .control = 1,
+					 .unrevoked = 1,
+					 .live_at = -1};
+	int r = caps_where(eng, &f, &caps, &n, err);
 	if (r)
 		return r;
 	for (size_t i = 0; i < n; i++) {
@@ -1227,7 +1145,8 @@ int rk_gateway_sweep(struct rk_engine *eng, int *count, struct rk_error *err)
 	*count = 0;
 	struct rk_gateway_cap *caps = NULL;
 	size_t n = 0, keep = 0;
-	int r = caps_where(eng, "revoked_at IS NULL AND expires_at > ?", NULL, rk_now_ms(), &caps, &n, err);
+	struct rk_screen_cap_filter f = {.display = -1, .live_at = rk_now_ms()};
+	int r = caps_where(eng, &f, &caps, &n, err);
 	if (r)
 		return r;
 	int unread = 0;

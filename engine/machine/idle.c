@@ -11,6 +11,7 @@
 #include "engine/util/host.h"
 #include "engine/machine/reservation.h"
 #include "engine/machine/hook.h"
+#include "engine/state/db_idle.h"
 #include "engine/state/db_runs.h"
 #include "engine/util/buf.h"
 #include "engine/util/json.h"
@@ -36,22 +37,7 @@ int64_t rk_idle_session_ms(void)
 
 static void set_active(struct rk_db *db, const char *computer_id, int64_t at, int64_t due)
 {
-	struct rk_stmt *st =
-		rk_db_prepare(db,
-			      "INSERT INTO idle_schedules (computer_id, last_active_at, due_at, updated_at) VALUES "
-			      "(?1, ?2, ?3, ?4) ON CONFLICT (computer_id) DO UPDATE SET last_active_at = "
-			      "max(idle_schedules.last_active_at, ?2), due_at = ?3, updated_at = ?4",
-			      NULL);
-	if (!st)
-		return;
-	rk_db_bind_text(st, 1, computer_id);
-	rk_stmt_bind_int64(st, 2, at);
-	if (due > 0)
-		rk_stmt_bind_int64(st, 3, due);
-	else
-		rk_stmt_bind_null(st, 3);
-	rk_stmt_bind_int64(st, 4, rk_now_ms());
-	rk_db_step_done(db, st, "idle schedule", NULL);
+	rk_db_idle_schedule_put(db, computer_id, at, due, rk_now_ms(), NULL);
 }
 
 void rk_idle_touch(struct rk_engine *eng, const char *computer_id)
@@ -70,61 +56,31 @@ void rk_idle_touch(struct rk_engine *eng, const char *computer_id)
 	last_ms = now;
 }
 
-/* One query that names what keeps c busy, or NULL. */
+/* What keeps c busy, or NULL. */
 static char *busy_reason(struct rk_engine *eng, const struct rk_computer *c)
 {
 	int64_t now = rk_now_ms();
 	struct rk_error e;
 	if (rk_reservation_check(eng->db, c->id, &e) != 0)
 		return rk_xstrdup(e.message);
-	static const char *const checks[][2] = {
-		{"SELECT 'bot ' || bot_id || ' holds its execution lease' FROM execution_leases WHERE computer_id = ?1 "
-		 "AND holder IS NOT NULL AND expires_at > ?2 LIMIT 1",
-		 NULL},
-		{"SELECT holder || ' has control of bot ' || bot_id || '''s screen' FROM control_leases WHERE computer_id = "
-		 "?1 AND expires_at > ?2 LIMIT 1",
-		 NULL},
-		{"SELECT 'run ' || r.id || ' is ' || r.state FROM runs r WHERE r.computer_id = ?1 AND (r.state IN "
-		 "('queued','running') OR (r.state = 'waiting_takeover' AND EXISTS (SELECT 1 FROM control_leases k WHERE "
-		 "k.computer_id = ?1 AND k.bot_id = r.bot_id AND k.expires_at > ?2))) LIMIT 1",
-		 NULL},
-		{"SELECT 'lifecycle command ' || id || ' (' || op || ') is ' || state FROM lifecycle_executions WHERE "
-		 "computer_id = ?1 AND state IN ('pending','running','outcome_unknown') AND ?2 = ?2 LIMIT 1",
-		 NULL},
-	};
-	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
-		struct rk_stmt *st = rk_db_prepare(eng->db, checks[i][0], NULL);
-		if (!st)
-			continue;
-		rk_db_bind_text(st, 1, c->id);
-		rk_stmt_bind_int64(st, 2, now);
-		char *why = NULL;
-		if (rk_stmt_step(st) == RK_SQL_ROW)
-			why = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
-		rk_stmt_finalize(st);
-		if (why)
-			return why;
-	}
+	char *why = rk_db_idle_busy_reason(eng->db, c->id, now);
+	if (why)
+		return why;
 	/* a session counts while its holder process lives; a holder on another
 	 * host, whose pid means nothing here, while it could still be alive:
 	 * a holder ends its session after the session idle limit without a call */
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					   "SELECT id, holder_pid, holder_host, last_used_at FROM exec_sessions WHERE "
-					   "computer_id = ? AND state = 'running' AND command_ended_at IS NULL",
-					   NULL);
-	char *why = NULL;
-	if (st) {
-		rk_db_bind_text(st, 1, c->id);
-		while (!why && rk_stmt_step(st) == RK_SQL_ROW) {
-			int alive = rk_host_pid_alive((const char *)rk_stmt_column_text(st, 2),
-						      rk_stmt_column_int64(st, 1));
-			if (alive < 0)
-				alive = now - rk_stmt_column_int64(st, 3) < rk_idle_session_ms();
-			if (alive > 0)
-				why = rk_xasprintf("session %s is running", (const char *)rk_stmt_column_text(st, 0));
-		}
-		rk_stmt_finalize(st);
+	struct rk_idle_session *ss;
+	size_t n;
+	if (rk_db_idle_sessions(eng->db, c->id, &ss, &n, NULL) != 0)
+		return NULL;
+	for (size_t i = 0; !why && i < n; i++) {
+		int alive = rk_host_pid_alive(ss[i].holder_host, ss[i].holder_pid);
+		if (alive < 0)
+			alive = now - ss[i].last_used_at < rk_idle_session_ms();
+		if (alive > 0)
+			why = rk_xasprintf("session %s is running", ss[i].id);
 	}
+	rk_idle_sessions_free(ss, n);
 	return why;
 }
 
@@ -141,31 +97,13 @@ int rk_idle_busy(struct rk_engine *eng, const struct rk_computer *c, char **why)
 /* The latest sign of use of c: our stamps, its own updates, its sessions and runs. */
 static int64_t last_active(struct rk_engine *eng, const struct rk_computer *c)
 {
-	int64_t last = c->updated_at;
-	struct rk_stmt *st = rk_db_prepare(
-		eng->db,
-		"SELECT max(coalesce((SELECT last_active_at FROM idle_schedules WHERE computer_id = ?1), 0),"
-		" coalesce((SELECT max(max(last_used_at, coalesce(command_ended_at, 0))) FROM exec_sessions WHERE computer_id = ?1), 0),"
-		" coalesce((SELECT max(updated_at) FROM execution_leases WHERE computer_id = ?1), 0),"
-		" coalesce((SELECT max(coalesce(finished_at, heartbeat_at, created_at)) FROM runs WHERE computer_id = ?1), 0),"
-		" coalesce((SELECT max(finished_at) FROM lifecycle_executions WHERE computer_id = ?1), 0))",
-		NULL);
-	if (st) {
-		rk_db_bind_text(st, 1, c->id);
-		if (rk_stmt_step(st) == RK_SQL_ROW && rk_stmt_column_int64(st, 0) > last)
-			last = rk_stmt_column_int64(st, 0);
-		rk_stmt_finalize(st);
-	}
-	return last;
+	int64_t last = c->updated_at, seen = rk_db_idle_last_active(eng->db, c->id);
+	return seen > last ? seen : last;
 }
 
 static void drop_schedule(struct rk_db *db, const char *computer_id)
 {
-	struct rk_stmt *st = rk_db_prepare(db, "DELETE FROM idle_schedules WHERE computer_id = ?", NULL);
-	if (st) {
-		rk_db_bind_text(st, 1, computer_id);
-		rk_db_step_done(db, st, "drop idle schedule", NULL);
-	}
+	rk_db_idle_schedule_drop(db, computer_id, NULL);
 }
 
 /* Submits the saved pause of an idle computer; the key makes it once per idle period. */
@@ -236,29 +174,20 @@ int rk_idle_scan(struct rk_engine *eng, int *pending, struct rk_error *err)
 
 cJSON *rk_idle_to_json(struct rk_engine *eng, const struct rk_computer *c)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					   "SELECT last_active_at, due_at FROM idle_schedules WHERE computer_id = ?",
-					   NULL);
-	if (!st)
+	int64_t last_active_at, due_at;
+	if (!rk_db_idle_schedule_get(eng->db, c->id, &last_active_at, &due_at))
 		return NULL;
-	rk_db_bind_text(st, 1, c->id);
-	cJSON *o = NULL;
+	cJSON *o = cJSON_CreateObject();
 	char buf[40];
-	if (rk_stmt_step(st) == RK_SQL_ROW) {
-		o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "last_active_at", rk_iso8601(rk_stmt_column_int64(st, 0), buf, sizeof(buf)));
-		if (rk_stmt_column_type(st, 1) == RK_SQL_NULL)
-			cJSON_AddNullToObject(o, "due_at");
-		else
-			cJSON_AddStringToObject(o, "due_at", rk_iso8601(rk_stmt_column_int64(st, 1), buf, sizeof(buf)));
-	}
-	rk_stmt_finalize(st);
-	if (o) {
-		char *why = NULL;
-		cJSON_AddBoolToObject(o, "busy", rk_idle_busy(eng, c, &why));
-		rk_json_add_str_or_null(o, "why", why);
-		free(why);
-	}
+	cJSON_AddStringToObject(o, "last_active_at", rk_iso8601(last_active_at, buf, sizeof(buf)));
+	if (due_at < 0)
+		cJSON_AddNullToObject(o, "due_at");
+	else
+		cJSON_AddStringToObject(o, "due_at", rk_iso8601(due_at, buf, sizeof(buf)));
+	char *why = NULL;
+	cJSON_AddBoolToObject(o, "busy", rk_idle_busy(eng, c, &why));
+	rk_json_add_str_or_null(o, "why", why);
+	free(why);
 	return o;
 }
 
@@ -268,32 +197,12 @@ cJSON *rk_idle_to_json(struct rk_engine *eng, const struct rk_computer *c)
  * or any person's control. malloc'd, or NULL. */
 static char *blocker(struct rk_engine *eng, const struct rk_computer *c, const char *bot)
 {
-	struct rk_stmt *st = rk_db_prepare(
-		eng->db,
-		"SELECT 'bot ' || bot_id || '''s execution lease' FROM execution_leases WHERE computer_id = ?1 AND "
-		"holder IS NOT NULL AND expires_at > ?3 AND (?2 IS NULL OR bot_id <> ?2) UNION ALL "
-		"SELECT holder || '''s control of bot ' || bot_id || '''s screen' FROM control_leases WHERE "
-		"computer_id = ?1 AND expires_at > ?3 LIMIT 1",
-		NULL);
-	if (!st)
-		return NULL;
-	rk_db_bind_text(st, 1, c->id);
-	rk_db_bind_text(st, 2, bot);
-	rk_stmt_bind_int64(st, 3, rk_now_ms());
-	char *why = NULL;
-	if (rk_stmt_step(st) == RK_SQL_ROW)
-		why = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
-	rk_stmt_finalize(st);
-	return why;
+	return rk_db_deferred_blocker(eng->db, c->id, bot, rk_now_ms());
 }
 
 static int drop_deferred(struct rk_db *db, const char *computer_id, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db, "DELETE FROM deferred_checkpoints WHERE computer_id = ?", err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, computer_id);
-	return rk_db_step_done(db, st, "deferred checkpoint", err);
+	return rk_db_deferred_drop(db, computer_id, err);
 }
 
 /* A Private computer's browsers are closed cleanly first (and display 0's
@@ -307,20 +216,7 @@ int rk_idle_checkpoint(struct rk_engine *eng, const struct rk_computer *c, const
 	int team = rk_computer_mode_of(c->mode) == RK_COMPUTER_TEAM;
 	char *why = team ? blocker(eng, c, bot) : NULL;
 	if (why) {
-		struct rk_stmt *st =
-			rk_db_prepare(eng->db,
-				      "INSERT INTO deferred_checkpoints (computer_id, reason, blocked_by, created_at) "
-				      "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (computer_id) DO UPDATE SET reason = ?2, "
-				      "blocked_by = ?3",
-				      err);
-		int r = st ? 0 : -rk_err(err)->code;
-		if (st) {
-			rk_db_bind_text(st, 1, c->id);
-			rk_db_bind_text(st, 2, reason);
-			rk_db_bind_text(st, 3, why);
-			rk_stmt_bind_int64(st, 4, rk_now_ms());
-			r = rk_db_step_done(eng->db, st, "defer checkpoint", err);
-		}
+		int r = rk_db_deferred_put(eng->db, c->id, reason, why, rk_now_ms(), err);
 		if (r == 0)
 			rk_log(RK_LOG_INFO, "checkpoint of %s (%s) deferred: %s is live", c->id, reason, why);
 		free(why);
@@ -362,18 +258,12 @@ int rk_idle_run_end(struct rk_engine *eng, const char *computer_id, const char *
 
 int rk_idle_flush_deferred(struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT reason FROM deferred_checkpoints WHERE computer_id = ?",
-					   err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, c->id);
-	char *reason = NULL;
-	if (rk_stmt_step(st) == RK_SQL_ROW)
-		reason = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
-	rk_stmt_finalize(st);
-	if (!reason)
-		return 0;
-	int r = 0;
+	struct rk_deferred_row d;
+	int r = rk_db_deferred_get(eng->db, c->id, &d, err);
+	if (r <= 0)
+		return r;
+	const char *reason = d.reason;
+	r = 0;
 	char *why = blocker(eng, c, NULL);
 	if (!why && rk_computer_state_of(c->state) == RK_COMPUTER_RUNNING) {
 		r = rk_checkpoint_create(eng, c, reason, RK_QUIESCE_NONE, NULL, err);
@@ -388,25 +278,20 @@ int rk_idle_flush_deferred(struct rk_engine *eng, const struct rk_computer *c, s
 		drop_deferred(eng->db, c->id, NULL);
 	}
 	free(why);
-	free(reason);
+	rk_deferred_row_release(&d);
 	return r;
 }
 
 cJSON *rk_idle_deferred_to_json(struct rk_db *db, const char *computer_id)
 {
-	struct rk_stmt *st = rk_db_prepare(
-		db, "SELECT reason, blocked_by, created_at FROM deferred_checkpoints WHERE computer_id = ?", NULL);
-	if (!st)
+	struct rk_deferred_row d;
+	if (rk_db_deferred_get(db, computer_id, &d, NULL) <= 0)
 		return NULL;
-	rk_db_bind_text(st, 1, computer_id);
-	cJSON *o = NULL;
+	cJSON *o = cJSON_CreateObject();
 	char buf[40];
-	if (rk_stmt_step(st) == RK_SQL_ROW) {
-		o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "reason", (const char *)rk_stmt_column_text(st, 0));
-		rk_json_add_str_or_null(o, "blocked_by", (const char *)rk_stmt_column_text(st, 1));
-		cJSON_AddStringToObject(o, "created_at", rk_iso8601(rk_stmt_column_int64(st, 2), buf, sizeof(buf)));
-	}
-	rk_stmt_finalize(st);
+	cJSON_AddStringToObject(o, "reason", d.reason);
+	rk_json_add_str_or_null(o, "blocked_by", d.blocked_by);
+	cJSON_AddStringToObject(o, "created_at", rk_iso8601(d.created_at, buf, sizeof(buf)));
+	rk_deferred_row_release(&d);
 	return o;
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/state/db.h"
+#include "engine/state/db_reservation.h"
 #include "engine/util/host.h"
 #include "engine/util/buf.h"
 #include "engine/util/json.h"
@@ -26,43 +26,23 @@ static int64_t silent_ms(void)
 
 int rk_reservation_check(struct rk_db *db, const char *computer_id, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(
-		db, "SELECT kind, phase, state, owner FROM computer_reservations WHERE computer_id = ?", err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, computer_id);
-	int r = 0;
-	int rc = rk_stmt_step(st);
-	if (rc == RK_SQL_ROW) {
-		const char *state = (const char *)rk_stmt_column_text(st, 2);
-		int interrupted = rk_reservation_state_of(state) == RK_RESERVATION_INTERRUPTED;
-		r = rk_error_set(
-			err, RK_ECONFLICT, "computer %s is reserved by %s's %s job (phase %s%s)%s", computer_id,
-			(const char *)rk_stmt_column_text(st, 3), (const char *)rk_stmt_column_text(st, 0),
-			(const char *)rk_stmt_column_text(st, 1), interrupted ? ", interrupted" : "",
-			interrupted ? ": once its job has stopped, its owner frees it with `rakazo computer release`"
-				    : "");
-	} else if (rc != RK_SQL_DONE) {
-		r = rk_db_sql_error(db, err, "reservation");
-	}
-	rk_stmt_finalize(st);
+	struct rk_reservation_row res;
+	int r = rk_db_reservation_get(db, computer_id, &res, err);
+	if (r <= 0)
+		return r;
+	int interrupted = rk_reservation_state_of(res.state) == RK_RESERVATION_INTERRUPTED;
+	r = rk_error_set(err, RK_ECONFLICT, "computer %s is reserved by %s's %s job (phase %s%s)%s", computer_id,
+			 res.owner, res.kind, res.phase, interrupted ? ", interrupted" : "",
+			 interrupted ? ": once its job has stopped, its owner frees it with `rakazo computer release`"
+				     : "");
+	rk_reservation_row_release(&res);
 	return r;
 }
 
 static int record_phase(struct rk_db *db, const char *computer_id, const char *kind, const char *phase,
 			struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db,
-					   "INSERT INTO reservation_phases (computer_id, kind, phase, created_at) VALUES "
-					   "(?, ?, ?, ?)",
-					   err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, computer_id);
-	rk_db_bind_text(st, 2, kind);
-	rk_db_bind_text(st, 3, phase);
-	rk_stmt_bind_int64(st, 4, rk_now_ms());
-	return rk_db_step_done(db, st, "reservation phase", err);
+	return rk_db_reservation_phase_add(db, computer_id, kind, phase, rk_now_ms(), err);
 }
 
 int rk_reservation_begin(struct rk_engine *eng, const struct rk_computer *c, const char *kind, struct rk_error *err)
@@ -76,24 +56,16 @@ int rk_reservation_begin(struct rk_engine *eng, const struct rk_computer *c, con
 	if ((r = rk_reservation_check(eng->db, c->id, err)))
 		goto fail;
 	int64_t now = rk_now_ms();
-	struct rk_stmt *st =
-		rk_db_prepare(eng->db,
-			      "SELECT bot_id, holder FROM execution_leases WHERE computer_id = ? AND holder IS NOT "
-			      "NULL AND expires_at > ? LIMIT 1",
-			      err);
-	if (!st)
-		goto fail_code;
-	rk_db_bind_text(st, 1, c->id);
-	rk_stmt_bind_int64(st, 2, now);
-	if (rk_stmt_step(st) == RK_SQL_ROW) {
+	struct rk_lease live;
+	if ((r = rk_db_lease_live_any(eng->db, c->id, now, &live, err)) < 0)
+		goto fail;
+	if (r) {
 		r = rk_error_set(err, RK_ECONFLICT,
 				 "bot '%s' holds a live execution lease on computer '%s' (%s): stop it first",
-				 (const char *)rk_stmt_column_text(st, 0), c->name,
-				 (const char *)rk_stmt_column_text(st, 1));
-		rk_stmt_finalize(st);
+				 live.bot_id, c->name, live.holder);
+		rk_lease_release_record(&live);
 		goto fail;
 	}
-	rk_stmt_finalize(st);
 	char *holder = NULL;
 	if (rk_db_control_live(eng->db, c->id, NULL, now, &holder)) {
 		r = rk_error_set(err, RK_ECONFLICT, "%s has control of a screen on computer '%s': release it first",
@@ -101,54 +73,29 @@ int rk_reservation_begin(struct rk_engine *eng, const struct rk_computer *c, con
 		free(holder);
 		goto fail;
 	}
-	st = rk_db_prepare(eng->db,
-			   "INSERT INTO computer_reservations (computer_id, kind, owner, worker_pid, phase, state, "
-			   "heartbeat_at, created_at) VALUES (?, ?, ?, ?, 'reserved', 'active', ?, ?)",
-			   err);
-	if (!st)
-		goto fail_code;
-	rk_db_bind_text(st, 1, c->id);
-	rk_db_bind_text(st, 2, kind);
-	rk_db_bind_text(st, 3, eng->owner);
-	rk_stmt_bind_int64(st, 4, getpid());
-	rk_stmt_bind_int64(st, 5, now);
-	rk_stmt_bind_int64(st, 6, now);
-	if ((r = rk_db_step_done(eng->db, st, "reserve", err)) ||
+	if ((r = rk_db_reservation_insert(eng->db, c->id, kind, eng->owner, getpid(), now, err)) ||
 	    (r = record_phase(eng->db, c->id, kind, "reserved", err)) || (r = rk_db_commit(eng->db, err)))
 		goto fail;
 	rk_log(RK_LOG_INFO, "reservation %s: %s job by %s (pid %d)", c->id, kind, eng->owner, (int)getpid());
 	return 0;
-fail_code:
-	r = -rk_err(err)->code;
 fail:
 	rk_db_rollback(eng->db);
 	return r;
 }
 
 /* An update of our own reservation (this pid's), with a heartbeat. */
-static int own_update(struct rk_engine *eng, const char *computer_id, const char *column, const char *value,
-		      struct rk_error *err)
+static int own_update(struct rk_engine *eng, const char *computer_id, enum rk_reservation_field field,
+		      const char *value, struct rk_error *err)
 {
 	int r = rk_db_begin(eng->db, err);
 	if (r)
 		return r;
-	char *sql = rk_xasprintf("UPDATE computer_reservations SET %s = ?3, heartbeat_at = ?4 WHERE computer_id = ?1 "
-				 "AND worker_pid = ?2 AND state = 'active' RETURNING kind",
-				 column);
-	struct rk_stmt *st = rk_db_prepare(eng->db, sql, err);
-	free(sql);
-	if (!st) {
-		rk_db_rollback(eng->db);
-		return -rk_err(err)->code;
-	}
-	rk_db_bind_text(st, 1, computer_id);
-	rk_stmt_bind_int64(st, 2, getpid());
-	rk_db_bind_text(st, 3, value);
-	rk_stmt_bind_int64(st, 4, rk_now_ms());
 	char *kind = NULL;
-	if (rk_stmt_step(st) == RK_SQL_ROW)
-		kind = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
-	rk_stmt_finalize(st);
+	if ((r = rk_db_reservation_update_own(eng->db, computer_id, getpid(), field, value, rk_now_ms(), &kind, err)) <
+	    0) {
+		rk_db_rollback(eng->db);
+		return r;
+	}
 	if (!kind) {
 		rk_db_rollback(eng->db);
 		return rk_error_set(err, RK_ESTALE,
@@ -156,7 +103,8 @@ static int own_update(struct rk_engine *eng, const char *computer_id, const char
 				    "released)",
 				    computer_id);
 	}
-	if (!strcmp(column, "phase"))
+	r = 0;
+	if (field == RK_RESERVATION_FIELD_PHASE)
 		r = record_phase(eng->db, computer_id, kind, value, err);
 	free(kind);
 	if (r == 0)
@@ -168,66 +116,43 @@ static int own_update(struct rk_engine *eng, const char *computer_id, const char
 
 int rk_reservation_phase(struct rk_engine *eng, const char *computer_id, const char *phase, struct rk_error *err)
 {
-	return own_update(eng, computer_id, "phase", phase, err);
+	return own_update(eng, computer_id, RK_RESERVATION_FIELD_PHASE, phase, err);
 }
 
 int rk_reservation_operation(struct rk_engine *eng, const char *computer_id, const char *operation,
 			     struct rk_error *err)
 {
-	return own_update(eng, computer_id, "operation", operation, err);
+	return own_update(eng, computer_id, RK_RESERVATION_FIELD_OPERATION, operation, err);
 }
 
 int rk_reservation_heartbeat(struct rk_engine *eng, const char *computer_id, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					   "UPDATE computer_reservations SET heartbeat_at = ? WHERE computer_id = ? AND "
-					   "worker_pid = ? AND state = 'active'",
-					   err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_stmt_bind_int64(st, 1, rk_now_ms());
-	rk_db_bind_text(st, 2, computer_id);
-	rk_stmt_bind_int64(st, 3, getpid());
-	int r = rk_db_step_done(eng->db, st, "reservation heartbeat", err);
-	if (r == 0 && rk_db_changes(eng->db) == 0)
+	int r = rk_db_reservation_heartbeat(eng->db, computer_id, getpid(), rk_now_ms(), err);
+	if (r == 0)
 		return rk_error_set(err, RK_ESTALE, "this job no longer holds computer %s's reservation", computer_id);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 int rk_reservation_end(struct rk_engine *eng, const char *computer_id, struct rk_error *err)
 {
-	struct rk_stmt
-		*st = rk_db_prepare(eng->db,
-				    "DELETE FROM computer_reservations WHERE computer_id = ? AND worker_pid = ? AND "
-				    "state = 'active'",
-				    err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, computer_id);
-	rk_stmt_bind_int64(st, 2, getpid());
-	int r = rk_db_step_done(eng->db, st, "end reservation", err);
-	if (r == 0 && rk_db_changes(eng->db) == 0)
+	int r = rk_db_reservation_delete_own(eng->db, computer_id, getpid(), err);
+	if (r == 0)
 		return rk_error_set(err, RK_ESTALE, "this job no longer holds computer %s's reservation", computer_id);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 int rk_reservation_scan(struct rk_engine *eng, struct rk_error *err)
 {
-	struct rk_stmt
-		*st = rk_db_prepare(eng->db,
-				    "UPDATE computer_reservations SET state = 'interrupted' WHERE state = 'active' AND "
-				    "heartbeat_at < ? RETURNING computer_id, kind, phase",
-				    err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_stmt_bind_int64(st, 1, rk_now_ms() - silent_ms());
-	int rc;
-	while ((rc = rk_stmt_step(st)) == RK_SQL_ROW)
+	struct rk_reservation_row *silent;
+	size_t n;
+	int r = rk_db_reservation_interrupt_silent(eng->db, rk_now_ms() - silent_ms(), &silent, &n, err);
+	if (r)
+		return r;
+	for (size_t i = 0; i < n; i++)
 		rk_log(RK_LOG_WARN, "reservation %s: the %s job went silent in phase %s: marked interrupted (kept)",
-		       (const char *)rk_stmt_column_text(st, 0), (const char *)rk_stmt_column_text(st, 1),
-		       (const char *)rk_stmt_column_text(st, 2));
-	rk_stmt_finalize(st);
-	return rc == RK_SQL_DONE ? 0 : rk_db_sql_error(eng->db, err, "scan reservations");
+		       silent[i].computer_id, silent[i].kind, silent[i].phase);
+	rk_reservation_rows_free(silent, n);
+	return 0;
 }
 
 static int pid_alive(int64_t pid)
@@ -237,24 +162,15 @@ static int pid_alive(int64_t pid)
 
 int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, struct rk_error *err)
 {
-	struct rk_stmt
-		*st = rk_db_prepare(eng->db,
-				    "SELECT owner, worker_pid, operation, state, kind FROM computer_reservations WHERE "
-				    "computer_id = ?",
-				    err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, c->id);
-	if (rk_stmt_step(st) != RK_SQL_ROW) {
-		rk_stmt_finalize(st);
+	struct rk_reservation_row res;
+	int r = rk_db_reservation_get(eng->db, c->id, &res, err);
+	if (r < 0)
+		return r;
+	if (r == 0)
 		return rk_error_set(err, RK_ENOTFOUND, "computer '%s' has no reservation", c->name);
-	}
-	char *owner = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
-	int64_t pid = rk_stmt_column_type(st, 1) == RK_SQL_NULL ? 0 : rk_stmt_column_int64(st, 1);
-	const unsigned char *op = rk_stmt_column_text(st, 2);
-	char *operation = op ? rk_xstrdup((const char *)op) : NULL;
-	rk_stmt_finalize(st);
-	int r = 0;
+	const char *owner = res.owner, *operation = res.operation;
+	int64_t pid = res.worker_pid;
+	r = 0;
 	if (strcmp(owner, eng->owner) != 0) {
 		r = rk_error_set(err, RK_EDENIED, "computer '%s' is reserved by %s: only they can release it", c->name,
 				 owner);
@@ -282,57 +198,39 @@ int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, s
 			}
 		}
 	}
-	st = rk_db_prepare(eng->db, "DELETE FROM computer_reservations WHERE computer_id = ?", err);
-	if (!st) {
-		r = -rk_err(err)->code;
-		goto out;
-	}
-	rk_db_bind_text(st, 1, c->id);
-	r = rk_db_step_done(eng->db, st, "release reservation", err);
+	r = rk_db_reservation_delete(eng->db, c->id, err);
 	if (r == 0)
 		rk_log(RK_LOG_INFO, "reservation %s: released by %s", c->id, eng->owner);
 out:
-	free(owner);
-	free(operation);
+	rk_reservation_row_release(&res);
 	return r;
 }
 
 cJSON *rk_reservation_to_json(struct rk_db *db, const char *computer_id)
 {
-	struct rk_stmt
-		*st = rk_db_prepare(db,
-				    "SELECT kind, owner, worker_pid, operation, phase, state, heartbeat_at, created_at "
-				    "FROM computer_reservations WHERE computer_id = ?",
-				    NULL);
-	if (!st)
+	struct rk_reservation_row res;
+	if (rk_db_reservation_get(db, computer_id, &res, NULL) <= 0)
 		return NULL;
-	rk_db_bind_text(st, 1, computer_id);
-	cJSON *o = NULL;
+	cJSON *o = cJSON_CreateObject();
 	char buf[40];
-	if (rk_stmt_step(st) == RK_SQL_ROW) {
-		o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "kind", (const char *)rk_stmt_column_text(st, 0));
-		cJSON_AddStringToObject(o, "owner", (const char *)rk_stmt_column_text(st, 1));
-		cJSON_AddNumberToObject(o, "worker_pid", (double)rk_stmt_column_int64(st, 2));
-		rk_json_add_str_or_null(o, "operation", (const char *)rk_stmt_column_text(st, 3));
-		cJSON_AddStringToObject(o, "phase", (const char *)rk_stmt_column_text(st, 4));
-		cJSON_AddStringToObject(o, "state", (const char *)rk_stmt_column_text(st, 5));
-		cJSON_AddStringToObject(o, "heartbeat_at", rk_iso8601(rk_stmt_column_int64(st, 6), buf, sizeof(buf)));
-		cJSON_AddStringToObject(o, "created_at", rk_iso8601(rk_stmt_column_int64(st, 7), buf, sizeof(buf)));
-	}
-	rk_stmt_finalize(st);
-	if (!o)
-		return NULL;
+	cJSON_AddStringToObject(o, "kind", res.kind);
+	cJSON_AddStringToObject(o, "owner", res.owner);
+	cJSON_AddNumberToObject(o, "worker_pid", (double)res.worker_pid);
+	rk_json_add_str_or_null(o, "operation", res.operation);
+	cJSON_AddStringToObject(o, "phase", res.phase);
+	cJSON_AddStringToObject(o, "state", res.state);
+	cJSON_AddStringToObject(o, "heartbeat_at", rk_iso8601(res.heartbeat_at, buf, sizeof(buf)));
+	cJSON_AddStringToObject(o, "created_at", rk_iso8601(res.created_at, buf, sizeof(buf)));
+	rk_reservation_row_release(&res);
 	cJSON *phases = cJSON_AddArrayToObject(o, "phases");
-	st = rk_db_prepare(db,
-			   "SELECT phase FROM reservation_phases WHERE computer_id = ? AND id > coalesce((SELECT max(id) "
-			   "FROM reservation_phases WHERE computer_id = ?1 AND phase = 'reserved'), 0) - 1 ORDER BY id",
-			   NULL);
-	if (st) {
-		rk_db_bind_text(st, 1, computer_id);
-		while (rk_stmt_step(st) == RK_SQL_ROW)
-			cJSON_AddItemToArray(phases, cJSON_CreateString((const char *)rk_stmt_column_text(st, 0)));
-		rk_stmt_finalize(st);
+	char **names;
+	size_t n;
+	if (rk_db_reservation_phases(db, computer_id, &names, &n, NULL) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			cJSON_AddItemToArray(phases, cJSON_CreateString(names[i]));
+			free(names[i]);
+		}
+		free(names);
 	}
 	return o;
 }

@@ -16,6 +16,7 @@
 #include "engine/machine/computer.h"
 #include "engine/machine/idle.h"
 #include "engine/access/secret.h"
+#include "engine/state/db_session.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
 #include "engine/util/ipc.h"
@@ -589,22 +590,12 @@ static void holder_serve(struct holder *h, int client, cJSON *req_in)
  * holder answers there. The number served. */
 static int holder_relay(struct holder *h)
 {
-	struct rk_stmt *st = rk_db_prepare(
-		h->db,
-		"SELECT id, request FROM session_calls WHERE session_id = ?1 AND reply IS NULL ORDER BY created_at",
-		NULL);
-	if (!st)
+	struct rk_session_call *calls;
+	size_t n;
+	if (rk_db_session_calls_open(h->db, h->sid, 16, &calls, &n, NULL) != 0)
 		return 0;
-	rk_db_bind_text(st, 1, h->sid);
-	char *ids[16], *reqs[16];
-	int n = 0;
-	while (n < 16 && rk_stmt_step(st) == RK_SQL_ROW) {
-		ids[n] = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
-		reqs[n++] = rk_xstrdup((const char *)rk_stmt_column_text(st, 1));
-	}
-	rk_stmt_finalize(st);
-	for (int i = 0; i < n; i++) {
-		cJSON *req = cJSON_Parse(reqs[i]);
+	for (size_t i = 0; i < n; i++) {
+		cJSON *req = cJSON_Parse(calls[i].request);
 		if (req)
 			holder_serve(h, -1, req);
 		else
@@ -612,17 +603,11 @@ static int holder_relay(struct holder *h)
 		char *reply = h->relayed ? cJSON_PrintUnformatted(h->relayed) : rk_xstrdup("{}");
 		cJSON_Delete(h->relayed);
 		h->relayed = NULL;
-		struct rk_stmt *up = rk_db_prepare(h->db, "UPDATE session_calls SET reply = ?2 WHERE id = ?1", NULL);
-		if (up) {
-			rk_db_bind_text(up, 1, ids[i]);
-			rk_db_bind_text(up, 2, reply);
-			rk_db_step_done(h->db, up, "answer a session call", NULL);
-		}
+		rk_db_session_call_answer(h->db, calls[i].id, reply, NULL);
 		free(reply);
-		free(ids[i]);
-		free(reqs[i]);
 	}
-	return n;
+	rk_session_calls_free(calls, n);
+	return (int)n;
 }
 
 static void holder_loop(struct holder *h, int lsock)
@@ -782,55 +767,31 @@ static int relay_call(struct rk_engine *eng, const char *sid, const cJSON *req, 
 {
 	char *id = rk_id_new("scall");
 	char *text = cJSON_PrintUnformatted(req);
-	struct rk_stmt *st = rk_db_prepare(
-		eng->db, "INSERT INTO session_calls (id, session_id, request, created_at) VALUES (?1, ?2, ?3, ?4)",
-		err);
-	int r = st ? 0 : -rk_err(err)->code;
-	if (st) {
-		rk_db_bind_text(st, 1, id);
-		rk_db_bind_text(st, 2, sid);
-		rk_db_bind_text(st, 3, text);
-		rk_stmt_bind_int64(st, 4, rk_now_ms());
-		r = rk_db_step_done(eng->db, st, "leave a session call", err);
-	}
+	int r = rk_db_session_call_put(eng->db, id, sid, text, rk_now_ms(), err);
 	free(text);
 	char *answer = NULL;
 	int64_t until = rk_monotonic_ms() + timeout_ms;
 	for (int gave_up = 0; r == 0 && !answer;) {
-		st = rk_db_prepare(eng->db, "SELECT reply FROM session_calls WHERE id = ?1 AND reply IS NOT NULL", err);
-		if (!st) {
-			r = -rk_err(err)->code;
+		int got = rk_db_session_call_reply(eng->db, id, &answer, err);
+		if (got < 0) {
+			r = got;
 			break;
 		}
-		rk_db_bind_text(st, 1, id);
-		if (rk_stmt_step(st) == RK_SQL_ROW)
-			answer = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
-		rk_stmt_finalize(st);
 		if (answer || gave_up)
 			break;
 		if (rk_monotonic_ms() >= until) {
 			/* withdraw it; if that finds it answered meanwhile, read once more */
-			st = rk_db_prepare(eng->db, "DELETE FROM session_calls WHERE id = ?1 AND reply IS NULL", err);
-			if (st) {
-				rk_db_bind_text(st, 1, id);
-				if (rk_db_step_done(eng->db, st, "withdraw a session call", err) == 0 &&
-				    rk_db_changes(eng->db) > 0)
-					r = rk_error_set(
-						err, RK_EOUTCOME_UNKNOWN,
-						"session %s: no holder answered through the state in %lld ms (its host "
-						"may be down); any input may not have been delivered",
-						sid, (long long)timeout_ms);
-			}
+			if (rk_db_session_call_withdraw(eng->db, id, err) > 0)
+				r = rk_error_set(err, RK_EOUTCOME_UNKNOWN,
+						 "session %s: no holder answered through the state in %lld ms (its host "
+						 "may be down); any input may not have been delivered",
+						 sid, (long long)timeout_ms);
 			gave_up = 1;
 			continue;
 		}
 		rk_sleep_ms(RELAY_WAIT_STEP_MS);
 	}
-	st = rk_db_prepare(eng->db, "DELETE FROM session_calls WHERE id = ?1", NULL);
-	if (st) {
-		rk_db_bind_text(st, 1, id);
-		rk_db_step_done(eng->db, st, "forget a session call", NULL);
-	}
+	rk_db_session_call_forget(eng->db, id, NULL);
 	free(id);
 	if (r == 0 && !(*reply = answer ? cJSON_Parse(answer) : NULL))
 		r = rk_error_set(err, RK_ECORRUPT, "session %s: the holder's reply through the state is not JSON", sid);

@@ -10,6 +10,7 @@
 #include "engine/machine/browser.h"
 #include "engine/machine/computer.h"
 #include "engine/state/db_runs.h"
+#include "engine/state/db_team.h"
 #include "engine/machine/execution.h"
 #include "engine/machine/hook.h"
 #include "engine/machine/idle.h"
@@ -98,17 +99,9 @@ int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot
 	int r = rk_team_bot_check(bot, err);
 	if (r || (r = rk_computer_ensure_running(eng, c, err)))
 		return r;
-	struct rk_stmt *st = rk_db_prepare(
-		eng->db, "SELECT 1 FROM team_bots WHERE computer_id = ? AND bot_id = ? AND layout_ref IS ?", err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, c->id);
-	rk_db_bind_text(st, 2, bot);
-	rk_db_bind_text(st, 3, c->provider_ref);
-	int done = rk_stmt_step(st) == RK_SQL_ROW;
-	rk_stmt_finalize(st);
+	int done = rk_db_team_bot_laid_out(eng->db, c->id, bot, c->provider_ref, err);
 	if (done)
-		return 0;
+		return done < 0 ? done : 0;
 	/* bot ids hold no shell metacharacters (rk_team_bot_check) */
 	char *cmd = rk_xasprintf("mkdir -p shared 'bots/%s'", bot);
 	int code = 0;
@@ -119,17 +112,7 @@ int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot
 				 c->name, code);
 	if (r)
 		return r;
-	st = rk_db_prepare(eng->db,
-			   "INSERT INTO team_bots (computer_id, bot_id, layout_ref, created_at) VALUES (?, ?, ?, ?) "
-			   "ON CONFLICT (computer_id, bot_id) DO UPDATE SET layout_ref = excluded.layout_ref",
-			   err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, c->id);
-	rk_db_bind_text(st, 2, bot);
-	rk_db_bind_text(st, 3, c->provider_ref);
-	rk_stmt_bind_int64(st, 4, rk_now_ms());
-	return rk_db_step_done(eng->db, st, "record team bot", err);
+	return rk_db_team_bot_put(eng->db, c->id, bot, c->provider_ref, rk_now_ms(), err);
 }
 
 /* --- runs and control --------------------------------------------------------------------- */
@@ -137,28 +120,7 @@ int rk_team_layout(struct rk_engine *eng, struct rk_computer *c, const char *bot
 int rk_team_bot_run_state(struct rk_db *db, const char *computer_id, const char *bot_id, char **state, char **run_id,
 			  struct rk_error *err)
 {
-	*state = NULL;
-	if (run_id)
-		*run_id = NULL;
-	struct rk_stmt
-		*st = rk_db_prepare(db,
-				    "SELECT state, id FROM runs WHERE computer_id = ? AND coalesce(lease_bot, bot_id, "
-				    "'default') = ? AND state IN "
-				    "('queued','running','waiting_takeover') ORDER BY CASE state WHEN 'running' THEN 0 "
-				    "WHEN 'queued' THEN 1 ELSE 2 END, created_at DESC LIMIT 1",
-				    err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, computer_id);
-	rk_db_bind_text(st, 2, bot_id);
-	int rc = rk_stmt_step(st);
-	if (rc == RK_SQL_ROW) {
-		*state = rk_db_col_text(st, 0);
-		if (run_id)
-			*run_id = rk_db_col_text(st, 1);
-	}
-	rk_stmt_finalize(st);
-	return rc == RK_SQL_ROW || rc == RK_SQL_DONE ? 0 : rk_db_sql_error(db, err, "run state");
+	return rk_db_run_live_of_bot(db, computer_id, bot_id, state, run_id, err);
 }
 
 int rk_team_control_live(struct rk_db *db, const char *computer_id, const char *bot_id, char **holder)
@@ -313,19 +275,15 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 	int r = rk_db_begin(eng->db, err);
 	if (r)
 		return r;
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					   "SELECT slot, state, generation FROM display_slots WHERE computer_id = ? AND "
-					   "bot_id = ?",
-					   err);
-	if (!st)
+	struct rk_slot_row held;
+	int found = rk_db_slot_of_bot(eng->db, c->id, bot, &held, err);
+	if (found < 0)
 		goto fail;
-	rk_db_bind_text(st, 1, c->id);
-	rk_db_bind_text(st, 2, bot);
-	if (rk_stmt_step(st) == RK_SQL_ROW) {
-		out->slot = rk_stmt_column_int(st, 0);
-		int releasing = rk_slot_state_of((const char *)rk_stmt_column_text(st, 1)) == RK_SLOT_RELEASING;
-		out->generation = rk_stmt_column_int64(st, 2);
-		rk_stmt_finalize(st);
+	if (found) {
+		out->slot = held.slot;
+		int releasing = rk_slot_state_of(held.state) == RK_SLOT_RELEASING;
+		out->generation = held.generation;
+		rk_slot_row_release(&held);
 		rk_db_rollback(eng->db);
 		if (releasing)
 			return rk_error_set(
@@ -335,21 +293,16 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 				bot, c->name, c->name, bot);
 		return 0;
 	}
-	rk_stmt_finalize(st);
 	/* the slots in use, lowest first */
-	st = rk_db_prepare(eng->db,
-			   "SELECT slot FROM display_slots WHERE computer_id = ? AND bot_id IS NOT NULL ORDER BY slot",
-			   err);
-	if (!st)
-		goto fail;
-	rk_db_bind_text(st, 1, c->id);
-	int used = 0, next = multi_screen(c) ? 1 : 0;
-	while (rk_stmt_step(st) == RK_SQL_ROW) {
-		used++;
-		if (rk_stmt_column_int(st, 0) == next)
+	struct rk_slot_row *taken;
+	size_t used;
+	if ((r = rk_db_slot_list(eng->db, c->id, &taken, &used, err)))
+		goto fail_r;
+	int next = multi_screen(c) ? 1 : 0;
+	for (size_t i = 0; i < used; i++)
+		if (taken[i].slot == next)
 			next++;
-	}
-	rk_stmt_finalize(st);
+	rk_slot_rows_free(taken, used);
 	int64_t limit = screen_limit();
 	if (!multi_screen(c) && used >= 1) {
 		rk_db_rollback(eng->db);
@@ -359,7 +312,7 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 			"wait; shell and file tools keep working",
 			c->name, c->kind);
 	}
-	if ((limit && used >= limit) || next > SLOT_MAX) {
+	if ((limit && (int64_t)used >= limit) || next > SLOT_MAX) {
 		rk_db_rollback(eng->db);
 		return rk_error_set(err, RK_EMULTISCREEN,
 				    "computer '%s' cannot give bot '%s' a screen: all %lld are in use "
@@ -367,31 +320,10 @@ static int slot_claim(struct rk_engine *eng, const struct rk_computer *c, const 
 				    c->name, bot, (long long)(limit ? limit : SLOT_MAX));
 	}
 	char *profile = rk_xasprintf(".browser-profiles/%s", bot);
-	st = rk_db_prepare(
-		eng->db,
-		"INSERT INTO display_slots (computer_id, slot, bot_id, state, generation, profile, updated_at) "
-		"VALUES (?1, ?2, ?3, 'starting', 1, ?4, ?5) ON CONFLICT (computer_id, slot) DO UPDATE SET "
-		"bot_id = ?3, state = 'starting', generation = display_slots.generation + 1, profile = ?4, updated_at = ?5",
-		err);
-	if (!st) {
-		free(profile);
-		goto fail;
-	}
-	rk_db_bind_text(st, 1, c->id);
-	rk_stmt_bind_int(st, 2, next);
-	rk_db_bind_text(st, 3, bot);
-	rk_db_bind_text(st, 4, profile);
-	rk_stmt_bind_int64(st, 5, rk_now_ms());
+	r = rk_db_slot_claim(eng->db, c->id, next, bot, profile, rk_now_ms(), &out->generation, err);
 	free(profile);
-	if ((r = rk_db_step_done(eng->db, st, "claim screen", err)))
+	if (r)
 		goto fail_r;
-	st = rk_db_prepare(eng->db, "SELECT generation FROM display_slots WHERE computer_id = ? AND slot = ?", err);
-	if (!st)
-		goto fail;
-	rk_db_bind_text(st, 1, c->id);
-	rk_stmt_bind_int(st, 2, next);
-	out->generation = rk_stmt_step(st) == RK_SQL_ROW ? rk_stmt_column_int64(st, 0) : 1;
-	rk_stmt_finalize(st);
 	out->slot = next;
 	out->fresh = 1;
 	if ((r = rk_db_commit(eng->db, err)))
@@ -409,67 +341,25 @@ fail_r:
 static void slot_set_state(struct rk_engine *eng, const char *computer_id, const struct slot *s, const char *state,
 			   int free_it)
 {
-	struct rk_stmt *st = rk_db_prepare(
-		eng->db,
-		free_it ? "UPDATE display_slots SET bot_id = NULL, profile = NULL, state = ?4, updated_at = ?5 WHERE "
-			  "computer_id = ?1 AND slot = ?2 AND generation = ?3"
-			: "UPDATE display_slots SET state = ?4, updated_at = ?5 WHERE computer_id = ?1 AND slot = ?2 AND "
-			  "generation = ?3",
-		NULL);
-	if (!st)
-		return;
-	rk_db_bind_text(st, 1, computer_id);
-	rk_stmt_bind_int(st, 2, s->slot);
-	rk_stmt_bind_int64(st, 3, s->generation);
-	rk_db_bind_text(st, 4, state);
-	rk_stmt_bind_int64(st, 5, rk_now_ms());
-	rk_db_step_done(eng->db, st, "screen state", NULL);
+	rk_db_slot_set_state(eng->db, computer_id, s->slot, s->generation, state, free_it, rk_now_ms(), NULL);
 }
 
 int rk_team_screen_slot(struct rk_engine *eng, const char *computer_id, const char *bot_id, int *slot,
 			int64_t *generation, struct rk_error *err)
 {
-	struct rk_stmt
-		*st = rk_db_prepare(eng->db,
-				    "SELECT slot, generation FROM display_slots WHERE computer_id = ? AND bot_id = ? "
-				    "AND state = 'live'",
-				    err);
-	if (!st)
-		return rk_error_pass(err);
-	rk_db_bind_text(st, 1, computer_id);
-	rk_db_bind_text(st, 2, bot_id);
-	int r = 0;
-	if (rk_stmt_step(st) == RK_SQL_ROW) {
-		*slot = rk_stmt_column_int(st, 0);
-		*generation = rk_stmt_column_int64(st, 1);
-	} else {
-		r = rk_error_set(err, RK_ENOTFOUND, "bot '%s' has no live screen on computer '%s'", bot_id,
-				 computer_id);
-	}
-	rk_stmt_finalize(st);
-	return r;
+	int found = rk_db_slot_live_of_bot(eng->db, computer_id, bot_id, slot, generation, err);
+	if (found < 0)
+		return found;
+	if (!found)
+		return rk_error_set(err, RK_ENOTFOUND, "bot '%s' has no live screen on computer '%s'", bot_id,
+				    computer_id);
+	return 0;
 }
 
 int rk_team_slot_tenant(struct rk_engine *eng, const char *computer_id, int slot, char **bot_id, int64_t *generation,
 			struct rk_error *err)
 {
-	*bot_id = NULL;
-	struct rk_stmt
-		*st = rk_db_prepare(eng->db,
-				    "SELECT bot_id, generation FROM display_slots WHERE computer_id = ? AND slot = ? "
-				    "AND bot_id IS NOT NULL",
-				    err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, computer_id);
-	rk_stmt_bind_int(st, 2, slot);
-	int rc = rk_stmt_step(st), found = rc == RK_SQL_ROW;
-	if (found) {
-		*bot_id = rk_db_col_text(st, 0);
-		*generation = rk_stmt_column_int64(st, 1);
-	}
-	rk_stmt_finalize(st);
-	return found ? 1 : rc == RK_SQL_DONE ? 0 : rk_db_sql_error(eng->db, err, "slot tenant");
+	return rk_db_slot_tenant(eng->db, computer_id, slot, bot_id, generation, err);
 }
 
 /* Claims the slot; a fresh claim whose display did not come up is given back. */
@@ -661,26 +551,21 @@ int rk_team_screen_release(struct rk_engine *eng, struct rk_computer *c, const c
 	struct slot s = {0};
 	if ((r = rk_db_begin(eng->db, err)))
 		goto out;
-	struct rk_stmt *st = rk_db_prepare(
-		eng->db, "SELECT slot, generation FROM display_slots WHERE computer_id = ? AND bot_id = ?", err);
-	if (!st) {
-		r = -rk_err(err)->code;
+	struct rk_slot_row held;
+	int found = rk_db_slot_of_bot(eng->db, c->id, bot, &held, err);
+	if (found < 0) {
+		r = found;
 		rk_db_rollback(eng->db);
 		goto out;
 	}
-	rk_db_bind_text(st, 1, c->id);
-	rk_db_bind_text(st, 2, bot);
-	int found = rk_stmt_step(st) == RK_SQL_ROW;
-	if (found) {
-		s.slot = rk_stmt_column_int(st, 0);
-		s.generation = rk_stmt_column_int64(st, 1);
-	}
-	rk_stmt_finalize(st);
 	if (!found) {
 		rk_db_rollback(eng->db);
 		r = rk_error_set(err, RK_ENOTFOUND, "bot '%s' has no screen on computer '%s'", bot, c->name);
 		goto out;
 	}
+	s.slot = held.slot;
+	s.generation = held.generation;
+	rk_slot_row_release(&held);
 	slot_set_state(eng, c->id, &s, "releasing", 0);
 	if ((r = rk_db_commit(eng->db, err))) {
 		rk_db_rollback(eng->db);
@@ -705,39 +590,28 @@ out:
 
 int rk_team_screens_forget(struct rk_engine *eng, const char *computer_id, struct rk_error *err)
 {
-	struct rk_stmt *st =
-		rk_db_prepare(eng->db,
-			      "UPDATE display_slots SET bot_id = NULL, profile = NULL, state = 'free', updated_at = ?2 "
-			      "WHERE computer_id = ?1 AND bot_id IS NOT NULL",
-			      err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, computer_id);
-	rk_stmt_bind_int64(st, 2, rk_now_ms());
-	int r = rk_db_step_done(eng->db, st, "forget screens", err);
-	if (r == 0 && rk_db_changes(eng->db) > 0)
+	int freed = rk_db_slots_vacate(eng->db, computer_id, rk_now_ms(), err);
+	if (freed > 0)
 		rk_log(RK_LOG_INFO, "team %s: the machine stopped: its bots' screens are free", computer_id);
-	return r;
+	return freed < 0 ? freed : 0;
 }
 
 int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSON **out, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db,
-					   "SELECT slot, bot_id, state, generation, profile FROM display_slots WHERE "
-					   "computer_id = ? AND bot_id IS NOT NULL ORDER BY slot",
-					   err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, c->id);
+	struct rk_slot_row *slots;
+	size_t n;
+	int r = rk_db_slot_list(eng->db, c->id, &slots, &n, err);
+	if (r)
+		return r;
 	cJSON *arr = cJSON_CreateArray();
-	while (rk_stmt_step(st) == RK_SQL_ROW) {
+	for (size_t i = 0; i < n; i++) {
 		cJSON *o = cJSON_CreateObject();
-		const char *bot = (const char *)rk_stmt_column_text(st, 1);
-		cJSON_AddNumberToObject(o, "slot", rk_stmt_column_int(st, 0));
+		const char *bot = slots[i].bot_id;
+		cJSON_AddNumberToObject(o, "slot", slots[i].slot);
 		cJSON_AddStringToObject(o, "bot_id", bot);
-		cJSON_AddStringToObject(o, "state", (const char *)rk_stmt_column_text(st, 2));
-		cJSON_AddNumberToObject(o, "generation", (double)rk_stmt_column_int64(st, 3));
-		rk_json_add_str_or_null(o, "profile", (const char *)rk_stmt_column_text(st, 4));
+		cJSON_AddStringToObject(o, "state", slots[i].state);
+		cJSON_AddNumberToObject(o, "generation", (double)slots[i].generation);
+		rk_json_add_str_or_null(o, "profile", slots[i].profile);
 		char *holder = NULL;
 		if (rk_team_control_live(eng->db, c->id, bot, &holder))
 			cJSON_AddStringToObject(o, "control", holder ? holder : "person");
@@ -746,22 +620,14 @@ int rk_team_screen_list(struct rk_engine *eng, const struct rk_computer *c, cJSO
 		free(holder);
 		cJSON_AddItemToArray(arr, o);
 	}
-	rk_stmt_finalize(st);
+	rk_slot_rows_free(slots, n);
 	*out = arr;
 	return 0;
 }
 
 int rk_team_screen_count(struct rk_db *db, const struct rk_computer *c)
 {
-	int bots = 0;
-	struct rk_stmt *st = rk_db_prepare(
-		db, "SELECT count(*) FROM display_slots WHERE computer_id = ? AND bot_id IS NOT NULL", NULL);
-	if (st) {
-		rk_db_bind_text(st, 1, c->id);
-		if (rk_stmt_step(st) == RK_SQL_ROW)
-			bots = rk_stmt_column_int(st, 0);
-		rk_stmt_finalize(st);
-	}
+	int bots = rk_db_slot_count(db, c->id);
 	if (!c->desktop || rk_computer_state_of(c->state) != RK_COMPUTER_RUNNING)
 		return bots;
 	return multi_screen(c) ? 1 + bots : 1;
@@ -827,29 +693,7 @@ int rk_team_takeover(struct rk_engine *eng, struct rk_computer *c, const char *b
 	int waiting = run != NULL;
 	/* one upsert: a new lease, or the same person's extended (its id kept) */
 	char *new_id = rk_id_new("ctl");
-	struct rk_stmt *st = rk_db_prepare(
-		eng->db,
-		"INSERT INTO control_leases (computer_id, bot_id, holder, lease_id, expires_at, created_at) VALUES "
-		"(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (computer_id, bot_id) DO UPDATE SET expires_at = ?5, "
-		"holder = CASE WHEN ?7 <> 0 THEN control_leases.holder ELSE ?3 END, lease_id = CASE WHEN ?7 <> 0 THEN control_leases.lease_id ELSE ?4 END, "
-		"created_at = CASE WHEN ?7 <> 0 THEN control_leases.created_at ELSE ?6 END RETURNING lease_id",
-		err);
-	if (st) {
-		rk_db_bind_text(st, 1, c->id);
-		rk_db_bind_text(st, 2, bot);
-		rk_db_bind_text(st, 3, eng->owner);
-		rk_db_bind_text(st, 4, new_id);
-		rk_stmt_bind_int64(st, 5, now + ttl);
-		rk_stmt_bind_int64(st, 6, now);
-		rk_stmt_bind_int(st, 7, extend);
-		if (rk_stmt_step(st) == RK_SQL_ROW)
-			lease_id = rk_db_col_text(st, 0);
-		else
-			r = rk_db_sql_error(eng->db, err, "grant control");
-		rk_stmt_finalize(st);
-	} else {
-		r = -rk_err(err)->code;
-	}
+	r = rk_db_control_grant(eng->db, c->id, bot, eng->owner, new_id, now + ttl, now, extend, &lease_id, err);
 	free(new_id);
 	if (r)
 		goto fail;
@@ -916,13 +760,7 @@ int rk_team_release_control(struct rk_engine *eng, struct rk_computer *c, const 
 		return r;
 	}
 	free(holder);
-	struct rk_stmt *st = rk_db_prepare(eng->db, "DELETE FROM control_leases WHERE computer_id = ? AND bot_id = ?",
-					   err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, c->id);
-	rk_db_bind_text(st, 2, bot);
-	if ((r = rk_db_step_done(eng->db, st, "release control", err)))
+	if ((r = rk_db_control_drop(eng->db, c->id, bot, err)))
 		return r;
 	/* control capabilities made under this takeover end with it (their
 	 * forwarders would notice on their own; the gateway, answering the

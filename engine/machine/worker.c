@@ -17,6 +17,7 @@
 #include "engine/machine/idle.h"
 #include "engine/machine/hook.h"
 #include "engine/state/db_runs.h"
+#include "engine/state/db_worker.h"
 #include "engine/util/buf.h"
 #include "engine/util/id.h"
 #include "engine/util/log.h"
@@ -40,48 +41,26 @@ static int worker_register(struct rk_db *db, const char *id, struct rk_error *er
 {
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
-	struct rk_stmt *st = rk_db_prepare(db,
-					   "INSERT INTO workers (id, host, host_key, pid, started_at, heartbeat_at) "
-					   "VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-					   err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, id);
-	rk_db_bind_text(st, 2, host);
-	rk_db_bind_text(st, 3, rk_host_key());
-	rk_stmt_bind_int64(st, 4, getpid());
-	rk_stmt_bind_int64(st, 5, rk_now_ms());
-	return rk_db_step_done(db, st, "register worker", err);
+	return rk_db_worker_insert(db, id, host, rk_host_key(), getpid(), rk_now_ms(), err);
 }
 
 /* 1 when the row was there to touch, 0 when it is gone, < 0 on error. */
 static int worker_heartbeat(struct rk_db *db, const char *id, struct rk_error *err)
 {
-	struct rk_stmt *st = rk_db_prepare(db, "UPDATE workers SET heartbeat_at = ?2 WHERE id = ?1", err);
-	if (!st)
-		return -rk_err(err)->code;
-	rk_db_bind_text(st, 1, id);
-	rk_stmt_bind_int64(st, 2, rk_now_ms());
-	int r = rk_db_step_done(db, st, "worker heartbeat", err);
-	return r < 0 ? r : rk_db_changes(db) > 0;
+	return rk_db_worker_heartbeat(db, id, rk_now_ms(), err);
 }
 
 static void worker_forget(struct rk_db *db, const char *id)
 {
-	struct rk_stmt *st = rk_db_prepare(db, "DELETE FROM workers WHERE id = ?1", NULL);
-	if (!st)
-		return;
-	rk_db_bind_text(st, 1, id);
-	rk_db_step_done(db, st, "forget worker", NULL);
+	rk_db_worker_delete(db, id, NULL);
 }
 
-/* Whether the workers row read into st (host_key, pid, heartbeat_at from
- * column col on) is alive: its pid answers on its host, and it was heard
- * within worker_dead_ms; elsewhere the heartbeat alone decides. */
-static int worker_row_alive(struct rk_stmt *st, int col)
+/* Whether the worker w is alive: its pid answers on its host, and it was
+ * heard within worker_dead_ms; elsewhere the heartbeat alone decides. */
+static int worker_row_alive(const struct rk_worker_row *w)
 {
-	int pid = rk_host_pid_alive((const char *)rk_stmt_column_text(st, col), rk_stmt_column_int64(st, col + 1));
-	return pid != 0 && rk_now_ms() - rk_stmt_column_int64(st, col + 2) <= worker_dead_ms();
+	int pid = rk_host_pid_alive(w->host_key, w->pid);
+	return pid != 0 && rk_now_ms() - w->heartbeat_at <= worker_dead_ms();
 }
 
 /* rk_execution_recover's judge: whether the worker that claimed e still
@@ -92,15 +71,12 @@ static int execution_worker_alive(struct rk_engine *eng, const struct rk_executi
 		return 1;
 	if (!e->worker_id) /* claimed before workers registered: by a worker on this host */
 		return rk_host_pid_alive(NULL, e->worker_pid) == 1;
-	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT host_key, pid, heartbeat_at FROM workers WHERE id = ?1",
-					   NULL);
-	if (!st)
+	struct rk_worker_row w;
+	int found = rk_db_worker_get(eng->db, e->worker_id, &w, NULL);
+	if (found < 0)
 		return 1; /* cannot tell: leave it */
-	rk_db_bind_text(st, 1, e->worker_id);
-	int alive = 0;
-	if (rk_stmt_step(st) == RK_SQL_ROW)
-		alive = worker_row_alive(st, 0);
-	rk_stmt_finalize(st);
+	int alive = found && worker_row_alive(&w);
+	rk_worker_row_release(&w);
 	if (!alive)
 		worker_forget(eng->db, e->worker_id);
 	return alive;
@@ -110,19 +86,17 @@ static int execution_worker_alive(struct rk_engine *eng, const struct rk_executi
  * nothing: their rows go, so `workers` lists the living. */
 static void forget_dead_workers(struct rk_engine *eng)
 {
-	struct rk_stmt *st = rk_db_prepare(eng->db, "SELECT id, host_key, pid, heartbeat_at FROM workers", NULL);
-	if (!st)
+	struct rk_worker_row *ws;
+	size_t n;
+	if (rk_db_worker_list(eng->db, &ws, &n, NULL) != 0)
 		return;
-	char *dead[32];
-	size_t n = 0;
-	while (n < 32 && rk_stmt_step(st) == RK_SQL_ROW)
-		if (!worker_row_alive(st, 1))
-			dead[n++] = rk_xstrdup((const char *)rk_stmt_column_text(st, 0));
-	rk_stmt_finalize(st);
-	for (size_t i = 0; i < n; i++) {
-		worker_forget(eng->db, dead[i]);
-		free(dead[i]);
-	}
+	/* at most 32 at a start: the next start forgets the rest */
+	for (size_t i = 0, dead = 0; i < n && dead < 32; i++)
+		if (!worker_row_alive(&ws[i])) {
+			worker_forget(eng->db, ws[i].id);
+			dead++;
+		}
+	rk_worker_rows_free(ws, n);
 }
 
 /* The heartbeat runs on a thread of its own, with a connection of its own,

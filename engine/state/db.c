@@ -1503,6 +1503,28 @@ int rk_db_lease_get(struct rk_db *db, const char *computer_id, const char *bot_i
 	return r;
 }
 
+int rk_db_lease_live_any(struct rk_db *db, const char *computer_id, int64_t now_ms, struct rk_lease *out,
+			 struct rk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	struct rk_stmt *st = prep(db,
+				  "SELECT bot_id, holder FROM execution_leases WHERE computer_id = ? AND holder IS NOT "
+				  "NULL AND expires_at > ? LIMIT 1",
+				  err);
+	if (!st)
+		return -rk_err(err)->code;
+	bind_text(st, 1, computer_id);
+	rk_stmt_bind_int64(st, 2, now_ms);
+	int live = rk_stmt_step(st) == RK_SQL_ROW;
+	if (live) {
+		out->computer_id = rk_xstrdup(computer_id);
+		out->bot_id = col_text(st, 0);
+		out->holder = col_text(st, 1);
+	}
+	rk_stmt_finalize(st);
+	return live;
+}
+
 int rk_db_lease_put(struct rk_db *db, const char *computer_id, const char *bot_id, const char *holder, int64_t fence,
 		    int64_t expires_at, int64_t now_ms, struct rk_error *err)
 {

@@ -36,10 +36,9 @@ int rk_db_begin(struct rk_db *db, struct rk_error *err);
 int rk_db_commit(struct rk_db *db, struct rk_error *err);
 void rk_db_rollback(struct rk_db *db);
 int rk_db_exec(struct rk_db *db, const char *sql, struct rk_error *err);
-/* For the table access in engine/state/ (and, until their SQL moves here,
- * the machine and gateway files scripts/layer-check.sh allows): a prepared
- * statement (NULL with err filled), and stepping one that returns no rows
- * (finalized). */
+/* For the table access in engine/state/ only (scripts/layer-check.sh
+ * refuses SQL anywhere else): a prepared statement (NULL with err filled),
+ * and stepping one that returns no rows (finalized). */
 struct rk_stmt *rk_db_prepare(struct rk_db *db, const char *sql, struct rk_error *err);
 int rk_db_step_done(struct rk_db *db, struct rk_stmt *st, const char *what, struct rk_error *err);
 int rk_db_sql_error(struct rk_db *db, struct rk_error *err, const char *what);
@@ -186,6 +185,11 @@ struct rk_lease {
 	int64_t fence, expires_at;
 };
 void rk_lease_release_record(struct rk_lease *l);
+/* A bot's live execution lease on the computer at now_ms, if any: 1 with
+ * its bot_id and holder in *out (release it), 0 when none is live (or the
+ * read failed), < 0 when the query cannot be made. */
+int rk_db_lease_live_any(struct rk_db *db, const char *computer_id, int64_t now_ms, struct rk_lease *out,
+			 struct rk_error *err);
 /* In the caller's transaction: writes the (computer, bot) lease as given
  * (holder, fence, expiry), whatever it was. The rule of who may take it is
  * rk_lease_acquire's (engine/machine/lease.c). */

@@ -407,6 +407,33 @@ int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, st
 	return r;
 }
 
+int rk_db_run_live_of_bot(struct rk_db *db, const char *computer_id, const char *bot_id, char **state, char **run_id,
+			  struct rk_error *err)
+{
+	*state = NULL;
+	if (run_id)
+		*run_id = NULL;
+	struct rk_stmt
+		*st = rk_db_prepare(db,
+				    "SELECT state, id FROM runs WHERE computer_id = ? AND coalesce(lease_bot, bot_id, "
+				    "'default') = ? AND state IN "
+				    "('queued','running','waiting_takeover') ORDER BY CASE state WHEN 'running' THEN 0 "
+				    "WHEN 'queued' THEN 1 ELSE 2 END, created_at DESC LIMIT 1",
+				    err);
+	if (!st)
+		return -rk_err(err)->code;
+	rk_db_bind_text(st, 1, computer_id);
+	rk_db_bind_text(st, 2, bot_id);
+	int rc = rk_stmt_step(st);
+	if (rc == RK_SQL_ROW) {
+		*state = rk_db_col_text(st, 0);
+		if (run_id)
+			*run_id = rk_db_col_text(st, 1);
+	}
+	rk_stmt_finalize(st);
+	return rc == RK_SQL_ROW || rc == RK_SQL_DONE ? 0 : rk_db_sql_error(db, err, "run state");
+}
+
 static int delete_rows(struct rk_db *db, const char *sql, const char *id, const char *what, struct rk_error *err)
 {
 	struct rk_stmt *st = rk_db_prepare(db, sql, err);

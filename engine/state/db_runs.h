@@ -85,6 +85,12 @@ int rk_db_run_mark_interrupted(struct rk_db *db, const char *id, int64_t heartbe
 			       const char *error, struct rk_error *err);
 /* Live runs (queued, running, waiting_takeover), oldest first. */
 int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, struct rk_error *err);
+/* The live run of bot on a computer (its lease's bot, else its bot, else
+ * "default"): a running one first, then a queued one, then one waiting for
+ * a takeover, the newest of each. *state and *run_id (may be NULL) are
+ * malloc'd, or NULL when the bot has none. */
+int rk_db_run_live_of_bot(struct rk_db *db, const char *computer_id, const char *bot_id, char **state, char **run_id,
+			  struct rk_error *err);
 
 /* Deletes the run id with its events and conversation, in one transaction,
  * only when it has ended (a final state): RK_ENOTFOUND when there is no

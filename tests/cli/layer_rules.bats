@@ -1,8 +1,7 @@
 #!/usr/bin/env bats
 # The layer check's text rules (issue 21), each on a copy of the tree with
 # one file added or changed (scripts/layer-check.sh DIR):
-#   - SQL text only in engine/state/ (the machine and gateway files on its
-#     allow-list excepted, until their SQL moves);
+#   - SQL text only in engine/state/, in no file of any other wing;
 #   - engine/util/http.c is the one file that includes curl;
 #   - cmd/ and tui/ call engine services: no rk_db_*/rk_sql_, no state or
 #     store header.
@@ -39,10 +38,21 @@ setup() {
 	[[ $output != *"SQL belongs in engine/state/"* ]]
 }
 
-@test "layer check: a file on the allow-list keeps its SQL until it moves" {
-	printf 'static void f(void) { rk_db_prepare(0, "SELECT 1", 0); }\n' >>"$t/engine/machine/idle.c"
-	run sh "$t/scripts/layer-check.sh"
-	[[ $output != *"SQL belongs in engine/state/"* ]]
+@test "layer check: no file is let off the SQL rule (the machine and gateway files that once were)" {
+	local f call
+	for f in engine/machine/team.c engine/machine/reservation.c engine/machine/idle.c engine/machine/session.c \
+		engine/machine/worker.c engine/gateway/gateway.c; do
+		for call in 'rk_db_prepare(0, "SELECT 1", 0)' 'rk_db_exec(0, "DELETE FROM x", 0)' \
+			'rk_stmt_prepare_v2(0, "SELECT 1", -1, 0, 0)'; do
+			cp "$root/$f" "$t/$f"
+			printf 'static void sql_here(void) { %s; }\n' "$call" >>"$t/$f"
+			run sh "$t/scripts/layer-check.sh"
+			[ "$status" -eq 1 ]
+			[[ $output == *"SQL belongs in engine/state/"* ]]
+			[[ $output == *"$f:"* ]]
+		done
+		cp "$root/$f" "$t/$f"
+	done
 }
 
 @test "layer check: only engine/util/http.c includes curl" {
