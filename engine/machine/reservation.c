@@ -170,7 +170,6 @@ int rk_reservation_release(struct rk_engine *eng, const struct rk_computer *c, s
 		return rk_error_set(err, RK_ENOTFOUND, "computer '%s' has no reservation", c->name);
 	const char *owner = res.owner, *operation = res.operation;
 	int64_t pid = res.worker_pid;
-	r = 0;
 	if (strcmp(owner, eng->owner) != 0) {
 		r = rk_error_set(err, RK_EDENIED, "computer '%s' is reserved by %s: only they can release it", c->name,
 				 owner);
