@@ -421,6 +421,9 @@ int rk_picture_jpeg_encode(const unsigned char *rgb, int w, int h, int quality, 
 	ci.in_color_space = JCS_RGB;
 	jpeg_set_defaults(&ci);
 	jpeg_set_quality(&ci, quality, TRUE);
+	/* optimal Huffman tables: about a tenth fewer bytes on screens of text,
+	 * for a second pass over the coefficients (fractions of a millisecond) */
+	ci.optimize_coding = TRUE;
 	jpeg_start_compress(&ci, TRUE);
 	while (ci.next_scanline < ci.image_height) {
 		JSAMPROW row = (JSAMPROW)(rgb + (size_t)ci.next_scanline * (size_t)w * 3);
