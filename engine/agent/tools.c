@@ -1089,6 +1089,19 @@ static int gate(struct rk_tools_ctx *ctx, const struct rk_actor *a, const char *
 				 ctx->webhook ? RK_APPROVAL_WEBHOOK : 0, &d, e);
 }
 
+/* The end of every call: its error as the result (e set), or {} when the
+ * tool gave no text; then the text as the model may see it. Frees red. */
+static int finish_call(struct rk_tool_result *out, const struct rk_error *e, struct rk_secret_redactor *red)
+{
+	if (e)
+		fail(out, e);
+	else if (!out->text)
+		set_text(out, cJSON_CreateObject());
+	finish_text(out, red);
+	rk_secret_redactor_free(red);
+	return 0;
+}
+
 /* --- the vendor's native computer tool ------------------------------------------- */
 
 /* Keys a batch that failed part way may have left down: a key_up for each
@@ -1266,13 +1279,8 @@ int rk_tools_native_call(struct rk_tools_ctx *ctx, const struct rk_model_tool_ca
 			now.label = NULL;
 		}
 		rk_tool_result_release(&now);
-		fail(out, &e);
-	} else if (!out->text) {
-		set_text(out, cJSON_CreateObject());
 	}
-	finish_text(out, red);
-	rk_secret_redactor_free(red);
-	return 0;
+	return finish_call(out, r < 0 ? &e : NULL, red);
 }
 
 static const struct {
@@ -1342,11 +1350,6 @@ int rk_tools_call(struct rk_tools_ctx *ctx, const char *name, const char *args_j
 		free(out->label);
 		out->label = NULL;
 		rk_log(RK_LOG_INFO, "tool %s: %s: %s", name, rk_code_name(e.code), e.message);
-		fail(out, &e);
-	} else if (!out->text) {
-		set_text(out, cJSON_CreateObject());
 	}
-	finish_text(out, red);
-	rk_secret_redactor_free(red);
-	return 0;
+	return finish_call(out, r < 0 ? &e : NULL, red);
 }
