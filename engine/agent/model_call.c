@@ -429,7 +429,7 @@ int rk_model_probe(const struct rk_model_config *cfg, char **detail, struct rk_e
 	char *url = rk_xasprintf("%s/models", cfg->base_url);
 	const char *hdrs[8] = {0};
 	size_t nh = 0;
-	for (; h.headers[nh] && nh < 6; nh++)
+	for (; nh < sizeof(h.headers) / sizeof(h.headers[0]) && h.headers[nh]; nh++)
 		hdrs[nh] = h.headers[nh];
 	char *auth = NULL;
 	if (h.key_header) {
