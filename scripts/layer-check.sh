@@ -8,6 +8,7 @@
 #     include or a call into a higher wing, and any cycle of modules. Calls
 #     are read from the objects in $BUILD (default build): build first.
 # Usage: sh scripts/layer-check.sh [DIR]   (DIR: the tree, default this one)
+# RK_LAYER_TEXT_ONLY=1 stops before the graph (see below).
 scripts=$(cd "$(dirname "$0")" && pwd)
 cd "${1:-$scripts/..}" || exit 2
 bad=$(for f in engine/*/*.[ch] api/*.[ch] providers/*.[ch] providers/*/*.[ch]; do
@@ -58,6 +59,12 @@ if [ -n "$sql" ]; then
 	echo "layer check failed: SQL belongs in engine/state/ (add a table-access function there and call it):"
 	echo "$sql"
 	exit 1
+fi
+# RK_LAYER_TEXT_ONLY=1: the text rules above only (tests/cli/layer_rules.bats
+# checks them on copies of the tree, which have no objects to read calls from)
+if [ -n "${RK_LAYER_TEXT_ONLY:-}" ]; then
+	echo "layer check: text rules ok"
+	exit 0
 fi
 build=${BUILD:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
