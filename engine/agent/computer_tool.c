@@ -247,6 +247,7 @@ static int get_coordinate(struct tx *t, const cJSON *obj, const char *name, int 
 {
 	const cJSON *v = field(obj, name);
 	*has = 0;
+	*x = *y = 0; /* defined even when absent: callers pass them on with has = 0 */
 	if (!v) {
 		if (required)
 			return rk_error_set(t->err, RK_EINVALID, "%s: %s is required ([x, y])", t->what, name);

@@ -762,7 +762,7 @@ static int native_setup(struct run *run, struct rk_error *err)
 				    .run_id = run->id,
 				    .cancel = run->x->cancel};
 	int w, h;
-	if ((r = rk_tools_screen_size(&tctx, &w, &h, err)))
+	if (rk_tools_screen_size(&tctx, &w, &h, err))
 		return rk_error_prefix(err, "the native computer tool needs the screen's size");
 	rk_computer_tool_fit(&run->native, w, h);
 	if (run->row.bot_id)

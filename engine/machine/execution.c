@@ -146,7 +146,7 @@ static int validate_create_body(const cJSON *body, struct rk_error *err)
 	if (opt && !cJSON_IsObject(opt) && !cJSON_IsNull(opt))
 		return rk_error_set(err, RK_EINVALID, "create: options must be an object");
 	int w, h;
-	if ((r = rk_screen_size_option(opt, &w, &h, err)))
+	if (rk_screen_size_option(opt, &w, &h, err))
 		return rk_error_prefix(err, "create");
 	struct rk_limits lim;
 	return rk_limits_from_json(cJSON_GetObjectItemCaseSensitive(body, "resources"), rk_provider_find(provider),
