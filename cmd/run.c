@@ -104,6 +104,9 @@ static cJSON *run_to_json(const struct rk_run_row *r)
 	cJSON *u = cJSON_AddObjectToObject(o, "usage");
 	cJSON_AddNumberToObject(u, "input_tokens", (double)r->input_tokens);
 	cJSON_AddNumberToObject(u, "output_tokens", (double)r->output_tokens);
+	/* parts of input_tokens: read from the model's prompt cache, written to it */
+	cJSON_AddNumberToObject(u, "cached_input_tokens", (double)r->cached_tokens);
+	cJSON_AddNumberToObject(u, "cache_write_input_tokens", (double)r->cache_write_tokens);
 	rk_json_add_str_or_null(o, "final_answer", r->final_answer);
 	rk_json_add_str_or_null(o, "error", r->error);
 	rk_json_add_str_or_null(o, "reason", r->reason);

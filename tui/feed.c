@@ -566,9 +566,10 @@ static int timeline_head(struct rk_engine *eng, const char *run_id, struct feed_
 	lines_addf(out, "%s  created", iso(r.created_at, a, sizeof(a)));
 	if (r.started_at > 0)
 		lines_addf(out, "%s  started (worker %lld)", iso(r.started_at, a, sizeof(a)), (long long)r.worker_pid);
-	lines_addf(out, "%s  %lld steps, %lld input + %lld output tokens%s",
+	lines_addf(out, "%s  %lld steps, %lld input (%lld cached) + %lld output tokens%s",
 		   r.heartbeat_at > 0 ? iso(r.heartbeat_at, a, sizeof(a)) : "-", (long long)r.steps,
-		   (long long)r.input_tokens, (long long)r.output_tokens, *live ? " (so far)" : "");
+		   (long long)r.input_tokens, (long long)r.cached_tokens, (long long)r.output_tokens,
+		   *live ? " (so far)" : "");
 	if (r.finished_at > 0)
 		lines_addf(out, "%s  %s", iso(r.finished_at, a, sizeof(a)), r.state);
 	if (r.final_answer) {

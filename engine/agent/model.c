@@ -156,10 +156,14 @@ int rk_model_message_add_image_as(struct rk_model_conversation *c, struct rk_mod
 	return 1;
 }
 
-int rk_model_prune_images(struct rk_model_conversation *c, int keep_last)
+int rk_model_prune_images(struct rk_model_conversation *c, int keep_last, int block)
 {
 	if (keep_last <= 0)
 		keep_last = RK_MODEL_KEEP_IMAGES_DEFAULT;
+	if (block < 0)
+		block = 0;
+	if (rk_model_image_count(c) <= keep_last + block)
+		return 0;
 	int seen = 0, pruned = 0;
 	for (size_t i = c->n; i-- > 0;) {
 		struct rk_model_message *m = c->msgs[i];

@@ -16,7 +16,8 @@
  *   3. the config file: flags->config_path, else RAKAZO_CONFIG, else
  *      DATA_DIR/config.json, an object whose "model" member holds
  *      {"base_url", "model", "api_key", "api", "timeout_s", "max_retries",
- *       "max_tokens", "keep_images"}; a missing file is not an error
+ *       "max_tokens", "keep_images", "prune_block", "prompt_cache"}; a
+ *      missing file is not an error
  *   4. defaults, below.
  * The protocol: flags->api, RAKAZO_MODEL_API or "api" ("chat", "messages",
  * "responses"; anything else is RK_EUSAGE naming the three); when none is
@@ -108,6 +109,9 @@
 #define RK_MODEL_RETRIES_DEFAULT 4
 #define RK_MODEL_BACKOFF_MS_DEFAULT 500
 #define RK_MODEL_KEEP_IMAGES_DEFAULT 2
+/* screenshots beyond keep_images are dropped this many at a time, so the
+ * prompt's prefix stays byte-identical (and cached) between drops */
+#define RK_MODEL_PRUNE_BLOCK_DEFAULT 4
 /* max_tokens on messages when none is configured (the API requires one) */
 #define RK_MODEL_MAX_TOKENS_DEFAULT 4096
 /* the anthropic-version header: what the official SDK (1.17) sends */
@@ -153,6 +157,14 @@ struct rk_model_config {
 	int64_t retry_after_cap_ms;
 	int max_tokens;	 /* 0: not sent (messages: RK_MODEL_MAX_TOKENS_DEFAULT) */
 	int keep_images; /* for rk_model_prune_images by the caller */
+	int prune_block; /* likewise; 0: drop one screenshot a turn */
+	/* Prompt caching (on unless the config file's "prompt_cache" is false):
+	 * messages marks cache_control breakpoints (the system prompt, and the
+	 * last block of each of the last two user turns); responses sends
+	 * cache_key as prompt_cache_key when the caller set one (a run: its
+	 * id). Chat sends neither: local servers cache prefixes on their own. */
+	int prompt_cache;
+	char *cache_key; /* NULL: none */
 	/* Optional: set to non-zero (a signal handler may) to stop a call or
 	 * its backoff; the call returns RK_EINTERRUPTED. */
 	volatile sig_atomic_t *cancel;
@@ -252,9 +264,12 @@ int rk_model_message_add_image(struct rk_model_conversation *c, struct rk_model_
 int rk_model_message_add_image_as(struct rk_model_conversation *c, struct rk_model_message *m, const char *mime,
 				  const void *data, size_t len, const char *frame_hash, const char *label);
 /* Drops the bytes of every screenshot but the last keep_last (<= 0: the
- * default, 2), turning each into a text part that names the frame. Returns
- * how many were pruned now. */
-int rk_model_prune_images(struct rk_model_conversation *c, int keep_last);
+ * default, 2), turning each into a text part that names the frame, once
+ * more than keep_last + block of them have bytes (block 0: as soon as
+ * there are more than keep_last). Dropping in blocks leaves the
+ * conversation byte-identical between drops, so a vendor's prompt cache
+ * keeps serving it. Returns how many were pruned now. */
+int rk_model_prune_images(struct rk_model_conversation *c, int keep_last, int block);
 /* Screenshots in c that still carry bytes. */
 int rk_model_image_count(const struct rk_model_conversation *c);
 
@@ -289,8 +304,10 @@ struct rk_model_reply {
 	/* -1 when the server did not say; prompt_tokens counts every input
 	 * token, cached or not (messages: input_tokens +
 	 * cache_read_input_tokens + cache_creation_input_tokens), and
-	 * cached_tokens those read from the vendor's prompt cache */
-	int64_t prompt_tokens, completion_tokens, cached_tokens;
+	 * cached_tokens those read from the vendor's prompt cache,
+	 * cache_write_tokens those written to it (messages only: OpenAI does
+	 * not bill writes) */
+	int64_t prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens;
 	int attempts;	 /* HTTP requests it took (1 when no retry) */
 	int http_status; /* of the last attempt; 0 when none was answered */
 	/* the turn in the vendor's form (see struct rk_model_message), which

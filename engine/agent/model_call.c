@@ -121,7 +121,7 @@ int rk_model_reply_parse(enum rk_model_api api, const char *body, size_t len, co
 			 size_t ntools, struct rk_model_reply *r, struct rk_error *err)
 {
 	memset(r, 0, sizeof(*r));
-	r->prompt_tokens = r->completion_tokens = r->cached_tokens = -1;
+	r->prompt_tokens = r->completion_tokens = r->cached_tokens = r->cache_write_tokens = -1;
 	struct rk_error why;
 	cJSON *doc = rk_json_parse(body, len, "the reply", &why);
 	if (!doc)

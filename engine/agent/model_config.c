@@ -170,6 +170,8 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 	cfg->backoff_ms = RK_MODEL_BACKOFF_MS_DEFAULT;
 	cfg->retry_after_cap_ms = RETRY_AFTER_CAP_MS;
 	cfg->keep_images = RK_MODEL_KEEP_IMAGES_DEFAULT;
+	cfg->prune_block = RK_MODEL_PRUNE_BLOCK_DEFAULT;
+	cfg->prompt_cache = 1;
 
 	int must_exist = 1;
 	if (flags->config_path)
@@ -206,6 +208,11 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 		if ((rc = rk_json_get_int(file, "keep_images", 1, 100, cfg->keep_images, &v, what, err)) < 0)
 			goto fail;
 		cfg->keep_images = (int)v;
+		if ((rc = rk_json_get_int(file, "prune_block", 0, 100, cfg->prune_block, &v, what, err)) < 0)
+			goto fail;
+		cfg->prune_block = (int)v;
+		if ((rc = rk_json_get_bool(file, "prompt_cache", cfg->prompt_cache, &cfg->prompt_cache, what, err)) < 0)
+			goto fail;
 	}
 
 	const char *base = NULL, *base_from = NULL;
@@ -313,5 +320,6 @@ void rk_model_config_release(struct rk_model_config *cfg)
 		free(cfg->api_key);
 	}
 	free(cfg->config_path);
+	free(cfg->cache_key);
 	memset(cfg, 0, sizeof(*cfg));
 }

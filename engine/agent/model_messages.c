@@ -157,6 +157,44 @@ static cJSON *tool_json(const struct rk_model_tool *t)
 	return o;
 }
 
+static void mark(cJSON *block)
+{
+	if (!cJSON_IsObject(block) || cJSON_GetObjectItemCaseSensitive(block, "cache_control"))
+		return;
+	cJSON *cc = cJSON_AddObjectToObject(block, "cache_control");
+	cJSON_AddStringToObject(cc, "type", "ephemeral");
+}
+
+/* Prompt caching's breakpoints (three of the four the API allows): the end
+ * of the tools and system prompt, which never change in a run, and the last
+ * block of each of the last two user turns. The newest is where the next
+ * request's read will start; the one before is what this request reads,
+ * however many blocks the turn between added (the API looks back only 20
+ * blocks from a breakpoint). */
+static void mark_cache_breakpoints(cJSON *req)
+{
+	cJSON *system = cJSON_GetObjectItemCaseSensitive(req, "system");
+	if (cJSON_IsString(system)) {
+		cJSON *blocks = cJSON_CreateArray();
+		add_text_block(blocks, system->valuestring);
+		mark(cJSON_GetArrayItem(blocks, 0));
+		cJSON_ReplaceItemInObjectCaseSensitive(req, "system", blocks);
+	} else {
+		cJSON *tools = cJSON_GetObjectItemCaseSensitive(req, "tools");
+		mark(cJSON_GetArrayItem(tools, cJSON_GetArraySize(tools) - 1));
+	}
+	cJSON *msgs = cJSON_GetObjectItemCaseSensitive(req, "messages");
+	int marked = 0;
+	for (int i = cJSON_GetArraySize(msgs) - 1; i >= 0 && marked < 2; i--) {
+		cJSON *m = cJSON_GetArrayItem(msgs, i);
+		if (strcmp(rk_json_string(m, "role", ""), "user") != 0)
+			continue;
+		cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+		mark(cJSON_GetArrayItem(content, cJSON_GetArraySize(content) - 1));
+		marked++;
+	}
+}
+
 int rk_model_messages_request(const struct rk_model_config *cfg, const struct rk_model_conversation *c,
 			      const struct rk_model_tool *tools, size_t ntools, cJSON **out, struct rk_error *err)
 {
@@ -206,6 +244,8 @@ int rk_model_messages_request(const struct rk_model_config *cfg, const struct rk
 		for (size_t i = 0; i < ntools; i++)
 			cJSON_AddItemToArray(arr, tool_json(&tools[i]));
 	}
+	if (cfg->prompt_cache)
+		mark_cache_breakpoints(req);
 	*out = req;
 	return 0;
 }
@@ -298,5 +338,6 @@ int rk_model_messages_reply(const cJSON *doc, const char *body, size_t len, cons
 	r->prompt_tokens = in < 0 ? -1 : in + (read > 0 ? read : 0) + (written > 0 ? written : 0);
 	r->completion_tokens = rk_model_json_count(usage, "output_tokens");
 	r->cached_tokens = read;
+	r->cache_write_tokens = written;
 	return 0;
 }

@@ -266,6 +266,9 @@ int rk_model_responses_request(const struct rk_model_config *cfg, const struct r
 	cJSON_AddItemToArray(inc, cJSON_CreateString("reasoning.encrypted_content"));
 	if (cfg->max_tokens > 0)
 		cJSON_AddNumberToObject(req, "max_output_tokens", cfg->max_tokens);
+	/* caching is automatic; the key keeps a run's requests on one cache */
+	if (cfg->prompt_cache && cfg->cache_key)
+		cJSON_AddStringToObject(req, "prompt_cache_key", cfg->cache_key);
 	*out = req;
 	return 0;
 }

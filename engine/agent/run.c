@@ -98,9 +98,10 @@ struct run {
 	struct rk_model_config cfg;
 	int max_steps;
 	int64_t max_wall_ms, max_tokens;
-	const char *system_prompt;	    /* borrowed from opts */
-	cJSON *opts;			    /* the row's options */
-	int64_t steps, in_tok, out_tok;	    /* the row's totals */
+	const char *system_prompt; /* borrowed from opts */
+	cJSON *opts;		   /* the row's options */
+	int64_t steps;		   /* the row's totals */
+	struct rk_run_usage usage;
 	int64_t attempt_steps, attempt_tok; /* this attempt's */
 	int64_t seq, msg_seq;
 	int64_t fence;
@@ -192,6 +193,24 @@ static cJSON *event_store(struct rk_engine *eng, const struct rk_secret_redactor
 
 /* Stores and sends an event of type with the members of body (consumed; may
  * be NULL). A failed store is logged: the stream still gets the event. */
+/* A count the server may have left out (-1) as 0. */
+static int64_t count(int64_t v)
+{
+	return v > 0 ? v : 0;
+}
+
+/* "usage": {input_tokens, output_tokens, cached_input_tokens,
+ * cache_write_input_tokens}; the cached and written ones are parts of
+ * input_tokens. */
+static void add_usage(cJSON *body, const struct rk_run_usage *u)
+{
+	cJSON *o = cJSON_AddObjectToObject(body, "usage");
+	cJSON_AddNumberToObject(o, "input_tokens", (double)u->input);
+	cJSON_AddNumberToObject(o, "output_tokens", (double)u->output);
+	cJSON_AddNumberToObject(o, "cached_input_tokens", (double)u->cached);
+	cJSON_AddNumberToObject(o, "cache_write_input_tokens", (double)u->cache_write);
+}
+
 static void emit(struct run *run, const char *type, cJSON *body)
 {
 	cJSON *ev = event_store(run->eng, run->red, run->id, ++run->seq, type, body);
@@ -740,7 +759,7 @@ static int run_calls(struct run *run, const struct rk_model_reply *reply, const 
 		rk_tool_result_release(&res);
 		beat(run, 1000);
 	}
-	rk_model_prune_images(run->conv, run->cfg.keep_images);
+	rk_model_prune_images(run->conv, run->cfg.keep_images, run->cfg.prune_block);
 	return 0;
 }
 
@@ -848,13 +867,17 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 		}
 		run->steps++;
 		run->attempt_steps++;
-		int64_t used = (reply.prompt_tokens > 0 ? reply.prompt_tokens : 0) +
-			       (reply.completion_tokens > 0 ? reply.completion_tokens : 0);
-		run->in_tok += reply.prompt_tokens > 0 ? reply.prompt_tokens : 0;
-		run->out_tok += reply.completion_tokens > 0 ? reply.completion_tokens : 0;
-		run->attempt_tok += used;
+		struct rk_run_usage turn = {.input = count(reply.prompt_tokens),
+					    .output = count(reply.completion_tokens),
+					    .cached = count(reply.cached_tokens),
+					    .cache_write = count(reply.cache_write_tokens)};
+		run->usage.input += turn.input;
+		run->usage.output += turn.output;
+		run->usage.cached += turn.cached;
+		run->usage.cache_write += turn.cache_write;
+		run->attempt_tok += turn.input + turn.output;
 		struct rk_error e2;
-		if (rk_db_run_progress(run->eng->db, run->id, run->steps, run->in_tok, run->out_tok, &e2))
+		if (rk_db_run_progress(run->eng->db, run->id, run->steps, &run->usage, &e2))
 			rk_log(RK_LOG_WARN, "run %s: %s", run->id, e2.message);
 		beat(run, 0);
 
@@ -863,9 +886,7 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 		rk_json_add_str_or_null(b, "finish_reason", reply.finish_reason);
 		rk_json_add_str_or_null(b, "text", reply.text);
 		cJSON_AddNumberToObject(b, "tool_calls", (double)reply.ncalls);
-		cJSON *u = cJSON_AddObjectToObject(b, "usage");
-		cJSON_AddNumberToObject(u, "input_tokens", (double)reply.prompt_tokens);
-		cJSON_AddNumberToObject(u, "output_tokens", (double)reply.completion_tokens);
+		add_usage(b, &turn);
 		emit(run, "model.turn", b);
 
 		add_reply_msg(run, &reply);
@@ -1051,6 +1072,8 @@ static int run_config(struct run *run, struct rk_error *err)
 	if (r)
 		return r;
 	run->cfg.cancel = run->x->wake ? run->x->wake : run->x->cancel;
+	/* a thread's runs share their conversation's prefix, so its cache too */
+	run->cfg.cache_key = rk_xasprintf("rakazo-%s", run->row.thread_id ? run->row.thread_id : run->id);
 	const cJSON *v;
 	v = cJSON_GetObjectItemCaseSensitive(run->opts, "max_steps");
 	run->max_steps = cJSON_IsNumber(v) && v->valueint > 0 ? v->valueint : RK_RUN_MAX_STEPS_DEFAULT;
@@ -1079,8 +1102,10 @@ int rk_run_execute(struct rk_engine *eng, const char *run_id, const struct rk_ru
 	if (!run.opts)
 		run.opts = cJSON_CreateObject();
 	run.steps = run.row.steps > 0 ? run.row.steps : 0;
-	run.in_tok = run.row.input_tokens > 0 ? run.row.input_tokens : 0;
-	run.out_tok = run.row.output_tokens > 0 ? run.row.output_tokens : 0;
+	run.usage = (struct rk_run_usage){.input = count(run.row.input_tokens),
+					  .output = count(run.row.output_tokens),
+					  .cached = count(run.row.cached_tokens),
+					  .cache_write = count(run.row.cache_write_tokens)};
 	run.conv = rk_model_conversation_new();
 	reload_redactor(&run);
 	char *answer = NULL;
@@ -1198,9 +1223,7 @@ finish:;
 	b = cJSON_CreateObject();
 	cJSON_AddStringToObject(b, "state", state);
 	cJSON_AddNumberToObject(b, "steps", (double)run.steps);
-	cJSON *u = cJSON_AddObjectToObject(b, "usage");
-	cJSON_AddNumberToObject(u, "input_tokens", (double)run.in_tok);
-	cJSON_AddNumberToObject(u, "output_tokens", (double)run.out_tok);
+	add_usage(b, &run.usage);
 	if (r == 0) {
 		cJSON_AddStringToObject(b, "answer", answer);
 	} else {

@@ -496,6 +496,11 @@ static const struct migration migrations[] = {
 	 "ALTER TABLE screen_capabilities ADD COLUMN maker_bot TEXT;"
 	 "ALTER TABLE screen_capabilities ADD COLUMN maker_token TEXT;",
 	 NULL},
+	/* 13: a run's prompt-cache usage (issue 23): input tokens read from the
+	 * vendor's cache and written to it, both within input_tokens */
+	{"ALTER TABLE runs ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;"
+	 "ALTER TABLE runs ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;",
+	 NULL},
 };
 // clang-format on
 

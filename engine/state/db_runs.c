@@ -47,7 +47,8 @@ static int step_one(struct rk_db *db, struct rk_stmt *st, const char *id, const 
 #define RUN_COLS                                                                                                       \
 	"id, bot_id, thread_id, computer_id, task, model, state, final_answer, error, steps, input_tokens, "           \
 	"output_tokens, worker_pid, heartbeat_at, created_at, started_at, finished_at, reason, options, "              \
-	"cancel_requested, lease_bot, lease_fence, takeover_reason, takeover_note, attempts, worker_host"
+	"cancel_requested, lease_bot, lease_fence, takeover_reason, takeover_note, attempts, worker_host, "            \
+	"cached_tokens, cache_write_tokens"
 
 static void run_from_row(struct rk_stmt *st, struct rk_run_row *r)
 {
@@ -77,6 +78,8 @@ static void run_from_row(struct rk_stmt *st, struct rk_run_row *r)
 	r->takeover_note = rk_db_col_text(st, 23);
 	r->attempts = col_int(st, 24);
 	r->worker_host = rk_db_col_text(st, 25);
+	r->cached_tokens = col_int(st, 26);
+	r->cache_write_tokens = col_int(st, 27);
 }
 
 void rk_run_row_release(struct rk_run_row *r)
@@ -233,21 +236,23 @@ int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int
 	return step_one(db, st, id, "set run state", err);
 }
 
-int rk_db_run_progress(struct rk_db *db, const char *id, int64_t steps, int64_t input_tokens, int64_t output_tokens,
+int rk_db_run_progress(struct rk_db *db, const char *id, int64_t steps, const struct rk_run_usage *usage,
 		       struct rk_error *err)
 {
-	struct rk_stmt *st =
-		rk_db_prepare(db,
-			      "UPDATE runs SET steps = ?2, input_tokens = ?3, output_tokens = ?4, heartbeat_at = ?5 "
-			      "WHERE id = ?1",
-			      err);
+	struct rk_stmt
+		*st = rk_db_prepare(db,
+				    "UPDATE runs SET steps = ?2, input_tokens = ?3, output_tokens = ?4, "
+				    "heartbeat_at = ?5, cached_tokens = ?6, cache_write_tokens = ?7 WHERE id = ?1",
+				    err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
 	rk_stmt_bind_int64(st, 2, steps);
-	rk_stmt_bind_int64(st, 3, input_tokens);
-	rk_stmt_bind_int64(st, 4, output_tokens);
+	rk_stmt_bind_int64(st, 3, usage->input);
+	rk_stmt_bind_int64(st, 4, usage->output);
 	rk_stmt_bind_int64(st, 5, rk_now_ms());
+	rk_stmt_bind_int64(st, 6, usage->cached);
+	rk_stmt_bind_int64(st, 7, usage->cache_write);
 	return step_one(db, st, id, "update run progress", err);
 }
 

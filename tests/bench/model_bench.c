@@ -14,7 +14,8 @@
  *   ours  --api messages --model claude-sonnet-4-5: the vendor's native
  *         computer tool; screenshots at the model's size (1280x800 stays
  *         1280x800) as JPEG quality 75, identical frames deduped, the last
- *         2 screenshots kept in the conversation
+ *         2 screenshots kept in the conversation and older ones dropped in
+ *         blocks (below)
  *   base  --api chat: the same actions through computer_observe and
  *         computer_act; full-size PNG, keep-last-2 (the reference's policy;
  *         rakazo dedupes identical frames here too)
@@ -64,9 +65,28 @@
  *                      and Chromium's first paint).
  *                      There is no reference figure: base is the chat run.
  *
- * Prints `bench: model_image_bytes ours=N bytes base=N bytes ratio=R` and
- * `bench: step_overhead ours=V ms base=V ms ratio=R`, and `# ...` details on
- * stderr. RAKAZO_BENCH=NAME prints one (both come from the same two runs).
+ * Prompt caching (issue 23), from a third run, "plain": --api messages with
+ * the config {"prompt_cache": false, "prune_block": 0}, no cache
+ * breakpoints and the last 2 screenshots kept, one dropped every turn
+ * (the reference's policy). Ours has caching on and drops screenshots in
+ * blocks (RK_MODEL_PRUNE_BLOCK_DEFAULT at a time), so its prefix stays
+ * byte-identical between drops. The token counts are the model server's
+ * (tests/emulators/model: its estimate, and the Messages API's cache rules):
+ *   model_cached_share  cached input tokens over all input tokens, summed
+ *                       over the run's model.turn events (target >= 0.8)
+ *   model_input_tokens  input tokens billed, in plain input tokens' worth:
+ *                       uncached + 1.25 x written to the cache + 0.1 x read
+ *                       from it (Anthropic's prices), ours against plain
+ *                       (target <= 0.3)
+ * MODEL_BENCH_OURS_CONFIG='{"model":{...}}' runs ours with that config
+ * instead, to compare policies (keep_images, prune_block).
+ *
+ * Prints `bench: model_image_bytes ours=N bytes base=N bytes ratio=R`,
+ * `bench: step_overhead ours=V ms base=V ms ratio=R`,
+ * `bench: model_cached_share ours=S base=S ratio=R` and
+ * `bench: model_input_tokens ours=N tokens base=N tokens ratio=R`, and
+ * `# ...` details on stderr. RAKAZO_BENCH=NAME prints one (and runs only
+ * the runs it needs).
  * Without docker it prints "skip: ..." and exits 0; a failed run, a failed
  * expectation of the model server or a wrong run exits 1. RAKAZO_BIN names
  * the binary, BUILD the build directory (make bench sets both);
@@ -91,6 +111,7 @@
 #include <cJSON.h>
 
 #include "engine/agent/hooks.h"
+#include "engine/agent/model.h"
 #include "engine/screen/screen.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
@@ -366,10 +387,18 @@ static cJSON *call_of(const struct step *s, int native)
 	return c;
 }
 
+/* One way of running the task (see the top). */
+struct variant {
+	const char *name;   /* in file names and details */
+	int native;	    /* messages and its computer tool, else chat */
+	const char *config; /* the run's config file (RAKAZO_CONFIG), or NULL */
+	int image_max;	    /* images the last request may carry */
+};
+
 /* The scenario for model_server, with a few expectations: the tools the
  * first request offers, an image after the first screenshot, and never
- * more than two images (keep-last-2) at the end. */
-static char *scenario(int native)
+ * more than image_max images at the end. */
+static char *scenario(int native, int image_max)
 {
 	cJSON *doc = cJSON_CreateObject();
 	cJSON_AddStringToObject(doc, "comment", "tests/bench/model_bench.c: the scripted task");
@@ -388,7 +417,7 @@ static char *scenario(int native)
 			cJSON_AddBoolToObject(ex, "tool_result_has_image", 1);
 		} else if (i == TASK_N) {
 			ex = cJSON_AddObjectToObject(st, "expect");
-			cJSON_AddNumberToObject(ex, "image_count_max", 2);
+			cJSON_AddNumberToObject(ex, "image_count_max", image_max);
 		}
 		cJSON *reply = cJSON_AddObjectToObject(st, "reply");
 		if (i < TASK_N) {
@@ -653,7 +682,34 @@ struct figures {
 	double settle_ms; /* the acts' tool.call to capture */
 	double react_ms;  /* the part of it up to the screen's first change */
 	double startup_ms, checkpoint_ms, wall_ms;
+	/* the model.turn events' usage, summed; cached and written are parts of input */
+	long long input_tokens, cached_tokens, cache_write_tokens;
 };
+
+/* What a cached input token and a written one cost, in uncached input
+ * tokens: Anthropic's prices (reads 0.1x, 5-minute writes 1.25x). */
+#define CACHE_READ_PRICE 0.1
+#define CACHE_WRITE_PRICE 1.25
+
+/* Input tokens billed, in uncached input tokens' worth. */
+static double billed(const struct figures *f)
+{
+	long long plain = f->input_tokens - f->cached_tokens - f->cache_write_tokens;
+	return (double)plain + CACHE_READ_PRICE * (double)f->cached_tokens +
+	       CACHE_WRITE_PRICE * (double)f->cache_write_tokens;
+}
+
+/* Cached input tokens over all input tokens. */
+static double share(const struct figures *f)
+{
+	return f->input_tokens > 0 ? (double)f->cached_tokens / (double)f->input_tokens : 0;
+}
+
+static long long usage_count(const cJSON *ev, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ev, "usage"), key);
+	return cJSON_IsNumber(v) && v->valuedouble > 0 ? (long long)v->valuedouble : 0;
+}
 
 /* The decoded bytes of the images in a request (any depth): Messages image
  * blocks with a base64 source, chat image_url data URLs. */
@@ -752,6 +808,9 @@ static int read_events(const char *path, int native, double spawned_at, struct f
 		} else if (!strcmp(type, "model.turn")) {
 			f->steps++;
 			last_turn = at;
+			f->input_tokens += usage_count(ev, "input_tokens");
+			f->cached_tokens += usage_count(ev, "cached_input_tokens");
+			f->cache_write_tokens += usage_count(ev, "cache_write_input_tokens");
 		} else if (!strcmp(type, "tool.call")) {
 			const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ev, "name"));
 			const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "arguments");
@@ -845,19 +904,27 @@ static int check_report(const char *path)
 	return rc;
 }
 
-static int run_task(int native, struct figures *f)
+static int run_task(const struct variant *v, struct figures *f)
 {
 	memset(f, 0, sizeof(*f));
-	const char *api = native ? "messages" : "chat";
-	char *sc = rk_xasprintf("%s/scenario-%s.json", dir, api), *rep = rk_xasprintf("%s/report-%s.json", dir, api);
-	char *dump = rk_xasprintf("%s/dump-%s.ndjson", dir, api), *sout = rk_xasprintf("%s/server-%s.out", dir, api);
-	char *serr = rk_xasprintf("%s/server-%s.err", dir, api), *evs = rk_xasprintf("%s/events-%s.ndjson", dir, api);
-	char *rerr = rk_xasprintf("%s/run-%s.err", dir, api);
-	char *text = scenario(native);
+	int native = v->native;
+	const char *api = native ? "messages" : "chat", *n = v->name;
+	char *sc = rk_xasprintf("%s/scenario-%s.json", dir, n), *rep = rk_xasprintf("%s/report-%s.json", dir, n);
+	char *dump = rk_xasprintf("%s/dump-%s.ndjson", dir, n), *sout = rk_xasprintf("%s/server-%s.out", dir, n);
+	char *serr = rk_xasprintf("%s/server-%s.err", dir, n), *evs = rk_xasprintf("%s/events-%s.ndjson", dir, n);
+	char *rerr = rk_xasprintf("%s/run-%s.err", dir, n), *conf = rk_xasprintf("%s/config-%s.json", dir, n);
+	char *text = scenario(native, v->image_max);
 	struct rk_error err;
 	pid_t server = -1;
 	int rc = rk_fs_write_atomic(sc, text, strlen(text), 0600, &err) == 0 ? 0 : fail("%s", err.message);
 	free(text);
+	if (rc == 0 && v->config)
+		rc = rk_fs_write_atomic(conf, v->config, strlen(v->config), 0600, &err) == 0 ? 0
+											     : fail("%s", err.message);
+	if (v->config)
+		setenv("RAKAZO_CONFIG", conf, 1);
+	else
+		unsetenv("RAKAZO_CONFIG");
 	if (rc == 0)
 		rc = reset_screen();
 	if (rc == 0) {
@@ -935,6 +1002,8 @@ static int run_task(int native, struct figures *f)
 	free(serr);
 	free(evs);
 	free(rerr);
+	free(conf);
+	unsetenv("RAKAZO_CONFIG");
 	return rc;
 }
 
@@ -958,6 +1027,8 @@ static void details(const char *who, const char *api, const struct figures *f)
 		who, f->steps, f->window_ms, f->server_ms, f->server_ms / f->steps, f->settle_ms,
 		f->acts ? f->settle_ms / f->acts : 0, f->acts ? f->react_ms / f->acts : 0, overhead(f),
 		overhead(f) + f->react_ms / f->steps, f->startup_ms, f->checkpoint_ms, f->wall_ms);
+	fprintf(stderr, "# %s: input tokens %lld (%lld read from the cache, %lld written to it), billed as %.0f\n", who,
+		f->input_tokens, f->cached_tokens, f->cache_write_tokens, billed(f));
 }
 
 static int setup(void)
@@ -1004,7 +1075,8 @@ static int setup(void)
 int main(void)
 {
 	rk_engine_hooks_init();
-	if (!want("model_image_bytes") && !want("step_overhead"))
+	if (!want("model_image_bytes") && !want("step_overhead") && !want("model_cached_share") &&
+	    !want("model_input_tokens"))
 		return 0;
 	alarm(900);
 	signal(SIGPIPE, SIG_IGN);
@@ -1041,21 +1113,44 @@ int main(void)
 		setenv("RAKAZO_TEST_LABEL", label, 1);
 		free(label);
 	}
-	struct figures ours, base;
+	/* ours with the defaults (caching on, screenshots dropped in blocks),
+	 * unless MODEL_BENCH_OURS_CONFIG names another config file's text (to
+	 * compare pruning policies) */
+	const char *ours_config = getenv("MODEL_BENCH_OURS_CONFIG");
+	const struct variant v_ours = {"ours", 1, ours_config && *ours_config ? ours_config : NULL,
+				       ours_config && *ours_config
+					       ? 100
+					       : RK_MODEL_KEEP_IMAGES_DEFAULT + RK_MODEL_PRUNE_BLOCK_DEFAULT};
+	const struct variant v_base = {"base", 0, NULL, 2};
+	const struct variant v_plain = {"plain", 1, "{\"model\":{\"prompt_cache\":false,\"prune_block\":0}}", 2};
+	int bytes = want("model_image_bytes") || want("step_overhead");
+	int tokens = want("model_cached_share") || want("model_input_tokens");
+	struct figures ours, base, plain;
 	int rc = setup();
 	if (rc == 0)
-		rc = run_task(1, &ours);
-	if (rc == 0)
-		rc = run_task(0, &base);
+		rc = run_task(&v_ours, &ours);
+	if (rc == 0 && bytes)
+		rc = run_task(&v_base, &base);
+	if (rc == 0 && tokens)
+		rc = run_task(&v_plain, &plain);
 	watch_end();
 	if (rc == 0) {
 		details("ours", "messages, claude-sonnet-4-5", &ours);
-		details("base", "chat", &base);
-		if (want("model_image_bytes"))
+		if (bytes)
+			details("base", "chat", &base);
+		if (tokens)
+			details("plain", "messages, no prompt cache, keep-last-2", &plain);
+		if (want("model_cached_share"))
+			printf("bench: model_cached_share ours=%.3f base=%.3f ratio=%.2f\n", share(&ours),
+			       share(&plain), share(&plain) > 0 ? share(&ours) / share(&plain) : 0);
+		if (want("model_input_tokens"))
+			printf("bench: model_input_tokens ours=%.0f tokens base=%.0f tokens ratio=%.3f\n",
+			       billed(&ours), billed(&plain), billed(&plain) > 0 ? billed(&ours) / billed(&plain) : 0);
+		if (bytes && want("model_image_bytes"))
 			printf("bench: model_image_bytes ours=%lld bytes base=%lld bytes ratio=%.3f\n",
 			       ours.image_bytes, base.image_bytes,
 			       base.image_bytes ? (double)ours.image_bytes / base.image_bytes : 0);
-		if (want("step_overhead")) {
+		if (bytes && want("step_overhead")) {
 			double o = overhead(&ours), b = overhead(&base);
 			printf("bench: step_overhead ours=%.1f ms base=%.1f ms ratio=%.2f\n", o, b, b > 0 ? o / b : 0);
 		}

@@ -541,7 +541,8 @@ db = sqlite3.connect(sys.argv[1])
 now = int(time.time() * 1000)
 cols = [r[1] for r in db.execute("PRAGMA table_info(runs)")]
 row = {"id": "run_tuitest1", "computer_id": sys.argv[2], "task": "write the notes file", "model": "m-test",
-       "state": "completed", "steps": 4, "input_tokens": 1200, "output_tokens": 300, "final_answer": "all done here",
+       "state": "completed", "steps": 4, "input_tokens": 1200, "output_tokens": 300, "cached_tokens": 900,
+       "final_answer": "all done here",
        "created_at": now - 5000, "started_at": now - 4000, "finished_at": now - 1000}
 row = {k: v for k, v in row.items() if k in cols}
 db.execute("INSERT INTO runs (%s) VALUES (%s)" % (",".join(row), ",".join("?" * len(row))), list(row.values()))
@@ -557,7 +558,7 @@ EOF
 	tm send-keys Enter
 	wait_for 'focused Timeline'
 	wait_for 'shows "all done here"'
-	shows "4 steps, 1200 input + 300 output tokens"
+	shows "4 steps, 1200 input (900 cached) + 300 output tokens"
 	tm send-keys q
 	wait_for 'shows "tui-exit=0"'
 }
@@ -662,6 +663,7 @@ EOF
 import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1])
 now = int(time.time() * 1000)
+# auto_resume false: a worker would resume it (rakazo-run(1))
 db.execute("INSERT INTO runs (id, computer_id, task, model, state, worker_pid, heartbeat_at, created_at, started_at) "
            "VALUES ('run_tuidead1', ?, 'a task', 'm', 'running', ?, ?, ?, ?)", (sys.argv[2], int(sys.argv[3]), now, now, now))
 db.commit()

@@ -168,10 +168,13 @@ ALTER TABLE screen_capabilities DROP COLUMN maker_user
 ALTER TABLE screen_capabilities DROP COLUMN maker_space
 ALTER TABLE screen_capabilities DROP COLUMN maker_bot
 ALTER TABLE screen_capabilities DROP COLUMN maker_token
+ALTER TABLE runs DROP COLUMN cached_tokens
+ALTER TABLE runs DROP COLUMN cache_write_tokens
 DELETE FROM schema_migrations WHERE version >= 10
 EOF
 	# the next command migrates: 10, then the later ones again (11: the
-	# computers' resources, 12: who made a screen capability)
+	# computers' resources, 12: who made a screen capability, 13: a run's
+	# prompt-cache tokens)
 	rk computer list --json >/dev/null
 	[ "$(rk_sql "select max(version) from schema_migrations")" = "$latest" ]
 	[ "$(rk_sql "select op || '=' || key_scope from lifecycle_executions order by created_at")" = "$(printf 'create=user:bats\npause=')" ]

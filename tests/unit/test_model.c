@@ -264,7 +264,8 @@ TEST(config_precedence_flags_env_file)
 {
 	char *path = rk_path_join(data_dir, "config.json");
 	const char *file = "{\"model\":{\"base_url\":\"http://127.0.0.1:1/v1/chat/completions\",\"model\":\"from-file\","
-			   "\"api_key\":\"file-key\",\"timeout_s\":30,\"max_retries\":2,\"keep_images\":3}}";
+			   "\"api_key\":\"file-key\",\"timeout_s\":30,\"max_retries\":2,\"keep_images\":3,"
+			   "\"prune_block\":0,\"prompt_cache\":false}}";
 	rk_fs_write_atomic(path, file, strlen(file), 0600, NULL);
 	struct rk_model_config cfg;
 	struct rk_error e;
@@ -277,6 +278,8 @@ TEST(config_precedence_flags_env_file)
 	CHECK_EQ_INT(cfg.timeout_ms, 30000);
 	CHECK_EQ_INT(cfg.max_retries, 2);
 	CHECK_EQ_INT(cfg.keep_images, 3);
+	CHECK_EQ_INT(cfg.prune_block, 0);
+	CHECK_EQ_INT(cfg.prompt_cache, 0);
 	rk_model_config_release(&cfg);
 
 	setenv("RAKAZO_MODEL", "from-env", 1);
@@ -303,6 +306,8 @@ TEST(config_precedence_flags_env_file)
 	f.model = "m";
 	f.base_url = "https://openrouter.ai/api/v1";
 	REQUIRE(rk_model_config_load(&f, data_dir, &cfg, &e) == 0);
+	CHECK_EQ_INT(cfg.prune_block, RK_MODEL_PRUNE_BLOCK_DEFAULT); /* no file: the defaults */
+	CHECK_EQ_INT(cfg.prompt_cache, 1);
 	CHECK_EQ_STR(cfg.api_key, "router-key");
 	rk_model_config_release(&cfg);
 	f.base_url = "http://127.0.0.1:8000/v1";
@@ -461,6 +466,31 @@ TEST(tool_images_follow_the_tool_messages)
 	rk_model_conversation_free(c);
 }
 
+/* Block pruning: nothing changes until keep + block screenshots are
+ * exceeded, then all but keep go at once, and the text left for a pruned
+ * one never changes again (the prompt's prefix stays cacheable). */
+TEST(prune_in_blocks_keeps_the_prefix_still)
+{
+	struct rk_model_conversation *c = basic_conversation();
+	char *before = NULL;
+	int dropped[10];
+	for (int i = 0; i < 10; i++) {
+		struct rk_model_message *m = rk_model_add_message(c, RK_MODEL_USER, "look");
+		add_frame(c, m, 50 + i, 1);
+		dropped[i] = rk_model_prune_images(c, 2, 3);
+		CHECK(rk_model_image_count(c) <= 5);
+	}
+	/* 6 images -> 2, then 6 again at the 10th: drops at the 6th and 10th */
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ_INT(dropped[i], i == 5 || i == 9 ? 4 : 0);
+	CHECK_EQ_INT(rk_model_image_count(c), 2);
+	before = rk_xstrdup(c->msgs[2]->parts[1].text);
+	rk_model_prune_images(c, 2, 3);
+	CHECK_EQ_STR(c->msgs[2]->parts[1].text, before);
+	free(before);
+	rk_model_conversation_free(c);
+}
+
 TEST(prune_keeps_last_two_images)
 {
 	struct rk_model_conversation *c = basic_conversation();
@@ -469,9 +499,9 @@ TEST(prune_keeps_last_two_images)
 		add_frame(c, m, 50 + i, 1);
 	}
 	CHECK_EQ_INT(rk_model_image_count(c), 4);
-	CHECK_EQ_INT(rk_model_prune_images(c, 2), 2);
+	CHECK_EQ_INT(rk_model_prune_images(c, 2, 0), 2);
 	CHECK_EQ_INT(rk_model_image_count(c), 2);
-	CHECK_EQ_INT(rk_model_prune_images(c, 2), 0);
+	CHECK_EQ_INT(rk_model_prune_images(c, 2, 0), 0);
 	/* the pruned frames keep their metadata as text */
 	const struct rk_model_part *p = &c->msgs[2]->parts[1];
 	REQUIRE(p->kind == RK_MODEL_TEXT);
@@ -794,7 +824,7 @@ TEST(basic_scenario_fixture)
 	for (int turn = 0; turn < 6; turn++) {
 		struct rk_model_reply r;
 		struct rk_error e;
-		rk_model_prune_images(c, cfg.keep_images);
+		rk_model_prune_images(c, cfg.keep_images, 0);
 		int rc = rk_model_complete(&cfg, c, tools, 3, &r, &e);
 		CHECK_EQ_INT(rc, 0);
 		if (rc != 0) {
@@ -880,6 +910,7 @@ int main(void)
 	RUN(image_in_tool_result_reaches_server);
 	RUN(tool_images_follow_the_tool_messages);
 	RUN(prune_keeps_last_two_images);
+	RUN(prune_in_blocks_keeps_the_prefix_still);
 	RUN(duplicate_frame_sends_no_bytes);
 	RUN(server_catches_a_resent_frame);
 	RUN(retry_after_429_then_success);

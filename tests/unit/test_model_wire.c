@@ -178,6 +178,19 @@ static void config_for(struct rk_model_config *cfg, const char *api, int port)
 	cfg->timeout_ms = 10000;
 }
 
+/* How many members named key the document has, at any depth. */
+static int count_key(const cJSON *j, const char *key)
+{
+	int n = 0;
+	const cJSON *c;
+	cJSON_ArrayForEach(c, j)
+	{
+		n += c->string && !strcmp(c->string, key);
+		n += count_key(c, key);
+	}
+	return n;
+}
+
 /* ---- fixtures ---- */
 
 static cJSON *shell_params;
@@ -451,6 +464,7 @@ TEST(messages_request_shape)
 	CHECK_EQ_INT(get(item(t, 1), "display_height_px")->valueint, 800);
 	CHECK(cJSON_IsTrue(get(item(t, 1), "enable_zoom")));
 	CHECK(get(req, "tool_choice") == NULL && get(req, "stream") == NULL);
+	CHECK_EQ_INT(count_key(req, "cache_control"), 0); /* prompt_cache is off here */
 	cJSON_Delete(req);
 
 	/* the older tool has no zoom; max_tokens as configured */
@@ -720,7 +734,7 @@ TEST(responses_request_shape)
 	 * native result whose frame was pruned carries a placeholder */
 	struct rk_model_message *t2 = c->msgs[5];
 	rk_model_message_add_image(c, t2, fake_png, sizeof(fake_png), "h3", "frame 3");
-	rk_model_prune_images(c, 1);
+	rk_model_prune_images(c, 1, 0);
 	req = rk_model_request_json(&cfg, c, tools, 2);
 	REQUIRE(req != NULL);
 	in = get(req, "input");
@@ -949,16 +963,30 @@ TEST(messages_round_trip)
 	cJSON *body = cJSON_Parse(s.seen[2].body);
 	REQUIRE(body != NULL);
 	CHECK_EQ_STR(str(body, "model"), "scripted");
-	CHECK_EQ_STR(str(body, "system"), "sys");
+	/* prompt caching: the system prompt as a block with a breakpoint, and
+	 * one on the last block of each of the last two user turns */
+	const cJSON *sys = get(body, "system");
+	CHECK(cJSON_GetArraySize(sys) == 1);
+	CHECK_EQ_STR(str(item(sys, 0), "text"), "sys");
+	CHECK_EQ_STR(str(get(item(sys, 0), "cache_control"), "type"), "ephemeral");
 	const cJSON *msgs = get(body, "messages");
 	REQUIRE(cJSON_GetArraySize(msgs) == 3);
+	CHECK_EQ_STR(str(get(item(get(item(msgs, 0), "content"), 0), "cache_control"), "type"), "ephemeral");
 	cJSON *doc = cJSON_Parse(anthropic_reply);
 	CHECK(cJSON_Compare(get(item(msgs, 1), "content"), get(doc, "content"), 1));
 	cJSON_Delete(doc);
 	const cJSON *res = get(item(msgs, 2), "content");
 	REQUIRE(cJSON_GetArraySize(res) == 2);
 	CHECK_EQ_STR(str(item(res, 0), "tool_use_id"), "toolu_01");
+	CHECK(get(item(res, 0), "cache_control") == NULL);
 	CHECK_EQ_STR(str(item(res, 1), "tool_use_id"), "toolu_02");
+	CHECK_EQ_STR(str(get(item(res, 1), "cache_control"), "type"), "ephemeral");
+	CHECK_EQ_INT(count_key(body, "cache_control"), 3); /* of the API's 4 */
+	cJSON_Delete(body);
+	/* the first request: two breakpoints, system and its one user turn */
+	body = cJSON_Parse(s.seen[0].body);
+	REQUIRE(body != NULL);
+	CHECK_EQ_INT(count_key(body, "cache_control"), 2);
 	cJSON_Delete(body);
 	server_free(&s);
 	rk_model_conversation_free(c);
@@ -979,6 +1007,7 @@ TEST(responses_round_trip)
 	REQUIRE(server_start(&s) == 0);
 	struct rk_model_config cfg;
 	config_for(&cfg, "responses", s.port);
+	cfg.cache_key = rk_xstrdup("rakazo-run_wire");
 	struct rk_model_tool tools[2] = {shell_tool(), native_tool("computer", NULL)};
 	struct rk_model_conversation *c = rk_model_conversation_new();
 	rk_model_add_message(c, RK_MODEL_SYSTEM, "sys");
@@ -1018,6 +1047,7 @@ TEST(responses_round_trip)
 	REQUIRE(body != NULL);
 	CHECK_EQ_STR(str(body, "instructions"), "sys");
 	CHECK(cJSON_IsFalse(get(body, "store")));
+	CHECK_EQ_STR(str(body, "prompt_cache_key"), "rakazo-run_wire");
 	const cJSON *in = get(body, "input");
 	REQUIRE(cJSON_GetArraySize(in) == 7);
 	cJSON *doc = cJSON_Parse(openai_reply);

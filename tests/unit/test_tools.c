@@ -157,7 +157,8 @@ TEST(runs_table)
 	CHECK_EQ_INT(rk_db_run_insert(db, &bad, &e), -RK_EINVALID);
 
 	CHECK_EQ_INT(rk_db_run_set_state(db, "run_a", "running", 42, &e), 0);
-	CHECK_EQ_INT(rk_db_run_progress(db, "run_a", 3, 100, 20, &e), 0);
+	struct rk_run_usage u = {.input = 100, .output = 20, .cached = 70, .cache_write = 25};
+	CHECK_EQ_INT(rk_db_run_progress(db, "run_a", 3, &u, &e), 0);
 	CHECK_EQ_INT(rk_db_run_heartbeat(db, "run_a", &e), 0);
 	CHECK_EQ_INT(rk_db_run_finish(db, "run_a", "running", NULL, NULL, &e), -RK_EINVALID);
 	CHECK_EQ_INT(rk_db_run_finish(db, "run_a", "completed", "done", NULL, &e), 0);
@@ -172,6 +173,8 @@ TEST(runs_table)
 	CHECK_EQ_INT(r.steps, 3);
 	CHECK_EQ_INT(r.input_tokens, 100);
 	CHECK_EQ_INT(r.output_tokens, 20);
+	CHECK_EQ_INT(r.cached_tokens, 70);
+	CHECK_EQ_INT(r.cache_write_tokens, 25);
 	CHECK_EQ_INT(r.worker_pid, 42);
 	CHECK(r.started_at > 0 && r.finished_at >= r.started_at && r.heartbeat_at > 0);
 	rk_run_row_release(&r);
