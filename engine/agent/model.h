@@ -162,7 +162,7 @@ struct rk_model_config {
 	 * messages marks cache_control breakpoints (the system prompt, and the
 	 * last block of each of the last two user turns); responses sends
 	 * cache_key as prompt_cache_key when the caller set one (a run: its
-	 * id). Chat sends neither: local servers cache prefixes on their own. */
+	 * thread's id, else its own). Chat sends neither: local servers cache prefixes on their own. */
 	int prompt_cache;
 	char *cache_key; /* NULL: none */
 	/* Optional: set to non-zero (a signal handler may) to stop a call or

@@ -191,8 +191,6 @@ static cJSON *event_store(struct rk_engine *eng, const struct rk_secret_redactor
 	return ev;
 }
 
-/* Stores and sends an event of type with the members of body (consumed; may
- * be NULL). A failed store is logged: the stream still gets the event. */
 /* A count the server may have left out (-1) as 0. */
 static int64_t count(int64_t v)
 {
@@ -211,6 +209,8 @@ static void add_usage(cJSON *body, const struct rk_run_usage *u)
 	cJSON_AddNumberToObject(o, "cache_write_input_tokens", (double)u->cache_write);
 }
 
+/* Stores and sends an event of type with the members of body (consumed; may
+ * be NULL). A failed store is logged: the stream still gets the event. */
 static void emit(struct run *run, const char *type, cJSON *body)
 {
 	cJSON *ev = event_store(run->eng, run->red, run->id, ++run->seq, type, body);
