@@ -436,14 +436,9 @@ int messages_prompt(const cJSON *req, const struct summary *s, struct prompt **o
 	if (!m.problem[0] && m.order[0])
 		snprintf(m.problem, sizeof(m.problem), "%s", m.order);
 	pr->breakpoints = m.count;
-	if (m.problem[0]) {
-		snprintf(problem, sz, "%s", m.problem);
-		prompt_free(pr);
-		*out = NULL;
-		return -1;
-	}
 	*out = pr;
-	return 0;
+	snprintf(problem, sz, "%s", m.problem);
+	return m.problem[0] ? -1 : 0;
 }
 
 /* ---- OpenAI ---- */

@@ -175,8 +175,8 @@ struct cache_usage {
 };
 
 /* Messages: the prompt of req (tools, system, messages) with its
- * cache_control breakpoints, into *out. A cache_control the API refuses
- * fills problem with the API's message and returns -1 (*out NULL). */
+ * cache_control breakpoints, into *out (to prompt_free). A cache_control
+ * the API refuses fills problem with the API's message and returns -1. */
 int messages_prompt(const cJSON *req, const struct summary *s, struct prompt **out, char *problem, size_t sz);
 /* OpenAI (Responses or chat): refuses a prompt_cache_key that is not a
  * string (as the API does), else reads it and the prompt into s, in the
