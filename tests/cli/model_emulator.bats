@@ -398,8 +398,8 @@ usage_of() {
 	[ "$(cat "$BATS_TEST_TMPDIR/got")" = "[[1, 1, 1, 1, 1], $written]" ]
 }
 
-@test "model emulator: Messages refuses cache_control as the API does: a 5th breakpoint, another type, a 1h after a 5m (400)" {
-	scenario '{"steps": [{"reply": {"content": "a"}}, {"reply": {"content": "b"}}, {"reply": {"content": "c"}}, {"reply": {"content": "d"}}, {"expect": {"cache_breakpoints_min": 2}, "reply": {"content": "e"}}, {"expect": {"cache_breakpoints_min": 2}, "reply": {"content": "f"}}]}'
+@test "model emulator: Messages refuses cache_control as the API does: a 5th breakpoint, another type, a 1h after a 5m, empty text (400)" {
+	scenario '{"steps": [{"reply": {"content": "a"}}, {"reply": {"content": "b"}}, {"reply": {"content": "c"}}, {"reply": {"content": "d"}}, {"reply": {"content": "e"}}, {"expect": {"cache_breakpoints_min": 2}, "reply": {"content": "f"}}, {"expect": {"cache_breakpoints_min": 2}, "reply": {"content": "g"}}]}'
 	blocks() { # $1: the cache_control of each of the user's blocks, as a JSON list
 		python3 - "$1" "${2:-}" <<'PY'
 import json, sys
@@ -420,14 +420,16 @@ PY
 	[ "$(error_message messages)" = "invalid_request_error messages.0.content.0.cache_control.type: Input should be 'ephemeral'" ]
 	[ "$(blocks '[{"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}]' | post /messages "${ANTHROPIC[@]}")" = 400 ]
 	[ "$(error_message messages)" = "invalid_request_error messages.0.content.1.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block." ]
+	[ "$(post /messages "${ANTHROPIC[@]}" <<<'{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "text", "text": "", "cache_control": {"type": "ephemeral"}}]}]}')" = 400 ]
+	[ "$(error_message messages)" = "invalid_request_error messages.0.content.0.text: cache_control cannot be set for empty text blocks" ]
 	# fewer breakpoints than the step wants: the emulator's own check (500)
 	[ "$(blocks "[$e]" | post /messages "${ANTHROPIC[@]}")" = 500 ]
-	[[ $(error_message messages) == *"step 5: assertion failed: cache_breakpoints_min: 1 cache_control breakpoints, wanted at least 2"* ]]
+	[[ $(error_message messages) == *"step 6: assertion failed: cache_breakpoints_min: 1 cache_control breakpoints, wanted at least 2"* ]]
 	# 1h then 5m is fine, and the top-level one counts
 	[ "$(blocks '[{"type": "ephemeral", "ttl": "1h"}, null]' "$e" | post /messages "${ANTHROPIC[@]}")" = 200 ]
-	server_refused cache_control cache_control cache_control cache_control cache_breakpoints_min
-	rk_json '[(r["action"], r["status"]) for r in d["requests"][:4]]' <"$BATS_TEST_TMPDIR/report.json" >"$BATS_TEST_TMPDIR/got"
-	[ "$(cat "$BATS_TEST_TMPDIR/got")" = '[["refused", 400], ["refused", 400], ["refused", 400], ["refused", 400]]' ]
+	server_refused cache_control cache_control cache_control cache_control cache_control cache_breakpoints_min
+	rk_json '[(r["action"], r["status"], r["cache_breakpoints"]) for r in d["requests"][:5]]' <"$BATS_TEST_TMPDIR/report.json" >"$BATS_TEST_TMPDIR/got"
+	[ "$(cat "$BATS_TEST_TMPDIR/got")" = '[["refused", 400, 5], ["refused", 400, 5], ["refused", 400, 0], ["refused", 400, 2], ["refused", 400, 1]]' ]
 }
 
 @test "model emulator: Messages caching splits 1h and 5m writes, and below the model's minimum caches nothing" {
