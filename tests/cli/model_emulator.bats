@@ -113,11 +113,11 @@ PY
 }
 
 @test "model emulator: the official @anthropic-ai/sdk runs its scenario on the Messages API (fidelity)" {
-	sdk_run anthropic "sdk anthropic: 9 passed, 0 failed" @anthropic-ai/sdk
+	sdk_run anthropic "sdk anthropic: 12 passed, 0 failed" @anthropic-ai/sdk
 }
 
 @test "model emulator: the official openai SDK runs its scenario on the Responses API and chat (fidelity)" {
-	sdk_run openai "sdk openai: 11 passed, 0 failed" openai
+	sdk_run openai "sdk openai: 14 passed, 0 failed" openai
 }
 
 @test "model emulator: Messages refuses no max_tokens, no anthropic-version and no key, each naming its check" {
@@ -344,4 +344,203 @@ PY
 	printf '%s\n' '{"steps": [{"expect": {"image_size": [1]}, "reply": {}}]}' >"$BATS_TEST_TMPDIR/s.json"
 	run "$MODEL_SERVER" "$BATS_TEST_TMPDIR/s.json"
 	[ "$status" -eq 2 ]
+}
+
+# A Messages request on claude-sonnet-4-6 (1024 tokens at least to cache):
+# the system text $1 then about 1300 tokens of rules, marked for caching
+# with ttl $3 ("" for none), then the user's $2.
+cached_body() {
+	python3 - "$1" "$2" "${3:-}" <<'PY'
+import json, sys
+cc = {"type": "ephemeral"}
+if sys.argv[3]:
+    cc["ttl"] = sys.argv[3]
+system = sys.argv[1] + "The house rules, at length. " * 200
+print(json.dumps({"model": "claude-sonnet-4-6", "max_tokens": 5,
+    "system": [{"type": "text", "text": system, "cache_control": cc}],
+    "messages": [{"role": "user", "content": sys.argv[2]}]}))
+PY
+}
+
+# The last answer's Messages usage: input, cache read, cache creation, then
+# the 5m and 1h creations; each answer's three parts must add up to the
+# same total for the same prompt, so the total is checked by the caller.
+usage_of() {
+	rk_json 'd["usage"]["input_tokens"], d["usage"]["cache_read_input_tokens"], d["usage"]["cache_creation_input_tokens"], d["usage"]["cache_creation"]["ephemeral_5m_input_tokens"], d["usage"]["cache_creation"]["ephemeral_1h_input_tokens"]' <"$BATS_TEST_TMPDIR/body"
+}
+
+@test "model emulator: Messages caching: a repeat reads the breakpoint's prefix, a changed early block reads nothing" {
+	scenario '{"steps": [{"expect": {"cache_breakpoints_min": 1}, "reply": {"content": "a"}}, {"reply": {"content": "b"}}, {"reply": {"content": "c"}}, {"reply": {"content": "d"}}, {"reply": {"content": "e"}}]}'
+	[ "$(cached_body "" "Hello there" | post /messages "${ANTHROPIC[@]}")" = 200 ]
+	local first written in
+	first=$(usage_of)
+	in=$(rk_json 'd[0]' <<<"$first")
+	written=$(rk_json 'd[2]' <<<"$first")
+	[ "$in" -gt 0 ] && [ "$in" -lt 20 ] # the user's text, after the breakpoint
+	[ "$written" -ge 1024 ]		    # the system block, written
+	[ "$first" = "[$in, 0, $written, $written, 0]" ]
+	# the same again: the prefix is read, only the user's text is new input
+	[ "$(cached_body "" "Hello there" | post /messages "${ANTHROPIC[@]}")" = 200 ]
+	[ "$(usage_of)" = "[$in, $written, 0, 0, 0]" ]
+	# another question after the breakpoint still reads it
+	[ "$(cached_body "" "And what about the garden, please?" | post /messages "${ANTHROPIC[@]}")" = 200 ]
+	[ "$(usage_of | rk_json 'd[0] > '"$in"', d[1:]')" = "[true, [$written, 0, 0, 0]]" ]
+	# one early block changed (12 bytes more): nothing to read, a new write
+	[ "$(cached_body "Revised now " "Hello there" | post /messages "${ANTHROPIC[@]}")" = 200 ]
+	[ "$(usage_of)" = "[$in, 0, $((written + 3)), $((written + 3)), 0]" ]
+	# a stream's message_start carries the same split
+	cached_body "" "Hello there" | python3 -c 'import json,sys; d=json.load(sys.stdin); d["stream"]=True; print(json.dumps(d))' >"$BATS_TEST_TMPDIR/req"
+	[ "$(post /messages "${ANTHROPIC[@]}" <"$BATS_TEST_TMPDIR/req")" = 200 ]
+	sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/body" | head -1 | rk_json 'd["message"]["usage"]["input_tokens"], d["message"]["usage"]["cache_read_input_tokens"], d["message"]["usage"]["cache_creation_input_tokens"]' >"$BATS_TEST_TMPDIR/got"
+	[ "$(cat "$BATS_TEST_TMPDIR/got")" = "[$in, $written, 0]" ]
+	server_ok
+	rk_json '[r["cache_breakpoints"] for r in d["requests"]], d["requests"][1]["usage"]["cache_read_input_tokens"]' <"$BATS_TEST_TMPDIR/report.json" >"$BATS_TEST_TMPDIR/got"
+	[ "$(cat "$BATS_TEST_TMPDIR/got")" = "[[1, 1, 1, 1, 1], $written]" ]
+}
+
+@test "model emulator: Messages refuses cache_control as the API does: a 5th breakpoint, another type, a 1h after a 5m, empty text (400)" {
+	scenario '{"steps": [{"reply": {"content": "a"}}, {"reply": {"content": "b"}}, {"reply": {"content": "c"}}, {"reply": {"content": "d"}}, {"reply": {"content": "e"}}, {"expect": {"cache_breakpoints_min": 2}, "reply": {"content": "f"}}, {"expect": {"cache_breakpoints_min": 2}, "reply": {"content": "g"}}]}'
+	blocks() { # $1: the cache_control of each of the user's blocks, as a JSON list
+		python3 - "$1" "${2:-}" <<'PY'
+import json, sys
+body = {"model": "claude-sonnet-4-6", "max_tokens": 5, "messages": [{"role": "user", "content": [
+    dict({"type": "text", "text": "block %d" % i}, **({"cache_control": cc} if cc else {})) for i, cc in enumerate(json.loads(sys.argv[1]))]}]}
+if sys.argv[2]:
+    body["cache_control"] = json.loads(sys.argv[2])
+print(json.dumps(body))
+PY
+	}
+	local e='{"type": "ephemeral"}'
+	[ "$(blocks "[$e, $e, $e, $e, $e]" | post /messages "${ANTHROPIC[@]}")" = 400 ]
+	[ "$(error_message messages)" = "invalid_request_error A maximum of 4 blocks with cache_control may be provided. Found 5." ]
+	# four on blocks and the top-level one, which takes a slot of its own
+	[ "$(blocks "[$e, $e, $e, $e, null]" "$e" | post /messages "${ANTHROPIC[@]}")" = 400 ]
+	[ "$(error_message messages)" = "invalid_request_error A maximum of 4 blocks with cache_control may be provided. Found 5." ]
+	[ "$(blocks '[{"type": "persistent"}]' | post /messages "${ANTHROPIC[@]}")" = 400 ]
+	[ "$(error_message messages)" = "invalid_request_error messages.0.content.0.cache_control.type: Input should be 'ephemeral'" ]
+	[ "$(blocks '[{"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}]' | post /messages "${ANTHROPIC[@]}")" = 400 ]
+	[ "$(error_message messages)" = "invalid_request_error messages.0.content.1.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block." ]
+	[ "$(post /messages "${ANTHROPIC[@]}" <<<'{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "text", "text": "", "cache_control": {"type": "ephemeral"}}]}]}')" = 400 ]
+	[ "$(error_message messages)" = "invalid_request_error messages.0.content.0.text: cache_control cannot be set for empty text blocks" ]
+	# fewer breakpoints than the step wants: the emulator's own check (500)
+	[ "$(blocks "[$e]" | post /messages "${ANTHROPIC[@]}")" = 500 ]
+	[[ $(error_message messages) == *"step 6: assertion failed: cache_breakpoints_min: 1 cache_control breakpoints, wanted at least 2"* ]]
+	# 1h then 5m is fine, and the top-level one counts
+	[ "$(blocks '[{"type": "ephemeral", "ttl": "1h"}, null]' "$e" | post /messages "${ANTHROPIC[@]}")" = 200 ]
+	server_refused cache_control cache_control cache_control cache_control cache_control cache_breakpoints_min
+	rk_json '[(r["action"], r["status"], r["cache_breakpoints"]) for r in d["requests"][:5]]' <"$BATS_TEST_TMPDIR/report.json" >"$BATS_TEST_TMPDIR/got"
+	[ "$(cat "$BATS_TEST_TMPDIR/got")" = '[["refused", 400, 5], ["refused", 400, 5], ["refused", 400, 0], ["refused", 400, 2], ["refused", 400, 1]]' ]
+}
+
+@test "model emulator: Messages caching splits 1h and 5m writes, and below the model's minimum caches nothing" {
+	scenario '{"steps": [{"reply": {"content": "a"}}, {"reply": {"content": "b"}}, {"reply": {"content": "c"}}]}'
+	# a 1h breakpoint on a long tool, a 5m one on the long system text
+	python3 - <<'PY' >"$BATS_TEST_TMPDIR/req"
+import json
+tool = {"name": "rules", "description": "Look the rules up. " * 250, "input_schema": {"type": "object"},
+        "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+print(json.dumps({"model": "claude-sonnet-4-6", "max_tokens": 5, "tools": [tool],
+    "system": [{"type": "text", "text": "The house rules, at length. " * 200, "cache_control": {"type": "ephemeral"}}],
+    "messages": [{"role": "user", "content": "hi"}]}))
+PY
+	[ "$(post /messages "${ANTHROPIC[@]}" <"$BATS_TEST_TMPDIR/req")" = 200 ]
+	python3 - "$BATS_TEST_TMPDIR/body" <<'PY'
+import json, sys
+u = json.load(open(sys.argv[1]))["usage"]
+c = u["cache_creation"]
+assert u["cache_read_input_tokens"] == 0 and 0 < u["input_tokens"] < 20, u
+assert c["ephemeral_1h_input_tokens"] >= 1024 and c["ephemeral_5m_input_tokens"] >= 1024, u
+assert u["cache_creation_input_tokens"] == c["ephemeral_1h_input_tokens"] + c["ephemeral_5m_input_tokens"], u
+PY
+	# claude-opus-4-6 caches 4096 tokens and more: the same prompt is too short
+	sed 's/claude-sonnet-4-6/claude-opus-4-6/' "$BATS_TEST_TMPDIR/req" >"$BATS_TEST_TMPDIR/opus"
+	[ "$(post /messages "${ANTHROPIC[@]}" <"$BATS_TEST_TMPDIR/opus")" = 200 ]
+	[ "$(usage_of | rk_json 'd[1:3]')" = "[0, 0]" ]
+	[ "$(post /messages "${ANTHROPIC[@]}" <"$BATS_TEST_TMPDIR/opus")" = 200 ]
+	[ "$(usage_of | rk_json 'd[1:3]')" = "[0, 0]" ]
+	server_ok
+}
+
+@test "model emulator: the lookback checks 20 positions from a breakpoint; a run of tool_use or tool_result blocks is one" {
+	scenario '{"steps": [{"reply": {"content": "a"}}, {"reply": {"content": "b"}}, {"reply": {"content": "c"}}, {"reply": {"content": "d"}}]}'
+	# system (position 1), then user blocks 0..N-1 (positions 2..N+1), the
+	# breakpoint on the last; "tools": an assistant turn of 24 tool_use
+	# blocks and a user turn of their 24 results after block 4.
+	convo() {
+		python3 - "$1" "${2:-}" <<'PY'
+import json, sys
+n, tools = int(sys.argv[1]), sys.argv[2] == "tools"
+blocks = [{"type": "text", "text": "note %d" % i} for i in range(n)]
+msgs = [{"role": "user", "content": blocks}]
+if tools:
+    uses = [{"type": "tool_use", "id": "toolu_%02d" % i, "name": "shell", "input": {"cmd": "true"}} for i in range(24)]
+    results = [{"type": "tool_result", "tool_use_id": "toolu_%02d" % i, "content": "ok"} for i in range(24)]
+    msgs += [{"role": "assistant", "content": uses}, {"role": "user", "content": results}]
+msgs[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+print(json.dumps({"model": "claude-sonnet-4-6", "max_tokens": 5,
+    "system": [{"type": "text", "text": "The house rules, at length. " * 200}], "messages": msgs}))
+PY
+	}
+	[ "$(convo 5 | post /messages "${ANTHROPIC[@]}")" = 200 ] # writes at position 6
+	local written
+	written=$(usage_of | rk_json 'd[2]')
+	[ "$written" -ge 1024 ]
+	# a breakpoint at position 26 checks 26..7: the write at 6 is one too far
+	[ "$(convo 25 | post /messages "${ANTHROPIC[@]}")" = 200 ]
+	[ "$(usage_of | rk_json 'd[1]')" = 0 ]
+	# at position 25 it checks 25..6 and reads it
+	[ "$(convo 24 | post /messages "${ANTHROPIC[@]}")" = 200 ]
+	[ "$(usage_of | rk_json 'd[1]')" = "$written" ]
+	# 48 blocks of tool calls and results after position 6 are two positions
+	[ "$(convo 5 tools | post /messages "${ANTHROPIC[@]}")" = 200 ]
+	[ "$(usage_of | rk_json 'd[1]')" = "$written" ]
+	server_ok
+}
+
+@test "model emulator: Responses and chat cache by themselves: a repeat reads in 128-token steps from 1024, per prompt_cache_key" {
+	scenario '{"steps": [
+		{"expect": {"prompt_cache_key": "a"}, "reply": {"content": "a"}}, {"expect": {"prompt_cache_key": true}, "reply": {"content": "b"}},
+		{"reply": {"content": "c"}}, {"expect": {"prompt_cache_key": false}, "reply": {"content": "d"}}, {"reply": {"content": "e"}},
+		{"reply": {"content": "f"}}, {"reply": {"content": "g"}}, {"reply": {"content": "h"}}]}'
+	responses() { # $1: the prompt_cache_key as JSON (null: none), $2: the instructions' repeats
+		printf '{"model": "gpt-5.5", "store": false, "prompt_cache_key": %s, "instructions": "%s", "input": "hi"}' "$1" "$(printf 'The house rules, at length. %.0s' $(seq "$2"))"
+	}
+	cached() {
+		rk_json 'd["usage"]["input_tokens"], d["usage"]["input_tokens_details"]["cached_tokens"]' <"$BATS_TEST_TMPDIR/body"
+	}
+	[ "$(responses '"a"' 200 | post /responses "${OPENAI[@]}")" = 200 ]
+	local total
+	total=$(cached | rk_json 'd[0]')
+	[ "$total" -ge 1024 ]
+	[ "$(cached)" = "[$total, 0]" ]
+	[ "$(responses '"a"' 200 | post /responses "${OPENAI[@]}")" = 200 ]
+	python3 - "$(cached)" <<'PY'
+import json, sys
+total, got = json.loads(sys.argv[1])
+assert got >= 1024 and (got - 1024) % 128 == 0 and total - 128 < got <= total, (total, got)
+PY
+	# another key, another cache
+	[ "$(responses '"b"' 200 | post /responses "${OPENAI[@]}")" = 200 ]
+	[ "$(cached)" = "[$total, 0]" ]
+	# below 1024 tokens nothing is cached, however often it comes
+	[ "$(responses null 20 | post /responses "${OPENAI[@]}")" = 200 ]
+	[ "$(responses null 20 | post /responses "${OPENAI[@]}")" = 200 ]
+	[ "$(cached | rk_json 'd[1]')" = 0 ]
+	[ "$(responses '{"a": 1}' 20 | post /responses "${OPENAI[@]}")" = 400 ]
+	rk_json 'd["error"]' <"$BATS_TEST_TMPDIR/body" >"$BATS_TEST_TMPDIR/got"
+	[ "$(cat "$BATS_TEST_TMPDIR/got")" = "{\"message\": \"Invalid type for 'prompt_cache_key': expected a string, but got an object instead.\", \"type\": \"invalid_request_error\", \"param\": \"prompt_cache_key\", \"code\": \"invalid_type\"}" ]
+	# chat the same, in prompt_tokens_details
+	chat() {
+		printf '{"model": "gpt-5.5", "prompt_cache_key": "c", "messages": [{"role": "system", "content": "%s"}, {"role": "user", "content": "hi"}]}' "$(printf 'The house rules, at length. %.0s' $(seq 200))"
+	}
+	[ "$(chat | post /chat/completions "${OPENAI[@]}")" = 200 ]
+	[ "$(rk_json 'd["usage"]["prompt_tokens_details"]["cached_tokens"]' <"$BATS_TEST_TMPDIR/body")" = 0 ]
+	[ "$(chat | post /chat/completions "${OPENAI[@]}")" = 200 ]
+	python3 - "$BATS_TEST_TMPDIR/body" <<'PY'
+import json, sys
+u = json.load(open(sys.argv[1]))["usage"]
+got = u["prompt_tokens_details"]["cached_tokens"]
+assert got >= 1024 and (got - 1024) % 128 == 0 and u["prompt_tokens"] - 128 < got <= u["prompt_tokens"], u
+PY
+	server_refused prompt_cache_key
 }

@@ -26,8 +26,12 @@
  *                                        chat sends any finish_reason as given
  *   stop_reason: "..."                   Messages: sent as given
  * and each protocol renders it in its own shape with vendor-shaped ids
- * (toolu_..., call_..., fc_..., cu_...) and usage (input tokens from the
- * request's text and image sizes, nothing cached). A call named "computer"
+ * (toolu_..., call_..., fc_..., cu_...) and usage: input tokens estimated
+ * piece by piece (each block's JSON at 4 bytes a token, each image at
+ * w*h/750), split as the vendors' prompt caches would split them
+ * (tests/emulators/model/cache.c: Messages by its cache_control
+ * breakpoints, Responses and chat automatically, in 128-token steps from
+ * 1024, partitioned by prompt_cache_key). A call named "computer"
  * becomes the native computer call when the request declared a native
  * computer tool: Messages: a tool_use of "computer" whose input is the
  * arguments; Responses: a computer_call with actions = arguments.actions
@@ -67,6 +71,9 @@
  *   store: true|false                    Responses: "store" (absent means on); without this
  *                                        key every Responses request must turn store off
  *   previous_response_id: true|false     Responses: the request continues a served response
+ *   cache_breakpoints_min: N             Messages: the request carries at least N cache_control
+ *                                        breakpoints (a top-level cache_control counts as one)
+ *   prompt_cache_key: true|false|"key"   Responses, chat: the request's prompt_cache_key
  * and every request is checked for what the vendor would refuse:
  *   all: JSON with a model and messages (input); images are base64 PNG or
  *     JPEG whose bytes decode as the type they claim;
@@ -87,7 +94,12 @@
  *     replayed before their calls (with store off, with their
  *     encrypted_content).
  * A failed check makes that step's answer an HTTP 500 whose JSON error
- * names the step and the check, and is recorded.
+ * names the step and the check, and is recorded. What the vendor refuses
+ * with a 400 of its own is answered with that 400 invalid_request_error
+ * and recorded as a failed check too: cache_control (Messages: more than
+ * 4 breakpoints, a type other than ephemeral, a ttl other than 5m or 1h,
+ * one on a thinking or an empty text block, a 1h one after a 5m one) and
+ * prompt_cache_key (Responses, chat: not a string).
  *
  *   model_server SCENARIO [--report FILE] [--dump FILE] [--port N] [--keep-running]
  *
@@ -99,8 +111,9 @@
  * or SIGINT) writes the report (JSON: each request's summary and every
  * assertion; a request's summary has its protocol, stream, roles, tools,
  * images and last_image, native_tool and display, and per protocol
- * anthropic_version, anthropic_beta and beta_query, or store,
- * previous_response_id and the response_id served) and exits 0 when every
+ * anthropic_version, anthropic_beta, beta_query and cache_breakpoints, or
+ * prompt_cache_key, store, previous_response_id and the response_id
+ * served; and the usage answered) and exits 0 when every
  * step was served and every assertion held, 1 otherwise, 2 for a bad
  * scenario or usage. --keep-running serves until a signal; requests past
  * the last step are then failures. */
@@ -150,6 +163,8 @@ static const char *expect_keys[] = {"last_tool_result_contains",
 				    "acknowledged_safety_checks",
 				    "store",
 				    "previous_response_id",
+				    "cache_breakpoints_min",
+				    "prompt_cache_key",
 				    NULL};
 
 static struct {
@@ -283,6 +298,30 @@ static int same_ids(const cJSON *want, const cJSON *got)
 	return 1;
 }
 
+static void assert_breakpoints(const cJSON *e, const struct summary *s, struct verdict *v)
+{
+	const char *k = "cache_breakpoints_min";
+	if (s->proto != PROTO_MESSAGES) {
+		record(v, k, 0, "cache_control breakpoints are a Messages API idea; this request came on %s",
+		       protocol_name(s->proto));
+		return;
+	}
+	int n = prompt_breakpoints(s->prompt);
+	record(v, k, n >= e->valueint, "%d cache_control breakpoints, wanted at least %d", n, e->valueint);
+}
+
+/* true: some prompt_cache_key came, false: none, "key": that one. */
+static void assert_cache_key(const cJSON *e, const struct summary *s, struct verdict *v)
+{
+	const char *k = "prompt_cache_key", *got = s->cache_key;
+	if (s->proto == PROTO_MESSAGES) {
+		record(v, k, 0, "prompt_cache_key is an OpenAI setting; this request came on messages");
+		return;
+	}
+	int ok = cJSON_IsString(e) ? got && strcmp(got, e->valuestring) == 0 : cJSON_IsTrue(e) == (got != NULL);
+	record(v, k, ok, "prompt_cache_key is %s%.100s%s", got ? "\"" : "", got ? got : "absent", got ? "\"" : "");
+}
+
 static void assert_expect(const cJSON *expect, const struct summary *s, const struct http_in *h, struct verdict *v)
 {
 	const cJSON *e;
@@ -396,6 +435,10 @@ static void assert_expect(const cJSON *expect, const struct summary *s, const st
 		} else if (strcmp(k, "previous_response_id") == 0) {
 			record(v, k, cJSON_IsTrue(e) == s->previous_response, "the request %s previous_response_id",
 			       s->previous_response ? "has a" : "has no");
+		} else if (strcmp(k, "cache_breakpoints_min") == 0) {
+			assert_breakpoints(e, s, v);
+		} else if (strcmp(k, "prompt_cache_key") == 0) {
+			assert_cache_key(e, s, v);
 		}
 	}
 }
@@ -440,6 +483,25 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, enum protocol pro
 	cJSON_AddStringToObject(e, "message", msg);
 	cJSON_AddStringToObject(e, "type", type);
 	enum MHD_Result res = send_json(conn, proto, status, doc, retry_after);
+	cJSON_Delete(doc);
+	return res;
+}
+
+/* What the vendor answers a request it refuses: a 400 invalid_request_error
+ * (OpenAI's names the param and a code). */
+static enum MHD_Result send_refusal(struct MHD_Connection *conn, enum protocol proto, const struct verdict *v)
+{
+	cJSON *doc = cJSON_CreateObject();
+	if (proto == PROTO_MESSAGES)
+		cJSON_AddStringToObject(doc, "type", "error");
+	cJSON *e = cJSON_AddObjectToObject(doc, "error");
+	cJSON_AddStringToObject(e, "message", v->refusal);
+	cJSON_AddStringToObject(e, "type", "invalid_request_error");
+	if (proto != PROTO_MESSAGES) {
+		rk_json_add_str_or_null(e, "param", v->refusal_param);
+		rk_json_add_str_or_null(e, "code", v->refusal_code);
+	}
+	enum MHD_Result res = send_json(conn, proto, 400, doc, -1);
 	cJSON_Delete(doc);
 	return res;
 }
@@ -524,7 +586,11 @@ static void add_entry_summary(cJSON *entry, const struct summary *s, const struc
 		rk_json_add_str_or_null(entry, "anthropic_version", h->anthropic_version);
 		rk_json_add_str_or_null(entry, "anthropic_beta", h->anthropic_beta);
 		cJSON_AddBoolToObject(entry, "beta_query", h->beta_query && strcmp(h->beta_query, "true") == 0);
-	} else if (s->proto == PROTO_RESPONSES) {
+		cJSON_AddNumberToObject(entry, "cache_breakpoints", prompt_breakpoints(s->prompt));
+	} else {
+		rk_json_add_str_or_null(entry, "prompt_cache_key", s->cache_key);
+	}
+	if (s->proto == PROTO_RESPONSES) {
 		cJSON_AddBoolToObject(entry, "store", s->store);
 		cJSON_AddBoolToObject(entry, "previous_response_id", s->previous_response);
 	}
@@ -588,6 +654,16 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 	cJSON_AddItemToObject(entry, "assertions", v.list);
 
 	enum MHD_Result res;
+	if (v.refused_by) {
+		char msg[800];
+		snprintf(msg, sizeof(msg), "step %d: assertion failed: %s: %s", step + 1, v.refused_by, v.refusal);
+		note_failure(msg);
+		cJSON_AddStringToObject(entry, "action", "refused");
+		cJSON_AddNumberToObject(entry, "status", 400);
+		pthread_mutex_unlock(&srv.mu);
+		res = send_refusal(conn, proto, &v);
+		goto out;
+	}
 	if (v.first_failed[0]) {
 		char msg[800];
 		snprintf(msg, sizeof(msg), "step %d: assertion failed: %s", step + 1, v.first_failed);
@@ -669,6 +745,9 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 			chat_stream(doc, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opts, "include_usage")), &sse);
 		}
 	}
+	if (doc)
+		cJSON_AddItemToObject(entry, "usage",
+				      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(doc, "usage"), 1));
 	pthread_mutex_unlock(&srv.mu);
 	if (hang_ms > 0)
 		rk_sleep_ms(hang_ms);
@@ -862,6 +941,7 @@ int main(int argc, char **argv)
 	cJSON_Delete(srv.failure_list);
 	messages_release();
 	responses_release();
+	cache_release();
 	image_cache_release();
 	return ok && rc == 0 ? 0 : 1;
 }

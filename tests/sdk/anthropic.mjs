@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { checker, failedAssertions, JPEG_48x32, pngBase64, startEmulator } from './model_emulator.mjs';
 
 const require = createRequire(import.meta.url);
-const { Anthropic, InternalServerError } = require('@anthropic-ai/sdk');
+const { Anthropic, BadRequestError, InternalServerError } = require('@anthropic-ai/sdk');
 
 const emu = await startEmulator('sdk_anthropic.json');
 // no retries: one request per scenario step, a refusal stays one refusal
@@ -255,18 +255,88 @@ await t.check('a native tool without its anthropic-beta is refused: a 500 the SD
 	assert.match(caught.message, /step 8: assertion failed: anthropic_beta/);
 });
 
+// about 1400 tokens, past claude-sonnet-4-6's 1024-token minimum
+const rules = 'House rule: answer in one line, and only from these rules. '.repeat(90);
+const cachedSystem = [{ type: 'text', text: rules, cache_control: { type: 'ephemeral' } }];
+let written;
+await t.check('cache_control on the system prompt: the first request writes the prefix', async () => {
+	const m = await client.messages.create({
+		model,
+		max_tokens: 256,
+		system: cachedSystem,
+		messages: [{ role: 'user', content: 'Which rules apply?' }],
+	});
+	written = m.usage.cache_creation_input_tokens;
+	assert.ok(written >= 1024, `the system prompt is written, got ${JSON.stringify(m.usage)}`);
+	assert.equal(m.usage.cache_read_input_tokens, 0);
+	assert.deepEqual(m.usage.cache_creation, { ephemeral_1h_input_tokens: 0, ephemeral_5m_input_tokens: written });
+	assert.ok(m.usage.input_tokens > 0 && m.usage.input_tokens < 20, 'only the question is uncached input');
+});
+
+await t.check('messages.stream with top-level cache_control: message_start reads the prefix and writes the question', async () => {
+	let started;
+	const stream = client.messages.stream({
+		model,
+		max_tokens: 256,
+		cache_control: { type: 'ephemeral' },
+		system: cachedSystem,
+		messages: [{ role: 'user', content: 'Which rules apply?' }],
+	});
+	stream.on('streamEvent', (e) => {
+		if (e.type === 'message_start') started = e.message.usage;
+	});
+	const m = await stream.finalMessage();
+	assert.equal(started.cache_read_input_tokens, written);
+	assert.ok(started.cache_creation_input_tokens > 0, 'the automatic breakpoint writes the question');
+	assert.equal(started.input_tokens, 0, 'nothing after the last breakpoint');
+	assert.equal(m.usage.cache_read_input_tokens, written);
+	assert.equal(m.usage.cache_creation_input_tokens, started.cache_creation_input_tokens);
+});
+
+await t.check('a fifth cache_control is refused: the API\'s 400, a BadRequestError', async () => {
+	let caught;
+	try {
+		await client.messages.create({
+			model,
+			max_tokens: 256,
+			system: cachedSystem,
+			messages: [
+				{
+					role: 'user',
+					content: [1, 2, 3, 4].map((i) => ({ type: 'text', text: `part ${i}`, cache_control: { type: 'ephemeral' } })),
+				},
+			],
+		});
+	} catch (e) {
+		caught = e;
+	}
+	assert.ok(caught instanceof BadRequestError, `a BadRequestError, got ${caught}`);
+	assert.equal(caught.status, 400);
+	assert.equal(caught.error.error.type, 'invalid_request_error');
+	assert.equal(caught.error.error.message, 'A maximum of 4 blocks with cache_control may be provided. Found 5.');
+});
+
 const { code, report } = await emu.finish();
-await t.check('the emulator served every step; its only failure is the refusal above', async () => {
+await t.check('the emulator served every step; its only failures are the refusals above', async () => {
 	assert.equal(report.completed, true, JSON.stringify(report));
-	assert.equal(report.served, 8);
+	assert.equal(report.served, 11);
 	assert.deepEqual(failedAssertions(report), [
 		'step 8: anthropic_beta: a computer_20251124 tool needs anthropic-beta computer-use-2025-11-24; got "(none)"',
+		'step 11: cache_control: A maximum of 4 blocks with cache_control may be provided. Found 5.',
 	]);
-	assert.equal(report.failures.length, 1);
+	assert.equal(report.failures.length, 2);
 	assert.equal(code, 1);
 	assert.deepEqual(
 		report.requests.map((r) => r.protocol),
-		Array(8).fill('messages'),
+		Array(11).fill('messages'),
+	);
+	assert.deepEqual(
+		report.requests.slice(8).map((r) => [r.cache_breakpoints, r.status]),
+		[
+			[1, 200],
+			[2, 200],
+			[5, 400],
+		],
 	);
 	// 1.17 marks beta calls internally (__qualifiers) and sends no ?beta=true
 	assert.equal(report.requests[1].beta_query, false);

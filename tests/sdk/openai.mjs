@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { checker, failedAssertions, JPEG_48x32, pngBase64, startEmulator } from './model_emulator.mjs';
 
 const require = createRequire(import.meta.url);
-const { OpenAI, InternalServerError } = require('openai');
+const { OpenAI, BadRequestError, InternalServerError } = require('openai');
 
 const emu = await startEmulator('sdk_openai.json');
 // no retries: one request per scenario step, a refusal stays one refusal
@@ -239,17 +239,78 @@ await t.check('an output that answers no call is refused: a 500 the SDK raises, 
 	assert.match(caught.message, /step 10: assertion failed: call_ids_match/);
 });
 
+// about 1400 tokens: past the 1024 that caching starts at
+const rules = 'House rule: answer in one line, and only from these rules. '.repeat(90);
+// Caching is automatic past 1024 tokens, cached_tokens in 128-token steps.
+function assertCachedSteps(cached, total) {
+	const steps = cached >= 1024 && (cached - 1024) % 128 === 0;
+	assert.ok(steps, `cached_tokens in 128-token steps from 1024, got ${cached}`);
+	assert.ok(cached <= total && cached > total - 128, `about the whole prompt (${total}) is cached, got ${cached}`);
+}
+
+await t.check('responses.create with prompt_cache_key: a repeat reads input_tokens_details.cached_tokens', async () => {
+	const ask = () =>
+		client.responses.create({ model, instructions: rules, input: 'Which rules apply?', store: false, prompt_cache_key: 'sdk-rules' });
+	const first = await ask();
+	assert.ok(first.usage.input_tokens >= 1024);
+	assert.equal(first.usage.input_tokens_details.cached_tokens, 0);
+	const again = await ask();
+	assert.equal(again.usage.input_tokens, first.usage.input_tokens, 'input_tokens stays the total');
+	assertCachedSteps(again.usage.input_tokens_details.cached_tokens, again.usage.input_tokens);
+});
+
+await t.check('chat.completions.create with prompt_cache_key: a repeat reads prompt_tokens_details.cached_tokens', async () => {
+	const ask = () =>
+		client.chat.completions.create({
+			model,
+			prompt_cache_key: 'sdk-rules',
+			messages: [
+				{ role: 'system', content: rules },
+				{ role: 'user', content: 'Which rules apply?' },
+			],
+		});
+	const first = await ask();
+	assert.equal(first.usage.prompt_tokens_details.cached_tokens, 0);
+	const again = await ask();
+	assertCachedSteps(again.usage.prompt_tokens_details.cached_tokens, again.usage.prompt_tokens);
+});
+
+await t.check('a prompt_cache_key that is not a string is refused: the API\'s 400, a BadRequestError naming the param', async () => {
+	let caught;
+	try {
+		await client.responses.create({ model, input: 'hi', store: false, prompt_cache_key: 42 });
+	} catch (e) {
+		caught = e;
+	}
+	assert.ok(caught instanceof BadRequestError, `a BadRequestError, got ${caught}`);
+	assert.equal(caught.status, 400);
+	assert.equal(caught.param, 'prompt_cache_key');
+	assert.equal(caught.code, 'invalid_type');
+	assert.equal(caught.type, 'invalid_request_error');
+});
+
 const { code, report } = await emu.finish();
-await t.check('the emulator served every step; its only failure is the refusal above', async () => {
+await t.check('the emulator served every step; its only failures are the refusals above', async () => {
 	assert.equal(report.completed, true, JSON.stringify(report));
-	assert.equal(report.served, 10);
+	assert.equal(report.served, 15);
 	assert.deepEqual(failedAssertions(report), [
 		'step 10: call_ids_match: input item 0: the function_call_output for "call_nobody" answers no call (in the input or via previous_response_id)',
+		"step 15: prompt_cache_key: Invalid type for 'prompt_cache_key': expected a string, but got an integer instead.",
 	]);
 	assert.equal(code, 1);
 	assert.deepEqual(
 		report.requests.map((r) => r.protocol),
-		[...Array(7).fill('responses'), 'chat', 'chat', 'responses'],
+		[...Array(7).fill('responses'), 'chat', 'chat', 'responses', 'responses', 'responses', 'chat', 'chat', 'responses'],
+	);
+	assert.deepEqual(
+		report.requests.slice(10).map((r) => [r.prompt_cache_key, r.status]),
+		[
+			['sdk-rules', 200],
+			['sdk-rules', 200],
+			['sdk-rules', 200],
+			['sdk-rules', 200],
+			[null, 400],
+		],
 	);
 	assert.deepEqual(report.requests[2].last_image, { media_type: 'image/png', width: 1024, height: 640 });
 });

@@ -156,6 +156,7 @@ void chat_check(const cJSON *req, const struct http_in *h, const cJSON *expect, 
 	       s->bad_images ? ": " : "", s->bad_image_why);
 	record(v, "tool_call_ids_match", s->ids_problem[0] == 0, "%s",
 	       s->ids_problem[0] ? s->ids_problem : "every tool result answers a call");
+	openai_cache_check(req, s, v);
 }
 
 cJSON *chat_render(const struct answer *a)
@@ -200,10 +201,15 @@ cJSON *chat_render(const struct answer *a)
 	}
 	const char *finish = rk_json_string(reply, "finish_reason", ncalls ? "tool_calls" : "stop");
 	cJSON_AddStringToObject(choice, "finish_reason", finish);
+	struct cache_usage cu;
+	prompt_cache(a->s->prompt, &cu);
 	cJSON *usage = cJSON_AddObjectToObject(doc, "usage");
-	cJSON_AddNumberToObject(usage, "prompt_tokens", (double)(a->body_len / 4));
+	cJSON_AddNumberToObject(usage, "prompt_tokens", (double)cu.total);
 	cJSON_AddNumberToObject(usage, "completion_tokens", 7 + 20 * ncalls);
-	cJSON_AddNumberToObject(usage, "total_tokens", (double)(a->body_len / 4) + 7 + 20 * ncalls);
+	cJSON_AddNumberToObject(usage, "total_tokens", (double)cu.total + 7 + 20 * ncalls);
+	cJSON *details = cJSON_AddObjectToObject(usage, "prompt_tokens_details");
+	cJSON_AddNumberToObject(details, "cached_tokens", (double)cu.read);
+	cJSON_AddNumberToObject(details, "audio_tokens", 0);
 	return doc;
 }
 

@@ -42,12 +42,12 @@ void summary_release(struct summary *s)
 	cJSON_Delete(s->roles);
 	cJSON_Delete(s->seen);
 	cJSON_Delete(s->acknowledged);
+	prompt_free(s->prompt);
 }
 
 void summary_add_image(struct summary *s, const struct image *img)
 {
 	s->images++;
-	s->image_chars += img->encoded;
 	if (!img->ok) {
 		if (!s->bad_images++)
 			snprintf(s->bad_image_why, sizeof(s->bad_image_why), "image %d: %s", s->images, img->why);
@@ -62,8 +62,6 @@ void summary_add_image(struct summary *s, const struct image *img)
 		int edge = img->w > img->h ? img->w : img->h;
 		if (edge > s->max_long_edge)
 			s->max_long_edge = edge;
-		/* about what Claude charges (w*h/750); good enough for GPT too */
-		s->image_tokens += ((long)img->w * img->h + 749) / 750;
 	}
 	s->last_image = *img;
 }
@@ -87,6 +85,17 @@ void record(struct verdict *v, const char *name, int ok, const char *fmt, ...)
 	cJSON_AddItemToArray(v->list, a);
 	if (!ok && !v->first_failed[0])
 		snprintf(v->first_failed, sizeof(v->first_failed), "%s: %s", name, detail);
+}
+
+void refuse(struct verdict *v, const char *name, const char *param, const char *code, const char *msg)
+{
+	record(v, name, 0, "%s", msg);
+	if (v->refused_by)
+		return;
+	v->refused_by = name;
+	snprintf(v->refusal, sizeof(v->refusal), "%s", msg);
+	v->refusal_param = param;
+	v->refusal_code = code;
 }
 
 cJSON *call_arguments_object(const cJSON *call, const char *last_session, const char **raw)
@@ -141,10 +150,42 @@ char *vendor_id(const char *prefix, int n, int hex)
 	return id;
 }
 
-long input_tokens(const struct summary *s, size_t body_len)
+/* The base64 images in v (a Messages source, or a data URL as OpenAI
+ * sends them): their characters and what they cost. */
+static void images_in(const cJSON *v, size_t *chars, long *tokens)
 {
-	size_t text = body_len > s->image_chars ? body_len - s->image_chars : 0;
-	return (long)(text / 4) + s->image_tokens + 1;
+	struct image img;
+	const char *data = NULL;
+	if (cJSON_IsString(v) && strncmp(v->valuestring, "data:image/", 11) == 0) {
+		data = v->valuestring;
+		image_check_data_url(data, &img);
+	} else if (cJSON_IsObject(v) && strcmp(rk_json_string(v, "type", ""), "base64") == 0 &&
+		   strncmp(rk_json_string(v, "media_type", ""), "image/", 6) == 0 &&
+		   (data = rk_json_string(v, "data", NULL))) {
+		image_check_base64(rk_json_string(v, "media_type", ""), data, &img);
+	}
+	if (data) {
+		*chars += strlen(data);
+		/* about what Claude charges (w*h/750); good enough for GPT too */
+		*tokens += img.ok ? ((long)img.w * img.h + 749) / 750 : 0;
+		return;
+	}
+	const cJSON *c;
+	cJSON_ArrayForEach(c, v)
+	{
+		images_in(c, chars, tokens);
+	}
+}
+
+long json_tokens(const cJSON *v, const char *printed)
+{
+	char *own = printed ? NULL : cJSON_PrintUnformatted(v);
+	size_t len = strlen(printed ? printed : own), chars = 0;
+	long tokens = 0;
+	free(own);
+	images_in(v, &chars, &tokens);
+	size_t text = len > chars ? len - chars : 0;
+	return (long)((text + 3) / 4) + tokens;
 }
 
 size_t utf8_piece(const char *s, size_t len, size_t size)

@@ -351,6 +351,9 @@ void messages_check(const cJSON *req, const struct http_in *h, const cJSON *expe
 	       mt_ok ? "max_tokens present" : "max_tokens, a positive integer, is required");
 
 	char problem[400] = "";
+	if (messages_prompt(req, s, &s->prompt, problem, sizeof(problem)) < 0)
+		refuse(v, "cache_control", NULL, NULL, problem);
+	problem[0] = '\0';
 	check_tools(req, s, problem, sizeof(problem));
 	record(v, "tools_valid", problem[0] == 0, "%s", problem[0] ? problem : "every tool is well formed");
 	const char *beta = s->native_type ? native_beta(s->native_type) : NULL;
@@ -381,16 +384,18 @@ int messages_beta_has(const char *header, const char *want)
 	return beta_has(header, want);
 }
 
-static cJSON *usage(long in, long out, int delta)
+/* usage as the API sends it; delta: message_delta's (no cache_creation
+ * breakdown, no service fields). */
+static cJSON *usage(const struct cache_usage *c, long out, int delta)
 {
 	cJSON *u = cJSON_CreateObject();
-	cJSON_AddNumberToObject(u, "input_tokens", (double)in);
-	cJSON_AddNumberToObject(u, "cache_creation_input_tokens", 0);
-	cJSON_AddNumberToObject(u, "cache_read_input_tokens", 0);
+	cJSON_AddNumberToObject(u, "input_tokens", (double)c->uncached);
+	cJSON_AddNumberToObject(u, "cache_creation_input_tokens", (double)c->created);
+	cJSON_AddNumberToObject(u, "cache_read_input_tokens", (double)c->read);
 	if (!delta) {
 		cJSON *cc = cJSON_AddObjectToObject(u, "cache_creation");
-		cJSON_AddNumberToObject(cc, "ephemeral_1h_input_tokens", 0);
-		cJSON_AddNumberToObject(cc, "ephemeral_5m_input_tokens", 0);
+		cJSON_AddNumberToObject(cc, "ephemeral_1h_input_tokens", (double)c->created_1h);
+		cJSON_AddNumberToObject(cc, "ephemeral_5m_input_tokens", (double)c->created_5m);
 	}
 	cJSON_AddNumberToObject(u, "output_tokens", (double)out);
 	cJSON_AddNullToObject(u, "output_tokens_details");
@@ -421,10 +426,11 @@ static void stream_text(struct rk_buf *sse, int index, const char *delta_type, c
 	}
 }
 
-/* The events that build doc: message_start, then each block's start,
- * deltas and stop, then message_delta and message_stop. raw[k] is block
- * k's input as written when it is not a JSON object (NULL otherwise). */
-static void stream(const cJSON *doc, const char **raw, struct rk_buf *sse)
+/* The events that build doc: message_start (its usage: the input's, c,
+ * as the answer's), then each block's start, deltas and stop, then
+ * message_delta and message_stop. raw[k] is block k's input as written
+ * when it is not a JSON object (NULL otherwise). */
+static void stream(const cJSON *doc, const char **raw, const struct cache_usage *c, struct rk_buf *sse)
 {
 	cJSON *start = cJSON_CreateObject();
 	cJSON_AddStringToObject(start, "type", "message_start");
@@ -432,9 +438,8 @@ static void stream(const cJSON *doc, const char **raw, struct rk_buf *sse)
 	cJSON_ReplaceItemInObjectCaseSensitive(msg, "content", cJSON_CreateArray());
 	cJSON_ReplaceItemInObjectCaseSensitive(msg, "stop_reason", cJSON_CreateNull());
 	const cJSON *u = cJSON_GetObjectItemCaseSensitive(doc, "usage");
-	long in = (long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(u, "input_tokens"));
 	long out = (long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(u, "output_tokens"));
-	cJSON_ReplaceItemInObjectCaseSensitive(msg, "usage", usage(in, 1, 0));
+	cJSON_ReplaceItemInObjectCaseSensitive(msg, "usage", usage(c, 1, 0));
 	cJSON_AddItemToObject(start, "message", msg);
 	sse_event(sse, "message_start", start);
 	cJSON_Delete(start);
@@ -494,7 +499,7 @@ static void stream(const cJSON *doc, const char **raw, struct rk_buf *sse)
 	cJSON_AddNullToObject(d, "stop_sequence");
 	cJSON_AddNullToObject(d, "stop_details");
 	cJSON_AddNullToObject(d, "container");
-	cJSON_AddItemToObject(md, "usage", usage(in, out, 1));
+	cJSON_AddItemToObject(md, "usage", usage(c, out, 1));
 	sse_event(sse, "message_delta", md);
 	cJSON_Delete(md);
 	rk_buf_adds(sse, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
@@ -575,9 +580,11 @@ cJSON *messages_render(const struct answer *a, struct rk_buf *sse)
 	cJSON_AddNullToObject(doc, "stop_details");
 	cJSON_AddNullToObject(doc, "container");
 	cJSON_AddNullToObject(doc, "diagnostics");
-	cJSON_AddItemToObject(doc, "usage", usage(input_tokens(a->s, a->body_len), out, 0));
+	struct cache_usage cu;
+	prompt_cache(a->s->prompt, &cu);
+	cJSON_AddItemToObject(doc, "usage", usage(&cu, out, 0));
 	if (sse)
-		stream(doc, raw, sse);
+		stream(doc, raw, &cu, sse);
 	return doc;
 }
 

@@ -70,11 +70,11 @@ struct summary {
 	int display_w, display_h; /* its declared size, 0 when it has none */
 	struct image last_image;  /* valid when images > 0 */
 	int max_long_edge;	  /* the longest image edge */
-	size_t image_chars;	  /* base64 characters of all images */
-	long image_tokens;	  /* what the images would cost */
 	cJSON *acknowledged;	  /* ids the last computer_call_output acknowledges, NULL: none came */
 	int previous_response;	  /* Responses: previous_response_id was given */
 	int store;		  /* Responses: "store" (absent: 1) */
+	struct prompt *prompt;	  /* the prompt as the cache sees it (owned), NULL until read */
+	const char *cache_key;	  /* OpenAI: prompt_cache_key, NULL when absent */
 };
 
 void summary_init(struct summary *s, enum protocol p);
@@ -90,9 +90,18 @@ void summary_add_text(struct summary *s, const char *text);
 struct verdict {
 	cJSON *list; /* [{"name", "ok", "detail"}] */
 	char first_failed[600];
+	/* A request the vendor itself refuses is answered as the vendor does: a
+	 * 400 invalid_request_error with the vendor's message. */
+	const char *refused_by; /* the check's name, NULL: not refused */
+	char refusal[500];
+	const char *refusal_param; /* OpenAI's "param" and "code", NULL: none */
+	const char *refusal_code;
 };
 
 void record(struct verdict *v, const char *name, int ok, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Records check name as failed with the vendor's own 400 message; the first
+ * refusal is the answer. param and code as OpenAI sends them (NULL: none). */
+void refuse(struct verdict *v, const char *name, const char *param, const char *code, const char *msg);
 
 /* Each protocol reads req (NULL when it is not JSON: s->invalid_why says
  * why) into s and records the checks every request of it gets. expect is
@@ -124,9 +133,11 @@ cJSON *call_arguments_object(const cJSON *call, const char *last_session, const 
 /* A vendor-shaped id: prefix then n characters of [0-9A-Za-z] (hex: of
  * [0-9a-f]). Malloc'd. */
 char *vendor_id(const char *prefix, int n, int hex);
-/* Input tokens a request of s would plausibly cost: its text by bytes / 4
- * and its images by pixels. */
-long input_tokens(const struct summary *s, size_t body_len);
+/* The one token estimate: what a piece of a request (a block, a tool, an
+ * input item) would plausibly cost. Its JSON text (printed: v as sent,
+ * or NULL to print it here) by ceil(bytes / 4), less its base64 images,
+ * which cost ceil(w * h / 750) of their decoded size each. */
+long json_tokens(const cJSON *v, const char *printed);
 /* Splits s[0..len) into pieces of about size bytes that do not cut a UTF-8
  * character; returns the length of the first piece (0 only when len is 0). */
 size_t utf8_piece(const char *s, size_t len, size_t size);
@@ -145,5 +156,39 @@ void chat_stream(const cJSON *completion, int include_usage, struct rk_buf *sse)
 int messages_beta_has(const char *header, const char *want);
 void messages_release(void);
 void responses_release(void);
+
+/* ---- prompt caches (cache.c) ---- */
+
+/* A request's prompt in the order the vendor renders it, in pieces (a tool,
+ * a system block, a message's content block; for OpenAI a tool, the
+ * instructions, a message or an input item), each with its tokens and the
+ * hash of everything up to it. */
+struct prompt;
+
+/* How a request's input tokens split; read + created + uncached = total. */
+struct cache_usage {
+	long total;
+	long read;		     /* read from the cache */
+	long created;		     /* written to it (Messages) */
+	long created_5m, created_1h; /* created, by the ttl of the breakpoint */
+	long uncached;		     /* neither: after the last breakpoint */
+};
+
+/* Messages: the prompt of req (tools, system, messages) with its
+ * cache_control breakpoints, into *out (to prompt_free). A cache_control
+ * the API refuses fills problem with the API's message and returns -1. */
+int messages_prompt(const cJSON *req, const struct summary *s, struct prompt **out, char *problem, size_t sz);
+/* OpenAI (Responses or chat): refuses a prompt_cache_key that is not a
+ * string (as the API does), else reads it and the prompt into s, in the
+ * cache partition of that key. */
+void openai_cache_check(const cJSON *req, struct summary *s, struct verdict *v);
+/* The cache_control breakpoints a Messages prompt carries (the top-level
+ * automatic one included). */
+int prompt_breakpoints(const struct prompt *p);
+/* Answers the prompt from the cache and writes to it what the vendor would:
+ * Messages at its breakpoints, OpenAI every prefix of 1024 tokens or more. */
+void prompt_cache(struct prompt *p, struct cache_usage *u);
+void prompt_free(struct prompt *p);
+void cache_release(void);
 
 #endif

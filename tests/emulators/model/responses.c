@@ -344,6 +344,7 @@ void responses_check(const cJSON *req, const struct http_in *h, const cJSON *exp
 		return;
 	record(v, "authorization", has_bearer(h), "%s",
 	       has_bearer(h) ? "an Authorization: Bearer header came" : "no Authorization: Bearer header came");
+	openai_cache_check(req, s, v);
 	const cJSON *want = cJSON_GetObjectItemCaseSensitive(expect, "store");
 	int want_store = cJSON_IsBool(want) ? cJSON_IsTrue(want) : 0;
 	record(v, "store", s->store == want_store, "store is %s, wanted %s%s", s->store ? "on" : "off",
@@ -713,11 +714,13 @@ cJSON *responses_render(const struct answer *a, struct rk_buf *sse)
 	cJSON_AddItemToObject(doc, "tools", tools ? cJSON_Duplicate(tools, 1) : cJSON_CreateArray());
 	cJSON_AddNumberToObject(doc, "top_p", 1);
 	cJSON_AddStringToObject(doc, "truncation", "disabled");
-	long in = input_tokens(a->s, a->body_len);
+	struct cache_usage cu;
+	prompt_cache(a->s->prompt, &cu);
+	long in = cu.total;
 	cJSON *u = cJSON_AddObjectToObject(doc, "usage");
 	cJSON_AddNumberToObject(u, "input_tokens", (double)in);
 	cJSON *d = cJSON_AddObjectToObject(u, "input_tokens_details");
-	cJSON_AddNumberToObject(d, "cached_tokens", 0);
+	cJSON_AddNumberToObject(d, "cached_tokens", (double)cu.read);
 	cJSON_AddNumberToObject(d, "cache_write_tokens", 0);
 	cJSON_AddNumberToObject(u, "output_tokens", (double)(out + reasoning));
 	cJSON_AddNumberToObject(cJSON_AddObjectToObject(u, "output_tokens_details"), "reasoning_tokens",
