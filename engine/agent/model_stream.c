@@ -37,9 +37,9 @@ struct rk_model_stream {
 	int cr;		    /* the last byte was a CR */
 	struct rk_buf event, data;
 	int any_data;
-	int started; /* output reached the sink (or would have, with none) */
-	int done;    /* the protocol's last event came */
-	int raw;     /* not a stream at all: a whole JSON reply */
+	int started;	    /* output reached the sink (or would have, with none) */
+	int done;	    /* the protocol's last event came */
+	int raw;	    /* not a stream at all: a whole JSON reply */
 	struct rk_buf body; /* raw: the bytes */
 	char *error;	    /* an error event's words, NULL: none */
 	char *bad;	    /* why an event could not be read, NULL: none */
@@ -123,10 +123,18 @@ static void set_error(struct rk_model_stream *s, const cJSON *e)
 	if (s->error)
 		return;
 	const char *type = rk_json_string(e, "type", NULL);
+	if (type && !strcmp(type, "error"))
+		type = NULL; /* the event's own type (Responses): its code says more */
 	const char *code = rk_json_string(e, "code", NULL);
 	const char *msg = rk_json_string(e, "message", NULL);
-	s->error = rk_xasprintf("%s%s%s", type ? type : code ? code : "", (type || code) && msg ? ": " : "",
-				msg ? msg : type || code ? "" : "an error without a message");
+	s->error = rk_xasprintf("%s%s%s",
+				type   ? type
+				: code ? code
+				       : "",
+				(type || code) && msg ? ": " : "",
+				msg	       ? msg
+				: type || code ? ""
+					       : "an error without a message");
 }
 
 static void set_bad(struct rk_model_stream *s, const char *why)
@@ -213,8 +221,7 @@ static void messages_event(struct rk_model_stream *s, const char *type, const cJ
 				else
 					cJSON_AddItemToObject(b, "citations", c);
 			}
-			cJSON_AddItemToArray(c,
-					     cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(d, "citation"), 1));
+			cJSON_AddItemToArray(c, cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(d, "citation"), 1));
 		}
 	} else if (!strcmp(type, "content_block_stop")) {
 		size_t k;
