@@ -432,9 +432,10 @@ static int run_continue(struct cmd_ctx *ctx)
  * stderr, ended by a newline before the next line) and the calls already
  * printed when they were decided, so tool.call does not print them again. */
 static struct {
-	int in_text;   /* streamed text ends without a newline yet */
-	int step_text; /* the step's text was streamed */
-	cJSON *shown;  /* ids of the step's calls printed from model.tool_call */
+	int in_text;	  /* streamed text ends without a newline yet */
+	int step_text;	  /* the step's text was streamed */
+	int answer_shown; /* the last turn (the answer) was streamed */
+	cJSON *shown;	  /* ids of the step's calls printed from model.tool_call */
 	int shown_step;
 } tty;
 
@@ -500,6 +501,7 @@ static void on_event(const cJSON *ev, void *cb_ctx)
 		const cJSON *calls = cJSON_GetObjectItemCaseSensitive(ev, "tool_calls");
 		if (text && !tty.step_text && cJSON_IsNumber(calls) && calls->valueint > 0)
 			out_progress("model: %.300s", text);
+		tty.answer_shown = tty.step_text && cJSON_IsNumber(calls) && calls->valueint == 0;
 		tty.step_text = 0;
 	} else if (!strcmp(type, "run.checkpoint")) {
 		const cJSON *e = cJSON_GetObjectItemCaseSensitive(ev, "error");
@@ -564,7 +566,8 @@ static int run_done(struct cmd_ctx *ctx, const char *id, int r)
 	if (r == 0 && !opt_json) {
 		struct rk_run_row row = {0};
 		struct rk_error e;
-		if (rk_run_get(ctx->eng, id, &row, &e) == 0 && row.final_answer) {
+		/* on one terminal the answer was just streamed: not twice */
+		if (rk_run_get(ctx->eng, id, &row, &e) == 0 && row.final_answer && !(tty.answer_shown && isatty(1))) {
 			out_text(stdout, row.final_answer, strlen(row.final_answer)); /* the model's words only */
 			fputc('\n', stdout);
 		}

@@ -468,7 +468,9 @@ int rk_model_probe(const struct rk_model_config *cfg, char **detail, struct rk_e
 {
 	*detail = NULL;
 	struct rk_model_http h;
-	int r = rk_model_request_http(cfg, NULL, 0, &h, err);
+	struct rk_model_config whole = *cfg;
+	whole.stream = 0; /* the model list is JSON */
+	int r = rk_model_request_http(&whole, NULL, 0, &h, err);
 	if (r)
 		return r;
 	/* GET {base}/models: every protocol's vendor (and llama.cpp, vLLM,
