@@ -258,6 +258,15 @@ void out_warning(const char *message)
 	}
 }
 
+int out_progress_piece(const char *s, size_t n)
+{
+	if (opt_json || !isatty(2))
+		return -1;
+	out_text(stderr, s, n);
+	fflush(stderr);
+	return 0;
+}
+
 void out_progress(const char *fmt, ...)
 {
 	if (opt_json || !isatty(2))

@@ -38,5 +38,8 @@ int out_is_tty(FILE *f);
 size_t out_text(FILE *f, const char *s, size_t n);
 /* Progress lines on stderr, only on a terminal and never with --json. */
 void out_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A piece of a progress line (streamed text) as it is, no newline added,
+ * under the same rule: 0 when written, -1 when progress is not shown. */
+int out_progress_piece(const char *s, size_t n);
 
 #endif

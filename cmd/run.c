@@ -40,7 +40,7 @@ static const char *o_computer, *o_bot, *o_thread, *o_model, *o_base_url, *o_api;
 static const char *o_note, *o_trigger;
 static int64_t o_max_steps = 0, o_max_wall = 0, o_max_tokens = 0, o_retries = -1, o_limit = 50, o_after = 0,
 	       o_wait = 60, o_older_than = -1;
-static int o_detach, o_follow, o_dry_run;
+static int o_detach, o_follow, o_dry_run, o_no_stream;
 
 static const struct rk_opt run_opts[] = {
 	OPT_STRING("computer", 'c', &o_computer, "COMPUTER", "the computer to run on (default: the only one)"),
@@ -57,6 +57,8 @@ static const struct rk_opt run_opts[] = {
 		"the API root (else RAKAZO_MODEL_BASE_URL, the config file, or the vendor's for anthropic/ and openai/)"),
 	OPT_STRING("model-base-url", 0, &o_base_url, "URL", "the same as --base-url"),
 	OPT_INT("model-retries", 0, &o_retries, "N", "retries of a failed model call (default 4)", 0, 20),
+	OPT_BOOL("no-stream", 0, &o_no_stream,
+		 "ask the model for whole replies instead of a stream (also \"stream\": false in the config file)"),
 	OPT_INT("max-steps", 0, &o_max_steps, "N", "model turns before the run fails with max_steps (default 30)", 1,
 		10000),
 	OPT_INT("max-wall", 0, &o_max_wall, "SECONDS", "fail the run (max_wall) after this long (default: no limit)", 1,
@@ -426,6 +428,24 @@ static int run_continue(struct cmd_ctx *ctx)
 	return r;
 }
 
+/* What the terminal shows of a streamed turn: its text as it comes (on
+ * stderr, ended by a newline before the next line) and the calls already
+ * printed when they were decided, so tool.call does not print them again. */
+static struct {
+	int in_text;	  /* streamed text ends without a newline yet */
+	int step_text;	  /* the step's text was streamed */
+	int answer_shown; /* the last turn (the answer) was streamed */
+	cJSON *shown;	  /* ids of the step's calls printed from model.tool_call */
+	int shown_step;
+} tty;
+
+static void end_text(void)
+{
+	if (tty.in_text)
+		out_progress("%s", "");
+	tty.in_text = 0;
+}
+
 /* Progress on a terminal, or the NDJSON stream. */
 static void on_event(const cJSON *ev, void *cb_ctx)
 {
@@ -435,10 +455,40 @@ static void on_event(const cJSON *ev, void *cb_ctx)
 		return;
 	}
 	const char *type = rk_json_string(ev, "type", "");
+	if (!strcmp(type, "model.text")) {
+		const char *t = rk_json_string(ev, "text", "");
+		if (out_progress_piece(t, strlen(t)) == 0 && *t) {
+			tty.in_text = t[strlen(t) - 1] != '\n';
+			tty.step_text = 1;
+		}
+		return;
+	}
+	end_text();
 	if (!strcmp(type, "run.started")) {
 		out_progress("run %s on %s (%s)", rk_json_string(ev, "run_id", ""), rk_json_string(ev, "computer", ""),
 			     rk_json_string(ev, "model", ""));
-	} else if (!strcmp(type, "tool.call")) {
+	} else if (!strcmp(type, "tool.call") || !strcmp(type, "model.tool_call")) {
+		const char *id = rk_json_string(ev, "id", "");
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(ev, "step");
+		int step = cJSON_IsNumber(st) ? st->valueint : 0;
+		if (step != tty.shown_step) {
+			cJSON_Delete(tty.shown);
+			tty.shown = NULL;
+			tty.shown_step = step;
+		}
+		const cJSON *s;
+		int shown = 0;
+		cJSON_ArrayForEach(s, tty.shown)
+		{
+			shown |= !strcmp(s->valuestring, id);
+		}
+		if (shown)
+			return;
+		if (type[0] == 'm' && *id) {
+			if (!tty.shown)
+				tty.shown = cJSON_CreateArray();
+			cJSON_AddItemToArray(tty.shown, cJSON_CreateString(id));
+		}
 		char *a = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(ev, "arguments"));
 		out_progress("  %s %.200s", rk_json_string(ev, "name", ""), a ? a : "");
 		free(a);
@@ -449,8 +499,10 @@ static void on_event(const cJSON *ev, void *cb_ctx)
 	} else if (!strcmp(type, "model.turn")) {
 		const char *text = rk_json_string(ev, "text", NULL);
 		const cJSON *calls = cJSON_GetObjectItemCaseSensitive(ev, "tool_calls");
-		if (text && cJSON_IsNumber(calls) && calls->valueint > 0)
+		if (text && !tty.step_text && cJSON_IsNumber(calls) && calls->valueint > 0)
 			out_progress("model: %.300s", text);
+		tty.answer_shown = tty.step_text && cJSON_IsNumber(calls) && calls->valueint == 0;
+		tty.step_text = 0;
 	} else if (!strcmp(type, "run.checkpoint")) {
 		const cJSON *e = cJSON_GetObjectItemCaseSensitive(ev, "error");
 		if (e)
@@ -514,7 +566,8 @@ static int run_done(struct cmd_ctx *ctx, const char *id, int r)
 	if (r == 0 && !opt_json) {
 		struct rk_run_row row = {0};
 		struct rk_error e;
-		if (rk_run_get(ctx->eng, id, &row, &e) == 0 && row.final_answer) {
+		/* on one terminal the answer was just streamed: not twice */
+		if (rk_run_get(ctx->eng, id, &row, &e) == 0 && row.final_answer && !(tty.answer_shown && isatty(1))) {
 			out_text(stdout, row.final_answer, strlen(row.final_answer)); /* the model's words only */
 			fputc('\n', stdout);
 		}
@@ -558,6 +611,7 @@ static int run_task(struct cmd_ctx *ctx, int first)
 	mf.model = o_model;
 	mf.api = o_api;
 	mf.max_retries = (int)o_retries;
+	mf.no_stream = o_no_stream;
 	struct rk_run_options ro = {.computer = o_computer,
 				    .bot = o_bot,
 				    .thread = o_thread,

@@ -321,6 +321,7 @@ complete -c rakazo -n "__rakazo_at run" -l api -x -a "messages responses chat"
 complete -c rakazo -n "__rakazo_at run" -l base-url
 complete -c rakazo -n "__rakazo_at run" -l model-base-url
 complete -c rakazo -n "__rakazo_at run" -l model-retries
+complete -c rakazo -n "__rakazo_at run" -l no-stream
 complete -c rakazo -n "__rakazo_at run" -l max-steps
 complete -c rakazo -n "__rakazo_at run" -l max-wall
 complete -c rakazo -n "__rakazo_at run" -l max-tokens

@@ -16,7 +16,7 @@
  *   3. the config file: flags->config_path, else RAKAZO_CONFIG, else
  *      DATA_DIR/config.json, an object whose "model" member holds
  *      {"base_url", "model", "api_key", "api", "timeout_s", "max_retries",
- *       "max_tokens", "keep_images", "prune_block", "prompt_cache"}; a
+ *       "max_tokens", "keep_images", "prune_block", "prompt_cache", "stream"}; a
  *      missing file is not an error
  *   4. defaults, below.
  * The protocol: flags->api, RAKAZO_MODEL_API or "api" ("chat", "messages",
@@ -119,6 +119,19 @@
 
 struct rk_model_reply;
 
+/* Where a streamed reply goes as it arrives (struct rk_model_config.sink):
+ * text as the model writes it, and each tool call as soon as the model has
+ * decided it (its block or item ended, the arguments whole). Called on the
+ * calling thread; either may be NULL. Output given here is never taken
+ * back: once any was, a failed stream fails the call instead of retrying. */
+struct rk_model_sink {
+	void (*text)(void *ctx, const char *delta, size_t len);
+	/* name and arguments as the vendor sent them (a native call: the
+	 * vendor's name and input) */
+	void (*tool_call)(void *ctx, const char *id, const char *name, const char *arguments);
+	void *ctx;
+};
+
 /* The wire protocol a model is spoken to with (issue 22). */
 enum rk_model_api {
 	RK_MODEL_API_CHAT,	/* OpenAI-compatible /chat/completions (llama.cpp, vLLM, Ollama) */
@@ -137,10 +150,11 @@ struct rk_model_flags {
 	int max_tokens;	    /* 0: not set */
 	int keep_images;    /* 0: not set */
 	const char *api;    /* "chat", "messages", "responses"; NULL: not set */
+	int no_stream;	    /* --no-stream: ask for whole replies */
 };
 #define RK_MODEL_FLAGS_INIT                                                                                            \
 	{                                                                                                              \
-		NULL, NULL, NULL, NULL, 0, -1, 0, 0, NULL                                                              \
+		NULL, NULL, NULL, NULL, 0, -1, 0, 0, NULL, 0                                                           \
 	}
 
 struct rk_model_config {
@@ -165,6 +179,16 @@ struct rk_model_config {
 	 * thread's id, else its own). Chat sends neither: local servers cache prefixes on their own. */
 	int prompt_cache;
 	char *cache_key; /* NULL: none */
+	/* Streaming (on unless the config file's "stream" is false or
+	 * flags->no_stream): the request asks for server-sent events (chat also
+	 * for the usage chunk), the reply is assembled from them into the same
+	 * struct rk_model_reply a whole reply gives (model_stream.c), and sink
+	 * (may be NULL; the caller's) sees the text and tool calls as they come.
+	 * A stream that fails before any output reached the sink is retried like
+	 * a 529; after, the call fails (RK_EUNAVAILABLE, "... after its output
+	 * had started ..."). */
+	int stream;
+	const struct rk_model_sink *sink;
 	/* Optional: set to non-zero (a signal handler may) to stop a call or
 	 * its backoff; the call returns RK_EINTERRUPTED. */
 	volatile sig_atomic_t *cancel;
@@ -317,7 +341,8 @@ struct rk_model_reply {
 };
 void rk_model_reply_release(struct rk_model_reply *r);
 
-/* The request body rk_model_complete sends (for tests and --dry-run);
+/* The request body rk_model_complete sends (for tests and --dry-run), but
+ * the members that ask for a stream ("stream", chat's "stream_options");
  * the caller owns it. NULL when the request cannot be made (a native tool
  * on chat, a native type the protocol does not have). */
 cJSON *rk_model_request_json(const struct rk_model_config *cfg, const struct rk_model_conversation *c,

@@ -80,7 +80,7 @@ int rk_model_request_http(const struct rk_model_config *cfg, const struct rk_mod
 		return rc;
 	const char *base = cfg->base_url ? cfg->base_url : "";
 	int n = 0;
-	h->headers[n++] = rk_xstrdup("Accept: application/json");
+	h->headers[n++] = rk_xstrdup(cfg->stream ? "Accept: text/event-stream" : "Accept: application/json");
 	switch (cfg->api) {
 	case RK_MODEL_API_MESSAGES: {
 		char *betas = anthropic_betas(tools, ntools);
@@ -142,8 +142,15 @@ int rk_model_reply_parse(enum rk_model_api api, const char *body, size_t len, co
 /* ---- HTTP ---- */
 
 struct transfer {
-	int64_t retry_after_ms; /* -1: none */
+	int64_t retry_after_ms;		/* -1: none */
+	struct rk_model_stream *stream; /* NULL: a whole reply is read */
 };
+
+static int on_stream_data(void *ud, const void *data, size_t len)
+{
+	struct transfer *t = ud;
+	return rk_model_stream_feed(t->stream, data, len);
+}
 
 static void on_header(void *ud, const char *p, size_t len)
 {
@@ -246,10 +253,18 @@ static enum outcome attempt(const struct rk_model_config *cfg, const char *url, 
 		 * replayed elsewhere */
 		.user_agent = "rakazo/" RK_VERSION,
 	};
+	if (cfg->stream) {
+		/* each attempt reads its own stream; the cancel flag stops it
+		 * between two reads as it stops a whole reply */
+		t->stream = rk_model_stream_new(cfg->api, cfg->sink, REPLY_MAX_BYTES);
+		q.on_data = on_stream_data;
+		q.on_data_ctx = t;
+	}
 	struct rk_http_response r;
 	rk_http_response_init(&r);
 	int64_t t0 = rk_monotonic_ms();
 	int hrc = rk_http_do(&q, &r, NULL);
+	int started = t->stream && rk_model_stream_started(t->stream);
 	int64_t took = rk_monotonic_ms() - t0;
 	long status = r.status;
 	reply->http_status = (int)status;
@@ -257,8 +272,21 @@ static enum outcome attempt(const struct rk_model_config *cfg, const char *url, 
 
 	if (hrc < 0) {
 		rk_log(RK_LOG_WARN, "model: POST %s: %s after %lld ms", url, r.failure_text, (long long)took);
+		if (started && r.failure != RK_HTTP_FAIL_STOPPED) {
+			/* what was shown cannot be taken back, so no retry */
+			rk_error_set(err, RK_EUNAVAILABLE,
+				     "the model endpoint's stream broke off after its output had started (%s); the step "
+				     "failed rather than repeat what was shown",
+				     r.failure_text ? r.failure_text : "no reason given");
+			goto out;
+		}
 		switch (r.failure) {
 		case RK_HTTP_FAIL_STOPPED:
+			if (t->stream && !(cfg->cancel && *cfg->cancel)) {
+				rk_error_set(err, RK_ETOOLARGE, "the model endpoint's stream exceeds %u MiB",
+					     REPLY_MAX_BYTES >> 20);
+				goto out;
+			}
 			rk_error_set(err, RK_EINTERRUPTED, "the model call was interrupted");
 			goto out;
 		case RK_HTTP_FAIL_TOO_LARGE:
@@ -294,9 +322,20 @@ static enum outcome attempt(const struct rk_model_config *cfg, const char *url, 
 	rk_log(RK_LOG_INFO, "model: POST %s: HTTP %ld, %zu bytes in %lld ms", url, status, r.body.len, (long long)took);
 	if (status >= 200 && status < 300) {
 		int attempts = reply->attempts;
-		o = rk_model_reply_parse(cfg->api, r.body.data, r.body.len, d->tools, d->ntools, reply, err) == 0
-			    ? DONE
-			    : FAIL;
+		size_t blen = r.body.len;
+		char *got = t->stream ? rk_model_stream_body(t->stream, &blen, err) : r.body.data;
+		if (!got) {
+			/* an error event or a cut stream: like a 529 while nothing
+			 * was shown, final after */
+			if (rk_err(err)->code == RK_EUNAVAILABLE && !started)
+				o = RETRY;
+			else if (started)
+				rk_error_prefix(err, "the stream failed after its output had started (not retried)");
+			goto out;
+		}
+		o = rk_model_reply_parse(cfg->api, got, blen, d->tools, d->ntools, reply, err) == 0 ? DONE : FAIL;
+		if (t->stream)
+			free(got);
 		reply->attempts = attempts;
 		reply->http_status = (int)status;
 		goto out;
@@ -336,6 +375,8 @@ static enum outcome attempt(const struct rk_model_config *cfg, const char *url, 
 	}
 	rk_buf_release(&m);
 out:
+	rk_model_stream_free(t->stream);
+	t->stream = NULL;
 	rk_http_response_release(&r);
 	return o;
 }
@@ -359,6 +400,12 @@ int rk_model_complete(const struct rk_model_config *cfg, const struct rk_model_c
 	if ((rc = build_request(cfg, c, tools, ntools, &req, err)) < 0) {
 		rk_model_http_release(&h);
 		return rc;
+	}
+	if (cfg->stream) {
+		cJSON_AddBoolToObject(req, "stream", 1);
+		/* chat sends usage only when asked, in a last chunk */
+		if (cfg->api == RK_MODEL_API_CHAT)
+			cJSON_AddBoolToObject(cJSON_AddObjectToObject(req, "stream_options"), "include_usage", 1);
 	}
 	char *body = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
@@ -421,7 +468,9 @@ int rk_model_probe(const struct rk_model_config *cfg, char **detail, struct rk_e
 {
 	*detail = NULL;
 	struct rk_model_http h;
-	int r = rk_model_request_http(cfg, NULL, 0, &h, err);
+	struct rk_model_config whole = *cfg;
+	whole.stream = 0; /* the model list is JSON */
+	int r = rk_model_request_http(&whole, NULL, 0, &h, err);
 	if (r)
 		return r;
 	/* GET {base}/models: every protocol's vendor (and llama.cpp, vLLM,

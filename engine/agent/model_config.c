@@ -172,6 +172,7 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 	cfg->keep_images = RK_MODEL_KEEP_IMAGES_DEFAULT;
 	cfg->prune_block = RK_MODEL_PRUNE_BLOCK_DEFAULT;
 	cfg->prompt_cache = 1;
+	cfg->stream = 1;
 
 	int must_exist = 1;
 	if (flags->config_path)
@@ -212,6 +213,8 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 			goto fail;
 		cfg->prune_block = (int)v;
 		if ((rc = rk_json_get_bool(file, "prompt_cache", cfg->prompt_cache, &cfg->prompt_cache, what, err)) < 0)
+			goto fail;
+		if ((rc = rk_json_get_bool(file, "stream", cfg->stream, &cfg->stream, what, err)) < 0)
 			goto fail;
 	}
 
@@ -301,6 +304,8 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 		cfg->max_tokens = flags->max_tokens;
 	if (flags->keep_images > 0)
 		cfg->keep_images = flags->keep_images;
+	if (flags->no_stream)
+		cfg->stream = 0;
 	cJSON_Delete(doc);
 	return 0;
 fail:

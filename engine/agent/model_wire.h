@@ -20,6 +20,7 @@ struct rk_model_conversation;
 struct rk_model_message;
 struct rk_model_part;
 struct rk_model_reply;
+struct rk_model_sink;
 struct rk_model_tool;
 
 /* Request bodies: 0 and *out (the caller's), or RK_EINVALID when a tool
@@ -38,6 +39,26 @@ int rk_model_messages_reply(const cJSON *doc, const char *body, size_t len, cons
 			    size_t ntools, struct rk_model_reply *r, struct rk_error *err);
 int rk_model_responses_reply(const cJSON *doc, const char *body, size_t len, const struct rk_model_tool *tools,
 			     size_t ntools, struct rk_model_reply *r, struct rk_error *err);
+
+/* ---- streamed replies (model_stream.c) ---- */
+
+/* A stream of protocol api (an enum rk_model_api) being read, its text and
+ * tool calls going to sink (may be NULL) as they come. */
+struct rk_model_stream;
+struct rk_model_stream *rk_model_stream_new(int api, const struct rk_model_sink *sink, size_t max_bytes);
+void rk_model_stream_free(struct rk_model_stream *s);
+/* The bytes as they arrive, cut anywhere. 0, or -1 past max_bytes. */
+int rk_model_stream_feed(struct rk_model_stream *s, const void *data, size_t len);
+/* Whether output (text or a tool call) has been handed on. */
+int rk_model_stream_started(const struct rk_model_stream *s);
+/* After the last byte: the reply body the events add up to, the one the
+ * vendor sends unstreamed (malloc'd; *len its length), for
+ * rk_model_reply_parse. NULL with err: RK_EUNAVAILABLE for an error event
+ * ("the model endpoint's stream reported an error: TYPE: MESSAGE") or a
+ * stream that ended before its last event, RK_EFAILED for one that
+ * cannot be read. A server that ignored the stream request and sent one
+ * JSON reply gets that reply back. */
+char *rk_model_stream_body(struct rk_model_stream *s, size_t *len, struct rk_error *err);
 
 /* ---- shared helpers (model.c) ---- */
 

@@ -117,6 +117,11 @@ struct run {
 	struct rk_computer_tool_spec native;
 	int has_native;
 	struct rk_model_tool *own_tools; /* malloc'd, or NULL: run_tools' */
+	/* a streamed turn's text not yet in a model.text event, and when the
+	 * last one went */
+	struct rk_buf text;
+	int64_t text_at;
+	struct rk_model_sink sink;
 };
 
 /* The values of the secrets of a run's user (of bot_id), read now
@@ -217,6 +222,58 @@ static void emit(struct run *run, const char *type, cJSON *body)
 	if (run->x && run->x->cb)
 		run->x->cb(ev, run->x->cb_ctx);
 	cJSON_Delete(ev);
+}
+
+/* ---- a streamed turn: model.text and model.tool_call as they come ---- */
+
+#define TEXT_EVERY_MS 100
+
+/* Sends the streamed text held so far as one model.text event: all of it
+ * at the end of a turn, else up to what could begin a secret (the redactor
+ * must see a value whole) and not inside a character. */
+static void flush_text(struct run *run, int all)
+{
+	size_t n = run->text.len;
+	if (!all) {
+		n -= rk_secret_redactor_hold(run->red, run->text.data, n);
+		while (n > 0 && ((unsigned char)run->text.data[n] & 0xC0) == 0x80)
+			n--;
+	}
+	if (!n)
+		return;
+	char *piece = rk_xstrndup(run->text.data, n);
+	rk_buf_consume(&run->text, n);
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddNumberToObject(b, "step", (double)(run->steps + 1));
+	cJSON_AddStringToObject(b, "text", piece);
+	free(piece);
+	emit(run, "model.text", b);
+	run->text_at = rk_monotonic_ms();
+}
+
+/* Text in events of a line or about TEXT_EVERY_MS, not a token each, so
+ * run_events stays small. */
+static void on_model_text(void *ctx, const char *delta, size_t len)
+{
+	struct run *run = ctx;
+	rk_buf_add(&run->text, delta, len);
+	if (memchr(delta, '\n', len) || rk_monotonic_ms() - run->text_at >= TEXT_EVERY_MS)
+		flush_text(run, 0);
+}
+
+static void on_model_call(void *ctx, const char *id, const char *name, const char *arguments)
+{
+	struct run *run = ctx;
+	flush_text(run, 1);
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddNumberToObject(b, "step", (double)(run->steps + 1));
+	cJSON_AddStringToObject(b, "id", id);
+	cJSON_AddStringToObject(b, "name", name);
+	cJSON *args = cJSON_Parse(arguments);
+	cJSON_AddItemToObject(b, "arguments", cJSON_IsObject(args) ? args : cJSON_CreateString(arguments));
+	if (!cJSON_IsObject(args))
+		cJSON_Delete(args);
+	emit(run, "model.tool_call", b);
 }
 
 /* Stores one conversation message (consumed). */
@@ -850,7 +907,10 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 		}
 		reload_redactor(run);
 		struct rk_model_reply reply = {0};
-		if ((r = rk_model_complete(&run->cfg, run->conv, tools, ntools, &reply, err))) {
+		run->text_at = rk_monotonic_ms();
+		r = rk_model_complete(&run->cfg, run->conv, tools, ntools, &reply, err);
+		flush_text(run, 1);
+		if (r) {
 			if (rk_err(err)->code == RK_EINTERRUPTED) {
 				/* woken: by a cancel, an interrupt, or for nothing (then ask again) */
 				if ((*reason = look(run))) {
@@ -949,6 +1009,8 @@ static cJSON *options_json(const struct rk_run_options *opt)
 		cJSON_AddNumberToObject(o, "model_retries", opt->model->max_retries);
 	if (opt->model && opt->model->config_path)
 		cJSON_AddStringToObject(o, "model_config", opt->model->config_path);
+	if (opt->model && opt->model->no_stream)
+		cJSON_AddBoolToObject(o, "model_no_stream", 1);
 	return o;
 }
 
@@ -1072,6 +1134,10 @@ static int run_config(struct run *run, struct rk_error *err)
 	if (r)
 		return r;
 	run->cfg.cancel = run->x->wake ? run->x->wake : run->x->cancel;
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(run->opts, "model_no_stream")))
+		run->cfg.stream = 0;
+	run->sink = (struct rk_model_sink){on_model_text, on_model_call, run};
+	run->cfg.sink = &run->sink;
 	/* a thread's runs share their conversation's prefix, so its cache too */
 	run->cfg.cache_key = rk_xasprintf("rakazo-%s", run->row.thread_id ? run->row.thread_id : run->id);
 	const cJSON *v;
@@ -1089,9 +1155,12 @@ int rk_run_execute(struct rk_engine *eng, const char *run_id, const struct rk_ru
 {
 	static const struct rk_run_exec none = {0};
 	struct run run = {.eng = eng, .x = x ? x : &none, .fence = -1};
+	rk_buf_init(&run.text);
 	int r = rk_db_run_get(eng->db, run_id, &run.row, err);
-	if (r)
+	if (r) {
+		rk_buf_release(&run.text);
 		return r;
+	}
 	if (rk_run_state_of(run.row.state) != RK_RUN_QUEUED) {
 		r = rk_error_set(err, RK_ECONFLICT, "run %s is %s, not queued", run_id, run.row.state);
 		rk_run_row_release(&run.row);
@@ -1255,6 +1324,7 @@ out:
 	cJSON_Delete(run.opts);
 	rk_model_conversation_free(run.conv);
 	free(run.own_tools);
+	rk_buf_release(&run.text);
 	rk_secret_redactor_free(run.red);
 	rk_run_row_release(&run.row);
 	rk_computer_release(&run.c);

@@ -17,6 +17,10 @@
  * into run_events, each with "seq" (1, 2, ... per run, over its attempts),
  * "type", "run_id" and "time" (ISO-8601 UTC):
  *   run.started   {attempt, computer_id, computer, model, task, max_steps, resumed}
+ *   model.text    {step, text}   a streamed turn's text as it comes, a line or about
+ *                 100 ms at a time (their texts joined are the turn's text)
+ *   model.tool_call {step, id, name, arguments}  a streamed turn's call as soon as the model
+ *                 decided it (before model.turn; tool.call follows when it runs)
  *   model.turn    {step, finish_reason, text|null, tool_calls, usage {input_tokens, output_tokens}}
  *   tool.call     {step, id, name, arguments (the parsed object, or the raw text when malformed)}
  *   tool.result   {step, id, name, output (the text the model got, clipped), error? {code, message},

@@ -25,7 +25,7 @@ char *rk_run_event_line(const cJSON *ev, int compact)
 	else
 		rk_buf_printf(&b, "%4lld %s %-20s", cJSON_IsNumber(seq) ? (long long)seq->valuedouble : 0LL, when,
 			      type);
-	if (!strcmp(type, "tool.call")) {
+	if (!strcmp(type, "tool.call") || !strcmp(type, "model.tool_call")) {
 		char *a = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(ev, "arguments"));
 		rk_buf_printf(&b, " %s %.200s", rk_json_string(ev, "name", ""), a ? a : "");
 		free(a);
@@ -42,6 +42,8 @@ char *rk_run_event_line(const cJSON *ev, int compact)
 		const cJSON *st = cJSON_GetObjectItemCaseSensitive(ev, "step");
 		rk_buf_printf(&b, " step %d%s%.200s", cJSON_IsNumber(st) ? st->valueint : 0, text ? ": " : "",
 			      text ? text : "");
+	} else if (!strcmp(type, "model.text")) {
+		rk_buf_printf(&b, " %.200s", rk_json_string(ev, "text", ""));
 	} else if (!strcmp(type, "run.finished")) {
 		rk_buf_printf(&b, " %s", rk_json_string(ev, "state", ""));
 		const char *ans = rk_json_string(ev, "answer", NULL);

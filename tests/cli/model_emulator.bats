@@ -113,11 +113,11 @@ PY
 }
 
 @test "model emulator: the official @anthropic-ai/sdk runs its scenario on the Messages API (fidelity)" {
-	sdk_run anthropic "sdk anthropic: 12 passed, 0 failed" @anthropic-ai/sdk
+	sdk_run anthropic "sdk anthropic: 13 passed, 0 failed" @anthropic-ai/sdk
 }
 
 @test "model emulator: the official openai SDK runs its scenario on the Responses API and chat (fidelity)" {
-	sdk_run openai "sdk openai: 14 passed, 0 failed" openai
+	sdk_run openai "sdk openai: 15 passed, 0 failed" openai
 }
 
 @test "model emulator: Messages refuses no max_tokens, no anthropic-version and no key, each naming its check" {
@@ -344,6 +344,14 @@ PY
 	printf '%s\n' '{"steps": [{"expect": {"image_size": [1]}, "reply": {}}]}' >"$BATS_TEST_TMPDIR/s.json"
 	run "$MODEL_SERVER" "$BATS_TEST_TMPDIR/s.json"
 	[ "$status" -eq 2 ]
+	printf '%s\n' '{"steps": [{"fault": "stream_error"}]}' >"$BATS_TEST_TMPDIR/s.json"
+	run "$MODEL_SERVER" "$BATS_TEST_TMPDIR/s.json"
+	[ "$status" -eq 2 ]
+	[[ $output == *'a stream_error fault needs the "reply" it starts'* ]]
+	printf '%s\n' '{"steps": [{"stall_ms": "long", "reply": {}}]}' >"$BATS_TEST_TMPDIR/s.json"
+	run "$MODEL_SERVER" "$BATS_TEST_TMPDIR/s.json"
+	[ "$status" -eq 2 ]
+	[[ $output == *'stall_ms must be a number of ms'* ]]
 }
 
 # A Messages request on claude-sonnet-4-6 (1024 tokens at least to cache):

@@ -14,7 +14,19 @@
  *      {"fault": "garbage"}, {"fault": "hang", "ms": 3000}, {"fault": "close"},
  *      {"fault": "raw", "body": "{...}"} (that text as a 200 JSON reply),
  *      {"fault": "cut", "reply": {...}} (half the answer, then the connection drops),
+ *      {"fault": "stream_error", "reply": {...}, "after": "start"|"text", "error_type": "..."}
+ *        (a stream's first events, up to the start (default) or through the
+ *        first text delta, then the vendor's error event: Messages "event:
+ *        error" {"type":"error","error":{"type": error_type (default
+ *        overloaded_error), "message"}}, Responses "error" {code, message,
+ *        param, sequence_number}, chat a chunk {"error": {...}}; a request
+ *        without "stream" gets HTTP 529 (Messages) or 500 instead),
  *      {"reply": {"content": "done"}}]}
+ *
+ * A streamed answer can be slowed: "event_delay_ms": N waits N ms before
+ * each event after the first, "stall_ms": N sends the first event and then
+ * nothing for N ms (a model that stalls; the wait ends early when the client
+ * hangs up, and the stream then ends there).
  *
  * (a bare list of steps is taken too). A reply is protocol-neutral:
  *   content: "text"                      the assistant's text
@@ -123,12 +135,14 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
@@ -229,14 +243,25 @@ static void check_step(const cJSON *step, int n)
 	const cJSON *reply = cJSON_GetObjectItemCaseSensitive(step, "reply");
 	if (fault) {
 		if (strcmp(fault, "status") && strcmp(fault, "garbage") && strcmp(fault, "hang") &&
-		    strcmp(fault, "close") && strcmp(fault, "raw") && strcmp(fault, "cut"))
-			die_usage("step %d: fault must be status, garbage, raw, hang, cut or close", n);
+		    strcmp(fault, "close") && strcmp(fault, "raw") && strcmp(fault, "cut") && strcmp(fault, "stream_error"))
+			die_usage("step %d: fault must be status, garbage, raw, hang, cut, stream_error or close", n);
+		if (strcmp(fault, "stream_error") == 0 && !cJSON_IsObject(reply))
+			die_usage("step %d: a stream_error fault needs the \"reply\" it starts", n);
+		const char *after = rk_json_string(step, "after", "start");
+		if (strcmp(after, "start") && strcmp(after, "text"))
+			die_usage("step %d: after must be start or text", n);
 		if (strcmp(fault, "status") == 0 && !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(step, "status")))
 			die_usage("step %d: a status fault needs \"status\"", n);
 		if (strcmp(fault, "cut") == 0 && !cJSON_IsObject(reply))
 			die_usage("step %d: a cut fault needs the \"reply\" it cuts", n);
 	} else if (!cJSON_IsObject(reply)) {
 		die_usage("step %d needs a \"reply\" object or a \"fault\"", n);
+	}
+	const char *waits[] = {"event_delay_ms", "stall_ms", NULL};
+	for (int i = 0; waits[i]; i++) {
+		const cJSON *w = cJSON_GetObjectItemCaseSensitive(step, waits[i]);
+		if (w && (!cJSON_IsNumber(w) || w->valuedouble < 0 || w->valuedouble > 600000))
+			die_usage("step %d: %s must be a number of ms from 0 to 600000", n, waits[i]);
 	}
 	if (reply) {
 		const cJSON *calls = cJSON_GetObjectItemCaseSensitive(reply, "tool_calls");
@@ -507,12 +532,41 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, enum protocol p
 }
 
 /* A body handed out in small pieces (so a client meets events split
- * across reads), ending early with a dropped connection when cut. */
+ * across reads), ending early with a dropped connection when cut. A stream
+ * can wait between its events (ends: where each event ends). */
 struct body_out {
 	char *data;
 	size_t limit;
 	int cut;
+	size_t *ends; /* event ends, NULL: no waits */
+	size_t nends, next;
+	size_t waited; /* events waited before so far */
+	int64_t delay_ms, stall_ms;
+	int fd; /* the client's socket, -1: unknown */
 };
+
+/* Waits ms, or less when the client hangs up or the server stops: -1 then. */
+static int wait_for_client(int fd, int64_t ms)
+{
+	int64_t until = rk_monotonic_ms() + ms;
+	for (int64_t left; (left = until - rk_monotonic_ms()) > 0;) {
+		if (srv.done)
+			return -1;
+		struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+		int n = fd >= 0 ? poll(&p, 1, left < 50 ? (int)left : 50) : 0;
+		if (fd < 0)
+			rk_sleep_ms(left < 50 ? left : 50);
+		if (n > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
+			return -1;
+		if (n > 0) {
+			char c;
+			if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+				return -1;
+			rk_sleep_ms(left < 50 ? left : 50); /* bytes we do not read: do not spin on them */
+		}
+	}
+	return 0;
+}
 
 static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -520,6 +574,19 @@ static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 	if (pos >= b->limit)
 		return b->cut ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
 	size_t n = b->limit - (size_t)pos;
+	if (b->ends) {
+		while (b->next < b->nends && b->ends[b->next] <= pos)
+			b->next++;
+		/* at the start of event next (> 0), not waited for yet */
+		if (b->next > 0 && b->waited < b->next && pos == b->ends[b->next - 1]) {
+			b->waited = b->next;
+			int64_t ms = b->next == 1 && b->stall_ms ? b->stall_ms : b->delay_ms;
+			if (ms > 0 && wait_for_client(b->fd, ms) < 0)
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+		if (b->next < b->nends && b->ends[b->next] - pos < n)
+			n = b->ends[b->next] - pos; /* an event goes out before the wait for the next */
+	}
 	if (n > max)
 		n = max;
 	if (n > 97)
@@ -532,16 +599,40 @@ static void body_free(void *cls)
 {
 	struct body_out *b = cls;
 	free(b->data);
+	free(b->ends);
 	free(b);
 }
 
+/* Where each event of an SSE text ends (after its blank line). */
+static size_t event_ends(const char *text, size_t len, size_t **out)
+{
+	size_t n = 0, cap = 16;
+	*out = rk_xmalloc(cap * sizeof(**out));
+	for (const char *p = text; (p = strstr(p, "\n\n")) != NULL && (size_t)(p - text) < len; p += 2) {
+		if (n == cap)
+			*out = rk_xrealloc(*out, (cap *= 2) * sizeof(**out));
+		(*out)[n++] = (size_t)(p - text) + 2;
+	}
+	return n;
+}
+
 static enum MHD_Result send_pieces(struct MHD_Connection *conn, enum protocol proto, char *text, size_t len, int sse,
-				   int cut)
+				   int cut, const cJSON *step)
 {
 	struct body_out *b = rk_xcalloc(1, sizeof(*b));
 	b->data = text;
 	b->limit = cut ? len / 2 : len;
 	b->cut = cut;
+	b->fd = -1;
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(step, "event_delay_ms");
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(step, "stall_ms");
+	b->delay_ms = cJSON_IsNumber(d) ? (int64_t)d->valuedouble : 0;
+	b->stall_ms = cJSON_IsNumber(st) ? (int64_t)st->valuedouble : 0;
+	if (sse && (b->delay_ms || b->stall_ms)) {
+		b->nends = event_ends(text, len, &b->ends);
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		b->fd = ci ? ci->connect_fd : -1;
+	}
 	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, body_read, b, body_free);
 	MHD_add_response_header(r, "Content-Type", sse ? "text/event-stream; charset=utf-8" : "application/json");
 	if (sse)
@@ -550,6 +641,64 @@ static enum MHD_Result send_pieces(struct MHD_Connection *conn, enum protocol pr
 	enum MHD_Result res = MHD_queue_response(conn, 200, r);
 	MHD_destroy_response(r);
 	return res;
+}
+
+/* A stream_error step: sse cut after its start (or its first text delta)
+ * and the vendor's error event after. */
+static void stream_error(struct rk_buf *sse, enum protocol proto, const cJSON *st)
+{
+	const char *after = rk_json_string(st, "after", "start");
+	const char *type = rk_json_string(st, "error_type", proto == PROTO_MESSAGES ? "overloaded_error" : "server_error");
+	size_t *ends = NULL;
+	size_t n = event_ends(sse->data, sse->len, &ends), keep = 0, k = 0;
+	if (!strcmp(after, "text")) {
+		static const char *const marks[] = {"\"text_delta\"", "response.output_text.delta", "\"content\":\""};
+		const char *mark = marks[proto == PROTO_MESSAGES ? 0 : proto == PROTO_RESPONSES ? 1 : 2];
+		for (size_t start = 0; k < n; start = ends[k++]) {
+			char *ev = rk_xstrndup(sse->data + start, ends[k] - start);
+			const char *hit = strstr(ev, mark);
+			/* chat's first chunk has content "": not text yet */
+			int text = hit && !(proto == PROTO_CHAT && hit[strlen(mark)] == '"');
+			free(ev);
+			if (text) {
+				k++;
+				break;
+			}
+		}
+	} else {
+		/* Messages: message_start; Responses: created, in_progress; chat: the role chunk */
+		k = proto == PROTO_RESPONSES ? 2 : 1;
+	}
+	keep = k && k <= n ? ends[k - 1] : 0;
+	free(ends);
+	sse->len = keep;
+	sse->data[keep] = '\0';
+	char *msg = rk_xasprintf("%s (scripted mid-stream error)",
+				 !strcmp(type, "overloaded_error") ? "Overloaded" : "The server had an error");
+	cJSON *doc = cJSON_CreateObject();
+	if (proto == PROTO_MESSAGES) {
+		cJSON_AddStringToObject(doc, "type", "error");
+		cJSON *e = cJSON_AddObjectToObject(doc, "error");
+		cJSON_AddStringToObject(e, "type", type);
+		cJSON_AddStringToObject(e, "message", msg);
+		sse_event(sse, "error", doc);
+	} else if (proto == PROTO_RESPONSES) {
+		cJSON_AddStringToObject(doc, "type", "error");
+		cJSON_AddStringToObject(doc, "code", type);
+		cJSON_AddStringToObject(doc, "message", msg);
+		cJSON_AddNullToObject(doc, "param");
+		cJSON_AddNumberToObject(doc, "sequence_number", (double)k);
+		sse_event(sse, "error", doc);
+	} else {
+		cJSON *e = cJSON_AddObjectToObject(doc, "error");
+		cJSON_AddStringToObject(e, "message", msg);
+		cJSON_AddStringToObject(e, "type", type);
+		cJSON_AddNullToObject(e, "param");
+		cJSON_AddNullToObject(e, "code");
+		sse_event(sse, NULL, doc);
+	}
+	cJSON_Delete(doc);
+	free(msg);
 }
 
 static void note_failure(const char *msg)
@@ -752,15 +901,24 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 	if (hang_ms > 0)
 		rk_sleep_ms(hang_ms);
 	int cut = fault && strcmp(fault, "cut") == 0;
+	int serr = fault && strcmp(fault, "stream_error") == 0;
 	if (!doc) {
 		res = send_error(conn, proto, 500, "scripted_fault", "the hang is over and this step has no reply", -1);
+	} else if (serr && !s.stream) {
+		res = proto == PROTO_MESSAGES
+			      ? send_error(conn, proto, 529, rk_json_string(st, "error_type", "overloaded_error"),
+					   "Overloaded (scripted)", -1)
+			      : send_error(conn, proto, 500, rk_json_string(st, "error_type", "server_error"),
+					   "The server had an error (scripted)", -1);
 	} else if (s.stream) {
+		if (serr)
+			stream_error(&sse, proto, st);
 		size_t len;
 		char *text = rk_buf_detach(&sse, &len);
-		res = send_pieces(conn, proto, text, len, 1, cut);
+		res = send_pieces(conn, proto, text, len, 1, cut, st);
 	} else if (cut) {
 		char *text = cJSON_PrintUnformatted(doc);
-		res = send_pieces(conn, proto, text, strlen(text), 0, 1);
+		res = send_pieces(conn, proto, text, strlen(text), 0, 1, st);
 	} else {
 		res = send_json(conn, proto, 200, doc, -1);
 	}
@@ -923,6 +1081,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	srv.done = 1; /* a stalled stream stops waiting */
 	MHD_stop_daemon(d);
 
 	pthread_mutex_lock(&srv.mu);

@@ -316,10 +316,26 @@ await t.check('a fifth cache_control is refused: the API\'s 400, a BadRequestErr
 	assert.equal(caught.error.error.message, 'A maximum of 4 blocks with cache_control may be provided. Found 5.');
 });
 
+await t.check('a mid-stream error event: the SDK raises the overloaded_error after the text so far', async () => {
+	const stream = client.messages.stream({ model, max_tokens: 256, messages: [{ role: 'user', content: 'Go on' }] });
+	let text = '';
+	stream.on('text', (d) => (text += d));
+	let caught;
+	try {
+		await stream.finalMessage();
+	} catch (e) {
+		caught = e;
+	}
+	assert.ok(caught, 'finalMessage() rejects');
+	assert.equal(caught.error?.type, 'error', `the error event's body, got ${caught}`);
+	assert.equal(caught.error.error.type, 'overloaded_error');
+	assert.ok(text.length > 0 && 'Half of this arrives, then the stream reports it is overloaded.'.startsWith(text), text);
+});
+
 const { code, report } = await emu.finish();
 await t.check('the emulator served every step; its only failures are the refusals above', async () => {
 	assert.equal(report.completed, true, JSON.stringify(report));
-	assert.equal(report.served, 11);
+	assert.equal(report.served, 12);
 	assert.deepEqual(failedAssertions(report), [
 		'step 8: anthropic_beta: a computer_20251124 tool needs anthropic-beta computer-use-2025-11-24; got "(none)"',
 		'step 11: cache_control: A maximum of 4 blocks with cache_control may be provided. Found 5.',
@@ -328,10 +344,10 @@ await t.check('the emulator served every step; its only failures are the refusal
 	assert.equal(code, 1);
 	assert.deepEqual(
 		report.requests.map((r) => r.protocol),
-		Array(11).fill('messages'),
+		Array(12).fill('messages'),
 	);
 	assert.deepEqual(
-		report.requests.slice(8).map((r) => [r.cache_breakpoints, r.status]),
+		report.requests.slice(8, 11).map((r) => [r.cache_breakpoints, r.status]),
 		[
 			[1, 200],
 			[2, 200],

@@ -289,10 +289,34 @@ await t.check('a prompt_cache_key that is not a string is refused: the API\'s 40
 	assert.equal(caught.type, 'invalid_request_error');
 });
 
+await t.check('a mid-stream error event: responses.stream and chat.completions.stream raise it', async () => {
+	const stream = client.responses.stream({ model, input: 'go on', store: false });
+	let text = '';
+	let caught;
+	try {
+		for await (const e of stream) if (e.type === 'response.output_text.delta') text += e.delta;
+		await stream.finalResponse();
+	} catch (e) {
+		caught = e;
+	}
+	assert.ok(caught, 'the stream rejects');
+	assert.match(String(caught.message), /server_error|The server had an error/, String(caught));
+	assert.ok(text.length > 0 && 'Half of this arrives, then the server fails.'.startsWith(text), text);
+	caught = undefined;
+	try {
+		const chat = client.chat.completions.stream({ model, messages: [{ role: 'user', content: 'go on' }] });
+		await chat.finalChatCompletion();
+	} catch (e) {
+		caught = e;
+	}
+	assert.ok(caught, 'the chat stream rejects');
+	assert.match(String(caught.message), /The server had an error/, String(caught));
+});
+
 const { code, report } = await emu.finish();
 await t.check('the emulator served every step; its only failures are the refusals above', async () => {
 	assert.equal(report.completed, true, JSON.stringify(report));
-	assert.equal(report.served, 15);
+	assert.equal(report.served, 17);
 	assert.deepEqual(failedAssertions(report), [
 		'step 10: call_ids_match: input item 0: the function_call_output for "call_nobody" answers no call (in the input or via previous_response_id)',
 		"step 15: prompt_cache_key: Invalid type for 'prompt_cache_key': expected a string, but got an integer instead.",
@@ -300,10 +324,10 @@ await t.check('the emulator served every step; its only failures are the refusal
 	assert.equal(code, 1);
 	assert.deepEqual(
 		report.requests.map((r) => r.protocol),
-		[...Array(7).fill('responses'), 'chat', 'chat', 'responses', 'responses', 'responses', 'chat', 'chat', 'responses'],
+		[...Array(7).fill('responses'), 'chat', 'chat', 'responses', 'responses', 'responses', 'chat', 'chat', 'responses', 'responses', 'chat'],
 	);
 	assert.deepEqual(
-		report.requests.slice(10).map((r) => [r.prompt_cache_key, r.status]),
+		report.requests.slice(10, 15).map((r) => [r.prompt_cache_key, r.status]),
 		[
 			['sdk-rules', 200],
 			['sdk-rules', 200],

@@ -222,6 +222,28 @@ PY
 	check model "$BATS_TEST_TMPDIR/dump"
 }
 
+@test "redaction: a secret the model writes in a slow stream is split across pieces, yet no model.text event holds half" {
+	printf '%s' "$VALUE" | rk secret set svc --origin https://a.example --auth bearer >/dev/null
+	rk_fake t
+	# chat sends the text 9 bytes a chunk; 150 ms between chunks makes the
+	# run hand its text on chunk by chunk, so the value spans several
+	python3 - "$VALUE" >"$BATS_TEST_TMPDIR/scenario.json" <<'PY'
+import json, sys
+print(json.dumps({"steps": [
+  {"expect": {"stream": True}, "event_delay_ms": 150, "reply": {"content": "The token is " + sys.argv[1] + " and that is all."}}]}))
+PY
+	start_server "$BATS_TEST_TMPDIR/scenario.json"
+	run rk run --computer t --json "say it"
+	echo "$output" >"$BATS_TEST_TMPDIR/events"
+	server_ok
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '"type":"model.text"' "$BATS_TEST_TMPDIR/events")" -ge 3 ]
+	grep -qF 'The token is [redacted] and that is all.' "$BATS_TEST_TMPDIR/events"
+	refute_halves "$BATS_TEST_TMPDIR/events"
+	rk run logs "$(rk run list --json | rk_json 'd[0]["id"]')" >"$BATS_TEST_TMPDIR/logs"
+	refute_halves "$BATS_TEST_TMPDIR/logs"
+}
+
 @test "redaction: a secret printed in two writes that came in two reads is one history record, redacted" {
 	printf '%s' "$VALUE" | rk secret set svc --origin https://a.example --auth bearer >/dev/null
 	rk_fake t
