@@ -40,7 +40,7 @@ static const char *o_computer, *o_bot, *o_thread, *o_model, *o_base_url, *o_api;
 static const char *o_note, *o_trigger;
 static int64_t o_max_steps = 0, o_max_wall = 0, o_max_tokens = 0, o_retries = -1, o_limit = 50, o_after = 0,
 	       o_wait = 60, o_older_than = -1;
-static int o_detach, o_follow, o_dry_run, o_no_stream;
+static int o_detach, o_follow, o_dry_run, o_no_stream, o_no_auto_resume;
 
 static const struct rk_opt run_opts[] = {
 	OPT_STRING("computer", 'c', &o_computer, "COMPUTER", "the computer to run on (default: the only one)"),
@@ -67,6 +67,8 @@ static const struct rk_opt run_opts[] = {
 		INT64_C(1) << 40),
 	OPT_STRING("trigger", 0, &o_trigger, "person|webhook",
 		   "who started the run (default person); webhook: calls that change data need approval"),
+	OPT_BOOL("no-auto-resume", 0, &o_no_auto_resume,
+		 "leave the run interrupted if its process dies (default: a worker resumes it once)"),
 	OPT_INT("limit", 'n', &o_limit, "N", "list: at most N runs (default 50)", 1, 10000),
 	OPT_BOOL("detach", 'd', &o_detach, "start (or resume) the run in a process of its own and print its id"),
 	OPT_BOOL("follow", 'f', &o_follow, "logs: keep printing events until the run ends"),
@@ -113,6 +115,7 @@ static cJSON *run_to_json(const struct rk_run_row *r)
 	rk_json_add_str_or_null(o, "error", r->error);
 	rk_json_add_str_or_null(o, "reason", r->reason);
 	cJSON_AddNumberToObject(o, "attempts", (double)(r->attempts > 0 ? r->attempts : 0));
+	cJSON_AddNumberToObject(o, "auto_resumes_left", (double)(r->auto_resumes_left > 0 ? r->auto_resumes_left : 0));
 	cJSON_AddBoolToObject(o, "cancel_requested", r->cancel_requested > 0);
 	rk_json_add_str_or_null(o, "takeover_reason", r->takeover_reason);
 	rk_json_add_str_or_null(o, "lease_bot", r->lease_bot);
@@ -621,6 +624,7 @@ static int run_task(struct cmd_ctx *ctx, int first)
 				    .max_wall_ms = o_max_wall * 1000,
 				    .max_tokens = o_max_tokens,
 				    .trigger = o_trigger,
+				    .no_auto_resume = o_no_auto_resume,
 				    .cancel = &cancel_flag,
 				    .wake = &wake_flag};
 	char *id = NULL;
@@ -668,6 +672,23 @@ static int run_resume(struct cmd_ctx *ctx)
 	return r;
 }
 
+/* execute RUN (not in the help: the worker's auto-resume starts it,
+ * engine/agent/run.h): runs the queued run here, in a process exec'd
+ * afresh. SIGTERM/SIGINT interrupt it, SIGUSR1 (`run cancel`) wakes it. */
+static int run_execute(struct cmd_ctx *ctx)
+{
+	int r = cmd_want_args(ctx, 2, 2, "RUN");
+	if (r || (r = cmd_engine(ctx)))
+		return r;
+	signal(SIGHUP, SIG_IGN);
+	struct rk_run_exec x = {NULL, NULL, &cancel_flag, &wake_flag};
+	struct signals sg;
+	signals_on(&sg);
+	r = rk_run_execute(ctx->eng, ctx->args[1], &x, &ctx->err);
+	signals_off(&sg);
+	return r;
+}
+
 /* approve|deny RUN: decides the call the run waits on (engine/access/approval.h). */
 static int run_decide(struct cmd_ctx *ctx, int approve)
 {
@@ -704,6 +725,8 @@ static int run_main(struct cmd_ctx *ctx)
 	const char *verb = ctx->args[0];
 	if ((!strcmp(verb, "approve") || !strcmp(verb, "deny")) && ctx->nargs <= 2)
 		return run_decide(ctx, !strcmp(verb, "approve"));
+	if (!strcmp(verb, "execute") && ctx->nargs == 2 && !strncmp(ctx->args[1], "run_", 4))
+		return run_execute(ctx);
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		if (strcmp(verb, verbs[i].name))
 			continue;
@@ -734,7 +757,9 @@ const struct cmd_entry cmd_run = {
 		       "sessions killed); `resume ID` continues an interrupted run (or one failed by a limit or the\n"
 		       "model) from its stored conversation; `continue ID [--note TEXT]` ends the takeover a run\n"
 		       "waits in (request_takeover). A second run of the same bot on the same computer is a conflict\n"
-		       "(exit 4) while the first is live.\n"
+		       "(exit 4) while the first is live. A run whose process dies (or stops heart-beating) is\n"
+		       "resumed once by a worker (event run.auto_resumed) unless it was started with\n"
+		       "--no-auto-resume.\n"
 		       "A call that needs approval (`rakazo approval`) pauses the run in waiting_approval until\n"
 		       "`rakazo run approve RUN` or `rakazo run deny RUN [--note TEXT]` from another terminal.\n"
 		       "`rm ID...` removes ended runs (events, conversation, attachments; a live one is a conflict,\n"

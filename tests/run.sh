@@ -259,7 +259,7 @@ suite_bats() {
 
 # The state on PostgreSQL: these units and suites again, on a server of its own.
 PG_UNITS="test_state test_team test_trust test_api"
-PG_SUITES="lifecycle leases sessions team status crash workers"
+PG_SUITES="lifecycle leases sessions team status crash workers run_resume"
 
 suite_pg() {
 	pgdir=$(mktemp -d "${TMPDIR:-/tmp}/rakazo-pg.XXXXXX") || return

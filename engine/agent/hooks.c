@@ -25,6 +25,8 @@ void rk_engine_hooks_init(void)
 		.control_released = rk_gateway_revoke_control,
 		/* the worker's passes end runs that went quiet */
 		.reap_runs = rk_run_reap,
+		/* and resume those that asked for it */
+		.resume_runs = rk_run_auto_resume,
 	};
 	rk_hooks_register(&answers);
 }

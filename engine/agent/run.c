@@ -4,11 +4,13 @@
 #include "engine/agent/run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine/access/authz.h"
@@ -539,8 +541,17 @@ static void beat(struct run *run, int64_t every_ms)
 		rk_log(RK_LOG_WARN, "run %s: lease renewal: %s", run->id, e.message);
 }
 
+/* Whether the row is no longer this attempt's (one under way): someone
+ * else ended it (found it stale), queued it again for an automatic resume,
+ * or a newer attempt took it, its lease fence moved on. */
+static int superseded_in(const struct run *run, const struct rk_run_row *row)
+{
+	return rk_run_state_is_final(row->state) || rk_run_state_of(row->state) == RK_RUN_QUEUED ||
+	       (row->lease_fence > 0 && run->fence > 0 && row->lease_fence != run->fence);
+}
+
 /* What the row says now: 0 go on; else the reason to stop ("cancelled", or
- * "superseded" when someone else ended the run, e.g. found it stale). */
+ * "superseded", above). */
 static const char *look(struct run *run)
 {
 	if (run->x->cancel && *run->x->cancel)
@@ -551,11 +562,22 @@ static const char *look(struct run *run)
 	if (rk_db_run_get(run->eng->db, run->id, &row, &e) == 0) {
 		if (row.cancel_requested > 0)
 			why = "cancelled";
-		else if (rk_run_state_is_final(row.state))
+		else if (superseded_in(run, &row))
 			why = "superseded";
 	}
 	rk_run_row_release(&row);
 	return why;
+}
+
+/* 1 when the row is no longer this attempt's: a process that stalled in a
+ * model call writes nothing of the turn it gets back. */
+static int taken_over(struct run *run)
+{
+	struct rk_run_row row = {0};
+	struct rk_error e;
+	int gone = rk_db_run_get(run->eng->db, run->id, &row, &e) == 0 && superseded_in(run, &row);
+	rk_run_row_release(&row);
+	return gone;
 }
 
 static int stop_error(struct run *run, const char *why, struct rk_error *err)
@@ -565,7 +587,8 @@ static int stop_error(struct run *run, const char *why, struct rk_error *err)
 				    (long long)run->steps);
 	if (!strcmp(why, "superseded"))
 		return rk_error_set(err, RK_ECONFLICT,
-				    "superseded: the run was ended by another process while this one was stalled");
+				    "superseded: the run was ended, or taken over, by another process while this one "
+				    "was stalled");
 	return rk_error_set(err, RK_EINTERRUPTED, "interrupted: the run was interrupted after %lld steps",
 			    (long long)run->steps);
 }
@@ -678,7 +701,7 @@ static int wait_takeover(struct run *run, const char *reason, char **note, const
 			return r;
 		if (row.cancel_requested > 0)
 			*why = "cancelled";
-		else if (rk_run_state_is_final(row.state))
+		else if (superseded_in(run, &row))
 			*why = "superseded";
 		else if (rk_run_state_of(row.state) == RK_RUN_RUNNING)
 			*note = rk_xstrdup(row.takeover_note);
@@ -925,6 +948,12 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 			rk_error_prefix(err, "model");
 			break;
 		}
+		if (taken_over(run)) {
+			rk_model_reply_release(&reply);
+			*reason = "superseded";
+			r = stop_error(run, *reason, err);
+			break;
+		}
 		run->steps++;
 		run->attempt_steps++;
 		struct rk_run_usage turn = {.input = count(reply.prompt_tokens),
@@ -996,6 +1025,7 @@ static cJSON *options_json(const struct rk_run_options *opt)
 	cJSON_AddNumberToObject(o, "max_tokens", (double)(opt->max_tokens > 0 ? opt->max_tokens : 0));
 	rk_json_add_str_or_null(o, "system_prompt", opt->system_prompt);
 	cJSON_AddStringToObject(o, "trigger", opt->trigger ? opt->trigger : "person");
+	cJSON_AddBoolToObject(o, "auto_resume", !opt->no_auto_resume);
 	/* the flags given; the rest (and the key, never stored) comes from the
 	 * environment and config file of the process that runs it, so a resume
 	 * can point a run whose endpoint went down at a working one */
@@ -1088,6 +1118,10 @@ int rk_run_create(struct rk_engine *eng, const struct rk_run_options *opt, char 
 	 * without its vendor prefix, so a resume could not infer it again */
 	if (!cJSON_GetObjectItemCaseSensitive(oj, "model_api"))
 		cJSON_AddStringToObject(oj, "model_api", rk_model_api_name(cfg.api));
+	/* the endpoint it starts with, whatever set it: an automatic resume
+	 * runs in a process the worker starts, whose environment may differ */
+	if (cfg.base_url)
+		cJSON_AddStringToObject(oj, "model_endpoint", cfg.base_url);
 	char *options = cJSON_PrintUnformatted(oj);
 	cJSON_Delete(oj);
 	struct rk_run_row row = {.id = id,
@@ -1099,7 +1133,8 @@ int rk_run_create(struct rk_engine *eng, const struct rk_run_options *opt, char 
 				 .state = "queued",
 				 .options = options,
 				 .lease_bot = (char *)bot,
-				 .lease_fence = l.fence};
+				 .lease_fence = l.fence,
+				 .auto_resumes_left = opt->no_auto_resume ? 0 : 1};
 	r = rk_db_run_insert(eng->db, &row, err);
 	free(options);
 	if (r) {
@@ -1460,6 +1495,164 @@ int rk_run_resume(struct rk_engine *eng, const char *run_id, const struct rk_run
 	return rk_run_execute(eng, run_id, x, err);
 }
 
+/* ---- automatic resume -------------------------------------------------------- */
+
+extern char **environ;
+
+/* environ without the variables named in drop (each "NAME="), then add
+ * (each "NAME=value", NULL ends it); the array is malloc'd, its strings
+ * borrowed from environ and add. */
+static char **env_with(const char *const *drop, char *const *add)
+{
+	size_t n = 0, k = 0;
+	while (environ && environ[n])
+		n++;
+	while (add[k])
+		k++;
+	char **env = rk_xcalloc(n + k + 1, sizeof(*env));
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		int skip = 0;
+		for (size_t d = 0; drop[d] && !skip; d++)
+			skip = !strncmp(environ[i], drop[d], strlen(drop[d]));
+		if (!skip)
+			env[m++] = environ[i];
+	}
+	for (size_t i = 0; i < k; i++)
+		env[m++] = add[i];
+	return env;
+}
+
+/* Starts `rakazo run execute ID` (self_exe) in a session of its own, stdio
+ * on /dev/null, nobody's child. A fresh exec rather than rk_run_detach's
+ * fork: the worker has threads (its heartbeat), and a fork of it inherits
+ * whatever locks they held. Everything is made before fork: the children
+ * make only async-signal-safe calls. The data directory and the run's
+ * model endpoint go in its environment (the worker's may differ from the
+ * one the run started in); the key comes from the worker's environment or
+ * config file. Returns once the program is exec'd, or with why not. */
+static int spawn_execute(struct rk_engine *eng, const char *run_id, const char *endpoint, struct rk_error *err)
+{
+	char *data = rk_xasprintf("RAKAZO_DATA_DIR=%s", eng->data_dir);
+	char *base = endpoint ? rk_xasprintf("RAKAZO_MODEL_BASE_URL=%s", endpoint) : NULL;
+	static const char *const drop_all[] = {"RAKAZO_DATA_DIR=", "RAKAZO_MODEL_BASE_URL=", NULL};
+	static const char *const drop_data[] = {"RAKAZO_DATA_DIR=", NULL};
+	char *add[] = {data, base, NULL};
+	char **env = env_with(base ? drop_all : drop_data, add);
+	char *argv[] = {"rakazo", "run", "execute", (char *)run_id, NULL};
+	int fds[2], r = 0;
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		r = rk_error_errno(err, RK_EFAILED, errno, "cannot start run %s", run_id);
+		goto out;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setsid();
+		pid_t p2 = fork();
+		if (p2 != 0)
+			_exit(p2 < 0 ? 1 : 0);
+		int dn = open("/dev/null", O_RDWR);
+		if (dn >= 0) {
+			dup2(dn, 0);
+			dup2(dn, 1);
+			dup2(dn, 2);
+		}
+		/* nothing of the worker's (its lock, its database) but the pipe that
+		 * tells it the exec failed */
+		if (fds[1] > 3)
+			close_range(3, (unsigned)fds[1] - 1, 0);
+		close_range((unsigned)fds[1] + 1, ~0U, 0);
+		execve(eng->self_exe, argv, env);
+		int e = errno;
+		(void)!write(fds[1], &e, sizeof(e));
+		_exit(127);
+	}
+	int fork_errno = errno;
+	close(fds[1]);
+	if (pid < 0) {
+		close(fds[0]);
+		r = rk_error_errno(err, RK_EFAILED, fork_errno, "cannot start run %s", run_id);
+		goto out;
+	}
+	int status = 0, e = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	ssize_t got;
+	while ((got = read(fds[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(fds[0]);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		r = rk_error_set(err, RK_EFAILED, "cannot start run %s: fork failed", run_id);
+	else if (got == (ssize_t)sizeof(e))
+		r = rk_error_errno(err, RK_EFAILED, e, "cannot start run %s: %s", run_id, eng->self_exe);
+out:
+	free(env);
+	free(data);
+	free(base);
+	return r;
+}
+
+/* The one automatic resume of row (claimed by the caller): its event, then
+ * the process that runs it. */
+static int auto_resume_one(struct rk_engine *eng, const struct rk_run_row *row, struct rk_error *err)
+{
+	cJSON *opts = cJSON_Parse(row->options ? row->options : "{}");
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddNumberToObject(b, "from_attempt", (double)(row->attempts > 0 ? row->attempts : 0));
+	cJSON_AddStringToObject(b, "reason", row->reason ? row->reason : "interrupted");
+	cJSON *w = cJSON_AddObjectToObject(b, "worker");
+	cJSON_AddStringToObject(w, "host", host);
+	cJSON_AddNumberToObject(w, "pid", (double)getpid());
+	cJSON *g = cJSON_AddObjectToObject(b, "previous");
+	rk_json_add_str_or_null(g, "host_key", row->worker_host);
+	cJSON_AddNumberToObject(g, "pid", (double)row->worker_pid);
+	struct rk_secret_redactor *red = run_redactor(eng, row->bot_id);
+	int64_t seq = 0;
+	struct rk_error e;
+	if (rk_db_run_event_last(eng->db, row->id, &seq, &e) == 0)
+		cJSON_Delete(event_store(eng, red, row->id, seq + 1, "run.auto_resumed", b));
+	else
+		cJSON_Delete(b);
+	rk_secret_redactor_free(red);
+	rk_log(RK_LOG_INFO, "run %s: auto-resumed after %s (attempt %lld)", row->id, row->reason,
+	       (long long)(row->attempts + 1));
+	int r = spawn_execute(eng, row->id, rk_json_string(opts, "model_endpoint", NULL), err);
+	cJSON_Delete(opts);
+	if (r) {
+		/* back to interrupted, its automatic resume spent: a person resumes it */
+		rk_error_prefix(err, "run %s: its automatic resume", row->id);
+		if (rk_db_run_finish(eng->db, row->id, "interrupted", NULL, rk_err(err)->message, &e) == 0)
+			rk_db_run_set_meta(eng->db, row->id, "worker_gone", NULL, &e);
+	}
+	return r;
+}
+
+int rk_run_auto_resume(struct rk_engine *eng, int *resumed, struct rk_error *err)
+{
+	if (resumed)
+		*resumed = 0;
+	struct rk_run_row *rows;
+	size_t n;
+	int r = rk_db_run_list_auto_resumable(eng->db, &rows, &n, err);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		int c = rk_db_run_claim_auto_resume(eng->db, rows[i].id, err);
+		struct rk_error e;
+		if (c < 0)
+			r = c;
+		else if (c > 0 && auto_resume_one(eng, &rows[i], &e) != 0)
+			rk_log(RK_LOG_WARN, "%s", e.message); /* the run says so too; the others go on */
+		else if (c > 0 && resumed)
+			(*resumed)++;
+	}
+	rk_run_rows_free(rows, n);
+	return r;
+}
+
 int rk_run_cancel(struct rk_engine *eng, const char *run_id, int64_t wait_ms, struct rk_error *err)
 {
 	int r = rk_run_reap(eng, NULL, err);
@@ -1598,6 +1791,7 @@ int rk_run_reap(struct rk_engine *eng, int *marked, struct rk_error *err)
 	if (r)
 		return r;
 	int64_t now = rk_now_ms(), stale = rk_run_stale_ms();
+	int resumable_marked = 0;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		struct rk_run_row *row = &rows[i];
 		int64_t hb = row->heartbeat_at >= 0 ? row->heartbeat_at : row->created_at;
@@ -1628,6 +1822,7 @@ int rk_run_reap(struct rk_engine *eng, int *marked, struct rk_error *err)
 		} else if (m > 0) {
 			if (marked)
 				(*marked)++;
+			resumable_marked |= row->auto_resumes_left > 0;
 			rk_log(RK_LOG_WARN, "run %s: %s", row->id, msg);
 			struct rk_error e;
 			if (row->lease_fence > 0 && row->computer_id &&
@@ -1640,6 +1835,7 @@ int rk_run_reap(struct rk_engine *eng, int *marked, struct rk_error *err)
 				cJSON *b = cJSON_CreateObject();
 				cJSON_AddStringToObject(b, "reason", reason);
 				cJSON_AddStringToObject(b, "error", msg);
+				cJSON_AddBoolToObject(b, "auto_resume", row->auto_resumes_left > 0);
 				cJSON_Delete(event_store(eng, red, row->id, seq + 1, "run.interrupted", b));
 			}
 		}
@@ -1647,6 +1843,11 @@ int rk_run_reap(struct rk_engine *eng, int *marked, struct rk_error *err)
 		free(msg);
 	}
 	rk_run_rows_free(rows, n);
+	/* a worker resumes it (rk_run_auto_resume): there is one while a run is
+	 * live, but a reaper may be the first to see it after that one left */
+	struct rk_error we;
+	if (resumable_marked && rk_worker_ensure(eng, &we))
+		rk_log(RK_LOG_WARN, "run: no worker to resume it: %s", we.message);
 	return r;
 }
 

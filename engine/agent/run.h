@@ -28,7 +28,9 @@
  *   run.waiting_takeover {reason}          run.takeover_ended {note|null}
  *   run.checkpoint {ok, error?}
  *   run.finished  {state, steps, usage, answer | reason + error}
- *   run.interrupted {reason, error}        (written by whoever found the run stale)
+ *   run.interrupted {reason, error, auto_resume}   (written by whoever found the run stale;
+ *                  auto_resume: a worker will resume it)
+ *   run.auto_resumed {from_attempt, reason, worker, previous}   (see Auto-resume)
  * Every event, stored message, history line and stored answer is redacted
  * with the values of the run's user's secrets (engine/access/secret.h), read again
  * each step.
@@ -56,6 +58,25 @@
  * from the stored messages (images are not stored: the model is told a
  * screenshot was there), and a call whose result was never stored gets an
  * error result saying its outcome is unknown.
+ *
+ * Auto-resume: a run made without no_auto_resume (`rakazo run
+ * --no-auto-resume`; its options say "auto_resume") gets one automatic
+ * resume (the row's auto_resumes_left). When the reaper marks it
+ * interrupted because its process is gone (worker_gone) or went quiet
+ * (stale), a worker's next pass (rk_run_auto_resume) claims it with one
+ * conditional update (of racing workers, or a worker and a person's
+ * resume, one wins; the reaper starts a worker if none runs), stores
+ *   run.auto_resumed {from_attempt, reason, worker {host, pid}, previous {host_key, pid}}
+ * and starts a process of its own for it (`rakazo run execute ID`, exec'd
+ * afresh, with the run's model endpoint and the worker's environment for
+ * the rest), whose run.started says resumed: true. It continues from the
+ * stored messages like any resume: a committed step (its tool results
+ * stored) is not run again. The process found quiet, if it still lives,
+ * is fenced: its lease went with the interruption, so its next tool call
+ * ends it with lease_lost. Once only: a run whose new attempt dies too
+ * stays interrupted (run.interrupted says auto_resume: false) until a
+ * person resumes it; other reasons (Ctrl-C, cancel, a failure) are never
+ * resumed automatically.
  *
  * The engine never prints. */
 
@@ -88,6 +109,7 @@ struct rk_run_options {
 	volatile sig_atomic_t *wake;   /* non-zero: stop waiting (a model call, a backoff) and look at the
 					* row (rk_run_cancel signals the run's process with SIGUSR1 for it);
 					* set it from the SIGINT handler too. May be NULL. */
+	int no_auto_resume;	       /* 1: a run whose process dies stays interrupted (see Auto-resume) */
 };
 
 /* How a created run is run in this process. */
@@ -153,6 +175,12 @@ int rk_run_prune(struct rk_engine *eng, int64_t before_ms, int dry_run, char ***
 /* Marks stale or orphaned live runs interrupted (see above); *marked (may
  * be NULL) counts them. */
 int rk_run_reap(struct rk_engine *eng, int *marked, struct rk_error *err);
+/* The worker's side of auto-resume (above): takes each interrupted run
+ * with an automatic resume left, stores its run.auto_resumed and starts
+ * `rakazo run execute ID` for it; *resumed (may be NULL) counts them. A run
+ * whose process cannot start goes back to interrupted (its resume spent)
+ * and is logged; only a database error is returned. */
+int rk_run_auto_resume(struct rk_engine *eng, int *resumed, struct rk_error *err);
 int64_t rk_run_stale_ms(void);
 
 /* 1 when a run of bot (NULL: the default bot) on the computer waits for a

@@ -15,7 +15,8 @@ static struct rk_hooks table;
 	X(computer_down)                                                                                               \
 	X(display_closing)                                                                                             \
 	X(control_released)                                                                                            \
-	X(reap_runs)
+	X(reap_runs)                                                                                                   \
+	X(resume_runs)
 
 void rk_hooks_register(const struct rk_hooks *h)
 {

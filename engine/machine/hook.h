@@ -4,7 +4,8 @@
  * happened without calling up. The lifecycle (execution.c) announces a
  * provision, a resume, a stop or pause and a delete, and a caller's wait;
  * idle announces a computer that went down; display a display closing; team
- * a person's control released; the worker asks for the runs' reaping. The
+ * a person's control released; the worker asks for the runs' reaping and
+ * their automatic resume. The
  * module that answers (checkpoint, worker, team, gateway, the run loop) is
  * named in one table, rk_engine_hooks_init (engine/agent/hooks.h), which
  * every process that opens an engine calls once (forked helpers inherit it).
@@ -50,6 +51,9 @@ struct rk_hooks {
 				struct rk_error *err);
 	/* worker.c, each pass: runs whose process went quiet end; *marked counts them */
 	int (*reap_runs)(struct rk_engine *eng, int *marked, struct rk_error *err);
+	/* worker.c, each pass after reap_runs: interrupted runs that asked for it
+	 * are resumed in processes of their own; *resumed counts them */
+	int (*resume_runs)(struct rk_engine *eng, int *resumed, struct rk_error *err);
 };
 
 /* Answers the events h has a function for (NULL fields are left as they

@@ -219,8 +219,9 @@ int rk_worker_running(struct rk_engine *eng)
 	return busy;
 }
 
-/* One pass of the run loop's reaping (the reap_runs hook); the number of
- * runs still live (queued, running, waiting), or 0 on a database error. */
+/* One pass of the run loop's reaping and auto-resume (the reap_runs and
+ * resume_runs hooks); the number of runs still live (queued, running,
+ * waiting), or 0 on a database error. */
 static int reap_runs(struct rk_engine *eng)
 {
 	struct rk_error e;
@@ -231,6 +232,12 @@ static int reap_runs(struct rk_engine *eng)
 	}
 	if (marked)
 		rk_log(RK_LOG_INFO, "worker: %d run(s) marked interrupted", marked);
+	/* those marked now or by another reaper (`run list`) that asked for it */
+	int resumed = 0;
+	if (RK_HOOK(resume_runs, &e, eng, &resumed, &e) != 0)
+		rk_log(RK_LOG_WARN, "worker: run auto-resume: %s", e.message);
+	else if (resumed)
+		rk_log(RK_LOG_INFO, "worker: %d run(s) auto-resumed", resumed);
 	struct rk_run_row *rows;
 	size_t n;
 	if (rk_db_run_list_live(eng->db, &rows, &n, &e) != 0)

@@ -501,6 +501,10 @@ static const struct migration migrations[] = {
 	{"ALTER TABLE runs ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;"
 	 "ALTER TABLE runs ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;",
 	 NULL},
+	/* 14: automatic resumes a run has left (engine/agent/run.h auto-resume):
+	 * 1 for a run made with auto-resume on, taken by the one worker whose
+	 * conditional update wins; runs made before have none */
+	{"ALTER TABLE runs ADD COLUMN auto_resumes_left INTEGER NOT NULL DEFAULT 0;", NULL},
 };
 // clang-format on
 

@@ -48,7 +48,7 @@ static int step_one(struct rk_db *db, struct rk_stmt *st, const char *id, const 
 	"id, bot_id, thread_id, computer_id, task, model, state, final_answer, error, steps, input_tokens, "           \
 	"output_tokens, worker_pid, heartbeat_at, created_at, started_at, finished_at, reason, options, "              \
 	"cancel_requested, lease_bot, lease_fence, takeover_reason, takeover_note, attempts, worker_host, "            \
-	"cached_tokens, cache_write_tokens"
+	"cached_tokens, cache_write_tokens, auto_resumes_left"
 
 static void run_from_row(struct rk_stmt *st, struct rk_run_row *r)
 {
@@ -80,6 +80,7 @@ static void run_from_row(struct rk_stmt *st, struct rk_run_row *r)
 	r->worker_host = rk_db_col_text(st, 25);
 	r->cached_tokens = col_int(st, 26);
 	r->cache_write_tokens = col_int(st, 27);
+	r->auto_resumes_left = col_int(st, 28);
 }
 
 void rk_run_row_release(struct rk_run_row *r)
@@ -118,8 +119,8 @@ int rk_db_run_insert(struct rk_db *db, const struct rk_run_row *r, struct rk_err
 	struct rk_stmt *st =
 		rk_db_prepare(db,
 			      "INSERT INTO runs (id, bot_id, thread_id, computer_id, task, model, state, created_at, "
-			      "options, heartbeat_at, lease_bot, lease_fence) "
-			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8, ?10, ?11)",
+			      "options, heartbeat_at, lease_bot, lease_fence, auto_resumes_left) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8, ?10, ?11, ?12)",
 			      err);
 	if (!st)
 		return -rk_err(err)->code;
@@ -137,6 +138,7 @@ int rk_db_run_insert(struct rk_db *db, const struct rk_run_row *r, struct rk_err
 		rk_stmt_bind_int64(st, 11, r->lease_fence);
 	else
 		rk_stmt_bind_null(st, 11);
+	rk_stmt_bind_int64(st, 12, r->auto_resumes_left > 0 ? r->auto_resumes_left : 0);
 	return rk_db_step_done(db, st, "insert run", err);
 }
 
@@ -410,6 +412,42 @@ int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, st
 	}
 	rk_stmt_finalize(st);
 	return r;
+}
+
+/* The reasons the reaper gives a run whose process died or went quiet: the
+ * only interruptions an automatic resume answers. */
+#define AUTO_RESUME_REASONS "('worker_gone','stale')"
+
+int rk_db_run_list_auto_resumable(struct rk_db *db, struct rk_run_row **out, size_t *n, struct rk_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	struct rk_stmt *st = rk_db_prepare(db,
+					   "SELECT " RUN_COLS
+					   " FROM runs WHERE state = 'interrupted' AND reason IN " AUTO_RESUME_REASONS
+					   " AND auto_resumes_left > 0 ORDER BY created_at, rowid",
+					   err);
+	if (!st)
+		return -rk_err(err)->code;
+	return collect_runs(db, st, out, n, err);
+}
+
+int rk_db_run_claim_auto_resume(struct rk_db *db, const char *id, struct rk_error *err)
+{
+	/* one statement: of two workers (or a worker and a `run resume`) that
+	 * saw it interrupted, only the first changes the row */
+	struct rk_stmt *st = rk_db_prepare(
+		db,
+		"UPDATE runs SET state = 'queued', auto_resumes_left = auto_resumes_left - 1, "
+		"heartbeat_at = ?2 WHERE id = ?1 AND state = 'interrupted' AND reason IN " AUTO_RESUME_REASONS
+		" AND auto_resumes_left > 0",
+		err);
+	if (!st)
+		return -rk_err(err)->code;
+	rk_db_bind_text(st, 1, id);
+	rk_stmt_bind_int64(st, 2, rk_now_ms());
+	int r = rk_db_step_done(db, st, "claim run auto-resume", err);
+	return r ? r : rk_db_changes(db) > 0;
 }
 
 int rk_db_run_live_of_bot(struct rk_db *db, const char *computer_id, const char *bot_id, char **state, char **run_id,

@@ -39,12 +39,13 @@ struct rk_run_row {
 	char *lease_bot;     /* the bot key of its execution lease */
 	int64_t lease_fence; /* -1: it holds none */
 	char *takeover_reason, *takeover_note;
-	int64_t attempts;  /* times a process ran it (1 + resumes) */
-	char *worker_host; /* the host key worker_pid belongs to (engine/util/host.h), or NULL */
+	int64_t attempts;	   /* times a process ran it (1 + resumes) */
+	char *worker_host;	   /* the host key worker_pid belongs to (engine/util/host.h), or NULL */
+	int64_t auto_resumes_left; /* automatic resumes it may still get (engine/agent/run.h) */
 };
 void rk_run_row_release(struct rk_run_row *r);
 
-/* Inserts r (id, task and state required; created_at 0: now). */
+/* Inserts r (id, task and state required; created_at 0: now; auto_resumes_left as given). */
 int rk_db_run_insert(struct rk_db *db, const struct rk_run_row *r, struct rk_error *err);
 /* RK_ENOTFOUND when there is no run id. */
 int rk_db_run_get(struct rk_db *db, const char *id, struct rk_run_row *out, struct rk_error *err);
@@ -88,6 +89,13 @@ int rk_db_run_end_takeover(struct rk_db *db, const char *id, const char *note, s
  * run that beat meanwhile is left alone). 1 when it was marked, 0 when not. */
 int rk_db_run_mark_interrupted(struct rk_db *db, const char *id, int64_t heartbeat_at, const char *reason,
 			       const char *error, struct rk_error *err);
+/* Interrupted runs whose process died or went quiet (reason worker_gone or
+ * stale) with an automatic resume left, oldest first. */
+int rk_db_run_list_auto_resumable(struct rk_db *db, struct rk_run_row **out, size_t *n, struct rk_error *err);
+/* Takes the run's automatic resume: such a run (as listed above) goes back
+ * to queued, its resumes left one fewer, its heartbeat now. 1 when this
+ * call took it, 0 when it was not (or no longer) such a run. */
+int rk_db_run_claim_auto_resume(struct rk_db *db, const char *id, struct rk_error *err);
 /* Live runs (queued, running, waiting_takeover), oldest first. */
 int rk_db_run_list_live(struct rk_db *db, struct rk_run_row **out, size_t *n, struct rk_error *err);
 /* The live run of bot on a computer (its lease's bot, else its bot, else

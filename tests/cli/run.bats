@@ -295,11 +295,12 @@ EOF
 
 # A run on fake computer t that is busy for a minute (run_hang.json: a shell
 # call that leaves a session running, then a model call that hangs), in the
-# background (RUN_PIDS).
+# background (RUN_PIDS). Without auto-resume: these tests look at the
+# interrupted run (tests/cli/run_resume.bats has the worker resume it).
 start_busy_run() {
 	rk_fake t
 	start_server run_hang.json
-	rk run "sleep a lot" >/dev/null 2>&1 &
+	rk run --no-auto-resume "sleep a lot" >/dev/null 2>&1 &
 	RUN_PIDS=$!
 }
 

@@ -268,7 +268,7 @@ PY
 	printf '%s' 'the process running it' | rk secret set svc --origin https://a.example --auth bearer >/dev/null
 	rk_fake t
 	start_server run_hang.json
-	rk run "sleep a lot" >/dev/null 2>&1 &
+	rk run --no-auto-resume "sleep a lot" >/dev/null 2>&1 &
 	RUN_PIDS=$!
 	wait_for '[ "$(rk_sql "SELECT state FROM runs")" = running ] && [ "$(rk_sql "SELECT steps FROM runs")" = 1 ]' 30
 	pid=$(rk_sql "SELECT worker_pid FROM runs")

@@ -110,6 +110,7 @@ TEST(engine_start_answers_every_event)
 	CHECK(h->display_closing == rk_gateway_teardown_slot);
 	CHECK(h->control_released == rk_gateway_revoke_control);
 	CHECK(h->reap_runs == rk_run_reap);
+	CHECK(h->resume_runs == rk_run_auto_resume);
 }
 
 /* --- raised by the lifecycle, the worker and display -------------------------------- */

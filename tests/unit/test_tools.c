@@ -202,11 +202,65 @@ TEST(runs_table)
 	rk_fs_remove_tree(dir, &e);
 }
 
+/* Auto-resume's claim: only an interrupted run whose process died or went
+ * quiet, with a resume left, is taken, and only once (the conditional
+ * update two racing workers meet). */
+TEST(runs_auto_resume_claim)
+{
+	char tmpl[] = "/tmp/rk-test-claim-XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	CHECK(dir != NULL);
+	struct rk_db *db;
+	struct rk_error e;
+	CHECK_EQ_INT(rk_db_open(dir, &db, &e), 0);
+	struct rk_run_row gone = {.id = "run_gone", .task = "t", .state = "queued", .auto_resumes_left = 1};
+	struct rk_run_row off = {.id = "run_off", .task = "t", .state = "queued"};
+	struct rk_run_row cut = {.id = "run_cut", .task = "t", .state = "queued", .auto_resumes_left = 1};
+	CHECK_EQ_INT(rk_db_run_insert(db, &gone, &e), 0);
+	CHECK_EQ_INT(rk_db_run_insert(db, &off, &e), 0);
+	CHECK_EQ_INT(rk_db_run_insert(db, &cut, &e), 0);
+	const char *ids[] = {"run_gone", "run_off", "run_cut"};
+	for (size_t i = 0; i < 3; i++) {
+		struct rk_run_row r = {0};
+		CHECK_EQ_INT(rk_db_run_get(db, ids[i], &r, &e), 0);
+		CHECK_EQ_INT(rk_db_run_mark_interrupted(db, ids[i], r.heartbeat_at, i == 2 ? "interrupted" : "worker_gone",
+							"x", &e),
+			     1);
+		rk_run_row_release(&r);
+	}
+	/* a live run is none of them; Ctrl-C's interruption and an opted-out run neither */
+	struct rk_run_row *rows;
+	size_t n;
+	CHECK_EQ_INT(rk_db_run_list_auto_resumable(db, &rows, &n, &e), 0);
+	CHECK_EQ_INT(n, 1);
+	if (n == 1)
+		CHECK_EQ_STR(rows[0].id, "run_gone");
+	rk_run_rows_free(rows, n);
+	CHECK_EQ_INT(rk_db_run_claim_auto_resume(db, "run_off", &e), 0);
+	CHECK_EQ_INT(rk_db_run_claim_auto_resume(db, "run_cut", &e), 0);
+	CHECK_EQ_INT(rk_db_run_claim_auto_resume(db, "run_gone", &e), 1);
+	CHECK_EQ_INT(rk_db_run_claim_auto_resume(db, "run_gone", &e), 0); /* the second worker */
+	struct rk_run_row r = {0};
+	CHECK_EQ_INT(rk_db_run_get(db, "run_gone", &r, &e), 0);
+	CHECK_EQ_STR(r.state, "queued");
+	CHECK_EQ_INT(r.auto_resumes_left, 0);
+	/* dies again: interrupted, and no resume is left */
+	CHECK_EQ_INT(rk_db_run_mark_interrupted(db, "run_gone", r.heartbeat_at, "worker_gone", "x", &e), 1);
+	rk_run_row_release(&r);
+	CHECK_EQ_INT(rk_db_run_list_auto_resumable(db, &rows, &n, &e), 0);
+	CHECK_EQ_INT(n, 0);
+	rk_run_rows_free(rows, n);
+	CHECK_EQ_INT(rk_db_run_claim_auto_resume(db, "run_gone", &e), 0);
+	rk_db_close(db);
+	rk_fs_remove_tree(dir, &e);
+}
+
 int main(void)
 {
 	RUN(definitions);
 	RUN(error_results);
 	RUN(browser_args);
 	RUN(runs_table);
+	RUN(runs_auto_resume_claim);
 	return check_summary("tools");
 }
