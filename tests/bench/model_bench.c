@@ -16,9 +16,10 @@
  *         1280x800) as JPEG quality 75, identical frames deduped, the last
  *         2 screenshots kept in the conversation and older ones dropped in
  *         blocks (below)
- *   base  --api chat: the same actions through computer_observe and
- *         computer_act; full-size PNG, keep-last-2 (the reference's policy;
- *         rakazo dedupes identical frames here too)
+ *   base  --api chat with the config {"prune_block": 0}: the same actions
+ *         through computer_observe and computer_act; full-size PNG, the last
+ *         2 screenshots kept and one dropped every turn (the reference's
+ *         policy; rakazo dedupes identical frames here too)
  *
  *   model_image_bytes  the decoded bytes of every image every request of
  *                      the run carried (model_server --dump: Messages image
@@ -1121,7 +1122,8 @@ int main(void)
 				       ours_config && *ours_config
 					       ? 100
 					       : RK_MODEL_KEEP_IMAGES_DEFAULT + RK_MODEL_PRUNE_BLOCK_DEFAULT};
-	const struct variant v_base = {"base", 0, NULL, 2};
+	/* the reference policy: keep-last-2, one dropped every turn (no blocks) */
+	const struct variant v_base = {"base", 0, "{\"model\":{\"prune_block\":0}}", 2};
 	const struct variant v_plain = {"plain", 1, "{\"model\":{\"prompt_cache\":false,\"prune_block\":0}}", 2};
 	int bytes = want("model_image_bytes") || want("step_overhead");
 	int tokens = want("model_cached_share") || want("model_input_tokens");
