@@ -188,6 +188,7 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 		goto fail;
 
 	const char *what = "the config file";
+	int upload = -1; /* "auto" */
 	const char *fbase = NULL, *fmodel = NULL, *fkey = NULL, *fapi = NULL;
 	int64_t v;
 	if (file) {
@@ -213,6 +214,13 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 		cfg->prune_block = (int)v;
 		if ((rc = rk_json_get_bool(file, "prompt_cache", cfg->prompt_cache, &cfg->prompt_cache, what, err)) < 0)
 			goto fail;
+		const cJSON *up = cJSON_GetObjectItemCaseSensitive(file, "upload_images");
+		if (cJSON_IsBool(up)) {
+			upload = cJSON_IsTrue(up);
+		} else if (up && !cJSON_IsNull(up) && !(cJSON_IsString(up) && !strcmp(up->valuestring, "auto"))) {
+			rc = rk_error_set(err, RK_EINVALID, "%s: upload_images must be true, false or \"auto\"", what);
+			goto fail;
+		}
 	}
 
 	const char *base = NULL, *base_from = NULL;
@@ -301,6 +309,8 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 		cfg->max_tokens = flags->max_tokens;
 	if (flags->keep_images > 0)
 		cfg->keep_images = flags->keep_images;
+	/* chat has no Files API (local servers): inline whatever the file says */
+	cfg->upload_images = cfg->api != RK_MODEL_API_CHAT && upload != 0;
 	cJSON_Delete(doc);
 	return 0;
 fail:
