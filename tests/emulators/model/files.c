@@ -384,8 +384,16 @@ void files_image(const char *id, enum protocol p, const struct http_in *h, const
 	const struct stored_file *f = find_any(id);
 	enum protocol vendor = p == PROTO_MESSAGES ? PROTO_MESSAGES : PROTO_RESPONSES;
 	char msg[300];
-	s->file_images++;
-	referenced++;
+	/* the refusal names where, past this call: a copy that lives on */
+	static char param_at[64];
+	if (!v->refused_by) {
+		snprintf(param_at, sizeof(param_at), "%s", where);
+		where = param_at;
+	}
+	if (f && !f->deleted && f->vendor == vendor) {
+		s->file_images++;
+		referenced++;
+	}
 	if (p == PROTO_MESSAGES && !messages_beta_has(h->anthropic_beta, FILES_BETA)) {
 		snprintf(msg, sizeof(msg), "%s: an image with a file source needs the anthropic-beta header " FILES_BETA,
 			 where);
@@ -411,9 +419,8 @@ void files_image(const char *id, enum protocol p, const struct http_in *h, const
 			 "'user_data'", where, id, f->purpose);
 		refuse(v, "file_id", where, "invalid_value", msg);
 	}
-	if (f && !f->deleted)
-		image_check_bytes(f->mime, f->bytes.data, f->bytes.len, img);
-	else
-		snprintf(img->why, sizeof(img->why), "file %.100s is not there", id ? id : "(none)");
+	if (!f || f->deleted || f->vendor != vendor)
+		return; /* refused above: no image to check */
+	image_check_bytes(f->mime, f->bytes.data, f->bytes.len, img);
 	summary_add_image(s, img);
 }
