@@ -395,7 +395,7 @@ int rk_model_complete(const struct rk_model_config *cfg, struct rk_model_convers
  * a 5xx, 408, 429 or a network failure sends that turn's new images inline
  * and tries again next turn. Uploads are sent once each (no retry: a
  * repeat after a lost answer would leave an orphan file); a crashed run
- * leaves at most keep_images + prune_block files behind. */
+ * leaves at most keep_images + prune_block + 1 files behind. */
 
 /* Deletes c's stale files and uploads its images that have no file id
  * (best effort: a failure leaves the image inline). 0, or RK_EINTERRUPTED
