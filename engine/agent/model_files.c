@@ -170,7 +170,8 @@ static enum upload upload(const struct rk_model_config *cfg, struct rk_model_par
 	return o;
 }
 
-/* DELETEs one file; 0, or -1 (logged). A 404 is as good as deleted. */
+/* DELETEs one file; 0, -1 (logged), or -2 when no answer came. A 404 is
+ * as good as deleted. */
 static int delete_file(const struct rk_model_config *cfg, const char *id)
 {
 	char *url = rk_xasprintf("%s/files/%s", cfg->base_url, id);
@@ -191,7 +192,7 @@ static int delete_file(const struct rk_model_config *cfg, const char *id)
 	struct rk_http_response r;
 	rk_http_response_init(&r);
 	rk_http_do(&q, &r, NULL);
-	int ok = (r.status >= 200 && r.status < 300) || r.status == 404;
+	int ok = (r.status >= 200 && r.status < 300) || r.status == 404, answered = r.status != 0;
 	if (!ok) {
 		struct rk_buf b = RK_BUF_INIT;
 		rk_buf_init(&b);
@@ -203,15 +204,21 @@ static int delete_file(const struct rk_model_config *cfg, const char *id)
 	rk_http_response_release(&r);
 	headers_free(h);
 	free(url);
-	return ok ? 0 : -1;
+	return ok ? 0 : answered ? -1 : -2;
 }
 
+/* An endpoint that does not answer one delete is not asked for the rest
+ * (each would wait out the timeout): they stay with the vendor, logged. */
 static void delete_stale(const struct rk_model_config *cfg, struct rk_model_conversation *c)
 {
-	for (size_t i = 0; i < c->nstale; i++) {
-		delete_file(cfg, c->stale_files[i]);
+	size_t i = 0;
+	while (i < c->nstale && delete_file(cfg, c->stale_files[i]) != -2)
+		free(c->stale_files[i++]);
+	if (i < c->nstale)
+		rk_log(RK_LOG_WARN, "model: %zu more uploaded screenshots stay with %s (it does not answer)",
+		       c->nstale - i - 1, cfg->base_url);
+	for (; i < c->nstale; i++)
 		free(c->stale_files[i]);
-	}
 	c->nstale = 0;
 }
 
