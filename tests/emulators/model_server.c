@@ -130,7 +130,7 @@
  * scenario or usage. --keep-running serves until a signal; requests past
  * the last step are then failures. After the last step the server waits
  * for the uploaded files still live to be deleted (a client deletes them
- * at its end), up to 3 s; the report's "files" says how many were
+ * at its end), up to 10 s; the report's "files" says how many were
  * uploaded (and their bytes), deleted, left live, uploaded twice with the
  * same bytes, and referred to, and each request's summary its
  * file_images (images by file id), inline_images (and their base64
@@ -156,7 +156,7 @@
 #include "tests/emulators/model/model.h"
 
 #define BODY_MAX (64u << 20)
-#define FILES_GRACE_MS 3000 /* after the last step: for the client to delete its files */
+#define FILES_GRACE_MS 10000 /* after the last step: for the client to delete its files */
 
 static const char *expect_keys[] = {"last_tool_result_contains",
 				    "tool_result_has_image",
