@@ -38,6 +38,7 @@ static void part_release(struct rk_model_part *p)
 	free(p->text);
 	free(p->label);
 	free(p->png);
+	free(p->file_id);
 }
 
 static void calls_free(struct rk_model_tool_call *calls, size_t n)
@@ -67,7 +68,28 @@ void rk_model_conversation_free(struct rk_model_conversation *c)
 		free(m);
 	}
 	free(c->msgs);
+	for (size_t i = 0; i < c->nstale; i++)
+		free(c->stale_files[i]);
+	free(c->stale_files);
 	free(c);
+}
+
+void rk_model_file_drop(struct rk_model_conversation *c, struct rk_model_part *p)
+{
+	char *id = p->file_id;
+	p->file_id = NULL;
+	if (!id)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		for (size_t k = 0; k < c->msgs[i]->nparts; k++) {
+			const struct rk_model_part *o = &c->msgs[i]->parts[k];
+			if (o->kind == RK_MODEL_IMAGE && o->file_id && !strcmp(o->file_id, id)) {
+				free(id); /* still shown by another image */
+				return;
+			}
+		}
+	c->stale_files = rk_xrealloc(c->stale_files, (c->nstale + 1) * sizeof(*c->stale_files));
+	c->stale_files[c->nstale++] = id;
 }
 
 static struct rk_model_part *new_part(struct rk_model_message *m)
@@ -178,6 +200,7 @@ int rk_model_prune_images(struct rk_model_conversation *c, int keep_last, int bl
 			p->png_len = 0;
 			p->kind = RK_MODEL_TEXT;
 			p->pruned = 1;
+			rk_model_file_drop(c, p);
 			p->text = rk_xasprintf("[screenshot omitted to save context (only the last %d are kept): %s]",
 					       keep_last, p->label);
 			pruned++;

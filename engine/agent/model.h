@@ -16,8 +16,8 @@
  *   3. the config file: flags->config_path, else RAKAZO_CONFIG, else
  *      DATA_DIR/config.json, an object whose "model" member holds
  *      {"base_url", "model", "api_key", "api", "timeout_s", "max_retries",
- *       "max_tokens", "keep_images", "prune_block", "prompt_cache", "stream"}; a
- *      missing file is not an error
+ *       "max_tokens", "keep_images", "prune_block", "prompt_cache", "stream",
+ *       "upload_images"}; a missing file is not an error
  *   4. defaults, below.
  * The protocol: flags->api, RAKAZO_MODEL_API or "api" ("chat", "messages",
  * "responses"; anything else is RK_EUSAGE naming the three); when none is
@@ -65,7 +65,9 @@
  * assistant (consecutive same-role messages merged; a run of tool results is
  * one user message of tool_result blocks whose content holds the text and
  * the images), images as {"type":"image","source":{"type":"base64",
- * "media_type":MIME,"data":..}}, tools as {name, description, input_schema}
+ * "media_type":MIME,"data":..}} (uploaded: {"type":"file","file_id":..},
+ * and files-api-2025-04-14 joins anthropic-beta), tools as {name,
+ * description, input_schema}
  * and the native tool as {type, name:"computer", display_width_px,
  * display_height_px[, enable_zoom]} ("computer_toolset_20260801": {type,
  * configs}: the toolset's tool_use blocks are named after the action; they
@@ -74,11 +76,12 @@
  * (vendor_json: thinking blocks kept verbatim).
  * Responses wire format: Authorization: Bearer; body model, instructions
  * (the SYSTEM text), input items: user messages {role:"user", content:
- * [input_text, input_image (data URL, detail "auto")]}, assistant turns as
+ * [input_text, input_image (data URL, or file_id once uploaded; detail
+ * "auto")]}, assistant turns as
  * the previous response's output items verbatim (vendor_json, reasoning
  * included), function_call_output {call_id, output: text, or [input_text,
  * input_image] with images}, and for a native result computer_call_output
- * {call_id, output:{type:"computer_screenshot", image_url},
+ * {call_id, output:{type:"computer_screenshot", image_url or file_id},
  * acknowledged_safety_checks} (the item has no room for text: a native
  * result's text follows the run of results as one user message, and a
  * result without image bytes carries a 1x1 placeholder); tools as
@@ -189,6 +192,10 @@ struct rk_model_config {
 	 * had started ..."). */
 	int stream;
 	const struct rk_model_sink *sink;
+	/* Screenshots through the vendor's Files API (model_files.c): the
+	 * config file's "upload_images", true, false or "auto" (the default:
+	 * on for messages and responses). Chat has no Files API: always inline. */
+	int upload_images;
 	/* Optional: set to non-zero (a signal handler may) to stop a call or
 	 * its backoff; the call returns RK_EINTERRUPTED. */
 	volatile sig_atomic_t *cancel;
@@ -220,6 +227,10 @@ struct rk_model_part {
 	unsigned char *png;  /* IMAGE only: the encoded bytes, of mime's type */
 	size_t png_len;
 	char mime[16]; /* IMAGE: "image/png" or "image/jpeg" */
+	/* IMAGE: the vendor's id for these bytes once uploaded through its
+	 * Files API (rk_model_files_prepare); the requests refer to it instead
+	 * of carrying the bytes. NULL: sent inline. */
+	char *file_id;
 };
 
 struct rk_model_tool_call {
@@ -260,6 +271,12 @@ struct rk_model_conversation {
 	struct rk_model_message **msgs; /* pointers stay valid as messages are added */
 	size_t n, cap;
 	char last_frame_hash[65]; /* the hash of the last frame whose bytes were added */
+	/* The vendor's Files API (model_files.c): uploaded files no image
+	 * refers to any more (pruned), to delete; and whether uploads were
+	 * given up (an endpoint without the API): inline from then on. */
+	char **stale_files;
+	size_t nstale;
+	int files_off;
 };
 
 struct rk_model_conversation *rk_model_conversation_new(void);
@@ -292,7 +309,9 @@ int rk_model_message_add_image_as(struct rk_model_conversation *c, struct rk_mod
  * more than keep_last + block of them have bytes (block 0: as soon as
  * there are more than keep_last). Dropping in blocks leaves the
  * conversation byte-identical between drops, so a vendor's prompt cache
- * keeps serving it. Returns how many were pruned now. */
+ * keeps serving it. A pruned image's uploaded file, when no kept image
+ * shares it, joins c->stale_files (deleted by the next
+ * rk_model_files_prepare). Returns how many were pruned now. */
 int rk_model_prune_images(struct rk_model_conversation *c, int keep_last, int block);
 /* Screenshots in c that still carry bytes. */
 int rk_model_image_count(const struct rk_model_conversation *c);
@@ -374,10 +393,47 @@ int rk_model_reply_parse(enum rk_model_api api, const char *body, size_t len, co
  * or 429/5xx after every retry), RK_ETIMEOUT, RK_EDENIED, RK_EINVALID,
  * RK_ETOOLARGE, RK_EFAILED "the model endpoint returned a malformed reply:
  * ...", RK_EINTERRUPTED (cfg->cancel); RK_EINVALID before any request
- * when a tool cannot go in cfg->api (rk_model_request_http). */
-int rk_model_complete(const struct rk_model_config *cfg, const struct rk_model_conversation *c,
+ * when a tool cannot go in cfg->api (rk_model_request_http). First it
+ * uploads the conversation's new screenshots (rk_model_files_prepare), so
+ * c changes: its images get file ids. A request that refers to uploaded
+ * files and is refused (RK_EINVALID: a gateway that passes uploads but not
+ * file sources, a file the vendor lost) is sent once more with every image
+ * inline, and uploads stay off for the conversation. */
+int rk_model_complete(const struct rk_model_config *cfg, struct rk_model_conversation *c,
 		      const struct rk_model_tool *tools, size_t ntools, struct rk_model_reply *reply,
 		      struct rk_error *err);
+
+/* ---- screenshots sent once (model_files.c) ----
+ * With cfg->upload_images on (messages, responses), each image of a
+ * conversation is uploaded before the first request that carries it:
+ *   messages   POST {base}/files, multipart/form-data with one part "file"
+ *              (filename, Content-Type), headers x-api-key,
+ *              anthropic-version and anthropic-beta: files-api-2025-04-14;
+ *              the answer's "id" (file_...)
+ *   responses  POST {base}/files, multipart/form-data with "purpose":
+ *              "vision" and "file", Authorization: Bearer; the answer's "id"
+ * and deleted with DELETE {base}/files/{id} (the same headers) once no
+ * image refers to it: when it is pruned, and at the end (rk_model_files_end).
+ * Identical bytes share one file. An upload answered with a 4xx other than
+ * 408 and 429 (a proxy or a local server without the API), or with a 2xx
+ * that holds no id, turns uploads off for the conversation, logged once;
+ * a 5xx, 408, 429 or a network failure sends that turn's new images inline
+ * and tries again next turn. Uploads are sent once each (no retry: a
+ * repeat after a lost answer would leave an orphan file); a crashed run
+ * leaves at most keep_images + prune_block + 1 files behind. */
+
+/* Deletes c's stale files and uploads its images that have no file id
+ * (best effort: a failure leaves the image inline). 0, or RK_EINTERRUPTED
+ * (cfg->cancel) and nothing more is sent. Nothing is sent for chat, with
+ * upload_images off, or once uploads were given up. */
+int rk_model_files_prepare(const struct rk_model_config *cfg, struct rk_model_conversation *c, struct rk_error *err);
+/* Deletes every file c uploaded (best effort, logged) and forgets their
+ * ids: call it when the conversation ends. */
+void rk_model_files_end(const struct rk_model_config *cfg, struct rk_model_conversation *c);
+/* Moves c's file ids to its stale files (deleted at the next prepare or at
+ * rk_model_files_end) and turns uploads off for c: the images go inline
+ * from now on. Returns how many images referred to a file. */
+int rk_model_files_forget(struct rk_model_conversation *c);
 
 /* Checks cfg without spending a token: GET {base_url}/models with the
  * protocol's headers and key. 0 with *detail (malloc'd) saying the endpoint

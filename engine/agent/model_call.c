@@ -381,21 +381,16 @@ out:
 	return o;
 }
 
-int rk_model_complete(const struct rk_model_config *cfg, const struct rk_model_conversation *c,
-		      const struct rk_model_tool *tools, size_t ntools, struct rk_model_reply *reply,
-		      struct rk_error *err)
+/* One request of rk_model_complete, its retries included. */
+static int complete_once(const struct rk_model_config *cfg, const struct rk_model_conversation *c,
+			 const struct rk_model_tool *tools, size_t ntools, struct rk_model_reply *reply,
+			 struct rk_error *err)
 {
-	struct rk_error local;
-	if (!err)
-		err = &local;
-	memset(reply, 0, sizeof(*reply));
-	if (!cfg->base_url || !cfg->model)
-		return rk_error_set(err, RK_EUSAGE, "no model configured: set RAKAZO_MODEL_BASE_URL and RAKAZO_MODEL");
-
 	struct rk_model_http h;
 	int rc = rk_model_request_http(cfg, tools, ntools, &h, err);
 	if (rc)
 		return rc;
+	rk_model_files_http(cfg, c, &h);
 	cJSON *req = NULL;
 	if ((rc = build_request(cfg, c, tools, ntools, &req, err)) < 0) {
 		rk_model_http_release(&h);
@@ -459,6 +454,33 @@ int rk_model_complete(const struct rk_model_config *cfg, const struct rk_model_c
 	}
 	rk_model_http_release(&h);
 	free(body);
+	return rc;
+}
+
+int rk_model_complete(const struct rk_model_config *cfg, struct rk_model_conversation *c,
+		      const struct rk_model_tool *tools, size_t ntools, struct rk_model_reply *reply,
+		      struct rk_error *err)
+{
+	struct rk_error local;
+	if (!err)
+		err = &local;
+	memset(reply, 0, sizeof(*reply));
+	if (!cfg->base_url || !cfg->model)
+		return rk_error_set(err, RK_EUSAGE, "no model configured: set RAKAZO_MODEL_BASE_URL and RAKAZO_MODEL");
+	int rc = rk_model_check_native(cfg->api, tools, ntools, err);
+	if (rc == 0)
+		rc = rk_model_files_prepare(cfg, c, err);
+	if (rc)
+		return rc;
+	rc = complete_once(cfg, c, tools, ntools, reply, err);
+	/* refused while it referred to uploaded files: once more, inline */
+	if (rc == -RK_EINVALID && rk_model_files_forget(c) > 0) {
+		rk_log(RK_LOG_WARN,
+		       "model: %s refused a request that referred to uploaded screenshots (%s): sent "
+		       "again with them inline, and inline from now on",
+		       cfg->base_url, rk_err(err)->message);
+		rc = complete_once(cfg, c, tools, ntools, reply, err);
+	}
 	return rc;
 }
 

@@ -189,6 +189,7 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 		goto fail;
 
 	const char *what = "the config file";
+	int upload = -1; /* "auto" */
 	const char *fbase = NULL, *fmodel = NULL, *fkey = NULL, *fapi = NULL;
 	int64_t v;
 	if (file) {
@@ -216,6 +217,13 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 			goto fail;
 		if ((rc = rk_json_get_bool(file, "stream", cfg->stream, &cfg->stream, what, err)) < 0)
 			goto fail;
+		const cJSON *up = cJSON_GetObjectItemCaseSensitive(file, "upload_images");
+		if (cJSON_IsBool(up)) {
+			upload = cJSON_IsTrue(up);
+		} else if (up && !cJSON_IsNull(up) && !(cJSON_IsString(up) && !strcmp(up->valuestring, "auto"))) {
+			rc = rk_error_set(err, RK_EINVALID, "%s: upload_images must be true, false or \"auto\"", what);
+			goto fail;
+		}
 	}
 
 	const char *base = NULL, *base_from = NULL;
@@ -306,6 +314,8 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 		cfg->keep_images = flags->keep_images;
 	if (flags->no_stream)
 		cfg->stream = 0;
+	/* chat has no Files API (local servers): inline whatever the file says */
+	cfg->upload_images = cfg->api != RK_MODEL_API_CHAT && upload != 0;
 	cJSON_Delete(doc);
 	return 0;
 fail:

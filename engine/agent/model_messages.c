@@ -35,6 +35,12 @@ static void add_image_block(cJSON *blocks, const struct rk_model_part *p)
 	cJSON *img = cJSON_CreateObject();
 	cJSON_AddStringToObject(img, "type", "image");
 	cJSON *src = cJSON_AddObjectToObject(img, "source");
+	if (p->file_id) { /* uploaded once (model_files.c) */
+		cJSON_AddStringToObject(src, "type", "file");
+		cJSON_AddStringToObject(src, "file_id", p->file_id);
+		cJSON_AddItemToArray(blocks, img);
+		return;
+	}
 	cJSON_AddStringToObject(src, "type", "base64");
 	cJSON_AddStringToObject(src, "media_type", rk_model_part_mime(p));
 	char *b64 = rk_base64_encode(p->png, p->png_len);

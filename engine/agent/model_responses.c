@@ -32,9 +32,13 @@ static void add_input_image(cJSON *content, const struct rk_model_part *p)
 	free(label);
 	cJSON *img = cJSON_CreateObject();
 	cJSON_AddStringToObject(img, "type", "input_image");
-	char *url = rk_model_part_data_url(p);
-	cJSON_AddStringToObject(img, "image_url", url);
-	free(url);
+	if (p->file_id) { /* uploaded once (model_files.c) */
+		cJSON_AddStringToObject(img, "file_id", p->file_id);
+	} else {
+		char *url = rk_model_part_data_url(p);
+		cJSON_AddStringToObject(img, "image_url", url);
+		free(url);
+	}
 	cJSON_AddStringToObject(img, "detail", "auto"); /* required in a message's content */
 	cJSON_AddItemToArray(content, img);
 }
@@ -119,12 +123,16 @@ static void add_computer_output(cJSON *input, const struct rk_model_message *m, 
 	cJSON *shot = cJSON_AddObjectToObject(o, "output");
 	cJSON_AddStringToObject(shot, "type", "computer_screenshot");
 	char *url = NULL;
+	const char *file_id = NULL;
 	struct rk_buf b = RK_BUF_INIT;
 	rk_buf_init(&b);
 	for (size_t k = 0; k < m->nparts; k++) {
 		const struct rk_model_part *p = &m->parts[k];
-		if (p->kind == RK_MODEL_IMAGE && !url) {
-			url = rk_model_part_data_url(p);
+		if (p->kind == RK_MODEL_IMAGE && !url && !file_id) {
+			if (p->file_id)
+				file_id = p->file_id; /* uploaded once (model_files.c) */
+			else
+				url = rk_model_part_data_url(p);
 			continue;
 		}
 		const char *t = p->kind == RK_MODEL_TEXT ? p->text : "(a further image was left out)";
@@ -133,7 +141,10 @@ static void add_computer_output(cJSON *input, const struct rk_model_message *m, 
 		rk_buf_adds(&b, b.len ? "\n" : "");
 		rk_buf_adds(&b, t);
 	}
-	cJSON_AddStringToObject(shot, "image_url", url ? url : PLACEHOLDER_PNG_URL);
+	if (file_id)
+		cJSON_AddStringToObject(shot, "file_id", file_id);
+	else
+		cJSON_AddStringToObject(shot, "image_url", url ? url : PLACEHOLDER_PNG_URL);
 	free(url);
 	cJSON *ack = m->acknowledged ? cJSON_Parse(m->acknowledged) : NULL;
 	if (cJSON_IsArray(ack))

@@ -17,6 +17,7 @@
 
 struct rk_model_config;
 struct rk_model_conversation;
+struct rk_model_http;
 struct rk_model_message;
 struct rk_model_part;
 struct rk_model_reply;
@@ -60,6 +61,14 @@ int rk_model_stream_started(const struct rk_model_stream *s);
  * JSON reply gets that reply back. */
 char *rk_model_stream_body(struct rk_model_stream *s, size_t *len, struct rk_error *err);
 
+/* ---- screenshots through the Files APIs (model_files.c) ---- */
+
+/* Adds the files beta (files-api-2025-04-14) to a messages request's
+ * anthropic-beta header when c refers to uploaded files (model_files.c);
+ * 1 when it does. */
+int rk_model_files_http(const struct rk_model_config *cfg, const struct rk_model_conversation *c,
+			struct rk_model_http *h);
+
 /* ---- shared helpers (model.c) ---- */
 
 /* The first bytes of an untrusted body, printable and quoted, for a message. */
@@ -88,6 +97,9 @@ char *rk_model_system_text(const struct rk_model_conversation *c);
  * types (messages "computer_..." but the preview, responses "computer" and
  * "computer_use_preview"), chat none; RK_EINVALID naming the type. */
 int rk_model_check_native(int api, const struct rk_model_tool *tools, size_t ntools, struct rk_error *err);
+/* Takes p's file id (model_files.c) off it: into c's stale files, to be
+ * deleted, unless another image of c still refers to it. */
+void rk_model_file_drop(struct rk_model_conversation *c, struct rk_model_part *p);
 /* The first native tool of tools, or NULL. */
 const struct rk_model_tool *rk_model_native_tool(const struct rk_model_tool *tools, size_t ntools);
 /* A tool call's arguments as a JSON value (caller deletes): the object it

@@ -1295,7 +1295,8 @@ int rk_run_execute(struct rk_engine *eng, const char *run_id, const struct rk_ru
 	}
 	r = loop(&run, &answer, &reason, err);
 
-finish:;
+finish:
+	rk_model_files_end(&run.cfg, run.conv); /* the screenshots it uploaded: deleted */
 	int superseded = reason && !strcmp(reason, "superseded");
 	if (superseded) {
 		/* someone else ended the run (found this process stalled): leave their record */

@@ -13,18 +13,25 @@
  * dedupe can drop them) and the final answer. Twice:
  *   ours  --api messages --model claude-sonnet-4-5: the vendor's native
  *         computer tool; screenshots at the model's size (1280x800 stays
- *         1280x800) as JPEG quality 75, identical frames deduped, the last
- *         2 screenshots kept in the conversation and older ones dropped in
- *         blocks (below)
- *   base  --api chat: the same actions through computer_observe and
- *         computer_act; full-size PNG, keep-last-2 (the reference's policy;
- *         rakazo dedupes identical frames here too)
+ *         1280x800) as JPEG quality 75, identical frames deduped, each
+ *         uploaded once through the Files API and referred to by id, the
+ *         last 2 screenshots kept in the conversation and older ones
+ *         dropped in blocks (below)
+ *   base  --api chat with the config {"prune_block": 0}: the same actions
+ *         through computer_observe and computer_act; full-size PNG, the last
+ *         2 screenshots kept and one dropped every turn (the reference's
+ *         policy; rakazo dedupes identical frames here too)
  *
  *   model_image_bytes  the decoded bytes of every image every request of
- *                      the run carried (model_server --dump: Messages image
- *                      blocks' source.data, chat image_url data URLs), summed:
- *                      a screenshot kept for two turns counts twice, as the
- *                      model is sent it twice.
+ *                      the run carried inline (model_server --dump: Messages
+ *                      image blocks' source.data, chat image_url data URLs),
+ *                      summed: a screenshot kept for two turns counts twice,
+ *                      as the model is sent it twice; plus the bytes of every
+ *                      image uploaded through the Files API (the server's
+ *                      report: files.uploaded_bytes), each counted once, when
+ *                      it is uploaded (a request that refers to it by id
+ *                      carries no image bytes, and the server refuses an id
+ *                      it does not hold).
  *   step_overhead      rakazo's own time per model turn: the time from the
  *                      run's run.started event to its last model.turn (event
  *                      times, ms), minus the model server's time and each
@@ -675,8 +682,9 @@ static void proxy_end(void)
 /* --- one run of the task ---------------------------------------------------------- */
 
 struct figures {
-	long long image_bytes;
-	int images, requests;
+	long long image_bytes;		      /* inline and uploaded */
+	long long uploaded_bytes, inline_bytes; /* its parts */
+	int images, requests, uploads, file_images;
 	int steps, acts, acts_sent, shots, shots_unchanged;
 	double window_ms, server_ms;
 	double settle_ms; /* the acts' tool.call to capture */
@@ -734,6 +742,7 @@ static int count_images(const cJSON *j, struct figures *f)
 			rk_buf_init(&b);
 			int r = rk_base64_decode(data, &b);
 			f->image_bytes += (long long)b.len;
+			f->inline_bytes += (long long)b.len;
 			rk_buf_release(&b);
 			if (r != 0)
 				return fail("a request carries an image that is not base64");
@@ -881,8 +890,9 @@ static int reset_screen(void)
 	return rc;
 }
 
-/* The model server's report: every step served, every expectation held. */
-static int check_report(const char *path)
+/* The model server's report: every step served, every expectation held;
+ * the images uploaded (counted in f, when given). */
+static int check_report(const char *path, struct figures *f)
 {
 	struct rk_buf b;
 	struct rk_error err;
@@ -899,6 +909,18 @@ static int check_report(const char *path)
 		char *s = cJSON_PrintUnformatted(failures);
 		rc = fail("the model server's expectations failed: %s", s ? s : "(no list)");
 		free(s);
+	}
+	const cJSON *files = cJSON_GetObjectItemCaseSensitive(rep, "files");
+	const cJSON *r;
+	if (rc == 0 && f) {
+		f->uploads = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(files, "uploaded"));
+		f->uploaded_bytes =
+			(long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(files, "uploaded_bytes"));
+		f->image_bytes += f->uploaded_bytes;
+		cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(rep, "requests"))
+		{
+			f->file_images += (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r, "file_images"));
+		}
 	}
 	cJSON_Delete(rep);
 	return rc;
@@ -975,7 +997,7 @@ static int run_task(const struct variant *v, struct figures *f)
 		 * wrong comes first */
 		int sst = wait_for(server, st == 0 ? 10000 : 0);
 		server = -1;
-		rc = check_report(rep);
+		rc = check_report(rep, NULL);
 		if (st != 0) {
 			rk_buf_init(&b);
 			rk_fs_read_all(rerr, 1 << 16, &b, &err);
@@ -988,6 +1010,8 @@ static int run_task(const struct variant *v, struct figures *f)
 			rc = read_events(evs, native, spawned, f);
 		if (rc == 0)
 			rc = read_dump(dump, f);
+		if (rc == 0)
+			rc = check_report(rep, f);
 	}
 	if (proxied) {
 		proxy_end();
@@ -1015,10 +1039,10 @@ static double overhead(const struct figures *f)
 static void details(const char *who, const char *api, const struct figures *f)
 {
 	fprintf(stderr,
-		"# %s (%s): %d requests carried %d images, %lld bytes, %.0f bytes per image; %d acts (%d with "
-		"a new image), %d screenshots (%d unchanged)\n",
-		who, api, f->requests, f->images, f->image_bytes, f->images ? (double)f->image_bytes / f->images : 0,
-		f->acts, f->acts_sent, f->shots, f->shots_unchanged);
+		"# %s (%s): %d requests carried %d images inline, %lld bytes, %.0f bytes per image, and %d by file id; "
+		"%d images uploaded, %lld bytes; %d acts (%d with a new image), %d screenshots (%d unchanged)\n",
+		who, api, f->requests, f->images, f->inline_bytes, f->images ? (double)f->inline_bytes / f->images : 0,
+		f->file_images, f->uploads, f->uploaded_bytes, f->acts, f->acts_sent, f->shots, f->shots_unchanged);
 	fprintf(stderr,
 		"# %s: %d model turns in %.0f ms: model server %.0f ms (%.1f per turn), settle %.0f ms (%.0f per "
 		"act, %.0f of it before the screen's first change); left %.1f ms per turn (%.1f counting each "
@@ -1121,7 +1145,8 @@ int main(void)
 				       ours_config && *ours_config
 					       ? 100
 					       : RK_MODEL_KEEP_IMAGES_DEFAULT + RK_MODEL_PRUNE_BLOCK_DEFAULT};
-	const struct variant v_base = {"base", 0, NULL, 2};
+	/* the reference policy: keep-last-2, one dropped every turn (no blocks) */
+	const struct variant v_base = {"base", 0, "{\"model\":{\"prune_block\":0}}", 2};
 	const struct variant v_plain = {"plain", 1, "{\"model\":{\"prompt_cache\":false,\"prune_block\":0}}", 2};
 	int bytes = want("model_image_bytes") || want("step_overhead");
 	int tokens = want("model_cached_share") || want("model_input_tokens");

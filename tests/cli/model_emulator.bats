@@ -552,3 +552,69 @@ assert got >= 1024 and (got - 1024) % 128 == 0 and u["prompt_tokens"] - 128 < go
 PY
 	server_refused prompt_cache_key
 }
+
+@test "model emulator: Files API in each vendor's shape; images by file_id are checked and cost as inline; deleted ids are refused" {
+	png_b64 64 40 | base64 -d >"$BATS_TEST_TMPDIR/shot.png"
+	scenario '{"steps": [
+		{"expect": {"image_size": [64, 40], "image_media_type": "image/png", "tool_result_has_image": true}, "reply": {"content": "a"}},
+		{"expect": {"image_size": [64, 40]}, "reply": {"content": "b"}},
+		{"reply": {"content": "never sent: a deleted file"}},
+		{"reply": {"content": "never sent: a deleted file"}}]}'
+	local base=$RAKAZO_MODEL_BASE_URL files=(-H 'anthropic-beta: files-api-2025-04-14')
+	upload() { curl -sS -o "$BATS_TEST_TMPDIR/body" -w '%{http_code}' "$@"; }
+	# Anthropic: the beta is required, then file_... metadata
+	[ "$(upload "${ANTHROPIC[@]}" -F "file=@$BATS_TEST_TMPDIR/shot.png;type=image/png" "$base/files")" = 400 ]
+	[[ $(error_message messages) == *'files-api-2025-04-14'* ]]
+	[ "$(upload "${ANTHROPIC[@]}" "${files[@]}" -F "file=@$BATS_TEST_TMPDIR/shot.png;type=image/png" "$base/files")" = 200 ]
+	local aid
+	aid=$(rk_json 'd["id"]' <"$BATS_TEST_TMPDIR/body")
+	rk_json 'd["type"], d["mime_type"], d["filename"], d["size_bytes"]' <"$BATS_TEST_TMPDIR/body" >"$BATS_TEST_TMPDIR/got"
+	[ "$(cat "$BATS_TEST_TMPDIR/got")" = "[\"file\", \"image/png\", \"shot.png\", $(stat -c %s "$BATS_TEST_TMPDIR/shot.png")]" ]
+	# OpenAI: a purpose is required, then file-... metadata
+	[ "$(upload "${OPENAI[@]}" -F "file=@$BATS_TEST_TMPDIR/shot.png;type=image/png" "$base/files")" = 400 ]
+	[ "$(rk_json 'd["error"]["param"]' <"$BATS_TEST_TMPDIR/body")" = purpose ]
+	[ "$(upload "${OPENAI[@]}" -F purpose=vision -F "file=@$BATS_TEST_TMPDIR/shot.png;type=image/png" "$base/files")" = 200 ]
+	local oid
+	oid=$(rk_json 'd["id"]' <"$BATS_TEST_TMPDIR/body")
+	[[ $oid == file-* ]]
+	# a Messages tool result whose image is the file: checked, and as many tokens as inline
+	msg() {
+		printf '{"model": "m", "max_tokens": 5, "messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}]}, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "image", "source": %s}]}]}]}' "$1"
+	}
+	[ "$(msg "{\"type\": \"file\", \"file_id\": \"$aid\"}" | post /messages "${ANTHROPIC[@]}" "${files[@]}")" = 200 ]
+	local by_id
+	by_id=$(rk_json 'd["usage"]["input_tokens"]' <"$BATS_TEST_TMPDIR/body")
+	# a Responses computer_call_output whose screenshot is the file
+	printf '{"model": "m", "store": false, "input": [{"type": "computer_call", "call_id": "c1", "id": "cu_1", "actions": [], "pending_safety_checks": [], "status": "completed"}, {"type": "computer_call_output", "call_id": "c1", "output": {"type": "computer_screenshot", "file_id": "%s"}}]}' "$oid" |
+		post /responses "${OPENAI[@]}" >/dev/null
+	# deleted: GET and DELETE say 404, a request that refers to it is refused as each vendor does
+	[ "$(curl -sS -o "$BATS_TEST_TMPDIR/body" -w '%{http_code}' -X DELETE "${ANTHROPIC[@]}" "${files[@]}" "$base/files/$aid")" = 200 ]
+	[ "$(rk_json 'd["type"]' <"$BATS_TEST_TMPDIR/body")" = file_deleted ]
+	[ "$(curl -sS -o "$BATS_TEST_TMPDIR/body" -w '%{http_code}' -X DELETE "${OPENAI[@]}" "$base/files/$oid")" = 200 ]
+	[ "$(rk_json 'd["deleted"]' <"$BATS_TEST_TMPDIR/body")" = true ]
+	[ "$(curl -sS -o /dev/null -w '%{http_code}' "${OPENAI[@]}" "$base/files/$oid")" = 404 ]
+	[ "$(msg "{\"type\": \"file\", \"file_id\": \"$aid\"}" | post /messages "${ANTHROPIC[@]}" "${files[@]}")" = 404 ]
+	[ "$(error_message messages)" = "not_found_error File not found: $aid" ]
+	printf '{"model": "m", "store": false, "input": [{"role": "user", "content": [{"type": "input_image", "file_id": "%s", "detail": "auto"}]}]}' "$oid" |
+		post /responses "${OPENAI[@]}" >/dev/null || true
+	[ "$(rk_json 'd["error"]["type"], d["error"]["param"]' <"$BATS_TEST_TMPDIR/body")" = '["invalid_request_error", "input[0].content"]' ]
+	server_refused file_id file_id
+	python3 - "$BATS_TEST_TMPDIR/report.json" "$by_id" "$BATS_TEST_TMPDIR/shot.png" <<'PY'
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+f = d["files"]
+assert f == {"uploaded": 2, "uploaded_bytes": 2 * os.path.getsize(sys.argv[3]), "deleted": 2, "live": 0,
+             "duplicate_uploads": 1, "referenced": 2}, f
+r = d["requests"]
+assert [(x["file_images"], x["inline_images"]) for x in r] == [(1, 0), (1, 0), (0, 0), (0, 0)], r
+assert r[1]["last_image"] == {"media_type": "image/png", "width": 64, "height": 40}, r[1]
+assert [x["status"] for x in r] == [200, 200, 404, 400], r
+# a 64x40 image costs ceil(64*40/750) = 4 tokens by id as inline
+assert int(sys.argv[2]) >= 4, sys.argv[2]
+PY
+	# an endpoint without the API
+	scenario '{"files_api": false, "steps": [{"reply": {"content": "a"}}]}'
+	[ "$(upload "${OPENAI[@]}" -F purpose=vision -F "file=@$BATS_TEST_TMPDIR/shot.png;type=image/png" "$RAKAZO_MODEL_BASE_URL/files")" = 404 ]
+	printf '{"model": "m", "messages": [{"role": "user", "content": "hi"}]}' | post /chat/completions >/dev/null
+	server_ok
+}

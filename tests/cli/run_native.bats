@@ -108,6 +108,110 @@ PY
 	native_click responses computer-use-preview computer_use_preview 2560 1440 1024 576 2011 1283
 }
 
+# native_files PROTOCOL MODEL TYPE [FILES_API]
+# Nine clicks on a fake computer, each moving the red marker, so each of the
+# nine screenshots is a new frame; the defaults keep 2 and drop 4 at a time.
+# With the emulator's Files API (FILES_API true, the default) every frame is
+# uploaded once and the requests refer to it by id; without it (false)
+# uploads are given up and the frames go inline. The report is left in
+# $BATS_TEST_TMPDIR/report.json.
+native_files() {
+	local api=$1 model=$2 type=$3 files=${4:-true}
+	rk computer create --provider fake --name t --screen 1280x800 --wait --json >/dev/null
+	python3 - "$BATS_TEST_TMPDIR/scenario.json" "$api" "$type" "$files" <<'PY'
+import json, sys
+out, api, typ, files = sys.argv[1:5]
+beta = {"computer_20250124": "computer-use-2025-01-24"}.get(typ)
+steps = []
+for i in range(10):
+    expect = {"protocol": api}
+    if i:
+        expect["tool_result_has_image"] = True
+    if i and api == "messages" and files == "true":
+        expect["anthropic_beta_includes"] = [beta, "files-api-2025-04-14"]
+    if i == 9:
+        steps.append({"expect": expect, "reply": {"content": "Nine clicks."}})
+        break
+    x, y = 100 + 90 * i, 200 + 40 * i
+    if api == "messages":
+        args = {"action": "left_click", "coordinate": [x, y]}
+    else:
+        args = {"actions": [{"type": "click", "button": "left", "x": x, "y": y}]}
+    steps.append({"expect": expect, "reply": {"content": "Click %d." % (i + 1),
+                                              "tool_calls": [{"name": "computer", "arguments": args}]}})
+json.dump({"steps": steps, "files_api": files == "true"}, open(out, "w"))
+PY
+	start_server "$BATS_TEST_TMPDIR/scenario.json"
+	ANTHROPIC_API_KEY=test-anthropic-key OPENAI_API_KEY=test-openai-key \
+		rk run --computer t --api "$api" --base-url "$RAKAZO_MODEL_BASE_URL" --model "$model" --json \
+		"click nine times" >"$BATS_TEST_TMPDIR/events" 2>"$BATS_TEST_TMPDIR/err" || {
+		cat "$BATS_TEST_TMPDIR/err" >&2
+		stop_server || true
+		cat "$BATS_TEST_TMPDIR/report.json" >&2 2>/dev/null
+		return 1
+	}
+	server_ok
+	grep -q '"state":"completed"' "$BATS_TEST_TMPDIR/events"
+	rk computer delete t --wait >/dev/null
+}
+
+# The report of a native_files run with the Files API: nine frames
+# uploaded once each, every image sent by id, the pruned ones deleted
+# mid-run (live files drop), the rest at the end. With $1 "placeholder"
+# (Responses) inline images may be the 1x1 placeholder a computer_call_output
+# of a pruned frame carries, and nothing bigger.
+files_report_ok() {
+	python3 - "$BATS_TEST_TMPDIR/report.json" "${1:-}" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+f, reqs = d["files"], d["requests"]
+print("files:", f, "live per request:", [r["files_live"] for r in reqs], file=sys.stderr)
+assert f["uploaded"] == 9 and f["duplicate_uploads"] == 0, f
+# inline only Responses' 1x1 placeholder: a computer_call_output whose frame was pruned
+assert all(r["inline_image_chars"] <= 100 * r["inline_images"] for r in reqs), reqs[-1]
+assert sum(r["inline_images"] for r in reqs) == 0 or "placeholder" == sys.argv[2], reqs[-1]
+assert sum(r["file_images"] for r in reqs) == f["referenced"] > 9, f
+assert max(r["file_images"] for r in reqs) <= 6, [r["file_images"] for r in reqs]
+live = [r["files_live"] for r in reqs]
+assert max(live) <= 7 and any(b < a for a, b in zip(live, live[1:])), live
+assert f["deleted"] == 9 and f["live"] == 0, f
+PY
+}
+
+@test "native files: Messages uploads each new frame once, sends it by id, deletes the pruned and the rest at the end" {
+	native_files messages claude-sonnet-4-5 computer_20250124
+	files_report_ok
+}
+
+@test "native files: Responses uploads each new frame once, sends it by id, deletes the pruned and the rest at the end" {
+	native_files responses gpt-5.1 computer
+	files_report_ok placeholder
+}
+
+@test "native files: an endpoint without a Files API gets the frames inline, the run completes, said once in the log" {
+	native_files messages claude-sonnet-4-5 computer_20250124 false
+	python3 - "$BATS_TEST_TMPDIR/report.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+f, reqs = d["files"], d["requests"]
+assert f["uploaded"] == 0 and f["referenced"] == 0, f
+assert all(r["file_images"] == 0 for r in reqs) and sum(r["inline_images"] for r in reqs) > 9, reqs
+PY
+	[ "$(grep -c 'has no Files API' "$RAKAZO_DATA_DIR/log/rakazo.log")" -eq 1 ]
+	# upload_images false in the config file: not even tried
+	printf '{"model": {"upload_images": false}}\n' >"$BATS_TEST_TMPDIR/config.json"
+	: >"$RAKAZO_DATA_DIR/log/rakazo.log"
+	RAKAZO_CONFIG=$BATS_TEST_TMPDIR/config.json native_files responses gpt-5.1 computer
+	python3 -c 'import json, sys; f = json.load(open(sys.argv[1]))["files"]; assert f["uploaded"] == 0, f' \
+		"$BATS_TEST_TMPDIR/report.json"
+	! grep -q 'Files API\|/files' "$RAKAZO_DATA_DIR/log/rakazo.log"
+	printf '{"model": {"upload_images": "sometimes"}}\n' >"$BATS_TEST_TMPDIR/config.json"
+	RAKAZO_CONFIG=$BATS_TEST_TMPDIR/config.json run rk run --computer t --api messages --model claude-sonnet-4-5 \
+		--base-url http://127.0.0.1:9/v1 "x"
+	[ "$status" -ne 0 ]
+	[[ $output == *'upload_images must be true, false or "auto"'* ]]
+}
+
 @test "native: --screen out of range, an unknown --api and a native tool on chat are refused" {
 	run rk computer create --provider fake --name small --screen 320x200 --json
 	[ "$status" -eq 2 ]

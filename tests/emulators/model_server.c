@@ -4,7 +4,18 @@
  *   POST .../chat/completions  OpenAI-compatible chat completions
  *   POST .../messages          the Anthropic Messages API (?beta=true too)
  *   POST .../responses         the OpenAI Responses API
- * (any prefix: /v1/messages and /messages alike), and GET .../models.
+ * (any prefix: /v1/messages and /messages alike), and GET .../models,
+ * and the vendors' Files APIs (tests/emulators/model/files.c): POST
+ * .../files (multipart/form-data), GET .../files, GET and DELETE
+ * .../files/ID, in Anthropic's shape when an anthropic-version header came
+ * (the files-api-2025-04-14 beta required) and OpenAI's otherwise (a
+ * "purpose" required). Files take no step; an image in a request may refer
+ * to one (Messages {"type":"file","file_id"} source, Responses input_image
+ * or computer_screenshot file_id): its stored bytes are checked and
+ * estimated as an inline image's would be, and an unknown or deleted id is
+ * refused as the vendor does (Messages 404 not_found_error, Responses 400
+ * invalid_request_error). A scenario's "files_api": false makes the
+ * endpoint one without the API (404 on .../files).
  *
  *   {"comment": "...",
  *    "steps": [
@@ -21,7 +32,8 @@
  *        overloaded_error), "message"}}, Responses "error" {code, message,
  *        param, sequence_number}, chat a chunk {"error": {...}}; a request
  *        without "stream" gets HTTP 529 (Messages) or 500 instead),
- *      {"reply": {"content": "done"}}]}
+ *      {"reply": {"content": "done"}}],
+ *    "files_api": true}
  *
  * A streamed answer can be slowed: "event_delay_ms": N waits N ms before
  * each event after the first, "stall_ms": N sends the first event and then
@@ -128,7 +140,14 @@
  * served; and the usage answered) and exits 0 when every
  * step was served and every assertion held, 1 otherwise, 2 for a bad
  * scenario or usage. --keep-running serves until a signal; requests past
- * the last step are then failures. */
+ * the last step are then failures. After the last step the server waits
+ * for the uploaded files still live to be deleted (a client deletes them
+ * at its end), up to 10 s; the report's "files" says how many were
+ * uploaded (and their bytes), deleted, left live, uploaded twice with the
+ * same bytes, and referred to, and each request's summary its
+ * file_images (images by file id), inline_images (and their base64
+ * characters, inline_image_chars) and files_live (the uploaded files not
+ * deleted when it came). */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -151,6 +170,7 @@
 #include "tests/emulators/model/model.h"
 
 #define BODY_MAX (64u << 20)
+#define FILES_GRACE_MS 10000 /* after the last step: for the client to delete its files */
 
 static const char *expect_keys[] = {"last_tool_result_contains",
 				    "tool_result_has_image",
@@ -190,7 +210,9 @@ static struct {
 	int finished;  /* requests whose answer is done (sent or dropped) */
 	int failures;
 	int keep_running;
-	volatile int done;
+	int64_t done_at; /* when the last step's answer was done; 0: not yet */
+	volatile int done; /* the server is stopping: a stalled stream stops waiting */
+	int files_off;	 /* the scenario's "files_api": false */
 	cJSON *requests; /* the report's list */
 	cJSON *failure_list;
 	const char *path;
@@ -292,6 +314,11 @@ static void load_scenario(const char *path)
 	if (!cJSON_IsArray(srv.steps) || cJSON_GetArraySize(srv.steps) == 0)
 		die_usage("%s: the scenario needs a non-empty \"steps\" list", path);
 	srv.nsteps = cJSON_GetArraySize(srv.steps);
+	const cJSON *fa = cJSON_IsObject(srv.scenario) ? cJSON_GetObjectItemCaseSensitive(srv.scenario, "files_api")
+						       : NULL;
+	if (fa && !cJSON_IsBool(fa))
+		die_usage("%s: \"files_api\" must be true or false", path);
+	srv.files_off = cJSON_IsFalse(fa);
 	for (int i = 0; i < srv.nsteps; i++)
 		check_step(cJSON_GetArrayItem(srv.steps, i), i + 1);
 }
@@ -521,12 +548,12 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, enum protocol p
 		cJSON_AddStringToObject(doc, "type", "error");
 	cJSON *e = cJSON_AddObjectToObject(doc, "error");
 	cJSON_AddStringToObject(e, "message", v->refusal);
-	cJSON_AddStringToObject(e, "type", "invalid_request_error");
+	cJSON_AddStringToObject(e, "type", v->refusal_type ? v->refusal_type : "invalid_request_error");
 	if (proto != PROTO_MESSAGES) {
 		rk_json_add_str_or_null(e, "param", v->refusal_param);
 		rk_json_add_str_or_null(e, "code", v->refusal_code);
 	}
-	enum MHD_Result res = send_json(conn, proto, 400, doc, -1);
+	enum MHD_Result res = send_json(conn, proto, v->refusal_status ? v->refusal_status : 400, doc, -1);
 	cJSON_Delete(doc);
 	return res;
 }
@@ -714,6 +741,10 @@ static void add_entry_summary(cJSON *entry, const struct summary *s, const struc
 	cJSON_AddNumberToObject(entry, "messages", s->messages);
 	cJSON_AddItemToObject(entry, "roles", cJSON_Duplicate(s->roles, 1));
 	cJSON_AddNumberToObject(entry, "images", s->images);
+	cJSON_AddNumberToObject(entry, "file_images", s->file_images);
+	cJSON_AddNumberToObject(entry, "inline_images", s->images - s->file_images);
+	cJSON_AddNumberToObject(entry, "files_live", files_live());
+	cJSON_AddNumberToObject(entry, "inline_image_chars", (double)s->inline_chars);
 	cJSON_AddNumberToObject(entry, "duplicate_images", s->duplicate_images);
 	cJSON_AddItemToObject(entry, "tools", cJSON_Duplicate(s->tools, 1));
 	cJSON_AddBoolToObject(entry, "authorization", has_bearer(h));
@@ -808,7 +839,7 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 		snprintf(msg, sizeof(msg), "step %d: assertion failed: %s: %s", step + 1, v.refused_by, v.refusal);
 		note_failure(msg);
 		cJSON_AddStringToObject(entry, "action", "refused");
-		cJSON_AddNumberToObject(entry, "status", 400);
+		cJSON_AddNumberToObject(entry, "status", v.refusal_status ? v.refusal_status : 400);
 		pthread_mutex_unlock(&srv.mu);
 		res = send_refusal(conn, proto, &v);
 		goto out;
@@ -943,6 +974,31 @@ static enum MHD_Result send_models(struct MHD_Connection *conn)
 	return res;
 }
 
+/* A Files API request (files.c); it takes no step. */
+static enum MHD_Result serve_files(struct MHD_Connection *conn, struct request *rq, const char *method,
+				   const char *tail)
+{
+	struct http_in h = {
+		.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"),
+		.x_api_key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "x-api-key"),
+		.anthropic_version = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "anthropic-version"),
+		.anthropic_beta = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "anthropic-beta"),
+	};
+	const char *ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+	unsigned status;
+	enum protocol proto;
+	pthread_mutex_lock(&srv.mu);
+	cJSON *doc = rq->too_large ? NULL
+				   : files_serve(method, tail, ctype, rq->body.data ? rq->body.data : "", rq->body.len,
+						 &h, srv.files_off, &status, &proto);
+	pthread_mutex_unlock(&srv.mu);
+	if (!doc)
+		return send_error(conn, PROTO_CHAT, 413, "request_too_large", "the upload is too large", -1);
+	enum MHD_Result res = send_json(conn, proto, status, doc, -1);
+	cJSON_Delete(doc);
+	return res;
+}
+
 static int ends_with(const char *url, const char *tail)
 {
 	size_t ul = strlen(url), tl = strlen(tail);
@@ -969,6 +1025,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (strcmp(method, "GET") == 0 && ends_with(url, "/models"))
 		return send_models(conn);
+	const char *files = strstr(url, "/files");
+	if (files && (files[6] == '\0' || files[6] == '/'))
+		return serve_files(conn, rq, method, files + 6);
 	if (strcmp(method, "POST") == 0 && ends_with(url, "/chat/completions"))
 		return serve(conn, rq, PROTO_CHAT);
 	if (strcmp(method, "POST") == 0 && ends_with(url, "/messages"))
@@ -987,8 +1046,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (rq->counted) {
 		pthread_mutex_lock(&srv.mu);
 		srv.finished++;
-		if (srv.finished >= srv.nsteps && !srv.keep_running)
-			srv.done = 1;
+		if (srv.finished >= srv.nsteps && !srv.keep_running && !srv.done_at)
+			srv.done_at = rk_monotonic_ms();
 		pthread_mutex_unlock(&srv.mu);
 	}
 	rk_buf_release(&rq->body);
@@ -1005,6 +1064,7 @@ static int write_report(const char *path, int completed, int ok)
 	cJSON_AddBoolToObject(doc, "completed", completed);
 	cJSON_AddBoolToObject(doc, "ok", ok);
 	cJSON_AddItemToObject(doc, "failures", srv.failure_list);
+	cJSON_AddItemToObject(doc, "files", files_report());
 	cJSON_AddItemToObject(doc, "requests", srv.requests);
 	srv.failure_list = srv.requests = NULL;
 	char *text = cJSON_Print(doc);
@@ -1074,12 +1134,17 @@ int main(int argc, char **argv)
 
 	struct timespec tick = {0, 50 * 1000 * 1000};
 	int signalled = 0;
-	while (!srv.done) {
+	for (;;) {
 		int sig = sigtimedwait(&sigs, NULL, &tick);
 		if (sig == SIGTERM || sig == SIGINT) {
 			signalled = 1;
 			break;
 		}
+		pthread_mutex_lock(&srv.mu);
+		int end = srv.done_at && (files_live() == 0 || rk_monotonic_ms() - srv.done_at >= FILES_GRACE_MS);
+		pthread_mutex_unlock(&srv.mu);
+		if (end)
+			break;
 	}
 	srv.done = 1; /* a stalled stream stops waiting */
 	MHD_stop_daemon(d);
@@ -1101,6 +1166,7 @@ int main(int argc, char **argv)
 	messages_release();
 	responses_release();
 	cache_release();
+	files_release();
 	image_cache_release();
 	return ok && rc == 0 ? 0 : 1;
 }

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { checker, failedAssertions, JPEG_48x32, pngBase64, startEmulator } from './model_emulator.mjs';
 
 const require = createRequire(import.meta.url);
-const { Anthropic, BadRequestError, InternalServerError } = require('@anthropic-ai/sdk');
+const { Anthropic, BadRequestError, InternalServerError, NotFoundError, toFile } = require('@anthropic-ai/sdk');
 
 const emu = await startEmulator('sdk_anthropic.json');
 // no retries: one request per scenario step, a refusal stays one refusal
@@ -332,19 +332,94 @@ await t.check('a mid-stream error event: the SDK raises the overloaded_error aft
 	assert.ok(text.length > 0 && 'Half of this arrives, then the stream reports it is overloaded.'.startsWith(text), text);
 });
 
+// The Files API (beta: the SDK sends the header only when asked). What
+// rakazo does with a screenshot: up once, then referred to by id.
+const FILES = 'files-api-2025-04-14';
+const jpeg = Buffer.from(JPEG_48x32, 'base64');
+let deletedId;
+await t.check('beta.files.upload without the files beta: the API\'s 400', async () => {
+	let caught;
+	try {
+		await client.beta.files.upload({ file: await toFile(jpeg, 'shot.jpg', { type: 'image/jpeg' }) });
+	} catch (e) {
+		caught = e;
+	}
+	assert.ok(caught instanceof BadRequestError, `a BadRequestError, got ${caught}`);
+	assert.match(caught.error.error.message, /files-api-2025-04-14/);
+});
+
+await t.check('beta.files: upload a screenshot, send it by file id, read its metadata, delete it', async () => {
+	const f = await client.beta.files.upload({ file: await toFile(jpeg, 'shot.jpg', { type: 'image/jpeg' }), betas: [FILES] });
+	assert.match(f.id, /^file_011C/);
+	assert.equal(f.type, 'file');
+	assert.equal(f.filename, 'shot.jpg');
+	assert.equal(f.mime_type, 'image/jpeg');
+	assert.equal(f.size_bytes, jpeg.length);
+	assert.ok(!Number.isNaN(Date.parse(f.created_at)), f.created_at);
+	const meta = await client.beta.files.retrieveMetadata(f.id, { betas: [FILES] });
+	assert.deepEqual(meta, f);
+	const listed = [];
+	for await (const x of client.beta.files.list({ betas: [FILES] })) listed.push(x.id);
+	assert.deepEqual(listed, [f.id]);
+	const m = await client.beta.messages.create({
+		model,
+		max_tokens: 256,
+		betas: [FILES],
+		messages: [
+			{
+				role: 'user',
+				content: [
+					{ type: 'text', text: 'What is in the file?' },
+					{ type: 'image', source: { type: 'file', file_id: f.id } },
+				],
+			},
+		],
+	});
+	assert.equal(m.content[0].text, 'A small picture.');
+	assert.ok(m.usage.input_tokens >= 3, 'the image is counted as tokens (48x32 / 750)');
+	const gone = await client.beta.files.delete(f.id, { betas: [FILES] });
+	assert.deepEqual(gone, { id: f.id, type: 'file_deleted' });
+	let caught;
+	try {
+		await client.beta.files.delete(f.id, { betas: [FILES] });
+	} catch (e) {
+		caught = e;
+	}
+	assert.ok(caught instanceof NotFoundError, `a NotFoundError, got ${caught}`);
+	deletedId = f.id;
+});
+
+await t.check('a message that refers to a deleted file: the API\'s 404, a NotFoundError', async () => {
+	let caught;
+	try {
+		await client.beta.messages.create({
+			model,
+			max_tokens: 256,
+			betas: [FILES],
+			messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: deletedId } }] }],
+		});
+	} catch (e) {
+		caught = e;
+	}
+	assert.ok(caught instanceof NotFoundError, `a NotFoundError, got ${caught}`);
+	assert.equal(caught.error.error.type, 'not_found_error');
+	assert.equal(caught.error.error.message, `File not found: ${deletedId}`);
+});
+
 const { code, report } = await emu.finish();
 await t.check('the emulator served every step; its only failures are the refusals above', async () => {
 	assert.equal(report.completed, true, JSON.stringify(report));
-	assert.equal(report.served, 12);
+	assert.equal(report.served, 14);
 	assert.deepEqual(failedAssertions(report), [
 		'step 8: anthropic_beta: a computer_20251124 tool needs anthropic-beta computer-use-2025-11-24; got "(none)"',
 		'step 11: cache_control: A maximum of 4 blocks with cache_control may be provided. Found 5.',
+		`step 14: file_id: File not found: ${deletedId}`,
 	]);
-	assert.equal(report.failures.length, 2);
+	assert.equal(report.failures.length, 3);
 	assert.equal(code, 1);
 	assert.deepEqual(
 		report.requests.map((r) => r.protocol),
-		Array(12).fill('messages'),
+		Array(14).fill('messages'),
 	);
 	assert.deepEqual(
 		report.requests.slice(8, 11).map((r) => [r.cache_breakpoints, r.status]),
@@ -352,11 +427,15 @@ await t.check('the emulator served every step; its only failures are the refusal
 			[1, 200],
 			[2, 200],
 			[5, 400],
+			[0, 200],
+			[0, 404],
 		],
 	);
 	// 1.17 marks beta calls internally (__qualifiers) and sends no ?beta=true
 	assert.equal(report.requests[1].beta_query, false);
 	assert.equal(report.requests[1].anthropic_beta, BETA);
 	assert.deepEqual(report.requests[2].last_image, { media_type: 'image/png', width: 1280, height: 800 });
+	assert.deepEqual([report.requests[11].file_images, report.requests[11].inline_images], [1, 0]);
+	assert.deepEqual(report.files, { uploaded: 1, uploaded_bytes: jpeg.length, deleted: 1, live: 0, duplicate_uploads: 0, referenced: 1 });
 });
 t.done();

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { checker, failedAssertions, JPEG_48x32, pngBase64, startEmulator } from './model_emulator.mjs';
 
 const require = createRequire(import.meta.url);
-const { OpenAI, BadRequestError, InternalServerError } = require('openai');
+const { OpenAI, BadRequestError, InternalServerError, NotFoundError, toFile } = require('openai');
 
 const emu = await startEmulator('sdk_openai.json');
 // no retries: one request per scenario step, a refusal stays one refusal
@@ -313,18 +313,87 @@ await t.check('a mid-stream error event: responses.stream and chat.completions.s
 	assert.match(String(caught.message), /The server had an error/, String(caught));
 });
 
+// The Files API: what rakazo does with a screenshot, up once, then by id.
+const jpeg = Buffer.from(JPEG_48x32, 'base64');
+let deletedId;
+await t.check('files.create without a known purpose: the API\'s 400 naming purpose', async () => {
+	let caught;
+	try {
+		await client.files.create({ file: await toFile(jpeg, 'shot.jpg', { type: 'image/jpeg' }), purpose: 'screenshots' });
+	} catch (e) {
+		caught = e;
+	}
+	assert.ok(caught instanceof BadRequestError, `a BadRequestError, got ${caught}`);
+	assert.equal(caught.param, 'purpose');
+});
+
+await t.check('files: create a screenshot with purpose vision, send it as input_image file_id, retrieve, delete', async () => {
+	const f = await client.files.create({ file: await toFile(jpeg, 'shot.jpg', { type: 'image/jpeg' }), purpose: 'vision' });
+	assert.match(f.id, /^file-/);
+	assert.equal(f.object, 'file');
+	assert.equal(f.bytes, jpeg.length);
+	assert.equal(f.filename, 'shot.jpg');
+	assert.equal(f.purpose, 'vision');
+	assert.equal(typeof f.created_at, 'number');
+	assert.deepEqual(await client.files.retrieve(f.id), f);
+	const listed = [];
+	for await (const x of client.files.list()) listed.push(x.id);
+	assert.deepEqual(listed, [f.id]);
+	const r = await client.responses.create({
+		model: 'gpt-5.5',
+		store: false,
+		input: [
+			{
+				role: 'user',
+				content: [
+					{ type: 'input_text', text: 'What is in the file?' },
+					{ type: 'input_image', file_id: f.id, detail: 'auto' },
+				],
+			},
+		],
+	});
+	assert.equal(r.output_text, 'A small picture.');
+	const gone = await client.files.delete(f.id);
+	assert.deepEqual(gone, { id: f.id, object: 'file', deleted: true });
+	let caught;
+	try {
+		await client.files.retrieve(f.id);
+	} catch (e) {
+		caught = e;
+	}
+	assert.ok(caught instanceof NotFoundError, `a NotFoundError, got ${caught}`);
+	deletedId = f.id;
+});
+
+await t.check('an input_image of a deleted file: the API\'s 400, a BadRequestError', async () => {
+	let caught;
+	try {
+		await client.responses.create({
+			model: 'gpt-5.5',
+			store: false,
+			input: [{ role: 'user', content: [{ type: 'input_image', file_id: deletedId, detail: 'auto' }] }],
+		});
+	} catch (e) {
+		caught = e;
+	}
+	assert.ok(caught instanceof BadRequestError, `a BadRequestError, got ${caught}`);
+	assert.equal(caught.error.message, `No file with id '${deletedId}' was found.`);
+	assert.equal(caught.param, 'input[0].content');
+});
+
 const { code, report } = await emu.finish();
 await t.check('the emulator served every step; its only failures are the refusals above', async () => {
 	assert.equal(report.completed, true, JSON.stringify(report));
-	assert.equal(report.served, 17);
+	assert.equal(report.served, 19);
 	assert.deepEqual(failedAssertions(report), [
 		'step 10: call_ids_match: input item 0: the function_call_output for "call_nobody" answers no call (in the input or via previous_response_id)',
 		"step 15: prompt_cache_key: Invalid type for 'prompt_cache_key': expected a string, but got an integer instead.",
+		`step 19: file_id: No file with id '${deletedId}' was found.`,
 	]);
 	assert.equal(code, 1);
 	assert.deepEqual(
 		report.requests.map((r) => r.protocol),
-		[...Array(7).fill('responses'), 'chat', 'chat', 'responses', 'responses', 'responses', 'chat', 'chat', 'responses', 'responses', 'chat'],
+		[...Array(7).fill('responses'), 'chat', 'chat', 'responses', 'responses', 'responses', 'chat', 'chat', 'responses', 'responses', 'chat', 'responses', 'responses'],
 	);
 	assert.deepEqual(
 		report.requests.slice(10, 15).map((r) => [r.prompt_cache_key, r.status]),
@@ -337,5 +406,7 @@ await t.check('the emulator served every step; its only failures are the refusal
 		],
 	);
 	assert.deepEqual(report.requests[2].last_image, { media_type: 'image/png', width: 1024, height: 640 });
+	assert.deepEqual([report.requests[15].file_images, report.requests[15].inline_images, report.requests[16].status], [1, 0, 400]);
+	assert.deepEqual(report.files, { uploaded: 1, uploaded_bytes: jpeg.length, deleted: 1, live: 0, duplicate_uploads: 0, referenced: 1 });
 });
 t.done();

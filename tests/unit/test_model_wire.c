@@ -918,6 +918,7 @@ TEST(messages_round_trip)
 	REQUIRE(server_start(&s) == 0);
 	struct rk_model_config cfg;
 	config_for(&cfg, "messages", s.port);
+	cfg.upload_images = 0; /* the image inline here (uploaded: files_round_trip) */
 	struct rk_model_tool tools[2] = {shell_tool(), native_tool("computer_20251124", "computer-use-2025-11-24")};
 	struct rk_model_conversation *c = rk_model_conversation_new();
 	rk_model_add_message(c, RK_MODEL_SYSTEM, "sys");
@@ -1007,6 +1008,7 @@ TEST(responses_round_trip)
 	REQUIRE(server_start(&s) == 0);
 	struct rk_model_config cfg;
 	config_for(&cfg, "responses", s.port);
+	cfg.upload_images = 0; /* the image inline here (uploaded: files_round_trip) */
 	cfg.cache_key = rk_xstrdup("rakazo-run_wire");
 	struct rk_model_tool tools[2] = {shell_tool(), native_tool("computer", NULL)};
 	struct rk_model_conversation *c = rk_model_conversation_new();
@@ -1135,6 +1137,152 @@ TEST(key_never_in_the_log)
 	free(path);
 }
 
+/* Screenshots sent once (model_files.c): uploaded before the request that
+ * first carries them, referred to by id, deleted once pruned; an endpoint
+ * without the API gets them inline. */
+TEST(files_round_trip)
+{
+	struct server s = {.nsteps = 7};
+	s.steps[0] = (struct step){200, NULL,
+				   "{\"id\":\"file_011CNha8iCJcU1wXNR6q4V8w\",\"type\":\"file\",\"filename\":\"s.png\","
+				   "\"mime_type\":\"image/png\",\"size_bytes\":12}"};
+	s.steps[1] = (struct step){200, NULL, anthropic_done};
+	s.steps[2] = (struct step){200, NULL, "{\"id\":\"file_011CNha8iCJcU1wXNR6q4V8w\",\"type\":\"file_deleted\"}"};
+	s.steps[3] = (struct step){200, NULL, "{\"id\":\"file_011CSecond\",\"type\":\"file\"}"};
+	s.steps[4] = (struct step){200, NULL, anthropic_done};
+	/* a refused file source: sent again inline, and uploads stay off */
+	s.steps[5] = (struct step){400, NULL,
+				   "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":"
+				   "\"file source not supported\"}}"};
+	s.steps[6] = (struct step){200, NULL, anthropic_done};
+	REQUIRE(server_start(&s) == 0);
+	struct rk_model_config cfg;
+	config_for(&cfg, "messages", s.port);
+	CHECK_EQ_INT(cfg.upload_images, 1); /* "auto": on for messages */
+	struct rk_model_tool tools[1] = {native_tool("computer_20251124", "computer-use-2025-11-24")};
+	struct rk_model_conversation *c = rk_model_conversation_new();
+	rk_model_add_message(c, RK_MODEL_SYSTEM, "sys");
+	struct rk_model_message *u = rk_model_add_message(c, RK_MODEL_USER, "look");
+	rk_model_message_add_image(c, u, fake_png, sizeof(fake_png), "h1", "frame 1");
+	struct rk_model_reply r;
+	struct rk_error e;
+	CHECK_EQ_INT(rk_model_complete(&cfg, c, tools, 1, &r, &e), 0);
+	rk_model_reply_release(&r);
+	CHECK_EQ_STR(u->parts[1].file_id, "file_011CNha8iCJcU1wXNR6q4V8w");
+	/* without a request, nothing is uploaded: request_json shows what is known */
+	cJSON *req = rk_model_request_json(&cfg, c, tools, 1);
+	CHECK_EQ_STR(str(get(item(get(item(get(req, "messages"), 0), "content"), 2), "source"), "type"), "file");
+	cJSON_Delete(req);
+	/* a second frame: uploaded; the first pruned (keep 1, no block): deleted */
+	u = rk_model_add_message(c, RK_MODEL_USER, "again");
+	rk_model_message_add_image(c, u, fake_png, sizeof(fake_png) - 1, "h2", "frame 2");
+	CHECK_EQ_INT(rk_model_prune_images(c, 1, 0), 1);
+	CHECK_EQ_INT((int)c->nstale, 1);
+	CHECK_EQ_INT(rk_model_complete(&cfg, c, tools, 1, &r, &e), 0);
+	rk_model_reply_release(&r);
+	CHECK_EQ_INT((int)c->nstale, 0);
+	CHECK_EQ_STR(u->parts[1].file_id, "file_011CSecond");
+	/* refused: once more inline, and off from then on */
+	CHECK_EQ_INT(rk_model_complete(&cfg, c, tools, 1, &r, &e), 0);
+	rk_model_reply_release(&r);
+	CHECK(u->parts[1].file_id == NULL);
+	CHECK_EQ_INT(c->files_off, 1);
+	CHECK_EQ_INT((int)c->nstale, 1); /* file_011CSecond, deleted at the end */
+	server_stop(&s);
+	rk_model_files_end(&cfg, c); /* the server is gone: the delete fails, logged */
+	CHECK_EQ_INT((int)c->nstale, 0);
+	rk_model_config_release(&cfg);
+	REQUIRE(s.served == 7);
+	const struct seen *w = &s.seen[0];
+	CHECK_EQ_STR(w->request_line, "POST /v1/files HTTP/1.1");
+	char *ct = header(w, "content-type"), *b = header(w, "anthropic-beta"), *k = header(w, "x-api-key"),
+	     *v = header(w, "anthropic-version");
+	CHECK(ct && !strncmp(ct, "multipart/form-data; boundary=rakazo-", 37));
+	CHECK_EQ_STR(b, "files-api-2025-04-14");
+	CHECK_EQ_STR(k, KEY);
+	CHECK_EQ_STR(v, "2026-10-21");
+	CHECK(strstr(w->body, "Content-Disposition: form-data; name=\"file\"; filename=\"screenshot-h1.png\"\r\n"
+			      "Content-Type: image/png\r\n\r\n") != NULL);
+	free(ct), free(b), free(k), free(v);
+	w = &s.seen[1];
+	CHECK_EQ_STR(w->request_line, "POST /v1/messages?beta=true HTTP/1.1");
+	b = header(w, "anthropic-beta");
+	CHECK_EQ_STR(b, "computer-use-2025-11-24,files-api-2025-04-14");
+	free(b);
+	cJSON *body = cJSON_Parse(w->body);
+	const cJSON *img = item(get(item(get(body, "messages"), 0), "content"), 2);
+	CHECK_EQ_STR(str(img, "type"), "image");
+	CHECK_EQ_STR(str(get(img, "source"), "type"), "file");
+	CHECK_EQ_STR(str(get(img, "source"), "file_id"), "file_011CNha8iCJcU1wXNR6q4V8w");
+	CHECK(strstr(w->body, "base64") == NULL);
+	cJSON_Delete(body);
+	/* the pruned file is deleted before the new frame goes up */
+	CHECK_EQ_STR(s.seen[2].request_line, "DELETE /v1/files/file_011CNha8iCJcU1wXNR6q4V8w HTTP/1.1");
+	CHECK_EQ_STR(s.seen[3].request_line, "POST /v1/files HTTP/1.1");
+	b = header(&s.seen[2], "anthropic-beta");
+	CHECK_EQ_STR(b, "files-api-2025-04-14");
+	free(b);
+	CHECK(strstr(s.seen[4].body, "\"file_id\":\"file_011CSecond\"") != NULL);
+	CHECK(strstr(s.seen[5].body, "\"file_id\":\"file_011CSecond\"") != NULL);
+	CHECK(strstr(s.seen[6].body, "file_id") == NULL);
+	CHECK(strstr(s.seen[6].body, "\"type\":\"base64\"") != NULL);
+	b = header(&s.seen[6], "anthropic-beta");
+	CHECK_EQ_STR(b, "computer-use-2025-11-24");
+	free(b);
+	server_free(&s);
+	rk_model_conversation_free(c);
+
+	/* responses: purpose vision, Bearer; a 404 (no Files API) turns uploads off, inline */
+	struct server s2 = {.nsteps = 2};
+	s2.steps[0] = (struct step){404, NULL, "{\"error\":\"not found\"}"};
+	s2.steps[1] = (struct step){200, NULL,
+				    "{\"status\":\"completed\",\"output\":[{\"type\":\"message\",\"role\":\"assistant\","
+				    "\"content\":[{\"type\":\"output_text\",\"text\":\"Done.\"}]}]}"};
+	REQUIRE(server_start(&s2) == 0);
+	config_for(&cfg, "responses", s2.port);
+	c = rk_model_conversation_new();
+	u = rk_model_add_message(c, RK_MODEL_USER, "look");
+	rk_model_message_add_image(c, u, fake_png, sizeof(fake_png), "h1", "frame 1");
+	CHECK_EQ_INT(rk_model_complete(&cfg, c, NULL, 0, &r, &e), 0);
+	rk_model_reply_release(&r);
+	CHECK_EQ_INT(c->files_off, 1);
+	CHECK(u->parts[1].file_id == NULL);
+	rk_model_config_release(&cfg);
+	server_stop(&s2);
+	REQUIRE(s2.served == 2);
+	CHECK_EQ_STR(s2.seen[0].request_line, "POST /v1/files HTTP/1.1");
+	k = header(&s2.seen[0], "authorization");
+	CHECK(k && !strcmp(k, "Bearer " KEY));
+	free(k);
+	CHECK(strstr(s2.seen[0].body, "name=\"purpose\"\r\n\r\nvision\r\n") != NULL);
+	CHECK(strstr(s2.seen[1].body, "\"image_url\":\"data:image/png;base64,") != NULL);
+	server_free(&s2);
+	rk_model_conversation_free(c);
+
+	/* chat: never uploads; "upload_images" is checked */
+	char *path = rk_path_join(data_dir, "files-config.json");
+	struct rk_error fe;
+	rk_fs_write_atomic(path, "{\"model\":{\"upload_images\":\"maybe\"}}", 35, 0600, &fe);
+	struct rk_model_flags f = RK_MODEL_FLAGS_INIT;
+	f.base_url = "http://127.0.0.1:9/v1";
+	f.model = "m";
+	f.api = "messages";
+	f.config_path = path;
+	CHECK_EQ_INT(rk_model_config_load(&f, data_dir, &cfg, &e), -RK_EINVALID);
+	CHECK(strstr(e.message, "upload_images must be true, false or \"auto\"") != NULL);
+	rk_fs_write_atomic(path, "{\"model\":{\"upload_images\":true}}", 32, 0600, &fe);
+	f.api = "chat";
+	REQUIRE(rk_model_config_load(&f, data_dir, &cfg, &e) == 0);
+	CHECK_EQ_INT(cfg.upload_images, 0);
+	rk_model_config_release(&cfg);
+	rk_fs_write_atomic(path, "{\"model\":{\"upload_images\":false}}", 33, 0600, &fe);
+	f.api = "responses";
+	REQUIRE(rk_model_config_load(&f, data_dir, &cfg, &e) == 0);
+	CHECK_EQ_INT(cfg.upload_images, 0);
+	rk_model_config_release(&cfg);
+	free(path);
+}
+
 int main(void)
 {
 	clear_env();
@@ -1162,6 +1310,7 @@ int main(void)
 	RUN(chat_refuses_a_native_tool_and_sends_the_image_type);
 	RUN(messages_round_trip);
 	RUN(responses_round_trip);
+	RUN(files_round_trip);
 	RUN(vendor_errors_are_worded_and_keep_the_key_out);
 	RUN(key_never_in_the_log);
 	cJSON_Delete(shell_params);

@@ -48,6 +48,7 @@ void summary_release(struct summary *s)
 void summary_add_image(struct summary *s, const struct image *img)
 {
 	s->images++;
+	s->inline_chars += img->encoded;
 	if (!img->ok) {
 		if (!s->bad_images++)
 			snprintf(s->bad_image_why, sizeof(s->bad_image_why), "image %d: %s", s->images, img->why);
@@ -167,6 +168,16 @@ static void images_in(const cJSON *v, size_t *chars, long *tokens)
 	if (data) {
 		*chars += strlen(data);
 		/* about what Claude charges (w*h/750); good enough for GPT too */
+		*tokens += img.ok ? ((long)img.w * img.h + 749) / 750 : 0;
+		return;
+	}
+	/* an uploaded image costs what its bytes would inline: a Messages file
+	 * source, a Responses input_image or computer_screenshot by file_id */
+	const char *type = cJSON_IsObject(v) ? rk_json_string(v, "type", "") : "";
+	const char *file_id = cJSON_IsObject(v) ? rk_json_string(v, "file_id", NULL) : NULL;
+	const struct stored_file *f = file_id ? files_find(file_id) : NULL;
+	if (f && (!strcmp(type, "file") || !strcmp(type, "input_image") || !strcmp(type, "computer_screenshot"))) {
+		image_check_bytes(f->mime, f->bytes.data, f->bytes.len, &img);
 		*tokens += img.ok ? ((long)img.w * img.h + 749) / 750 : 0;
 		return;
 	}

@@ -109,6 +109,30 @@ static void decode(const char *mime, const unsigned char *p, size_t n, struct im
 	}
 }
 
+void image_check_bytes(const char *mime, const void *bytes, size_t len, struct image *img)
+{
+	memset(img, 0, sizeof(*img));
+	snprintf(img->mime, sizeof(img->mime), "%s", mime ? mime : "");
+	if (len == 0) {
+		snprintf(img->why, sizeof(img->why), "the image has no bytes");
+		return;
+	}
+	rk_sha256_hex(bytes, len, img->hex);
+	for (size_t i = 0; i < ncache; i++) {
+		if (strcmp(cache[i].hex, img->hex) == 0 && strcmp(cache[i].mime, img->mime) == 0) {
+			*img = cache[i];
+			img->encoded = 0;
+			return;
+		}
+	}
+	decode(img->mime, bytes, len, img);
+	if (ncache == capcache) {
+		capcache = capcache ? 2 * capcache : 16;
+		cache = rk_xrealloc(cache, capcache * sizeof(*cache));
+	}
+	cache[ncache++] = *img;
+}
+
 void image_check_base64(const char *mime, const char *b64, struct image *img)
 {
 	memset(img, 0, sizeof(*img));
@@ -121,23 +145,10 @@ void image_check_base64(const char *mime, const char *b64, struct image *img)
 		rk_buf_release(&bytes);
 		return;
 	}
-	rk_sha256_hex(bytes.data, bytes.len, img->hex);
-	for (size_t i = 0; i < ncache; i++) {
-		if (strcmp(cache[i].hex, img->hex) == 0 && strcmp(cache[i].mime, img->mime) == 0) {
-			size_t encoded = img->encoded;
-			*img = cache[i];
-			img->encoded = encoded;
-			rk_buf_release(&bytes);
-			return;
-		}
-	}
-	decode(img->mime, (const unsigned char *)bytes.data, bytes.len, img);
+	size_t encoded = img->encoded;
+	image_check_bytes(mime, bytes.data, bytes.len, img);
+	img->encoded = encoded;
 	rk_buf_release(&bytes);
-	if (ncache == capcache) {
-		capcache = capcache ? 2 * capcache : 16;
-		cache = rk_xrealloc(cache, capcache * sizeof(*cache));
-	}
-	cache[ncache++] = *img;
 }
 
 void image_check_data_url(const char *url, struct image *img)

@@ -53,14 +53,26 @@ static int thinking_on(const cJSON *req)
 	return t && strcmp(t, "disabled") != 0;
 }
 
-static void image_block(const cJSON *b, struct summary *s)
+/* What the checks of one request need besides the request. */
+struct ctx {
+	const struct http_in *h;
+	struct verdict *v;
+};
+
+static void image_block(const cJSON *b, struct summary *s, const struct ctx *x, int msg)
 {
 	const cJSON *src = cJSON_GetObjectItemCaseSensitive(b, "source");
 	const char *type = rk_json_string(src, "type", "(none)");
 	struct image img;
+	if (strcmp(type, "file") == 0) { /* an uploaded file (files.c) */
+		char where[64];
+		snprintf(where, sizeof(where), "messages.%d", msg);
+		files_image(rk_json_string(src, "file_id", NULL), PROTO_MESSAGES, x->h, where, s, x->v, &img);
+		return;
+	}
 	if (strcmp(type, "base64") != 0) {
 		memset(&img, 0, sizeof(img));
-		snprintf(img.why, sizeof(img.why), "an image block's source is \"%.40s\", not base64", type);
+		snprintf(img.why, sizeof(img.why), "an image block's source is \"%.40s\", not base64 or file", type);
 	} else {
 		image_check_base64(rk_json_string(src, "media_type", ""), rk_json_string(src, "data", NULL), &img);
 	}
@@ -68,7 +80,7 @@ static void image_block(const cJSON *b, struct summary *s)
 }
 
 /* A tool_result's content: its text (malloc'd), its images counted. */
-static char *tool_result(const cJSON *b, struct summary *s, int *images)
+static char *tool_result(const cJSON *b, struct summary *s, int *images, const struct ctx *x, int msg)
 {
 	const cJSON *content = cJSON_GetObjectItemCaseSensitive(b, "content");
 	*images = 0;
@@ -85,7 +97,7 @@ static char *tool_result(const cJSON *b, struct summary *s, int *images)
 				rk_buf_addc(&t, '\n');
 			rk_buf_adds(&t, rk_json_string(p, "text", ""));
 		} else if (strcmp(type, "image") == 0) {
-			image_block(p, s);
+			image_block(p, s, x, msg);
 			(*images)++;
 		}
 	}
@@ -261,7 +273,7 @@ static void check_tools(const cJSON *req, struct summary *s, char *problem, size
 	}
 }
 
-static void summarize(const cJSON *req, struct summary *s)
+static void summarize(const cJSON *req, struct summary *s, const struct ctx *x)
 {
 	const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(req, "messages");
 	s->model = rk_json_string(req, "model", NULL);
@@ -315,12 +327,12 @@ static void summarize(const cJSON *req, struct summary *s)
 			if (strcmp(type, "text") == 0) {
 				summary_add_text(s, rk_json_string(b, "text", ""));
 			} else if (strcmp(type, "image") == 0) {
-				image_block(b, s);
+				image_block(b, s, x, i);
 				if (s->last_tool >= 0)
 					s->images_after_last_tool++;
 			} else if (strcmp(type, "tool_result") == 0) {
 				int images;
-				char *text = tool_result(b, s, &images);
+				char *text = tool_result(b, s, &images, x, i);
 				summary_add_text(s, text);
 				free(s->last_tool_text);
 				s->last_tool_text = text;
@@ -334,7 +346,8 @@ static void summarize(const cJSON *req, struct summary *s)
 void messages_check(const cJSON *req, const struct http_in *h, const cJSON *expect, struct summary *s,
 		    struct verdict *v)
 {
-	summarize(req, s);
+	struct ctx x = {h, v};
+	summarize(req, s, &x);
 	record(v, "request_valid", s->valid, "%s", s->valid ? "model and messages present" : s->invalid_why);
 	if (!s->valid)
 		return;

@@ -43,6 +43,8 @@ struct image {
 void image_check_base64(const char *mime, const char *b64, struct image *img);
 /* The same for a data URL ("data:image/png;base64,..."). */
 void image_check_data_url(const char *url, struct image *img);
+/* The same for bytes already decoded (an uploaded file's). */
+void image_check_bytes(const char *mime, const void *bytes, size_t len, struct image *img);
 void image_cache_release(void);
 
 /* ---- what a request holds ---- */
@@ -54,6 +56,8 @@ struct summary {
 	int messages; /* messages, or Responses input items */
 	int images;
 	int bad_images;
+	int file_images; /* of images: referred to by an uploaded file's id */
+	size_t inline_chars; /* the base64 characters of the inline images */
 	char bad_image_why[300]; /* the first bad image's problem */
 	int duplicate_images;
 	cJSON *seen;		    /* hashes of the images so far (owned) */
@@ -96,6 +100,8 @@ struct verdict {
 	char refusal[500];
 	const char *refusal_param; /* OpenAI's "param" and "code", NULL: none */
 	const char *refusal_code;
+	unsigned refusal_status;  /* 0: 400 */
+	const char *refusal_type; /* NULL: invalid_request_error */
 };
 
 void record(struct verdict *v, const char *name, int ok, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -156,6 +162,44 @@ void chat_stream(const cJSON *completion, int include_usage, struct rk_buf *sse)
 int messages_beta_has(const char *header, const char *want);
 void messages_release(void);
 void responses_release(void);
+
+/* ---- the vendors' Files APIs (files.c) ----
+ * POST .../files (multipart/form-data), GET .../files, GET and DELETE
+ * .../files/ID, in Anthropic's shape when an anthropic-version header came
+ * (@anthropic-ai/sdk 1.17 resources/beta/files: the files-api-2025-04-14
+ * beta is required) and OpenAI's otherwise (openai 7.60 resources/files:
+ * "purpose" is required). The bytes are kept in memory until deleted; the
+ * protocols resolve a file_id in a request to them. */
+
+struct stored_file {
+	char id[64];
+	enum protocol vendor; /* PROTO_MESSAGES or PROTO_RESPONSES */
+	char mime[64], filename[128], purpose[32];
+	struct rk_buf bytes;
+	int deleted;
+	long long created; /* unix seconds */
+};
+
+/* Answers a Files API request (tail: what follows ".../files", "" or
+ * "/ID"); *status and *proto (the vendor whose error shape to use) are
+ * set, and the document to send is returned (the caller's). off: the
+ * scenario says the endpoint has no Files API (a 404 like a server
+ * without the route). */
+cJSON *files_serve(const char *method, const char *tail, const char *content_type, const char *body, size_t len,
+		   const struct http_in *h, int off, unsigned *status, enum protocol *proto);
+/* A live file (not deleted) by id, NULL when none. */
+const struct stored_file *files_find(const char *id);
+/* Checks an image that refers to file id in a request on protocol p into
+ * *img, counted in s (file_images); a missing or deleted file, a file of
+ * the other vendor or not an image, or (Messages) no files beta refuses the
+ * request as the vendor does. where names the place ("input[3].content[1]"). */
+void files_image(const char *id, enum protocol p, const struct http_in *h, const char *where, struct summary *s,
+		 struct verdict *v, struct image *img);
+/* The report's "files" object: uploaded, uploaded_bytes, deleted, live,
+ * duplicate_uploads, referenced. */
+cJSON *files_report(void);
+int files_live(void);
+void files_release(void);
 
 /* ---- prompt caches (cache.c) ---- */
 

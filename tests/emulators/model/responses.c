@@ -49,7 +49,13 @@ static const char *output_of(const char *call_type)
 
 /* The text of a message's or an output's content (string or parts), its
  * images checked and counted. */
-static char *parts(const cJSON *content, struct summary *s, int *images)
+/* What the checks of one request need besides the request. */
+struct ctx {
+	const struct http_in *h;
+	struct verdict *v;
+};
+
+static char *parts(const cJSON *content, struct summary *s, int *images, const struct ctx *x, int item)
 {
 	*images = 0;
 	if (cJSON_IsString(content))
@@ -67,15 +73,21 @@ static char *parts(const cJSON *content, struct summary *s, int *images)
 		} else if (strcmp(type, "input_image") == 0) {
 			struct image img;
 			const char *url = rk_json_string(p, "image_url", NULL);
-			if (url) {
+			const char *file_id = rk_json_string(p, "file_id", NULL);
+			(*images)++;
+			if (file_id && !url) { /* an uploaded file (files.c) */
+				char where[64];
+				snprintf(where, sizeof(where), "input[%d].content", item);
+				files_image(file_id, PROTO_RESPONSES, x->h, where, s, x->v, &img);
+				continue;
+			}
+			if (url && !file_id) {
 				image_check_data_url(url, &img);
 			} else {
 				memset(&img, 0, sizeof(img));
-				snprintf(img.why, sizeof(img.why),
-					 "an input_image without image_url (file ids are not emulated)");
+				snprintf(img.why, sizeof(img.why), "an input_image needs one of image_url and file_id");
 			}
 			summary_add_image(s, &img);
-			(*images)++;
 		}
 	}
 	return rk_buf_detach(&t, NULL);
@@ -181,27 +193,35 @@ static void acknowledged(const cJSON *it, struct summary *s, struct walk *w, int
 	}
 }
 
-static void computer_output(const cJSON *it, struct summary *s, struct walk *w, int i)
+static void computer_output(const cJSON *it, struct summary *s, struct walk *w, int i, const struct ctx *x)
 {
 	const cJSON *out = cJSON_GetObjectItemCaseSensitive(it, "output");
 	const char *url = rk_json_string(out, "image_url", NULL);
-	if (strcmp(rk_json_string(out, "type", ""), "computer_screenshot") != 0 || !url) {
+	const char *file_id = rk_json_string(out, "file_id", NULL);
+	if (strcmp(rk_json_string(out, "type", ""), "computer_screenshot") != 0 || !url == !file_id) {
 		if (!w->computer[0])
 			snprintf(w->computer, sizeof(w->computer),
 				 "input item %d: a computer_call_output's output is {\"type\":\"computer_screenshot\", "
-				 "\"image_url\":\"data:...\"}",
+				 "\"image_url\":\"data:...\"} or {\"type\":\"computer_screenshot\", \"file_id\":...}",
 				 i);
 		return;
 	}
 	struct image img;
-	image_check_data_url(url, &img);
-	summary_add_image(s, &img);
+	if (file_id) { /* an uploaded file (files.c) */
+		char where[64];
+		snprintf(where, sizeof(where), "input[%d].output.file_id", i);
+		files_image(file_id, PROTO_RESPONSES, x->h, where, s, x->v, &img);
+	} else {
+		image_check_data_url(url, &img);
+		summary_add_image(s, &img);
+	}
 	s->images_after_last_tool = 1;
 }
 
 /* Reads the input items: text, images, tool outputs, and whether calls and
  * outputs pair up. */
-static void walk_input(const cJSON *input, const struct served *prev, struct summary *s, struct walk *w)
+static void walk_input(const cJSON *input, const struct served *prev, struct summary *s, struct walk *w,
+		       const struct ctx *x)
 {
 	cJSON *reasoning_seen = cJSON_CreateObject();
 	int n = cJSON_GetArraySize(input);
@@ -217,7 +237,7 @@ static void walk_input(const cJSON *input, const struct served *prev, struct sum
 			}
 			cJSON_AddItemToArray(s->roles, cJSON_CreateString(role));
 			int images;
-			char *text = parts(cJSON_GetObjectItemCaseSensitive(it, "content"), s, &images);
+			char *text = parts(cJSON_GetObjectItemCaseSensitive(it, "content"), s, &images, x, i);
 			summary_add_text(s, text);
 			free(text);
 			if (s->last_tool >= 0)
@@ -258,11 +278,12 @@ static void walk_input(const cJSON *input, const struct served *prev, struct sum
 			free(s->last_tool_text);
 			if (strcmp(type, "computer_call_output") == 0) {
 				s->last_tool_text = rk_xstrdup("");
-				computer_output(it, s, w, i);
+				computer_output(it, s, w, i, x);
 				acknowledged(it, s, w, i);
 			} else {
 				int images;
-				s->last_tool_text = parts(cJSON_GetObjectItemCaseSensitive(it, "output"), s, &images);
+				s->last_tool_text =
+					parts(cJSON_GetObjectItemCaseSensitive(it, "output"), s, &images, x, i);
 				s->images_after_last_tool = images;
 				summary_add_text(s, s->last_tool_text);
 			}
@@ -332,7 +353,8 @@ void responses_check(const cJSON *req, const struct http_in *h, const cJSON *exp
 		summary_add_text(s, input->valuestring);
 	} else {
 		s->messages = cJSON_GetArraySize(input);
-		walk_input(input, prev, s, &w);
+		struct ctx x = {h, v};
+		walk_input(input, prev, s, &w, &x);
 	}
 	check_ended(input, prev, &w);
 	if (w.invalid[0]) {
