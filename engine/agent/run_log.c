@@ -106,7 +106,11 @@ int rk_run_frame_keep(const char *data_dir, const char *run_id, const char *fram
 	if (rk_fs_exists(path))
 		goto out;
 	int w, h, tw, th;
-	if ((r = rk_picture_png_decode(png, len, &rgb, &w, &h, err)))
+	/* a native run's frames are JPEG (what the model was sent) */
+	const unsigned char *b = png;
+	int jpeg = len >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff;
+	if ((r = jpeg ? rk_picture_jpeg_decode(png, len, &rgb, &w, &h, err)
+		      : rk_picture_png_decode(png, len, &rgb, &w, &h, err)))
 		goto out;
 	rk_picture_fit(w, h, RK_RUN_FRAME_MAX_W, RK_RUN_FRAME_MAX_H, &tw, &th);
 	small = rk_xmalloc((size_t)tw * th * 3);

@@ -24,8 +24,9 @@
  * malloc'd. */
 char *rk_run_event_line(const cJSON *ev, int compact);
 
-/* Keeps the picture of png (a frame the run's tool result carried) under
- * frame_hash (hex). 0 also when it is already kept. */
+/* Keeps the picture of png (a frame the run's tool result carried, PNG or
+ * JPEG) under frame_hash (hex), as a small PNG. 0 also when it is already
+ * kept. */
 int rk_run_frame_keep(const char *data_dir, const char *run_id, const char *frame_hash, const void *png, size_t len,
 		      struct rk_error *err);
 

@@ -49,6 +49,31 @@ TEST(event_lines)
 	cJSON_Delete(ev);
 }
 
+/* a native run's screenshots are JPEG: they are kept too */
+TEST(frame_kept_from_jpeg)
+{
+	char *dir = tmp_dir();
+	CHECK(dir != NULL);
+	unsigned char *rgb = rk_xmalloc((size_t)640 * 400 * 3);
+	memset(rgb, 0x80, (size_t)640 * 400 * 3);
+	struct rk_buf jpg;
+	rk_buf_init(&jpg);
+	struct rk_error e;
+	CHECK_EQ_INT(rk_picture_jpeg_encode(rgb, 640, 400, 75, &jpg, &e), 0);
+	free(rgb);
+	CHECK_EQ_INT(rk_run_frame_keep(dir, "run_jpg", HASH, jpg.data, jpg.len, &e), 0);
+	int w = 0, h = 0;
+	rgb = NULL;
+	CHECK_EQ_INT(rk_run_frame_load(dir, "run_jpg", HASH, 0, 0, &rgb, &w, &h, &e), 0);
+	CHECK_EQ_INT(w, RK_RUN_FRAME_MAX_W);
+	CHECK_EQ_INT(h, RK_RUN_FRAME_MAX_H);
+	CHECK(rgb[0] > 0x70 && rgb[0] < 0x90);
+	free(rgb);
+	rk_buf_release(&jpg);
+	rk_fs_remove_tree(dir, &e);
+	free(dir);
+}
+
 TEST(frame_kept_small_once_and_loaded_scaled)
 {
 	char *dir = tmp_dir();
@@ -120,6 +145,7 @@ TEST(frame_errors)
 int main(void)
 {
 	RUN(event_lines);
+	RUN(frame_kept_from_jpeg);
 	RUN(frame_kept_small_once_and_loaded_scaled);
 	RUN(frame_errors);
 	return check_summary("run_log");
