@@ -452,6 +452,21 @@ static void on_line(struct rk_model_stream *s, char *line, size_t len)
 	/* id, retry and unknown fields mean nothing here */
 }
 
+/* Whether p (n bytes, the stream's first) opens as server-sent events: a
+ * comment, or a field the vendors send, or a read cut inside one. */
+static int sse_opening(const char *p, size_t n)
+{
+	static const char *const fields[] = {"event:", "data:", "id:", "retry:"};
+	if (p[0] == ':')
+		return 1;
+	for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
+		size_t fl = strlen(fields[f]);
+		if (!strncmp(p, fields[f], n < fl ? n : fl))
+			return 1;
+	}
+	return 0;
+}
+
 int rk_model_stream_feed(struct rk_model_stream *s, const void *data, size_t len)
 {
 	s->seen += len;
@@ -462,8 +477,10 @@ int rk_model_stream_feed(struct rk_model_stream *s, const void *data, size_t len
 		size_t i = 0;
 		while (i < len && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t'))
 			i++;
-		/* a server that ignored "stream" sent the whole reply */
-		s->raw = i < len && p[i] == '{';
+		/* a server that ignored "stream" sent the whole reply (JSON, or
+		 * an error page the reply parser names): anything that does not
+		 * open with an SSE field or comment */
+		s->raw = i < len && !sse_opening(p + i, len - i);
 	}
 	if (s->raw) {
 		rk_buf_add(&s->body, data, len);
