@@ -535,6 +535,9 @@ cJSON *messages_render(const struct answer *a, struct rk_buf *sse)
 		k++;
 	}
 	const char *text = rk_json_string(reply, "content", NULL);
+	const char *refusal = rk_json_string(reply, "refusal", NULL);
+	if (refusal && !(text && text[0]))
+		text = refusal; /* a refusal is a text block and stop_reason "refusal" */
 	if (text && text[0]) {
 		cJSON *t = cJSON_CreateObject();
 		cJSON_AddStringToObject(t, "type", "text");
@@ -574,7 +577,10 @@ cJSON *messages_render(const struct answer *a, struct rk_buf *sse)
 	const char *finish = rk_json_string(reply, "finish_reason", NULL);
 	const char *stop = rk_json_string(reply, "stop_reason", NULL);
 	if (!stop)
-		stop = finish && strcmp(finish, "length") == 0 ? "max_tokens" : ncalls ? "tool_use" : "end_turn";
+		stop = refusal ? "refusal"
+		       : finish && strcmp(finish, "length") == 0 ? "max_tokens"
+		       : ncalls					 ? "tool_use"
+								 : "end_turn";
 	cJSON_AddStringToObject(doc, "stop_reason", stop);
 	cJSON_AddNullToObject(doc, "stop_sequence");
 	cJSON_AddNullToObject(doc, "stop_details");
