@@ -78,6 +78,7 @@ struct rk_run_options {
 	int max_steps;			    /* model turns; 0: RK_RUN_MAX_STEPS_DEFAULT */
 	int64_t max_wall_ms;		    /* 0: no limit */
 	int64_t max_tokens;		    /* input + output tokens per attempt; 0: no limit */
+	double max_cost;		    /* USD the whole run may spend; 0: no limit (needs a price) */
 	const char *system_prompt;	    /* NULL: the built-in one */
 	const char *trigger;	       /* who started it: "person" (NULL) or "webhook" (the stricter approval gate) */
 	volatile sig_atomic_t *cancel; /* non-zero (e.g. from SIGINT): the run ends interrupted */
@@ -116,6 +117,7 @@ int rk_run_detach(struct rk_engine *eng, const char *run_id, struct rk_error *er
 struct rk_run_resume_options {
 	int max_steps;
 	int64_t max_wall_ms, max_tokens;
+	double max_cost;
 	int detach; /* run it in a detached process instead of here */
 };
 /* Continues an interrupted run, or one failed by max_steps, max_wall,

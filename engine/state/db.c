@@ -501,6 +501,11 @@ static const struct migration migrations[] = {
 	{"ALTER TABLE runs ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;"
 	 "ALTER TABLE runs ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;",
 	 NULL},
+	/* 14: a run's images sent to the model (each request's, summed) and
+	 * what it cost in millionths of a USD (NULL: the model has no price) */
+	{"ALTER TABLE runs ADD COLUMN images INTEGER NOT NULL DEFAULT 0;"
+	 "ALTER TABLE runs ADD COLUMN cost_micro_usd INTEGER;",
+	 NULL},
 };
 // clang-format on
 
