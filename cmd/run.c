@@ -754,7 +754,8 @@ const struct cmd_entry cmd_run = {
 		"approve|deny RUN [--note TEXT] | rm ID... | prune --older-than DAYS [--dry-run]",
 	.summary = "run an agent on a computer; list, show, follow, cancel, resume, continue, approve and remove runs",
 	.description = "`rakazo run TASK...` runs the agent loop here until the model answers (exit 0, the answer on\n"
-		       "stdout) or the run fails: max_steps, max_wall or max_tokens (exit 1, 6 for max_wall), a model\n"
+		       "stdout) or the run fails: max_steps, max_wall, max_tokens or max_cost (exit 1, 6 for\n"
+		       "max_wall), the model's refusal, a reply cut at its output limit twice (output_limit), a model\n"
 		       "endpoint that is down (exit 5, after the retries), interrupted by Ctrl-C (exit 130). `-` or no\n"
 		       "TASK reads the task from stdin. With --json the run's events stream as NDJSON on stdout\n"
 		       "(run.started, model.turn, tool.call, tool.result, run.checkpoint, run.finished); a failure\n"

@@ -324,6 +324,7 @@ complete -c rakazo -n "__rakazo_at run" -l model-retries
 complete -c rakazo -n "__rakazo_at run" -l max-steps
 complete -c rakazo -n "__rakazo_at run" -l max-wall
 complete -c rakazo -n "__rakazo_at run" -l max-tokens
+complete -c rakazo -n "__rakazo_at run" -l max-cost
 complete -c rakazo -n "__rakazo_at run" -l trigger
 complete -c rakazo -n "__rakazo_at run" -l limit
 complete -c rakazo -n "__rakazo_at run" -l detach
