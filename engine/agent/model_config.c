@@ -176,7 +176,7 @@ static int read_price(const cJSON *o, struct rk_model_price *p, struct rk_error 
 			v[i] = v[0];
 			continue;
 		}
-		if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > 1e6)
+		if (!x || !cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > 1e6)
 			return rk_error_set(err, RK_EINVALID,
 					    "the config file: price.%s must be a number of USD per million tokens (0 "
 					    "or more)%s",

@@ -61,7 +61,7 @@ int rk_model_price_lookup(const char *model, struct rk_model_price *out)
 		m += 10; /* a cloud's "anthropic.claude-..." */
 	char name[128];
 	size_t n = 0;
-	for (; m[n] && n < sizeof(name) - 1; n++)
+	for (; n < sizeof(name) - 1 && m[n]; n++)
 		name[n] = m[n] == '.' ? '-' : (char)tolower((unsigned char)m[n]);
 	name[n] = '\0';
 	const struct entry *best = NULL;

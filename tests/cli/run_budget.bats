@@ -152,7 +152,7 @@ PY
 	rk_fake t
 	local api
 	for api in messages responses chat; do
-		scenario refuse '{"steps": [{"expect": {"protocol": "'$api'"}, "reply": {"refusal": "I cannot help with that request."}}]}'
+		scenario refuse '{"steps": [{"expect": {"protocol": "'$api'"}, "reply": {"refusal": "I cannot help with that request.", "refusal_category": "cyber"}}]}'
 		start_server "$BATS_TEST_TMPDIR/refuse.json"
 		proto $api
 		run rk run "${API_FLAGS[@]}" "do something bad"
@@ -163,9 +163,13 @@ PY
 		id=$(last_run | rk_json 'd["id"]')
 		[ "$(rk run show "$id" --json | rk_json 'd["reason"]')" = refusal ]
 		[ "$(rk run show "$id" --json | rk_json 'd["turns"][0]["stop"]')" = refusal ]
-		[ "$(rk run show "$id" --json | rk_json 'd["turns"][0]["refusal"]')" = "I cannot help with that request." ]
+		[[ "$(rk run show "$id" --json | rk_json 'd["turns"][0]["refusal"]')" == "I cannot help with that request."* ]]
+		if [ $api = messages ]; then
+			# Anthropic's stop_details name the policy category
+			[[ "$(last_run | rk_json 'd["error"]')" == *"I cannot help with that request. (category cyber)" ]]
+		fi
 		[ "$(rk run show "$id" --json | rk_json 'd["final_answer"]')" = null ]
-		rk run logs "$id" | grep -qE "model.turn +step 1 \[refusal: I cannot help with that request.\]"
+		rk run logs "$id" | grep -qE "model.turn +step 1 \[refusal: I cannot help with that request.( \(category cyber\))?\]"
 	done
 	# the messages reply said so in its stop_reason, the responses one in a refusal part
 	[ "$(rk run show "$id" --json | rk_json 'd["turns"][0]["finish_reason"]')" = stop ]

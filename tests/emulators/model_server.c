@@ -29,7 +29,8 @@
  *                                        chat sends any finish_reason as given
  *   stop_reason: "..."                   Messages: sent as given
  *   refusal: "text"                      the model declines: Messages stop_reason "refusal"
- *                                        (with this text unless content is given),
+ *                                        and stop_details {type: "refusal", category:
+ *                                        refusal_category or null, explanation: text},
  *                                        Responses a refusal content part, chat message.refusal
  *   finish_reason: "content_filter"      Responses: incomplete, reason content_filter
  * and each protocol renders it in its own shape with vendor-shaped ids
