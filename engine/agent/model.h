@@ -96,8 +96,9 @@
  * 60 s) and 5xx (Anthropic's 529 "overloaded" too) are retried up to
  * max_retries times with exponential backoff and jitter; other 4xx are not
  * (401/403: RK_EDENIED, 413: RK_ETOOLARGE, others RK_EINVALID, each with the
- * server's message: OpenAI's names the "param" when it gives one, Anthropic's
- * its error type). A request that runs past timeout_ms is RK_ETIMEOUT and is
+ * server's message after its error type ("invalid_request_error: ..."):
+ * Anthropic's message names the field at fault ("messages.3.content.0: ..."),
+ * OpenAI's "param" follows it as "(param: "input[3].content")"). A request that runs past timeout_ms is RK_ETIMEOUT and is
  * not retried (a slow model stays slow). Nothing here prints or exits. */
 
 #include <cJSON.h>
