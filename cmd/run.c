@@ -16,6 +16,7 @@
  * one (not a verb table) because main.c's verb dispatch refuses a first
  * argument that is not a verb; the few verbs are dispatched here. */
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,7 @@
 #define TASK_MAX (1u << 20)
 
 static const char *o_computer, *o_bot, *o_thread, *o_model, *o_base_url, *o_api;
-static const char *o_note, *o_trigger;
+static const char *o_note, *o_trigger, *o_max_cost;
 static int64_t o_max_steps = 0, o_max_wall = 0, o_max_tokens = 0, o_retries = -1, o_limit = 50, o_after = 0,
 	       o_wait = 60, o_older_than = -1;
 static int o_detach, o_follow, o_dry_run, o_no_stream, o_no_auto_resume;
@@ -65,6 +66,8 @@ static const struct rk_opt run_opts[] = {
 		7 * 86400),
 	OPT_INT("max-tokens", 0, &o_max_tokens, "N", "fail the run (max_tokens) past this many tokens", 1,
 		INT64_C(1) << 40),
+	OPT_STRING("max-cost", 0, &o_max_cost, "USD",
+		   "fail the run (max_cost) once it has spent this many US dollars (needs the model's price)"),
 	OPT_STRING("trigger", 0, &o_trigger, "person|webhook",
 		   "who started the run (default person); webhook: calls that change data need approval"),
 	OPT_BOOL("no-auto-resume", 0, &o_no_auto_resume,
@@ -111,6 +114,11 @@ static cJSON *run_to_json(const struct rk_run_row *r)
 	/* parts of input_tokens: read from the model's prompt cache, written to it */
 	cJSON_AddNumberToObject(u, "cached_input_tokens", (double)r->cached_tokens);
 	cJSON_AddNumberToObject(u, "cache_write_input_tokens", (double)r->cache_write_tokens);
+	cJSON_AddNumberToObject(u, "images", (double)(r->images > 0 ? r->images : 0));
+	if (r->cost_micro >= 0)
+		cJSON_AddNumberToObject(u, "cost_usd", (double)r->cost_micro / 1e6);
+	else
+		cJSON_AddNullToObject(u, "cost_usd"); /* the model has no price */
 	rk_json_add_str_or_null(o, "final_answer", r->final_answer);
 	rk_json_add_str_or_null(o, "error", r->error);
 	rk_json_add_str_or_null(o, "reason", r->reason);
@@ -221,6 +229,24 @@ static void add_attachment(cJSON *arr, const char *event_json)
 	cJSON_Delete(ev);
 }
 
+/* A model.turn event as a step of `run show`: {step, finish_reason, stop,
+ * tool_calls, usage}. */
+static void add_turn(cJSON *arr, const char *event_json)
+{
+	cJSON *ev = cJSON_Parse(event_json);
+	if (!ev)
+		return;
+	cJSON *t = cJSON_CreateObject();
+	static const char *const keys[] = {"step", "finish_reason", "stop", "refusal", "tool_calls", "usage"};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(ev, keys[i]);
+		if (v)
+			cJSON_AddItemToObject(t, keys[i], v);
+	}
+	cJSON_AddItemToArray(arr, t);
+	cJSON_Delete(ev);
+}
+
 static int run_show(struct cmd_ctx *ctx)
 {
 	int r = cmd_want_args(ctx, 1, 1, "ID");
@@ -239,6 +265,7 @@ static int run_show(struct cmd_ctx *ctx)
 	size_t n = 0;
 	int64_t after = 0, events = 0, calls = 0, errors = 0, takeovers = 0, last = 0;
 	cJSON *attachments = cJSON_AddArrayToObject(o, "attachments");
+	cJSON *turns = cJSON_AddArrayToObject(o, "turns");
 	while ((r = rk_run_events(ctx->eng, row.id, after, 1000, &ev, &n, &ctx->err)) == 0 && n) {
 		for (size_t i = 0; i < n; i++) {
 			events++;
@@ -251,6 +278,8 @@ static int run_show(struct cmd_ctx *ctx)
 				add_attachment(attachments, ev[i].data);
 			else if (!strcmp(ev[i].type, "run.waiting_takeover"))
 				takeovers++;
+			else if (!strcmp(ev[i].type, "model.turn"))
+				add_turn(turns, ev[i].data);
 		}
 		after = ev[n - 1].seq;
 		rk_run_events_free(ev, n);
@@ -449,6 +478,34 @@ static void end_text(void)
 	tty.in_text = 0;
 }
 
+/* A turn that ended other than with an answer or calls (run.h): said
+ * always, on stderr, since it changes what the run does next. */
+static void print_stop(const cJSON *ev)
+{
+	const char *stop = rk_json_string(ev, "stop", NULL);
+	if (!stop)
+		return;
+	const char *fin = rk_json_string(ev, "finish_reason", "");
+	char *m;
+	if (!strcmp(stop, "refusal"))
+		m = rk_xasprintf("the model refused (%s): %.500s", fin, rk_json_string(ev, "refusal", ""));
+	else if (!strcmp(stop, "max_tokens"))
+		m = rk_xasprintf("the model's reply was cut at its output limit (%s): a cut reply is not an answer "
+				 "and its tool calls are not run; the model is asked again",
+				 fin);
+	else if (!strcmp(stop, "pause_turn"))
+		m = rk_xasprintf("the model paused its turn (%s); it goes on", fin);
+	else if (!strcmp(stop, "context_window"))
+		m = rk_xasprintf("the conversation filled the model's context window (%s)", fin);
+	else
+		m = rk_xasprintf("the model's reply stopped: %s (%s)", stop, fin);
+	for (char *p = m; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' '; /* the model's words must not drive the terminal */
+	out_warning(m);
+	free(m);
+}
+
 /* Progress on a terminal, or the NDJSON stream. */
 static void on_event(const cJSON *ev, void *cb_ctx)
 {
@@ -506,6 +563,7 @@ static void on_event(const cJSON *ev, void *cb_ctx)
 			out_progress("model: %.300s", text);
 		tty.answer_shown = tty.step_text && cJSON_IsNumber(calls) && calls->valueint == 0;
 		tty.step_text = 0;
+		print_stop(ev);
 	} else if (!strcmp(type, "run.checkpoint")) {
 		const cJSON *e = cJSON_GetObjectItemCaseSensitive(ev, "error");
 		if (e)
@@ -598,6 +656,23 @@ static int print_detached(struct cmd_ctx *ctx, const char *id)
 	return 0;
 }
 
+/* --max-cost USD: a positive amount of US dollars ("0.50", "2"). */
+static int parse_cost(struct cmd_ctx *ctx, double *out)
+{
+	*out = 0;
+	if (!o_max_cost)
+		return 0;
+	char *end;
+	errno = 0;
+	double v = strtod(o_max_cost, &end);
+	if (end == o_max_cost || *end || errno || !(v > 0) || v > 1e9)
+		return rk_error_set(&ctx->err, RK_EUSAGE,
+				    "--max-cost: '%s' is not an amount of US dollars greater than 0 (e.g. 0.50)",
+				    o_max_cost);
+	*out = v;
+	return 0;
+}
+
 static int run_task(struct cmd_ctx *ctx, int first)
 {
 	struct rk_buf task = RK_BUF_INIT;
@@ -606,6 +681,11 @@ static int run_task(struct cmd_ctx *ctx, int first)
 	if (r == 0)
 		r = cmd_engine(ctx);
 	if (r) {
+		rk_buf_release(&task);
+		return r;
+	}
+	double max_cost = 0;
+	if ((r = parse_cost(ctx, &max_cost))) {
 		rk_buf_release(&task);
 		return r;
 	}
@@ -623,6 +703,7 @@ static int run_task(struct cmd_ctx *ctx, int first)
 				    .max_steps = (int)o_max_steps,
 				    .max_wall_ms = o_max_wall * 1000,
 				    .max_tokens = o_max_tokens,
+				    .max_cost = max_cost,
 				    .trigger = o_trigger,
 				    .no_auto_resume = o_no_auto_resume,
 				    .cancel = &cancel_flag,
@@ -649,9 +730,13 @@ static int run_resume(struct cmd_ctx *ctx)
 	int r = cmd_want_args(ctx, 1, 1, "ID");
 	if (r || (r = cmd_engine(ctx)))
 		return r;
+	double max_cost = 0;
+	if ((r = parse_cost(ctx, &max_cost)))
+		return r;
 	struct rk_run_resume_options ro = {.max_steps = (int)o_max_steps,
 					   .max_wall_ms = o_max_wall * 1000,
 					   .max_tokens = o_max_tokens,
+					   .max_cost = max_cost,
 					   .detach = o_detach};
 	struct rk_run_exec x = {on_event, NULL, &cancel_flag, &wake_flag};
 	struct rk_run_row row = {0};
@@ -746,7 +831,8 @@ const struct cmd_entry cmd_run = {
 		"approve|deny RUN [--note TEXT] | rm ID... | prune --older-than DAYS [--dry-run]",
 	.summary = "run an agent on a computer; list, show, follow, cancel, resume, continue, approve and remove runs",
 	.description = "`rakazo run TASK...` runs the agent loop here until the model answers (exit 0, the answer on\n"
-		       "stdout) or the run fails: max_steps, max_wall or max_tokens (exit 1, 6 for max_wall), a model\n"
+		       "stdout) or the run fails: max_steps, max_wall, max_tokens or max_cost (exit 1, 6 for\n"
+		       "max_wall), the model's refusal, a reply cut at its output limit twice (output_limit), a model\n"
 		       "endpoint that is down (exit 5, after the retries), interrupted by Ctrl-C (exit 130). `-` or no\n"
 		       "TASK reads the task from stdin. With --json the run's events stream as NDJSON on stdout\n"
 		       "(run.started, model.turn, tool.call, tool.result, run.checkpoint, run.finished); a failure\n"

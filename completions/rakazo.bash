@@ -78,7 +78,7 @@ _rakazo_static() {
 	"checkpoint import") words="--json --help" ;;
 	"checkpoint verify") words="--revision --deep --all --json --help" ;;
 	"checkpoint gc") words="--json --help" ;;
-	"run") words="--computer --bot --thread --model --api --base-url --model-base-url --model-retries --no-stream --max-steps --max-wall --max-tokens --trigger --no-auto-resume --limit --detach --follow --after --wait --note --older-than --dry-run --json --help" ;;
+	"run") words="--computer --bot --thread --model --api --base-url --model-base-url --model-retries --no-stream --max-steps --max-wall --max-tokens --max-cost --trigger --no-auto-resume --limit --detach --follow --after --wait --note --older-than --dry-run --json --help" ;;
 	"tui") words="--computer --json --help" ;;
 	"serve") words="--listen --public --providers --token-file --url-file --bot --json --help token routes" ;;
 	"pair") words="--token --name --root --once --json --help" ;;

@@ -325,6 +325,7 @@ complete -c rakazo -n "__rakazo_at run" -l no-stream
 complete -c rakazo -n "__rakazo_at run" -l max-steps
 complete -c rakazo -n "__rakazo_at run" -l max-wall
 complete -c rakazo -n "__rakazo_at run" -l max-tokens
+complete -c rakazo -n "__rakazo_at run" -l max-cost
 complete -c rakazo -n "__rakazo_at run" -l trigger
 complete -c rakazo -n "__rakazo_at run" -l no-auto-resume
 complete -c rakazo -n "__rakazo_at run" -l limit

@@ -570,6 +570,12 @@ static int timeline_head(struct rk_engine *eng, const char *run_id, struct feed_
 		   r.heartbeat_at > 0 ? iso(r.heartbeat_at, a, sizeof(a)) : "-", (long long)r.steps,
 		   (long long)r.input_tokens, (long long)r.cached_tokens, (long long)r.output_tokens,
 		   *live ? " (so far)" : "");
+	char cost[48] = "no price for the model";
+	if (r.cost_micro >= 0)
+		snprintf(cost, sizeof(cost), "$%.4f", (double)r.cost_micro / 1e6);
+	lines_addf(out, "usage     %lld images sent, cost %s", (long long)(r.images > 0 ? r.images : 0), cost);
+	if (r.reason)
+		lines_addf(out, "reason    %s", r.reason);
 	if (r.finished_at > 0)
 		lines_addf(out, "%s  %s", iso(r.finished_at, a, sizeof(a)), r.state);
 	if (r.final_answer) {

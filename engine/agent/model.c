@@ -340,11 +340,11 @@ void rk_model_server_message(const char *body, size_t len, struct rk_buf *out)
 		const cJSON *e = cJSON_GetObjectItemCaseSensitive(doc, "error");
 		if (cJSON_IsObject(e)) {
 			msg = rk_json_string(e, "message", NULL);
-			/* OpenAI names the request field at fault; Anthropic's
-			 * {"type":"error","error":{"type":..}} its kind of error */
+			/* the kind of error (both vendors' error.type); OpenAI
+			 * names the request field at fault in param, Anthropic
+			 * in the message ("messages.3.content.0: ...") */
 			param = rk_json_string(e, "param", NULL);
-			if (!strcmp(rk_json_string(doc, "type", ""), "error"))
-				type = rk_json_string(e, "type", NULL);
+			type = rk_json_string(e, "type", NULL);
 		} else if (cJSON_IsString(e)) {
 			msg = e->valuestring;
 		}
@@ -358,7 +358,7 @@ void rk_model_server_message(const char *body, size_t len, struct rk_buf *out)
 			rk_buf_printf(out, "%.64s: ", type);
 		rk_model_excerpt(out, msg, strlen(msg), 400);
 		if (param && *param) {
-			rk_buf_adds(out, " (param ");
+			rk_buf_adds(out, " (param: ");
 			rk_model_excerpt(out, param, strlen(param), 100);
 			rk_buf_adds(out, ")");
 		}
@@ -396,7 +396,24 @@ void rk_model_reply_release(struct rk_model_reply *r)
 	calls_free(r->calls, r->ncalls);
 	free(r->finish_reason);
 	free(r->vendor_json);
+	free(r->refusal);
 	memset(r, 0, sizeof(*r));
+}
+
+const char *rk_model_stop_of(const struct rk_model_reply *r)
+{
+	const char *f = r->finish_reason ? r->finish_reason : "";
+	if (r->refusal || !strcmp(f, "refusal"))
+		return "refusal";
+	if (!strcmp(f, "max_tokens") || !strcmp(f, "max_output_tokens") || !strcmp(f, "length"))
+		return "max_tokens";
+	if (!strcmp(f, "pause_turn"))
+		return "pause_turn";
+	if (!strcmp(f, "model_context_window_exceeded"))
+		return "context_window";
+	if (!strcmp(f, "content_filter"))
+		return "content_filter";
+	return NULL;
 }
 
 int rk_model_tool_call_args(const struct rk_model_tool_call *call, cJSON **out, struct rk_error *err)

@@ -17,7 +17,10 @@
  *      DATA_DIR/config.json, an object whose "model" member holds
  *      {"base_url", "model", "api_key", "api", "timeout_s", "max_retries",
  *       "max_tokens", "keep_images", "prune_block", "prompt_cache", "stream",
- *       "upload_images"}; a missing file is not an error
+ *       "upload_images", "price"}; a missing file is not an error ("price": {"input",
+ *      "output", "cached", "cache_write"}, USD per million tokens, overrides
+ *      the built-in table of rk_model_price_lookup; input and output are
+ *      required, cached and cache_write default to input)
  *   4. defaults, below.
  * The protocol: flags->api, RAKAZO_MODEL_API or "api" ("chat", "messages",
  * "responses"; anything else is RK_EUSAGE naming the three); when none is
@@ -96,8 +99,9 @@
  * 60 s) and 5xx (Anthropic's 529 "overloaded" too) are retried up to
  * max_retries times with exponential backoff and jitter; other 4xx are not
  * (401/403: RK_EDENIED, 413: RK_ETOOLARGE, others RK_EINVALID, each with the
- * server's message: OpenAI's names the "param" when it gives one, Anthropic's
- * its error type). A request that runs past timeout_ms is RK_ETIMEOUT and is
+ * server's message after its error type ("invalid_request_error: ..."):
+ * Anthropic's message names the field at fault ("messages.3.content.0: ..."),
+ * OpenAI's "param" follows it as "(param: "input[3].content")"). A request that runs past timeout_ms is RK_ETIMEOUT and is
  * not retried (a slow model stays slow). Nothing here prints or exits. */
 
 #include <cJSON.h>
@@ -160,6 +164,13 @@ struct rk_model_flags {
 		NULL, NULL, NULL, NULL, 0, -1, 0, 0, NULL, 0                                                           \
 	}
 
+/* A model's price in USD per million tokens (known 0: none). */
+struct rk_model_price {
+	int known;
+	double input, output, cached, cache_write;
+	const char *source; /* "config file", "built-in" */
+};
+
 struct rk_model_config {
 	enum rk_model_api api;
 	char *base_url; /* no trailing "/" */
@@ -196,6 +207,9 @@ struct rk_model_config {
 	 * config file's "upload_images", true, false or "auto" (the default:
 	 * on for messages and responses). Chat has no Files API: always inline. */
 	int upload_images;
+	/* What the model costs: the config file's "price", else the built-in
+	 * table's entry for model (price.known 0: neither has one). */
+	struct rk_model_price price;
 	/* Optional: set to non-zero (a signal handler may) to stop a call or
 	 * its backoff; the call returns RK_EINTERRUPTED. */
 	volatile sig_atomic_t *cancel;
@@ -351,6 +365,10 @@ struct rk_model_reply {
 	 * cache_write_tokens those written to it (messages only: OpenAI does
 	 * not bill writes) */
 	int64_t prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens;
+	/* The model declined: the refusal's words (a Responses refusal part,
+	 * chat's message.refusal, or a Messages reply whose stop_reason is
+	 * "refusal": its text, else a fixed sentence); NULL otherwise. */
+	char *refusal;
 	int attempts;	 /* HTTP requests it took (1 when no retry) */
 	int http_status; /* of the last attempt; 0 when none was answered */
 	/* the turn in the vendor's form (see struct rk_model_message), which
@@ -359,6 +377,33 @@ struct rk_model_reply {
 	enum rk_model_api vendor_api;
 };
 void rk_model_reply_release(struct rk_model_reply *r);
+
+/* Why a reply ended, when that is not the usual end of a turn (a final
+ * answer or tool calls), in one word across the protocols:
+ *   "refusal"         r->refusal set (Messages stop_reason refusal, a
+ *                     Responses refusal part, chat message.refusal)
+ *   "max_tokens"      cut at the output limit: Messages max_tokens,
+ *                     Responses incomplete max_output_tokens, chat length
+ *   "pause_turn"      Messages: a long server-side turn paused; send it back
+ *   "context_window"  Messages model_context_window_exceeded
+ *   "content_filter"  Responses incomplete content_filter, chat content_filter
+ * NULL for an ordinary end (end_turn, tool_use, stop, completed ...). */
+const char *rk_model_stop_of(const struct rk_model_reply *r);
+
+/* ---- prices ---- */
+
+/* The built-in price of model (a vendor's name, with or without a vendor
+ * or router prefix ("anthropic/", "openai/"), a date suffix, or dots for
+ * dashes: "claude-sonnet-4.5"), by the longest known prefix. 1 when known
+ * (*out filled, source "built-in"), 0 when not. The table holds the
+ * vendors' list prices (Anthropic's pricing page; OpenAI's as quoted on
+ * 2026-11), standard tier, 5-minute cache writes. */
+int rk_model_price_lookup(const char *model, struct rk_model_price *out);
+/* What tokens cost at p, in millionths of a USD: input counts every input
+ * token (cached and cache_write are parts of it, priced at their own
+ * rates). -1 when p is not known. */
+int64_t rk_model_cost_micro(const struct rk_model_price *p, int64_t input, int64_t cached, int64_t cache_write,
+			    int64_t output);
 
 /* The request body rk_model_complete sends (for tests and --dry-run), but
  * the members that ask for a stream ("stream", chat's "stream_options");

@@ -213,6 +213,9 @@ int rk_model_chat_reply(const cJSON *doc, const char *body, size_t len, struct r
 		}
 	}
 	r->finish_reason = rk_xstrdup(rk_json_string(choice, "finish_reason", NULL));
+	const char *refusal = rk_json_string(msg, "refusal", NULL);
+	if (refusal && *refusal)
+		r->refusal = rk_xstrdup(refusal);
 	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(doc, "usage");
 	r->prompt_tokens = rk_model_json_count(usage, "prompt_tokens");
 	r->completion_tokens = rk_model_json_count(usage, "completion_tokens");

@@ -157,6 +157,53 @@ static int explicit_api(const char *flag, const char *file, enum rk_model_api *a
 			    from);
 }
 
+/* "price": {"input", "output", "cached", "cache_write"} in USD per million
+ * tokens (absent: NULL, nothing set); cached and cache_write default to
+ * input. */
+static int read_price(const cJSON *o, struct rk_model_price *p, struct rk_error *err)
+{
+	if (!o)
+		return 0;
+	if (!cJSON_IsObject(o))
+		return rk_error_set(err, RK_EINVALID,
+				    "the config file: \"price\" must be an object {\"input\": USD, \"output\": USD, "
+				    "\"cached\": USD, \"cache_write\": USD} (per million tokens)");
+	static const char *const keys[] = {"input", "output", "cached", "cache_write"};
+	double v[4];
+	for (int i = 0; i < 4; i++) {
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, keys[i]);
+		if (!x && i >= 2) {
+			v[i] = v[0];
+			continue;
+		}
+		if (!x || !cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > 1e6)
+			return rk_error_set(err, RK_EINVALID,
+					    "the config file: price.%s must be a number of USD per million tokens (0 "
+					    "or more)%s",
+					    keys[i], x ? "" : "; it is required");
+		v[i] = x->valuedouble;
+	}
+	const cJSON *k;
+	cJSON_ArrayForEach(k, o)
+	{
+		int ok = 0;
+		for (int i = 0; i < 4; i++)
+			ok |= !strcmp(k->string, keys[i]);
+		if (!ok)
+			return rk_error_set(err, RK_EINVALID,
+					    "the config file: price has no key \"%s\" (input, output, cached, "
+					    "cache_write)",
+					    k->string);
+	}
+	*p = (struct rk_model_price){.known = 1,
+				     .input = v[0],
+				     .output = v[1],
+				     .cached = v[2],
+				     .cache_write = v[3],
+				     .source = "config file"};
+	return 0;
+}
+
 int rk_model_config_load(const struct rk_model_flags *flags, const char *data_dir, struct rk_model_config *cfg,
 			 struct rk_error *err)
 {
@@ -224,6 +271,8 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 			rc = rk_error_set(err, RK_EINVALID, "%s: upload_images must be true, false or \"auto\"", what);
 			goto fail;
 		}
+		if ((rc = read_price(cJSON_GetObjectItemCaseSensitive(file, "price"), &cfg->price, err)) < 0)
+			goto fail;
 	}
 
 	const char *base = NULL, *base_from = NULL;
@@ -274,6 +323,8 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 		goto fail;
 	}
 	cfg->model = rk_xstrdup(model);
+	if (!cfg->price.known)
+		rk_model_price_lookup(cfg->model, &cfg->price);
 
 	/* an explicit key wins over the vendors' variables; of those, the
 	 * protocol's vendor's, and for chat the one that matches the endpoint

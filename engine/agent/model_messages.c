@@ -337,6 +337,16 @@ int rk_model_messages_reply(const cJSON *doc, const char *body, size_t len, cons
 	r->vendor_json = cJSON_PrintUnformatted(content);
 	r->vendor_api = RK_MODEL_API_MESSAGES;
 	r->finish_reason = rk_xstrdup(rk_json_string(doc, "stop_reason", NULL));
+	/* the safety classifiers stopped the reply: stop_details (RefusalStopDetails)
+	 * may explain why and name a policy category; else its text (if any) says no */
+	if (r->finish_reason && !strcmp(r->finish_reason, "refusal")) {
+		const cJSON *sd = cJSON_GetObjectItemCaseSensitive(doc, "stop_details");
+		const char *why = rk_json_string(sd, "explanation", NULL);
+		const char *cat = rk_json_string(sd, "category", NULL);
+		if (!why || !*why)
+			why = r->text && *r->text ? r->text : "the model declined to go on (stop_reason refusal)";
+		r->refusal = cat && *cat ? rk_xasprintf("%s (category %s)", why, cat) : rk_xstrdup(why);
+	}
 	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(doc, "usage");
 	int64_t in = rk_model_json_count(usage, "input_tokens");
 	int64_t read = rk_model_json_count(usage, "cache_read_input_tokens");

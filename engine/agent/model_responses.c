@@ -347,9 +347,10 @@ int rk_model_responses_reply(const cJSON *doc, const char *body, size_t len, con
 		return rk_model_malformed(err, "no output list", body, len);
 	size_t n = (size_t)cJSON_GetArraySize(output);
 	r->calls = rk_xcalloc(n ? n : 1, sizeof(*r->calls));
-	struct rk_buf text = RK_BUF_INIT;
+	struct rk_buf text = RK_BUF_INIT, refusal = RK_BUF_INIT;
 	rk_buf_init(&text);
-	int any_text = 0, rc = 0;
+	rk_buf_init(&refusal);
+	int any_text = 0, any_refusal = 0, rc = 0;
 	const cJSON *item;
 	cJSON_ArrayForEach(item, output)
 	{
@@ -362,7 +363,7 @@ int rk_model_responses_reply(const cJSON *doc, const char *body, size_t len, con
 				if (!strcmp(pt, "output_text"))
 					add_text(&text, &any_text, rk_json_string(p, "text", ""));
 				else if (!strcmp(pt, "refusal"))
-					add_text(&text, &any_text, rk_json_string(p, "refusal", ""));
+					add_text(&refusal, &any_refusal, rk_json_string(p, "refusal", ""));
 			}
 		} else if (!strcmp(type, "function_call") || !strcmp(type, "computer_call")) {
 			if ((rc = add_call(r, item, type[0] == 'c', err)) < 0)
@@ -372,11 +373,16 @@ int rk_model_responses_reply(const cJSON *doc, const char *body, size_t len, con
 	}
 	if (rc < 0) {
 		rk_buf_release(&text);
+		rk_buf_release(&refusal);
 		return rc;
 	}
 	r->text = any_text ? rk_buf_detach(&text, NULL) : NULL;
 	if (!any_text)
 		rk_buf_release(&text);
+	/* a refusal part is the model declining, not an answer */
+	r->refusal = any_refusal ? rk_buf_detach(&refusal, NULL) : NULL;
+	if (!any_refusal)
+		rk_buf_release(&refusal);
 	r->vendor_json = cJSON_PrintUnformatted(output);
 	r->vendor_api = RK_MODEL_API_RESPONSES;
 	const char *reason = rk_json_string(cJSON_GetObjectItemCaseSensitive(doc, "incomplete_details"), "reason",

@@ -100,6 +100,9 @@ struct run {
 	struct rk_model_config cfg;
 	int max_steps;
 	int64_t max_wall_ms, max_tokens;
+	int64_t max_cost_micro;	   /* the run's whole spend, USD millionths; 0: no limit */
+	int truncated;		   /* replies cut at the output limit in a row */
+	int64_t new_images;	   /* screenshots added since the last request */
 	const char *system_prompt; /* borrowed from opts */
 	cJSON *opts;		   /* the row's options */
 	int64_t steps;		   /* the row's totals */
@@ -205,15 +208,22 @@ static int64_t count(int64_t v)
 }
 
 /* "usage": {input_tokens, output_tokens, cached_input_tokens,
- * cache_write_input_tokens}; the cached and written ones are parts of
- * input_tokens. */
-static void add_usage(cJSON *body, const struct rk_run_usage *u)
+ * cache_write_input_tokens, images, cost_usd}; the cached and written ones
+ * are parts of input_tokens; cost_usd is null when the model has no price.
+ * Returns the object. */
+static cJSON *add_usage(cJSON *body, const struct rk_run_usage *u)
 {
 	cJSON *o = cJSON_AddObjectToObject(body, "usage");
 	cJSON_AddNumberToObject(o, "input_tokens", (double)u->input);
 	cJSON_AddNumberToObject(o, "output_tokens", (double)u->output);
 	cJSON_AddNumberToObject(o, "cached_input_tokens", (double)u->cached);
 	cJSON_AddNumberToObject(o, "cache_write_input_tokens", (double)u->cache_write);
+	cJSON_AddNumberToObject(o, "images", (double)u->images);
+	if (u->cost_micro >= 0)
+		cJSON_AddNumberToObject(o, "cost_usd", (double)u->cost_micro / 1e6);
+	else
+		cJSON_AddNullToObject(o, "cost_usd");
+	return o;
 }
 
 /* Stores and sends an event of type with the members of body (consumed; may
@@ -809,6 +819,8 @@ static int run_calls(struct run *run, const struct rk_model_reply *reply, const 
 							      res.label)
 					? "sent"
 					: "unchanged";
+		if (image && image[0] == 's')
+			run->new_images++;
 
 		b = cJSON_CreateObject();
 		cJSON_AddNumberToObject(b, "step", (double)run->steps);
@@ -886,6 +898,79 @@ static int native_setup(struct run *run, struct rk_error *err)
 	return 0;
 }
 
+/* Answers each call of reply with an error result instead of running it
+ * (so the conversation stays whole), the text saying why. */
+static void calls_not_run(struct run *run, const struct rk_model_reply *reply, const char *why)
+{
+	cJSON *doc = cJSON_CreateObject();
+	cJSON *e = cJSON_AddObjectToObject(doc, "error");
+	cJSON_AddStringToObject(e, "code", "not_run");
+	cJSON_AddStringToObject(e, "message", why);
+	char *text = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	for (size_t i = 0; i < reply->ncalls; i++)
+		add_result_msg(run, reply->calls[i].id ? reply->calls[i].id : "", text, NULL, reply->calls[i].native,
+			       NULL);
+	free(text);
+}
+
+/* A reply that ended other than with an answer or calls (model.h
+ * rk_model_stop_of), already added to the conversation:
+ *   refusal, content_filter, context_window: the run fails with that reason
+ *     (its calls, if any, are not run);
+ *   max_tokens: a reply cut at the output limit is never taken as the
+ *     answer and its calls are never run (their arguments may be cut
+ *     short): the model is told and asked again (*go_on), and a second cut
+ *     reply in a row fails the run with reason output_limit;
+ *   pause_turn: the turn is sent back as it is, so the model goes on
+ *     (*go_on); calls it made run as usual.
+ * 0 to go on as usual (or, with *go_on, with the next request). */
+static int unusual_stop(struct run *run, const struct rk_model_reply *reply, const char *stop, int *go_on,
+			const char **reason, struct rk_error *err)
+{
+	if (!strcmp(stop, "pause_turn")) {
+		*go_on = reply->ncalls == 0;
+		return 0;
+	}
+	if (!strcmp(stop, "max_tokens")) {
+		if (++run->truncated >= 2) {
+			calls_not_run(run, reply, "not run: the reply was cut at the output limit");
+			*reason = "output_limit";
+			return rk_error_set(err, RK_EFAILED,
+					    "output_limit: the model's reply was cut at its output limit (%s) %d times "
+					    "in a row; raise \"max_tokens\" in the config file's \"model\" (now %d) and "
+					    "`rakazo run resume %s`",
+					    reply->finish_reason ? reply->finish_reason : "max_tokens", run->truncated,
+					    run->cfg.max_tokens, run->id);
+		}
+		static const char cut[] = "Your last reply was cut off at the output token limit";
+		if (reply->ncalls) {
+			calls_not_run(run, reply,
+				      "not run: your last reply was cut off at the output token limit, so this call's "
+				      "arguments may be incomplete; make the call again, keeping the reply shorter");
+		} else {
+			char *m = rk_xasprintf("%s. Go on from where it stopped, more briefly.", cut);
+			add_text_msg(run, RK_MODEL_USER, m);
+			free(m);
+		}
+		*go_on = 1;
+		return 0;
+	}
+	calls_not_run(run, reply, "not run: the run ended");
+	*reason = stop;
+	if (!strcmp(stop, "refusal"))
+		return rk_error_set(err, RK_EFAILED, "refusal: the model declined: %s", reply->refusal);
+	if (!strcmp(stop, "content_filter"))
+		return rk_error_set(err, RK_EFAILED,
+				    "content_filter: the vendor's content filter stopped the model's reply (%s)%s%.300s",
+				    reply->finish_reason ? reply->finish_reason : "content_filter",
+				    reply->text ? ": " : "", reply->text ? reply->text : "");
+	return rk_error_set(err, RK_EFAILED,
+			    "context_window: the conversation filled the model's context window (%s); start a new "
+			    "run, or use a model with a larger window",
+			    reply->finish_reason ? reply->finish_reason : "");
+}
+
 /* The loop. Returns 0 with *answer (malloc'd) set, or a negative code with
  * err and *reason set. */
 static int loop(struct run *run, char **answer, const char **reason, struct rk_error *err)
@@ -928,8 +1013,19 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 					 (long long)run->attempt_tok, (long long)run->max_tokens);
 			break;
 		}
+		if (run->max_cost_micro > 0 && run->usage.cost_micro >= run->max_cost_micro) {
+			*reason = "max_cost";
+			r = rk_error_set(
+				err, RK_EFAILED,
+				"max_cost: the run spent $%.4f of its $%.4f budget (%s prices of %s); `rakazo run "
+				"resume %s --max-cost USD` with a higher limit goes on",
+				(double)run->usage.cost_micro / 1e6, (double)run->max_cost_micro / 1e6,
+				run->cfg.price.source, run->cfg.model, run->id);
+			break;
+		}
 		reload_redactor(run);
 		struct rk_model_reply reply = {0};
+		int64_t images = rk_model_image_count(run->conv), new_images = run->new_images;
 		run->text_at = rk_monotonic_ms();
 		r = rk_model_complete(&run->cfg, run->conv, tools, ntools, &reply, err);
 		flush_text(run, 1);
@@ -956,14 +1052,22 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 		}
 		run->steps++;
 		run->attempt_steps++;
+		run->new_images = 0;
 		struct rk_run_usage turn = {.input = count(reply.prompt_tokens),
 					    .output = count(reply.completion_tokens),
 					    .cached = count(reply.cached_tokens),
-					    .cache_write = count(reply.cache_write_tokens)};
+					    .cache_write = count(reply.cache_write_tokens),
+					    .images = images};
+		turn.cost_micro = rk_model_cost_micro(&run->cfg.price, turn.input, turn.cached, turn.cache_write,
+						      turn.output);
 		run->usage.input += turn.input;
 		run->usage.output += turn.output;
 		run->usage.cached += turn.cached;
 		run->usage.cache_write += turn.cache_write;
+		run->usage.images += turn.images;
+		if (turn.cost_micro >= 0)
+			run->usage.cost_micro = (run->usage.cost_micro > 0 ? run->usage.cost_micro : 0) +
+						turn.cost_micro;
 		run->attempt_tok += turn.input + turn.output;
 		struct rk_error e2;
 		if (rk_db_run_progress(run->eng->db, run->id, run->steps, &run->usage, &e2))
@@ -975,10 +1079,25 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 		rk_json_add_str_or_null(b, "finish_reason", reply.finish_reason);
 		rk_json_add_str_or_null(b, "text", reply.text);
 		cJSON_AddNumberToObject(b, "tool_calls", (double)reply.ncalls);
-		add_usage(b, &turn);
+		const char *stop = rk_model_stop_of(&reply);
+		rk_json_add_str_or_null(b, "stop", stop);
+		if (reply.refusal)
+			cJSON_AddStringToObject(b, "refusal", reply.refusal);
+		cJSON_AddNumberToObject(add_usage(b, &turn), "new_images", (double)new_images);
 		emit(run, "model.turn", b);
 
 		add_reply_msg(run, &reply);
+		int go_on = 0;
+		if (stop && (r = unusual_stop(run, &reply, stop, &go_on, reason, err)) == 0 && go_on) {
+			rk_model_reply_release(&reply);
+			continue;
+		}
+		if (r) {
+			rk_model_reply_release(&reply);
+			break;
+		}
+		if (!stop || strcmp(stop, "max_tokens"))
+			run->truncated = 0;
 		if (reply.ncalls == 0) {
 			*answer = rk_xstrdup(reply.text ? reply.text : "");
 			rk_model_reply_release(&reply);
@@ -1017,12 +1136,26 @@ static int checkpoint(struct run *run, int failed, struct rk_error *err)
 	return 0;
 }
 
+/* A cost limit needs a price: RK_EUSAGE before any spending when the model
+ * has none. */
+static int need_price(const struct rk_model_config *cfg, struct rk_error *err)
+{
+	if (cfg->price.known)
+		return 0;
+	return rk_error_set(err, RK_EUSAGE,
+			    "--max-cost: no price is known for the model %s; put {\"model\": {\"price\": {\"input\": "
+			    "USD, \"output\": USD, \"cached\": USD, \"cache_write\": USD}}} (per million tokens) in "
+			    "%s",
+			    cfg->model, cfg->config_path ? cfg->config_path : "DATA_DIR/config.json");
+}
+
 static cJSON *options_json(const struct rk_run_options *opt)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddNumberToObject(o, "max_steps", opt->max_steps > 0 ? opt->max_steps : RK_RUN_MAX_STEPS_DEFAULT);
 	cJSON_AddNumberToObject(o, "max_wall_ms", (double)(opt->max_wall_ms > 0 ? opt->max_wall_ms : 0));
 	cJSON_AddNumberToObject(o, "max_tokens", (double)(opt->max_tokens > 0 ? opt->max_tokens : 0));
+	cJSON_AddNumberToObject(o, "max_cost", opt->max_cost > 0 ? opt->max_cost : 0);
 	rk_json_add_str_or_null(o, "system_prompt", opt->system_prompt);
 	cJSON_AddStringToObject(o, "trigger", opt->trigger ? opt->trigger : "person");
 	cJSON_AddBoolToObject(o, "auto_resume", !opt->no_auto_resume);
@@ -1094,6 +1227,7 @@ int rk_run_create(struct rk_engine *eng, const struct rk_run_options *opt, char 
 	if (r)
 		return r;
 	if ((r = rk_model_config_load(opt->model, eng->data_dir, &cfg, err)) == 0 &&
+	    (opt->max_cost <= 0 || (r = need_price(&cfg, err)) == 0) &&
 	    (r = pick_computer(eng, &a, opt->computer, &c, err)) == 0)
 		r = authorize_starter(eng, &a, &c, opt->bot, err);
 	rk_actor_release(&a);
@@ -1154,18 +1288,25 @@ out:
 	return r;
 }
 
+/* The model configuration of a run's stored options (and its row's model). */
+static int opts_config(struct rk_engine *eng, const cJSON *opts, const char *row_model, struct rk_model_config *cfg,
+		       struct rk_error *err)
+{
+	struct rk_model_flags mf = RK_MODEL_FLAGS_INIT;
+	mf.base_url = rk_json_string(opts, "model_base_url", NULL);
+	mf.model = rk_json_string(opts, "model", row_model); /* a run keeps its model */
+	mf.config_path = rk_json_string(opts, "model_config", NULL);
+	mf.api = rk_json_string(opts, "model_api", NULL);
+	const cJSON *rt = cJSON_GetObjectItemCaseSensitive(opts, "model_retries");
+	if (cJSON_IsNumber(rt))
+		mf.max_retries = rt->valueint;
+	return rk_model_config_load(&mf, eng->data_dir, cfg, err);
+}
+
 /* Loads the model configuration from the run's stored options. */
 static int run_config(struct run *run, struct rk_error *err)
 {
-	struct rk_model_flags mf = RK_MODEL_FLAGS_INIT;
-	mf.base_url = rk_json_string(run->opts, "model_base_url", NULL);
-	mf.model = rk_json_string(run->opts, "model", run->row.model); /* a run keeps its model */
-	mf.config_path = rk_json_string(run->opts, "model_config", NULL);
-	mf.api = rk_json_string(run->opts, "model_api", NULL);
-	const cJSON *rt = cJSON_GetObjectItemCaseSensitive(run->opts, "model_retries");
-	if (cJSON_IsNumber(rt))
-		mf.max_retries = rt->valueint;
-	int r = rk_model_config_load(&mf, run->eng->data_dir, &run->cfg, err);
+	int r = opts_config(run->eng, run->opts, run->row.model, &run->cfg, err);
 	if (r)
 		return r;
 	run->cfg.cancel = run->x->wake ? run->x->wake : run->x->cancel;
@@ -1182,6 +1323,10 @@ static int run_config(struct run *run, struct rk_error *err)
 	run->max_wall_ms = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
 	v = cJSON_GetObjectItemCaseSensitive(run->opts, "max_tokens");
 	run->max_tokens = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+	v = cJSON_GetObjectItemCaseSensitive(run->opts, "max_cost");
+	run->max_cost_micro = cJSON_IsNumber(v) && v->valuedouble > 0 ? (int64_t)(v->valuedouble * 1e6 + 0.5) : 0;
+	if (run->max_cost_micro > 0 && (r = need_price(&run->cfg, err)))
+		return r;
 	run->system_prompt = rk_json_string(run->opts, "system_prompt", NULL);
 	return 0;
 }
@@ -1209,7 +1354,9 @@ int rk_run_execute(struct rk_engine *eng, const char *run_id, const struct rk_ru
 	run.usage = (struct rk_run_usage){.input = count(run.row.input_tokens),
 					  .output = count(run.row.output_tokens),
 					  .cached = count(run.row.cached_tokens),
-					  .cache_write = count(run.row.cache_write_tokens)};
+					  .cache_write = count(run.row.cache_write_tokens),
+					  .images = count(run.row.images),
+					  .cost_micro = run.row.cost_micro};
 	run.conv = rk_model_conversation_new();
 	reload_redactor(&run);
 	char *answer = NULL;
@@ -1434,8 +1581,8 @@ static int resumable(const struct rk_run_row *row)
 		return 1;
 	if (rk_run_state_of(row->state) != RK_RUN_FAILED || !row->reason)
 		return 0;
-	static const char *const ok[] = {"max_steps",  "max_wall", "max_tokens", "model",
-					 "lease_lost", "computer", NULL};
+	static const char *const ok[] = {"max_steps", "max_wall",   "max_tokens", "max_cost", "output_limit",
+					 "model",     "lease_lost", "computer",	  NULL};
 	for (size_t i = 0; ok[i]; i++)
 		if (!strcmp(row->reason, ok[i]))
 			return 1;
@@ -1468,6 +1615,23 @@ int rk_run_resume(struct rk_engine *eng, const char *run_id, const struct rk_run
 		cJSON_ReplaceItemInObject(opts, "max_wall_ms", cJSON_CreateNumber((double)ro->max_wall_ms));
 	if (ro && ro->max_tokens > 0)
 		cJSON_ReplaceItemInObject(opts, "max_tokens", cJSON_CreateNumber((double)ro->max_tokens));
+	if (ro && ro->max_cost > 0) {
+		/* a cost limit needs a price: a usage error before it is queued */
+		struct rk_model_config cfg;
+		if ((r = opts_config(eng, opts, row.model, &cfg, err)) == 0) {
+			r = need_price(&cfg, err);
+			rk_model_config_release(&cfg);
+		}
+		if (r) {
+			cJSON_Delete(opts);
+			rk_run_row_release(&row);
+			return r;
+		}
+		if (cJSON_GetObjectItemCaseSensitive(opts, "max_cost"))
+			cJSON_ReplaceItemInObject(opts, "max_cost", cJSON_CreateNumber(ro->max_cost));
+		else
+			cJSON_AddNumberToObject(opts, "max_cost", ro->max_cost);
+	}
 	char *options = cJSON_PrintUnformatted(opts);
 	cJSON_Delete(opts);
 	/* back to queued, only from the state it was read in (two resumes race: one wins) */

@@ -21,24 +21,43 @@
  *                 100 ms at a time (their texts joined are the turn's text)
  *   model.tool_call {step, id, name, arguments}  a streamed turn's call as soon as the model
  *                 decided it (before model.turn; tool.call follows when it runs)
- *   model.turn    {step, finish_reason, text|null, tool_calls, usage {input_tokens, output_tokens}}
+ *   model.turn    {step, finish_reason, stop|null, refusal?, text|null, tool_calls,
+ *                  usage {input_tokens, output_tokens, cached_input_tokens,
+ *                  cache_write_input_tokens, images, new_images, cost_usd|null}}
+ *                  (stop: rk_model_stop_of's word for an unusual end; images: those
+ *                  the request carried, new_images: added since the last one;
+ *                  cost_usd: at the model's price, null without one)
  *   tool.call     {step, id, name, arguments (the parsed object, or the raw text when malformed)}
  *   tool.result   {step, id, name, output (the text the model got, clipped), error? {code, message},
  *                  frame_hash?, image: "sent"|"unchanged"|null}   (never image bytes)
  *   run.waiting_takeover {reason}          run.takeover_ended {note|null}
  *   run.checkpoint {ok, error?}
- *   run.finished  {state, steps, usage, answer | reason + error}
+ *   run.finished  {state, steps, usage (the run's totals, as model.turn's but
+ *                  new_images), answer | reason + error}
  *   run.interrupted {reason, error, auto_resume}   (written by whoever found the run stale;
  *                  auto_resume: a worker will resume it)
  *   run.auto_resumed {from_attempt, reason, worker, previous}   (see Auto-resume)
  * Every event, stored message, history line and stored answer is redacted
  * with the values of the run's user's secrets (engine/access/secret.h), read again
  * each step.
- * Reasons: max_steps, max_wall, max_tokens, model, checkpoint, interrupted,
+ * Reasons: max_steps, max_wall, max_tokens, max_cost, model, refusal,
+ * output_limit, context_window, content_filter, checkpoint, interrupted,
  * cancelled, lease_lost, stale, worker_gone, computer, database.
  *
  * Limits (max_steps, max_wall_ms, max_tokens) count per attempt: a resumed
  * run gets them afresh, while the row's steps and tokens are totals.
+ * max_cost is the run's whole budget (its row's cost, over the attempts):
+ * it needs a price for the model (RK_EUSAGE at create or resume without
+ * one), and is checked before each model call. A run failed by max_cost or
+ * output_limit can be resumed too.
+ *
+ * Unusual stops (model.h rk_model_stop_of): a refusal, a content filter or
+ * a full context window fails the run with that reason (the reply's calls
+ * are not run); a reply cut at the output limit (max_tokens) is never the
+ * answer and its calls are never run (their arguments may be cut): each
+ * gets an error result, or a cut answer a user message, and the model is
+ * asked again; a second cut reply in a row fails the run (output_limit);
+ * pause_turn sends the turn back as it is for the model to go on.
  *
  * The execution lease: a run holds the fenced (computer, bot) lease of
  * engine/machine/lease.h (bot "default" when the run has none) from its creation to
@@ -103,6 +122,7 @@ struct rk_run_options {
 	int max_steps;			    /* model turns; 0: RK_RUN_MAX_STEPS_DEFAULT */
 	int64_t max_wall_ms;		    /* 0: no limit */
 	int64_t max_tokens;		    /* input + output tokens per attempt; 0: no limit */
+	double max_cost;		    /* USD the whole run may spend; 0: no limit (needs a price) */
 	const char *system_prompt;	    /* NULL: the built-in one */
 	const char *trigger;	       /* who started it: "person" (NULL) or "webhook" (the stricter approval gate) */
 	volatile sig_atomic_t *cancel; /* non-zero (e.g. from SIGINT): the run ends interrupted */
@@ -142,6 +162,7 @@ int rk_run_detach(struct rk_engine *eng, const char *run_id, struct rk_error *er
 struct rk_run_resume_options {
 	int max_steps;
 	int64_t max_wall_ms, max_tokens;
+	double max_cost;
 	int detach; /* run it in a detached process instead of here */
 };
 /* Continues an interrupted run, or one failed by max_steps, max_wall,

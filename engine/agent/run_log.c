@@ -40,12 +40,25 @@ char *rk_run_event_line(const cJSON *ev, int compact)
 	} else if (!strcmp(type, "model.turn")) {
 		const char *text = rk_json_string(ev, "text", NULL);
 		const cJSON *st = cJSON_GetObjectItemCaseSensitive(ev, "step");
-		rk_buf_printf(&b, " step %d%s%.200s", cJSON_IsNumber(st) ? st->valueint : 0, text ? ": " : "",
-			      text ? text : "");
+		rk_buf_printf(&b, " step %d", cJSON_IsNumber(st) ? st->valueint : 0);
+		const char *stop = rk_json_string(ev, "stop", NULL);
+		if (stop)
+			rk_buf_printf(&b, " [%s%s%.200s]", stop, !strcmp(stop, "refusal") ? ": " : "",
+				      !strcmp(stop, "refusal") ? rk_json_string(ev, "refusal", "") : "");
+		const cJSON *cost = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ev, "usage"),
+								     "cost_usd");
+		if (cJSON_IsNumber(cost))
+			rk_buf_printf(&b, " ($%.4f)", cost->valuedouble);
+		if (text)
+			rk_buf_printf(&b, ": %.200s", text);
 	} else if (!strcmp(type, "model.text")) {
 		rk_buf_printf(&b, " %.200s", rk_json_string(ev, "text", ""));
 	} else if (!strcmp(type, "run.finished")) {
 		rk_buf_printf(&b, " %s", rk_json_string(ev, "state", ""));
+		const cJSON *cost = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ev, "usage"),
+								     "cost_usd");
+		if (cJSON_IsNumber(cost))
+			rk_buf_printf(&b, " ($%.4f)", cost->valuedouble);
 		const char *ans = rk_json_string(ev, "answer", NULL);
 		const cJSON *e = cJSON_GetObjectItemCaseSensitive(ev, "error");
 		if (ans)

@@ -505,6 +505,11 @@ static const struct migration migrations[] = {
 	 * 1 for a run made with auto-resume on, taken by the one worker whose
 	 * conditional update wins; runs made before have none */
 	{"ALTER TABLE runs ADD COLUMN auto_resumes_left INTEGER NOT NULL DEFAULT 0;", NULL},
+	/* 15: a run's images sent to the model (each request's, summed) and
+	 * what it cost in millionths of a USD (NULL: the model has no price) */
+	{"ALTER TABLE runs ADD COLUMN images INTEGER NOT NULL DEFAULT 0;"
+	 "ALTER TABLE runs ADD COLUMN cost_micro_usd INTEGER;",
+	 NULL},
 };
 // clang-format on
 

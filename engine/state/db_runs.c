@@ -48,7 +48,7 @@ static int step_one(struct rk_db *db, struct rk_stmt *st, const char *id, const 
 	"id, bot_id, thread_id, computer_id, task, model, state, final_answer, error, steps, input_tokens, "           \
 	"output_tokens, worker_pid, heartbeat_at, created_at, started_at, finished_at, reason, options, "              \
 	"cancel_requested, lease_bot, lease_fence, takeover_reason, takeover_note, attempts, worker_host, "            \
-	"cached_tokens, cache_write_tokens, auto_resumes_left"
+	"cached_tokens, cache_write_tokens, auto_resumes_left, images, cost_micro_usd"
 
 static void run_from_row(struct rk_stmt *st, struct rk_run_row *r)
 {
@@ -81,6 +81,8 @@ static void run_from_row(struct rk_stmt *st, struct rk_run_row *r)
 	r->cached_tokens = col_int(st, 26);
 	r->cache_write_tokens = col_int(st, 27);
 	r->auto_resumes_left = col_int(st, 28);
+	r->images = col_int(st, 29);
+	r->cost_micro = col_int(st, 30);
 }
 
 void rk_run_row_release(struct rk_run_row *r)
@@ -241,11 +243,11 @@ int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int
 int rk_db_run_progress(struct rk_db *db, const char *id, int64_t steps, const struct rk_run_usage *usage,
 		       struct rk_error *err)
 {
-	struct rk_stmt
-		*st = rk_db_prepare(db,
-				    "UPDATE runs SET steps = ?2, input_tokens = ?3, output_tokens = ?4, "
-				    "heartbeat_at = ?5, cached_tokens = ?6, cache_write_tokens = ?7 WHERE id = ?1",
-				    err);
+	struct rk_stmt *st = rk_db_prepare(db,
+					   "UPDATE runs SET steps = ?2, input_tokens = ?3, output_tokens = ?4, "
+					   "heartbeat_at = ?5, cached_tokens = ?6, cache_write_tokens = ?7, images = ?8, "
+					   "cost_micro_usd = ?9 WHERE id = ?1",
+					   err);
 	if (!st)
 		return -rk_err(err)->code;
 	rk_db_bind_text(st, 1, id);
@@ -255,6 +257,11 @@ int rk_db_run_progress(struct rk_db *db, const char *id, int64_t steps, const st
 	rk_stmt_bind_int64(st, 5, rk_now_ms());
 	rk_stmt_bind_int64(st, 6, usage->cached);
 	rk_stmt_bind_int64(st, 7, usage->cache_write);
+	rk_stmt_bind_int64(st, 8, usage->images);
+	if (usage->cost_micro >= 0)
+		rk_stmt_bind_int64(st, 9, usage->cost_micro);
+	else
+		rk_stmt_bind_null(st, 9);
 	return step_one(db, st, id, "update run progress", err);
 }
 

@@ -32,6 +32,8 @@ struct rk_run_row {
 	char *id, *bot_id, *thread_id, *computer_id, *task, *model, *state, *final_answer, *error;
 	int64_t steps, input_tokens, output_tokens;
 	int64_t cached_tokens, cache_write_tokens; /* of input_tokens: read from / written to the prompt cache */
+	int64_t images;				   /* images sent to the model, each request's counted */
+	int64_t cost_micro;			   /* USD millionths; -1: the model has no price */
 	int64_t worker_pid, heartbeat_at, created_at, started_at, finished_at; /* -1: none */
 	char *reason;  /* why it ended (max_steps, model, cancelled, stale ...), or NULL */
 	char *options; /* JSON: the limits and model flags it was started with */
@@ -59,9 +61,12 @@ void rk_run_rows_free(struct rk_run_row *rows, size_t n);
 
 /* state: running sets started_at (once) and worker_pid; a final state sets finished_at. */
 int rk_db_run_set_state(struct rk_db *db, const char *id, const char *state, int64_t worker_pid, struct rk_error *err);
-/* A run's token totals; cached and cache_write are parts of input. */
+/* A run's token totals; cached and cache_write are parts of input. images:
+ * the images its requests carried; cost_micro: what they cost in USD
+ * millionths (-1: the model has no price, stored as NULL). */
 struct rk_run_usage {
 	int64_t input, output, cached, cache_write;
+	int64_t images, cost_micro;
 };
 /* Steps and token totals, and the heartbeat (now). */
 int rk_db_run_progress(struct rk_db *db, const char *id, int64_t steps, const struct rk_run_usage *usage,

@@ -542,7 +542,7 @@ now = int(time.time() * 1000)
 cols = [r[1] for r in db.execute("PRAGMA table_info(runs)")]
 row = {"id": "run_tuitest1", "computer_id": sys.argv[2], "task": "write the notes file", "model": "m-test",
        "state": "completed", "steps": 4, "input_tokens": 1200, "output_tokens": 300, "cached_tokens": 900,
-       "final_answer": "all done here",
+       "images": 7, "cost_micro_usd": 12345, "final_answer": "all done here",
        "created_at": now - 5000, "started_at": now - 4000, "finished_at": now - 1000}
 row = {k: v for k, v in row.items() if k in cols}
 db.execute("INSERT INTO runs (%s) VALUES (%s)" % (",".join(row), ",".join("?" * len(row))), list(row.values()))
@@ -559,6 +559,7 @@ EOF
 	wait_for 'focused Timeline'
 	wait_for 'shows "all done here"'
 	shows "4 steps, 1200 input (900 cached) + 300 output tokens"
+	shows "usage     7 images sent, cost \$0.0123"
 	tm send-keys q
 	wait_for 'shows "tui-exit=0"'
 }

@@ -22,6 +22,9 @@
  *      {"expect": {"tools_include": ["computer_observe"]},
  *       "reply": {"content": "text", "tool_calls": [{"name": "computer_observe", "arguments": {}}]}},
  *      {"fault": "status", "status": 429, "retry_after": 1},
+ *      {"fault": "status", "status": 400, "type": "invalid_request_error",
+ *       "param": "input[3].content", "code": "..", "message": ".."} (param and code: OpenAI's
+ *       protocols only, as the vendors send them),
  *      {"fault": "garbage"}, {"fault": "hang", "ms": 3000}, {"fault": "close"},
  *      {"fault": "raw", "body": "{...}"} (that text as a 200 JSON reply),
  *      {"fault": "cut", "reply": {...}} (half the answer, then the connection drops),
@@ -49,6 +52,11 @@
  *   finish_reason: "length"              cut short (max_tokens; Responses: incomplete);
  *                                        chat sends any finish_reason as given
  *   stop_reason: "..."                   Messages: sent as given
+ *   refusal: "text"                      the model declines: Messages stop_reason "refusal"
+ *                                        and stop_details {type: "refusal", category:
+ *                                        refusal_category or null, explanation: text},
+ *                                        Responses a refusal content part, chat message.refusal
+ *   finish_reason: "content_filter"      Responses: incomplete, reason content_filter
  * and each protocol renders it in its own shape with vendor-shaped ids
  * (toolu_..., call_..., fc_..., cu_...) and usage: input tokens estimated
  * piece by piece (each block's JSON at 4 bytes a token, each image at
@@ -137,7 +145,8 @@
  * images and last_image, native_tool and display, and per protocol
  * anthropic_version, anthropic_beta, beta_query and cache_breakpoints, or
  * prompt_cache_key, store, previous_response_id and the response_id
- * served; and the usage answered) and exits 0 when every
+ * served; and the usage answered; and received_ms, the wall clock in ms
+ * when the request came) and exits 0 when every
  * step was served and every assertion held, 1 otherwise, 2 for a bad
  * scenario or usage. --keep-running serves until a signal; requests past
  * the last step are then failures. After the last step the server waits
@@ -222,7 +231,8 @@ static struct {
 struct request {
 	struct rk_buf body;
 	int too_large;
-	int counted; /* took a step (or was past the end) */
+	int counted;	     /* took a step (or was past the end) */
+	int64_t received_ms; /* wall clock when its first bytes came (the report's received_ms) */
 };
 
 /* ---- scenario ---- */
@@ -539,6 +549,27 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, enum protocol pro
 	return res;
 }
 
+/* A scripted status fault: {"error": {"message", "type"}} with the step's
+ * "type" (default scripted_fault) and, as OpenAI sends them, its "param"
+ * and "code" (Messages: none; its message names the field). */
+static enum MHD_Result send_fault(struct MHD_Connection *conn, enum protocol proto, unsigned status,
+				  const cJSON *st, const char *msg, int retry_after)
+{
+	cJSON *doc = cJSON_CreateObject();
+	if (proto == PROTO_MESSAGES)
+		cJSON_AddStringToObject(doc, "type", "error");
+	cJSON *e = cJSON_AddObjectToObject(doc, "error");
+	cJSON_AddStringToObject(e, "message", msg);
+	cJSON_AddStringToObject(e, "type", rk_json_string(st, "type", "scripted_fault"));
+	if (proto != PROTO_MESSAGES) {
+		rk_json_add_str_or_null(e, "param", rk_json_string(st, "param", NULL));
+		rk_json_add_str_or_null(e, "code", rk_json_string(st, "code", NULL));
+	}
+	enum MHD_Result res = send_json(conn, proto, status, doc, retry_after);
+	cJSON_Delete(doc);
+	return res;
+}
+
 /* What the vendor answers a request it refuses: a 400 invalid_request_error
  * (OpenAI's names the param and a code). */
 static enum MHD_Result send_refusal(struct MHD_Connection *conn, enum protocol proto, const struct verdict *v)
@@ -790,6 +821,7 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 	cJSON *entry = cJSON_CreateObject();
 	cJSON_AddNumberToObject(entry, "step", step + 1);
 	cJSON_AddStringToObject(entry, "protocol", protocol_name(proto));
+	cJSON_AddNumberToObject(entry, "received_ms", (double)rq->received_ms);
 	cJSON_AddItemToArray(srv.requests, entry);
 	if (step >= srv.nsteps) {
 		char msg[200];
@@ -865,8 +897,7 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 		char msg[200];
 		snprintf(msg, sizeof(msg), "%s", rk_json_string(st, "message", "scripted failure"));
 		pthread_mutex_unlock(&srv.mu);
-		res = send_error(conn, proto, (unsigned)status, "scripted_fault", msg,
-				 cJSON_IsNumber(ra) ? ra->valueint : -1);
+		res = send_fault(conn, proto, (unsigned)status, st, msg, cJSON_IsNumber(ra) ? ra->valueint : -1);
 		goto out;
 	}
 	if (fault && strcmp(fault, "garbage") == 0) {
@@ -1011,6 +1042,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct request *rq = *con_cls;
 	if (!rq) {
 		rq = rk_xcalloc(1, sizeof(*rq));
+		rq->received_ms = rk_now_ms();
 		rk_buf_init(&rq->body);
 		*con_cls = rq;
 		return MHD_YES;

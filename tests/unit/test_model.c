@@ -882,6 +882,85 @@ TEST(key_never_in_the_log)
 	free(path);
 }
 
+TEST(price_lookup_by_name)
+{
+	struct rk_model_price p = {0};
+	CHECK_EQ_INT(rk_model_price_lookup("claude-sonnet-4-5-20250929", &p), 1);
+	CHECK(p.input == 3 && p.output == 15 && p.cached == 0.30 && p.cache_write == 3.75);
+	CHECK(!strcmp(p.source, "built-in"));
+	/* a router's name, dots for dashes */
+	CHECK_EQ_INT(rk_model_price_lookup("anthropic/claude-opus-4.5", &p), 1);
+	CHECK(p.input == 5 && p.output == 25);
+	/* the longest prefix, and not a later version by an earlier one's prefix */
+	CHECK_EQ_INT(rk_model_price_lookup("claude-opus-4-1-20250805", &p), 1);
+	CHECK(p.input == 15);
+	CHECK_EQ_INT(rk_model_price_lookup("claude-opus-4-20250514", &p), 1);
+	CHECK(p.input == 15);
+	CHECK_EQ_INT(rk_model_price_lookup("claude-opus-4-9", &p), 0);
+	CHECK_EQ_INT(rk_model_price_lookup("gpt-5-mini", &p), 0);
+	CHECK_EQ_INT(rk_model_price_lookup("computer-use-preview-2025-03-11", &p), 1);
+	CHECK(p.output == 12);
+	CHECK_EQ_INT(rk_model_price_lookup("scripted", &p), 0);
+	CHECK_EQ_INT(rk_model_price_lookup(NULL, &p), 0);
+	/* 1000 plain + 2000 cached + 500 written input, 100 output at Sonnet's */
+	CHECK_EQ_INT(rk_model_price_lookup("claude-sonnet-4-5", &p), 1);
+	CHECK_EQ_INT((int)rk_model_cost_micro(&p, 3500, 2000, 500, 100), 3000 + 600 + 1875 + 1500);
+	struct rk_model_price none = {0};
+	CHECK_EQ_INT((int)rk_model_cost_micro(&none, 10, 0, 0, 10), -1);
+}
+
+TEST(price_from_the_config_file)
+{
+	char *path = rk_path_join(data_dir, "price.json");
+	const char *doc = "{\"model\":{\"base_url\":\"http://127.0.0.1:9/v1\",\"model\":\"local-llm\","
+			  "\"price\":{\"input\":2,\"output\":8}}}";
+	REQUIRE(rk_fs_write_atomic(path, doc, strlen(doc), 0600, NULL) == 0);
+	struct rk_model_flags f = RK_MODEL_FLAGS_INIT;
+	f.config_path = path;
+	struct rk_model_config cfg;
+	struct rk_error e;
+	REQUIRE(rk_model_config_load(&f, data_dir, &cfg, &e) == 0);
+	CHECK(cfg.price.known && cfg.price.input == 2 && cfg.price.output == 8 && cfg.price.cached == 2);
+	CHECK(!strcmp(cfg.price.source, "config file"));
+	rk_model_config_release(&cfg);
+	/* an unknown model has none; a bad price is named */
+	doc = "{\"model\":{\"base_url\":\"http://127.0.0.1:9/v1\",\"model\":\"local-llm\"}}";
+	REQUIRE(rk_fs_write_atomic(path, doc, strlen(doc), 0600, NULL) == 0);
+	REQUIRE(rk_model_config_load(&f, data_dir, &cfg, &e) == 0);
+	CHECK(!cfg.price.known);
+	rk_model_config_release(&cfg);
+	doc = "{\"model\":{\"model\":\"x\",\"base_url\":\"http://127.0.0.1:9/v1\",\"price\":{\"input\":1}}}";
+	REQUIRE(rk_fs_write_atomic(path, doc, strlen(doc), 0600, NULL) == 0);
+	CHECK_EQ_INT(rk_model_config_load(&f, data_dir, &cfg, &e), -RK_EINVALID);
+	CHECK(strstr(e.message, "price.output") != NULL);
+	free(path);
+}
+
+TEST(stop_reasons_in_one_word)
+{
+	struct rk_model_reply r = {0};
+	CHECK(rk_model_stop_of(&r) == NULL);
+	const char *cases[][2] = {{"end_turn", NULL},
+				  {"tool_use", NULL},
+				  {"stop", NULL},
+				  {"completed", NULL},
+				  {"max_tokens", "max_tokens"},
+				  {"max_output_tokens", "max_tokens"},
+				  {"length", "max_tokens"},
+				  {"pause_turn", "pause_turn"},
+				  {"model_context_window_exceeded", "context_window"},
+				  {"content_filter", "content_filter"},
+				  {"refusal", "refusal"}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r.finish_reason = (char *)cases[i][0];
+		const char *got = rk_model_stop_of(&r);
+		CHECK(cases[i][1] ? got && !strcmp(got, cases[i][1]) : got == NULL);
+	}
+	r.finish_reason = "completed";
+	r.refusal = "no";
+	CHECK(!strcmp(rk_model_stop_of(&r), "refusal"));
+}
+
 int main(void)
 {
 	const char *vars[] = {"RAKAZO_MODEL_BASE_URL", "RAKAZO_MODEL", "RAKAZO_API_KEY", "OPENAI_API_KEY",
@@ -904,6 +983,9 @@ int main(void)
 		return 1;
 	}
 	RUN(config_missing_is_clear);
+	RUN(price_lookup_by_name);
+	RUN(price_from_the_config_file);
+	RUN(stop_reasons_in_one_word);
 	RUN(config_precedence_flags_env_file);
 	RUN(plain_reply);
 	RUN(tool_call_reply_and_arguments);

@@ -1085,7 +1085,8 @@ TEST(vendor_errors_are_worded_and_keep_the_key_out)
 	CHECK_EQ_INT(rk_model_complete(&cfg, c, tools, 1, &r, &e), -RK_EINVALID);
 	CHECK_EQ_INT(r.attempts, 1);
 	CHECK(strstr(e.message, "HTTP 400") != NULL);
-	CHECK(strstr(e.message, "Invalid schema for function 'shell'.\" (param \"tools[0].parameters\")") != NULL);
+	CHECK(strstr(e.message, "invalid_request_error: \"Invalid schema for function 'shell'.\" (param: "
+			       "\"tools[0].parameters\")") != NULL);
 	rk_model_config_release(&cfg);
 	server_stop(&s);
 	server_free(&s);

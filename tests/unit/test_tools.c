@@ -157,7 +157,15 @@ TEST(runs_table)
 	CHECK_EQ_INT(rk_db_run_insert(db, &bad, &e), -RK_EINVALID);
 
 	CHECK_EQ_INT(rk_db_run_set_state(db, "run_a", "running", 42, &e), 0);
-	struct rk_run_usage u = {.input = 100, .output = 20, .cached = 70, .cache_write = 25};
+	struct rk_run_usage u = {.input = 100, .output = 20, .cached = 70, .cache_write = 25, .images = 4, .cost_micro = -1};
+	CHECK_EQ_INT(rk_db_run_progress(db, "run_a", 3, &u, &e), 0);
+	/* no price: the cost is NULL, read back as -1 */
+	struct rk_run_row nc = {0};
+	CHECK_EQ_INT(rk_db_run_get(db, "run_a", &nc, &e), 0);
+	CHECK_EQ_INT(nc.cost_micro, -1);
+	CHECK_EQ_INT(nc.images, 4);
+	rk_run_row_release(&nc);
+	u.cost_micro = 12345;
 	CHECK_EQ_INT(rk_db_run_progress(db, "run_a", 3, &u, &e), 0);
 	CHECK_EQ_INT(rk_db_run_heartbeat(db, "run_a", &e), 0);
 	CHECK_EQ_INT(rk_db_run_finish(db, "run_a", "running", NULL, NULL, &e), -RK_EINVALID);
@@ -175,6 +183,8 @@ TEST(runs_table)
 	CHECK_EQ_INT(r.output_tokens, 20);
 	CHECK_EQ_INT(r.cached_tokens, 70);
 	CHECK_EQ_INT(r.cache_write_tokens, 25);
+	CHECK_EQ_INT(r.images, 4);
+	CHECK_EQ_INT(r.cost_micro, 12345);
 	CHECK_EQ_INT(r.worker_pid, 42);
 	CHECK(r.started_at > 0 && r.finished_at >= r.started_at && r.heartbeat_at > 0);
 	rk_run_row_release(&r);

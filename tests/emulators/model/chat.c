@@ -177,6 +177,8 @@ cJSON *chat_render(const struct answer *a)
 	cJSON_AddStringToObject(msg, "role", "assistant");
 	const char *content = rk_json_string(reply, "content", NULL);
 	rk_json_add_str_or_null(msg, "content", content);
+	/* a declined request: message.refusal (null otherwise) */
+	rk_json_add_str_or_null(msg, "refusal", rk_json_string(reply, "refusal", NULL));
 	const cJSON *calls = cJSON_GetObjectItemCaseSensitive(reply, "tool_calls");
 	int ncalls = 0;
 	if (cJSON_GetArraySize(calls) > 0) {

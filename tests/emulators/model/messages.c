@@ -450,6 +450,7 @@ static void stream(const cJSON *doc, const char **raw, const struct cache_usage 
 	cJSON *msg = cJSON_Duplicate(doc, 1);
 	cJSON_ReplaceItemInObjectCaseSensitive(msg, "content", cJSON_CreateArray());
 	cJSON_ReplaceItemInObjectCaseSensitive(msg, "stop_reason", cJSON_CreateNull());
+	cJSON_ReplaceItemInObjectCaseSensitive(msg, "stop_details", cJSON_CreateNull());
 	const cJSON *u = cJSON_GetObjectItemCaseSensitive(doc, "usage");
 	long out = (long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(u, "output_tokens"));
 	cJSON_ReplaceItemInObjectCaseSensitive(msg, "usage", usage(c, 1, 0));
@@ -510,7 +511,8 @@ static void stream(const cJSON *doc, const char **raw, const struct cache_usage 
 	cJSON_AddItemToObject(d, "stop_reason",
 			      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(doc, "stop_reason"), 1));
 	cJSON_AddNullToObject(d, "stop_sequence");
-	cJSON_AddNullToObject(d, "stop_details");
+	cJSON_AddItemToObject(d, "stop_details",
+			      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(doc, "stop_details"), 1));
 	cJSON_AddNullToObject(d, "container");
 	cJSON_AddItemToObject(md, "usage", usage(c, out, 1));
 	sse_event(sse, "message_delta", md);
@@ -548,6 +550,7 @@ cJSON *messages_render(const struct answer *a, struct rk_buf *sse)
 		k++;
 	}
 	const char *text = rk_json_string(reply, "content", NULL);
+	const char *refusal = rk_json_string(reply, "refusal", NULL);
 	if (text && text[0]) {
 		cJSON *t = cJSON_CreateObject();
 		cJSON_AddStringToObject(t, "type", "text");
@@ -587,10 +590,21 @@ cJSON *messages_render(const struct answer *a, struct rk_buf *sse)
 	const char *finish = rk_json_string(reply, "finish_reason", NULL);
 	const char *stop = rk_json_string(reply, "stop_reason", NULL);
 	if (!stop)
-		stop = finish && strcmp(finish, "length") == 0 ? "max_tokens" : ncalls ? "tool_use" : "end_turn";
+		stop = refusal ? "refusal"
+		       : finish && strcmp(finish, "length") == 0 ? "max_tokens"
+		       : ncalls					 ? "tool_use"
+								 : "end_turn";
 	cJSON_AddStringToObject(doc, "stop_reason", stop);
 	cJSON_AddNullToObject(doc, "stop_sequence");
-	cJSON_AddNullToObject(doc, "stop_details");
+	if (refusal) {
+		/* RefusalStopDetails: the policy category (or null) and why */
+		cJSON *sd = cJSON_AddObjectToObject(doc, "stop_details");
+		cJSON_AddStringToObject(sd, "type", "refusal");
+		rk_json_add_str_or_null(sd, "category", rk_json_string(reply, "refusal_category", NULL));
+		cJSON_AddStringToObject(sd, "explanation", refusal);
+	} else {
+		cJSON_AddNullToObject(doc, "stop_details");
+	}
 	cJSON_AddNullToObject(doc, "container");
 	cJSON_AddNullToObject(doc, "diagnostics");
 	struct cache_usage cu;

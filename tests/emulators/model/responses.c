@@ -471,7 +471,8 @@ static cJSON *output_items(const struct answer *a, long *out_tokens, long *reaso
 		*reasoning_tokens = 10 + (long)strlen(reasoning) / 4;
 	}
 	const char *text = rk_json_string(reply, "content", NULL);
-	if (text && text[0]) {
+	const char *refusal = rk_json_string(reply, "refusal", NULL);
+	if ((text && text[0]) || refusal) {
 		cJSON *it = cJSON_CreateObject();
 		char *id = vendor_id("msg_", 48, 1);
 		cJSON_AddStringToObject(it, "id", id);
@@ -479,9 +480,19 @@ static cJSON *output_items(const struct answer *a, long *out_tokens, long *reaso
 		cJSON_AddStringToObject(it, "type", "message");
 		cJSON_AddStringToObject(it, "status", "completed");
 		cJSON_AddStringToObject(it, "role", "assistant");
-		cJSON_AddItemToArray(cJSON_AddArrayToObject(it, "content"), text_part(text));
+		cJSON *content = cJSON_AddArrayToObject(it, "content");
+		if (text && text[0])
+			cJSON_AddItemToArray(content, text_part(text));
+		if (refusal) {
+			/* ResponseOutputRefusal: {type: "refusal", refusal} */
+			cJSON *p = cJSON_CreateObject();
+			cJSON_AddStringToObject(p, "type", "refusal");
+			cJSON_AddStringToObject(p, "refusal", refusal);
+			cJSON_AddItemToArray(content, p);
+			*out_tokens += (long)strlen(refusal) / 4;
+		}
 		cJSON_AddItemToArray(output, it);
-		*out_tokens += (long)strlen(text) / 4;
+		*out_tokens += text ? (long)strlen(text) / 4 : 0;
 	}
 	const cJSON *c;
 	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(reply, "tool_calls"))
@@ -704,7 +715,12 @@ cJSON *responses_render(const struct answer *a, struct rk_buf *sse)
 	double now = (double)(rk_now_ms() / 1000);
 	cJSON_AddNumberToObject(doc, "created_at", now);
 	const char *finish = rk_json_string(a->reply, "finish_reason", NULL);
-	int incomplete = finish && strcmp(finish, "length") == 0;
+	/* incomplete_details.reason: "max_output_tokens" or "content_filter" */
+	const char *why = !finish				  ? NULL
+			  : strcmp(finish, "length") == 0	  ? "max_output_tokens"
+			  : strcmp(finish, "content_filter") == 0 ? "content_filter"
+								  : NULL;
+	int incomplete = why != NULL;
 	cJSON_AddStringToObject(doc, "status", incomplete ? "incomplete" : "completed");
 	cJSON_AddFalseToObject(doc, "background");
 	if (incomplete)
@@ -713,7 +729,7 @@ cJSON *responses_render(const struct answer *a, struct rk_buf *sse)
 		cJSON_AddNumberToObject(doc, "completed_at", now);
 	cJSON_AddNullToObject(doc, "error");
 	if (incomplete)
-		cJSON_AddItemToObject(doc, "incomplete_details", cJSON_Parse("{\"reason\":\"max_output_tokens\"}"));
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(doc, "incomplete_details"), "reason", why);
 	else
 		cJSON_AddNullToObject(doc, "incomplete_details");
 	add_copy(doc, req, "instructions");
