@@ -189,6 +189,8 @@ int prompt_breakpoints(const struct prompt *p);
  * Messages at its breakpoints, OpenAI every prefix of 1024 tokens or more. */
 void prompt_cache(struct prompt *p, struct cache_usage *u);
 void prompt_free(struct prompt *p);
+/* Every input token of the prompt, as the usage counts them. */
+long prompt_tokens(const struct prompt *p);
 void cache_release(void);
 
 #endif
