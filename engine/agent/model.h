@@ -127,6 +127,8 @@ struct rk_model_reply;
  * off). */
 enum rk_model_compact_mode { RK_MODEL_COMPACT_AUTO, RK_MODEL_COMPACT_SUMMARY, RK_MODEL_COMPACT_OFF };
 #define RK_MODEL_COMPACT_AT_DEFAULT 0.8
+/* the anthropic-beta of the Messages "compaction" parameter (SDK 1.17) */
+#define RK_MODEL_COMPACTION_BETA "compact-2026-09-04"
 
 /* The wire protocol a model is spoken to with (issue 22). */
 enum rk_model_api {
@@ -182,6 +184,11 @@ struct rk_model_config {
 	int64_t context_window;
 	double compact_at;
 	enum rk_model_compact_mode compact;
+	/* Set on a copy of the config for one request (model_compact.c): the
+	 * vendor compacts the conversation instead of answering (messages:
+	 * "compaction": {"type": "summarize"} with anthropic-beta
+	 * RK_MODEL_COMPACTION_BETA; the reply is one compaction block). */
+	int compact_request;
 	/* Optional: set to non-zero (a signal handler may) to stop a call or
 	 * its backoff; the call returns RK_EINTERRUPTED. */
 	volatile sig_atomic_t *cancel;

@@ -84,6 +84,11 @@ int rk_model_request_http(const struct rk_model_config *cfg, const struct rk_mod
 	switch (cfg->api) {
 	case RK_MODEL_API_MESSAGES: {
 		char *betas = anthropic_betas(tools, ntools);
+		if (cfg->compact_request) {
+			char *all = rk_xasprintf("%s%s" RK_MODEL_COMPACTION_BETA, betas ? betas : "", betas ? "," : "");
+			free(betas);
+			betas = all;
+		}
 		h->url = rk_xasprintf("%s/messages%s", base, betas ? "?beta=true" : "");
 		h->headers[n++] = rk_xstrdup("anthropic-version: " RK_MODEL_ANTHROPIC_VERSION);
 		if (betas)

@@ -11,6 +11,7 @@
 #include "engine/agent/model_wire.h"
 #include "engine/util/buf.h"
 #include "engine/util/ipc.h"
+#include "engine/util/json.h"
 
 /* the summary's own length: enough for a long run, small beside a window */
 #define SUMMARY_MAX_TOKENS 2048
@@ -29,7 +30,8 @@ void rk_model_compaction_release(struct rk_model_compaction *k)
 	if (!k)
 		return;
 	free(k->summary);
-	k->summary = NULL;
+	free(k->note);
+	k->summary = k->note = NULL;
 }
 
 int rk_model_compact_due(const struct rk_model_config *cfg, int64_t prompt_tokens, int64_t growth)
@@ -219,12 +221,107 @@ static const struct rk_model_part *last_image(const struct rk_model_conversation
 	return NULL;
 }
 
+/* A user message of c (not added to it) with text and a copy of img (may
+ * be NULL): the screen as it was last seen, so the turns after it are not
+ * blind. */
+static struct rk_model_message *carry_message(struct rk_model_conversation *c, const char *text,
+					      const struct rk_model_part *img)
+{
+	struct rk_model_message *m = rk_xcalloc(1, sizeof(*m));
+	m->role = RK_MODEL_USER;
+	rk_model_message_add_text(m, text);
+	if (img) {
+		char saved[sizeof(c->last_frame_hash)];
+		memcpy(saved, c->last_frame_hash, sizeof(saved));
+		rk_model_message_add_image_as(c, m, img->mime, img->png, img->png_len, NULL, img->label);
+		snprintf(m->parts[m->nparts - 1].frame_hash, sizeof(m->parts[0].frame_hash), "%s", img->frame_hash);
+		memcpy(c->last_frame_hash, saved, sizeof(saved));
+	}
+	return m;
+}
+
+/* Replaces msgs [from, c->n) of c with the given ones (taken). */
+static void replace_tail(struct rk_model_conversation *c, size_t from, struct rk_model_message **with, size_t n)
+{
+	rk_model_conversation_truncate(c, from);
+	for (size_t i = 0; i < n; i++) {
+		if (c->n == c->cap) {
+			c->cap = c->cap ? c->cap * 2 : 16;
+			c->msgs = rk_xrealloc(c->msgs, c->cap * sizeof(*c->msgs));
+		}
+		c->msgs[c->n++] = with[i];
+	}
+}
+
+/* The vendor's compaction (Messages: the "compaction" parameter): the
+ * whole conversation becomes one assistant turn holding the signed
+ * compaction block (sent back first, verbatim), then a user message with
+ * the task, the caller's context and the last screenshot. */
+static int compact_on_server(const struct rk_model_config *cfg, struct rk_model_conversation *c,
+			     const struct rk_model_tool *tools, size_t ntools, size_t head,
+			     struct rk_model_compaction *k, struct rk_error *err)
+{
+	struct rk_model_config scfg = *cfg; /* shallow: nothing of it is released here */
+	scfg.compact_request = 1;
+	struct rk_model_reply reply = {0};
+	int r = rk_model_complete(&scfg, c, tools, ntools, &reply, err);
+	if (r)
+		return r;
+	k->prompt_tokens = reply.prompt_tokens;
+	k->output_tokens = reply.completion_tokens;
+	cJSON *blocks = reply.vendor_json ? cJSON_Parse(reply.vendor_json) : NULL;
+	const cJSON *b;
+	const char *content = NULL;
+	cJSON_ArrayForEach(b, blocks)
+	{
+		const cJSON *ct = cJSON_GetObjectItemCaseSensitive(b, "content");
+		if (!strcmp(rk_json_string(b, "type", ""), "compaction") && cJSON_IsString(ct) && *ct->valuestring)
+			content = ct->valuestring;
+	}
+	if (!content) {
+		cJSON_Delete(blocks);
+		rk_model_reply_release(&reply);
+		return rk_error_set(err, RK_EFAILED, "the vendor's compaction produced no summary");
+	}
+	k->summary = rk_xstrdup(content);
+	cJSON_Delete(blocks);
+	k->method = "server";
+	struct rk_model_message *with[2];
+	/* the block goes back verbatim on Messages; another protocol reads its summary */
+	with[0] = rk_xcalloc(1, sizeof(*with[0]));
+	with[0]->role = RK_MODEL_ASSISTANT;
+	char *text = rk_xasprintf("[a summary of the conversation before this point]\n%s", k->summary);
+	rk_model_message_add_text(with[0], text);
+	free(text);
+	with[0]->vendor_json = reply.vendor_json;
+	with[0]->vendor_api = reply.vendor_api;
+	reply.vendor_json = NULL;
+	rk_model_reply_release(&reply);
+	struct rk_buf msg = RK_BUF_INIT;
+	rk_buf_init(&msg);
+	rk_buf_printf(&msg,
+		      "The conversation before this point was compacted to fit the model's context window.\n\nThe "
+		      "task (as given):\n\n%s\n",
+		      k->task);
+	if (k->context && *k->context)
+		rk_buf_printf(&msg, "\n%s\n", k->context);
+	rk_buf_adds(&msg, "\nGo on with the task.");
+	with[1] = carry_message(c, msg.data, last_image(c, head, c->n));
+	rk_buf_release(&msg);
+	k->dropped = c->n - head;
+	k->kept = 0;
+	replace_tail(c, head, with, 2);
+	k->after_tokens = rk_model_request_tokens(cfg, c, tools, ntools);
+	return 0;
+}
+
 int rk_model_compact(const struct rk_model_config *cfg, struct rk_model_conversation *c,
 		     const struct rk_model_tool *tools, size_t ntools, struct rk_model_compaction *k,
 		     struct rk_error *err)
 {
 	k->method = "summary";
 	k->summary = NULL;
+	k->note = NULL;
 	if (!k->task)
 		k->task = "";
 	k->kept = k->dropped = 0;
@@ -233,6 +330,18 @@ int rk_model_compact(const struct rk_model_config *cfg, struct rk_model_conversa
 	size_t head = 0;
 	while (head < c->n && c->msgs[head]->role == RK_MODEL_SYSTEM)
 		head++;
+	if (cfg->compact == RK_MODEL_COMPACT_AUTO && cfg->api == RK_MODEL_API_MESSAGES && c->n > head + 1) {
+		struct rk_error se;
+		if (compact_on_server(cfg, c, tools, ntools, head, k, &se) == 0)
+			return 0;
+		if (se.code == RK_EINTERRUPTED) {
+			*err = se;
+			return -RK_EINTERRUPTED;
+		}
+		/* a proxy without the beta, a refusal: the summary still works */
+		k->note = rk_xasprintf("the vendor's compaction failed, so the model summarised: %s", se.message);
+		k->method = "summary";
+	}
 	int keep = k->keep_turns == 0 ? RK_MODEL_COMPACT_KEEP_TURNS : k->keep_turns < 0 ? 0 : k->keep_turns;
 	int64_t window = cfg->context_window > 0 ? cfg->context_window : rk_model_context_window(cfg->api, cfg->model);
 	size_t cut = cut_point(c, head, keep, window / 3);
@@ -283,19 +392,9 @@ int rk_model_compact(const struct rk_model_config *cfg, struct rk_model_conversa
 		rk_buf_printf(&msg, "\n%s\n", k->context);
 	rk_buf_printf(&msg, "\n%s Go on with the task.",
 		      cut < c->n ? "The latest turns follow as they were." : "That is where the run is now.");
-	struct rk_model_message *sm = rk_xcalloc(1, sizeof(*sm));
-	sm->role = RK_MODEL_USER;
-	rk_model_message_add_text(sm, msg.data);
+	struct rk_model_message *sm = carry_message(c, msg.data,
+						    last_image(c, cut, c->n) ? NULL : last_image(c, head, cut));
 	rk_buf_release(&msg);
-	const struct rk_model_part *img = last_image(c, cut, c->n) ? NULL : last_image(c, head, cut);
-	if (img) {
-		/* the screen as it was last seen, so the kept turns are not blind */
-		char saved[sizeof(c->last_frame_hash)];
-		memcpy(saved, c->last_frame_hash, sizeof(saved));
-		rk_model_message_add_image_as(c, sm, img->mime, img->png, img->png_len, NULL, img->label);
-		snprintf(sm->parts[sm->nparts - 1].frame_hash, sizeof(sm->parts[0].frame_hash), "%s", img->frame_hash);
-		memcpy(c->last_frame_hash, saved, sizeof(saved));
-	}
 	k->dropped = cut - head;
 	k->kept = c->n - cut;
 	for (size_t i = head; i < cut; i++)

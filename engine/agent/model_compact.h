@@ -8,7 +8,18 @@
  * reply's tokens and the results just added) reach compact_at x window
  * (rk_model_compact_due).
  *
- * How (rk_model_compact), the summary: the model is asked, with no tools,
+ * How (rk_model_compact). The vendor's own compaction, where the
+ * protocol has one and cfg->compact is auto: Messages' "compaction"
+ * parameter ({"type": "summarize"}, anthropic-beta
+ * RK_MODEL_COMPACTION_BETA; the SDK types of @anthropic-ai/sdk 1.17, as
+ * its tool runner's compactBeforeNextTurn sends it): the whole
+ * conversation, tools and all, goes out once more and the reply is one
+ * signed compaction block; the conversation becomes its system messages,
+ * that block as an assistant turn (sent back first and verbatim, as the
+ * API requires), then a user message with the task, the caller's context
+ * and the last screenshot. When that fails (a proxy without the beta, a
+ * refusal) the summary is made instead, and k->note says why.
+ * The summary, on every protocol: the model is asked, with no tools,
  * to summarise the older part of the conversation (a transcript of it, each
  * entry clipped, with a system prompt of its own that starts with
  * RK_MODEL_COMPACT_PROMPT_HEAD); the conversation becomes its system
@@ -42,8 +53,9 @@ struct rk_model_compaction {
 	const char *context; /* more that must survive (memory, open shell sessions); NULL: none */
 	int keep_turns;	     /* 0: RK_MODEL_COMPACT_KEEP_TURNS; -1: none */
 	/* out */
-	const char *method;		      /* "summary" */
-	char *summary;			      /* malloc'd: the summary the model wrote */
+	const char *method;		      /* "server" or "summary" */
+	char *summary;			      /* malloc'd: the summary the model (or the vendor) wrote */
+	char *note;			      /* malloc'd: why the vendor's compaction was not used, or NULL */
 	size_t kept, dropped;		      /* messages kept verbatim after the summary, and dropped */
 	int64_t before_tokens, after_tokens;  /* estimates of the request before and after */
 	int64_t prompt_tokens, output_tokens; /* the compaction call's usage (-1: not said) */

@@ -1007,6 +1007,8 @@ static void maybe_compact(struct run *run, int64_t prompt_tokens, int64_t growth
 		cJSON_AddNumberToObject(b, "kept_messages", (double)k.kept);
 		cJSON_AddNumberToObject(b, "dropped_messages", (double)k.dropped);
 		cJSON_AddNumberToObject(b, "context_window", (double)run->cfg.context_window);
+		if (k.note) /* the vendor's compaction failed: the model summarised */
+			cJSON_AddStringToObject(b, "note", k.note);
 		add_usage(b, &u);
 		emit(run, "run.compacted", b);
 		rk_log(RK_LOG_INFO, "run %s: compacted at step %lld: %zu messages summarised, about %lld tokens now",

@@ -129,3 +129,54 @@ assert req["messages"] < 100 and req["roles"][:3] == ["system", "user", "assista
 assert req["input_tokens"] < 0.8 * 6000, req
 PY
 }
+
+@test "run compact: on messages the vendor compacts (compaction parameter and beta); its block goes back first, on resume too" {
+	rk_fake t
+	model_config
+	export RAKAZO_MODEL_API=messages RAKAZO_API_KEY=test-key MODEL_DUMP="$BATS_TEST_TMPDIR/dump"
+	start_server run_compact.json
+	rk run --max-steps 200 --json "$TASK" >"$BATS_TEST_TMPDIR/events"
+	server_ok
+	python3 - "$BATS_TEST_TMPDIR/events" "$BATS_TEST_TMPDIR/report.json" "$MODEL_DUMP" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+rep = json.load(open(sys.argv[2]))
+dump = [json.loads(l) for l in open(sys.argv[3])]
+assert ev[-1]["state"] == "completed" and ev[-1]["steps"] == 200, ev[-1]
+comp = [e for e in ev if e["type"] == "run.compacted"]
+assert len(comp) >= 2 and all(c["method"] == "server" and c["kept_messages"] == 0 for c in comp), comp
+assert rep["summaries"] == len(comp)
+for i, r in enumerate(rep["requests"]):
+    q = dump[i]
+    if r.get("summary"):
+        # the SDK's compactBeforeNextTurn: the whole conversation, tools and all, and the parameter
+        assert q["compaction"] == {"type": "summarize"} and q["tools"], q.keys()
+        assert "compact-2026-09-04" in r["anthropic_beta"] and r["beta_query"], r
+        assert q["messages"][-1]["role"] == "user"
+    else:
+        assert "compaction" not in q
+    if i > 0 and rep["requests"][i - 1].get("summary"):
+        # the signed block goes back first and verbatim; then the task and the memory note
+        first = q["messages"][0]
+        assert first["role"] == "assistant" and first["content"][0]["type"] == "compaction", first
+        assert first["content"][0]["content"].startswith("SUMMARY-41c9") and first["content"][0]["signature"]
+        text = json.dumps(q["messages"][1])
+        assert "TASK-7f3a" in text and "MEMORY-MARKER-5b2e" in text, text
+PY
+	# a resume after the vendor's compaction sends the block back first again
+	unset MODEL_DUMP
+	start_server run_compact_part.json
+	run rk run --max-steps 61 --json "$TASK"
+	[ "$status" -eq 1 ]
+	server_ok
+	id=$(rk run list --json | rk_json 'd[0]["id"]')
+	start_server run_compact_resume.json
+	rk run resume "$id" --json >"$BATS_TEST_TMPDIR/events"
+	server_ok
+	python3 - "$BATS_TEST_TMPDIR/report.json" <<'PY'
+import json, sys
+req = json.load(open(sys.argv[1]))["requests"][0]
+assert req["roles"][0] == "assistant" and req["input_tokens"] < 0.8 * 6000, req
+assert all(a["ok"] for a in req["assertions"]), req["assertions"]
+PY
+}

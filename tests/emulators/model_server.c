@@ -559,6 +559,9 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, enum protocol p
 	if (proto != PROTO_MESSAGES) {
 		rk_json_add_str_or_null(e, "param", v->refusal_param);
 		rk_json_add_str_or_null(e, "code", v->refusal_code);
+	} else if (v->refusal_error_code) {
+		cJSON *d = cJSON_AddObjectToObject(e, "details");
+		cJSON_AddStringToObject(d, "error_code", v->refusal_error_code);
 	}
 	enum MHD_Result res = send_json(conn, proto, 400, doc, -1);
 	cJSON_Delete(doc);
@@ -723,7 +726,8 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 	cJSON *req = rq->too_large ? NULL : rk_json_parse(rq->body.data, rq->body.len, "the request body", &e);
 	/* a summary request is answered by the scenario's "summary", and takes no step */
 	int summary = srv.summary && req &&
-		      system_holds(req, proto, rk_json_string(srv.summary, "match", ""));
+		      ((proto == PROTO_MESSAGES && cJSON_GetObjectItemCaseSensitive(req, "compaction")) ||
+		       system_holds(req, proto, rk_json_string(srv.summary, "match", "")));
 	int step = summary ? -1 : srv.next_step++;
 	rq->counted = !summary;
 	cJSON *entry = cJSON_CreateObject();

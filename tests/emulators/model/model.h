@@ -96,6 +96,7 @@ struct verdict {
 	char refusal[500];
 	const char *refusal_param; /* OpenAI's "param" and "code", NULL: none */
 	const char *refusal_code;
+	const char *refusal_error_code; /* Anthropic's error.details.error_code, NULL: none */
 };
 
 void record(struct verdict *v, const char *name, int ok, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -154,6 +155,8 @@ cJSON *responses_render(const struct answer *a, struct rk_buf *sse);
 void chat_stream(const cJSON *completion, int include_usage, struct rk_buf *sse);
 /* Whether an anthropic-beta header value lists want. */
 int messages_beta_has(const char *header, const char *want);
+/* The beta the Messages "compaction" parameter needs. */
+#define COMPACTION_BETA "compact-2026-09-04"
 void messages_release(void);
 void responses_release(void);
 
