@@ -187,7 +187,10 @@ struct rk_model_config {
 	/* Set on a copy of the config for one request (model_compact.c): the
 	 * vendor compacts the conversation instead of answering (messages:
 	 * "compaction": {"type": "summarize"} with anthropic-beta
-	 * RK_MODEL_COMPACTION_BETA; the reply is one compaction block). */
+	 * RK_MODEL_COMPACTION_BETA, the reply one compaction block;
+	 * responses: POST {base}/responses/compact with model, input,
+	 * instructions and prompt_cache_key, the reply's output the user
+	 * messages and one compaction item). */
 	int compact_request;
 	/* Optional: set to non-zero (a signal handler may) to stop a call or
 	 * its backoff; the call returns RK_EINTERRUPTED. */

@@ -98,7 +98,7 @@ int rk_model_request_http(const struct rk_model_config *cfg, const struct rk_mod
 		break;
 	}
 	case RK_MODEL_API_RESPONSES:
-		h->url = rk_xasprintf("%s/responses", base);
+		h->url = rk_xasprintf("%s/responses%s", base, cfg->compact_request ? "/compact" : "");
 		h->key_header = "Authorization";
 		break;
 	case RK_MODEL_API_CHAT:

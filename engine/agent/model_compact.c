@@ -253,10 +253,13 @@ static void replace_tail(struct rk_model_conversation *c, size_t from, struct rk
 	}
 }
 
-/* The vendor's compaction (Messages: the "compaction" parameter): the
- * whole conversation becomes one assistant turn holding the signed
- * compaction block (sent back first, verbatim), then a user message with
- * the task, the caller's context and the last screenshot. */
+/* The vendor's compaction (Messages: the "compaction" parameter;
+ * Responses: POST /responses/compact): the whole conversation becomes one
+ * assistant turn holding what the vendor returned (Messages: the signed
+ * compaction block, sent back first; Responses: the user messages and
+ * one encrypted compaction item, sent back as input items), both
+ * verbatim, then a user message with the task, the caller's context and
+ * the last screenshot. */
 static int compact_on_server(const struct rk_model_config *cfg, struct rk_model_conversation *c,
 			     const struct rk_model_tool *tools, size_t ntools, size_t head,
 			     struct rk_model_compaction *k, struct rk_error *err)
@@ -274,9 +277,12 @@ static int compact_on_server(const struct rk_model_config *cfg, struct rk_model_
 	const char *content = NULL;
 	cJSON_ArrayForEach(b, blocks)
 	{
-		const cJSON *ct = cJSON_GetObjectItemCaseSensitive(b, "content");
+		/* Messages: the block's summary; Responses: an encrypted item */
+		int messages = cfg->api == RK_MODEL_API_MESSAGES;
+		const cJSON *ct = cJSON_GetObjectItemCaseSensitive(b, messages ? "content" : "encrypted_content");
 		if (!strcmp(rk_json_string(b, "type", ""), "compaction") && cJSON_IsString(ct) && *ct->valuestring)
-			content = ct->valuestring;
+			content = messages ? ct->valuestring
+					   : "(the vendor keeps it encrypted: only the responses protocol reads it)";
 	}
 	if (!content) {
 		cJSON_Delete(blocks);
@@ -330,7 +336,7 @@ int rk_model_compact(const struct rk_model_config *cfg, struct rk_model_conversa
 	size_t head = 0;
 	while (head < c->n && c->msgs[head]->role == RK_MODEL_SYSTEM)
 		head++;
-	if (cfg->compact == RK_MODEL_COMPACT_AUTO && cfg->api == RK_MODEL_API_MESSAGES && c->n > head + 1) {
+	if (cfg->compact == RK_MODEL_COMPACT_AUTO && cfg->api != RK_MODEL_API_CHAT && c->n > head + 1) {
 		struct rk_error se;
 		if (compact_on_server(cfg, c, tools, ntools, head, k, &se) == 0)
 			return 0;

@@ -14,10 +14,13 @@
  * RK_MODEL_COMPACTION_BETA; the SDK types of @anthropic-ai/sdk 1.17, as
  * its tool runner's compactBeforeNextTurn sends it): the whole
  * conversation, tools and all, goes out once more and the reply is one
- * signed compaction block; the conversation becomes its system messages,
- * that block as an assistant turn (sent back first and verbatim, as the
- * API requires), then a user message with the task, the caller's context
- * and the last screenshot. When that fails (a proxy without the beta, a
+ * signed compaction block; Responses' POST /responses/compact ({model,
+ * input, instructions, prompt_cache_key}; the openai SDK 7.60's
+ * responses.compact), whose output is the user messages and one
+ * encrypted compaction item. The conversation becomes its system
+ * messages, that output as one assistant turn (sent back verbatim: the
+ * block first, as the API requires; the items as input), then a user
+ * message with the task, the caller's context and the last screenshot. When that fails (a proxy without the beta, a
  * refusal) the summary is made instead, and k->note says why.
  * The summary, on every protocol: the model is asked, with no tools,
  * to summarise the older part of the conversation (a transcript of it, each

@@ -180,3 +180,46 @@ assert req["roles"][0] == "assistant" and req["input_tokens"] < 0.8 * 6000, req
 assert all(a["ok"] for a in req["assertions"]), req["assertions"]
 PY
 }
+
+@test "run compact: on responses the vendor compacts (POST /responses/compact); its items go back verbatim, on resume too" {
+	rk_fake t
+	model_config
+	export RAKAZO_MODEL_API=responses RAKAZO_API_KEY=test-key MODEL_DUMP="$BATS_TEST_TMPDIR/dump"
+	start_server run_compact.json
+	rk run --max-steps 200 --json "$TASK" >"$BATS_TEST_TMPDIR/events"
+	server_ok
+	python3 - "$BATS_TEST_TMPDIR/events" "$BATS_TEST_TMPDIR/report.json" "$MODEL_DUMP" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+rep = json.load(open(sys.argv[2]))
+dump = [json.loads(l) for l in open(sys.argv[3])]
+assert ev[-1]["state"] == "completed" and ev[-1]["steps"] == 200, ev[-1]
+comp = [e for e in ev if e["type"] == "run.compacted"]
+assert len(comp) >= 2 and all(c["method"] == "server" for c in comp), comp
+assert rep["summaries"] == len(comp)
+for i, r in enumerate(rep["requests"]):
+    q = dump[i]
+    if r.get("summary"):
+        # the SDK's responses.compact body: the conversation, no turn settings
+        assert set(q) <= {"model", "input", "instructions", "prompt_cache_key"} and q["input"], q.keys()
+    if i > 0 and rep["requests"][i - 1].get("summary"):
+        items = [it.get("type") for it in q["input"]]
+        assert items.count("compaction") == 1, items
+        text = json.dumps(q["input"])
+        assert "TASK-7f3a" in text and "MEMORY-MARKER-5b2e" in text and "function_call" not in text[:text.index("compaction")]
+PY
+	unset MODEL_DUMP
+	start_server run_compact_part.json
+	run rk run --max-steps 61 --json "$TASK"
+	[ "$status" -eq 1 ]
+	server_ok
+	id=$(rk run list --json | rk_json 'd[0]["id"]')
+	start_server run_compact_resume.json
+	rk run resume "$id" --json >"$BATS_TEST_TMPDIR/events"
+	server_ok
+	python3 - "$BATS_TEST_TMPDIR/report.json" <<'PY'
+import json, sys
+req = json.load(open(sys.argv[1]))["requests"][0]
+assert "compaction" in req["roles"] and req["input_tokens"] < 0.8 * 6000, req
+PY
+}

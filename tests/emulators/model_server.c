@@ -714,7 +714,7 @@ static void check_window(const struct summary *s, struct verdict *v, cJSON *entr
 }
 
 /* Answers one model request on protocol proto. */
-static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, enum protocol proto)
+static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, enum protocol proto, int compact)
 {
 	pthread_mutex_lock(&srv.mu);
 	if (srv.dump) {
@@ -726,7 +726,7 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 	cJSON *req = rq->too_large ? NULL : rk_json_parse(rq->body.data, rq->body.len, "the request body", &e);
 	/* a summary request is answered by the scenario's "summary", and takes no step */
 	int summary = srv.summary && req &&
-		      ((proto == PROTO_MESSAGES && cJSON_GetObjectItemCaseSensitive(req, "compaction")) ||
+		      (compact || (proto == PROTO_MESSAGES && cJSON_GetObjectItemCaseSensitive(req, "compaction")) ||
 		       system_holds(req, proto, rk_json_string(srv.summary, "match", "")));
 	int step = summary ? -1 : srv.next_step++;
 	rq->counted = !summary;
@@ -760,6 +760,7 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 
 	struct summary s;
 	summary_init(&s, proto);
+	s.compact = compact;
 	if (!req)
 		snprintf(s.invalid_why, sizeof(s.invalid_why), "%s",
 			 rq->too_large ? "the request body is too large" : e.message);
@@ -863,6 +864,9 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 	cJSON *doc = NULL;
 	if (reply && proto == PROTO_MESSAGES) {
 		doc = messages_render(&a, s.stream ? &sse : NULL);
+	} else if (reply && compact) {
+		doc = responses_compact_render(&a);
+		s.stream = 0; /* /responses/compact answers with JSON */
 	} else if (reply && proto == PROTO_RESPONSES) {
 		doc = responses_render(&a, s.stream ? &sse : NULL);
 		cJSON_AddStringToObject(entry, "response_id", rk_json_string(doc, "id", ""));
@@ -940,11 +944,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (strcmp(method, "GET") == 0 && ends_with(url, "/models"))
 		return send_models(conn);
 	if (strcmp(method, "POST") == 0 && ends_with(url, "/chat/completions"))
-		return serve(conn, rq, PROTO_CHAT);
+		return serve(conn, rq, PROTO_CHAT, 0);
 	if (strcmp(method, "POST") == 0 && ends_with(url, "/messages"))
-		return serve(conn, rq, PROTO_MESSAGES);
+		return serve(conn, rq, PROTO_MESSAGES, 0);
 	if (strcmp(method, "POST") == 0 && ends_with(url, "/responses"))
-		return serve(conn, rq, PROTO_RESPONSES);
+		return serve(conn, rq, PROTO_RESPONSES, 0);
+	if (strcmp(method, "POST") == 0 && ends_with(url, "/responses/compact"))
+		return serve(conn, rq, PROTO_RESPONSES, 1);
 	return send_error(conn, PROTO_CHAT, 404, "not_found",
 			  "only POST .../chat/completions, .../messages and .../responses are scripted here", -1);
 }

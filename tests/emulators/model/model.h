@@ -75,6 +75,7 @@ struct summary {
 	int store;		  /* Responses: "store" (absent: 1) */
 	struct prompt *prompt;	  /* the prompt as the cache sees it (owned), NULL until read */
 	const char *cache_key;	  /* OpenAI: prompt_cache_key, NULL when absent */
+	int compact;		  /* Responses: a POST .../responses/compact */
 };
 
 void summary_init(struct summary *s, enum protocol p);
@@ -149,6 +150,9 @@ void sse_event(struct rk_buf *out, const char *name, const cJSON *data);
 cJSON *chat_render(const struct answer *a);
 /* The Messages API message; stream: its events into *sse too. */
 cJSON *messages_render(const struct answer *a, struct rk_buf *sse);
+/* The compacted response of POST /responses/compact: the request's user
+ * messages, then one compaction item holding the reply's content. */
+cJSON *responses_compact_render(const struct answer *a);
 /* The Responses API response, remembered for previous_response_id; sse as above. */
 cJSON *responses_render(const struct answer *a, struct rk_buf *sse);
 /* Chat completion chunks for a completion, ending with "data: [DONE]". */
