@@ -223,3 +223,15 @@ req = json.load(open(sys.argv[1]))["requests"][0]
 assert "compaction" in req["roles"] and req["input_tokens"] < 0.8 * 6000, req
 PY
 }
+
+@test "run compact: the official SDKs' compaction calls and the emulator agree (fidelity)" {
+	local deps="$BATS_TEST_DIRNAME/../sdk"
+	if [ ! -d "$deps/node_modules/@anthropic-ai/sdk" ] || [ ! -d "$deps/node_modules/openai" ] ||
+		! command -v node >/dev/null 2>&1; then
+		[ "${RAKAZO_REQUIRE_DOCKER:-0}" != 1 ] || { echo "the SDKs are not installed: sh tests/sdk/setup.sh" >&2; return 1; }
+		skip "the SDKs are not installed (sh tests/sdk/setup.sh)"
+	fi
+	run env MODEL_SERVER="$MODEL_SERVER" node "$deps/compaction.mjs"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[[ $output == *"sdk compaction: 7 passed, 0 failed"* ]]
+}

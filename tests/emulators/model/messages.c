@@ -415,8 +415,8 @@ static void check_compaction(const cJSON *req, const struct http_in *h, struct v
 		refuse_code(v, "compaction_block_ambiguous",
 			    "messages holds more than one compaction block with content. Send only the block the "
 			    "conversation returned last.");
-	record(v, "compaction", !v->refused_by || strcmp(v->refused_by, "compaction") != 0, "%s",
-	       cp ? "a compaction request" : "compaction blocks in place");
+	if (!v->refused_by || strcmp(v->refused_by, "compaction") != 0)
+		record(v, "compaction", 1, "%s", cp ? "a compaction request" : "compaction blocks in place");
 }
 
 void messages_check(const cJSON *req, const struct http_in *h, const cJSON *expect, struct summary *s,
