@@ -340,10 +340,8 @@ int rk_model_compact(const struct rk_model_config *cfg, struct rk_model_conversa
 		struct rk_error se;
 		if (compact_on_server(cfg, c, tools, ntools, head, k, &se) == 0)
 			return 0;
-		if (se.code == RK_EINTERRUPTED) {
-			*err = se;
-			return -RK_EINTERRUPTED;
-		}
+		if (se.code == RK_EINTERRUPTED) /* a cancel: no second request */
+			return rk_error_set(err, RK_EINTERRUPTED, "%s", se.message);
 		/* a proxy without the beta, a refusal: the summary still works */
 		k->note = rk_xasprintf("the vendor's compaction failed, so the model summarised: %s", se.message);
 		k->method = "summary";
