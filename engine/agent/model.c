@@ -52,21 +52,33 @@ static void calls_free(struct rk_model_tool_call *calls, size_t n)
 	free(calls);
 }
 
+void rk_model_message_free(struct rk_model_message *m)
+{
+	if (!m)
+		return;
+	for (size_t k = 0; k < m->nparts; k++)
+		part_release(&m->parts[k]);
+	free(m->parts);
+	calls_free(m->calls, m->ncalls);
+	free(m->tool_call_id);
+	free(m->acknowledged);
+	free(m->vendor_json);
+	free(m);
+}
+
+void rk_model_conversation_truncate(struct rk_model_conversation *c, size_t from)
+{
+	while (c->n > from)
+		rk_model_message_free(c->msgs[--c->n]);
+	if (from == 0)
+		c->last_frame_hash[0] = '\0';
+}
+
 void rk_model_conversation_free(struct rk_model_conversation *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->n; i++) {
-		struct rk_model_message *m = c->msgs[i];
-		for (size_t k = 0; k < m->nparts; k++)
-			part_release(&m->parts[k]);
-		free(m->parts);
-		calls_free(m->calls, m->ncalls);
-		free(m->tool_call_id);
-		free(m->acknowledged);
-		free(m->vendor_json);
-		free(m);
-	}
+	rk_model_conversation_truncate(c, 0);
 	free(c->msgs);
 	for (size_t i = 0; i < c->nstale; i++)
 		free(c->stale_files[i]);

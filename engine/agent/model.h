@@ -17,7 +17,8 @@
  *      DATA_DIR/config.json, an object whose "model" member holds
  *      {"base_url", "model", "api_key", "api", "timeout_s", "max_retries",
  *       "max_tokens", "keep_images", "prune_block", "prompt_cache", "stream",
- *       "upload_images", "price"}; a missing file is not an error ("price": {"input",
+ *       "upload_images", "price", "context_window", "compact_at", "compact"}; a
+ *      missing file is not an error ("price": {"input",
  *      "output", "cached", "cache_write"}, USD per million tokens, overrides
  *      the built-in table of rk_model_price_lookup; input and output are
  *      required, cached and cache_write default to input)
@@ -138,6 +139,15 @@ struct rk_model_sink {
 	void (*tool_call)(void *ctx, const char *id, const char *name, const char *arguments);
 	void *ctx;
 };
+/* How a conversation nearing the window is compacted: the config file's
+ * "compact": "auto" (the vendor's server-side compaction where the
+ * protocol has one, else a summary), "summary" (a summary the model
+ * writes, on every protocol), "off" (never; true and false are auto and
+ * off). */
+enum rk_model_compact_mode { RK_MODEL_COMPACT_AUTO, RK_MODEL_COMPACT_SUMMARY, RK_MODEL_COMPACT_OFF };
+#define RK_MODEL_COMPACT_AT_DEFAULT 0.8
+/* the anthropic-beta of the Messages "compaction" parameter (SDK 1.17) */
+#define RK_MODEL_COMPACTION_BETA "compact-2026-09-04"
 
 /* The wire protocol a model is spoken to with (issue 22). */
 enum rk_model_api {
@@ -210,6 +220,22 @@ struct rk_model_config {
 	/* What the model costs: the config file's "price", else the built-in
 	 * table's entry for model (price.known 0: neither has one). */
 	struct rk_model_price price;
+	/* Context management (engine/agent/model_compact.h): the model's
+	 * window in input tokens ("context_window"; by default the model's
+	 * own, rk_model_context_window), the fraction of it at which a run
+	 * compacts its conversation ("compact_at", default
+	 * RK_MODEL_COMPACT_AT_DEFAULT; 0: never) and how ("compact"). */
+	int64_t context_window;
+	double compact_at;
+	enum rk_model_compact_mode compact;
+	/* Set on a copy of the config for one request (model_compact.c): the
+	 * vendor compacts the conversation instead of answering (messages:
+	 * "compaction": {"type": "summarize"} with anthropic-beta
+	 * RK_MODEL_COMPACTION_BETA, the reply one compaction block;
+	 * responses: POST {base}/responses/compact with model, input,
+	 * instructions and prompt_cache_key, the reply's output the user
+	 * messages and one compaction item). */
+	int compact_request;
 	/* Optional: set to non-zero (a signal handler may) to stop a call or
 	 * its backoff; the call returns RK_EINTERRUPTED. */
 	volatile sig_atomic_t *cancel;
@@ -224,6 +250,12 @@ struct rk_model_config {
 int rk_model_config_load(const struct rk_model_flags *flags, const char *data_dir, struct rk_model_config *cfg,
 			 struct rk_error *err);
 void rk_model_config_release(struct rk_model_config *cfg);
+/* The input window of model in api, in tokens, from a table of known
+ * model names (Claude 200000, GPT-5 400000, GPT-4.1 1047576, GPT-4o
+ * 128000, computer-use-preview 8192 ...), else the protocol's default:
+ * messages 200000, responses 128000, chat 32768 (local servers often
+ * run with less than their model could take). */
+int64_t rk_model_context_window(enum rk_model_api api, const char *model);
 
 /* ---- the conversation ---- */
 
@@ -295,6 +327,10 @@ struct rk_model_conversation {
 
 struct rk_model_conversation *rk_model_conversation_new(void);
 void rk_model_conversation_free(struct rk_model_conversation *c);
+/* Frees one message (not in a conversation any more); NULL is a no-op. */
+void rk_model_message_free(struct rk_model_message *m);
+/* Drops the messages from index from on (freed). */
+void rk_model_conversation_truncate(struct rk_model_conversation *c, size_t from);
 
 /* Appends a message; text may be NULL (no text part). The returned message
  * belongs to the conversation. */

@@ -84,6 +84,11 @@ int rk_model_request_http(const struct rk_model_config *cfg, const struct rk_mod
 	switch (cfg->api) {
 	case RK_MODEL_API_MESSAGES: {
 		char *betas = anthropic_betas(tools, ntools);
+		if (cfg->compact_request) {
+			char *all = rk_xasprintf("%s%s" RK_MODEL_COMPACTION_BETA, betas ? betas : "", betas ? "," : "");
+			free(betas);
+			betas = all;
+		}
 		h->url = rk_xasprintf("%s/messages%s", base, betas ? "?beta=true" : "");
 		h->headers[n++] = rk_xstrdup("anthropic-version: " RK_MODEL_ANTHROPIC_VERSION);
 		if (betas)
@@ -93,7 +98,7 @@ int rk_model_request_http(const struct rk_model_config *cfg, const struct rk_mod
 		break;
 	}
 	case RK_MODEL_API_RESPONSES:
-		h->url = rk_xasprintf("%s/responses", base);
+		h->url = rk_xasprintf("%s/responses%s", base, cfg->compact_request ? "/compact" : "");
 		h->key_header = "Authorization";
 		break;
 	case RK_MODEL_API_CHAT:

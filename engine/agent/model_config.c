@@ -204,6 +204,59 @@ static int read_price(const cJSON *o, struct rk_model_price *p, struct rk_error 
 	return 0;
 }
 
+/* Input windows by model name prefix, longest prefix first where they
+ * overlap (the vendors' model pages). */
+static const struct {
+	const char *prefix;
+	int64_t tokens;
+} windows[] = {
+	{"computer-use-preview", 8192},
+	{"claude-", 200000},
+	{"gpt-5", 400000},
+	{"gpt-4.1", 1047576},
+	{"gpt-4o", 128000},
+	{"o3", 200000},
+	{"o4-mini", 200000},
+};
+
+int64_t rk_model_context_window(enum rk_model_api api, const char *model)
+{
+	for (size_t i = 0; model && i < sizeof(windows) / sizeof(windows[0]); i++)
+		if (strncmp(model, windows[i].prefix, strlen(windows[i].prefix)) == 0)
+			return windows[i].tokens;
+	return api == RK_MODEL_API_MESSAGES ? 200000 : api == RK_MODEL_API_RESPONSES ? 128000 : 32768;
+}
+
+/* "compact_at" (a fraction of the window, 0 turns compaction off) and
+ * "compact" ("auto", "summary", "off", or true / false). */
+static int compact_settings(const cJSON *file, struct rk_model_config *cfg, struct rk_error *err)
+{
+	const cJSON *at = cJSON_GetObjectItemCaseSensitive(file, "compact_at");
+	if (at) {
+		if (!cJSON_IsNumber(at) || at->valuedouble < 0 || at->valuedouble >= 1)
+			return rk_error_set(err, RK_EINVALID,
+					    "the config file: \"compact_at\" must be a fraction of the context window "
+					    "from 0 (never compact) to below 1, such as 0.8");
+		cfg->compact_at = at->valuedouble;
+	}
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(file, "compact");
+	if (!c)
+		return 0;
+	if (cJSON_IsBool(c)) {
+		cfg->compact = cJSON_IsTrue(c) ? RK_MODEL_COMPACT_AUTO : RK_MODEL_COMPACT_OFF;
+		return 0;
+	}
+	static const char *const names[] = {
+		[RK_MODEL_COMPACT_AUTO] = "auto", [RK_MODEL_COMPACT_SUMMARY] = "summary", [RK_MODEL_COMPACT_OFF] = "off"};
+	for (int i = 0; cJSON_IsString(c) && i <= RK_MODEL_COMPACT_OFF; i++)
+		if (!strcmp(c->valuestring, names[i])) {
+			cfg->compact = (enum rk_model_compact_mode)i;
+			return 0;
+		}
+	return rk_error_set(err, RK_EINVALID,
+			    "the config file: \"compact\" must be \"auto\", \"summary\", \"off\", true or false");
+}
+
 int rk_model_config_load(const struct rk_model_flags *flags, const char *data_dir, struct rk_model_config *cfg,
 			 struct rk_error *err)
 {
@@ -220,6 +273,7 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 	cfg->prune_block = RK_MODEL_PRUNE_BLOCK_DEFAULT;
 	cfg->prompt_cache = 1;
 	cfg->stream = 1;
+	cfg->compact_at = RK_MODEL_COMPACT_AT_DEFAULT;
 
 	int must_exist = 1;
 	if (flags->config_path)
@@ -272,6 +326,11 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 			goto fail;
 		}
 		if ((rc = read_price(cJSON_GetObjectItemCaseSensitive(file, "price"), &cfg->price, err)) < 0)
+			goto fail;
+		if ((rc = rk_json_get_int(file, "context_window", 0, INT64_C(100000000), 0, &v, what, err)) < 0)
+			goto fail;
+		cfg->context_window = v;
+		if ((rc = compact_settings(file, cfg, err)) < 0)
 			goto fail;
 	}
 
@@ -367,6 +426,8 @@ int rk_model_config_load(const struct rk_model_flags *flags, const char *data_di
 		cfg->stream = 0;
 	/* chat has no Files API (local servers): inline whatever the file says */
 	cfg->upload_images = cfg->api != RK_MODEL_API_CHAT && upload != 0;
+	if (cfg->context_window <= 0)
+		cfg->context_window = rk_model_context_window(cfg->api, cfg->model);
 	cJSON_Delete(doc);
 	return 0;
 fail:

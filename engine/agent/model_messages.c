@@ -252,6 +252,8 @@ int rk_model_messages_request(const struct rk_model_config *cfg, const struct rk
 	}
 	if (cfg->prompt_cache)
 		mark_cache_breakpoints(req);
+	if (cfg->compact_request) /* the vendor summarises the conversation (model_compact.c) */
+		cJSON_AddItemToObject(req, "compaction", cJSON_Parse("{\"type\":\"summarize\"}"));
 	*out = req;
 	return 0;
 }

@@ -280,6 +280,18 @@ int rk_model_responses_request(const struct rk_model_config *cfg, const struct r
 	/* caching is automatic; the key keeps a run's requests on one cache */
 	if (cfg->prompt_cache && cfg->cache_key)
 		cJSON_AddStringToObject(req, "prompt_cache_key", cfg->cache_key);
+	if (cfg->compact_request) {
+		/* POST /responses/compact takes the conversation, not a turn's settings */
+		static const char *const keep[] = {"model", "input", "instructions", "prompt_cache_key"};
+		cJSON *only = cJSON_CreateObject();
+		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+			cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(req, keep[i]);
+			if (v)
+				cJSON_AddItemToObject(only, keep[i], v);
+		}
+		cJSON_Delete(req);
+		req = only;
+	}
 	*out = req;
 	return 0;
 }

@@ -20,6 +20,8 @@
 #include "engine/util/host.h"
 #include "engine/machine/lease.h"
 #include "engine/agent/computer_tool.h"
+#include "engine/agent/memory.h"
+#include "engine/agent/model_compact.h"
 #include "engine/agent/run_log.h"
 #include "engine/access/secret.h"
 #include "engine/machine/session.h"
@@ -376,6 +378,81 @@ static struct rk_model_message *add_result_msg(struct run *run, const char *call
 	return msg;
 }
 
+/* The text parts of m joined by newlines (malloc'd); first_only: its first
+ * text part alone (a tool result's own text, without the notes on its
+ * screenshot). */
+static char *msg_text(const struct rk_model_message *m, int first_only)
+{
+	struct rk_buf b;
+	rk_buf_init(&b);
+	for (size_t k = 0; k < m->nparts; k++) {
+		if (m->parts[k].kind != RK_MODEL_TEXT || m->parts[k].is_frame)
+			continue;
+		if (b.len)
+			rk_buf_addc(&b, '\n');
+		rk_buf_adds(&b, m->parts[k].text);
+		if (first_only)
+			break;
+	}
+	return rk_buf_detach(&b, NULL);
+}
+
+/* Stores the whole conversation after a compaction marker, so a resume
+ * (replay_messages) rebuilds the compacted conversation, not the full one.
+ * Screenshots are not stored: a stored message names its frame. */
+static void store_compacted(struct run *run, const struct rk_model_compaction *k)
+{
+	cJSON *mark = cJSON_CreateObject();
+	cJSON_AddStringToObject(mark, "role", "compacted");
+	cJSON_AddStringToObject(mark, "method", k->method);
+	cJSON_AddNumberToObject(mark, "dropped", (double)k->dropped);
+	store_msg(run, mark);
+	for (size_t i = 0; i < run->conv->n; i++) {
+		const struct rk_model_message *m = run->conv->msgs[i];
+		const char *frame = NULL;
+		for (size_t p = 0; p < m->nparts; p++)
+			if (m->parts[p].is_frame)
+				frame = m->parts[p].label;
+		char *text = msg_text(m, m->role == RK_MODEL_TOOL);
+		cJSON *j;
+		if (m->role == RK_MODEL_ASSISTANT) {
+			j = msg_json("assistant", *text ? text : NULL);
+			cJSON *calls = cJSON_AddArrayToObject(j, "tool_calls");
+			for (size_t c = 0; c < m->ncalls; c++) {
+				cJSON *o = cJSON_CreateObject();
+				cJSON_AddStringToObject(o, "id", m->calls[c].id ? m->calls[c].id : "");
+				cJSON_AddStringToObject(o, "name", m->calls[c].name ? m->calls[c].name : "");
+				cJSON_AddStringToObject(o, "arguments",
+							m->calls[c].arguments ? m->calls[c].arguments : "");
+				if (m->calls[c].native)
+					cJSON_AddBoolToObject(o, "native", 1);
+				if (m->calls[c].safety_checks)
+					cJSON_AddStringToObject(o, "safety_checks", m->calls[c].safety_checks);
+				cJSON_AddItemToArray(calls, o);
+			}
+			if (m->vendor_json) {
+				cJSON_AddStringToObject(j, "vendor_api", rk_model_api_name(m->vendor_api));
+				cJSON_AddStringToObject(j, "vendor_json", m->vendor_json);
+			}
+		} else if (m->role == RK_MODEL_TOOL) {
+			j = msg_json("tool", text);
+			cJSON_AddStringToObject(j, "tool_call_id", m->tool_call_id ? m->tool_call_id : "");
+			if (frame)
+				cJSON_AddStringToObject(j, "frame", frame);
+			if (m->native)
+				cJSON_AddBoolToObject(j, "native", 1);
+			if (m->acknowledged)
+				cJSON_AddItemToObject(j, "acknowledged", cJSON_Parse(m->acknowledged));
+		} else {
+			j = msg_json(m->role == RK_MODEL_SYSTEM ? "system" : "user", text);
+			if (frame)
+				cJSON_AddStringToObject(j, "frame", frame);
+		}
+		free(text);
+		store_msg(run, j);
+	}
+}
+
 /* Adds the stored messages of run_id to the conversation. Its own (a
  * resume): they are stored already. Another run's (the thread's previous
  * one): its system message is left out and the rest are stored as this
@@ -403,6 +480,28 @@ static int replay_messages(struct run *run, const char *run_id, int *count, stru
 	{
 		const char *role = rk_json_string(m, "role", "");
 		const char *mtext = rk_json_string(m, "text", NULL);
+		if (!strcmp(role, "compacted")) {
+			/* the conversation was compacted here: what follows is
+			 * all of it (a thread's next run keeps its own system) */
+			size_t keep = 0;
+			while (!own && keep < run->conv->n && run->conv->msgs[keep]->role == RK_MODEL_SYSTEM)
+				keep++;
+			rk_model_conversation_truncate(run->conv, keep);
+			cJSON_Delete(pending);
+			pending = cJSON_CreateArray();
+			if (own) {
+				run->msg_seq++;
+			} else {
+				store_msg(run, cJSON_Duplicate(m, 1));
+				for (size_t i = 0; i < keep; i++) {
+					char *st = msg_text(run->conv->msgs[i], 0);
+					store_msg(run, msg_json("system", st));
+					free(st);
+				}
+			}
+			*count = 0;
+			continue;
+		}
 		if (!own && !strcmp(role, "system"))
 			continue;
 		if (own)
@@ -413,7 +512,14 @@ static int replay_messages(struct run *run, const char *run_id, int *count, stru
 		if (!strcmp(role, "system")) {
 			rk_model_add_message(run->conv, RK_MODEL_SYSTEM, mtext);
 		} else if (!strcmp(role, "user")) {
-			rk_model_add_message(run->conv, RK_MODEL_USER, mtext);
+			struct rk_model_message *um = rk_model_add_message(run->conv, RK_MODEL_USER, mtext);
+			const char *frame = rk_json_string(m, "frame", NULL);
+			if (frame) { /* a compaction's summary carried the last screenshot */
+				char *t = rk_xasprintf("[screenshot not kept across %s: %s]",
+						       own ? "the resume" : "runs", frame);
+				rk_model_message_add_text(um, t);
+				free(t);
+			}
 		} else if (!strcmp(role, "assistant")) {
 			const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
 			size_t n = (size_t)cJSON_GetArraySize(calls), i = 0;
@@ -609,7 +715,15 @@ static void note_session(struct run *run, const struct rk_tool_result *res, cons
 		return;
 	cJSON *doc = cJSON_Parse(res->text);
 	const char *sid = rk_json_string(doc, "session", NULL);
-	if (sid && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "running"))) {
+	if (sid && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "running"))) {
+		/* it ended: no longer one the run left running */
+		for (size_t i = 0; i < run->nsessions; i++)
+			if (!strcmp(run->sessions[i], sid)) {
+				free(run->sessions[i]);
+				run->sessions[i] = run->sessions[--run->nsessions];
+				break;
+			}
+	} else if (sid && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "running"))) {
 		size_t i;
 		for (i = 0; i < run->nsessions && strcmp(run->sessions[i], sid); i++)
 			;
@@ -971,6 +1085,105 @@ static int unusual_stop(struct run *run, const struct rk_model_reply *reply, con
 			    reply->finish_reason ? reply->finish_reason : "");
 }
 
+/* What must outlive a compaction besides the task: the run's memory
+ * documents (their contents, up to a budget) and the shell sessions it
+ * left running. Malloc'd; "" when there is none. */
+#define COMPACT_MEMORY_MAX 8000
+static char *compact_context(struct run *run)
+{
+	struct rk_buf b;
+	rk_buf_init(&b);
+	struct rk_actor a = {0};
+	struct rk_error e;
+	cJSON *list = NULL;
+	if (rk_actor_resolve(&a, run->eng, NULL, run->row.bot_id, &e) == 0 &&
+	    rk_memory_read(run->eng, &a, NULL, &list, &e) == 0 && cJSON_GetArraySize(list) > 0) {
+		rk_buf_adds(&b, "Your memory documents (memory_read has them whole):\n");
+		size_t budget = COMPACT_MEMORY_MAX;
+		const cJSON *d;
+		cJSON_ArrayForEach(d, list)
+		{
+			const char *path = rk_json_string(d, "path", "");
+			cJSON *doc = NULL;
+			rk_buf_printf(&b, "- %s (revision %lld)", path,
+				      (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(d, "revision")));
+			if (budget > 0 && rk_memory_read(run->eng, &a, path, &doc, &e) == 0) {
+				const char *content = rk_json_string(doc, "content", "");
+				size_t n = strlen(content);
+				if (n > budget) {
+					n = budget;
+					while (n > 0 && ((unsigned char)content[n] & 0xC0) == 0x80)
+						n--;
+				}
+				rk_buf_printf(&b, ":\n%.*s%s", (int)n, content, n < strlen(content) ? " [...]" : "");
+				budget -= n;
+			}
+			rk_buf_addc(&b, '\n');
+			cJSON_Delete(doc);
+		}
+	}
+	cJSON_Delete(list);
+	rk_actor_release(&a);
+	if (run->nsessions) {
+		rk_buf_adds(&b, b.len ? "\n" : "");
+		rk_buf_adds(&b, "Shell sessions this run left running (write_stdin goes on with one):");
+		for (size_t i = 0; i < run->nsessions; i++)
+			rk_buf_printf(&b, " %s", run->sessions[i]);
+		rk_buf_addc(&b, '\n');
+	}
+	rk_secret_redactor_buf(run->red, &b);
+	return rk_buf_detach(&b, NULL);
+}
+
+/* After a turn whose results are in: compacts the conversation when the
+ * turn's input (prompt_tokens) and what it added since (growth) near the
+ * model's window (engine/agent/model_compact.h). A failed compaction is
+ * reported and the run goes on: the model may still fit, or will say it
+ * does not. */
+static void maybe_compact(struct run *run, int64_t prompt_tokens, int64_t growth, const struct rk_model_tool *tools,
+			  size_t ntools)
+{
+	if (!rk_model_compact_due(&run->cfg, prompt_tokens, growth))
+		return;
+	char *task = redacted(run, run->row.task);
+	char *context = compact_context(run);
+	struct rk_model_compaction k = {.task = task, .context = context};
+	struct rk_error e;
+	int r = rk_model_compact(&run->cfg, run->conv, tools, ntools, &k, &e);
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddNumberToObject(b, "step", (double)run->steps);
+	cJSON_AddStringToObject(b, "method", k.method);
+	cJSON_AddNumberToObject(b, "before_tokens", (double)(prompt_tokens + growth));
+	if (r) {
+		rk_log(RK_LOG_WARN, "run %s: %s", run->id, e.message);
+		cJSON *o = cJSON_AddObjectToObject(b, "error");
+		cJSON_AddStringToObject(o, "code", rk_code_name(e.code));
+		cJSON_AddStringToObject(o, "message", e.message);
+		emit(run, "run.compaction_failed", b);
+	} else if (k.dropped == 0) {
+		cJSON_Delete(b); /* nothing old enough to drop yet */
+	} else {
+		struct rk_run_usage u = {.input = count(k.prompt_tokens), .output = count(k.output_tokens)};
+		run->usage.input += u.input;
+		run->usage.output += u.output;
+		run->attempt_tok += u.input + u.output;
+		store_compacted(run, &k);
+		cJSON_AddNumberToObject(b, "after_tokens", (double)k.after_tokens);
+		cJSON_AddNumberToObject(b, "kept_messages", (double)k.kept);
+		cJSON_AddNumberToObject(b, "dropped_messages", (double)k.dropped);
+		cJSON_AddNumberToObject(b, "context_window", (double)run->cfg.context_window);
+		if (k.note) /* the vendor's compaction failed: the model summarised */
+			cJSON_AddStringToObject(b, "note", k.note);
+		add_usage(b, &u);
+		emit(run, "run.compacted", b);
+		rk_log(RK_LOG_INFO, "run %s: compacted at step %lld: %zu messages summarised, about %lld tokens now",
+		       run->id, (long long)run->steps, k.dropped, (long long)k.after_tokens);
+	}
+	rk_model_compaction_release(&k);
+	free(context);
+	free(task);
+}
+
 /* The loop. Returns 0 with *answer (malloc'd) set, or a negative code with
  * err and *reason set. */
 static int loop(struct run *run, char **answer, const char **reason, struct rk_error *err)
@@ -1086,6 +1299,8 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 		cJSON_AddNumberToObject(add_usage(b, &turn), "new_images", (double)new_images);
 		emit(run, "model.turn", b);
 
+		size_t added = run->conv->n; /* what this turn adds, for the growth estimate */
+		int64_t prompt_tokens = reply.prompt_tokens;
 		add_reply_msg(run, &reply);
 		int go_on = 0;
 		if (stop && (r = unusual_stop(run, &reply, stop, &go_on, reason, err)) == 0 && go_on) {
@@ -1107,6 +1322,14 @@ static int loop(struct run *run, char **answer, const char **reason, struct rk_e
 		rk_model_reply_release(&reply);
 		if (r)
 			break;
+		int64_t growth = 0;
+		for (size_t i = added; i < run->conv->n; i++)
+			growth += rk_model_message_tokens(run->conv->msgs[i]);
+		if (prompt_tokens < 0) { /* the server did not count: estimate the next request */
+			prompt_tokens = rk_model_request_tokens(&run->cfg, run->conv, tools, ntools);
+			growth = 0;
+		}
+		maybe_compact(run, prompt_tokens, growth, tools, ntools);
 	}
 	return r;
 }

@@ -31,6 +31,10 @@
  *   tool.result   {step, id, name, output (the text the model got, clipped), error? {code, message},
  *                  frame_hash?, image: "sent"|"unchanged"|null}   (never image bytes)
  *   run.waiting_takeover {reason}          run.takeover_ended {note|null}
+ *   run.compacted {step, method: server|summary, before_tokens, after_tokens, kept_messages,
+ *                  dropped_messages, context_window, usage, note?}   (engine/agent/model_compact.h; stored as a marker and
+ *                  the compacted conversation, which a resume replays)
+ *   run.compaction_failed {step, method, before_tokens, error {code, message}}   (the run goes on)
  *   run.checkpoint {ok, error?}
  *   run.finished  {state, steps, usage (the run's totals, as model.turn's but
  *                  new_images), answer | reason + error}

@@ -43,7 +43,23 @@
  * nothing for N ms (a model that stalls; the wait ends early when the client
  * hangs up, and the stream then ends there).
  *
- * (a bare list of steps is taken too). A reply is protocol-neutral:
+ * (a bare list of steps is taken too). A step {"repeat": N, ...} is N
+ * copies of itself, so a 200-step run needs no 200-step file. Two more
+ * top-level keys:
+ *   "context_window": N   a request of more than N input tokens (counted
+ *                         as its usage counts them) is refused with the
+ *                         vendor's own 400: Messages "prompt is too long:
+ *                         N tokens > M maximum", Responses and chat
+ *                         code context_length_exceeded (--context-window
+ *                         N sets it too); each request's input_tokens
+ *                         are in the report
+ *   "summary": {"match": "text", "reply": {...}, "expect": {...}}
+ *                         a request whose system prompt (Messages system,
+ *                         Responses instructions, chat system messages)
+ *                         holds match is a summary request: answered
+ *                         with this reply and these expectations, taking
+ *                         no step; the report counts them ("summaries")
+ * A reply is protocol-neutral:
  *   content: "text"                      the assistant's text
  *   tool_calls: [{"name", "arguments", "id"?}]  arguments an object, or a
  *                                        string sent as written (malformed on purpose)
@@ -134,6 +150,7 @@
  * prompt_cache_key (Responses, chat: not a string).
  *
  *   model_server SCENARIO [--report FILE] [--dump FILE] [--port N] [--keep-running]
+ *                [--context-window N]
  *
  * --dump appends each request body as it came, one per line, so a test can
  * look at everything the model was sent (tests/security/redaction.bats).
@@ -226,6 +243,9 @@ static struct {
 	cJSON *failure_list;
 	const char *path;
 	FILE *dump;
+	long context_window;  /* input tokens a request may hold; 0: no limit */
+	const cJSON *summary; /* the scenario's "summary" (borrowed), NULL: none */
+	int summaries;	      /* summary requests answered */
 } srv = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 struct request {
@@ -308,6 +328,31 @@ static void check_step(const cJSON *step, int n)
 	}
 }
 
+/* A step {"repeat": N, ...} stands for N copies of itself (without
+ * "repeat"), so a long run needs no long file. */
+static void expand_repeats(cJSON *steps)
+{
+	cJSON *out = cJSON_CreateArray(), *st;
+	int i = 0;
+	while ((st = cJSON_DetachItemFromArray(steps, 0)) != NULL) {
+		i++;
+		const cJSON *rep = cJSON_GetObjectItemCaseSensitive(st, "repeat");
+		int n = 1;
+		if (rep) {
+			if (!cJSON_IsNumber(rep) || rep->valuedouble < 1 || rep->valuedouble > 100000)
+				die_usage("step %d: repeat is a count from 1 to 100000", i);
+			n = (int)rep->valuedouble;
+			cJSON_DeleteItemFromObjectCaseSensitive(st, "repeat");
+		}
+		for (int k = 1; k < n; k++)
+			cJSON_AddItemToArray(out, cJSON_Duplicate(st, 1));
+		cJSON_AddItemToArray(out, st);
+	}
+	while ((st = cJSON_DetachItemFromArray(out, 0)) != NULL)
+		cJSON_AddItemToArray(steps, st);
+	cJSON_Delete(out);
+}
+
 static void load_scenario(const char *path)
 {
 	struct rk_buf b = RK_BUF_INIT;
@@ -323,12 +368,26 @@ static void load_scenario(const char *path)
 						: cJSON_GetObjectItemCaseSensitive(srv.scenario, "steps");
 	if (!cJSON_IsArray(srv.steps) || cJSON_GetArraySize(srv.steps) == 0)
 		die_usage("%s: the scenario needs a non-empty \"steps\" list", path);
+	expand_repeats(srv.steps);
 	srv.nsteps = cJSON_GetArraySize(srv.steps);
 	const cJSON *fa = cJSON_IsObject(srv.scenario) ? cJSON_GetObjectItemCaseSensitive(srv.scenario, "files_api")
 						       : NULL;
 	if (fa && !cJSON_IsBool(fa))
 		die_usage("%s: \"files_api\" must be true or false", path);
 	srv.files_off = cJSON_IsFalse(fa);
+	const cJSON *cw = cJSON_GetObjectItemCaseSensitive(srv.scenario, "context_window");
+	if (cw && (!cJSON_IsNumber(cw) || cw->valuedouble < 1))
+		die_usage("%s: context_window is a number of tokens", path);
+	if (cw && !srv.context_window)
+		srv.context_window = (long)cw->valuedouble;
+	srv.summary = cJSON_IsObject(srv.scenario) ? cJSON_GetObjectItemCaseSensitive(srv.scenario, "summary") : NULL;
+	if (srv.summary) {
+		if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(srv.summary, "match")))
+			die_usage("%s: summary needs \"match\", the text its requests' system prompt holds", path);
+		check_step(srv.summary, 0);
+		if (rk_json_string(srv.summary, "fault", NULL))
+			die_usage("%s: summary takes a reply, not a fault", path);
+	}
 	for (int i = 0; i < srv.nsteps; i++)
 		check_step(cJSON_GetArrayItem(srv.steps, i), i + 1);
 }
@@ -583,6 +642,9 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, enum protocol p
 	if (proto != PROTO_MESSAGES) {
 		rk_json_add_str_or_null(e, "param", v->refusal_param);
 		rk_json_add_str_or_null(e, "code", v->refusal_code);
+	} else if (v->refusal_error_code) {
+		cJSON *d = cJSON_AddObjectToObject(e, "details");
+		cJSON_AddStringToObject(d, "error_code", v->refusal_error_code);
 	}
 	enum MHD_Result res = send_json(conn, proto, v->refusal_status ? v->refusal_status : 400, doc, -1);
 	cJSON_Delete(doc);
@@ -807,21 +869,86 @@ static void add_entry_summary(cJSON *entry, const struct summary *s, const struc
 	}
 }
 
+/* Whether v, printed, holds text (as JSON escapes it: the match is plain prose). */
+static int json_holds(const cJSON *v, const char *text)
+{
+	char *printed = v ? cJSON_PrintUnformatted(v) : NULL;
+	int found = printed && strstr(printed, text) != NULL;
+	free(printed);
+	return found;
+}
+
+/* Whether req's system prompt (Messages: system; Responses: instructions;
+ * chat: its system messages) holds text. */
+static int system_holds(const cJSON *req, enum protocol proto, const char *text)
+{
+	if (proto == PROTO_MESSAGES)
+		return json_holds(cJSON_GetObjectItemCaseSensitive(req, "system"), text);
+	if (proto == PROTO_RESPONSES)
+		return json_holds(cJSON_GetObjectItemCaseSensitive(req, "instructions"), text);
+	const cJSON *m;
+	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(req, "messages"))
+	{
+		if (!strcmp(rk_json_string(m, "role", ""), "system") &&
+		    json_holds(cJSON_GetObjectItemCaseSensitive(m, "content"), text))
+			return 1;
+	}
+	return 0;
+}
+
+/* The window: a request of more input tokens than it holds is refused with
+ * the vendor's own 400 (counted as the usage would count them). */
+static void check_window(const struct summary *s, struct verdict *v, cJSON *entry)
+{
+	long tokens = prompt_tokens(s->prompt);
+	cJSON_AddNumberToObject(entry, "input_tokens", (double)tokens);
+	if (tokens <= srv.context_window) {
+		record(v, "context_window", 1, "%ld input tokens, the window holds %ld", tokens, srv.context_window);
+		return;
+	}
+	char msg[300];
+	if (s->proto == PROTO_MESSAGES) {
+		snprintf(msg, sizeof(msg), "prompt is too long: %ld tokens > %ld maximum", tokens, srv.context_window);
+		refuse(v, "context_window", NULL, NULL, msg);
+	} else if (s->proto == PROTO_RESPONSES) {
+		snprintf(msg, sizeof(msg),
+			 "Your input exceeds the context window of this model. Please adjust your input and try "
+			 "again.");
+		refuse(v, "context_window", "input", "context_length_exceeded", msg);
+	} else {
+		snprintf(msg, sizeof(msg),
+			 "This model's maximum context length is %ld tokens. However, your messages resulted in %ld "
+			 "tokens. Please reduce the length of the messages.",
+			 srv.context_window, tokens);
+		refuse(v, "context_window", "messages", "context_length_exceeded", msg);
+	}
+}
+
 /* Answers one model request on protocol proto. */
-static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, enum protocol proto)
+static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, enum protocol proto, int compact)
 {
 	pthread_mutex_lock(&srv.mu);
-	int step = srv.next_step++;
-	rq->counted = 1;
 	if (srv.dump) {
 		fwrite(rq->body.data, 1, rq->body.len, srv.dump);
 		fputc('\n', srv.dump);
 		fflush(srv.dump);
 	}
+	struct rk_error e;
+	cJSON *req = rq->too_large ? NULL : rk_json_parse(rq->body.data, rq->body.len, "the request body", &e);
+	/* a summary request is answered by the scenario's "summary", and takes no step */
+	int summary = srv.summary && req &&
+		      (compact || (proto == PROTO_MESSAGES && cJSON_GetObjectItemCaseSensitive(req, "compaction")) ||
+		       system_holds(req, proto, rk_json_string(srv.summary, "match", "")));
+	int step = summary ? -1 : srv.next_step++;
+	rq->counted = !summary;
 	cJSON *entry = cJSON_CreateObject();
 	cJSON_AddNumberToObject(entry, "step", step + 1);
 	cJSON_AddStringToObject(entry, "protocol", protocol_name(proto));
 	cJSON_AddNumberToObject(entry, "received_ms", (double)rq->received_ms);
+	if (summary) {
+		cJSON_AddBoolToObject(entry, "summary", 1);
+		srv.summaries++;
+	}
 	cJSON_AddItemToArray(srv.requests, entry);
 	if (step >= srv.nsteps) {
 		char msg[200];
@@ -830,9 +957,10 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 		cJSON_AddStringToObject(entry, "action", "past_the_end");
 		cJSON_AddNumberToObject(entry, "status", 500);
 		pthread_mutex_unlock(&srv.mu);
+		cJSON_Delete(req);
 		return send_error(conn, proto, 500, "scenario_exhausted", msg, -1);
 	}
-	const cJSON *st = cJSON_GetArrayItem(srv.steps, step);
+	const cJSON *st = summary ? srv.summary : cJSON_GetArrayItem(srv.steps, step);
 	const cJSON *expect = cJSON_GetObjectItemCaseSensitive(st, "expect");
 	struct http_in h = {
 		.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"),
@@ -843,9 +971,8 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 	};
 
 	struct summary s;
-	struct rk_error e;
 	summary_init(&s, proto);
-	cJSON *req = rq->too_large ? NULL : rk_json_parse(rq->body.data, rq->body.len, "the request body", &e);
+	s.compact = compact;
 	if (!req)
 		snprintf(s.invalid_why, sizeof(s.invalid_why), "%s",
 			 rq->too_large ? "the request body is too large" : e.message);
@@ -858,6 +985,8 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 		chat_check(req, &h, expect, &s, &v);
 	if (s.valid)
 		assert_expect(expect, &s, &h, &v);
+	if (s.valid && srv.context_window > 0)
+		check_window(&s, &v, entry);
 	add_entry_summary(entry, &s, &h, rq->body.len);
 	cJSON *last_result = s.last_tool_text ? cJSON_Parse(s.last_tool_text) : NULL;
 	char last_session[128]; /* a session id is short */
@@ -946,6 +1075,9 @@ static enum MHD_Result serve(struct MHD_Connection *conn, struct request *rq, en
 	cJSON *doc = NULL;
 	if (reply && proto == PROTO_MESSAGES) {
 		doc = messages_render(&a, s.stream ? &sse : NULL);
+	} else if (reply && compact) {
+		doc = responses_compact_render(&a);
+		s.stream = 0; /* /responses/compact answers with JSON */
 	} else if (reply && proto == PROTO_RESPONSES) {
 		doc = responses_render(&a, s.stream ? &sse : NULL);
 		cJSON_AddStringToObject(entry, "response_id", rk_json_string(doc, "id", ""));
@@ -1061,11 +1193,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (files && (files[6] == '\0' || files[6] == '/'))
 		return serve_files(conn, rq, method, files + 6);
 	if (strcmp(method, "POST") == 0 && ends_with(url, "/chat/completions"))
-		return serve(conn, rq, PROTO_CHAT);
+		return serve(conn, rq, PROTO_CHAT, 0);
 	if (strcmp(method, "POST") == 0 && ends_with(url, "/messages"))
-		return serve(conn, rq, PROTO_MESSAGES);
+		return serve(conn, rq, PROTO_MESSAGES, 0);
 	if (strcmp(method, "POST") == 0 && ends_with(url, "/responses"))
-		return serve(conn, rq, PROTO_RESPONSES);
+		return serve(conn, rq, PROTO_RESPONSES, 0);
+	if (strcmp(method, "POST") == 0 && ends_with(url, "/responses/compact"))
+		return serve(conn, rq, PROTO_RESPONSES, 1);
 	return send_error(conn, PROTO_CHAT, 404, "not_found",
 			  "only POST .../chat/completions, .../messages and .../responses are scripted here", -1);
 }
@@ -1093,6 +1227,7 @@ static int write_report(const char *path, int completed, int ok)
 	cJSON_AddStringToObject(doc, "scenario", srv.path);
 	cJSON_AddNumberToObject(doc, "steps", srv.nsteps);
 	cJSON_AddNumberToObject(doc, "served", srv.next_step);
+	cJSON_AddNumberToObject(doc, "summaries", srv.summaries);
 	cJSON_AddBoolToObject(doc, "completed", completed);
 	cJSON_AddBoolToObject(doc, "ok", ok);
 	cJSON_AddItemToObject(doc, "failures", srv.failure_list);
@@ -1126,14 +1261,21 @@ int main(int argc, char **argv)
 			port = strtol(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--keep-running") == 0)
 			srv.keep_running = 1;
+		else if (strcmp(argv[i], "--context-window") == 0 && i + 1 < argc) {
+			srv.context_window = strtol(argv[++i], NULL, 10);
+			if (srv.context_window < 1)
+				die_usage("--context-window is a number of tokens");
+		}
 		else if (argv[i][0] == '-' || scenario)
 			die_usage(
-				"usage: model_server SCENARIO [--report FILE] [--dump FILE] [--port N] [--keep-running]");
+				"usage: model_server SCENARIO [--report FILE] [--dump FILE] [--port N] [--keep-running] "
+				"[--context-window N]");
 		else
 			scenario = argv[i];
 	}
 	if (!scenario)
-		die_usage("usage: model_server SCENARIO [--report FILE] [--dump FILE] [--port N] [--keep-running]");
+		die_usage("usage: model_server SCENARIO [--report FILE] [--dump FILE] [--port N] [--keep-running] "
+				"[--context-window N]");
 	if (port < 0 || port > 65535)
 		die_usage("--port must be from 0 to 65535");
 	srv.path = scenario;

@@ -16,6 +16,7 @@
 
 #include "engine/screen/picture.h"
 #include "engine/agent/model.h"
+#include "engine/agent/model_compact.h"
 #include "engine/util/buf.h"
 #include "engine/util/fs.h"
 #include "engine/util/id.h"
@@ -961,6 +962,78 @@ TEST(stop_reasons_in_one_word)
 	CHECK(!strcmp(rk_model_stop_of(&r), "refusal"));
 }
 
+TEST(compaction_settings_window_and_due)
+{
+	char *path = rk_path_join(data_dir, "config.json");
+	struct rk_model_config cfg;
+	struct rk_error e;
+	struct rk_model_flags f = RK_MODEL_FLAGS_INIT;
+	f.base_url = "http://127.0.0.1:1/v1";
+	/* defaults: the model's own window, else the protocol's; 0.8; auto */
+	const char *none = "{}";
+	rk_fs_write_atomic(path, none, strlen(none), 0600, NULL);
+	f.model = "claude-sonnet-4-5";
+	f.api = "messages";
+	REQUIRE(rk_model_config_load(&f, data_dir, &cfg, &e) == 0);
+	CHECK_EQ_INT(cfg.context_window, 200000);
+	CHECK(cfg.compact_at > 0.79 && cfg.compact_at < 0.81);
+	CHECK_EQ_INT(cfg.compact, RK_MODEL_COMPACT_AUTO);
+	rk_model_config_release(&cfg);
+	f.model = "qwen3";
+	f.api = NULL;
+	REQUIRE(rk_model_config_load(&f, data_dir, &cfg, &e) == 0);
+	CHECK_EQ_INT(cfg.context_window, 32768);
+	/* due at compact_at x window, counting the growth; never when off */
+	CHECK(!rk_model_compact_due(&cfg, 20000, 1000));
+	CHECK(rk_model_compact_due(&cfg, 25000, 1300));
+	CHECK(rk_model_compact_due(&cfg, 26300, 0));
+	CHECK(!rk_model_compact_due(&cfg, -1, 99999)); /* not counted: the caller estimates */
+	cfg.compact = RK_MODEL_COMPACT_OFF;
+	CHECK(!rk_model_compact_due(&cfg, 32000, 0));
+	rk_model_config_release(&cfg);
+
+	const char *file = "{\"model\":{\"context_window\":6000,\"compact_at\":0.5,\"compact\":\"summary\"}}";
+	rk_fs_write_atomic(path, file, strlen(file), 0600, NULL);
+	REQUIRE(rk_model_config_load(&f, data_dir, &cfg, &e) == 0);
+	CHECK_EQ_INT(cfg.context_window, 6000);
+	CHECK_EQ_INT(cfg.compact, RK_MODEL_COMPACT_SUMMARY);
+	CHECK(rk_model_compact_due(&cfg, 3000, 0) && !rk_model_compact_due(&cfg, 2999, 0));
+	/* nothing old enough to drop: no request, the conversation as it was */
+	struct rk_model_conversation *c = rk_model_conversation_new();
+	rk_model_add_message(c, RK_MODEL_SYSTEM, "sys");
+	rk_model_add_message(c, RK_MODEL_USER, "the task");
+	struct rk_model_compaction k = {.task = "the task"};
+	CHECK_EQ_INT(rk_model_compact(&cfg, c, NULL, 0, &k, &e), 0);
+	CHECK_EQ_INT(k.dropped, 0);
+	CHECK_EQ_INT(c->n, 2);
+	/* four turns of a call and its result: the summary request goes out
+	 * (nothing listens on port 1: unavailable), the conversation stays whole */
+	for (int i = 0; i < 4; i++) {
+		struct rk_model_reply r = {0};
+		struct rk_model_tool_call call = {.id = "call_1", .name = "list_files", .arguments = "{}"};
+		r.calls = &call;
+		r.ncalls = 1;
+		rk_model_add_reply(c, &r);
+		rk_model_add_tool_result(c, "call_1", "{\"entries\":[]}");
+	}
+	cfg.max_retries = 0;
+	CHECK(rk_model_compact(&cfg, c, NULL, 0, &k, &e) < 0);
+	CHECK(strstr(e.message, "compaction") != NULL);
+	CHECK_EQ_INT(c->n, 10);
+	rk_model_compaction_release(&k);
+	rk_model_conversation_free(c);
+	rk_model_config_release(&cfg);
+
+	const char *bad[] = {"{\"model\":{\"compact_at\":1.5}}", "{\"model\":{\"compact\":\"sometimes\"}}",
+			     "{\"model\":{\"context_window\":-3}}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rk_fs_write_atomic(path, bad[i], strlen(bad[i]), 0600, NULL);
+		CHECK_EQ_INT(rk_model_config_load(&f, data_dir, &cfg, &e), -RK_EINVALID);
+	}
+	unlink(path);
+	free(path);
+}
+
 int main(void)
 {
 	const char *vars[] = {"RAKAZO_MODEL_BASE_URL", "RAKAZO_MODEL", "RAKAZO_API_KEY", "OPENAI_API_KEY",
@@ -1008,6 +1081,7 @@ int main(void)
 	RUN(cancel_interrupts_the_call);
 	RUN(basic_scenario_fixture);
 	RUN(key_never_in_the_log);
+	RUN(compaction_settings_window_and_due);
 	cJSON_Delete(tool_params);
 	if (!getenv("RAKAZO_KEEP_TMP"))
 		rk_fs_remove_tree(data_dir, NULL);

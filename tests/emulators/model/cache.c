@@ -536,6 +536,11 @@ static void openai(struct prompt *pr, struct cache_usage *u)
 	}
 }
 
+long prompt_tokens(const struct prompt *pr)
+{
+	return pr && pr->n ? pr->p[pr->n - 1].upto : 0;
+}
+
 void prompt_cache(struct prompt *pr, struct cache_usage *u)
 {
 	memset(u, 0, sizeof(*u));

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/util/id.h"
 #include "engine/util/json.h"
 #include "tests/emulators/model/model.h"
 
@@ -326,6 +327,8 @@ static void summarize(const cJSON *req, struct summary *s, const struct ctx *x)
 			}
 			if (strcmp(type, "text") == 0) {
 				summary_add_text(s, rk_json_string(b, "text", ""));
+			} else if (strcmp(type, "compaction") == 0) {
+				summary_add_text(s, rk_json_string(b, "content", ""));
 			} else if (strcmp(type, "image") == 0) {
 				image_block(b, s, x, i);
 				if (s->last_tool >= 0)
@@ -341,6 +344,91 @@ static void summarize(const cJSON *req, struct summary *s, const struct ctx *x)
 			}
 		}
 	}
+}
+
+/* ---- compaction (the "compaction" parameter and compaction blocks) ---- */
+
+/* A compaction block's signature: over its content, with the emulator's
+ * own key (fixed, as the vendor's outlives a connection: a resumed run
+ * talks to another server process), so a block whose content was changed
+ * no longer verifies. */
+static char *compaction_signature(const char *content)
+{
+	static const char key[] = "model-emulator-compaction-key-1";
+	char *text = rk_xasprintf("%s|%s", key, content ? content : "");
+	char hex[65];
+	rk_sha256_hex(text, strlen(text), hex);
+	free(text);
+	return rk_xasprintf("EqcmpCmp%s", hex);
+}
+
+static void refuse_code(struct verdict *v, const char *code, const char *msg)
+{
+	if (!v->refused_by)
+		v->refusal_error_code = code;
+	refuse(v, "compaction", NULL, NULL, msg);
+}
+
+/* What the API refuses about compaction: the parameter without its beta,
+ * beside context_management, on a conversation ending mid-turn or with
+ * nothing to summarise; a compaction block anywhere but first, more than
+ * one with content, or one whose signature does not verify. */
+static void check_compaction(const cJSON *req, const struct http_in *h, struct verdict *v)
+{
+	const cJSON *cp = cJSON_GetObjectItemCaseSensitive(req, "compaction");
+	const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(req, "messages");
+	int n = cJSON_GetArraySize(msgs), with_content = 0;
+	if (cp && !cJSON_IsNull(cp)) {
+		if (!cJSON_IsObject(cp) || strcmp(rk_json_string(cp, "type", ""), "summarize") != 0)
+			refuse(v, "compaction", NULL, NULL, "compaction.type: Input should be 'summarize'");
+		else if (!beta_has(h->anthropic_beta, COMPACTION_BETA))
+			refuse(v, "compaction", NULL, NULL,
+			       "compaction: this parameter needs the anthropic-beta header " COMPACTION_BETA);
+		else if (cJSON_GetObjectItemCaseSensitive(req, "context_management"))
+			refuse(v, "compaction", NULL, NULL, "compaction cannot be combined with context_management");
+		const cJSON *last = cJSON_GetArrayItem(msgs, n - 1);
+		if (last && !strcmp(rk_json_string(last, "role", ""), "assistant"))
+			refuse_code(v, "compaction_incomplete_turn",
+				    "The compaction request ends on an assistant turn that is not finished.");
+	}
+	for (int i = 0; i < n; i++) {
+		const cJSON *m = cJSON_GetArrayItem(msgs, i), *b;
+		int k = 0;
+		cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(m, "content"))
+		{
+			if (strcmp(rk_json_string(b, "type", ""), "compaction") != 0) {
+				k++;
+				continue;
+			}
+			if (i != 0 || k != 0 || !strcmp(rk_json_string(m, "role", ""), "system")) {
+				refuse_code(v, "compaction_block_misplaced",
+					    "The compaction block is not the first block of the conversation, or is in a "
+					    "system message.");
+				return;
+			}
+			const char *content = rk_json_string(b, "content", NULL);
+			if (content) {
+				with_content++;
+				char *want = compaction_signature(content);
+				const char *sig = rk_json_string(b, "signature", "");
+				if (strncmp(sig, "EqcmpCmp", 8) != 0)
+					refuse_code(v, "compaction_signature_invalid",
+						    "The compaction block's signature does not verify.");
+				else if (strcmp(sig, want) != 0)
+					refuse_code(v, "compaction_content_mismatch",
+						    "The compaction block's content differs from the text its signature "
+						    "recorded.");
+				free(want);
+			}
+			k++;
+		}
+	}
+	if (with_content > 1)
+		refuse_code(v, "compaction_block_ambiguous",
+			    "messages holds more than one compaction block with content. Send only the block the "
+			    "conversation returned last.");
+	if (!v->refused_by || strcmp(v->refused_by, "compaction") != 0)
+		record(v, "compaction", 1, "%s", cp ? "a compaction request" : "compaction blocks in place");
 }
 
 void messages_check(const cJSON *req, const struct http_in *h, const cJSON *expect, struct summary *s,
@@ -384,6 +472,7 @@ void messages_check(const cJSON *req, const struct http_in *h, const cJSON *expe
 	       split[0] ? split : "each turn's tool results are in one user message");
 	record(v, "tool_use_ids_match", s->ids_problem[0] == 0, "%s",
 	       s->ids_problem[0] ? s->ids_problem : "every tool_result answers a tool_use");
+	check_compaction(req, h, v);
 	if (thinking_on(req)) {
 		problem[0] = '\0';
 		check_thinking(msgs, problem, sizeof(problem));
@@ -475,6 +564,9 @@ static void stream(const cJSON *doc, const char **raw, const struct cache_usage 
 			cJSON_ReplaceItemInObjectCaseSensitive(cb, "signature", cJSON_CreateString(""));
 		} else if (strcmp(type, "tool_use") == 0) {
 			cJSON_ReplaceItemInObjectCaseSensitive(cb, "input", cJSON_CreateObject());
+		} else if (strcmp(type, "compaction") == 0) {
+			cJSON_ReplaceItemInObjectCaseSensitive(cb, "content", cJSON_CreateNull());
+			cJSON_ReplaceItemInObjectCaseSensitive(cb, "signature", cJSON_CreateString(""));
 		}
 		cJSON_AddItemToObject(e, "content_block", cb);
 		sse_event(sse, "content_block_start", e);
@@ -483,6 +575,18 @@ static void stream(const cJSON *doc, const char **raw, const struct cache_usage 
 			stream_text(sse, k, "text_delta", "text", rk_json_string(b, "text", ""), 10);
 		} else if (strcmp(type, "thinking") == 0) {
 			stream_text(sse, k, "thinking_delta", "thinking", rk_json_string(b, "thinking", ""), 16);
+			stream_text(sse, k, "signature_delta", "signature", rk_json_string(b, "signature", ""),
+				    1 << 20);
+		} else if (strcmp(type, "compaction") == 0) {
+			cJSON *e2 = cJSON_CreateObject();
+			cJSON_AddStringToObject(e2, "type", "content_block_delta");
+			cJSON_AddNumberToObject(e2, "index", k);
+			cJSON *d2 = cJSON_AddObjectToObject(e2, "delta");
+			cJSON_AddStringToObject(d2, "type", "compaction_delta");
+			cJSON_AddStringToObject(d2, "content", rk_json_string(b, "content", ""));
+			cJSON_AddNullToObject(d2, "encrypted_content");
+			sse_event(sse, "content_block_delta", e2);
+			cJSON_Delete(e2);
 			stream_text(sse, k, "signature_delta", "signature", rk_json_string(b, "signature", ""),
 				    1 << 20);
 		} else if (strcmp(type, "tool_use") == 0) {
@@ -536,6 +640,31 @@ cJSON *messages_render(const struct answer *a, struct rk_buf *sse)
 	const char *raw[64] = {0};
 	int k = 0;
 	long out = 1;
+
+	if (cJSON_GetObjectItemCaseSensitive(a->req, "compaction")) {
+		/* a compaction request: only the signed compaction block */
+		const char *text = rk_json_string(reply, "content", "");
+		char *sig = compaction_signature(text);
+		cJSON *t = cJSON_CreateObject();
+		cJSON_AddStringToObject(t, "type", "compaction");
+		cJSON_AddStringToObject(t, "content", text);
+		cJSON_AddNullToObject(t, "encrypted_content");
+		cJSON_AddStringToObject(t, "signature", sig);
+		cJSON_AddItemToObject(t, "tool_changes", cJSON_CreateArray());
+		cJSON_AddItemToArray(content, t);
+		free(sig);
+		cJSON_AddStringToObject(doc, "stop_reason", "compaction");
+		cJSON_AddNullToObject(doc, "stop_sequence");
+		cJSON_AddNullToObject(doc, "stop_details");
+		cJSON_AddNullToObject(doc, "container");
+		cJSON_AddNullToObject(doc, "diagnostics");
+		struct cache_usage cu;
+		prompt_cache(a->s->prompt, &cu);
+		cJSON_AddItemToObject(doc, "usage", usage(&cu, 1 + (long)strlen(text) / 4, 0));
+		if (sse)
+			stream(doc, raw, &cu, sse);
+		return doc;
+	}
 
 	const char *reasoning = rk_json_string(reply, "reasoning", NULL);
 	char *signature = NULL;

@@ -79,6 +79,7 @@ struct summary {
 	int store;		  /* Responses: "store" (absent: 1) */
 	struct prompt *prompt;	  /* the prompt as the cache sees it (owned), NULL until read */
 	const char *cache_key;	  /* OpenAI: prompt_cache_key, NULL when absent */
+	int compact;		  /* Responses: a POST .../responses/compact */
 };
 
 void summary_init(struct summary *s, enum protocol p);
@@ -102,6 +103,7 @@ struct verdict {
 	const char *refusal_code;
 	unsigned refusal_status;  /* 0: 400 */
 	const char *refusal_type; /* NULL: invalid_request_error */
+	const char *refusal_error_code; /* Anthropic's error.details.error_code, NULL: none */
 };
 
 void record(struct verdict *v, const char *name, int ok, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -154,12 +156,17 @@ void sse_event(struct rk_buf *out, const char *name, const cJSON *data);
 cJSON *chat_render(const struct answer *a);
 /* The Messages API message; stream: its events into *sse too. */
 cJSON *messages_render(const struct answer *a, struct rk_buf *sse);
+/* The compacted response of POST /responses/compact: the request's user
+ * messages, then one compaction item holding the reply's content. */
+cJSON *responses_compact_render(const struct answer *a);
 /* The Responses API response, remembered for previous_response_id; sse as above. */
 cJSON *responses_render(const struct answer *a, struct rk_buf *sse);
 /* Chat completion chunks for a completion, ending with "data: [DONE]". */
 void chat_stream(const cJSON *completion, int include_usage, struct rk_buf *sse);
 /* Whether an anthropic-beta header value lists want. */
 int messages_beta_has(const char *header, const char *want);
+/* The beta the Messages "compaction" parameter needs. */
+#define COMPACTION_BETA "compact-2026-09-04"
 void messages_release(void);
 void responses_release(void);
 
@@ -233,6 +240,8 @@ int prompt_breakpoints(const struct prompt *p);
  * Messages at its breakpoints, OpenAI every prefix of 1024 tokens or more. */
 void prompt_cache(struct prompt *p, struct cache_usage *u);
 void prompt_free(struct prompt *p);
+/* Every input token of the prompt, as the usage counts them. */
+long prompt_tokens(const struct prompt *p);
 void cache_release(void);
 
 #endif

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/util/id.h"
+#include "engine/util/ipc.h"
 #include "engine/util/json.h"
 #include "engine/util/time.h"
 #include "tests/emulators/model/model.h"
@@ -218,6 +220,89 @@ static void computer_output(const cJSON *it, struct summary *s, struct walk *w, 
 	s->images_after_last_tool = 1;
 }
 
+/* A compaction item's encrypted_content: the summary, base64, then "."
+ * and a hash over it with the emulator's key (fixed: a resumed run talks
+ * to another server process). */
+#define COMPACTION_KEY "model-emulator-compaction-key-1"
+static char *compaction_seal(const char *summary)
+{
+	char *b64 = rk_base64_encode(summary, strlen(summary));
+	char *keyed = rk_xasprintf("%s|%s", COMPACTION_KEY, b64);
+	char hex[65];
+	rk_sha256_hex(keyed, strlen(keyed), hex);
+	char *out = rk_xasprintf("%s.%s", b64, hex);
+	free(keyed);
+	free(b64);
+	return out;
+}
+
+/* The summary a sealed encrypted_content holds, or NULL when it does not
+ * verify (malloc'd). */
+static char *compaction_text(const char *sealed)
+{
+	const char *dot = strrchr(sealed, '.');
+	if (!dot)
+		return NULL;
+	char *b64 = rk_xstrndup(sealed, (size_t)(dot - sealed));
+	char *keyed = rk_xasprintf("%s|%s", COMPACTION_KEY, b64);
+	char hex[65];
+	rk_sha256_hex(keyed, strlen(keyed), hex);
+	free(keyed);
+	char *text = NULL;
+	struct rk_buf raw = RK_BUF_INIT;
+	rk_buf_init(&raw);
+	if (strcmp(hex, dot + 1) == 0 && rk_base64_decode(b64, &raw) >= 0)
+		text = rk_xstrndup(raw.data ? raw.data : "", raw.len);
+	rk_buf_release(&raw);
+	free(b64);
+	return text;
+}
+
+cJSON *responses_compact_render(const struct answer *a)
+{
+	cJSON *doc = cJSON_CreateObject();
+	char *id = vendor_id("resp_", 48, 1);
+	cJSON_AddStringToObject(doc, "id", id);
+	free(id);
+	cJSON_AddStringToObject(doc, "object", "response.compaction");
+	cJSON_AddNumberToObject(doc, "created_at", (double)(rk_now_ms() / 1000));
+	cJSON *out = cJSON_AddArrayToObject(doc, "output");
+	const cJSON *it;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(a->req, "input"))
+	{
+		const char *type = rk_json_string(it, "type", "message");
+		if (!strcmp(type, "message") && !strcmp(rk_json_string(it, "role", ""), "user")) {
+			cJSON *m = cJSON_Duplicate(it, 1);
+			cJSON_ReplaceItemInObjectCaseSensitive(m, "type", cJSON_CreateString("message"));
+			if (!cJSON_GetObjectItemCaseSensitive(m, "type"))
+				cJSON_AddStringToObject(m, "type", "message");
+			cJSON_AddItemToArray(out, m);
+		}
+	}
+	const char *text = rk_json_string(a->reply, "content", "");
+	cJSON *c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "type", "compaction");
+	char *cid = vendor_id("cmp_", 48, 1);
+	cJSON_AddStringToObject(c, "id", cid);
+	free(cid);
+	char *sealed = compaction_seal(text);
+	cJSON_AddStringToObject(c, "encrypted_content", sealed);
+	free(sealed);
+	cJSON_AddItemToArray(out, c);
+	struct cache_usage cu;
+	prompt_cache(a->s->prompt, &cu);
+	cJSON *u = cJSON_AddObjectToObject(doc, "usage");
+	long o = 1 + (long)strlen(text) / 4;
+	cJSON_AddNumberToObject(u, "input_tokens", (double)cu.total);
+	cJSON *d = cJSON_AddObjectToObject(u, "input_tokens_details");
+	cJSON_AddNumberToObject(d, "cached_tokens", (double)cu.read);
+	cJSON_AddNumberToObject(u, "output_tokens", (double)o);
+	cJSON *od = cJSON_AddObjectToObject(u, "output_tokens_details");
+	cJSON_AddNumberToObject(od, "reasoning_tokens", 0);
+	cJSON_AddNumberToObject(u, "total_tokens", (double)(cu.total + o));
+	return doc;
+}
+
 /* Reads the input items: text, images, tool outputs, and whether calls and
  * outputs pair up. */
 static void walk_input(const cJSON *input, const struct served *prev, struct summary *s, struct walk *w,
@@ -297,6 +382,17 @@ static void walk_input(const cJSON *input, const struct served *prev, struct sum
 					 "it must carry its encrypted_content (include \"reasoning.encrypted_content\")",
 					 i, id);
 			cJSON_AddTrueToObject(reasoning_seen, id);
+		} else if (strcmp(type, "compaction") == 0) {
+			/* one that /responses/compact made here, as it made it */
+			char *text = compaction_text(rk_json_string(it, "encrypted_content", ""));
+			if (!text && !w->invalid[0])
+				snprintf(w->invalid, sizeof(w->invalid),
+					 "input item %d: the compaction item's encrypted_content was not made by "
+					 "/responses/compact (or was changed)",
+					 i);
+			if (text)
+				summary_add_text(s, text);
+			free(text);
 		} else {
 			snprintf(w->invalid, sizeof(w->invalid), "input item %d: type \"%.40s\" is not emulated", i,
 				 type);
@@ -369,6 +465,8 @@ void responses_check(const cJSON *req, const struct http_in *h, const cJSON *exp
 	openai_cache_check(req, s, v);
 	const cJSON *want = cJSON_GetObjectItemCaseSensitive(expect, "store");
 	int want_store = cJSON_IsBool(want) ? cJSON_IsTrue(want) : 0;
+	if (s->compact) /* /responses/compact has no store: it keeps nothing */
+		want_store = s->store;
 	record(v, "store", s->store == want_store, "store is %s, wanted %s%s", s->store ? "on" : "off",
 	       want_store ? "on" : "off", cJSON_IsBool(want) ? "" : " (the default unless the step's expect says so)");
 	record(v, "tools_valid", tools[0] == 0, "%s", tools[0] ? tools : "every tool is well formed");
