@@ -52,6 +52,7 @@ struct rk_model_stream {
 	/* chat: the completion's fields, text, calls by index */
 	cJSON *chunk0, *calls, *usage;
 	struct rk_buf text;
+	struct rk_buf refusal; /* chat: delta.refusal pieces */
 	char *finish;
 	int any_text;
 	int calls_told; /* how many of calls went to the sink */
@@ -68,6 +69,7 @@ struct rk_model_stream *rk_model_stream_new(int api, const struct rk_model_sink 
 	rk_buf_init(&s->data);
 	rk_buf_init(&s->body);
 	rk_buf_init(&s->text);
+	rk_buf_init(&s->refusal);
 	s->items = cJSON_CreateArray();
 	s->calls = cJSON_CreateArray();
 	return s;
@@ -82,6 +84,7 @@ void rk_model_stream_free(struct rk_model_stream *s)
 	rk_buf_release(&s->data);
 	rk_buf_release(&s->body);
 	rk_buf_release(&s->text);
+	rk_buf_release(&s->refusal);
 	for (size_t i = 0; i < s->nparts; i++)
 		rk_buf_release(&s->parts[i]);
 	free(s->parts);
@@ -362,6 +365,10 @@ static void chat_event(struct rk_model_stream *s, const char *data)
 		s->any_text = 1;
 		say_text(s, t);
 	}
+	/* a declined request streams its words as delta.refusal */
+	const char *rf = rk_json_string(d, "refusal", NULL);
+	if (rf)
+		rk_buf_adds(&s->refusal, rf);
 	const cJSON *tc;
 	cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(d, "tool_calls"))
 	{
@@ -569,6 +576,8 @@ char *rk_model_stream_body(struct rk_model_stream *s, size_t *len, struct rk_err
 			cJSON_AddStringToObject(m, "content", s->text.data);
 		else
 			cJSON_AddNullToObject(m, "content");
+		if (s->refusal.len)
+			cJSON_AddStringToObject(m, "refusal", s->refusal.data);
 		if (cJSON_GetArraySize(s->calls)) {
 			cJSON_AddItemToObject(m, "tool_calls", s->calls);
 			s->calls = NULL;

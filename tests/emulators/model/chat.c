@@ -251,6 +251,16 @@ void chat_stream(const cJSON *completion, int include_usage, struct rk_buf *sse)
 		free(piece);
 		chunk(sse, completion, d, NULL);
 	}
+	/* a refusal comes as delta.refusal pieces, as the vendor streams it */
+	const char *refusal = rk_json_string(msg, "refusal", NULL);
+	for (size_t off = 0, len = refusal ? strlen(refusal) : 0, n; off < len; off += n) {
+		n = utf8_piece(refusal + off, len - off, 9);
+		d = cJSON_CreateObject();
+		char *piece = rk_xstrndup(refusal + off, n);
+		cJSON_AddStringToObject(d, "refusal", piece);
+		free(piece);
+		chunk(sse, completion, d, NULL);
+	}
 	const cJSON *tc;
 	int i = 0;
 	cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"))
