@@ -20,6 +20,7 @@ extern const struct cmd_entry cmd_checkpoint;
 extern const struct cmd_entry cmd_run;
 extern const struct cmd_entry cmd_tui;
 extern const struct cmd_entry cmd_serve;
+extern const struct cmd_entry cmd_mcp;
 extern const struct cmd_entry cmd_pair;
 extern const struct cmd_entry cmd_browser;
 extern const struct cmd_entry cmd_secret, cmd_memory, cmd_approval, cmd_space;
@@ -35,6 +36,7 @@ const struct cmd_entry *const cmd_table[] = {
 	CMD("run", cmd_run),
 	CMD("tui", cmd_tui),
 	CMD("serve", cmd_serve),
+	CMD("mcp", cmd_mcp),
 	CMD("pair", cmd_pair),
 	CMD("secret", cmd_secret),
 	CMD("memory", cmd_memory),
