@@ -383,7 +383,7 @@ static int approve(struct call *k, const char *agent_tool, const cJSON *args, st
 	if (r == -RK_EDENIED)
 		rk_error_set(e, RK_EDENIED,
 			     "%s; over MCP nobody can approve a call while it waits: allow it with `rakazo approval "
-			     "rule add --effect allow --match tool --value %s` or run it from a run",
+			     "set --effect allow --match tool --value %s` or run it from a run",
 			     e->message, agent_tool);
 	return r;
 }
