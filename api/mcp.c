@@ -71,11 +71,11 @@ struct tool {
 
 #define COMPUTER_ARG                                                                                                   \
 	"\"computer\":{\"type\":\"string\",\"description\":\"the computer: its name, its id or a unique id prefix\"}"
-#define SCREEN_ARG                                                                                                     \
+#define SCREEN_ARG                                                                                                      \
 	"\"computer\":{\"type\":\"string\",\"description\":\"the computer (name, id or id prefix), or COMPUTER:.N for " \
 	"display N\"}"
 #define WAIT_ARGS                                                                                                      \
-	"\"wait\":{\"type\":\"boolean\",\"description\":\"wait for the command to finish (default true)\"},"          \
+	"\"wait\":{\"type\":\"boolean\",\"description\":\"wait for the command to finish (default true)\"},"           \
 	"\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":3600,\"description\":\"how long to wait "       \
 	"(default 300)\"},"                                                                                            \
 	"\"command_key\":{\"type\":\"string\",\"description\":\"an idempotency key: the same key again returns the "   \
@@ -84,7 +84,8 @@ struct tool {
 	"\"max_width\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":8192,\"description\":\"largest image width "   \
 	"(default and ceiling: the server's edge limit, 2000)\"},"                                                     \
 	"\"max_height\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":8192,\"description\":\"largest image height\"}"
-#define OBJ(props, req) "{\"type\":\"object\",\"properties\":{" props "},\"required\":[" req "],\"additionalProperties\":false}"
+#define OBJ(props, req)                                                                                                \
+	"{\"type\":\"object\",\"properties\":{" props "},\"required\":[" req "],\"additionalProperties\":false}"
 #define OUT_COMPUTER                                                                                                   \
 	"{\"type\":\"object\",\"properties\":{\"computer\":{\"type\":\"object\"},\"execution\":{\"type\":[\"object\"," \
 	"\"null\"]}},\"required\":[\"computer\"]}"
@@ -267,13 +268,14 @@ static int validate(const cJSON *schema, const cJSON *args, const char *tool, st
 			int found = 0;
 			cJSON_ArrayForEach(x, en) found |= cJSON_IsString(a) && !strcmp(x->valuestring, a->valuestring);
 			if (!found)
-				return rk_error_set(e, RK_EINVALID, "%s: argument '%s' is not one of the allowed values",
-						    tool, a->string);
+				return rk_error_set(e, RK_EINVALID,
+						    "%s: argument '%s' is not one of the allowed values", tool,
+						    a->string);
 		}
 		const cJSON *mn = cJSON_GetObjectItemCaseSensitive(p, "minimum");
 		const cJSON *mx = cJSON_GetObjectItemCaseSensitive(p, "maximum");
-		if (cJSON_IsNumber(a) && ((mn && a->valuedouble < mn->valuedouble) ||
-					  (mx && a->valuedouble > mx->valuedouble)))
+		if (cJSON_IsNumber(a) &&
+		    ((mn && a->valuedouble < mn->valuedouble) || (mx && a->valuedouble > mx->valuedouble)))
 			return rk_error_set(e, RK_EINVALID, "%s: argument '%s' must be from %g to %g", tool, a->string,
 					    mn ? mn->valuedouble : -1e308, mx ? mx->valuedouble : 1e308);
 		const cJSON *mi = cJSON_GetObjectItemCaseSensitive(p, "minItems");
@@ -347,8 +349,7 @@ static int provider_reachable(struct call *k, const char *kind, struct rk_error 
 }
 
 /* The one resolver (engine/access/authz.h) on args.computer, for capability. */
-static int resolve(struct call *k, const cJSON *args, const char *capability, struct rk_target *t,
-		   struct rk_error *e)
+static int resolve(struct call *k, const cJSON *args, const char *capability, struct rk_target *t, struct rk_error *e)
 {
 	struct rk_actor a;
 	int r = actor(k, &a, e);
@@ -360,8 +361,9 @@ static int resolve(struct call *k, const cJSON *args, const char *capability, st
 		rk_target_release(t);
 	if (r == 0 && t->bot) {
 		rk_target_release(t);
-		r = rk_error_set(e, RK_EUNSUPPORTED, "a bot's own screen (COMPUTER:BOT) is not served over MCP: name the "
-						     "computer or COMPUTER:.N");
+		r = rk_error_set(e, RK_EUNSUPPORTED,
+				 "a bot's own screen (COMPUTER:BOT) is not served over MCP: name the "
+				 "computer or COMPUTER:.N");
 	}
 	return r;
 }
@@ -534,7 +536,8 @@ static int t_computer_create(struct call *k, const cJSON *args)
 	if (!rk_provider_find(provider))
 		return rk_error_set(&e, RK_EINVALID, "unknown provider '%s'", provider), tool_fail(k, &e);
 	if (rk_provider_can(provider, RK_CAP_DIALS_IN))
-		return rk_error_set(&e, RK_EINVALID, "a paired machine is made by running `rakazo pair SERVER-URL` on it"),
+		return rk_error_set(&e, RK_EINVALID,
+				    "a paired machine is made by running `rakazo pair SERVER-URL` on it"),
 		       tool_fail(k, &e);
 	cJSON *body = cJSON_CreateObject();
 	cJSON_AddStringToObject(body, "name", rk_json_string(args, "name", ""));
@@ -556,8 +559,8 @@ static int change(struct call *k, const cJSON *args, const char *op)
 	if (actor(k, &a, &e))
 		return tool_fail(k, &e);
 	int r = rk_authz_resolve(k->m->eng, &a, rk_json_string(args, "computer", ""),
-				 rk_lifecycle_op_of(op) == RK_LIFECYCLE_DELETE ? "computers.delete" : "computers.use", &c,
-				 &e);
+				 rk_lifecycle_op_of(op) == RK_LIFECYCLE_DELETE ? "computers.delete" : "computers.use",
+				 &c, &e);
 	rk_actor_release(&a);
 	if (r || (r = provider_reachable(k, c.kind, &e))) {
 		rk_computer_release(&c);
@@ -692,8 +695,7 @@ static int t_screen_observe(struct call *k, const cJSON *args)
 static int t_screen_act(struct call *k, const cJSON *args)
 {
 	cJSON *batch = cJSON_CreateObject();
-	cJSON_AddItemToObject(batch, "actions",
-			      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(args, "actions"), 1));
+	cJSON_AddItemToObject(batch, "actions", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(args, "actions"), 1));
 	const cJSON *settle = cJSON_GetObjectItemCaseSensitive(args, "settle_ms");
 	if (settle)
 		cJSON_AddItemToObject(batch, "settle_ms", cJSON_Duplicate(settle, 1));
@@ -990,8 +992,8 @@ static cJSON *capabilities(void)
 }
 
 #define INSTRUCTIONS                                                                                                   \
-	"rakazo runs sandboxed Linux computers. computer_list shows them; computer_create makes one; screen_observe " \
-	"and screen_act see and drive its desktop; shell_exec and the file tools work in its workspace. Every "       \
+	"rakazo runs sandboxed Linux computers. computer_list shows them; computer_create makes one; screen_observe "  \
+	"and screen_act see and drive its desktop; shell_exec and the file tools work in its workspace. Every "        \
 	"tool takes the computer by name or id: nothing is kept between calls."
 
 static int m_initialize(struct rk_mcp *m, const cJSON *params, cJSON **result, cJSON **error)
@@ -1092,11 +1094,8 @@ static const struct {
 	method_fn fn;
 	int legacy, modern; /* served in that era */
 } methods[] = {
-	{"initialize", m_initialize, 1, 0},
-	{"server/discover", m_discover, 0, 1},
-	{"ping", m_ping, 1, 1},
-	{"tools/list", m_tools_list, 1, 1},
-	{"tools/call", m_tools_call, 1, 1},
+	{"initialize", m_initialize, 1, 0}, {"server/discover", m_discover, 0, 1}, {"ping", m_ping, 1, 1},
+	{"tools/list", m_tools_list, 1, 1}, {"tools/call", m_tools_call, 1, 1},
 };
 
 /* The modern era's per-request _meta: 0 when the request is modern and
@@ -1115,7 +1114,8 @@ static void check_meta(struct rk_mcp *m, const cJSON *params, const char *method
 		    (!m->opt.header_version || strcmp(m->opt.header_version, MODERN_VERSION)))
 			return;
 		*error = error_doc(RK_MCP_INVALID_PARAMS,
-				   "missing _meta." META_VERSION ": send it on every request (2026-07-28), or open with "
+				   "missing _meta." META_VERSION
+				   ": send it on every request (2026-07-28), or open with "
 				   "initialize (2025-11-25)",
 				   NULL);
 		return;
@@ -1125,14 +1125,14 @@ static void check_meta(struct rk_mcp *m, const cJSON *params, const char *method
 		cJSON *sup = cJSON_AddArrayToObject(data, "supported");
 		for (size_t i = 0; rk_mcp_versions[i]; i++)
 			cJSON_AddItemToArray(sup, cJSON_CreateString(rk_mcp_versions[i]));
-		cJSON_AddItemToObject(data, "requested", cJSON_IsString(v) ? cJSON_CreateString(v->valuestring)
-									   : cJSON_Duplicate(v, 1));
+		cJSON_AddItemToObject(data, "requested",
+				      cJSON_IsString(v) ? cJSON_CreateString(v->valuestring) : cJSON_Duplicate(v, 1));
 		*error = error_doc(RK_MCP_UNSUPPORTED_VERSION, "Unsupported protocol version", data);
 		return;
 	}
 	if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(meta, META_CAPS))) {
-		*error = error_doc(RK_MCP_INVALID_PARAMS, "missing _meta." META_CAPS " (an object) on a 2026-07-28 request",
-				   NULL);
+		*error = error_doc(RK_MCP_INVALID_PARAMS,
+				   "missing _meta." META_CAPS " (an object) on a 2026-07-28 request", NULL);
 		return;
 	}
 	if (m->opt.header_version && strcmp(m->opt.header_version, v->valuestring)) {
@@ -1163,12 +1163,14 @@ void rk_mcp_handle(struct rk_mcp *m, const char *msg, size_t len, struct rk_buf 
 	const cJSON *jid = cJSON_GetObjectItemCaseSensitive(doc, "id");
 	const cJSON *method = cJSON_GetObjectItemCaseSensitive(doc, "method");
 	const cJSON *params = cJSON_GetObjectItemCaseSensitive(doc, "params");
-	if (jid && (cJSON_IsString(jid) || (cJSON_IsNumber(jid) && jid->valuedouble == (double)(int64_t)jid->valuedouble)))
+	if (jid &&
+	    (cJSON_IsString(jid) || (cJSON_IsNumber(jid) && jid->valuedouble == (double)(int64_t)jid->valuedouble)))
 		id = jid;
-	if (!method && (cJSON_GetObjectItemCaseSensitive(doc, "result") || cJSON_GetObjectItemCaseSensitive(doc, "error")))
+	if (!method &&
+	    (cJSON_GetObjectItemCaseSensitive(doc, "result") || cJSON_GetObjectItemCaseSensitive(doc, "error")))
 		goto out; /* a client's response: we ask nothing, so nothing waits for it */
-	if (strcmp(rk_json_string(doc, "jsonrpc", ""), "2.0") || !cJSON_IsString(method) ||
-	    (jid && !id) || (params && !cJSON_IsObject(params))) {
+	if (strcmp(rk_json_string(doc, "jsonrpc", ""), "2.0") || !cJSON_IsString(method) || (jid && !id) ||
+	    (params && !cJSON_IsObject(params))) {
 		error = error_doc(RK_MCP_INVALID_REQUEST,
 				  "not a JSON-RPC 2.0 request: it needs \"jsonrpc\":\"2.0\", a string method, an id that "
 				  "is a string or an integer, and params that are an object",

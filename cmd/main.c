@@ -28,6 +28,8 @@ extern const struct cmd_entry cmd_secret, cmd_memory, cmd_approval, cmd_space;
 #define CMD(name, entry) &entry
 /* The command table. Makefile's install and the completion test read the
  * names from these lines: keep one CMD per line. */
+/* (clang-format would pack the table into columns) */
+/* clang-format off */
 const struct cmd_entry *const cmd_table[] = {
 	CMD("computer", cmd_computer),
 	CMD("screen", cmd_screen),
@@ -48,6 +50,7 @@ const struct cmd_entry *const cmd_table[] = {
 	CMD("version", cmd_version),
 	NULL,
 };
+/* clang-format on */
 
 const struct cmd_entry *cmd_find(const char *name)
 {

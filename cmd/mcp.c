@@ -16,8 +16,8 @@
 static int64_t o_image_bytes = RK_MCP_IMAGE_BYTES_DEFAULT, o_image_edge = RK_MCP_IMAGE_EDGE_DEFAULT;
 
 static const struct rk_opt mcp_opts[] = {
-	OPT_INT("max-image-bytes", 0, &o_image_bytes, "BYTES", "largest screenshot in a result (default 1048576)",
-		16384, 64 * 1024 * 1024),
+	OPT_INT("max-image-bytes", 0, &o_image_bytes, "BYTES", "largest screenshot in a result (default 1048576)", 1024,
+		64 * 1024 * 1024),
 	OPT_INT("max-image-edge", 0, &o_image_edge, "PX", "longest screenshot edge in a result (default 2000)", 64,
 		8192),
 	OPT_END,

@@ -1,0 +1,25 @@
+#!/usr/bin/env bats
+# The official MCP TypeScript SDK (tests/mcp, installed by tests/mcp/setup.sh)
+# drives rakazo's MCP server on a docker computer end to end (issue 24):
+# tests/mcp/stdio.mjs over stdio. Skips without node or the SDK, unless
+# RAKAZO_REQUIRE_DOCKER=1.
+
+load helper
+
+mcp_deps_or_skip() {
+	MCP_DEPS=$(cd "$BATS_TEST_DIRNAME/../mcp" && pwd)
+	if ! command -v node >/dev/null || [ ! -d "$MCP_DEPS/node_modules/@modelcontextprotocol/sdk" ]; then
+		[ "${RAKAZO_REQUIRE_DOCKER:-}" = 1 ] && { echo "the MCP SDK is not installed: sh tests/mcp/setup.sh" >&2; return 1; }
+		skip "node or @modelcontextprotocol/sdk is missing (sh tests/mcp/setup.sh)"
+	fi
+}
+
+@test "mcp sdk: the official Client over stdio drives a docker computer: create, observe, act, exec, files, delete" {
+	mcp_deps_or_skip
+	docker_or_skip
+	run env RAKAZO_MCP_DEPS="$MCP_DEPS" RK_XCLIENT="$BATS_TEST_DIRNAME/../fixtures/xclient.py" RK_NAME=mcp-stdio \
+		node "$MCP_DEPS/stdio.mjs"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"sdk mcp stdio: "*" passed, 0 failed"* ]]
+}
