@@ -26,7 +26,9 @@
 
 /* the shell's output stream, spelt apart: the layer check refuses the word
  * itself in api/ (the engine and its servers never write to it) */
-#define KEY_STDOUT "std" "out"
+#define KEY_STDOUT                                                                                                     \
+	"std"                                                                                                          \
+	"out"
 #define MODERN_VERSION "2026-07-28"
 #define META_VERSION "io.modelcontextprotocol/protocolVersion"
 #define META_CAPS "io.modelcontextprotocol/clientCapabilities"
@@ -160,7 +162,8 @@ static const struct tool tools[] = {
 			  "\"minimum\":250,\"maximum\":3600000,\"description\":\"default 60000\"}",
 	     "\"computer\",\"command\""),
 	 "{\"type\":\"object\",\"properties\":{\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"signal\":{\"type\":"
-	 "[\"integer\",\"null\"]},\"" KEY_STDOUT "\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},\"timed_out\":"
+	 "[\"integer\",\"null\"]},\"" KEY_STDOUT
+	 "\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},\"timed_out\":"
 	 "{\"type\":\"boolean\"},\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"exit_code\",\"" KEY_STDOUT "\","
 	 "\"stderr\",\"timed_out\"]}",
 	 0, 1, 0, t_shell_exec},
