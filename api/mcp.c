@@ -1104,6 +1104,49 @@ static const struct {
 	{"tools/list", m_tools_list, 1, 1}, {"tools/call", m_tools_call, 1, 1},
 };
 
+/* A header value as the client sent it: =?base64?...?= is decoded
+ * (malloc'd; NULL when the encoding is broken). */
+static char *header_value(const char *h)
+{
+	size_t n = strlen(h);
+	if (n < 12 || strncmp(h, "=?base64?", 9) || strcmp(h + n - 2, "?="))
+		return rk_xstrdup(h);
+	char *inner = rk_xstrndup(h + 9, n - 11);
+	struct rk_buf b;
+	rk_buf_init(&b);
+	char *out = rk_base64_decode(inner, &b) == 0 ? rk_buf_detach(&b, NULL) : NULL;
+	rk_buf_release(&b);
+	free(inner);
+	return out;
+}
+
+/* Streamable HTTP's server validation of a 2026-07-28 request: the
+ * MCP-Protocol-Version, Mcp-Method and (tools/call) Mcp-Name headers are
+ * there and equal to the body's; else a HeaderMismatch error (-32020). */
+static cJSON *header_mismatch(struct rk_mcp *m, const cJSON *params, const char *method, const char *version)
+{
+	const char *what = NULL, *hv = NULL, *bv = NULL;
+	if (!m->opt.header_version || strcmp(m->opt.header_version, version))
+		what = "MCP-Protocol-Version", hv = m->opt.header_version, bv = version;
+	else if (!m->opt.header_method || strcmp(m->opt.header_method, method))
+		what = "Mcp-Method", hv = m->opt.header_method, bv = method;
+	else if (!strcmp(method, "tools/call")) {
+		const char *name = rk_json_string(params, "name", NULL);
+		char *dec = m->opt.header_name ? header_value(m->opt.header_name) : NULL;
+		if (!dec || !name || strcmp(dec, name))
+			what = "Mcp-Name", hv = m->opt.header_name, bv = name ? name : "(none)";
+		free(dec);
+	}
+	if (!what)
+		return NULL;
+	char *msg = hv ? rk_xasprintf("Header mismatch: %s header value '%s' does not match body value '%s'", what, hv,
+				      bv)
+		       : rk_xasprintf("Header mismatch: the %s header is missing (the body says '%s')", what, bv);
+	cJSON *e = error_doc(-32020, msg, NULL);
+	free(msg);
+	return e;
+}
+
 /* The modern era's per-request _meta: 0 when the request is modern and
  * fine (*modern set), or legacy (*modern 0); else an error in *error. */
 static void check_meta(struct rk_mcp *m, const cJSON *params, const char *method, int *modern, cJSON **error)
@@ -1141,11 +1184,31 @@ static void check_meta(struct rk_mcp *m, const cJSON *params, const char *method
 				   "missing _meta." META_CAPS " (an object) on a 2026-07-28 request", NULL);
 		return;
 	}
-	if (m->opt.header_version && strcmp(m->opt.header_version, v->valuestring)) {
-		*error = error_doc(-32020, "the MCP-Protocol-Version header and _meta." META_VERSION " differ", NULL);
+	if (!strcmp(m->opt.transport, "http") && (*error = header_mismatch(m, params, method, v->valuestring)))
 		return;
-	}
 	*modern = 1;
+}
+
+static int http_status(const struct rk_mcp_reply *rep)
+{
+	if (!rep->replied)
+		return 202;
+	switch (rep->error_code) {
+	case 0:
+		return 200;
+	case RK_MCP_PARSE_ERROR:
+	case RK_MCP_INVALID_REQUEST:
+	case RK_MCP_UNSUPPORTED_VERSION:
+	case -32020: /* HeaderMismatch */
+	case -32021: /* MissingRequiredClientCapability */
+		return 400;
+	case RK_MCP_INVALID_PARAMS:
+		return rep->meta_error ? 400 : 200;
+	case RK_MCP_METHOD_NOT_FOUND:
+		return rep->modern ? 404 : 200;
+	default:
+		return 200;
+	}
 }
 
 void rk_mcp_handle(struct rk_mcp *m, const char *msg, size_t len, struct rk_buf *out, struct rk_mcp_reply *rep)
@@ -1188,8 +1251,10 @@ void rk_mcp_handle(struct rk_mcp *m, const char *msg, size_t len, struct rk_buf 
 	rep->was_request = 1;
 	int modern = 0;
 	check_meta(m, params, method->valuestring, &modern, &error);
-	if (error)
+	if (error) {
+		rep->meta_error = 1;
 		goto reply;
+	}
 	size_t i;
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (!strcmp(methods[i].name, method->valuestring) && (modern ? methods[i].modern : methods[i].legacy))
@@ -1200,6 +1265,7 @@ void rk_mcp_handle(struct rk_mcp *m, const char *msg, size_t len, struct rk_buf 
 		free(msgt);
 		goto reply;
 	}
+	rep->modern = modern;
 	methods[i].fn(m, params, &result, &error);
 	if (result && modern) {
 		cJSON_AddStringToObject(result, "resultType", "complete");
@@ -1213,5 +1279,6 @@ reply:
 	rep->error_code = error ? (int)cJSON_GetObjectItemCaseSensitive(error, "code")->valuedouble : 0;
 	respond(out, id, result, error);
 out:
+	rep->http_status = http_status(rep);
 	cJSON_Delete(doc);
 }

@@ -51,8 +51,10 @@ struct rk_mcp_options {
 	const char *const *providers;
 	size_t max_image_bytes; /* 0: RK_MCP_IMAGE_BYTES_DEFAULT */
 	int max_image_edge;	/* 0: RK_MCP_IMAGE_EDGE_DEFAULT */
-	/* The MCP-Protocol-Version header of an HTTP request, or NULL. */
-	const char *header_version;
+	/* Over HTTP, the request's MCP-Protocol-Version, Mcp-Method and
+	 * Mcp-Name headers, or NULL: a 2026-07-28 request must carry the first
+	 * two (and Mcp-Name for tools/call), equal to its body's (-32020). */
+	const char *header_version, *header_method, *header_name;
 };
 
 struct rk_mcp;
@@ -66,6 +68,13 @@ struct rk_mcp_reply {
 	int replied;	/* out holds one JSON-RPC response (no newline) */
 	int error_code; /* the JSON-RPC error of that response, 0 for a result */
 	int was_request;
+	int modern;	/* it was a 2026-07-28 request */
+	int meta_error; /* refused for its _meta or headers, before its method */
+	/* The Streamable HTTP status for it: 200 for a response, 202 for none,
+	 * 400 for a message that is not one or breaks the 2026-07-28 rules
+	 * (_meta, the version, the headers), 404 for a 2026-07-28 request of an
+	 * unknown method. */
+	int http_status;
 };
 
 /* Handles one message of len bytes (a line without its newline, a body).

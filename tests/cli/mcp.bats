@@ -217,3 +217,105 @@ sys.stdout.write("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")
 	# initialize is a legacy method: under 2026-07-28 it is unknown
 	[ "$(reply 7 'r["error"]["code"]')" = -32601 ]
 }
+
+# --- Streamable HTTP: /mcp on rakazo serve ---------------------------------------
+
+# mpost BODY [CURL-ARG...]: POST /mcp with the token; sets CODE, BODY, and
+# HDRS (the reply's headers).
+mpost() {
+	local body=$1
+	shift
+	CODE=$(curl -s -o "$BATS_TEST_TMPDIR/reply" -D "$BATS_TEST_TMPDIR/hdrs" -w '%{http_code}' -X POST \
+		-H "Authorization: Bearer ${TOK:-$TOKEN}" -H 'Content-Type: application/json' \
+		-H 'Accept: application/json, text/event-stream' "$@" --data-binary "$body" "$URL/mcp")
+	BODY=$(cat "$BATS_TEST_TMPDIR/reply")
+	HDRS=$(cat "$BATS_TEST_TMPDIR/hdrs")
+}
+MH=(-H 'MCP-Protocol-Version: 2026-07-28')
+
+@test "mcp http: JSON answers, 202 for a notification, 405 on GET and DELETE, 401 without a token, 400 for bad JSON" {
+	load serve
+	serve_start
+	mpost "$INIT"
+	[ "$CODE" = 200 ]
+	[[ $HDRS == *"Content-Type: application/json"* ]]
+	[[ $HDRS != *"Mcp-Session-Id"* ]]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["result"]["protocolVersion"]')" = 2025-11-25 ]
+	mpost '{"jsonrpc":"2.0","method":"notifications/initialized"}' -H 'MCP-Protocol-Version: 2025-11-25'
+	[ "$CODE" = 202 ] && [ -z "$BODY" ]
+	mpost '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' -H 'MCP-Protocol-Version: 2025-11-25'
+	[ "$CODE" = 200 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'len(d["result"]["tools"]) > 10')" = true ]
+	for m in GET DELETE; do
+		c=$(curl -s -o /dev/null -w '%{http_code}' -X $m -H "Authorization: Bearer $TOKEN" "$URL/mcp")
+		[ "$c" = 405 ]
+	done
+	TOK=nope mpost "$INIT"
+	[ "$CODE" = 401 ]
+	mpost 'not json'
+	[ "$CODE" = 400 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32700 ]
+	mpost '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope","arguments":{}}}' -H 'MCP-Protocol-Version: 2025-11-25'
+	[ "$CODE" = 200 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32602 ]
+}
+
+@test "mcp http 2026-07-28: headers equal to the body or 400 HeaderMismatch; version, _meta and unknown methods" {
+	load serve
+	serve_start
+	disc="{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{$META}}"
+	mpost "$disc" "${MH[@]}" -H 'Mcp-Method: server/discover'
+	[ "$CODE" = 200 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["result"]["resultType"]')" = complete ]
+	mpost "$disc" "${MH[@]}"
+	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
+	mpost "$disc" "${MH[@]}" -H 'Mcp-Method: tools/list'
+	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
+	mpost "$disc" -H 'MCP-Protocol-Version: 2025-11-25' -H 'Mcp-Method: server/discover'
+	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
+	mpost '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1900-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}' \
+		-H 'MCP-Protocol-Version: 1900-01-01' -H 'Mcp-Method: server/discover'
+	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32022 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["error"]["data"]["requested"]')" = 1900-01-01 ]
+	mpost '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}' "${MH[@]}" -H 'Mcp-Method: tools/list'
+	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32602 ]
+	mpost "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"frob\",\"params\":{$META}}" "${MH[@]}" -H 'Mcp-Method: frob'
+	[ "$CODE" = 404 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32601 ]
+	# tools/call: Mcp-Name plain or in the Base64 sentinel, and it must be the tool's
+	callb="{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{$META,\"name\":\"computer_list\",\"arguments\":{}}}"
+	mpost "$callb" "${MH[@]}" -H 'Mcp-Method: tools/call' -H 'Mcp-Name: computer_list'
+	[ "$CODE" = 200 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["result"]["structuredContent"]')" = '{"computers": []}' ]
+	mpost "$callb" "${MH[@]}" -H 'Mcp-Method: tools/call' -H "Mcp-Name: =?base64?$(printf computer_list | base64)?="
+	[ "$CODE" = 200 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["result"]["resultType"]')" = complete ]
+	mpost "$callb" "${MH[@]}" -H 'Mcp-Method: tools/call' -H 'Mcp-Name: computer_delete'
+	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
+	mpost "$callb" "${MH[@]}" -H 'Mcp-Method: tools/call'
+	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
+}
+
+@test "mcp http: a bot's token reaches only what its bot may use; another site's Origin is refused" {
+	rk_fake t
+	bot=$(rk serve token create mcp-bot --bot b1 2>/dev/null)
+	load serve
+	serve_start
+	TOK=$bot mpost "$INIT"
+	[ "$CODE" = 200 ]
+	TOK=$bot mpost "$(call 1 computer_list '{}')" -H 'MCP-Protocol-Version: 2025-11-25'
+	[ "$(printf '%s' "$BODY" | rk_json 'd["result"]["structuredContent"]["computers"]')" = "[]" ]
+	TOK=$bot mpost "$(call 2 shell_exec '{"computer":"t","command":"touch via-bot"}')" -H 'MCP-Protocol-Version: 2025-11-25'
+	[ "$(printf '%s' "$BODY" | rk_json 'd["result"]["isError"]')" = true ]
+	[[ $(printf '%s' "$BODY" | rk_json 'd["result"]["content"][0]["text"]') == denied:* ]]
+	# granted, the fake provider still runs on the server's host: never for a bot's token
+	rk computer grant t --bot b1
+	TOK=$bot mpost "$(call 3 shell_exec '{"computer":"t","command":"touch via-bot"}')" -H 'MCP-Protocol-Version: 2025-11-25'
+	[[ $(printf '%s' "$BODY" | rk_json 'd["result"]["content"][0]["text"]') == *"server's host"* ]]
+	run rk computer file list t --json
+	[[ $output != *via-bot* ]]
+	# the member's token works on it
+	mpost "$(call 4 shell_exec '{"computer":"t","command":"echo member"}')" -H 'MCP-Protocol-Version: 2025-11-25'
+	[ "$(printf '%s' "$BODY" | rk_json 'd["result"]["structuredContent"]["stdout"]')" = member ]
+	mpost "$INIT" -H 'Origin: http://evil.example'
+	[ "$CODE" = 403 ]
+	mpost "$INIT" -H "Origin: http://127.0.0.1:$PORT"
+	[ "$CODE" = 200 ]
+}

@@ -23,3 +23,15 @@ mcp_deps_or_skip() {
 	[ "$status" -eq 0 ]
 	[[ $output == *"sdk mcp stdio: "*" passed, 0 failed"* ]]
 }
+
+@test "mcp sdk: the official Client over Streamable HTTP (/mcp on rakazo serve, a bearer token) drives a docker computer" {
+	mcp_deps_or_skip
+	docker_or_skip
+	load serve
+	PROVIDERS=docker serve_start
+	run env RAKAZO_MCP_DEPS="$MCP_DEPS" RK_URL="$URL" RK_TOKEN="$TOKEN" \
+		RK_XCLIENT="$BATS_TEST_DIRNAME/../fixtures/xclient.py" RK_NAME=mcp-http node "$MCP_DEPS/http.mjs"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"sdk mcp http: "*" passed, 0 failed"* ]]
+}

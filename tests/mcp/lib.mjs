@@ -111,14 +111,27 @@ export async function scenario(client, t, opts) {
 		// the first look at display 1 starts its desktop, for the client to show on
 		r = await call('screen_observe', { computer: `${name}:.1` });
 		t.check('screen_observe starts display 1', !r.isError && r.structuredContent.screen_width === 1280, r.structuredContent || text(r));
-		r = await call('shell_exec', { computer: name, command: 'rm -rf st && mkdir st && DISPLAY=:1 setsid -f python3 xclient.py st --above </dev/null >/dev/null 2>&1; echo started' });
-		t.check('shell_exec starts it', !r.isError && r.structuredContent.exit_code === 0 && r.structuredContent.stdout === 'started\n', r.structuredContent || text(r));
-		let ready = false;
-		for (let i = 0; i < 200 && !ready; i++) {
-			r = await call('file_read', { computer: name, path: 'st/ready' });
-			ready = !r.isError;
-			if (!ready) await sleep(100);
+		// A client started while the display's window manager is still coming
+		// up can stay unseen (a black screen, the client ready and mapped): it
+		// gets three tries, each polled for its grey canvas.
+		let shown = false, started = false, ready = false;
+		for (let attempt = 0; attempt < 3 && !shown; attempt++) {
+			r = await call('shell_exec', { computer: name, command: 'pkill -f "^python3 xclient.py" ; rm -rf st && mkdir st && DISPLAY=:1 setsid -f python3 xclient.py st --above </dev/null >/dev/null 2>&1; echo started' });
+			started = !r.isError && r.structuredContent.exit_code === 0 && r.structuredContent.stdout === 'started\n';
+			if (!started) break;
+			ready = false;
+			for (let i = 0; i < 200 && !ready; i++) {
+				r = await call('file_read', { computer: name, path: 'st/ready' });
+				ready = !r.isError;
+				if (!ready) await sleep(100);
+			}
+			for (let i = 0; i < 50 && ready && !shown; i++) {
+				const g = frame(await call('screen_observe', { computer: `${name}:.1`, max_width: 640, max_height: 400 }));
+				shown = g.img && g.img.mimeType === 'image/png' && decodePng(g.buf).pixel(320, 250).join() === '128,128,128';
+				if (!shown) await sleep(200);
+			}
 		}
+		t.check('shell_exec starts the X client', started, r.structuredContent || text(r));
 		t.check('the X client is ready', ready);
 
 		// observe at a downscaled size: the image is decoded and its size checked
