@@ -1021,6 +1021,14 @@ static int m_initialize(struct rk_mcp *m, const cJSON *params, cJSON **result, c
 	return 0;
 }
 
+/* CacheableResult (2026-07-28): the versions and the tool table change only
+ * with the binary, and are the same for every caller. */
+static void cacheable(cJSON *r)
+{
+	cJSON_AddNumberToObject(r, "ttlMs", 3600000);
+	cJSON_AddStringToObject(r, "cacheScope", "public");
+}
+
 static int m_discover(struct rk_mcp *m, const cJSON *params, cJSON **result, cJSON **error)
 {
 	(void)m, (void)params, (void)error;
@@ -1030,6 +1038,7 @@ static int m_discover(struct rk_mcp *m, const cJSON *params, cJSON **result, cJS
 		cJSON_AddItemToArray(vs, cJSON_CreateString(rk_mcp_versions[i]));
 	cJSON_AddItemToObject(r, "capabilities", capabilities());
 	cJSON_AddStringToObject(r, "instructions", INSTRUCTIONS);
+	cacheable(r);
 	*result = r;
 	return 0;
 }
@@ -1046,6 +1055,7 @@ static int m_tools_list(struct rk_mcp *m, const cJSON *params, cJSON **result, c
 	(void)params, (void)error;
 	cJSON *r = cJSON_CreateObject();
 	cJSON_AddItemToObject(r, "tools", cJSON_Duplicate(m->tools, 1));
+	cacheable(r);
 	*result = r;
 	return 0;
 }
@@ -1100,8 +1110,13 @@ static const struct {
 	method_fn fn;
 	int legacy, modern; /* served in that era */
 } methods[] = {
-	{"initialize", m_initialize, 1, 0}, {"server/discover", m_discover, 0, 1}, {"ping", m_ping, 1, 1},
-	{"tools/list", m_tools_list, 1, 1}, {"tools/call", m_tools_call, 1, 1},
+	/* clang-format off */
+	{"initialize", m_initialize, 1, 0},
+	{"server/discover", m_discover, 0, 1},
+	{"ping", m_ping, 1, 0}, /* gone in 2026-07-28 */
+	{"tools/list", m_tools_list, 1, 1},
+	{"tools/call", m_tools_call, 1, 1},
+	/* clang-format on */
 };
 
 /* A header value as the client sent it: =?base64?...?= is decoded

@@ -199,7 +199,8 @@ sys.stdout.write("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")
 		'{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}' \
 		'{"jsonrpc":"2.0","id":5,"method":"tools/list"}' \
 		"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{$META,\"name\":\"computer_list\",\"arguments\":{}}}" \
-		"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"initialize\",\"params\":{$META,\"protocolVersion\":\"2025-11-25\"}}"
+		"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"initialize\",\"params\":{$META,\"protocolVersion\":\"2025-11-25\"}}" \
+		"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\",\"params\":{$META}}"
 	[ "$(reply 1 'r["result"]["resultType"]')" = complete ]
 	[ "$(reply 1 'r["result"]["supportedVersions"]')" = '["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]' ]
 	[ "$(reply 1 'r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"]')" = rakazo ]
@@ -214,8 +215,12 @@ sys.stdout.write("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")
 	[ "$(reply 5 'r["error"]["code"]')" = -32602 ]
 	[ "$(reply 6 'r["result"]["resultType"]')" = complete ]
 	[ "$(reply 6 'r["result"]["structuredContent"]["computers"]')" = "[]" ]
-	# initialize is a legacy method: under 2026-07-28 it is unknown
+	# initialize and ping are the handshake revisions': under 2026-07-28 they are unknown
 	[ "$(reply 7 'r["error"]["code"]')" = -32601 ]
+	[ "$(reply 8 'r["error"]["code"]')" = -32601 ]
+	# discover and tools/list are cacheable results
+	[ "$(reply 1 '[r["result"]["ttlMs"] > 0, r["result"]["cacheScope"]]')" = '[true, "public"]' ]
+	[ "$(reply 2 '[r["result"]["ttlMs"] > 0, r["result"]["cacheScope"]]')" = '[true, "public"]' ]
 }
 
 # --- Streamable HTTP: /mcp on rakazo serve ---------------------------------------
