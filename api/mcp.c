@@ -1270,6 +1270,7 @@ void rk_mcp_handle(struct rk_mcp *m, const char *msg, size_t len, struct rk_buf 
 		rep->meta_error = 1;
 		goto reply;
 	}
+	rep->modern = modern;
 	size_t i;
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (!strcmp(methods[i].name, method->valuestring) && (modern ? methods[i].modern : methods[i].legacy))
@@ -1280,7 +1281,6 @@ void rk_mcp_handle(struct rk_mcp *m, const char *msg, size_t len, struct rk_buf 
 		free(msgt);
 		goto reply;
 	}
-	rep->modern = modern;
 	methods[i].fn(m, params, &result, &error);
 	if (result && modern) {
 		cJSON_AddStringToObject(result, "resultType", "complete");

@@ -247,7 +247,8 @@ MH=(-H 'MCP-Protocol-Version: 2026-07-28')
 	[[ $HDRS != *"Mcp-Session-Id"* ]]
 	[ "$(printf '%s' "$BODY" | rk_json 'd["result"]["protocolVersion"]')" = 2025-11-25 ]
 	mpost '{"jsonrpc":"2.0","method":"notifications/initialized"}' -H 'MCP-Protocol-Version: 2025-11-25'
-	[ "$CODE" = 202 ] && [ -z "$BODY" ]
+	[ "$CODE" = 202 ]
+	[ -z "$BODY" ]
 	mpost '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' -H 'MCP-Protocol-Version: 2025-11-25'
 	[ "$CODE" = 200 ]
 	[ "$(printf '%s' "$BODY" | rk_json 'len(d["result"]["tools"]) > 10')" = true ]
@@ -273,29 +274,39 @@ MH=(-H 'MCP-Protocol-Version: 2026-07-28')
 	[ "$CODE" = 200 ]
 	[ "$(printf '%s' "$BODY" | rk_json 'd["result"]["resultType"]')" = complete ]
 	mpost "$disc" "${MH[@]}"
-	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
+	[ "$CODE" = 400 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
 	mpost "$disc" "${MH[@]}" -H 'Mcp-Method: tools/list'
-	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
+	[ "$CODE" = 400 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
 	mpost "$disc" -H 'MCP-Protocol-Version: 2025-11-25' -H 'Mcp-Method: server/discover'
-	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
+	[ "$CODE" = 400 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
 	mpost '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1900-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}' \
 		-H 'MCP-Protocol-Version: 1900-01-01' -H 'Mcp-Method: server/discover'
-	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32022 ]
+	[ "$CODE" = 400 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32022 ]
 	[ "$(printf '%s' "$BODY" | rk_json 'd["error"]["data"]["requested"]')" = 1900-01-01 ]
 	mpost '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}' "${MH[@]}" -H 'Mcp-Method: tools/list'
-	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32602 ]
+	[ "$CODE" = 400 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32602 ]
 	mpost "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"frob\",\"params\":{$META}}" "${MH[@]}" -H 'Mcp-Method: frob'
-	[ "$CODE" = 404 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32601 ]
+	[ "$CODE" = 404 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32601 ]
 	# tools/call: Mcp-Name plain or in the Base64 sentinel, and it must be the tool's
 	callb="{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{$META,\"name\":\"computer_list\",\"arguments\":{}}}"
 	mpost "$callb" "${MH[@]}" -H 'Mcp-Method: tools/call' -H 'Mcp-Name: computer_list'
-	[ "$CODE" = 200 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["result"]["structuredContent"]')" = '{"computers": []}' ]
+	[ "$CODE" = 200 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["result"]["structuredContent"]')" = '{"computers": []}' ]
 	mpost "$callb" "${MH[@]}" -H 'Mcp-Method: tools/call' -H "Mcp-Name: =?base64?$(printf computer_list | base64)?="
-	[ "$CODE" = 200 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["result"]["resultType"]')" = complete ]
+	[ "$CODE" = 200 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["result"]["resultType"]')" = complete ]
 	mpost "$callb" "${MH[@]}" -H 'Mcp-Method: tools/call' -H 'Mcp-Name: computer_delete'
-	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
+	[ "$CODE" = 400 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
 	mpost "$callb" "${MH[@]}" -H 'Mcp-Method: tools/call'
-	[ "$CODE" = 400 ] && [ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
+	[ "$CODE" = 400 ]
+	[ "$(printf '%s' "$BODY" | rk_json 'd["error"]["code"]')" = -32020 ]
 }
 
 @test "mcp http: a bot's token reaches only what its bot may use; another site's Origin is refused" {
