@@ -35,3 +35,20 @@ mcp_deps_or_skip() {
 	[ "$status" -eq 0 ]
 	[[ $output == *"sdk mcp http: "*" passed, 0 failed"* ]]
 }
+
+@test "mcp sdk: @modelcontextprotocol/inspector-cli lists the tools and calls one over stdio" {
+	mcp_deps_or_skip
+	local insp=$MCP_DEPS/node_modules/@modelcontextprotocol/inspector-cli/build
+	[ -f "$insp/cli.js" ] || skip "inspector-cli is missing (sh tests/mcp/setup.sh)"
+	rk_fake t
+	# it reads its own package.json relative to the working directory: run it from its build/
+	run bash -c 'cd "$1" && shift && exec node cli.js "$@"' _ "$insp" --cli "$RAKAZO_BIN" mcp --method tools/list
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s\n' "$output" | sed -n '/^{/,$p' | rk_json '[t["name"] for t in d["tools"]][:3]')" = \
+		'["computer_list", "computer_create", "computer_show"]' ]
+	run bash -c 'cd "$1" && shift && exec node cli.js "$@"' _ "$insp" --cli -e "RAKAZO_DATA_DIR=$RAKAZO_DATA_DIR" \
+		-e RAKAZO_OWNER=user:bats "$RAKAZO_BIN" mcp --method tools/call --tool-name shell_exec \
+		--tool-arg computer=t --tool-arg 'command=echo from-inspector'
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s\n' "$output" | sed -n '/^{/,$p' | rk_json 'd["structuredContent"]["stdout"]')" = from-inspector ]
+}
