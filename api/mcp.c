@@ -12,7 +12,10 @@
 #include "engine/access/approval.h"
 #include "engine/access/authz.h"
 #include "engine/access/secret.h"
+#include "engine/agent/memory.h"
 #include "engine/agent/tools.h"
+#include "engine/machine/checkpoint.h"
+#include "engine/machine/display.h"
 #include "engine/machine/computer.h"
 #include "engine/machine/execution.h"
 #include "engine/machine/session.h"
@@ -100,6 +103,12 @@ struct tool {
 	"\"string\"},\"bytes\":{\"type\":\"integer\"},\"frame_hash\":{\"type\":\"string\"},\"observation\":{\"type\":" \
 	"\"object\"}},\"required\":[\"width\",\"height\",\"mime_type\",\"bytes\"]}"
 
+#define OUT_SESSION                                                                                                    \
+	"{\"type\":\"object\",\"properties\":{\"session\":{\"type\":[\"string\",\"null\"]},\"running\":{\"type\":"     \
+	"\"boolean\"},\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"output\":{\"type\":\"string\"}},"              \
+	"\"required\":[\"running\",\"output\"]}"
+#define OUT_OBJECT "{\"type\":\"object\"}"
+
 static int t_computer_list(struct call *k, const cJSON *args);
 static int t_computer_create(struct call *k, const cJSON *args);
 static int t_computer_show(struct call *k, const cJSON *args);
@@ -114,6 +123,16 @@ static int t_shell_exec(struct call *k, const cJSON *args);
 static int t_file_read(struct call *k, const cJSON *args);
 static int t_file_write(struct call *k, const cJSON *args);
 static int t_file_list(struct call *k, const cJSON *args);
+static int t_screen_zoom(struct call *k, const cJSON *args);
+static int t_shell_start(struct call *k, const cJSON *args);
+static int t_shell_input(struct call *k, const cJSON *args);
+static int t_shell_kill(struct call *k, const cJSON *args);
+static int t_checkpoint_create(struct call *k, const cJSON *args);
+static int t_checkpoint_list(struct call *k, const cJSON *args);
+static int t_checkpoint_restore(struct call *k, const cJSON *args);
+static int t_memory_read(struct call *k, const cJSON *args);
+static int t_memory_write(struct call *k, const cJSON *args);
+static int t_memory_search(struct call *k, const cJSON *args);
 
 static const struct tool tools[] = {
 	{"computer_list", "List computers", "The computers the caller may use, with their state.", OBJ("", ""),
@@ -189,6 +208,52 @@ static const struct tool tools[] = {
 	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"entries\":{\"type\":\"array\"}},"
 	 "\"required\":[\"path\",\"entries\"]}",
 	 1, 0, 1, t_file_list},
+	{"screen_zoom", "Zoom into the screen",
+	 "A region of the screen at full resolution, scaled to fill the image (region [x0, y0, x1, y1] in the "
+	 "image space screen_observe gave for the same max_width and max_height).",
+	 OBJ(SCREEN_ARG ",\"region\":{\"type\":\"array\",\"minItems\":4,\"maxItems\":4,\"items\":{\"type\":"
+			"\"integer\"}}," SIZE_ARGS,
+	     "\"computer\",\"region\""),
+	 OUT_FRAME, 1, 0, 1, t_screen_zoom},
+	{"shell_start", "Start a shell session",
+	 "Starts `bash -lc COMMAND` as a session that keeps running: the output of its first yield_ms, and a "
+	 "session handle for shell_input and shell_kill while it runs.",
+	 OBJ(COMPUTER_ARG ",\"command\":{\"type\":\"string\"},\"cwd\":{\"type\":\"string\"},\"tty\":{\"type\":"
+			  "\"boolean\"},\"yield_ms\":{\"type\":\"integer\",\"minimum\":250,\"maximum\":30000}",
+	     "\"computer\",\"command\""),
+	 OUT_SESSION, 0, 1, 0, t_shell_start},
+	{"shell_input", "Send input to a session",
+	 "Sends text to a session's stdin (C escapes: \\n, \\x03 for Ctrl-C, \\x04 for end of input; empty "
+	 "only reads) and returns its new output.",
+	 OBJ(COMPUTER_ARG ",\"session\":{\"type\":\"string\"},\"input\":{\"type\":\"string\"},\"yield_ms\":{"
+			  "\"type\":\"integer\",\"minimum\":250,\"maximum\":30000}",
+	     "\"computer\",\"session\""),
+	 OUT_SESSION, 0, 1, 0, t_shell_input},
+	{"shell_kill", "Stop a session", "Stops a session's command (TERM, then KILL) and returns its last output.",
+	 OBJ(COMPUTER_ARG ",\"session\":{\"type\":\"string\"}", "\"computer\",\"session\""), OUT_SESSION, 0, 1, 1,
+	 t_shell_kill},
+	{"checkpoint_create", "Checkpoint the workspace", "Saves the computer's workspace as a new checkpoint.",
+	 OBJ(COMPUTER_ARG ",\"reason\":{\"type\":\"string\"}", "\"computer\""), OUT_OBJECT, 0, 0, 0,
+	 t_checkpoint_create},
+	{"checkpoint_list", "List checkpoints", "The computer's workspace checkpoints, newest first.",
+	 OBJ(COMPUTER_ARG, "\"computer\""), OUT_OBJECT, 1, 0, 1, t_checkpoint_list},
+	{"checkpoint_restore", "Restore a checkpoint",
+	 "Makes a checkpoint (default: the latest) the workspace again. A docker computer must be stopped first "
+	 "(computer_stop).",
+	 OBJ(COMPUTER_ARG ",\"checkpoint\":{\"type\":\"string\"}", "\"computer\""), OUT_OBJECT, 0, 1, 1,
+	 t_checkpoint_restore},
+	{"memory_read", "Read memory", "A memory document by path, or the list of documents without a path.",
+	 OBJ("\"path\":{\"type\":\"string\"}", ""), OUT_OBJECT, 1, 0, 1, t_memory_read},
+	{"memory_write", "Write memory",
+	 "Saves a memory document (its previous revisions are kept); expected_revision makes it conditional.",
+	 OBJ("\"path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"},\"expected_revision\":{\"type\":"
+	     "\"integer\",\"minimum\":-1}",
+	     "\"path\",\"content\""),
+	 OUT_OBJECT, 0, 0, 0, t_memory_write},
+	{"memory_search", "Search memory", "Memory documents matching a query, best first.",
+	 OBJ("\"query\":{\"type\":\"string\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50}",
+	     "\"query\""),
+	 OUT_OBJECT, 1, 0, 1, t_memory_search},
 };
 #define NTOOLS (sizeof(tools) / sizeof(tools[0]))
 
@@ -284,6 +349,12 @@ static int validate(const cJSON *schema, const cJSON *args, const char *tool, st
 		    ((mn && a->valuedouble < mn->valuedouble) || (mx && a->valuedouble > mx->valuedouble)))
 			return rk_error_set(e, RK_EINVALID, "%s: argument '%s' must be from %g to %g", tool, a->string,
 					    mn ? mn->valuedouble : -1e308, mx ? mx->valuedouble : 1e308);
+		const cJSON *it = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "items"),
+								   "type");
+		const cJSON *items = cJSON_IsArray(a) && cJSON_IsString(it) ? a : NULL;
+		cJSON_ArrayForEach(x, items) if (!type_is(x, it->valuestring)) return rk_error_set(
+			e, RK_EINVALID, "%s: the items of argument '%s' must be of type %s", tool, a->string,
+			it->valuestring);
 		const cJSON *mi = cJSON_GetObjectItemCaseSensitive(p, "minItems");
 		const cJSON *ma = cJSON_GetObjectItemCaseSensitive(p, "maxItems");
 		int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : 0;
@@ -921,6 +992,292 @@ static int t_file_list(struct call *k, const cJSON *args)
 	}
 	rk_target_release(&t);
 	return r ? tool_fail(k, &e) : 0;
+}
+
+/* --- zoom ------------------------------------------------------------------------------ */
+
+static int t_screen_zoom(struct call *k, const cJSON *args)
+{
+	struct rk_error e;
+	struct rk_target t;
+	const cJSON *reg = cJSON_GetObjectItemCaseSensitive(args, "region");
+	struct rk_picture_rect rect = {cJSON_GetArrayItem(reg, 0)->valueint, cJSON_GetArrayItem(reg, 1)->valueint,
+				       cJSON_GetArrayItem(reg, 2)->valueint, cJSON_GetArrayItem(reg, 3)->valueint};
+	if (resolve(k, args, "computers.use", &t, &e))
+		return tool_fail(k, &e);
+	if (approve(k, "computer_observe", args, &e)) {
+		rk_target_release(&t);
+		return tool_fail(k, &e);
+	}
+	int edge = k->m->opt.max_image_edge > 0 ? k->m->opt.max_image_edge : RK_MCP_IMAGE_EDGE_DEFAULT;
+	size_t max_bytes = k->m->opt.max_image_bytes ? k->m->opt.max_image_bytes : RK_MCP_IMAGE_BYTES_DEFAULT;
+	int64_t w = edge, h = edge;
+	rk_json_get_int(args, "max_width", 16, 8192, edge, &w, "arguments", &e);
+	rk_json_get_int(args, "max_height", 16, 8192, edge, &h, "arguments", &e);
+	struct rk_display_observe_options oo = {.max_width = (int)(w < edge ? w : edge),
+						.max_height = (int)(h < edge ? h : edge)};
+	struct rk_display_shot shot = {0};
+	int r = rk_display_zoom(k->m->eng, &t.computer, t.display >= 0 ? t.display : 0, &rect, &oo, &shot, &e);
+	if (r == 0 && shot.png_len > max_bytes) {
+		/* the zoom fills the same image size: only the encoding can give */
+		for (int q = 80; q >= 30 && shot.png_len > max_bytes && r == 0; q -= 25) {
+			rk_display_shot_release(&shot);
+			oo.format = RK_PICTURE_JPEG;
+			oo.quality = q;
+			r = rk_display_zoom(k->m->eng, &t.computer, t.display >= 0 ? t.display : 0, &rect, &oo, &shot,
+					    &e);
+		}
+		if (r == 0 && shot.png_len > max_bytes)
+			r = rk_error_set(&e, RK_ETOOLARGE,
+					 "the zoomed image is %zu bytes, over the limit of %zu: ask for a "
+					 "smaller max_width",
+					 shot.png_len, max_bytes);
+	}
+	if (r == 0) {
+		cJSON *doc = cJSON_CreateObject();
+		const cJSON *jw = cJSON_GetObjectItemCaseSensitive(shot.meta, "width");
+		const cJSON *jh = cJSON_GetObjectItemCaseSensitive(shot.meta, "height");
+		cJSON_AddNumberToObject(doc, "width", cJSON_IsNumber(jw) ? jw->valuedouble : 0);
+		cJSON_AddNumberToObject(doc, "height", cJSON_IsNumber(jh) ? jh->valuedouble : 0);
+		cJSON_AddStringToObject(doc, "mime_type", shot.mime ? shot.mime : "image/png");
+		cJSON_AddNumberToObject(doc, "bytes", (double)shot.png_len);
+		cJSON_AddItemToObject(doc, "observation", shot.meta);
+		shot.meta = NULL;
+		if (shot.png) {
+			char *b = rk_base64_encode(shot.png, shot.png_len);
+			cJSON *img = cJSON_CreateObject();
+			cJSON_AddStringToObject(img, "type", "image");
+			cJSON_AddStringToObject(img, "data", b);
+			cJSON_AddStringToObject(img, "mimeType", shot.mime ? shot.mime : "image/png");
+			cJSON_AddItemToArray(k->content, img);
+			free(b);
+		}
+		done(k, doc);
+	}
+	rk_display_shot_release(&shot);
+	rk_target_release(&t);
+	return r ? tool_fail(k, &e) : 0;
+}
+
+/* --- shell sessions -------------------------------------------------------------------------- */
+
+#define SESSION_OUTPUT_MAX (256 * 1024)
+
+static int session_reply(struct call *k, struct rk_session_reply *rep)
+{
+	struct rk_error e;
+	struct rk_actor a;
+	struct rk_buf b;
+	rk_buf_init(&b);
+	rk_buf_add(&b, rep->output, rep->output_len);
+	if (actor(k, &a, &e) == 0) {
+		struct rk_secret_redactor *red = rk_secret_redactor_new(k->m->eng, &a);
+		rk_secret_redactor_buf(red, &b);
+		rk_secret_redactor_free(red);
+		rk_actor_release(&a);
+	}
+	cJSON *doc = cJSON_CreateObject();
+	rk_json_add_str_or_null(doc, "session", rep->running ? rep->session : NULL);
+	cJSON_AddBoolToObject(doc, "running", rep->running);
+	if (rep->exited && !rep->signo)
+		cJSON_AddNumberToObject(doc, "exit_code", rep->exit_code);
+	else
+		cJSON_AddNullToObject(doc, "exit_code");
+	if (rep->signo > 0)
+		cJSON_AddNumberToObject(doc, "signal", rep->signo);
+	cJSON_AddStringToObject(doc, "output", b.data);
+	cJSON_AddBoolToObject(doc, "truncated", rep->truncated);
+	rk_buf_release(&b);
+	return done(k, doc);
+}
+
+static int t_shell_start(struct call *k, const cJSON *args)
+{
+	struct rk_error e;
+	struct rk_target t;
+	int tty = 0;
+	int64_t yield = 1000;
+	if (rk_json_get_bool(args, "tty", 0, &tty, "arguments", &e) ||
+	    rk_json_get_int(args, "yield_ms", RK_SESSION_YIELD_MIN_MS, RK_SESSION_YIELD_MAX_MS, 1000, &yield,
+			    "arguments", &e) ||
+	    resolve(k, args, "computers.use", &t, &e))
+		return tool_fail(k, &e);
+	if (approve(k, "shell", args, &e)) {
+		rk_target_release(&t);
+		return tool_fail(k, &e);
+	}
+	struct rk_session_request req = {.command = rk_json_string(args, "command", ""),
+					 .cwd = rk_json_string(args, "cwd", NULL),
+					 .tty = tty,
+					 .rows = 24,
+					 .cols = 80,
+					 .yield_ms = yield,
+					 .max_output = SESSION_OUTPUT_MAX,
+					 .bot_id = k->m->opt.bot_id,
+					 .keep_back = 1};
+	struct rk_session_reply rep = {0};
+	int r = rk_session_start(k->m->eng, &t.computer, &req, &rep, &e);
+	if (r == 0)
+		session_reply(k, &rep);
+	rk_session_reply_release(&rep);
+	rk_target_release(&t);
+	return r ? tool_fail(k, &e) : 0;
+}
+
+static int t_shell_input(struct call *k, const cJSON *args)
+{
+	struct rk_error e;
+	struct rk_target t;
+	int64_t yield = 1000;
+	if (rk_json_get_int(args, "yield_ms", RK_SESSION_YIELD_MIN_MS, RK_SESSION_YIELD_MAX_MS, 1000, &yield,
+			    "arguments", &e) ||
+	    resolve(k, args, "computers.use", &t, &e))
+		return tool_fail(k, &e);
+	struct rk_buf in;
+	rk_buf_init(&in);
+	int r = approve(k, "write_stdin", args, &e);
+	if (r == 0)
+		r = rk_unescape_c(rk_json_string(args, "input", ""), &in, &e);
+	struct rk_session_reply rep = {0};
+	if (r == 0 && (r = rk_session_input(k->m->eng, t.computer.id, rk_json_string(args, "session", ""), in.data,
+					    in.len, yield, SESSION_OUTPUT_MAX, &rep, &e)) == 0)
+		session_reply(k, &rep);
+	rk_session_reply_release(&rep);
+	rk_buf_release(&in);
+	rk_target_release(&t);
+	return r ? tool_fail(k, &e) : 0;
+}
+
+static int t_shell_kill(struct call *k, const cJSON *args)
+{
+	struct rk_error e;
+	struct rk_target t;
+	if (resolve(k, args, "computers.use", &t, &e))
+		return tool_fail(k, &e);
+	struct rk_session_reply rep = {0};
+	int r = approve(k, "write_stdin", args, &e);
+	if (r == 0 &&
+	    (r = rk_session_kill(k->m->eng, t.computer.id, rk_json_string(args, "session", ""), &rep, &e)) == 0)
+		session_reply(k, &rep);
+	rk_session_reply_release(&rep);
+	rk_target_release(&t);
+	return r ? tool_fail(k, &e) : 0;
+}
+
+/* --- checkpoints --------------------------------------------------------------------------- */
+
+static int t_checkpoint_create(struct call *k, const cJSON *args)
+{
+	struct rk_error e;
+	struct rk_target t;
+	if (resolve(k, args, "computers.use", &t, &e))
+		return tool_fail(k, &e);
+	struct rk_workspace_checkpoint rev = {0};
+	int r = rk_checkpoint_create(k->m->eng, &t.computer, rk_json_string(args, "reason", "mcp"), 1, &rev, &e);
+	if (r == 0)
+		done(k, rk_checkpoint_to_json(&t.computer, &rev, rev.id));
+	rk_workspace_checkpoint_release(&rev);
+	rk_target_release(&t);
+	return r ? tool_fail(k, &e) : 0;
+}
+
+static int t_checkpoint_list(struct call *k, const cJSON *args)
+{
+	struct rk_error e;
+	struct rk_target t;
+	if (resolve(k, args, "computers.use", &t, &e))
+		return tool_fail(k, &e);
+	cJSON *rows = NULL;
+	int r = rk_checkpoint_list(k->m->eng, &t.computer, &rows, &e);
+	if (r == 0) {
+		cJSON *doc = cJSON_CreateObject();
+		cJSON_AddItemToObject(doc, "checkpoints", rows);
+		done(k, doc);
+	}
+	rk_target_release(&t);
+	return r ? tool_fail(k, &e) : 0;
+}
+
+static int t_checkpoint_restore(struct call *k, const cJSON *args)
+{
+	struct rk_error e;
+	struct rk_target t;
+	if (resolve(k, args, "computers.use", &t, &e))
+		return tool_fail(k, &e);
+	const char *want = rk_json_string(args, "checkpoint", NULL);
+	struct rk_workspace_checkpoint rev = {0};
+	int r = rk_checkpoint_restore(k->m->eng, &t.computer, want, &rev, &e);
+	if (r == 0) {
+		cJSON *o = rk_checkpoint_to_json(&t.computer, &rev, rev.id);
+		if (want)
+			cJSON_AddStringToObject(o, "restored_from", want);
+		done(k, o);
+	}
+	rk_workspace_checkpoint_release(&rev);
+	rk_target_release(&t);
+	return r ? tool_fail(k, &e) : 0;
+}
+
+/* --- memory (engine/agent/memory.h): the caller's, as `rakazo memory` reads it ------------------- */
+
+static int memory_done(struct call *k, const struct rk_actor *a, cJSON *doc)
+{
+	struct rk_secret_redactor *red = rk_secret_redactor_new(k->m->eng, a);
+	rk_secret_redactor_json(red, doc);
+	rk_secret_redactor_free(red);
+	if (!cJSON_IsObject(doc)) {
+		cJSON_Delete(doc);
+		doc = cJSON_CreateObject();
+	}
+	return done(k, doc);
+}
+
+static int memory_call(struct call *k, const cJSON *args, const char *agent_tool, int op)
+{
+	struct rk_error e;
+	struct rk_actor a = {0};
+	if (actor(k, &a, &e) || approve(k, agent_tool, args, &e)) {
+		rk_actor_release(&a);
+		return tool_fail(k, &e);
+	}
+	cJSON *doc = NULL;
+	int64_t limit = 10, expected = RK_MEMORY_NO_REVISION;
+	int r = 0;
+	if (op == 0) {
+		r = rk_memory_read(k->m->eng, &a, rk_json_string(args, "path", NULL), &doc, &e);
+		if (r == 0 && cJSON_IsArray(doc)) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddItemToObject(o, "documents", doc);
+			doc = o;
+		}
+	} else if (op == 1) {
+		if ((r = rk_json_get_int(args, "expected_revision", -1, INT64_MAX, RK_MEMORY_NO_REVISION, &expected,
+					 "arguments", &e)) == 0)
+			r = rk_memory_write(k->m->eng, &a, rk_json_string(args, "path", ""),
+					    rk_json_string(args, "content", ""), expected, NULL, &doc, &e);
+	} else {
+		if ((r = rk_json_get_int(args, "limit", 1, 50, 10, &limit, "arguments", &e)) == 0)
+			r = rk_memory_search(k->m->eng, &a, rk_json_string(args, "query", ""), (int)limit, &doc, &e);
+	}
+	if (r == 0)
+		memory_done(k, &a, doc);
+	else
+		cJSON_Delete(doc);
+	rk_actor_release(&a);
+	return r ? tool_fail(k, &e) : 0;
+}
+
+static int t_memory_read(struct call *k, const cJSON *args)
+{
+	return memory_call(k, args, "memory_read", 0);
+}
+static int t_memory_write(struct call *k, const cJSON *args)
+{
+	return memory_call(k, args, "memory_write", 1);
+}
+static int t_memory_search(struct call *k, const cJSON *args)
+{
+	return memory_call(k, args, "memory_search", 2);
 }
 
 /* --- JSON-RPC -------------------------------------------------------------------------- */

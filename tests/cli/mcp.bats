@@ -161,6 +161,48 @@ sys.stdout.write("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")
 	[ "$status" -eq 3 ]
 }
 
+@test "mcp: sessions with stdin, zoom, checkpoints and memory on a fake computer" {
+	rk_fake t
+	mcp "$INIT" "$(call 1 shell_start '{"computer":"t","command":"cat"}')"
+	[ "$(structured 1 's["running"]')" = true ]
+	s=$(structured 1 's["session"]')
+	mcp "$INIT" "$(call 2 shell_input "{\"computer\":\"t\",\"session\":\"$s\",\"input\":\"hi\\\\n\"}")" \
+		"$(call 3 shell_kill "{\"computer\":\"t\",\"session\":\"$s\"}")" \
+		"$(call 4 shell_input "{\"computer\":\"t\",\"session\":\"$s\",\"input\":\"x\"}")" \
+		"$(call 5 screen_zoom '{"computer":"t","region":[0,0,100,50]}')" \
+		"$(call 6 screen_zoom '{"computer":"t","region":[0,0,"a",50]}')" \
+		"$(call 7 checkpoint_create '{"computer":"t","reason":"from mcp"}')" \
+		"$(call 8 checkpoint_list '{"computer":"t"}')" \
+		"$(call 9 memory_write '{"path":"notes/fish","content":"a blue whale"}')" \
+		"$(call 10 memory_search '{"query":"whale"}')" \
+		"$(call 11 memory_read '{"path":"notes/fish"}')" \
+		"$(call 12 memory_write '{"path":"notes/fish","content":"x","expected_revision":7}')"
+	[ "$(structured 2 's["output"]')" = hi ]
+	[ "$(structured 3 's["running"]')" = false ]
+	[[ $(reply 4 'r["result"]["content"][0]["text"]') == not_found:* ]]
+	[ "$(reply 5 '[c["type"] for c in r["result"]["content"]]')" = '["image", "text"]' ]
+	[ "$(structured 5 's["width"] > 0')" = true ]
+	[[ $(reply 6 'r["result"]["content"][0]["text"]') == *"items of argument 'region' must be of type integer"* ]]
+	rev=$(structured 7 's["id"]')
+	[ "$(structured 7 's["reason"]')" = "from mcp" ]
+	[ "$(structured 8 '[c["id"] for c in s["checkpoints"]][0]')" = "$rev" ]
+	[ "$(structured 10 '[x["path"] for x in s["results"]]')" = '["notes/fish"]' ]
+	[ "$(structured 11 's["content"]')" = "a blue whale" ]
+	[ "$(reply 12 'r["result"]["isError"]')" = true ]
+	# the same records the CLI shows
+	[ "$(rk memory read notes/fish)" = "a blue whale" ]
+	rk checkpoint list t --json | grep -qF "$rev"
+	# a running computer is refused, as on the command line; stopped, it is restored
+	mcp "$INIT" "$(call 1 checkpoint_restore "{\"computer\":\"t\",\"checkpoint\":\"$rev\"}")" \
+		"$(call 2 computer_stop '{"computer":"t"}')" \
+		"$(call 3 checkpoint_restore '{"computer":"t"}')" \
+		"$(call 4 checkpoint_restore '{"computer":"t","checkpoint":"rev-nosuch"}')"
+	[[ $(reply 1 'r["result"]["content"][0]["text"]') == conflict:*"stop it first"* ]]
+	[ "$(structured 2 's["computer"]["state"]')" = stopped ]
+	[ "$(structured 3 's["latest"]')" = true ]
+	[[ $(reply 4 'r["result"]["content"][0]["text"]') == not_found:* ]]
+}
+
 @test "mcp: a bot without a grant is denied and nothing runs; with one it works" {
 	rk_fake t
 	export RAKAZO_OWNER=bot:b1

@@ -182,6 +182,16 @@ export async function scenario(client, t, opts) {
 		t.check('file_read gives it back', !r.isError && r.structuredContent.content === 'from mcp ✓\n', r.structuredContent || text(r));
 		r = await call('file_list', { computer: name, path: 'notes' });
 		t.check('file_list shows it', !r.isError && r.structuredContent.entries.some((e) => e.name === 'a.txt'), r.structuredContent || text(r));
+		r = await call('checkpoint_create', { computer: name, reason: 'sdk' }, 600000);
+		const rev = !r.isError && r.structuredContent.id;
+		t.check('checkpoint_create', rev && r.structuredContent.reason === 'sdk', r.structuredContent || text(r));
+		r = await call('checkpoint_list', { computer: name });
+		t.check('checkpoint_list shows it', !r.isError && r.structuredContent.checkpoints.some((c) => c.id === rev), r.structuredContent || text(r));
+		r = await call('shell_start', { computer: name, command: 'read x; echo "got $x"' });
+		const sid = !r.isError && r.structuredContent.session;
+		t.check('shell_start gives a session handle', !!sid, r.structuredContent || text(r));
+		r = await call('shell_input', { computer: name, session: sid, input: 'ping\\n', yield_ms: 5000 });
+		t.check('shell_input reaches its stdin', !r.isError && r.structuredContent.output.includes('got ping'), r.structuredContent || text(r));
 		if (opts.more) await opts.more(call, name);
 	} finally {
 		r = await call('computer_delete', { computer: name }, 600000);
