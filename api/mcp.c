@@ -60,6 +60,7 @@ struct call {
 	const cJSON *id;
 	int modern;
 	/* a tool's answer */
+	const struct tool *tool;
 	cJSON *content;	   /* array */
 	cJSON *structured; /* object or NULL */
 	int is_error;
@@ -75,6 +76,9 @@ struct tool {
 	const char *output; /* JSON Schema text, or NULL */
 	int read_only, destructive, idempotent;
 	tool_fn fn;
+	/* the agent's tool (engine/agent/tools.h) it passes through, whose
+	 * parameters (and the computer) are its inputSchema when input is NULL */
+	const char *agent;
 };
 
 #define COMPUTER_ARG                                                                                                   \
@@ -124,6 +128,7 @@ static int t_file_read(struct call *k, const cJSON *args);
 static int t_file_write(struct call *k, const cJSON *args);
 static int t_file_list(struct call *k, const cJSON *args);
 static int t_screen_zoom(struct call *k, const cJSON *args);
+static int t_agent(struct call *k, const cJSON *args);
 static int t_shell_start(struct call *k, const cJSON *args);
 static int t_shell_input(struct call *k, const cJSON *args);
 static int t_shell_kill(struct call *k, const cJSON *args);
@@ -137,7 +142,7 @@ static int t_memory_search(struct call *k, const cJSON *args);
 static const struct tool tools[] = {
 	{"computer_list", "List computers", "The computers the caller may use, with their state.", OBJ("", ""),
 	 "{\"type\":\"object\",\"properties\":{\"computers\":{\"type\":\"array\"}},\"required\":[\"computers\"]}", 1, 0,
-	 1, t_computer_list},
+	 1, t_computer_list, NULL},
 	{"computer_create", "Create a computer",
 	 "Creates a sandboxed Linux computer (a desktop unless desktop is false) and, by default, waits until it "
 	 "runs.",
@@ -145,34 +150,34 @@ static const struct tool tools[] = {
 	     "\"provider\":{\"type\":\"string\",\"description\":\"where it runs (default docker)\"},"
 	     "\"desktop\":{\"type\":\"boolean\",\"description\":\"with a desktop (default true)\"}," WAIT_ARGS,
 	     "\"name\""),
-	 OUT_COMPUTER, 0, 0, 0, t_computer_create},
+	 OUT_COMPUTER, 0, 0, 0, t_computer_create, NULL},
 	{"computer_show", "Show a computer", "One computer: its state, provider and active command.",
-	 OBJ(COMPUTER_ARG, "\"computer\""), OUT_COMPUTER, 1, 0, 1, t_computer_show},
+	 OBJ(COMPUTER_ARG, "\"computer\""), OUT_COMPUTER, 1, 0, 1, t_computer_show, NULL},
 	{"computer_start", "Start a computer", "Starts a stopped or paused computer (its workspace is kept).",
-	 OBJ(COMPUTER_ARG "," WAIT_ARGS, "\"computer\""), OUT_COMPUTER, 0, 0, 1, t_computer_start},
+	 OBJ(COMPUTER_ARG "," WAIT_ARGS, "\"computer\""), OUT_COMPUTER, 0, 0, 1, t_computer_start, NULL},
 	{"computer_stop", "Stop a computer", "Stops a computer; its workspace is checkpointed and kept.",
-	 OBJ(COMPUTER_ARG "," WAIT_ARGS, "\"computer\""), OUT_COMPUTER, 0, 0, 1, t_computer_stop},
+	 OBJ(COMPUTER_ARG "," WAIT_ARGS, "\"computer\""), OUT_COMPUTER, 0, 0, 1, t_computer_stop, NULL},
 	{"computer_pause", "Pause a computer", "Pauses a computer; resume it later.",
-	 OBJ(COMPUTER_ARG "," WAIT_ARGS, "\"computer\""), OUT_COMPUTER, 0, 0, 1, t_computer_pause},
+	 OBJ(COMPUTER_ARG "," WAIT_ARGS, "\"computer\""), OUT_COMPUTER, 0, 0, 1, t_computer_pause, NULL},
 	{"computer_resume", "Resume a computer", "Resumes a paused computer.",
-	 OBJ(COMPUTER_ARG "," WAIT_ARGS, "\"computer\""), OUT_COMPUTER, 0, 0, 1, t_computer_resume},
+	 OBJ(COMPUTER_ARG "," WAIT_ARGS, "\"computer\""), OUT_COMPUTER, 0, 0, 1, t_computer_resume, NULL},
 	{"computer_delete", "Delete a computer", "Deletes a computer and its machine. Its workspace is gone.",
-	 OBJ(COMPUTER_ARG "," WAIT_ARGS, "\"computer\""), OUT_COMPUTER, 0, 1, 1, t_computer_delete},
+	 OBJ(COMPUTER_ARG "," WAIT_ARGS, "\"computer\""), OUT_COMPUTER, 0, 1, 1, t_computer_delete, NULL},
 	{"screen_observe", "Look at the screen",
 	 "A screenshot of the computer's screen (an image, at most the server's byte and edge limits) and its "
 	 "frame metadata. Coordinates for screen_act are in this image's space: pass the same max_width and "
 	 "max_height to screen_act.",
-	 OBJ(SCREEN_ARG "," SIZE_ARGS, "\"computer\""), OUT_FRAME, 1, 0, 0, t_screen_observe},
+	 OBJ(SCREEN_ARG "," SIZE_ARGS, "\"computer\""), OUT_FRAME, 1, 0, 0, t_screen_observe, NULL},
 	{"screen_act", "Act on the screen",
 	 "Runs a batch of 1 to 24 actions on the screen in order (click {x,y,button?,count?}, move, drag, scroll, "
 	 "type {text}, key {keys}, key_down, key_up, wait {ms}), then returns the settled screenshot. x and y are in "
-	 "the image space screen_observe gave for the same max_width and max_height. A secret is typed by name "
-	 "with fill_secret, never in clear.",
+	 "the image space screen_observe gave for the same max_width and max_height. To type a stored secret, "
+	 "use browser_act's fill_secret: secrets never cross MCP in clear.",
 	 OBJ(SCREEN_ARG ",\"actions\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":24,\"items\":{\"type\":"
 			"\"object\"},\"description\":\"actions, each {\\\"action\\\": NAME, ...}\"},"
 			"\"settle_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000}," SIZE_ARGS,
 	     "\"computer\",\"actions\""),
-	 OUT_FRAME, 0, 0, 0, t_screen_act},
+	 OUT_FRAME, 0, 0, 0, t_screen_act, NULL},
 	{"shell_exec", "Run a command",
 	 "Runs `bash -lc COMMAND` in the computer's workspace to its end (or timeout_ms) and returns the exit "
 	 "status and the output and error streams apart.",
@@ -185,7 +190,7 @@ static const struct tool tools[] = {
 	 "\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},\"timed_out\":"
 	 "{\"type\":\"boolean\"},\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"exit_code\",\"" KEY_STDOUT "\","
 	 "\"stderr\",\"timed_out\"]}",
-	 0, 1, 0, t_shell_exec},
+	 0, 1, 0, t_shell_exec, NULL},
 	{"file_read", "Read a file",
 	 "Reads a file of the computer (relative paths are in the workspace): UTF-8 text, or base64 with encoding "
 	 "base64.",
@@ -195,71 +200,105 @@ static const struct tool tools[] = {
 	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
 	 "\"encoding\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"}},\"required\":[\"path\",\"size\","
 	 "\"encoding\",\"content\"]}",
-	 1, 0, 1, t_file_read},
+	 1, 0, 1, t_file_read, NULL},
 	{"file_write", "Write a file", "Writes a file of the computer whole (text, or base64 with encoding base64).",
 	 OBJ(COMPUTER_ARG ",\"path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"},\"encoding\":{\"type\":"
 			  "\"string\",\"enum\":[\"text\",\"base64\"]},\"executable\":{\"type\":\"boolean\"}",
 	     "\"computer\",\"path\",\"content\""),
 	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"}},"
 	 "\"required\":[\"path\",\"bytes\"]}",
-	 0, 1, 1, t_file_write},
+	 0, 1, 1, t_file_write, NULL},
 	{"file_list", "List a directory", "The entries of a directory of the computer (default: the workspace).",
 	 OBJ(COMPUTER_ARG ",\"path\":{\"type\":\"string\"}", "\"computer\""),
 	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"entries\":{\"type\":\"array\"}},"
 	 "\"required\":[\"path\",\"entries\"]}",
-	 1, 0, 1, t_file_list},
+	 1, 0, 1, t_file_list, NULL},
 	{"screen_zoom", "Zoom into the screen",
 	 "A region of the screen at full resolution, scaled to fill the image (region [x0, y0, x1, y1] in the "
 	 "image space screen_observe gave for the same max_width and max_height).",
 	 OBJ(SCREEN_ARG ",\"region\":{\"type\":\"array\",\"minItems\":4,\"maxItems\":4,\"items\":{\"type\":"
 			"\"integer\"}}," SIZE_ARGS,
 	     "\"computer\",\"region\""),
-	 OUT_FRAME, 1, 0, 1, t_screen_zoom},
+	 OUT_FRAME, 1, 0, 1, t_screen_zoom, NULL},
 	{"shell_start", "Start a shell session",
 	 "Starts `bash -lc COMMAND` as a session that keeps running: the output of its first yield_ms, and a "
 	 "session handle for shell_input and shell_kill while it runs.",
 	 OBJ(COMPUTER_ARG ",\"command\":{\"type\":\"string\"},\"cwd\":{\"type\":\"string\"},\"tty\":{\"type\":"
 			  "\"boolean\"},\"yield_ms\":{\"type\":\"integer\",\"minimum\":250,\"maximum\":30000}",
 	     "\"computer\",\"command\""),
-	 OUT_SESSION, 0, 1, 0, t_shell_start},
+	 OUT_SESSION, 0, 1, 0, t_shell_start, NULL},
 	{"shell_input", "Send input to a session",
 	 "Sends text to a session's stdin (C escapes: \\n, \\x03 for Ctrl-C, \\x04 for end of input; empty "
 	 "only reads) and returns its new output.",
 	 OBJ(COMPUTER_ARG ",\"session\":{\"type\":\"string\"},\"input\":{\"type\":\"string\"},\"yield_ms\":{"
 			  "\"type\":\"integer\",\"minimum\":250,\"maximum\":30000}",
 	     "\"computer\",\"session\""),
-	 OUT_SESSION, 0, 1, 0, t_shell_input},
+	 OUT_SESSION, 0, 1, 0, t_shell_input, NULL},
 	{"shell_kill", "Stop a session", "Stops a session's command (TERM, then KILL) and returns its last output.",
 	 OBJ(COMPUTER_ARG ",\"session\":{\"type\":\"string\"}", "\"computer\",\"session\""), OUT_SESSION, 0, 1, 1,
-	 t_shell_kill},
+	 t_shell_kill, NULL},
 	{"checkpoint_create", "Checkpoint the workspace", "Saves the computer's workspace as a new checkpoint.",
 	 OBJ(COMPUTER_ARG ",\"reason\":{\"type\":\"string\"}", "\"computer\""), OUT_OBJECT, 0, 0, 0,
-	 t_checkpoint_create},
+	 t_checkpoint_create, NULL},
 	{"checkpoint_list", "List checkpoints", "The computer's workspace checkpoints, newest first.",
-	 OBJ(COMPUTER_ARG, "\"computer\""), OUT_OBJECT, 1, 0, 1, t_checkpoint_list},
+	 OBJ(COMPUTER_ARG, "\"computer\""), OUT_OBJECT, 1, 0, 1, t_checkpoint_list, NULL},
 	{"checkpoint_restore", "Restore a checkpoint",
 	 "Makes a checkpoint (default: the latest) the workspace again. A docker computer must be stopped first "
 	 "(computer_stop).",
 	 OBJ(COMPUTER_ARG ",\"checkpoint\":{\"type\":\"string\"}", "\"computer\""), OUT_OBJECT, 0, 1, 1,
-	 t_checkpoint_restore},
+	 t_checkpoint_restore, NULL},
 	{"memory_read", "Read memory", "A memory document by path, or the list of documents without a path.",
-	 OBJ("\"path\":{\"type\":\"string\"}", ""), OUT_OBJECT, 1, 0, 1, t_memory_read},
+	 OBJ("\"path\":{\"type\":\"string\"}", ""), OUT_OBJECT, 1, 0, 1, t_memory_read, NULL},
 	{"memory_write", "Write memory",
 	 "Saves a memory document (its previous revisions are kept); expected_revision makes it conditional.",
 	 OBJ("\"path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"},\"expected_revision\":{\"type\":"
 	     "\"integer\",\"minimum\":-1}",
 	     "\"path\",\"content\""),
-	 OUT_OBJECT, 0, 0, 0, t_memory_write},
+	 OUT_OBJECT, 0, 0, 0, t_memory_write, NULL},
 	{"memory_search", "Search memory", "Memory documents matching a query, best first.",
 	 OBJ("\"query\":{\"type\":\"string\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50}",
 	     "\"query\""),
-	 OUT_OBJECT, 1, 0, 1, t_memory_search},
+	 OUT_OBJECT, 1, 0, 1, t_memory_search, NULL},
+	{"browser_navigate", "Open a page",
+	 "Opens a URL in the computer's browser (docker computers) and waits for it.", NULL, OUT_OBJECT, 0, 0, 0,
+	 t_agent, "browser_navigate"},
+	{"browser_snapshot", "Read the page",
+	 "The page's elements with refs for browser_act (an accessibility snapshot); screenshot:true adds an image.",
+	 NULL, OUT_OBJECT, 1, 0, 1, t_agent, "browser_snapshot"},
+	{"browser_act", "Act on the page",
+	 "Acts on an element of the last browser_snapshot by its ref: click, type, select, press, hover, scroll, or "
+	 "fill_secret, which types a stored secret by name (only on a page of its origin): the value never crosses "
+	 "MCP.",
+	 NULL, OUT_OBJECT, 0, 1, 0, t_agent, "browser_act"},
 };
 #define NTOOLS (sizeof(tools) / sizeof(tools[0]))
 
 const char *rk_mcp_tool_name(size_t i)
 {
 	return i < NTOOLS ? tools[i].name : NULL;
+}
+
+/* The agent tool's parameters with the computer added, as an inputSchema. */
+static cJSON *agent_schema(const char *agent)
+{
+	size_t n;
+	const struct rk_model_tool *ts = rk_tools_with_browser(&n);
+	for (size_t i = 0; agent && i < n; i++) {
+		if (strcmp(ts[i].name, agent) || !ts[i].parameters)
+			continue;
+		cJSON *in = cJSON_Duplicate(ts[i].parameters, 1);
+		cJSON *props = cJSON_GetObjectItemCaseSensitive(in, "properties");
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "type", "string");
+		cJSON_AddStringToObject(c, "description", "the computer: its name, its id or a unique id prefix");
+		cJSON_AddItemToObject(props, "computer", c);
+		cJSON *req = cJSON_GetObjectItemCaseSensitive(in, "required");
+		if (!req)
+			req = cJSON_AddArrayToObject(in, "required");
+		cJSON_AddItemToArray(req, cJSON_CreateString("computer"));
+		return in;
+	}
+	return NULL;
 }
 
 static cJSON *tool_list_doc(void)
@@ -271,7 +310,7 @@ static cJSON *tool_list_doc(void)
 		cJSON_AddStringToObject(o, "name", t->name);
 		cJSON_AddStringToObject(o, "title", t->title);
 		cJSON_AddStringToObject(o, "description", t->description);
-		cJSON *in = cJSON_Parse(t->input);
+		cJSON *in = t->input ? cJSON_Parse(t->input) : agent_schema(t->agent);
 		cJSON *out = t->output ? cJSON_Parse(t->output) : NULL;
 		if (!in || (t->output && !out))
 			abort(); /* a broken literal above: tests/unit/test_mcp.c catches it first */
@@ -994,6 +1033,59 @@ static int t_file_list(struct call *k, const cJSON *args)
 	return r ? tool_fail(k, &e) : 0;
 }
 
+/* --- the agent's tools, passed through (the browser) ------------------------------------- */
+
+/* One of the agent's tools on the computer of args (engine/agent/tools.h:
+ * its rights check, approval rules and secret redaction); its JSON text is
+ * the structured result, its screenshot an image block. */
+static int t_agent(struct call *k, const cJSON *args)
+{
+	struct rk_error e;
+	struct rk_target t;
+	if (resolve(k, args, "computers.use", &t, &e))
+		return tool_fail(k, &e);
+	cJSON *rest = cJSON_Duplicate(args, 1);
+	cJSON_DeleteItemFromObjectCaseSensitive(rest, "computer");
+	char *text = cJSON_PrintUnformatted(rest);
+	cJSON_Delete(rest);
+	struct rk_tools_ctx ctx = {.eng = k->m->eng,
+				   .computer = &t.computer,
+				   .bot_id = k->m->opt.bot_id,
+				   .display = t.display >= 0 ? t.display : 0};
+	struct rk_tool_result res = {0};
+	rk_tools_call(&ctx, k->tool->agent, text, &res);
+	free(text);
+	cJSON *doc = cJSON_Parse(res.text ? res.text : "{}");
+	int r = 0;
+	if (res.is_error) {
+		const cJSON *er = cJSON_GetObjectItemCaseSensitive(doc, "error");
+		rk_error_set(&e, rk_code_from_name(rk_json_string(er, "code", "failed")), "%s",
+			     rk_json_string(er, "message", "failed"));
+		cJSON_Delete(doc);
+		r = tool_fail(k, &e);
+	} else {
+		if (res.png) {
+			char *b = rk_base64_encode(res.png, res.png_len);
+			cJSON *img = cJSON_CreateObject();
+			cJSON_AddStringToObject(img, "type", "image");
+			cJSON_AddStringToObject(img, "data", b);
+			cJSON_AddStringToObject(img, "mimeType", res.mime);
+			cJSON_AddItemToArray(k->content, img);
+			free(b);
+		}
+		if (!cJSON_IsObject(doc)) {
+			/* clipped for a model's context: give the text as it is */
+			cJSON_Delete(doc);
+			doc = cJSON_CreateObject();
+			cJSON_AddStringToObject(doc, "text", res.text ? res.text : "");
+		}
+		done(k, doc);
+	}
+	rk_tool_result_release(&res);
+	rk_target_release(&t);
+	return r;
+}
+
 /* --- zoom ------------------------------------------------------------------------------ */
 
 static int t_screen_zoom(struct call *k, const cJSON *args)
@@ -1440,7 +1532,7 @@ static int m_tools_call(struct rk_mcp *m, const cJSON *params, cJSON **result, c
 	}
 	cJSON *empty = cJSON_CreateObject();
 	const cJSON *a = cJSON_IsObject(args) ? args : empty;
-	struct call k = {.m = m, .content = cJSON_CreateArray()};
+	struct call k = {.m = m, .tool = &tools[i], .content = cJSON_CreateArray()};
 	struct rk_error e;
 	const cJSON *schema = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(m->tools, (int)i), "inputSchema");
 	int64_t t0 = rk_monotonic_ms();

@@ -176,7 +176,9 @@ sys.stdout.write("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")
 		"$(call 9 memory_write '{"path":"notes/fish","content":"a blue whale"}')" \
 		"$(call 10 memory_search '{"query":"whale"}')" \
 		"$(call 11 memory_read '{"path":"notes/fish"}')" \
-		"$(call 12 memory_write '{"path":"notes/fish","content":"x","expected_revision":7}')"
+		"$(call 12 memory_write '{"path":"notes/fish","content":"x","expected_revision":7}')" \
+		"$(call 13 browser_navigate '{"computer":"t","url":"http://127.0.0.1:1/"}')" \
+		"$(call 14 browser_act '{"computer":"t"}')"
 	[ "$(structured 2 's["output"]')" = hi ]
 	[ "$(structured 3 's["running"]')" = false ]
 	[[ $(reply 4 'r["result"]["content"][0]["text"]') == not_found:* ]]
@@ -189,6 +191,9 @@ sys.stdout.write("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")
 	[ "$(structured 10 '[x["path"] for x in s["results"]]')" = '["notes/fish"]' ]
 	[ "$(structured 11 's["content"]')" = "a blue whale" ]
 	[ "$(reply 12 'r["result"]["isError"]')" = true ]
+	# the fake provider has no page browser; browser_act's schema is the agent tool's, with the computer
+	[[ $(reply 13 'r["result"]["content"][0]["text"]') == unsupported:* ]]
+	[[ $(reply 14 'r["result"]["content"][0]["text"]') == *"argument 'action' is required"* ]]
 	# the same records the CLI shows
 	[ "$(rk memory read notes/fish)" = "a blue whale" ]
 	rk checkpoint list t --json | grep -qF "$rev"

@@ -192,6 +192,26 @@ export async function scenario(client, t, opts) {
 		t.check('shell_start gives a session handle', !!sid, r.structuredContent || text(r));
 		r = await call('shell_input', { computer: name, session: sid, input: 'ping\\n', yield_ms: 5000 });
 		t.check('shell_input reaches its stdin', !r.isError && r.structuredContent.output.includes('got ping'), r.structuredContent || text(r));
+		// the page browser: a page served in the computer, its snapshot's ref clicked
+		r = await call('file_write', { computer: name, path: 'site/page.html', content: '<html><head><title>start</title></head><body><button onclick="document.title=\'clicked\'">Go now</button></body></html>' });
+		r = await call('shell_exec', { computer: name, command: 'cd site && setsid -f python3 -m http.server 8000 --bind 127.0.0.1 </dev/null >/dev/null 2>&1; for i in $(seq 100); do python3 -c "import urllib.request as u; u.urlopen(\'http://127.0.0.1:8000/page.html\')" 2>/dev/null && exit 0; sleep 0.1; done; exit 1' });
+		t.check('a page is served in the computer', !r.isError && r.structuredContent.exit_code === 0, r.structuredContent || text(r));
+		r = await call('browser_navigate', { computer: name, url: 'http://127.0.0.1:8000/page.html' }, 120000);
+		t.check('browser_navigate opens it', !r.isError, text(r));
+		r = await call('browser_snapshot', { computer: name });
+		const m = !r.isError && /button "Go now" \[ref=(e\d+)\]/.exec(r.structuredContent.tree || '');
+		t.check('browser_snapshot names the button with a ref', !!m, r.structuredContent || text(r));
+		if (m) {
+			r = await call('browser_act', { computer: name, action: 'click', ref: m[1] });
+			t.check('browser_act clicks it', !r.isError, text(r));
+			let title = '';
+			for (let i = 0; i < 50 && title !== 'clicked'; i++) {
+				const snap = await call('browser_snapshot', { computer: name });
+				title = snap.isError ? '' : snap.structuredContent.title;
+				if (title !== 'clicked') await sleep(100);
+			}
+			t.check('and the page changed (its title)', title === 'clicked', title);
+		}
 		if (opts.more) await opts.more(call, name);
 	} finally {
 		r = await call('computer_delete', { computer: name }, 600000);
