@@ -52,6 +52,7 @@ struct rk_mcp {
 	struct rk_mcp_options opt;
 	char legacy[16]; /* the version `initialize` agreed on; "" before it */
 	cJSON *tools;	 /* the tools/list array, built once */
+	int modern;	 /* the request being handled is 2026-07-28's */
 };
 
 /* One request in flight. */
@@ -1443,6 +1444,8 @@ static cJSON *capabilities(void)
 	cJSON *c = cJSON_CreateObject();
 	cJSON *t = cJSON_AddObjectToObject(c, "tools");
 	cJSON_AddBoolToObject(t, "listChanged", 0);
+	cJSON *r = cJSON_AddObjectToObject(c, "resources");
+	cJSON_AddBoolToObject(r, "listChanged", 0);
 	return c;
 }
 
@@ -1553,6 +1556,154 @@ static int m_tools_call(struct rk_mcp *m, const cJSON *params, cJSON **result, c
 	return 0;
 }
 
+/* --- resources: a computer's screen and its workspace files ---------------------------------- */
+
+#define URI_PREFIX "rakazo://computers/"
+
+static void add_template(cJSON *arr, const char *tmpl, const char *name, const char *desc, const char *mime)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "uriTemplate", tmpl);
+	cJSON_AddStringToObject(o, "name", name);
+	cJSON_AddStringToObject(o, "description", desc);
+	if (mime)
+		cJSON_AddStringToObject(o, "mimeType", mime);
+	cJSON_AddItemToArray(arr, o);
+}
+
+static int m_templates(struct rk_mcp *m, const cJSON *params, cJSON **result, cJSON **error)
+{
+	(void)m, (void)params, (void)error;
+	cJSON *r = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(r, "resourceTemplates");
+	add_template(arr, URI_PREFIX "{computer}/screen", "screen", "the current screenshot of a computer's display 0",
+		     "image/png");
+	add_template(arr, URI_PREFIX "{computer}/files/{+path}", "file",
+		     "a file of a computer's workspace (text, or a blob when it is not UTF-8)", NULL);
+	*result = r;
+	return 0;
+}
+
+static int m_resources_list(struct rk_mcp *m, const cJSON *params, cJSON **result, cJSON **error)
+{
+	(void)params;
+	struct call k = {.m = m};
+	struct rk_error e;
+	struct rk_actor a;
+	struct rk_computer *cs;
+	size_t n;
+	if (actor(&k, &a, &e)) {
+		*error = error_doc(RK_MCP_INTERNAL_ERROR, e.message, NULL);
+		return 0;
+	}
+	if (rk_computer_list(m->eng, &cs, &n, &e)) {
+		rk_actor_release(&a);
+		*error = error_doc(RK_MCP_INTERNAL_ERROR, e.message, NULL);
+		return 0;
+	}
+	cJSON *r = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(r, "resources");
+	for (size_t i = 0; i < n; i++) {
+		struct rk_error e2;
+		if (cs[i].desktop && rk_authz_may_use(m->eng, &a, &cs[i]) &&
+		    provider_reachable(&k, cs[i].kind, &e2) == 0) {
+			cJSON *o = cJSON_CreateObject();
+			char *uri = rk_xasprintf(URI_PREFIX "%s/screen", cs[i].id);
+			char *name = rk_xasprintf("%s screen", cs[i].name);
+			cJSON_AddStringToObject(o, "uri", uri);
+			cJSON_AddStringToObject(o, "name", name);
+			cJSON_AddStringToObject(o, "mimeType", "image/png");
+			cJSON_AddItemToArray(arr, o);
+			free(uri);
+			free(name);
+		}
+		rk_computer_release(&cs[i]);
+	}
+	free(cs);
+	rk_actor_release(&a);
+	*result = r;
+	return 0;
+}
+
+/* A resource that is not there: -32002 in the handshake revisions, -32602
+ * in 2026-07-28 (which retired -32002). */
+static cJSON *no_resource(struct rk_mcp *m, const char *uri, const char *why)
+{
+	char *msg = rk_xasprintf("Resource not found: %s (%s)", uri, why);
+	cJSON *data = cJSON_CreateObject();
+	cJSON_AddStringToObject(data, "uri", uri);
+	cJSON *e = error_doc(m->modern ? RK_MCP_INVALID_PARAMS : -32002, msg, data);
+	free(msg);
+	return e;
+}
+
+static int m_resources_read(struct rk_mcp *m, const cJSON *params, cJSON **result, cJSON **error)
+{
+	const char *uri = rk_json_string(params, "uri", NULL);
+	if (!uri) {
+		*error = error_doc(RK_MCP_INVALID_PARAMS, "resources/read: params.uri must be a string", NULL);
+		return 0;
+	}
+	if (strncmp(uri, URI_PREFIX, strlen(URI_PREFIX))) {
+		*error = no_resource(m, uri, "rakazo's resources are " URI_PREFIX "...");
+		return 0;
+	}
+	const char *rest = uri + strlen(URI_PREFIX);
+	size_t clen = strcspn(rest, "/");
+	char *computer = rk_xstrndup(rest, clen);
+	const char *what = rest[clen] ? rest + clen + 1 : "";
+	struct call k = {.m = m, .content = cJSON_CreateArray()};
+	cJSON *args = cJSON_CreateObject();
+	cJSON_AddStringToObject(args, "computer", computer);
+	cJSON *item = cJSON_CreateObject();
+	cJSON_AddStringToObject(item, "uri", uri);
+	if (!strcmp(what, "screen")) {
+		screen_tool(&k, args, "computer_observe", "{}");
+		const cJSON *img = cJSON_GetArrayItem(k.content, 0);
+		if (!k.is_error && img && !strcmp(rk_json_string(img, "type", ""), "image")) {
+			cJSON_AddStringToObject(item, "mimeType", rk_json_string(img, "mimeType", "image/png"));
+			cJSON_AddStringToObject(item, "blob", rk_json_string(img, "data", ""));
+		}
+	} else if (!strncmp(what, "files/", 6) && what[6]) {
+		cJSON_AddStringToObject(args, "path", what + 6);
+		cJSON_AddStringToObject(args, "encoding", "base64");
+		t_file_read(&k, args);
+		if (!k.is_error) {
+			const char *b64 = rk_json_string(k.structured, "content", "");
+			struct rk_buf raw;
+			rk_buf_init(&raw);
+			rk_base64_decode(b64, &raw);
+			if (rk_utf8_valid(raw.data, raw.len)) {
+				cJSON_AddStringToObject(item, "mimeType", "text/plain");
+				cJSON_AddStringToObject(item, "text", raw.data);
+			} else {
+				cJSON_AddStringToObject(item, "mimeType", "application/octet-stream");
+				cJSON_AddStringToObject(item, "blob", b64);
+			}
+			rk_buf_release(&raw);
+		}
+	} else {
+		k.is_error = 1;
+		cJSON_Delete(k.content);
+		k.content = cJSON_CreateArray();
+		add_text(&k, "not_found: the resource is the computer's screen or files/PATH");
+	}
+	if (k.is_error) {
+		const cJSON *t = cJSON_GetArrayItem(k.content, 0);
+		*error = no_resource(m, uri, rk_json_string(t, "text", "failed"));
+		cJSON_Delete(item);
+	} else {
+		cJSON *r = cJSON_CreateObject();
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "contents"), item);
+		*result = r;
+	}
+	cJSON_Delete(k.content);
+	cJSON_Delete(k.structured);
+	cJSON_Delete(args);
+	free(computer);
+	return 0;
+}
+
 typedef int (*method_fn)(struct rk_mcp *m, const cJSON *params, cJSON **result, cJSON **error);
 static const struct {
 	const char *name;
@@ -1565,6 +1716,9 @@ static const struct {
 	{"ping", m_ping, 1, 0}, /* gone in 2026-07-28 */
 	{"tools/list", m_tools_list, 1, 1},
 	{"tools/call", m_tools_call, 1, 1},
+	{"resources/list", m_resources_list, 1, 1},
+	{"resources/templates/list", m_templates, 1, 1},
+	{"resources/read", m_resources_read, 1, 1},
 	/* clang-format on */
 };
 
@@ -1719,7 +1873,7 @@ void rk_mcp_handle(struct rk_mcp *m, const char *msg, size_t len, struct rk_buf 
 		rep->meta_error = 1;
 		goto reply;
 	}
-	rep->modern = modern;
+	rep->modern = m->modern = modern;
 	size_t i;
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (!strcmp(methods[i].name, method->valuestring) && (modern ? methods[i].modern : methods[i].legacy))

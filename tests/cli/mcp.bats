@@ -208,6 +208,29 @@ sys.stdout.write("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")
 	[[ $(reply 4 'r["result"]["content"][0]["text"]') == not_found:* ]]
 }
 
+@test "mcp: resources: a computer's screen and its files, by template; a missing one is the era's error" {
+	rk_fake t
+	rk computer file write t notes.txt <<<"hello resource"
+	id=$(rk_id t)
+	res() { printf '{"jsonrpc":"2.0","id":%s,"method":"resources/read","params":{"uri":"%s"}}' "$1" "$2"; }
+	mcp "$INIT" '{"jsonrpc":"2.0","id":1,"method":"resources/templates/list"}' \
+		'{"jsonrpc":"2.0","id":2,"method":"resources/list"}' \
+		"$(res 3 "rakazo://computers/t/screen")" "$(res 4 "rakazo://computers/t/files/notes.txt")" \
+		"$(res 5 "rakazo://computers/t/files/nosuch.txt")" "$(res 6 "file:///etc/passwd")" \
+		"$(res 7 "rakazo://computers/nosuch/screen")"
+	[ "$(reply 0 '"resources" in r["result"]["capabilities"]')" = true ]
+	[ "$(reply 1 '[t["uriTemplate"] for t in r["result"]["resourceTemplates"]]')" = \
+		'["rakazo://computers/{computer}/screen", "rakazo://computers/{computer}/files/{+path}"]' ]
+	[ "$(reply 2 '[x["uri"] for x in r["result"]["resources"]]')" = "[\"rakazo://computers/$id/screen\"]" ]
+	reply 3 'r["result"]["contents"][0]["blob"]' | base64 -d >"$BATS_TEST_TMPDIR/s.png"
+	png_size "$BATS_TEST_TMPDIR/s.png"
+	[ "$(reply 4 'r["result"]["contents"][0]["text"]')" = "hello resource" ]
+	for i in 5 6 7; do [ "$(reply $i 'r["error"]["code"]')" = -32002 ]; done
+	# 2026-07-28 retired -32002: -32602
+	mcp "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/read\",\"params\":{$META,\"uri\":\"rakazo://computers/t/files/nosuch\"}}"
+	[ "$(reply 1 'r["error"]["code"]')" = -32602 ]
+}
+
 @test "mcp: a bot without a grant is denied and nothing runs; with one it works" {
 	rk_fake t
 	export RAKAZO_OWNER=bot:b1
