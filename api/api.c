@@ -1,6 +1,7 @@
 /* The Computers HTTP API: routes and their handlers on the engine (see api.h). */
 
 #include "api/api.h"
+#include "api/mcp.h"
 #include "providers/provider.h"
 #include "engine/machine/machine.h"
 #include "engine/access/authz.h"
@@ -1480,6 +1481,61 @@ static int h_health(struct call *k)
 	return reply(k, 200, o);
 }
 
+/* --- MCP over Streamable HTTP (api/mcp.h) ---------------------------------------------------------- */
+
+/* The host part of an authority ("[::1]:7380" -> "[::1]", "a.b:80" -> "a.b"). */
+static char *host_of(const char *authority)
+{
+	size_t n = authority[0] == '[' ? strcspn(authority, "]") + 1 : strcspn(authority, ":/");
+	return rk_xstrndup(authority, n);
+}
+
+/* The transport's guard against DNS rebinding: a browser's Origin must be
+ * a loopback host or the host the request was sent to. */
+static int origin_ok(const struct rk_api_request *req)
+{
+	const char *o = req->origin;
+	if (!o)
+		return 1;
+	const char *sep = strstr(o, "://");
+	if (!sep || !sep[3])
+		return 0;
+	char *host = host_of(sep + 3);
+	char *own = req->host ? host_of(req->host) : NULL;
+	int ok = !strcmp(host, "127.0.0.1") || !strcmp(host, "localhost") || !strcmp(host, "[::1]") ||
+		 (own && !strcasecmp(host, own));
+	free(host);
+	free(own);
+	return ok;
+}
+
+/* POST /mcp: one JSON-RPC message; the answer as JSON (the spec lets the
+ * server choose JSON over an event stream), 202 for a notification. The
+ * token's bot acts (else the server's member), as on every other route;
+ * nothing is kept between requests, so no session id is minted. */
+static int h_mcp(struct call *k)
+{
+	if (!origin_ok(k->req))
+		return fail_with(k, 403, "forbidden", RK_EDENIED,
+				 "the Origin header names another site: MCP is served to this host and loopback only",
+				 1, NULL);
+	struct rk_mcp_options o = {.transport = "http",
+				   .bot_id = k->tok.bot_id,
+				   .providers = k->req->providers,
+				   .header_version = k->req->mcp_version,
+				   .header_method = k->req->mcp_method,
+				   .header_name = k->req->mcp_name};
+	struct rk_mcp *m = rk_mcp_new(k->eng, &o);
+	struct rk_buf out;
+	struct rk_mcp_reply rep;
+	rk_buf_init(&out);
+	rk_mcp_handle(m, k->req->body ? k->req->body : "", k->req->body_len, &out, &rep);
+	rk_mcp_free(m);
+	cJSON *doc = rep.replied ? cJSON_Parse(out.data) : NULL;
+	rk_buf_release(&out);
+	return reply(k, rep.http_status, doc);
+}
+
 /* --- the table ------------------------------------------------------------------------------------ */
 
 #define R(m, p, fn)                                                                                                    \
@@ -1521,6 +1577,7 @@ static const struct route routes[] = {
 	R("PUT", "/v1/computers/{computerId}/bots/{botId}", h_bot_put),
 	R("GET", "/v1/computers/{computerId}/bots/{botId}", h_bot_get),
 	R("DELETE", "/v1/computers/{computerId}/bots/{botId}", h_bot_delete),
+	F("POST", "/mcp", h_mcp),
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 

@@ -60,6 +60,12 @@ struct rk_api_request {
 	const struct rk_api_token *admitted;
 	/* the peer's address ("127.0.0.2"), or NULL: names it in the log */
 	const char *peer;
+	/* POST /mcp (api/mcp.h): the Streamable HTTP transport's headers, or NULL */
+	const char *mcp_version; /* MCP-Protocol-Version */
+	const char *mcp_method;	 /* Mcp-Method */
+	const char *mcp_name;	 /* Mcp-Name */
+	const char *origin;	 /* Origin */
+	const char *host;	 /* Host */
 };
 
 struct rk_api_response {

@@ -20,6 +20,7 @@ extern const struct cmd_entry cmd_checkpoint;
 extern const struct cmd_entry cmd_run;
 extern const struct cmd_entry cmd_tui;
 extern const struct cmd_entry cmd_serve;
+extern const struct cmd_entry cmd_mcp;
 extern const struct cmd_entry cmd_pair;
 extern const struct cmd_entry cmd_browser;
 extern const struct cmd_entry cmd_secret, cmd_memory, cmd_approval, cmd_space;
@@ -27,6 +28,8 @@ extern const struct cmd_entry cmd_secret, cmd_memory, cmd_approval, cmd_space;
 #define CMD(name, entry) &entry
 /* The command table. Makefile's install and the completion test read the
  * names from these lines: keep one CMD per line. */
+/* (clang-format would pack the table into columns) */
+/* clang-format off */
 const struct cmd_entry *const cmd_table[] = {
 	CMD("computer", cmd_computer),
 	CMD("screen", cmd_screen),
@@ -35,6 +38,7 @@ const struct cmd_entry *const cmd_table[] = {
 	CMD("run", cmd_run),
 	CMD("tui", cmd_tui),
 	CMD("serve", cmd_serve),
+	CMD("mcp", cmd_mcp),
 	CMD("pair", cmd_pair),
 	CMD("secret", cmd_secret),
 	CMD("memory", cmd_memory),
@@ -46,6 +50,7 @@ const struct cmd_entry *const cmd_table[] = {
 	CMD("version", cmd_version),
 	NULL,
 };
+/* clang-format on */
 
 const struct cmd_entry *cmd_find(const char *name)
 {

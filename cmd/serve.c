@@ -467,6 +467,13 @@ static void sse_free(void *cls)
 
 static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, cJSON *doc)
 {
+	if (status == 202 && (!doc || cJSON_IsNull(doc))) {
+		/* accepted with no body: an MCP notification (POST /mcp) */
+		struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+		enum MHD_Result r = MHD_queue_response(conn, 202, resp);
+		MHD_destroy_response(resp);
+		return r;
+	}
 	char *text = cJSON_PrintUnformatted(doc);
 	size_t len = strlen(text);
 	text = rk_xrealloc(text, len + 2);
@@ -592,6 +599,11 @@ static void broker_child(int fd)
 			.body_len = body.len,
 			.body_too_large = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "too_large")),
 			.providers = offered,
+			.mcp_version = rk_json_string(h, "mcp_version", NULL),
+			.mcp_method = rk_json_string(h, "mcp_method", NULL),
+			.mcp_name = rk_json_string(h, "mcp_name", NULL),
+			.origin = rk_json_string(h, "origin", NULL),
+			.host = rk_json_string(h, "host", NULL),
 		};
 		struct rk_api_response resp;
 		rk_api_handle(eng, &req, &resp);
@@ -676,6 +688,17 @@ static cJSON *brokered(struct MHD_Connection *conn, const char *url, const char 
 		cJSON_AddStringToObject(h, "authorization", a);
 	if (l)
 		cJSON_AddStringToObject(h, "last_event_id", l);
+	/* the MCP transport's headers (POST /mcp) */
+	static const char *const mcp_headers[][2] = {{"MCP-Protocol-Version", "mcp_version"},
+						     {"Mcp-Method", "mcp_method"},
+						     {"Mcp-Name", "mcp_name"},
+						     {"Origin", "origin"},
+						     {MHD_HTTP_HEADER_HOST, "host"}};
+	for (size_t i = 0; i < sizeof(mcp_headers) / sizeof(mcp_headers[0]); i++) {
+		const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, mcp_headers[i][0]);
+		if (v)
+			cJSON_AddStringToObject(h, mcp_headers[i][1], v);
+	}
 	cJSON_AddNumberToObject(h, "body_len", (double)st->body.len);
 	cJSON_AddBoolToObject(h, "too_large", st->too_large);
 	char *line = cJSON_PrintUnformatted(h);
@@ -792,6 +815,11 @@ static void request_of(struct MHD_Connection *conn, const char *url, const char 
 		.admitted = &st->tok,
 		.providers = offered,
 		.peer = peer_of(conn) ? peer_of(conn)->addr_text : NULL,
+		.mcp_version = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "MCP-Protocol-Version"),
+		.mcp_method = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Mcp-Method"),
+		.mcp_name = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Mcp-Name"),
+		.origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin"),
+		.host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
 	};
 }
 

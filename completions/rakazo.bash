@@ -8,7 +8,7 @@
 _rakazo_static() {
 	local words=
 	case "$1" in
-	"") words="computer screen checkpoint run doctor worker help version tui serve pair browser secret memory approval space" ;;
+	"") words="computer screen checkpoint run doctor worker help version tui serve mcp pair browser secret memory approval space" ;;
 	"computer") words="create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers grant revoke rights" ;;
 	"computer create") words="--provider --name --mode --team --private --no-desktop --pause-after --revisions --options --screen --memory --cpus --pids --command-key --wait --timeout --json --help --org" ;;
 	"computer list") words="--json --help" ;;
@@ -80,6 +80,7 @@ _rakazo_static() {
 	"checkpoint gc") words="--json --help" ;;
 	"run") words="--computer --bot --thread --model --api --base-url --model-base-url --model-retries --no-stream --max-steps --max-wall --max-tokens --max-cost --trigger --no-auto-resume --limit --detach --follow --after --wait --note --older-than --dry-run --json --help" ;;
 	"tui") words="--computer --json --help" ;;
+	"mcp") words="--max-image-bytes --max-image-edge --json --help" ;;
 	"serve") words="--listen --public --providers --token-file --url-file --bot --json --help token routes" ;;
 	"pair") words="--token --name --root --once --json --help" ;;
 	"secret") words="set list rm" ;;
@@ -151,5 +152,5 @@ _rakazo() {
 }
 
 complete -F _rakazo rakazo
-complete -F _rakazo rakazo-computer rakazo-screen rakazo-checkpoint rakazo-run rakazo-serve rakazo-pair rakazo-doctor rakazo-worker
+complete -F _rakazo rakazo-computer rakazo-screen rakazo-checkpoint rakazo-run rakazo-serve rakazo-mcp rakazo-pair rakazo-doctor rakazo-worker
 complete -F _rakazo rakazo-computer rakazo-screen rakazo-checkpoint rakazo-run rakazo-secret rakazo-memory rakazo-approval rakazo-doctor rakazo-worker

@@ -28,7 +28,7 @@ complete -c rakazo -l mode -xa "team private"
 complete -c rakazo -l outcome -xa "succeeded failed"
 complete -c rakazo -l encoding -xa "utf8 base64"
 
-complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run doctor worker help version tui serve pair browser secret memory approval space"
+complete -c rakazo -n "__rakazo_at" -a "computer screen checkpoint run doctor worker help version tui serve mcp pair browser secret memory approval space"
 complete -c rakazo -n "__rakazo_at computer" -a "create list show pause resume stop delete execution exec input resize kill sessions history file export import lease job release image providers grant revoke rights"
 complete -c rakazo -n "__rakazo_at computer create" -l provider
 complete -c rakazo -n "__rakazo_at computer create" -l name
@@ -341,6 +341,10 @@ complete -c rakazo -n "__rakazo_at run" -l help
 complete -c rakazo -n "__rakazo_at tui" -l computer
 complete -c rakazo -n "__rakazo_at tui" -l json
 complete -c rakazo -n "__rakazo_at tui" -l help
+complete -c rakazo -n "__rakazo_at mcp" -l max-image-bytes
+complete -c rakazo -n "__rakazo_at mcp" -l max-image-edge
+complete -c rakazo -n "__rakazo_at mcp" -l json
+complete -c rakazo -n "__rakazo_at mcp" -l help
 complete -c rakazo -n "__rakazo_at serve" -l listen
 complete -c rakazo -n "__rakazo_at serve" -l public
 complete -c rakazo -n "__rakazo_at serve" -l providers

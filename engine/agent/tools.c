@@ -326,6 +326,10 @@ static struct rk_display_observe_options observe_options(const struct rk_tools_c
 		oo.max_height = ctx->native->box_h;
 		oo.format = RK_PICTURE_JPEG;
 	}
+	if (ctx->jpeg_quality > 0) {
+		oo.format = RK_PICTURE_JPEG;
+		oo.quality = ctx->jpeg_quality;
+	}
 	return oo;
 }
 

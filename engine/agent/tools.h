@@ -66,6 +66,9 @@ struct rk_tools_ctx {
 	/* The vendor's native computer tool of this run (engine/agent/computer_tool.h),
 	 * or NULL; its box sizes the screenshots of every screen tool. */
 	const struct rk_computer_tool_spec *native;
+	/* > 0: screenshots are JPEG of this quality (1-100), for a caller with a
+	 * byte limit per image (the MCP server, api/mcp.h) */
+	int jpeg_quality;
 };
 
 struct rk_tool_result {

@@ -208,8 +208,10 @@ TEST(route_table)
 	CHECK(!rk_api_route_forks("POST", "/v1/computers/cmp_x/sessions/cse_y/input"));
 	CHECK(!rk_api_route_forks("GET", "/v1/executions/exe_x"));
 	CHECK(!rk_api_route_forks("GET", "/v1/paired/connect"));
+	/* the MCP server's one endpoint (issue 24) runs tools that start helpers */
+	CHECK(rk_api_route_forks("POST", "/mcp"));
 	for (size_t i = 0; i < rk_api_route_count(); i++)
-		CHECK(!strncmp(rk_api_route(i)->path, "/v1/", 4));
+		CHECK(!strncmp(rk_api_route(i)->path, "/v1/", 4) || !strcmp(rk_api_route(i)->path, "/mcp"));
 }
 
 /* issue 20: the transport's check on the headers, before any body */
