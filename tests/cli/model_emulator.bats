@@ -113,11 +113,11 @@ PY
 }
 
 @test "model emulator: the official @anthropic-ai/sdk runs its scenario on the Messages API (fidelity)" {
-	sdk_run anthropic "sdk anthropic: 13 passed, 0 failed" @anthropic-ai/sdk
+	sdk_run anthropic "sdk anthropic: 16 passed, 0 failed" @anthropic-ai/sdk
 }
 
 @test "model emulator: the official openai SDK runs its scenario on the Responses API and chat (fidelity)" {
-	sdk_run openai "sdk openai: 15 passed, 0 failed" openai
+	sdk_run openai "sdk openai: 18 passed, 0 failed" openai
 }
 
 @test "model emulator: Messages refuses no max_tokens, no anthropic-version and no key, each naming its check" {

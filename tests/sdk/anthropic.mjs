@@ -427,6 +427,11 @@ await t.check('the emulator served every step; its only failures are the refusal
 			[1, 200],
 			[2, 200],
 			[5, 400],
+		],
+	);
+	assert.deepEqual(
+		report.requests.slice(12).map((r) => [r.cache_breakpoints, r.status]),
+		[
 			[0, 200],
 			[0, 404],
 		],
@@ -435,7 +440,7 @@ await t.check('the emulator served every step; its only failures are the refusal
 	assert.equal(report.requests[1].beta_query, false);
 	assert.equal(report.requests[1].anthropic_beta, BETA);
 	assert.deepEqual(report.requests[2].last_image, { media_type: 'image/png', width: 1280, height: 800 });
-	assert.deepEqual([report.requests[11].file_images, report.requests[11].inline_images], [1, 0]);
+	assert.deepEqual([report.requests[12].file_images, report.requests[12].inline_images], [1, 0]);
 	assert.deepEqual(report.files, { uploaded: 1, uploaded_bytes: jpeg.length, deleted: 1, live: 0, duplicate_uploads: 0, referenced: 1 });
 });
 t.done();

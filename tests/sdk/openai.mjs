@@ -406,7 +406,7 @@ await t.check('the emulator served every step; its only failures are the refusal
 		],
 	);
 	assert.deepEqual(report.requests[2].last_image, { media_type: 'image/png', width: 1024, height: 640 });
-	assert.deepEqual([report.requests[15].file_images, report.requests[15].inline_images, report.requests[16].status], [1, 0, 400]);
+	assert.deepEqual([report.requests[17].file_images, report.requests[17].inline_images, report.requests[18].status], [1, 0, 400]);
 	assert.deepEqual(report.files, { uploaded: 1, uploaded_bytes: jpeg.length, deleted: 1, live: 0, duplicate_uploads: 0, referenced: 1 });
 });
 t.done();
