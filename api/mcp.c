@@ -358,6 +358,8 @@ static int validate(const cJSON *schema, const cJSON *args, const char *tool, st
 	const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
 	const cJSON *req = cJSON_GetObjectItemCaseSensitive(schema, "required");
 	const cJSON *x;
+	if (!args || !cJSON_IsObject(args))
+		return rk_error_set(e, RK_EINVALID, "%s: the arguments must be an object", tool);
 	cJSON_ArrayForEach(x, req) if (!cJSON_GetObjectItemCaseSensitive(args, x->valuestring)) return rk_error_set(
 		e, RK_EINVALID, "%s: argument '%s' is required", tool, x->valuestring);
 	for (const cJSON *a = args->child; a; a = a->next) {
@@ -365,10 +367,11 @@ static int validate(const cJSON *schema, const cJSON *args, const char *tool, st
 		if (!p)
 			return rk_error_set(e, RK_EINVALID, "%s: unknown argument '%s'", tool, a->string);
 		const cJSON *type = cJSON_GetObjectItemCaseSensitive(p, "type");
-		const char *want = cJSON_IsString(type) ? type->valuestring : "a value";
+		const char *tname = cJSON_GetStringValue(type);
+		const char *want = tname ? tname : "a value";
 		int ok = !type;
-		if (cJSON_IsString(type))
-			ok = type_is(a, type->valuestring);
+		if (tname)
+			ok = type_is(a, tname);
 		const cJSON *types = cJSON_IsArray(type) ? type : NULL;
 		cJSON_ArrayForEach(x, types) ok |= type_is(a, x->valuestring);
 		if (!ok)
@@ -648,7 +651,7 @@ static int t_computer_create(struct call *k, const cJSON *args)
 		return tool_fail(k, &e);
 	int r = rk_authz_check(k->m->eng, &a, "computers.create", NULL, &e);
 	rk_actor_release(&a);
-	if (r || (r = provider_reachable(k, provider, &e)))
+	if (r || provider_reachable(k, provider, &e))
 		return tool_fail(k, &e);
 	if (!rk_provider_find(provider))
 		return rk_error_set(&e, RK_EINVALID, "unknown provider '%s'", provider), tool_fail(k, &e);
@@ -679,7 +682,7 @@ static int change(struct call *k, const cJSON *args, const char *op)
 				 rk_lifecycle_op_of(op) == RK_LIFECYCLE_DELETE ? "computers.delete" : "computers.use",
 				 &c, &e);
 	rk_actor_release(&a);
-	if (r || (r = provider_reachable(k, c.kind, &e))) {
+	if (r || provider_reachable(k, c.kind, &e)) {
 		rk_computer_release(&c);
 		return tool_fail(k, &e);
 	}
@@ -1850,13 +1853,14 @@ void rk_mcp_handle(struct rk_mcp *m, const char *msg, size_t len, struct rk_buf 
 	const cJSON *jid = cJSON_GetObjectItemCaseSensitive(doc, "id");
 	const cJSON *method = cJSON_GetObjectItemCaseSensitive(doc, "method");
 	const cJSON *params = cJSON_GetObjectItemCaseSensitive(doc, "params");
+	const char *mname = cJSON_GetStringValue(method);
 	if (jid &&
 	    (cJSON_IsString(jid) || (cJSON_IsNumber(jid) && jid->valuedouble == (double)(int64_t)jid->valuedouble)))
 		id = jid;
 	if (!method &&
 	    (cJSON_GetObjectItemCaseSensitive(doc, "result") || cJSON_GetObjectItemCaseSensitive(doc, "error")))
 		goto out; /* a client's response: we ask nothing, so nothing waits for it */
-	if (strcmp(rk_json_string(doc, "jsonrpc", ""), "2.0") || !cJSON_IsString(method) || (jid && !id) ||
+	if (strcmp(rk_json_string(doc, "jsonrpc", ""), "2.0") || !mname || (jid && !id) ||
 	    (params && !cJSON_IsObject(params))) {
 		error = error_doc(RK_MCP_INVALID_REQUEST,
 				  "not a JSON-RPC 2.0 request: it needs \"jsonrpc\":\"2.0\", a string method, an id that "
@@ -1868,7 +1872,7 @@ void rk_mcp_handle(struct rk_mcp *m, const char *msg, size_t len, struct rk_buf 
 		goto out;
 	rep->was_request = 1;
 	int modern = 0;
-	check_meta(m, params, method->valuestring, &modern, &error);
+	check_meta(m, params, mname, &modern, &error);
 	if (error) {
 		rep->meta_error = 1;
 		goto reply;
@@ -1876,10 +1880,10 @@ void rk_mcp_handle(struct rk_mcp *m, const char *msg, size_t len, struct rk_buf 
 	rep->modern = m->modern = modern;
 	size_t i;
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
-		if (!strcmp(methods[i].name, method->valuestring) && (modern ? methods[i].modern : methods[i].legacy))
+		if (!strcmp(methods[i].name, mname) && (modern ? methods[i].modern : methods[i].legacy))
 			break;
 	if (i == sizeof(methods) / sizeof(methods[0])) {
-		char *msgt = rk_xasprintf("Method not found: %s", method->valuestring);
+		char *msgt = rk_xasprintf("Method not found: %s", mname);
 		error = error_doc(RK_MCP_METHOD_NOT_FOUND, msgt, NULL);
 		free(msgt);
 		goto reply;
