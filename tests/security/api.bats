@@ -170,11 +170,14 @@ ALTER TABLE screen_capabilities DROP COLUMN maker_bot
 ALTER TABLE screen_capabilities DROP COLUMN maker_token
 ALTER TABLE runs DROP COLUMN cached_tokens
 ALTER TABLE runs DROP COLUMN cache_write_tokens
+ALTER TABLE runs DROP COLUMN auto_resumes_left
+ALTER TABLE runs DROP COLUMN images
+ALTER TABLE runs DROP COLUMN cost_micro_usd
 DELETE FROM schema_migrations WHERE version >= 10
 EOF
 	# the next command migrates: 10, then the later ones again (11: the
 	# computers' resources, 12: who made a screen capability, 13: a run's
-	# prompt-cache tokens)
+	# prompt-cache tokens, 14: its automatic resumes, 15: its images and cost)
 	rk computer list --json >/dev/null
 	[ "$(rk_sql "select max(version) from schema_migrations")" = "$latest" ]
 	[ "$(rk_sql "select op || '=' || key_scope from lifecycle_executions order by created_at")" = "$(printf 'create=user:bats\npause=')" ]
