@@ -614,6 +614,10 @@ static int timeline_events(struct rk_engine *eng, const char *run_id, int64_t *s
 			return r;
 		for (size_t i = 0; i < n; i++) {
 			*seq = ev[i].seq;
+			/* a streamed turn's pieces: model.turn and tool.call carry
+			 * them whole a moment later, so the timeline shows each once */
+			if (!strcmp(ev[i].type, "model.text") || !strcmp(ev[i].type, "model.tool_call"))
+				continue;
 			cJSON *doc = cJSON_Parse(ev[i].data);
 			if (!doc)
 				continue;
