@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "api/mcp.h"
+#include "engine/util/fs.h"
 #include "cmd.h"
 #include "out.h"
 
@@ -22,20 +23,6 @@ static const struct rk_opt mcp_opts[] = {
 		8192),
 	OPT_END,
 };
-
-static int write_all(const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(1, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 static int run_mcp(struct cmd_ctx *ctx)
 {
@@ -86,7 +73,7 @@ static int run_mcp(struct cmd_ctx *ctx)
 			rk_mcp_handle(m, line, len, &out, &rep);
 			if (rep.replied) {
 				rk_buf_addc(&out, '\n');
-				if (write_all(out.data, out.len)) {
+				if (rk_fs_write_fd(1, out.data, out.len)) {
 					eof = 1;
 					break;
 				}
@@ -103,7 +90,7 @@ static int run_mcp(struct cmd_ctx *ctx)
 			rk_mcp_error_response(&out, RK_MCP_INVALID_REQUEST, msg);
 			free(msg);
 			rk_buf_addc(&out, '\n');
-			if (write_all(out.data, out.len))
+			if (rk_fs_write_fd(1, out.data, out.len))
 				break;
 			rk_buf_reset(&in);
 			skipping = 1;
